@@ -4,4 +4,38 @@
 //! ring buffers written from any context, static tracepoint descriptors, instances
 //! and snapshots. It does not depend on any particular kernel; the kernel supplies a
 //! small platform trait.
-#![cfg_attr(not(test), no_std)]
+//!
+//! The core is lock-free and free of `unsafe`:
+//!
+//! - [`Platform`]: what the kernel supplies (current CPU, clock).
+//! - [`Buffer`]: a buffer set, one ring per CPU: [`Buffer::write`], [`Buffer::reserve`],
+//!   readers ([`Buffer::iter`], [`Buffer::consumer`], [`Buffer::merged_iter`],
+//!   [`Buffer::merged_consumer`]), [`Buffer::stats`], clear and resize.
+//! - [`Recorder`]: a live set plus a spare, with [`Recorder::swap`] for snapshots.
+//!
+//! The ring's design (record format, protocols, memory orderings) is in `DESIGN.md`.
+#![cfg_attr(not(any(test, feature = "std")), no_std)]
+#![forbid(unsafe_code)]
+
+mod buffer;
+mod error;
+mod platform;
+mod reader;
+mod record;
+mod recorder;
+mod ring;
+mod stats;
+mod sync;
+
+#[cfg(test)]
+mod tests;
+
+pub use buffer::{Buffer, Config, Reservation};
+pub use error::{Error, WriteError};
+#[cfg(any(test, feature = "std"))]
+pub use platform::HostPlatform;
+pub use platform::Platform;
+pub use reader::{Consumer, Cursor, Merged, Meta, RecordRef, RingIter};
+pub use record::{ANCHOR_ID, MAX_EVENT_ID, MAX_PAYLOAD, Mode, PAD_ID};
+pub use recorder::Recorder;
+pub use stats::{MAX_DEPTH, RingStats};

@@ -1,0 +1,75 @@
+//! Typed errors: API misuse never panics.
+
+use core::fmt;
+
+/// Why a control operation (create, resize, clear, read, swap) failed. Nothing changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Error {
+    /// A buffer of zero bytes, or zero CPUs, was requested.
+    ZeroSize,
+    /// The requested size exceeds what a ring can address (2^38 bytes per CPU).
+    TooBig,
+    /// The allocator could not provide the memory.
+    NoMemory,
+    /// The operation needs recording off (resize, clear of the live set).
+    Recording,
+    /// Another reader or control operation holds what this one needs.
+    Busy,
+    /// The CPU index is not below the buffer's CPU count.
+    BadCpu,
+    /// A snapshot operation needs a spare buffer set, and there is none.
+    NoSpare,
+    /// Waiting for writers would wait for the caller itself (it interrupted a writer).
+    WouldDeadlock,
+    /// A ring's structure is inconsistent; tracing turned itself off.
+    Corrupt,
+}
+
+/// Why a write recorded nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteError {
+    /// Recording is off for this buffer set: nothing was attempted or counted.
+    Off,
+    /// The event was counted as dropped (discard mode full, or commit overrun).
+    Dropped,
+    /// The payload is larger than a record of this ring can hold.
+    TooLarge,
+    /// The event id is one of the ids reserved by the ring format.
+    ReservedId,
+    /// The platform reported a CPU index not below the buffer's CPU count.
+    BadCpu,
+    /// The ring was found corrupt earlier; it takes no more writes.
+    Corrupt,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Error::ZeroSize => "zero-size buffer",
+            Error::TooBig => "buffer too big",
+            Error::NoMemory => "out of memory",
+            Error::Recording => "recording must be off",
+            Error::Busy => "busy",
+            Error::BadCpu => "no such CPU",
+            Error::NoSpare => "no spare buffer allocated",
+            Error::WouldDeadlock => "called from inside a writer on this CPU",
+            Error::Corrupt => "ring buffer corrupt; tracing disabled",
+        })
+    }
+}
+
+impl fmt::Display for WriteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            WriteError::Off => "recording is off",
+            WriteError::Dropped => "event dropped",
+            WriteError::TooLarge => "record too large for the ring",
+            WriteError::ReservedId => "reserved event id",
+            WriteError::BadCpu => "no such CPU",
+            WriteError::Corrupt => "ring buffer corrupt",
+        })
+    }
+}
+
+impl core::error::Error for Error {}
+impl core::error::Error for WriteError {}

@@ -1,0 +1,72 @@
+//! What the kernel supplies: the current CPU and a clock.
+//!
+//! The writer is lock-free and nests like a stack, so it needs neither interrupt
+//! save/restore nor a lock. It does need the caller to stay on one CPU for the
+//! duration of a write (preemption or migration disabled, as in any kernel's per-CPU
+//! code); interrupts may stay enabled.
+
+/// The kernel's side of the tracer.
+pub trait Platform {
+    /// Index of the CPU running the caller, below the buffer's CPU count. Callable
+    /// from any context (thread, IRQ, NMI); must not change during one write.
+    fn cpu(&self) -> usize;
+
+    /// Nanoseconds from any fixed origin, monotonic (never decreasing) on each CPU and
+    /// below 2^60. Callable from any context; should be cheap (a TSC read and a scale).
+    fn now(&self) -> u64;
+}
+
+#[cfg(any(test, feature = "std"))]
+pub use host::HostPlatform;
+
+#[cfg(any(test, feature = "std"))]
+mod host {
+    extern crate std;
+    use super::Platform;
+    use std::cell::Cell;
+    use std::time::Instant;
+
+    std::thread_local! {
+        static CPU: Cell<usize> = const { Cell::new(0) };
+        static CLOCK: Cell<Option<u64>> = const { Cell::new(None) };
+    }
+
+    /// A host platform for tests and tools: each thread says which "CPU" it is with
+    /// [`HostPlatform::set_cpu`]; the clock is `std::time::Instant`, or a per-thread
+    /// manual clock that advances by one on each read once [`HostPlatform::set_clock`]
+    /// was called (deterministic timestamps for tests).
+    #[derive(Clone, Copy, Debug, Default)]
+    pub struct HostPlatform;
+
+    impl HostPlatform {
+        /// Pins the calling thread to CPU index `cpu` (for this platform's purposes).
+        pub fn set_cpu(cpu: usize) {
+            CPU.with(|c| c.set(cpu));
+        }
+
+        /// Switches the calling thread to the manual clock, starting at `ns`.
+        pub fn set_clock(ns: u64) {
+            CLOCK.with(|c| c.set(Some(ns)));
+        }
+
+        /// The manual clock's next value, if the thread uses it.
+        pub fn clock() -> Option<u64> {
+            CLOCK.with(|c| c.get())
+        }
+    }
+
+    impl Platform for HostPlatform {
+        fn cpu(&self) -> usize {
+            CPU.with(|c| c.get())
+        }
+
+        fn now(&self) -> u64 {
+            if let Some(t) = CLOCK.with(|c| c.get()) {
+                CLOCK.with(|c| c.set(Some(t + 1)));
+                return t;
+            }
+            static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+            START.get_or_init(Instant::now).elapsed().as_nanos() as u64
+        }
+    }
+}

@@ -1,0 +1,218 @@
+//! Readers: the non-consuming iterator, the consuming reader, and their k-way merge
+//! across CPUs in timestamp order. They run on any CPU, concurrently with writers.
+
+extern crate alloc;
+
+use crate::error::Error;
+use crate::record::MAX_PAYLOAD;
+use crate::ring::{Copied, Found, Ring};
+use crate::sync::{Ordering::Acquire, fence};
+use alloc::vec::Vec;
+
+/// One event as a reader returns it; the payload borrows the reader's buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecordRef<'a> {
+    /// CPU whose ring held the event.
+    pub cpu: usize,
+    /// Timestamp (ns, the platform's clock).
+    pub ts: u64,
+    /// Event id.
+    pub id: u16,
+    /// Events of this CPU lost (overwritten) since the previous record this reader
+    /// returned for the CPU (consuming reader only; always 0 for iterators).
+    pub lost: u64,
+    /// The payload.
+    pub payload: &'a [u8],
+}
+
+fn scratch() -> Result<Vec<u8>, Error> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(MAX_PAYLOAD).map_err(|_| Error::NoMemory)?;
+    v.resize(MAX_PAYLOAD, 0);
+    Ok(v)
+}
+
+/// A per-CPU source of records, for [`Merged`].
+pub trait Cursor {
+    /// Fetches the next event: its metadata, the payload left in [`Cursor::payload`].
+    fn fetch(&mut self) -> Option<Meta>;
+    /// The payload buffer (valid for the last fetched event).
+    fn payload(&self) -> &[u8];
+}
+
+/// Metadata of a fetched event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Meta {
+    /// CPU of the ring.
+    pub cpu: usize,
+    /// Timestamp.
+    pub ts: u64,
+    /// Event id.
+    pub id: u16,
+    /// Payload length.
+    pub len: usize,
+    /// Events lost before this one (see [`RecordRef::lost`]).
+    pub lost: u64,
+}
+
+/// A non-consuming iterator over one ring (ftrace's `trace` file). It walks from the
+/// oldest record to the commit position seen at creation; records overwritten under it
+/// are skipped (it resynchronises at the new oldest record), never returned torn.
+pub struct RingIter<'a> {
+    ring: &'a Ring,
+    cpu: usize,
+    pos: u64,
+    hi: u64,
+    end: u64,
+    skipped: bool,
+    buf: Vec<u8>,
+}
+
+impl<'a> RingIter<'a> {
+    pub(crate) fn new(ring: &'a Ring, cpu: usize) -> Result<Self, Error> {
+        let end = ring.commit_pos();
+        let (pos, hi) = ring.tail_near(end);
+        Ok(RingIter { ring, cpu, pos, hi, end, skipped: false, buf: scratch()? })
+    }
+
+    /// Whether records were overwritten under the iterator and skipped.
+    pub fn skipped(&self) -> bool {
+        self.skipped
+    }
+
+    /// The next event, or `None` at the end.
+    pub fn next_record(&mut self) -> Option<RecordRef<'_>> {
+        let m = self.fetch()?;
+        Some(RecordRef { cpu: m.cpu, ts: m.ts, id: m.id, lost: 0, payload: &self.buf[..m.len] })
+    }
+}
+
+impl Cursor for RingIter<'_> {
+    fn fetch(&mut self) -> Option<Meta> {
+        loop {
+            if self.pos >= self.end {
+                return None;
+            }
+            let found = self.ring.copy(self.pos, self.hi, self.end, Some(&mut self.buf));
+            // Acquire: orders the copy before the tail check (the writer claims space
+            // before its Release fence and its stores; see ring.rs).
+            fence(Acquire);
+            let (tail, hi) = self.ring.tail_near(self.pos);
+            if tail > self.pos {
+                // Claimed (overwritten or consumed) under us: resynchronise.
+                (self.pos, self.hi, self.skipped) = (tail, hi, true);
+                continue;
+            }
+            if let Found::Bad = found {
+                // Intact and still bad: corrupt. Stop.
+                self.pos = self.end;
+                return None;
+            }
+            let at = self.pos;
+            (self.pos, self.hi) = found.next(at, self.hi);
+            if let Found::Event { id, len, ts, .. } = found {
+                return Some(Meta { cpu: self.cpu, ts, id, len, lost: 0 });
+            }
+        }
+    }
+
+    fn payload(&self) -> &[u8] {
+        &self.buf
+    }
+}
+
+/// The consuming reader of one ring (ftrace's `trace_pipe`). One per ring at a time.
+/// Each record carries the number of events lost (overwritten) since the previous one.
+pub struct Consumer<'a> {
+    ring: &'a Ring,
+    cpu: usize,
+    overrun_seen: u64,
+    buf: Vec<u8>,
+}
+
+impl<'a> Consumer<'a> {
+    pub(crate) fn new(ring: &'a Ring, cpu: usize) -> Result<Self, Error> {
+        let buf = scratch()?;
+        ring.acquire_consumer()?;
+        Ok(Consumer { ring, cpu, overrun_seen: ring.overrun(), buf })
+    }
+
+    /// Takes the oldest event, or `None` if the ring is empty. `Err(Corrupt)` if the
+    /// ring's structure is broken (the ring then takes no more writes).
+    pub fn next_record(&mut self) -> Result<Option<RecordRef<'_>>, Error> {
+        Ok(self.take()?.map(|m| RecordRef {
+            cpu: m.cpu,
+            ts: m.ts,
+            id: m.id,
+            lost: m.lost,
+            payload: &self.buf[..m.len],
+        }))
+    }
+
+    fn take(&mut self) -> Result<Option<Meta>, Error> {
+        let Some(Copied { id, len, ts }) = self.ring.consume(&mut self.buf)? else {
+            return Ok(None);
+        };
+        // Lost events: overruns counted since the last record. A writer on another
+        // CPU increments its counter just after its claim, so an in-flight increment
+        // is reported with the next record; the sum is exact.
+        let overrun = self.ring.overrun();
+        let lost = overrun.wrapping_sub(self.overrun_seen);
+        self.overrun_seen = overrun;
+        Ok(Some(Meta { cpu: self.cpu, ts, id, len, lost }))
+    }
+}
+
+impl Drop for Consumer<'_> {
+    fn drop(&mut self) {
+        self.ring.release_consumer();
+    }
+}
+
+impl Cursor for Consumer<'_> {
+    fn fetch(&mut self) -> Option<Meta> {
+        self.take().ok().flatten()
+    }
+
+    fn payload(&self) -> &[u8] {
+        &self.buf
+    }
+}
+
+/// A k-way merge of per-CPU cursors in timestamp order (ties: lower CPU first).
+pub struct Merged<C> {
+    sources: Vec<(C, Option<Meta>)>,
+}
+
+impl<C: Cursor> Merged<C> {
+    pub(crate) fn new(cursors: Vec<C>) -> Self {
+        Merged { sources: cursors.into_iter().map(|c| (c, None)).collect() }
+    }
+
+    /// The next event across all CPUs, or `None` when every source is empty.
+    pub fn next_record(&mut self) -> Option<RecordRef<'_>> {
+        for (c, peeked) in self.sources.iter_mut() {
+            if peeked.is_none() {
+                *peeked = c.fetch();
+            }
+        }
+        let mut best: Option<(usize, u64)> = None;
+        for (i, (_, peeked)) in self.sources.iter().enumerate() {
+            if let Some(m) = peeked
+                && best.is_none_or(|(_, ts)| m.ts < ts)
+            {
+                best = Some((i, m.ts));
+            }
+        }
+        let (best, _) = best?;
+        let (c, peeked) = &mut self.sources[best];
+        let m = peeked.take()?;
+        Some(RecordRef {
+            cpu: m.cpu,
+            ts: m.ts,
+            id: m.id,
+            lost: m.lost,
+            payload: &c.payload()[..m.len],
+        })
+    }
+}

@@ -1,0 +1,575 @@
+//! One per-CPU ring: the lock-free, nesting-safe writer and the reader primitives.
+//!
+//! Positions are counted in 64-bit words from the ring's creation and never wrap (the
+//! slot of position `p` is `p & mask`). Four positions describe a ring:
+//!
+//! ```text
+//!   tail <= commit <= head <= tail + capacity
+//!   [tail, commit)  committed records, readable
+//!   [commit, head)  reserved by writers on this CPU that have not all finished
+//! ```
+//!
+//! The writer never blocks: it reserves with a compare-and-swap on `head` (only
+//! writers of this CPU touch `head`, so the CAS only ever fails because an interrupt
+//! on this CPU reserved first). Overwrite mode makes room by claiming the oldest
+//! records with a CAS on `tail`; the consuming reader claims records with a CAS on
+//! `tail` too, after copying them, so whoever wins the CAS counts the record (overrun
+//! or read) and a writer only ever overwrites space whose claim it has seen. All data
+//! is accessed with atomic loads and stores, so racing readers are never undefined
+//! behaviour; they detect that a copy raced a writer and discard it. See DESIGN.md.
+
+extern crate alloc;
+
+use crate::error::{Error, WriteError};
+use crate::record::{
+    ANCHOR_ID, ANCHOR_WORDS, Header, MAX_PAYLOAD, Mode, PAD_ID, header, pack_tail, record_words,
+    ts_hi, ts_join, unpack_tail,
+};
+use crate::stats::{DepthCounters, MAX_DEPTH, RingStats};
+use crate::sync::{
+    AtomicBool, AtomicU64, AtomicUsize, CachePadded, Ordering::*, Point, bump, fence,
+    preempt_point, signal_fence,
+};
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+
+/// Smallest ring, in words (so that the largest anchor + record pair fits).
+pub(crate) const MIN_WORDS: u64 = 8;
+/// Largest ring, in words (2^35 words = 256 GiB; far below the 40-bit position field).
+pub(crate) const MAX_WORDS: u64 = 1 << 35;
+
+/// State only the writers of the ring's CPU write.
+struct WriterLocal {
+    /// Reservation position: the end of the last reserved record.
+    head: AtomicU64,
+    /// How many writers of this CPU are inside `write` (they nest like a stack).
+    nest: AtomicUsize,
+    /// The hi of the last anchor reserved (`u64::MAX`: none yet).
+    cur_hi: AtomicU64,
+    /// Writers dropped because they nested deeper than [`MAX_DEPTH`].
+    deep_dropped: AtomicU64,
+    /// Set when a reader or writer found the ring's structure inconsistent.
+    corrupt: AtomicBool,
+}
+
+/// State of the consuming reader.
+struct ReaderSide {
+    /// Events the consuming reader took (single writer: the consumer).
+    read: AtomicU64,
+    /// Held by the one consuming reader of this ring (and by reset).
+    consumer: AtomicBool,
+}
+
+/// What a reader found at a position.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Found {
+    /// An event: id, payload length (copied to the caller's buffer), full timestamp.
+    Event { id: u16, len: usize, ts: u64, words: u64 },
+    /// An anchor: the hi in effect after it.
+    Anchor { hi: u64, words: u64 },
+    /// An abandoned reservation.
+    Pad { words: u64 },
+    /// Not a record: a torn copy or corruption.
+    Bad,
+}
+
+impl Found {
+    /// Position after this record, and the hi in effect there.
+    pub(crate) fn next(&self, pos: u64, hi: u64) -> (u64, u64) {
+        match *self {
+            Found::Event { words, .. } | Found::Pad { words } => (pos + words, hi),
+            Found::Anchor { hi, words } => (pos + words, hi),
+            Found::Bad => (pos, hi),
+        }
+    }
+}
+
+/// One event a reader copied out: id, payload length, full timestamp.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Copied {
+    pub(crate) id: u16,
+    pub(crate) len: usize,
+    pub(crate) ts: u64,
+}
+
+/// One CPU's ring. See the module documentation.
+pub(crate) struct Ring {
+    w: CachePadded<WriterLocal>,
+    counters: CachePadded<[DepthCounters; MAX_DEPTH]>,
+    commit: CachePadded<AtomicU64>,
+    tail: CachePadded<AtomicU64>,
+    reader: CachePadded<ReaderSide>,
+    data: Box<[AtomicU64]>,
+    mask: u64,
+    /// Extra words an overwriting writer reclaims beyond its need, to amortise the CAS.
+    slack: u64,
+}
+
+/// Reclaim slack for a ring of `words`: 1/16 of it, at most 32 words (256 bytes).
+pub(crate) const fn slack_for(words: u64) -> u64 {
+    let s = words / 16;
+    if s > 32 { 32 } else { s }
+}
+
+/// Ring size in words for a request of `bytes` (rounded up to a power of two).
+pub(crate) fn words_for(bytes: usize) -> Result<u64, Error> {
+    if bytes == 0 {
+        return Err(Error::ZeroSize);
+    }
+    let words = (bytes as u64).div_ceil(8).max(MIN_WORDS);
+    if words > MAX_WORDS {
+        return Err(Error::TooBig);
+    }
+    Ok(words.next_power_of_two())
+}
+
+impl Ring {
+    /// A ring of `words` words (a power of two, from [`words_for`]), allocated fallibly.
+    pub(crate) fn new(words: u64) -> Result<Ring, Error> {
+        let n = usize::try_from(words).map_err(|_| Error::TooBig)?;
+        let mut data = Vec::new();
+        data.try_reserve_exact(n).map_err(|_| Error::NoMemory)?;
+        data.resize_with(n, || AtomicU64::new(0));
+        Ok(Ring {
+            w: CachePadded(WriterLocal {
+                head: AtomicU64::new(0),
+                nest: AtomicUsize::new(0),
+                cur_hi: AtomicU64::new(u64::MAX),
+                deep_dropped: AtomicU64::new(0),
+                corrupt: AtomicBool::new(false),
+            }),
+            counters: CachePadded(Default::default()),
+            commit: CachePadded(AtomicU64::new(0)),
+            tail: CachePadded(AtomicU64::new(pack_tail(0, 0))),
+            reader: CachePadded(ReaderSide {
+                read: AtomicU64::new(0),
+                consumer: AtomicBool::new(false),
+            }),
+            data: data.into_boxed_slice(),
+            mask: words - 1,
+            slack: slack_for(words),
+        })
+    }
+
+    /// Capacity in words.
+    pub(crate) fn words(&self) -> u64 {
+        self.mask + 1
+    }
+
+    /// Largest payload a record of this ring may carry: an anchor and the record must
+    /// fit in the ring together.
+    pub(crate) fn max_payload(&self) -> usize {
+        let words = self.words() - ANCHOR_WORDS - 1;
+        (words.saturating_mul(8) as usize).min(MAX_PAYLOAD)
+    }
+
+    #[inline(always)]
+    fn slot(&self, pos: u64) -> &AtomicU64 {
+        &self.data[(pos & self.mask) as usize]
+    }
+
+    /// Whether the ring was found corrupt.
+    pub(crate) fn is_corrupt(&self) -> bool {
+        self.w.corrupt.load(Relaxed)
+    }
+
+    fn mark_corrupt(&self) {
+        self.w.corrupt.store(true, Relaxed);
+    }
+
+    // ----------------------------------------------------------------------------
+    // Writer side. Runs only on the ring's CPU, from any context; nests like a stack.
+    // ----------------------------------------------------------------------------
+
+    /// Writes one event. `now` is the platform clock; `overwrite` the buffer's mode.
+    #[inline]
+    pub(crate) fn write<F: Fn() -> u64>(
+        &self,
+        mode: Mode,
+        now: F,
+        id: u16,
+        payload: &[u8],
+    ) -> Result<(), WriteError> {
+        let (depth, pos) = self.reserve(mode, now, id, payload.len())?;
+        let (words, rest) = payload.as_chunks::<8>();
+        let mut p = pos + 1;
+        for w in words {
+            self.slot(p).store(u64::from_le_bytes(*w), Relaxed);
+            p += 1;
+        }
+        if !rest.is_empty() {
+            let mut last = [0u8; 8];
+            last[..rest.len()].copy_from_slice(rest);
+            self.slot(p).store(u64::from_le_bytes(last), Relaxed);
+        }
+        self.commit_event(depth);
+        Ok(())
+    }
+
+    /// Reserves space for a record of `len` payload bytes and writes its header (and
+    /// an anchor before it if needed). Returns the writer's depth and the header's
+    /// position; the caller fills the payload and calls [`Ring::commit_event`] or
+    /// [`Ring::abandon`]. On error nothing is reserved and the depth is left.
+    #[inline]
+    pub(crate) fn reserve<F: Fn() -> u64>(
+        &self,
+        mode: Mode,
+        now: F,
+        id: u16,
+        len: usize,
+    ) -> Result<(usize, u64), WriteError> {
+        let w = &self.w;
+        let depth = w.nest.load(Relaxed);
+        if depth >= MAX_DEPTH {
+            // Several depths above MAX_DEPTH may race here, hence a real RMW.
+            w.deep_dropped.fetch_add(1, Relaxed);
+            return Err(WriteError::Dropped);
+        }
+        // Load and store are an exact increment: an interrupt that arrives in between
+        // restores `nest` before it returns (writers nest like a stack).
+        w.nest.store(depth + 1, Relaxed);
+        signal_fence();
+        preempt_point(Point::Entered);
+        if w.corrupt.load(Relaxed) {
+            self.leave(depth);
+            return Err(WriteError::Corrupt);
+        }
+        let cap = self.words();
+        let words = record_words(len);
+        let (pos, ts, anchor) = loop {
+            let pos = w.head.load(Relaxed);
+            // The clock is read inside the loop: if an interrupt reserves between this
+            // read and our CAS, the CAS fails and we read it again, so timestamps never
+            // decrease in position order.
+            let ts = now();
+            let anchor = ts_hi(ts) != w.cur_hi.load(Relaxed);
+            let end = pos + words + if anchor { ANCHOR_WORDS } else { 0 };
+            let need = end.saturating_sub(cap);
+            let (tail, _) = unpack_tail(pos, self.tail.load(Relaxed));
+            if tail < need {
+                let room = match mode {
+                    Mode::Discard => false,
+                    Mode::Overwrite => match self.reclaim(pos, need, depth) {
+                        Ok(()) => true,
+                        Err(()) => {
+                            bump(&self.counters[depth].commit_overrun, 1);
+                            false
+                        }
+                    },
+                };
+                if !room {
+                    bump(&self.counters[depth].dropped, 1);
+                    self.leave(depth);
+                    return Err(WriteError::Dropped);
+                }
+            }
+            preempt_point(Point::Reserving);
+            if w.head.compare_exchange(pos, end, Relaxed, Relaxed).is_ok() {
+                break (pos, ts, anchor);
+            }
+        };
+        if anchor {
+            w.cur_hi.store(ts_hi(ts), Relaxed);
+        }
+        // Release fence (write side of the seqlock-style validation): every claim of
+        // space we observed above (loads of `tail`, our reclaim CAS) is ordered before
+        // the stores into that space below. A reader that copies a word we store and
+        // then runs fence(Acquire) therefore sees `tail` past the slot, and discards
+        // its copy (iterator) or fails its claim (consumer).
+        fence(Release);
+        let mut p = pos;
+        if anchor {
+            self.slot(p).store(header(ANCHOR_ID, 8, ts), Relaxed);
+            self.slot(p + 1).store(ts, Relaxed);
+            p += ANCHOR_WORDS;
+        }
+        self.slot(p).store(header(id, len, ts), Relaxed);
+        preempt_point(Point::Reserved);
+        Ok((depth, p))
+    }
+
+    /// Stores one payload word of a reservation whose header is at `hdr`.
+    #[inline(always)]
+    pub(crate) fn fill_word(&self, hdr: u64, index: u64, word: u64) {
+        self.slot(hdr + 1 + index).store(word, Relaxed);
+    }
+
+    /// Turns the reservation at `hdr` into padding and finishes it (not an event).
+    pub(crate) fn abandon(&self, depth: usize, hdr: u64) {
+        let h = Header::decode(self.slot(hdr).load(Relaxed));
+        self.slot(hdr).store(header(PAD_ID, h.len, h.ts_lo), Relaxed);
+        self.leave(depth);
+    }
+
+    /// Counts the reserved event as committed and finishes it.
+    #[inline]
+    pub(crate) fn commit_event(&self, depth: usize) {
+        preempt_point(Point::Filled);
+        bump(&self.counters[depth].committed, 1);
+        self.leave(depth);
+    }
+
+    /// Leaves the write path at `depth`. The outermost writer (depth 0) publishes
+    /// everything reserved so far, including records of writers that interrupted it.
+    #[inline]
+    fn leave(&self, depth: usize) {
+        let w = &self.w;
+        signal_fence();
+        if depth != 0 {
+            w.nest.store(depth, Relaxed);
+            return;
+        }
+        loop {
+            let h = w.head.load(Relaxed);
+            // Release: pairs with the readers' Acquire load of `commit`; the records
+            // below `h` (all stored by this CPU, in program order before this) are
+            // complete when a reader sees `h`.
+            self.commit.store(h, Release);
+            signal_fence();
+            w.nest.store(0, Relaxed);
+            signal_fence();
+            preempt_point(Point::Committed);
+            // An interrupt that reserved after our load of `head` saw nest == 1 and left
+            // its record for us to publish: go round again.
+            if w.head.load(Relaxed) == h {
+                return;
+            }
+            w.nest.store(1, Relaxed);
+            signal_fence();
+        }
+    }
+
+    /// Overwrite mode: claims the oldest records until `tail >= need` (plus slack).
+    /// `Err` when the space is held by uncommitted records (a commit overrun).
+    fn reclaim(&self, pos: u64, need: u64, depth: usize) -> Result<(), ()> {
+        loop {
+            // Relaxed: the fence(Release) after the reservation orders this observation
+            // before our stores (see `reserve`).
+            let old = self.tail.load(Relaxed);
+            let (tail, mut hi) = unpack_tail(pos, old);
+            if tail >= need {
+                return Ok(());
+            }
+            // Relaxed: `commit` is stored only by writers of this CPU (program order).
+            let commit = self.commit.load(Relaxed);
+            let target = need + self.slack;
+            let (mut p, mut events) = (tail, 0);
+            while p < target && p < commit {
+                let h = Header::decode(self.slot(p).load(Relaxed));
+                match h.id {
+                    ANCHOR_ID => hi = ts_hi(self.slot(p + 1).load(Relaxed)),
+                    PAD_ID => {}
+                    _ => events += 1,
+                }
+                p += h.words();
+            }
+            if p > commit {
+                // A committed header pointed past the commit position: the structure
+                // is broken. Stop writing to this ring instead of making it worse.
+                self.mark_corrupt();
+                return Err(());
+            }
+            if p < need {
+                return Err(());
+            }
+            preempt_point(Point::Reclaiming);
+            // Relaxed CAS: whoever wins owns the records in [tail, p). The consumer
+            // copies before its own CAS; the fence(Release) in `reserve` orders this
+            // CAS before our overwriting stores.
+            if self.tail.compare_exchange(old, pack_tail(p, hi), Relaxed, Relaxed).is_ok() {
+                bump(&self.counters[depth].overrun, events);
+                return Ok(());
+            }
+        }
+    }
+
+    // ----------------------------------------------------------------------------
+    // Reader side. Any CPU, concurrently with the writers.
+    // ----------------------------------------------------------------------------
+
+    /// The published commit position. Acquire: pairs with the Release store in
+    /// `leave`, so the records below it are complete in this reader's view.
+    #[inline]
+    pub(crate) fn commit_pos(&self) -> u64 {
+        self.commit.load(Acquire)
+    }
+
+    /// The tail: position of the oldest record and the hi in effect there.
+    #[inline]
+    pub(crate) fn tail_near(&self, near: u64) -> (u64, u64) {
+        // Relaxed: readers validate copies with a fence(Acquire) before this load (see
+        // `copy`), and use the value only as a bound.
+        unpack_tail(near, self.tail.load(Relaxed))
+    }
+
+    /// Copies the record at `pos` (below `limit`, the commit position the caller
+    /// loaded) into `out`. The copy may race a writer; the caller must validate it
+    /// (fence(Acquire), then check the tail) before trusting it.
+    pub(crate) fn copy(&self, pos: u64, hi: u64, limit: u64, out: Option<&mut [u8]>) -> Found {
+        let h = Header::decode(self.slot(pos).load(Relaxed));
+        let words = h.words();
+        if pos + words > limit {
+            return Found::Bad;
+        }
+        match h.id {
+            ANCHOR_ID if h.len == 8 => {
+                Found::Anchor { hi: ts_hi(self.slot(pos + 1).load(Relaxed)), words }
+            }
+            ANCHOR_ID => Found::Bad,
+            PAD_ID => Found::Pad { words },
+            id => {
+                let Some(out) = out else {
+                    return Found::Event { id, len: h.len, ts: ts_join(hi, h.ts_lo), words };
+                };
+                let Some(dst) = out.get_mut(..h.len) else { return Found::Bad };
+                let mut p = pos + 1;
+                let (chunks, rest) = dst.as_chunks_mut::<8>();
+                for c in chunks {
+                    *c = self.slot(p).load(Relaxed).to_le_bytes();
+                    p += 1;
+                }
+                if !rest.is_empty() {
+                    let n = rest.len();
+                    rest.copy_from_slice(&self.slot(p).load(Relaxed).to_le_bytes()[..n]);
+                }
+                Found::Event { id, len: h.len, ts: ts_join(hi, h.ts_lo), words }
+            }
+        }
+    }
+
+    /// Takes the oldest event (the consuming reader). Anchors and padding on the way
+    /// are consumed silently. `Err(Corrupt)` marks the ring corrupt.
+    pub(crate) fn consume(&self, out: &mut [u8]) -> Result<Option<Copied>, Error> {
+        loop {
+            let old = self.tail.load(Relaxed);
+            let commit = self.commit_pos();
+            let (tail, hi) = unpack_tail(commit, old);
+            if tail >= commit {
+                return Ok(None);
+            }
+            let found = self.copy(tail, hi, commit, Some(out));
+            // Acquire fence (read side of the validation): the copy above is ordered
+            // before the claim below. A writer overwrites only after its own claim
+            // (CAS on `tail`) and a Release fence; had we copied any of its stores,
+            // its claim would be visible to our CAS, which would then fail.
+            fence(Acquire);
+            if let Found::Bad = found {
+                if self.tail.load(Relaxed) == old {
+                    // Nobody claimed the record, so the copy was of committed data.
+                    self.mark_corrupt();
+                    return Err(Error::Corrupt);
+                }
+                continue;
+            }
+            let (next, next_hi) = found.next(tail, hi);
+            // Relaxed CAS: the fences order the copy; winning it means the record was
+            // intact and is ours (counted as read), losing means a writer took it.
+            if self.tail.compare_exchange(old, pack_tail(next, next_hi), Relaxed, Relaxed).is_ok()
+                && let Found::Event { id, len, ts, .. } = found
+            {
+                bump(&self.reader.read, 1);
+                return Ok(Some(Copied { id, len, ts }));
+            }
+        }
+    }
+
+    /// Tries to become the ring's one consuming reader.
+    pub(crate) fn acquire_consumer(&self) -> Result<(), Error> {
+        // Acquire: orders after the previous consumer's Release in `release_consumer`,
+        // whose `read` count this consumer continues.
+        match self.reader.consumer.compare_exchange(false, true, Acquire, Relaxed) {
+            Ok(_) => Ok(()),
+            Err(_) => Err(Error::Busy),
+        }
+    }
+
+    /// Gives up the consuming-reader role.
+    pub(crate) fn release_consumer(&self) {
+        // Release: the next consumer continues our `read` count (see acquire).
+        self.reader.consumer.store(false, Release);
+    }
+
+    /// Sum of the per-depth overrun counters.
+    pub(crate) fn overrun(&self) -> u64 {
+        self.counters.iter().map(|c| c.overrun.load(Relaxed)).sum()
+    }
+
+    /// Counts the events in the ring by walking it, and finds the oldest event's
+    /// timestamp. Exact when the ring is quiescent; otherwise a recent value.
+    pub(crate) fn count_entries(&self) -> (u64, Option<u64>) {
+        loop {
+            let commit = self.commit_pos();
+            let (tail, mut hi) = self.tail_near(commit);
+            let (mut p, mut n, mut oldest, mut bad) = (tail, 0, None, false);
+            while p < commit {
+                let found = self.copy(p, hi, commit, None);
+                match found {
+                    Found::Bad => {
+                        bad = true;
+                        break;
+                    }
+                    Found::Event { ts, .. } => {
+                        n += 1;
+                        oldest.get_or_insert(ts);
+                    }
+                    _ => {}
+                }
+                (p, hi) = found.next(p, hi);
+            }
+            // Acquire: validates the walk, as in `consume`: unchanged tail means no
+            // writer claimed any of the records walked.
+            fence(Acquire);
+            if self.tail_near(commit).0 == tail {
+                if bad {
+                    self.mark_corrupt();
+                }
+                return (n, oldest);
+            }
+        }
+    }
+
+    /// The ring's statistics.
+    pub(crate) fn stats(&self) -> RingStats {
+        let mut s = RingStats::default();
+        for c in self.counters.iter() {
+            s.dropped += c.dropped.load(Relaxed);
+            s.commit_overrun += c.commit_overrun.load(Relaxed);
+            s.overrun += c.overrun.load(Relaxed);
+            s.written += c.committed.load(Relaxed);
+        }
+        s.dropped += self.w.deep_dropped.load(Relaxed);
+        s.written += s.dropped;
+        s.read = self.reader.read.load(Relaxed);
+        let (entries, oldest) = self.count_entries();
+        s.entries = entries;
+        s.oldest_ts = oldest;
+        let commit = self.commit_pos();
+        let (tail, _) = self.tail_near(commit);
+        s.bytes = commit.saturating_sub(tail) * 8;
+        s.capacity = self.words() * 8;
+        s
+    }
+
+    /// Empties the ring and zeroes its counters. The caller guarantees that no writer
+    /// is inside this ring (exclusive access, or recording off and writers drained).
+    /// Positions keep increasing, so concurrent iterators stay safe. `Busy` while a
+    /// consuming reader exists.
+    pub(crate) fn reset(&self) -> Result<(), Error> {
+        self.acquire_consumer()?;
+        let head = self.w.head.load(Relaxed);
+        // Relaxed: no writer or consumer runs; iterators only need positions to keep
+        // increasing, which they do.
+        self.commit.store(head, Relaxed);
+        // The next record gets an anchor (cur_hi reset), so the hi stored here is moot.
+        self.tail.store(pack_tail(head, 0), Relaxed);
+        self.w.cur_hi.store(u64::MAX, Relaxed);
+        self.w.deep_dropped.store(0, Relaxed);
+        self.w.corrupt.store(false, Relaxed);
+        for c in self.counters.iter() {
+            c.reset();
+        }
+        self.reader.read.store(0, Relaxed);
+        self.release_consumer();
+        Ok(())
+    }
+}

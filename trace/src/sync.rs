@@ -1,0 +1,116 @@
+//! The atomics facade: `core` atomics normally, loom's under `cfg(loom)` (as in
+//! hawkw/thingbuf's `src/loom.rs`), plus cache-line padding and the test hook that
+//! simulates an interrupt arriving at a chosen point of the write path.
+
+#[cfg(all(loom, test))]
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
+
+#[cfg(not(all(loom, test)))]
+pub(crate) use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
+
+/// Orders this CPU's accesses against an interrupt handler that runs on the same CPU
+/// (a signal fence: it constrains the compiler only; a CPU sees its own accesses in
+/// program order). Loom has no interrupts, so it is a no-op there.
+#[inline(always)]
+pub(crate) fn signal_fence() {
+    #[cfg(not(all(loom, test)))]
+    core::sync::atomic::compiler_fence(Ordering::SeqCst);
+}
+
+/// One step of a bounded busy-wait (loom must be told to schedule another thread).
+#[inline]
+pub(crate) fn spin() {
+    #[cfg(all(loom, test))]
+    loom::thread::yield_now();
+    #[cfg(not(all(loom, test)))]
+    core::hint::spin_loop();
+}
+
+/// Aligns (and so pads) its content to 128 bytes: two 64-byte lines, because x86's
+/// adjacent-line prefetcher pulls lines in pairs (crossbeam's `CachePadded` does the same).
+#[repr(align(128))]
+#[derive(Default)]
+pub(crate) struct CachePadded<T>(pub(crate) T);
+
+impl<T> core::ops::Deref for CachePadded<T> {
+    type Target = T;
+    #[inline(always)]
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+/// Adds `n` to a counter that has a single writer at a time (a per-nesting-depth
+/// counter, or the consuming reader's counter): a load and a store, no RMW instruction.
+#[inline(always)]
+pub(crate) fn bump(counter: &AtomicU64, n: u64) {
+    counter.store(counter.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+}
+
+/// The points of the write path where a test may simulate an interrupt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) enum Point {
+    /// The writer has raised its nesting depth.
+    Entered,
+    /// In overwrite mode, just before the compare-and-swap that reclaims old records.
+    Reclaiming,
+    /// Just before the compare-and-swap that reserves space.
+    Reserving,
+    /// Space is reserved and the header written; the payload is not.
+    Reserved,
+    /// The payload is written; the record is not committed.
+    Filled,
+    /// The outermost writer has published the commit position and left.
+    Committed,
+}
+
+/// Calls the test's simulated interrupt, if one is armed on this thread.
+#[cfg(test)]
+#[inline(never)]
+pub(crate) fn preempt_point(p: Point) {
+    hook::fire(p);
+}
+
+/// Production builds have no hook: this is nothing.
+#[cfg(not(test))]
+#[inline(always)]
+pub(crate) fn preempt_point(_p: Point) {}
+
+#[cfg(test)]
+pub(crate) mod hook {
+    //! A thread-local "interrupt": a closure the write path calls at its [`Point`]s.
+    use super::Point;
+    use std::boxed::Box;
+    use std::cell::RefCell;
+
+    type Hook = Box<dyn FnMut(Point)>;
+
+    std::thread_local! {
+        static HOOK: RefCell<Option<Hook>> = const { RefCell::new(None) };
+    }
+
+    /// Arms `f`; it is called at every point until [`clear`] (never re-entered: the
+    /// writes it makes run without the hook, like a handler that is not interrupted).
+    pub(crate) fn set(f: impl FnMut(Point) + 'static) {
+        HOOK.with(|h| *h.borrow_mut() = Some(Box::new(f)));
+    }
+
+    /// Disarms the hook.
+    pub(crate) fn clear() {
+        HOOK.with(|h| *h.borrow_mut() = None);
+    }
+
+    pub(super) fn fire(p: Point) {
+        let taken = HOOK.with(|h| h.borrow_mut().take());
+        if let Some(mut f) = taken {
+            f(p);
+            HOOK.with(|h| {
+                let mut slot = h.borrow_mut();
+                if slot.is_none() {
+                    *slot = Some(f);
+                }
+            });
+        }
+    }
+}
