@@ -1,1 +1,44 @@
-//! Tests.
+//! The crate's tests: unit tests, the model-based property tests, the multi-threaded
+//! stress test (normal builds), and the loom models (`--cfg loom`).
+
+#[cfg(not(loom))]
+mod basic;
+#[cfg(all(loom, test))]
+mod loom;
+#[cfg(not(loom))]
+mod model;
+#[cfg(not(loom))]
+mod stress;
+
+#[cfg(not(loom))]
+pub(crate) mod util {
+    use crate::{Buffer, Config, HostPlatform, Mode};
+    use std::vec::Vec;
+
+    /// A host buffer set; the calling thread is CPU 0 with a manual clock.
+    pub(crate) fn buffer(cpus: usize, bytes: usize, mode: Mode) -> Buffer<HostPlatform> {
+        HostPlatform::set_cpu(0);
+        HostPlatform::set_clock(1_000);
+        Buffer::new(HostPlatform, Config { cpus, bytes_per_cpu: bytes, mode }).unwrap()
+    }
+
+    /// (id, payload) of every event of `cpu`, oldest first, not consuming.
+    pub(crate) fn events(b: &Buffer<HostPlatform>, cpu: usize) -> Vec<(u16, Vec<u8>)> {
+        let mut it = b.iter(cpu).unwrap();
+        let mut v = Vec::new();
+        while let Some(r) = it.next_record() {
+            v.push((r.id, r.payload.to_vec()));
+        }
+        v
+    }
+
+    /// (id, payload, lost) of every event of `cpu`, consuming.
+    pub(crate) fn consume(b: &Buffer<HostPlatform>, cpu: usize) -> Vec<(u16, Vec<u8>, u64)> {
+        let mut c = b.consumer(cpu).unwrap();
+        let mut v = Vec::new();
+        while let Some(r) = c.next_record().unwrap() {
+            v.push((r.id, r.payload.to_vec(), r.lost));
+        }
+        v
+    }
+}

@@ -1,0 +1,419 @@
+//! Unit tests of the buffer set, readers and recorder, single-threaded, including
+//! simulated interrupts (nested writers) at every point of the write path.
+
+use super::util::{buffer, consume, events};
+use crate::sync::{Point, hook};
+use crate::{
+    Buffer, Config, Error, HostPlatform, MAX_EVENT_ID, Mode, Platform, Recorder, WriteError,
+};
+use std::rc::Rc;
+use std::vec;
+use std::vec::Vec;
+
+#[test]
+fn write_then_read_back_in_order() {
+    let b = buffer(1, 4096, Mode::Overwrite);
+    b.write(7, &1u64.to_le_bytes()).unwrap();
+    b.write(8, b"hello, ring").unwrap();
+    b.write(9, &[]).unwrap();
+    let want = vec![(7, 1u64.to_le_bytes().to_vec()), (8, b"hello, ring".to_vec()), (9, vec![])];
+    assert_eq!(events(&b, 0), want);
+    // The iterator does not consume: a second pass sees the same.
+    assert_eq!(events(&b, 0), want);
+    let got: Vec<_> = consume(&b, 0).into_iter().map(|(id, p, lost)| (id, p, lost)).collect();
+    assert_eq!(got, want.iter().map(|(i, p)| (*i, p.clone(), 0)).collect::<Vec<_>>());
+    assert!(events(&b, 0).is_empty());
+    let s = b.stats(0).unwrap();
+    assert_eq!((s.written, s.entries, s.read, s.overrun, s.dropped), (3, 0, 3, 0, 0));
+    assert!(s.balanced());
+}
+
+#[test]
+fn timestamps_are_reconstructed_across_hi_changes() {
+    let b = buffer(1, 4096, Mode::Overwrite);
+    let mut want = Vec::new();
+    for (i, t) in [5u64, 6, (1 << 36) - 1, 1 << 36, (3 << 36) + 17, 1 << 50].into_iter().enumerate()
+    {
+        HostPlatform::set_clock(t);
+        b.write(i as u16, &[]).unwrap();
+        want.push(t);
+    }
+    let mut it = b.iter(0).unwrap();
+    let mut got = Vec::new();
+    while let Some(r) = it.next_record() {
+        got.push(r.ts);
+    }
+    assert_eq!(got, want);
+    let mut c = b.consumer(0).unwrap();
+    for t in want {
+        assert_eq!(c.next_record().unwrap().unwrap().ts, t);
+    }
+}
+
+#[test]
+fn overwrite_mode_keeps_the_newest_and_counts_overrun() {
+    // 64 words; each record 3 words (16-byte payload).
+    let b = buffer(1, 512, Mode::Overwrite);
+    for i in 0..100u16 {
+        b.write(i, &[i as u8; 16]).unwrap();
+    }
+    let ev = events(&b, 0);
+    let s = b.stats(0).unwrap();
+    assert_eq!(s.written, 100);
+    assert_eq!(s.entries as usize, ev.len());
+    assert!(s.overrun > 0 && s.dropped == 0);
+    assert!(s.balanced());
+    // The newest records survive, contiguous and in order.
+    let ids: Vec<u16> = ev.iter().map(|e| e.0).collect();
+    let first = ids[0];
+    assert_eq!(ids, (first..100).collect::<Vec<_>>());
+    assert_eq!(s.overrun, first as u64);
+    // The consuming reader reports nothing lost since it was created...
+    let got = consume(&b, 0);
+    assert_eq!(got.len(), ev.len());
+    assert!(got.iter().all(|g| g.2 == 0));
+}
+
+#[test]
+fn consumer_reports_lost_events() {
+    let b = buffer(1, 512, Mode::Overwrite);
+    let mut c = b.consumer(0).unwrap();
+    for i in 0..100u16 {
+        b.write(i, &[0; 16]).unwrap();
+    }
+    let first = c.next_record().unwrap().unwrap();
+    assert_eq!(first.lost, first.id as u64);
+    assert_eq!(b.stats(0).unwrap().overrun, first.id as u64);
+    assert_eq!(c.next_record().unwrap().unwrap().lost, 0);
+}
+
+#[test]
+fn discard_mode_drops_the_new_and_counts_dropped() {
+    let b = buffer(1, 512, Mode::Discard);
+    let mut ok = 0;
+    for i in 0..100u16 {
+        match b.write(i, &[0; 16]) {
+            Ok(()) => ok += 1,
+            Err(WriteError::Dropped) => {}
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+    let ids: Vec<u16> = events(&b, 0).iter().map(|e| e.0).collect();
+    assert_eq!(ids, (0..ok).collect::<Vec<_>>());
+    let s = b.stats(0).unwrap();
+    assert_eq!((s.written, s.entries, s.dropped, s.overrun), (100, ok as u64, 100 - ok as u64, 0));
+    // Reading makes room again.
+    assert_eq!(consume(&b, 0).len(), ok as usize);
+    b.write(500, &[1; 16]).unwrap();
+    assert_eq!(events(&b, 0), vec![(500, vec![1; 16])]);
+    assert!(b.stats(0).unwrap().balanced());
+}
+
+#[test]
+fn mode_switches_at_run_time() {
+    let b = buffer(1, 512, Mode::Discard);
+    while b.write(1, &[0; 16]).is_ok() {}
+    b.set_mode(Mode::Overwrite);
+    assert_eq!(b.mode(), Mode::Overwrite);
+    b.write(2, &[0; 16]).unwrap();
+    let s = b.stats(0).unwrap();
+    assert_eq!((s.dropped, s.overrun > 0), (1, true));
+    assert!(s.balanced());
+    assert_eq!(events(&b, 0).last().unwrap().0, 2);
+}
+
+#[test]
+fn misuse_gets_typed_errors() {
+    HostPlatform::set_cpu(0);
+    let cfg = |cpus, bytes| Config { cpus, bytes_per_cpu: bytes, mode: Mode::Overwrite };
+    assert_eq!(Buffer::new(HostPlatform, cfg(1, 0)).err(), Some(Error::ZeroSize));
+    assert_eq!(Buffer::new(HostPlatform, cfg(0, 64)).err(), Some(Error::ZeroSize));
+    assert_eq!(Buffer::new(HostPlatform, cfg(1, usize::MAX)).err(), Some(Error::TooBig));
+    let mut b = buffer(2, 256, Mode::Overwrite);
+    assert_eq!(b.write(1, &[0; 300]), Err(WriteError::TooLarge));
+    assert_eq!(b.write(1, &[0; 5000]), Err(WriteError::TooLarge));
+    assert_eq!(b.write(MAX_EVENT_ID + 1, &[]), Err(WriteError::ReservedId));
+    assert_eq!(b.iter(2).err(), Some(Error::BadCpu));
+    assert_eq!(b.stats(5).err(), Some(Error::BadCpu));
+    HostPlatform::set_cpu(2);
+    assert_eq!(b.write(1, &[]), Err(WriteError::BadCpu));
+    HostPlatform::set_cpu(0);
+    {
+        let _c = b.consumer(0).unwrap();
+        assert_eq!(b.consumer(0).err(), Some(Error::Busy));
+    }
+    assert!(b.consumer(0).is_ok());
+    assert_eq!(b.resize(1024), Err(Error::Recording));
+    b.write(3, &[]).unwrap();
+    b.set_recording(false);
+    assert_eq!(b.write(3, &[]), Err(WriteError::Off));
+    assert_eq!(b.resize(0), Err(Error::ZeroSize));
+    assert_eq!(events(&b, 0).len(), 1, "a failed resize changes nothing");
+    b.resize(1024).unwrap();
+    assert_eq!(b.bytes_per_cpu(), 1024);
+    assert!(events(&b, 0).is_empty());
+    assert_eq!(b.stats(0).unwrap().written, 0, "writes while off are not counted");
+}
+
+#[test]
+fn largest_record_fits_exactly() {
+    let b = buffer(1, 64, Mode::Overwrite); // 8 words: anchor 2 + header 1 + 5 payload
+    assert_eq!(b.max_payload(), 40);
+    for i in 0..5 {
+        b.write(i, &[i as u8; 40]).unwrap();
+    }
+    assert_eq!(events(&b, 0), vec![(4, vec![4; 40])]);
+    assert_eq!(b.write(1, &[0; 41]), Err(WriteError::TooLarge));
+    assert!(b.stats(0).unwrap().balanced());
+}
+
+#[test]
+fn clear_empties_and_zeroes() {
+    let mut b = buffer(1, 512, Mode::Overwrite);
+    for i in 0..50 {
+        b.write(i, &[0; 8]).unwrap();
+    }
+    b.clear().unwrap();
+    assert!(events(&b, 0).is_empty());
+    assert_eq!(b.stats(0).unwrap().written, 0);
+    b.write(1, b"x").unwrap();
+    assert_eq!(events(&b, 0), vec![(1, b"x".to_vec())]);
+}
+
+#[test]
+fn reservations_fill_in_place_and_abandon_cleanly() {
+    let b = buffer(1, 1024, Mode::Overwrite);
+    let mut r = b.reserve(5, 19).unwrap();
+    r.push_u64(0x0102_0304_0506_0708).unwrap();
+    r.push(&[9, 10, 11]).unwrap();
+    assert_eq!(r.remaining(), 8);
+    assert_eq!(r.push(&[0; 9]), Err(WriteError::TooLarge));
+    r.push_u64(u64::MAX).unwrap();
+    r.commit();
+    let mut want = 0x0102_0304_0506_0708u64.to_le_bytes().to_vec();
+    want.extend([9, 10, 11]);
+    want.extend([0xff; 8]);
+    // Abandoned: not an event, not counted.
+    let mut r = b.reserve(6, 8).unwrap();
+    r.push_u64(1).unwrap();
+    drop(r);
+    // Partly filled: the rest is zero.
+    let mut r = b.reserve(7, 12).unwrap();
+    r.push(&[1]).unwrap();
+    r.commit();
+    let mut z = vec![0u8; 12];
+    z[0] = 1;
+    assert_eq!(events(&b, 0), vec![(5, want), (7, z)]);
+    let s = b.stats(0).unwrap();
+    assert_eq!((s.written, s.entries), (2, 2));
+}
+
+#[test]
+fn merge_orders_all_cpus_by_timestamp() {
+    let b = buffer(3, 4096, Mode::Overwrite);
+    // Interleave CPUs with a shared, increasing clock.
+    let mut t = 10;
+    let order = [0usize, 2, 1, 1, 0, 2, 2, 0, 1];
+    for (i, &cpu) in order.iter().enumerate() {
+        HostPlatform::set_cpu(cpu);
+        HostPlatform::set_clock(t);
+        t += 3;
+        b.write(i as u16, &[cpu as u8]).unwrap();
+    }
+    HostPlatform::set_cpu(0);
+    let mut m = b.merged_iter().unwrap();
+    let mut got = Vec::new();
+    while let Some(r) = m.next_record() {
+        assert_eq!(r.payload, &[r.cpu as u8]);
+        got.push((r.id, r.cpu));
+    }
+    let want: Vec<_> = order.iter().enumerate().map(|(i, &c)| (i as u16, c)).collect();
+    assert_eq!(got, want);
+    let mut m = b.merged_consumer().unwrap();
+    let mut n = 0;
+    let mut last = 0;
+    while let Some(r) = m.next_record() {
+        assert!(r.ts >= last);
+        last = r.ts;
+        n += 1;
+    }
+    assert_eq!(n, order.len());
+    assert!(events(&b, 1).is_empty());
+}
+
+/// Every point of the outer writer where an interrupt can land.
+const POINTS: [Point; 5] =
+    [Point::Entered, Point::Reserving, Point::Reserved, Point::Filled, Point::Committed];
+
+/// Runs `outer` with a simulated interrupt that writes `inner` at the `k`-th point hit
+/// (counting every point, so the loops inside reserve are covered too). Returns whether
+/// it fired and the point.
+fn with_interrupt(
+    b: &Rc<Buffer<HostPlatform>>,
+    k: usize,
+    inner: Vec<(u16, Vec<u8>)>,
+    outer: impl FnOnce(),
+) -> Option<Point> {
+    let fired = Rc::new(std::cell::Cell::new(None));
+    let (bb, f) = (b.clone(), fired.clone());
+    let mut seen = 0;
+    let mut inner = Some(inner);
+    hook::set(move |p| {
+        if seen == k
+            && let Some(ws) = inner.take()
+        {
+            f.set(Some(p));
+            for (id, payload) in ws {
+                let _ = bb.write(id, &payload);
+            }
+        }
+        seen += 1;
+    });
+    outer();
+    hook::clear();
+    fired.get()
+}
+
+#[test]
+fn nested_writer_at_every_point_finishes_first_and_both_are_kept() {
+    for k in 0..8 {
+        let b = Rc::new(buffer(1, 4096, Mode::Overwrite));
+        b.write(1, b"before").unwrap();
+        let at = with_interrupt(&b, k, vec![(3, b"irq".to_vec())], || {
+            b.write(2, b"outer").unwrap();
+        });
+        let Some(at) = at else { break };
+        let ids: Vec<u16> = events(&b, 0).iter().map(|e| e.0).collect();
+        // An interrupt before the reservation lands first; after it, second.
+        let want = match at {
+            Point::Entered | Point::Reserving | Point::Reclaiming => vec![1, 3, 2],
+            _ => vec![1, 2, 3],
+        };
+        assert_eq!(ids, want, "interrupt at {at:?}");
+        let s = b.stats(0).unwrap();
+        assert_eq!((s.written, s.entries), (3, 3), "at {at:?}");
+        // Timestamps never decrease in ring order.
+        let mut it = b.iter(0).unwrap();
+        let mut last = 0;
+        while let Some(r) = it.next_record() {
+            assert!(r.ts >= last, "at {at:?}");
+            last = r.ts;
+        }
+    }
+}
+
+#[test]
+fn nested_writer_in_full_ring_counts_commit_overrun() {
+    // 16 words. The outer record takes 10 (anchor + 8 payload words); an interrupt
+    // after its reservation needs 9 more: only the uncommitted outer record could
+    // make room, so the interrupt's event is a commit overrun.
+    let b = Rc::new(buffer(1, 128, Mode::Overwrite));
+    let at = with_interrupt(&b, 2, vec![(9, vec![0; 64])], || {
+        b.write(2, &[1; 56]).unwrap();
+    });
+    assert_eq!(at, Some(Point::Reserved));
+    let s = b.stats(0).unwrap();
+    assert_eq!((s.written, s.entries, s.dropped, s.commit_overrun), (2, 1, 1, 1));
+    assert!(s.balanced());
+    assert_eq!(events(&b, 0), vec![(2, vec![1; 56])]);
+}
+
+#[test]
+fn interrupt_during_reclaim_and_commit_keeps_accounting_exact() {
+    // A small full ring: every write reclaims; interrupts at each point also write.
+    for k in 0..12 {
+        let b = Rc::new(buffer(1, 256, Mode::Overwrite));
+        for i in 0..40 {
+            b.write(i, &[0; 16]).unwrap();
+        }
+        let irq: Vec<_> = (100..103).map(|i| (i, vec![1; 24])).collect();
+        let at = with_interrupt(&b, k, irq, || {
+            let _ = b.write(50, &[2; 16]);
+        });
+        if at.is_none() {
+            break;
+        }
+        let s = b.stats(0).unwrap();
+        assert_eq!(s.written, 44, "at {at:?}");
+        assert!(s.balanced(), "{s:?} at {at:?}");
+        let mut c = b.consumer(0).unwrap();
+        let mut n = 0;
+        while c.next_record().unwrap().is_some() {
+            n += 1;
+        }
+        assert_eq!(n, s.entries);
+        assert!(POINTS.contains(&at.unwrap()) || at == Some(Point::Reclaiming));
+    }
+}
+
+/// Arms an interrupt that, at the next `Reserved` point, writes one record at `level`
+/// and arms the next level inside it.
+fn arm(b: Rc<Buffer<HostPlatform>>, level: u16, last: u16) {
+    let mut fired = false;
+    hook::set(move |p| {
+        if p == Point::Reserved && !fired && level <= last {
+            fired = true;
+            arm(b.clone(), level + 1, last);
+            let _ = b.write(100 + level, &[level as u8]);
+        }
+    });
+}
+
+#[test]
+fn writers_nest_several_levels_deep() {
+    let b = Rc::new(buffer(1, 4096, Mode::Overwrite));
+    let levels = crate::MAX_DEPTH as u16; // the outer writer is depth 0
+    arm(b.clone(), 1, levels);
+    b.write(1, b"outer").unwrap();
+    hook::clear();
+    let s = b.stats(0).unwrap();
+    // Depths 0..MAX_DEPTH write; the one nested deeper is dropped and counted.
+    assert_eq!((s.written, s.entries, s.dropped), (levels as u64 + 1, levels as u64, 1));
+    assert!(s.balanced());
+    // Each interrupt landed after its outer writer's reservation: ring order is
+    // outermost first.
+    let ids: Vec<u16> = events(&b, 0).iter().map(|e| e.0).collect();
+    let mut want = vec![1];
+    want.extend(101..100 + levels);
+    assert_eq!(ids, want);
+}
+
+#[test]
+fn recorder_swap_takes_a_snapshot() {
+    HostPlatform::set_cpu(0);
+    HostPlatform::set_clock(1);
+    let cfg = Config { cpus: 2, bytes_per_cpu: 1024, mode: Mode::Overwrite };
+    let mut r = Recorder::new(HostPlatform, cfg, false).unwrap();
+    r.write(1, b"a").unwrap();
+    assert_eq!(r.swap(), Err(Error::NoSpare));
+    assert!(r.snapshot().is_none());
+    r.alloc_spare().unwrap();
+    r.write(2, b"b").unwrap();
+    r.swap().unwrap();
+    r.write(3, b"c").unwrap();
+    let snap = r.snapshot().unwrap();
+    assert_eq!(events(snap, 0), vec![(1, b"a".to_vec()), (2, b"b".to_vec())]);
+    assert_eq!(events(r.live(), 0), vec![(3, b"c".to_vec())]);
+    assert!(r.live().is_recording());
+    r.clear_snapshot().unwrap();
+    assert!(events(r.snapshot().unwrap(), 0).is_empty());
+    assert_eq!(r.clear(), Err(Error::Recording));
+    r.live().set_recording(false);
+    r.clear().unwrap();
+    assert!(events(r.live(), 0).is_empty());
+    assert_eq!(r.reserve(4, 8).err(), Some(WriteError::Off));
+    assert_eq!(r.write(4, &[]), Err(WriteError::Off));
+    r.live().set_recording(true);
+    let res = r.reserve(4, 8).unwrap();
+    // Swapping while this CPU holds a reservation would wait for itself.
+    assert_eq!(r.swap(), Err(Error::WouldDeadlock));
+    res.commit();
+    assert_eq!(r.resize(4096), Err(Error::Recording));
+    r.live().set_recording(false);
+    r.resize(4096).unwrap();
+    assert_eq!(r.live().bytes_per_cpu(), 4096);
+    assert_eq!(r.snapshot().unwrap().bytes_per_cpu(), 4096);
+    r.free_spare();
+    assert!(r.snapshot().is_none());
+    assert_eq!(HostPlatform.cpu(), 0);
+}

@@ -1,0 +1,1 @@
+//! Model-based property tests.

@@ -1,0 +1,1 @@
+//! Multi-threaded stress test.
