@@ -1,1 +1,10 @@
-//! stub
+//! Host side of the flight recorder: the disk image, the QEMU command line, and how
+//! QEMU's exit status maps to the kernel's verdict. Shared by the `boot` runner and
+//! the end-to-end tests, so both boot the kernel the same way.
+
+pub mod qemu;
+
+/// Path of the BIOS disk image built from the kernel (by `build.rs`).
+pub const BIOS_IMAGE: &str = env!("BIOS_IMAGE");
+/// Path of the kernel ELF the image was built from.
+pub const KERNEL_ELF: &str = env!("KERNEL_ELF");

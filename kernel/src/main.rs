@@ -1,2 +1,73 @@
+//! A small x86_64 kernel that uses the `trace` flight recorder for real: interrupts,
+//! timer, serial console shell.
 #![no_std]
 #![no_main]
+#![feature(abi_x86_interrupt)]
+
+extern crate alloc;
+
+mod arch;
+mod clock;
+mod firmware;
+mod heap;
+mod memory;
+mod panic;
+mod serial;
+mod shell;
+mod sync;
+mod timer;
+
+use arch::apic::{self, IoApic};
+use bootloader_api::config::{BootloaderConfig, Mapping};
+use bootloader_api::{BootInfo, entry_point};
+
+/// Asks the bootloader to map all physical memory (for the heap, ACPI and MMIO) and
+/// for a kernel stack large enough for the shell and the panic path.
+const BOOTLOADER_CONFIG: BootloaderConfig = {
+    let mut config = BootloaderConfig::new_default();
+    config.mappings.physical_memory = Some(Mapping::Dynamic);
+    config.kernel_stack_size = 256 * 1024;
+    config
+};
+
+entry_point!(kernel_main, config = &BOOTLOADER_CONFIG);
+
+/// ISA interrupt line of COM1.
+const COM1_IRQ: u8 = 4;
+
+fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
+    serial::init();
+    arch::gdt::init_this_cpu(0);
+    arch::idt::init_this_cpu();
+    let offset = boot_info.physical_memory_offset.into_option();
+    memory::init(offset.expect("the bootloader maps physical memory (BOOTLOADER_CONFIG)"));
+    let heap_bytes = heap::init(&boot_info.memory_regions);
+    let rsdp = boot_info.rsdp_addr.into_option().expect("the bootloader finds the ACPI RSDP");
+    let machine = firmware::discover(rsdp).unwrap_or_else(|reason| panic!("ACPI: {reason}"));
+
+    arch::pic::disable();
+    apic::init_local(memory::phys_to_virt(machine.local_apic).as_u64());
+    let (apic_timer_hz, tsc_hz) = apic::calibrate_timer_and_tsc();
+    clock::init(tsc_hz);
+    timer::start(apic_timer_hz);
+
+    let com1 = machine.isa_route(COM1_IRQ);
+    let io_apic = machine
+        .io_apics
+        .iter()
+        .filter(|(_, gsi_base)| *gsi_base <= com1.gsi)
+        .max_by_key(|(_, gsi_base)| *gsi_base)
+        .map(|&(phys, gsi_base)| IoApic { base: memory::phys_to_virt(phys).as_u64(), gsi_base })
+        .expect("an I/O APIC serves COM1's interrupt");
+    io_apic.route(com1, apic::SERIAL_VECTOR, apic::id());
+    x86_64::instructions::interrupts::enable();
+
+    println!(
+        "\nflight recorder kernel: {} CPU(s) found, heap {} MiB, TSC {} MHz, timer {} Hz",
+        machine.cpus.len(),
+        heap_bytes >> 20,
+        tsc_hz / 1_000_000,
+        timer::HZ
+    );
+    shell::run()
+}

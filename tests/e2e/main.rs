@@ -1,1 +1,3 @@
-//! stub
+//! End-to-end tests: each boots the real image in QEMU and drives the serial shell.
+
+mod shell;

@@ -1,1 +1,234 @@
-//! stub
+//! End-to-end test harness: boots the real disk image in QEMU (headless, serial line
+//! on pipes), waits for the shell's prompt, sends lines, and returns what the shell
+//! answered. Every wait has a timeout; nothing sleeps. When a test fails, the serial
+//! transcript is printed.
+
+use boot::qemu::{Config, Outcome};
+use std::io::{Read, Write};
+use std::process::{Child, ChildStdin, Stdio};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+use wait_timeout::ChildExt;
+
+/// How long a boot may take to reach the prompt.
+pub const BOOT_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long one shell step may take.
+pub const STEP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What the shell prints before each prompt's working directory.
+const PROMPT_START: &str = "tracefs:";
+/// What ends every prompt.
+const PROMPT_END: &str = "# ";
+
+/// Everything the guest wrote to its serial line, shared with the reader thread.
+#[derive(Default)]
+struct Transcript {
+    bytes: Mutex<(Vec<u8>, bool)>,
+    grown: Condvar,
+}
+
+/// A running kernel in QEMU, driven over its serial line.
+pub struct Machine {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    transcript: Arc<Transcript>,
+    /// Transcript bytes already consumed by waits.
+    cursor: usize,
+    /// Time from spawning QEMU to the first prompt.
+    boot_time: Duration,
+    outcome: Option<Outcome>,
+}
+
+impl Machine {
+    /// Boots with the default configuration and waits for the prompt.
+    pub fn boot() -> Self {
+        Self::boot_with(Config::default())
+    }
+
+    /// Boots with `config` (its serial wiring is forced to pipes) and waits for the
+    /// prompt.
+    pub fn boot_with(mut config: Config) -> Self {
+        config.serial = boot::qemu::Serial::Pipe;
+        let start = Instant::now();
+        let mut child = config
+            .command(boot::BIOS_IMAGE)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("qemu-system-x86_64 runs (boot/setup.sh installs it)");
+        let stdin = child.stdin.take();
+        let mut stdout = child.stdout.take().expect("stdout is piped");
+        let transcript = Arc::new(Transcript::default());
+        let sink = Arc::clone(&transcript);
+        std::thread::spawn(move || {
+            let mut chunk = [0u8; 4096];
+            loop {
+                let n = stdout.read(&mut chunk).unwrap_or(0);
+                let mut state = sink.bytes.lock().expect("transcript lock");
+                if n == 0 {
+                    state.1 = true;
+                } else {
+                    state.0.extend_from_slice(&chunk[..n]);
+                }
+                sink.grown.notify_all();
+                if n == 0 {
+                    return;
+                }
+            }
+        });
+        let mut machine =
+            Self { child, stdin, transcript, cursor: 0, boot_time: Duration::ZERO, outcome: None };
+        machine.wait_for_prompt(BOOT_TIMEOUT);
+        machine.boot_time = start.elapsed();
+        machine
+    }
+
+    /// Time from starting QEMU to the first prompt.
+    pub fn boot_time(&self) -> Duration {
+        self.boot_time
+    }
+
+    /// Everything the guest has written so far, with CRLF turned into LF.
+    pub fn transcript(&self) -> String {
+        let state = self.transcript.bytes.lock().expect("transcript lock");
+        String::from_utf8_lossy(&state.0).replace("\r\n", "\n")
+    }
+
+    /// Waits until `found` accepts the unread transcript, consuming it up to the end
+    /// that `found` returns. Panics with the transcript after `timeout`.
+    fn wait_until(
+        &mut self,
+        what: &str,
+        timeout: Duration,
+        found: impl Fn(&[u8]) -> Option<usize>,
+    ) -> String {
+        let deadline = Instant::now() + timeout;
+        let mut state = self.transcript.bytes.lock().expect("transcript lock");
+        loop {
+            if let Some(end) = found(&state.0[self.cursor..]) {
+                let text = String::from_utf8_lossy(&state.0[self.cursor..self.cursor + end])
+                    .replace("\r\n", "\n");
+                self.cursor += end;
+                return text;
+            }
+            let now = Instant::now();
+            if state.1 {
+                drop(state);
+                panic!("the serial line closed (QEMU exited) while waiting for {what}");
+            }
+            if now >= deadline {
+                drop(state);
+                panic!("timed out after {timeout:?} waiting for {what}");
+            }
+            state = self
+                .transcript
+                .grown
+                .wait_timeout(state, deadline - now)
+                .expect("transcript lock")
+                .0;
+        }
+    }
+
+    /// Waits for `pattern` in the unread transcript; returns the text up to and
+    /// including it.
+    pub fn wait_for(&mut self, pattern: &str, timeout: Duration) -> String {
+        let needle = pattern.as_bytes();
+        self.wait_until(&format!("{pattern:?}"), timeout, |unread| {
+            find(unread, needle).map(|at| at + needle.len())
+        })
+    }
+
+    /// Waits for the shell's prompt; returns the text before it.
+    pub fn wait_for_prompt(&mut self, timeout: Duration) -> String {
+        let text = self.wait_until("the prompt", timeout, |unread| {
+            let start = find(unread, PROMPT_START.as_bytes())?;
+            let line_end = unread[start..]
+                .iter()
+                .position(|&b| b == b'\n')
+                .map_or(unread.len(), |p| start + p);
+            find(&unread[start..line_end], PROMPT_END.as_bytes())
+                .map(|at| start + at + PROMPT_END.len())
+        });
+        let prompt_at = text.rfind(PROMPT_START).unwrap_or(text.len());
+        text[..prompt_at].to_string()
+    }
+
+    /// Sends raw bytes to the serial line.
+    pub fn send(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("QEMU's stdin is open");
+        stdin.write_all(bytes).and_then(|()| stdin.flush()).expect("writing to QEMU's serial line");
+    }
+
+    /// Types `line` and Enter, waits for the command to finish (the next prompt), and
+    /// returns its output (without the echoed command line), LF line ends.
+    pub fn run(&mut self, line: &str) -> String {
+        self.send(line.as_bytes());
+        self.send(b"\r");
+        self.wait_for(&format!("{line}\r\n"), STEP_TIMEOUT);
+        self.wait_for_prompt(STEP_TIMEOUT)
+    }
+
+    /// Types `line` and Enter, and waits for QEMU to exit; returns the outcome.
+    pub fn run_to_exit(&mut self, line: &str) -> Outcome {
+        self.send(line.as_bytes());
+        self.send(b"\r");
+        self.wait_exit(STEP_TIMEOUT)
+    }
+
+    /// Waits for QEMU to exit on its own; returns the outcome (Timeout if it had to
+    /// be killed).
+    pub fn wait_exit(&mut self, timeout: Duration) -> Outcome {
+        if let Some(outcome) = self.outcome {
+            return outcome;
+        }
+        let outcome = match self.child.wait_timeout(timeout).expect("waiting for QEMU") {
+            Some(status) => Outcome::from_status(status),
+            None => {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                Outcome::Timeout
+            }
+        };
+        self.outcome = Some(outcome);
+        self.wait_for_close(STEP_TIMEOUT);
+        outcome
+    }
+
+    /// Waits until the reader thread has seen the end of QEMU's output, so the
+    /// transcript is complete.
+    fn wait_for_close(&self, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        let mut state = self.transcript.bytes.lock().expect("transcript lock");
+        while !state.1 {
+            let now = Instant::now();
+            assert!(now < deadline, "QEMU exited but its output did not close within {timeout:?}");
+            state = self
+                .transcript
+                .grown
+                .wait_timeout(state, deadline - now)
+                .expect("transcript lock")
+                .0;
+        }
+    }
+}
+
+impl Drop for Machine {
+    fn drop(&mut self) {
+        if self.outcome.is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        if std::thread::panicking() {
+            eprintln!(
+                "----- serial transcript -----\n{}\n----- end of transcript -----",
+                self.transcript()
+            );
+        }
+    }
+}
+
+/// Position of `needle` in `haystack`.
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|window| window == needle)
+}

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs whatever the project needs and this machine lacks: the pinned Rust
+# toolchain (rust-toolchain.toml) and the host packages QEMU and babeltrace2.
+# Idempotent; quick when everything is present.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v rustup >/dev/null; then
+    echo "setup: rustup is required (https://rustup.rs)" >&2
+    exit 1
+fi
+# Reads rust-toolchain.toml; RUSTUP_AUTO_INSTALL=0 machines need this explicit step.
+rustup toolchain install >/dev/null
+
+missing=()
+command -v qemu-system-x86_64 >/dev/null || missing+=(qemu-system-x86)
+if [ ${#missing[@]} -gt 0 ]; then
+    sudo=()
+    [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+    echo "setup: installing ${missing[*]}" >&2
+    "${sudo[@]}" apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
+fi

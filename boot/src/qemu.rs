@@ -1,0 +1,112 @@
+//! Running the kernel image in QEMU.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::{Command, ExitStatus};
+
+/// Where the guest's serial line (COM1) goes.
+#[derive(Clone, Debug)]
+pub enum Serial {
+    /// Interactive: the terminal, with QEMU's monitor multiplexed behind Ctrl-A c;
+    /// Ctrl-C goes to the guest; Ctrl-A x quits QEMU. Optionally logged to a file.
+    Terminal {
+        /// Copy of everything the guest writes to the serial line.
+        log: Option<PathBuf>,
+    },
+    /// Standard input and output of the QEMU process, nothing else (for tests).
+    Pipe,
+}
+
+/// How to run the kernel.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Number of CPUs.
+    pub smp: u32,
+    /// Guest memory in MiB.
+    pub memory_mib: u32,
+    /// Use KVM instead of TCG (TCG is the default: KVM is nested on these machines).
+    pub kvm: bool,
+    /// Serial line wiring.
+    pub serial: Serial,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self { smp: 1, memory_mib: 256, kvm: false, serial: Serial::Pipe }
+    }
+}
+
+/// The `isa-debug-exit` port the kernel writes its verdict to.
+pub const DEBUG_EXIT_PORT: u16 = 0xf4;
+
+impl Config {
+    /// The QEMU command that boots `image` headless with this configuration.
+    pub fn command(&self, image: &str) -> Command {
+        let mut command = Command::new("qemu-system-x86_64");
+        command
+            .arg("-drive")
+            .arg(format!("format=raw,file={image},snapshot=on"))
+            .args(["-display", "none", "-no-reboot", "-nic", "none"])
+            .arg("-device")
+            .arg(format!("isa-debug-exit,iobase={DEBUG_EXIT_PORT:#x},iosize=0x04"))
+            .args(["-smp", &self.smp.to_string()])
+            .args(["-m", &format!("{}M", self.memory_mib)])
+            .args(["-accel", if self.kvm { "kvm" } else { "tcg" }]);
+        match &self.serial {
+            Serial::Terminal { log } => {
+                let mut chardev = OsString::from("stdio,id=console,mux=on,signal=off");
+                if let Some(log) = log {
+                    chardev.push(",logfile=");
+                    chardev.push(log);
+                }
+                command.arg("-chardev").arg(chardev);
+                command.args(["-serial", "chardev:console", "-mon", "chardev=console"]);
+            }
+            Serial::Pipe => {
+                command.args(["-chardev", "stdio,id=console,signal=off"]);
+                command.args(["-serial", "chardev:console", "-monitor", "none"]);
+            }
+        }
+        command
+    }
+}
+
+/// What a run of the kernel came to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The kernel powered off (`poweroff`).
+    Success,
+    /// The kernel reported failure: a panic or a fatal exception.
+    KernelFailure,
+    /// QEMU exited without a verdict from the kernel: the guest reset (a triple
+    /// fault, with `-no-reboot`) or the user quit QEMU.
+    NoVerdict,
+    /// QEMU failed (bad arguments, missing image, crash) with this status.
+    QemuError(Option<i32>),
+    /// The run outlived its time limit and was killed.
+    Timeout,
+}
+
+impl Outcome {
+    /// Interprets QEMU's exit status: the kernel writes `v` to the debug-exit port and
+    /// QEMU exits with `(v << 1) | 1`.
+    pub fn from_status(status: ExitStatus) -> Self {
+        match status.code() {
+            Some(33) => Self::Success,
+            Some(35) => Self::KernelFailure,
+            Some(0) => Self::NoVerdict,
+            code => Self::QemuError(code),
+        }
+    }
+
+    /// The runner's process exit code: each outcome its own.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Self::Success => 0,
+            Self::KernelFailure => 1,
+            Self::QemuError(_) => 2,
+            Self::Timeout => 3,
+            Self::NoVerdict => 4,
+        }
+    }
+}

@@ -1,0 +1,51 @@
+//! The kernel heap: a linked-list allocator over the largest usable region of the
+//! boot memory map. Its lock is taken with interrupts off, so interrupt handlers may
+//! allocate (NMI handlers must not).
+
+use crate::memory;
+use crate::sync::IrqMutex;
+use bootloader_api::info::{MemoryRegionKind, MemoryRegions};
+use core::alloc::{GlobalAlloc, Layout};
+use core::ptr::{self, NonNull};
+use linked_list_allocator::Heap;
+
+struct KernelHeap(IrqMutex<Heap>);
+
+#[global_allocator]
+static HEAP: KernelHeap = KernelHeap(IrqMutex::new(Heap::empty()));
+
+// SAFETY: `Heap` hands out disjoint, correctly aligned blocks from memory it owns
+// exclusively, and the mutex serialises every access to it.
+unsafe impl GlobalAlloc for KernelHeap {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        self.0.lock().allocate_first_fit(layout).map_or(ptr::null_mut(), NonNull::as_ptr)
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller passes a pointer this allocator returned for `layout`,
+        // which is therefore non-null.
+        unsafe { self.0.lock().deallocate(NonNull::new_unchecked(ptr), layout) }
+    }
+}
+
+/// Gives the heap the largest usable region of `regions`; returns its size in bytes.
+pub fn init(regions: &MemoryRegions) -> u64 {
+    let largest = regions
+        .iter()
+        .filter(|region| region.kind == MemoryRegionKind::Usable)
+        .max_by_key(|region| region.end - region.start)
+        .expect("the boot memory map has usable memory");
+    let start = memory::phys_to_virt(largest.start);
+    let size = largest.end - largest.start;
+    // SAFETY: the bootloader reports the region as usable (not used by the kernel
+    // image, its stack, the page tables or boot info), it is mapped writable in the
+    // physical-memory window, and nothing else in the kernel uses it.
+    unsafe { HEAP.0.lock().init(start.as_mut_ptr(), size as usize) };
+    size
+}
+
+/// Bytes in use and bytes in total.
+pub fn usage() -> (usize, usize) {
+    let heap = HEAP.0.lock();
+    (heap.used(), heap.size())
+}

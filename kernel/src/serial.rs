@@ -1,0 +1,154 @@
+//! COM1, the console. Output goes through a lock shared with interrupt handlers;
+//! input arrives by interrupt into a bounded queue that the shell drains; and an
+//! emergency writer takes no lock at all, for panics and fatal exceptions (which may
+//! strike while the console lock is held).
+
+use crate::arch::irq;
+use crate::sync::IrqMutex;
+use core::fmt::{self, Write};
+use uart_16550::backend::PioBackend;
+use uart_16550::spec::registers::IER;
+use uart_16550::{BaudRate, Config, Uart16550};
+
+/// I/O port base of COM1.
+const COM1_PORT: u16 = 0x3f8;
+/// Bytes of input buffered before further input is dropped (and counted).
+const RX_CAPACITY: usize = 4096;
+
+type Uart = Uart16550<PioBackend>;
+
+const fn com1() -> Uart {
+    // SAFETY: 0x3f8..0x400 are COM1's registers on every PC; this module is their only
+    // user apart from the emergency writer, which only polls LSR and writes THR.
+    match unsafe { Uart16550::new_port(COM1_PORT) } {
+        Ok(uart) => uart,
+        Err(_) => panic!("COM1's port range is valid"),
+    }
+}
+
+static PORT: IrqMutex<Uart> = IrqMutex::new(com1());
+static RX: IrqMutex<RxQueue> = IrqMutex::new(RxQueue::new());
+
+/// Received bytes not yet read by the shell.
+struct RxQueue {
+    bytes: [u8; RX_CAPACITY],
+    head: usize,
+    len: usize,
+    dropped: u64,
+}
+
+impl RxQueue {
+    const fn new() -> Self {
+        Self { bytes: [0; RX_CAPACITY], head: 0, len: 0, dropped: 0 }
+    }
+
+    fn push(&mut self, byte: u8) {
+        if self.len == RX_CAPACITY {
+            self.dropped += 1;
+            return;
+        }
+        self.bytes[(self.head + self.len) % RX_CAPACITY] = byte;
+        self.len += 1;
+    }
+
+    fn pop(&mut self) -> Option<u8> {
+        if self.len == 0 {
+            return None;
+        }
+        let byte = self.bytes[self.head];
+        self.head = (self.head + 1) % RX_CAPACITY;
+        self.len -= 1;
+        Some(byte)
+    }
+}
+
+/// Programs COM1 (115200 8N1, FIFOs on) with the receive interrupt enabled. The
+/// interrupt is routed to a CPU separately (see `main`).
+pub fn init() {
+    let config =
+        Config { baud_rate: BaudRate::Baud115200, interrupts: IER::DATA_READY, ..Config::DEFAULT };
+    if PORT.lock().init(config).is_err() {
+        crate::emergency_println!("serial: COM1 did not initialise; input may not work");
+    }
+}
+
+/// The COM1 interrupt: moves every byte the UART holds into the input queue.
+pub fn on_receive_interrupt() {
+    let mut port = PORT.lock();
+    let mut rx = RX.lock();
+    while let Ok(byte) = port.try_receive_byte() {
+        rx.push(byte);
+    }
+}
+
+/// Waits for and returns the next input byte, halting the CPU while there is none.
+pub fn read_byte() -> u8 {
+    loop {
+        if let Some(byte) = RX.lock().pop() {
+            return byte;
+        }
+        irq::wait_for_interrupt_unless(|| RX.lock().len != 0);
+    }
+}
+
+/// Input bytes dropped because the queue was full.
+pub fn rx_dropped() -> u64 {
+    RX.lock().dropped
+}
+
+/// Formats onto a UART, turning `\n` into `\r\n` as a terminal expects.
+struct Crlf<'a>(&'a mut Uart);
+
+impl Write for Crlf<'_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        for (i, line) in s.split('\n').enumerate() {
+            if i > 0 {
+                self.0.send_bytes_exact(b"\r\n");
+            }
+            self.0.send_bytes_exact(line.as_bytes());
+        }
+        Ok(())
+    }
+}
+
+/// Prints to the console under its lock, so lines from different CPUs do not mix.
+pub fn print_fmt(args: fmt::Arguments<'_>) {
+    let _ = Crlf(&mut PORT.lock()).write_fmt(args);
+}
+
+/// The console as a `fmt::Write`, for code that writes piecemeal (the line editor).
+pub struct Console;
+
+impl Write for Console {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        Crlf(&mut PORT.lock()).write_str(s)
+    }
+}
+
+/// Prints through a polled COM1 writer of its own that takes no lock and does not
+/// allocate. For panics and fatal exceptions only: it may interleave with other
+/// output.
+pub fn emergency_print_fmt(args: fmt::Arguments<'_>) {
+    let _ = Crlf(&mut com1()).write_fmt(args);
+}
+
+/// Prints to the console.
+#[macro_export]
+macro_rules! print {
+    ($($arg:tt)*) => { $crate::serial::print_fmt(format_args!($($arg)*)) };
+}
+
+/// Prints a line to the console.
+#[macro_export]
+macro_rules! println {
+    () => { $crate::print!("\n") };
+    ($($arg:tt)*) => { $crate::serial::print_fmt(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
+/// Prints a line without taking the console lock (panic and exception paths).
+#[macro_export]
+macro_rules! emergency_println {
+    ($($arg:tt)*) => {
+        $crate::serial::emergency_print_fmt(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}

@@ -1,0 +1,158 @@
+//! The console shell: boot, commands, line editing, robustness, exceptions, exit.
+
+use boot::qemu::Outcome;
+use e2e::{Machine, STEP_TIMEOUT};
+
+#[test]
+fn boots_to_the_prompt_and_reports_the_machine() {
+    let machine = Machine::boot();
+    let transcript = machine.transcript();
+    assert!(transcript.contains("flight recorder kernel:"), "no banner");
+    assert!(transcript.contains("CPU(s) found"), "no CPU count in the banner");
+}
+
+#[test]
+fn help_lists_every_command() {
+    let mut machine = Machine::boot();
+    let help = machine.run("help");
+    for command in ["help", "uptime", "fault", "poweroff"] {
+        assert!(
+            help.lines().any(|l| l.trim_start().starts_with(command)),
+            "help does not list {command}:\n{help}"
+        );
+    }
+}
+
+#[test]
+fn unknown_command_is_an_error_and_the_shell_goes_on() {
+    let mut machine = Machine::boot();
+    let reply = machine.run("frobnicate now");
+    assert_eq!(reply.trim(), "frobnicate: command not found (type 'help' for the list)");
+    assert!(machine.run("help").contains("poweroff"));
+    let usage = machine.run("poweroff now");
+    assert!(usage.contains("usage: poweroff"), "extra arguments are refused: {usage}");
+}
+
+#[test]
+fn timer_interrupts_flow() {
+    let mut machine = Machine::boot();
+    let ticks = |out: &str| -> u64 {
+        let line =
+            out.lines().find(|l| l.starts_with("timer ticks:")).expect("uptime prints the ticks");
+        line.split_whitespace().nth(2).and_then(|n| n.parse().ok()).expect("a tick count")
+    };
+    let first = ticks(&machine.run("uptime"));
+    // Each command takes a while under TCG; the tick count must move within a bounded
+    // number of them.
+    let advanced = (0..200).any(|_| ticks(&machine.run("uptime")) > first);
+    assert!(advanced, "the timer tick count never advanced past {first}");
+}
+
+#[test]
+fn line_editing_backspace_ctrl_u_and_ctrl_c() {
+    let mut machine = Machine::boot();
+    // Backspace (DEL) and BS remove the character before the cursor.
+    machine.send(b"helx\x7fp\r");
+    let out = machine.wait_for_prompt(STEP_TIMEOUT);
+    assert!(out.contains("poweroff"), "'helx<DEL>p' did not run help:\n{out}");
+    machine.send(b"hexx\x08\x08lp\r");
+    let out = machine.wait_for_prompt(STEP_TIMEOUT);
+    assert!(out.contains("poweroff"), "'hexx<BS><BS>lp' did not run help:\n{out}");
+    // Ctrl-U clears the line.
+    machine.send(b"frobnicate\x15help\r");
+    let out = machine.wait_for_prompt(STEP_TIMEOUT);
+    assert!(out.contains("poweroff") && !out.contains("not found"), "Ctrl-U did not clear:\n{out}");
+    // Ctrl-C abandons the line: the poweroff typed before it never runs.
+    machine.send(b"poweroff\x03");
+    let out = machine.wait_for_prompt(STEP_TIMEOUT);
+    assert!(out.contains("^C"), "Ctrl-C is not echoed:\n{out}");
+    assert!(machine.run("uptime").contains("timer ticks"), "the shell died after Ctrl-C");
+    // Arrow keys (escape sequences) are consumed without garbling the line.
+    machine.send(b"up\x1b[A\x1b[Dtime\r");
+    let out = machine.wait_for_prompt(STEP_TIMEOUT);
+    assert!(out.contains("timer ticks"), "escape sequences garbled the line:\n{out}");
+}
+
+#[test]
+fn over_long_line_is_refused() {
+    let mut machine = Machine::boot();
+    let long = "x".repeat(1000);
+    let out = machine.run(&long[..256]);
+    assert!(out.contains("command not found"), "a 256-byte line is accepted: {out}");
+    machine.send(long.as_bytes());
+    machine.send(b"\r");
+    let out = machine.wait_for_prompt(STEP_TIMEOUT);
+    assert!(out.contains("error: line too long (at most 256 characters)"), "{out}");
+    assert!(machine.run("help").contains("poweroff"));
+}
+
+#[test]
+fn random_bytes_neither_crash_nor_hang_the_shell() {
+    let mut machine = Machine::boot();
+    // 10 KiB from a fixed-seed xorshift generator, every byte value possible.
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let garbage: Vec<u8> = (0..10 * 1024)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 32) as u8
+        })
+        .collect();
+    machine.send(&garbage);
+    // Ctrl-C discards whatever partial line the garbage left.
+    machine.send(b"\x03");
+    let out = machine.run("uptime");
+    assert!(out.contains("timer ticks"), "the shell does not answer after random input:\n{out}");
+    assert_eq!(machine.run_to_exit("poweroff"), Outcome::Success);
+}
+
+#[test]
+fn breakpoint_is_reported_and_execution_continues() {
+    let mut machine = Machine::boot();
+    let out = machine.run("fault bp");
+    assert!(out.contains("EXCEPTION: BREAKPOINT (vector 3)"), "{out}");
+    assert!(out.contains("back from the breakpoint handler"), "{out}");
+}
+
+#[test]
+fn page_fault_is_reported_with_vector_and_address() {
+    let mut machine = Machine::boot();
+    let outcome = machine.run_to_exit("fault page");
+    let transcript = machine.transcript();
+    assert_eq!(outcome, Outcome::KernelFailure, "a kernel page fault is fatal");
+    let report = transcript
+        .lines()
+        .find(|l| l.contains("EXCEPTION: PAGE FAULT"))
+        .expect("a page-fault report");
+    assert!(report.contains("(vector 14)"), "{report}");
+    assert!(report.contains("cr2=0xdeadbeef000"), "{report}");
+    assert!(report.contains("rip=0x"), "{report}");
+    assert!(report.contains("error_code=0x"), "{report}");
+}
+
+#[test]
+fn other_exceptions_are_reported() {
+    for (kind, name) in [
+        ("ud", "INVALID OPCODE (vector 6)"),
+        ("gp", "GENERAL PROTECTION FAULT (vector 13)"),
+        ("de", "DIVIDE ERROR (vector 0)"),
+    ] {
+        let mut machine = Machine::boot();
+        assert_eq!(machine.run_to_exit(&format!("fault {kind}")), Outcome::KernelFailure);
+        assert!(machine.transcript().contains(&format!("EXCEPTION: {name}")), "fault {kind}");
+    }
+}
+
+#[test]
+fn kernel_stack_overflow_is_a_double_fault_on_its_own_stack() {
+    let mut machine = Machine::boot();
+    assert_eq!(machine.run_to_exit("fault stack"), Outcome::KernelFailure);
+    assert!(machine.transcript().contains("EXCEPTION: DOUBLE FAULT (vector 8)"));
+}
+
+#[test]
+fn poweroff_exits_qemu_with_success() {
+    let mut machine = Machine::boot();
+    assert_eq!(machine.run_to_exit("poweroff"), Outcome::Success);
+}
