@@ -149,6 +149,12 @@ impl<'a> Consumer<'a> {
         }))
     }
 
+    /// Events lost since the last record returned, not yet reported with a record
+    /// (for a reader that reached the end: ftrace prints them as a final gap).
+    pub fn lost_pending(&self) -> u64 {
+        self.ring.overrun().wrapping_sub(self.overrun_seen)
+    }
+
     fn take(&mut self) -> Result<Option<Meta>, Error> {
         let Some(Copied { id, len, ts }) = self.ring.consume(&mut self.buf)? else {
             return Ok(None);

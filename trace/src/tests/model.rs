@@ -17,7 +17,11 @@ use std::vec::Vec;
 enum Op {
     Write(usize),
     /// An outer write of `outer` bytes interrupted at `at` by writes of `inner` bytes.
-    Nested { at: usize, outer: usize, inner: Vec<usize> },
+    Nested {
+        at: usize,
+        outer: usize,
+        inner: Vec<usize>,
+    },
     Abandon(usize),
     Consume(usize),
     Clear,
@@ -304,7 +308,11 @@ fn run(size: usize, overwrite: bool, ops: Vec<Op>) -> Result<(), TestCaseError> 
                 bb.set_recording(false);
                 bb.resize(SIZES[s]).unwrap();
                 bb.set_recording(true);
-                m = Model { overwrite: m.overwrite, clock_hi: m.clock_hi, ..Model::new(SIZES[s], m.overwrite) };
+                m = Model {
+                    overwrite: m.overwrite,
+                    clock_hi: m.clock_hi,
+                    ..Model::new(SIZES[s], m.overwrite)
+                };
             }
             Op::SetMode(o) => {
                 b.set_mode(if o { Mode::Overwrite } else { Mode::Discard });
