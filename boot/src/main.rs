@@ -13,7 +13,7 @@ use wait_timeout::ChildExt;
 #[command(version, about)]
 struct Run {
     /// Number of CPUs.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 4)]
     smp: u32,
     /// Guest memory in MiB.
     #[arg(long, default_value_t = 256)]

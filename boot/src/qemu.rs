@@ -32,7 +32,7 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Self { smp: 1, memory_mib: 256, kvm: false, serial: Serial::Pipe }
+        Self { smp: 4, memory_mib: 256, kvm: false, serial: Serial::Pipe }
     }
 }
 

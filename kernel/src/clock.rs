@@ -24,6 +24,14 @@ pub fn now_ns() -> u64 {
     ((u128::from(ticks) * u128::from(NS_PER_TICK_FP32.load(Ordering::Relaxed))) >> 32) as u64
 }
 
+/// Busy-waits `micros` microseconds.
+pub fn delay_us(micros: u64) {
+    let end = now_ns() + micros * 1000;
+    while now_ns() < end {
+        core::hint::spin_loop();
+    }
+}
+
 /// The TSC frequency measured at boot, in Hz.
 pub fn tsc_hz() -> u64 {
     TSC_HZ.load(Ordering::Relaxed)

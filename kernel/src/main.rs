@@ -1,5 +1,5 @@
 //! A small x86_64 kernel that uses the `trace` flight recorder for real: interrupts,
-//! timer, serial console shell.
+//! timer, SMP, serial console shell.
 #![no_std]
 #![no_main]
 #![feature(abi_x86_interrupt)]
@@ -14,10 +14,12 @@ mod memory;
 mod panic;
 mod serial;
 mod shell;
+mod smp;
 mod sync;
 mod timer;
 
 use arch::apic::{self, IoApic};
+use arch::percpu;
 use bootloader_api::config::{BootloaderConfig, Mapping};
 use bootloader_api::{BootInfo, entry_point};
 
@@ -36,20 +38,26 @@ entry_point!(kernel_main, config = &BOOTLOADER_CONFIG);
 const COM1_IRQ: u8 = 4;
 
 fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
+    // The local APIC id is not known before ACPI; 0 until `percpu` is set again below.
+    percpu::init_this_cpu(0, 0);
     serial::init();
     arch::gdt::init_this_cpu(0);
     arch::idt::init_this_cpu();
     let offset = boot_info.physical_memory_offset.into_option();
     memory::init(offset.expect("the bootloader maps physical memory (BOOTLOADER_CONFIG)"));
+    let low_page = memory::low_page(&boot_info.memory_regions);
     let heap_bytes = heap::init(&boot_info.memory_regions);
     let rsdp = boot_info.rsdp_addr.into_option().expect("the bootloader finds the ACPI RSDP");
     let machine = firmware::discover(rsdp).unwrap_or_else(|reason| panic!("ACPI: {reason}"));
 
     arch::pic::disable();
-    apic::init_local(memory::phys_to_virt(machine.local_apic).as_u64());
+    apic::set_base(memory::phys_to_virt(machine.local_apic).as_u64());
+    apic::init_this_cpu();
+    percpu::init_this_cpu(0, apic::id());
     let (apic_timer_hz, tsc_hz) = apic::calibrate_timer_and_tsc();
     clock::init(tsc_hz);
-    timer::start(apic_timer_hz);
+    timer::init(apic_timer_hz);
+    timer::start_this_cpu();
 
     let com1 = machine.isa_route(COM1_IRQ);
     let io_apic = machine
@@ -62,8 +70,19 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     io_apic.route(com1, apic::SERIAL_VECTOR, apic::id());
     x86_64::instructions::interrupts::enable();
 
+    match low_page {
+        Some(page) => {
+            smp::start_application_processors(&machine.cpus, page);
+        }
+        None => println!("smp: no free page below 1 MiB; running on the boot CPU only"),
+    }
+    for cpu in 0..smp::online() {
+        let apic_id = percpu::get(cpu).map_or(0, |c| c.apic_id());
+        println!("cpu{cpu}: online (APIC id {apic_id})");
+    }
     println!(
-        "\nflight recorder kernel: {} CPU(s) found, heap {} MiB, TSC {} MHz, timer {} Hz",
+        "\nflight recorder kernel: {} of {} CPU(s) online, heap {} MiB, TSC {} MHz, timer {} Hz",
+        smp::online(),
         machine.cpus.len(),
         heap_bytes >> 20,
         tsc_hz / 1_000_000,

@@ -1,9 +1,15 @@
 //! Physical memory as the kernel sees it: the bootloader maps all of it (at least the
-//! first 4 GiB, so MMIO too) at one offset.
+//! first 4 GiB, so MMIO too) at one offset. Also the one page table edit the kernel
+//! makes: an identity mapping for the application processors' start-up page.
 
+use alloc::boxed::Box;
+use bootloader_api::info::{MemoryRegionKind, MemoryRegions};
 use spin::Once;
-use x86_64::VirtAddr;
-use x86_64::structures::paging::{OffsetPageTable, PageTable, Translate};
+use x86_64::structures::paging::{
+    FrameAllocator, Mapper, OffsetPageTable, PageTable, PageTableFlags, PhysFrame, Size4KiB,
+    Translate,
+};
+use x86_64::{PhysAddr, VirtAddr};
 
 static PHYSICAL_MEMORY_OFFSET: Once<u64> = Once::new();
 
@@ -18,14 +24,65 @@ pub fn phys_to_virt(phys: u64) -> VirtAddr {
     VirtAddr::new(offset + phys)
 }
 
-/// Whether `addr` is mapped in the current address space.
-pub fn is_mapped(addr: VirtAddr) -> bool {
+/// The active page tables, seen through the physical-memory window.
+///
+/// # Safety
+/// The caller must not let two of these coexist, and must not edit mappings that
+/// other CPUs rely on.
+unsafe fn active_page_table() -> OffsetPageTable<'static> {
     let (level_4, _) = x86_64::registers::control::Cr3::read();
     let table = phys_to_virt(level_4.start_address().as_u64()).as_mut_ptr::<PageTable>();
-    let offset = phys_to_virt(0);
     // SAFETY: CR3 holds the active level-4 table, which lies in physical memory mapped
-    // at `offset`; the mapper only reads the tables here, and this CPU does not change
-    // them concurrently (the kernel never edits its page tables after boot).
-    let mapper = unsafe { OffsetPageTable::new(&mut *table, offset) };
-    mapper.translate_addr(addr).is_some()
+    // at the window's offset; the caller guarantees exclusive use.
+    unsafe { OffsetPageTable::new(&mut *table, phys_to_virt(0)) }
+}
+
+/// Whether `addr` is mapped in the current address space.
+pub fn is_mapped(addr: VirtAddr) -> bool {
+    // SAFETY: the table is only read, and dropped before returning.
+    unsafe { active_page_table() }.translate_addr(addr).is_some()
+}
+
+/// A usable 4 KiB page below 1 MiB (above the real-mode IVT and BDA), for code that
+/// must start in real mode. The heap never takes low memory.
+pub fn low_page(regions: &MemoryRegions) -> Option<PhysAddr> {
+    regions.iter().filter(|region| region.kind == MemoryRegionKind::Usable).find_map(|region| {
+        let start = region.start.max(0x1000).next_multiple_of(0x1000);
+        (start + 0x1000 <= region.end.min(0x10_0000)).then(|| PhysAddr::new(start))
+    })
+}
+
+/// Page-table frames for new mappings, taken from the heap (which lies in the
+/// physical-memory window, so a heap address converts back to a physical one).
+struct HeapFrames;
+
+// SAFETY: each frame is a fresh, zeroed, page-aligned heap allocation that is leaked,
+// so it is never handed out twice nor freed while the page tables use it.
+unsafe impl FrameAllocator<Size4KiB> for HeapFrames {
+    fn allocate_frame(&mut self) -> Option<PhysFrame<Size4KiB>> {
+        let table = Box::leak(Box::new(PageTable::new()));
+        let virt = VirtAddr::from_ptr(table);
+        let phys = virt.as_u64() - phys_to_virt(0).as_u64();
+        PhysFrame::from_start_address(PhysAddr::new(phys)).ok()
+    }
+}
+
+/// Maps the 4 KiB page at physical `page` at the same virtual address (writable,
+/// executable), so code there keeps running when paging turns on. Called at boot by
+/// the boot CPU only, before other CPUs run.
+pub fn identity_map(page: PhysAddr) -> Result<(), &'static str> {
+    let frame = PhysFrame::<Size4KiB>::from_start_address(page).map_err(|_| "page not aligned")?;
+    let flags = PageTableFlags::PRESENT | PageTableFlags::WRITABLE;
+    if is_mapped(VirtAddr::new(page.as_u64())) {
+        return Err("the identity address is already mapped");
+    }
+    // SAFETY: only the boot CPU runs; the new mapping covers an unused low page that
+    // nothing else maps at that address (checked above).
+    let mut table = unsafe { active_page_table() };
+    // SAFETY: the frame is a usable page that only the caller uses; mapping it at its
+    // own address creates no alias that Rust code uses.
+    let flush = unsafe { table.identity_map(frame, flags, &mut HeapFrames) }
+        .map_err(|_| "cannot map the identity page")?;
+    flush.flush();
+    Ok(())
 }

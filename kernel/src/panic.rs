@@ -1,7 +1,8 @@
 //! The panic handler: report on the emergency console (no lock, no allocation), then
 //! leave QEMU with the failure code. A panic while panicking gives up at once.
 
-use crate::arch::{apic, qemu};
+use crate::arch::{percpu, qemu};
+use crate::smp;
 use core::panic::PanicInfo;
 use core::sync::atomic::{AtomicBool, Ordering};
 
@@ -14,6 +15,12 @@ fn panic(info: &PanicInfo<'_>) -> ! {
         crate::emergency_println!("\nnested panic: {}", info.message());
         qemu::exit(qemu::ExitCode::Failure);
     }
-    crate::emergency_println!("\nKERNEL PANIC on cpu {}: {info}", apic::id());
+    let cpu = percpu::index();
+    crate::emergency_println!("\nKERNEL PANIC on cpu {cpu}: {info}");
+    let others = smp::online() - 1;
+    if others > 0 {
+        let stopped = smp::stop_other_cpus();
+        crate::emergency_println!("panic: stopped {stopped} of {others} other CPU(s)");
+    }
     qemu::exit(qemu::ExitCode::Failure)
 }

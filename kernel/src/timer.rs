@@ -1,24 +1,32 @@
 //! The periodic tick from each CPU's local APIC timer.
 
-use crate::arch::apic;
+use crate::arch::{apic, percpu};
 use core::sync::atomic::{AtomicU64, Ordering};
 
 /// Timer interrupts per second on each CPU.
 pub const HZ: u64 = 100;
 
-static TICKS: AtomicU64 = AtomicU64::new(0);
+/// The local APIC timer's rate (after its divider), measured once at boot; every
+/// CPU's timer runs at the same rate.
+static APIC_TIMER_HZ: AtomicU64 = AtomicU64::new(0);
 
-/// Starts this CPU's periodic tick, given its APIC timer rate from calibration.
-pub fn start(apic_timer_hz: u64) {
-    apic::start_periodic_timer(u32::try_from(apic_timer_hz / HZ).unwrap_or(u32::MAX));
+/// Records the APIC timer rate measured at boot.
+pub fn init(apic_timer_hz: u64) {
+    APIC_TIMER_HZ.store(apic_timer_hz, Ordering::Relaxed);
+}
+
+/// Starts this CPU's periodic tick.
+pub fn start_this_cpu() {
+    let period = APIC_TIMER_HZ.load(Ordering::Relaxed) / HZ;
+    apic::start_periodic_timer(u32::try_from(period).unwrap_or(u32::MAX));
 }
 
 /// The timer interrupt handler's work.
 pub fn on_tick() {
-    TICKS.fetch_add(1, Ordering::Relaxed);
+    percpu::current().ticks.fetch_add(1, Ordering::Relaxed);
 }
 
-/// Timer interrupts taken since boot.
-pub fn ticks() -> u64 {
-    TICKS.load(Ordering::Relaxed)
+/// Timer interrupts taken by CPU `cpu` since boot.
+pub fn ticks(cpu: usize) -> u64 {
+    percpu::get(cpu).map_or(0, |c| c.ticks.load(Ordering::Relaxed))
 }

@@ -1,3 +1,4 @@
 //! End-to-end tests: each boots the real image in QEMU and drives the serial shell.
 
 mod shell;
+mod smp;

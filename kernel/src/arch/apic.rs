@@ -9,6 +9,8 @@ use volatile::VolatilePtr;
 pub const TIMER_VECTOR: u8 = 0x30;
 /// Vector of the COM1 receive interrupt.
 pub const SERIAL_VECTOR: u8 = 0x31;
+/// Vector of the "look at your request slot" IPI.
+pub const CALL_VECTOR: u8 = 0xf0;
 /// Vector of local APIC errors.
 pub const ERROR_VECTOR: u8 = 0xfe;
 /// Vector of spurious local APIC interrupts (low nibble all ones, as required).
@@ -25,6 +27,8 @@ mod reg {
     pub const TIMER_INITIAL: usize = 0x380;
     pub const TIMER_CURRENT: usize = 0x390;
     pub const TIMER_DIVIDE: usize = 0x3e0;
+    pub const ICR_LOW: usize = 0x300;
+    pub const ICR_HIGH: usize = 0x310;
 }
 
 const SVR_ENABLE: u32 = 1 << 8;
@@ -47,10 +51,14 @@ fn lapic_reg(offset: usize) -> VolatilePtr<'static, u32> {
     unsafe { VolatilePtr::new(NonNull::new_unchecked(ptr)) }
 }
 
-/// Enables this CPU's local APIC, whose register page is mapped at `base` (the same
-/// virtual address on every CPU), with the spurious and error vectors set.
-pub fn init_local(base: u64) {
+/// Records where the local APIC's register page is mapped (the same virtual address
+/// on every CPU). Called once, by the boot CPU.
+pub fn set_base(base: u64) {
     LAPIC_BASE.store(base, Ordering::Relaxed);
+}
+
+/// Enables this CPU's local APIC, with the spurious and error vectors set.
+pub fn init_this_cpu() {
     lapic_reg(reg::TPR).write(0);
     lapic_reg(reg::LVT_ERROR).write(ERROR_VECTOR as u32);
     lapic_reg(reg::ESR).write(0);
@@ -87,6 +95,52 @@ pub fn start_periodic_timer(ticks: u32) {
     lapic_reg(reg::TIMER_DIVIDE).write(TIMER_DIVIDE_16);
     lapic_reg(reg::LVT_TIMER).write(LVT_TIMER_PERIODIC | TIMER_VECTOR as u32);
     lapic_reg(reg::TIMER_INITIAL).write(ticks.max(1));
+}
+
+/// An inter-processor interrupt.
+#[derive(Clone, Copy, Debug)]
+pub enum Ipi {
+    /// INIT: puts the target into wait-for-SIPI.
+    Init,
+    /// Start-up: the target starts in real mode at `page << 12`.
+    Startup(u8),
+    /// A fixed interrupt on `vector`.
+    Fixed(u8),
+    /// A non-maskable interrupt.
+    Nmi,
+}
+
+/// Who receives an IPI.
+#[derive(Clone, Copy, Debug)]
+pub enum Destination {
+    /// The CPU with this local APIC id.
+    Apic(u32),
+    /// Every CPU but the sender.
+    AllButSelf,
+}
+
+const ICR_DELIVERY_PENDING: u32 = 1 << 12;
+
+/// Sends `ipi` to `destination` and waits until the local APIC has accepted it.
+pub fn send_ipi(destination: Destination, ipi: Ipi) {
+    let low = match ipi {
+        Ipi::Init => 0b101 << 8 | 1 << 14,
+        Ipi::Startup(page) => 0b110 << 8 | 1 << 14 | u32::from(page),
+        Ipi::Fixed(vector) => u32::from(vector),
+        Ipi::Nmi => 0b100 << 8 | 1 << 14,
+    };
+    let (high, shorthand) = match destination {
+        Destination::Apic(id) => (id << 24, 0),
+        Destination::AllButSelf => (0, 0b11 << 18),
+    };
+    while lapic_reg(reg::ICR_LOW).read() & ICR_DELIVERY_PENDING != 0 {
+        core::hint::spin_loop();
+    }
+    lapic_reg(reg::ICR_HIGH).write(high);
+    lapic_reg(reg::ICR_LOW).write(low | shorthand);
+    while lapic_reg(reg::ICR_LOW).read() & ICR_DELIVERY_PENDING != 0 {
+        core::hint::spin_loop();
+    }
 }
 
 /// Routing of one I/O APIC input, as the MADT's interrupt source overrides describe it.

@@ -2,9 +2,9 @@
 //! APIC's own vectors. Fatal exceptions are reported (name, vector, error code, RIP,
 //! and CR2 for page faults) and then panic, so they reach the panic path.
 
-use super::apic;
 use super::gdt::{DOUBLE_FAULT_IST_INDEX, NMI_IST_INDEX};
 use super::pic::PIC_BASE_VECTOR;
+use super::{apic, percpu};
 use core::fmt;
 use spin::Lazy;
 use x86_64::registers::control::Cr2;
@@ -22,7 +22,7 @@ struct Exception<'a> {
 
 impl fmt::Display for Exception<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "EXCEPTION: {} (vector {}) on cpu {}:", self.name, self.vector, apic::id())?;
+        write!(f, "EXCEPTION: {} (vector {}) on cpu {}:", self.name, self.vector, percpu::index())?;
         if let Some(code) = self.error_code {
             write!(f, " error_code={code:#x}")?;
         }
@@ -87,7 +87,8 @@ extern "x86-interrupt" fn breakpoint(frame: InterruptStackFrame) {
 }
 
 extern "x86-interrupt" fn nmi(_frame: InterruptStackFrame) {
-    crate::emergency_println!("NMI on cpu {}", apic::id());
+    crate::smp::on_nmi();
+    crate::emergency_println!("NMI on cpu {}", percpu::index());
 }
 
 extern "x86-interrupt" fn double_fault(frame: InterruptStackFrame, code: u64) -> ! {
@@ -121,8 +122,13 @@ extern "x86-interrupt" fn serial(_frame: InterruptStackFrame) {
     apic::eoi();
 }
 
+extern "x86-interrupt" fn call(_frame: InterruptStackFrame) {
+    apic::eoi();
+    crate::smp::on_call_interrupt();
+}
+
 extern "x86-interrupt" fn apic_error(_frame: InterruptStackFrame) {
-    crate::emergency_println!("local APIC error on cpu {}", apic::id());
+    crate::emergency_println!("local APIC error on cpu {}", percpu::index());
     apic::eoi();
 }
 
@@ -156,6 +162,7 @@ static IDT: Lazy<InterruptDescriptorTable> = Lazy::new(|| {
     }
     idt[apic::TIMER_VECTOR].set_handler_fn(timer);
     idt[apic::SERIAL_VECTOR].set_handler_fn(serial);
+    idt[apic::CALL_VECTOR].set_handler_fn(call);
     idt[apic::ERROR_VECTOR].set_handler_fn(apic_error);
     idt[apic::SPURIOUS_VECTOR].set_handler_fn(spurious);
     idt[PIC_BASE_VECTOR + 7].set_handler_fn(spurious);

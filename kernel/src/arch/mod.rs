@@ -6,10 +6,12 @@ pub mod apic;
 pub mod gdt;
 pub mod idt;
 pub mod irq;
+pub mod percpu;
 pub mod pic;
 pub mod pit;
 pub mod port;
 pub mod qemu;
+pub mod smp;
 
 /// Reads the CPU's time-stamp counter.
 #[inline(always)]

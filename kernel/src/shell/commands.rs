@@ -1,8 +1,9 @@
 //! The commands of the shell.
 
 use super::{Command, CommandError};
+use crate::arch::percpu;
 use crate::arch::qemu::{self, ExitCode};
-use crate::{clock, heap, memory, println, serial, timer};
+use crate::{clock, heap, memory, println, serial, smp, timer};
 use x86_64::VirtAddr;
 
 /// Every command, in the order `help` lists them.
@@ -19,6 +20,13 @@ pub static COMMANDS: &[Command] = &[
         usage: "page [ADDR] | gp | ud | de | bp | stack",
         help: "raise a CPU exception on purpose (bp is recoverable)",
         run: fault,
+    },
+    Command { name: "cpus", usage: "", help: "the CPUs online and their timer ticks", run: cpus },
+    Command {
+        name: "panic",
+        usage: "[CPU]",
+        help: "panic on purpose, here or on CPU (tests the panic path)",
+        run: panic,
     },
     Command { name: "poweroff", usage: "", help: "leave QEMU with success", run: poweroff },
 ];
@@ -45,11 +53,38 @@ fn uptime(args: &[&str]) -> Result<(), CommandError> {
     let ns = clock::now_ns();
     let (used, size) = heap::usage();
     println!("up {}.{:09} s", ns / 1_000_000_000, ns % 1_000_000_000);
-    println!("timer ticks: {} ({} Hz)", timer::ticks(), timer::HZ);
+    println!("timer ticks: {} on cpu0 ({} Hz per CPU)", timer::ticks(0), timer::HZ);
     println!("tsc: {} kHz", clock::tsc_hz() / 1000);
     println!("heap: {used} of {size} bytes in use");
     println!("serial input dropped: {} bytes", serial::rx_dropped());
     Ok(())
+}
+
+fn cpus(args: &[&str]) -> Result<(), CommandError> {
+    no_args(args)?;
+    for cpu in 0..smp::online() {
+        let apic_id = percpu::get(cpu).map_or(0, |c| c.apic_id());
+        println!("cpu{cpu}: APIC id {apic_id}, {} timer ticks", timer::ticks(cpu));
+    }
+    Ok(())
+}
+
+fn panic(args: &[&str]) -> Result<(), CommandError> {
+    match args {
+        [] => panic!("deliberate panic from the shell"),
+        [cpu] => {
+            let cpu = cpu.parse().map_err(|_| CommandError::Usage)?;
+            if cpu == percpu::index() {
+                panic!("deliberate panic from the shell");
+            }
+            smp::call(cpu, smp::Request::Panic).map_err(CommandError::Failed)?;
+            // The other CPU's panic stops this one; wait for it here.
+            loop {
+                core::hint::spin_loop();
+            }
+        }
+        _ => Err(CommandError::Usage),
+    }
 }
 
 fn poweroff(args: &[&str]) -> Result<(), CommandError> {

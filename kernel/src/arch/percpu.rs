@@ -1,0 +1,73 @@
+//! Per-CPU data, found through the GS base: each CPU's GS points at its own
+//! [`PerCpu`]. Everything in it is immutable after start-up or atomic, so any context
+//! (thread, IRQ, NMI, panic) on any CPU may read it.
+
+use super::MAX_CPUS;
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use x86_64::VirtAddr;
+use x86_64::registers::model_specific::GsBase;
+
+/// One CPU's data. `index` must stay the first field: [`index`] reads it at `gs:[0]`.
+#[repr(C, align(64))]
+pub struct PerCpu {
+    index: usize,
+    apic_id: AtomicU32,
+    /// Timer interrupts taken on this CPU.
+    pub ticks: AtomicU64,
+    /// A request posted by another CPU, taken by the call IPI handler (0: none).
+    pub request: AtomicU32,
+}
+
+static CPUS: [PerCpu; MAX_CPUS] = {
+    let mut cpus = [const {
+        PerCpu {
+            index: 0,
+            apic_id: AtomicU32::new(0),
+            ticks: AtomicU64::new(0),
+            request: AtomicU32::new(0),
+        }
+    }; MAX_CPUS];
+    let mut i = 0;
+    while i < MAX_CPUS {
+        cpus[i].index = i;
+        i += 1;
+    }
+    cpus
+};
+
+/// Points this CPU's GS base at `CPUS[index]`. The very first thing each CPU does.
+pub fn init_this_cpu(index: usize, apic_id: u32) {
+    let cpu = &CPUS[index];
+    cpu.apic_id.store(apic_id, Ordering::Relaxed);
+    GsBase::write(VirtAddr::from_ptr(cpu));
+}
+
+/// Index of the CPU running this code (0 is the boot CPU). Callable from any context
+/// once `init_this_cpu` has run on this CPU; code never migrates between CPUs.
+#[inline(always)]
+pub fn index() -> usize {
+    let index: usize;
+    // SAFETY: GS points at this CPU's `PerCpu` (set first thing on every CPU), whose
+    // first field is the immutable `index`; the load has no other effect.
+    unsafe {
+        core::arch::asm!("mov {}, gs:[0]", out(reg) index, options(nostack, readonly, preserves_flags))
+    };
+    index
+}
+
+/// This CPU's data.
+pub fn current() -> &'static PerCpu {
+    &CPUS[index()]
+}
+
+/// CPU `index`'s data.
+pub fn get(index: usize) -> Option<&'static PerCpu> {
+    CPUS.get(index)
+}
+
+impl PerCpu {
+    /// This CPU's local APIC id.
+    pub fn apic_id(&self) -> u32 {
+        self.apic_id.load(Ordering::Relaxed)
+    }
+}

@@ -1,0 +1,130 @@
+//! The application processors: bringing them up, asking them to do things through
+//! the call IPI, and stopping them all (by NMI) when one CPU panics.
+
+use crate::arch::apic::{self, Destination, Ipi};
+use crate::arch::percpu;
+use crate::arch::smp::Trampoline;
+use crate::{arch, clock, memory, timer};
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+/// Stack size of each application processor.
+const AP_STACK_SIZE: usize = 128 * 1024;
+/// How long a starting CPU has to report in.
+const START_TIMEOUT_NS: u64 = 1_000_000_000;
+
+/// CPUs running, the boot CPU included.
+static ONLINE: AtomicUsize = AtomicUsize::new(1);
+/// CPUs stopped by the panic NMI.
+static STOPPED: AtomicUsize = AtomicUsize::new(0);
+/// Set once a CPU panics: any NMI from then on stops the CPU that takes it.
+static STOPPING: AtomicBool = AtomicBool::new(false);
+
+/// Requests one CPU can post to another (see [`call`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum Request {
+    /// Panic on purpose (to test the panic path on an application processor).
+    Panic = 1,
+}
+
+/// Number of CPUs running.
+pub fn online() -> usize {
+    ONLINE.load(Ordering::Acquire)
+}
+
+/// Starts every processor the firmware lists besides the boot CPU, one at a time,
+/// through a trampoline at `low_page`. Returns how many came up.
+pub fn start_application_processors(apic_ids: &[u32], low_page: x86_64::PhysAddr) -> usize {
+    let ids: Vec<u32> = apic_ids.iter().copied().filter(|&id| id != apic::id()).collect();
+    if ids.is_empty() {
+        return 0;
+    }
+    if let Err(reason) = memory::identity_map(low_page) {
+        crate::println!("smp: cannot start other CPUs: {reason}");
+        return 0;
+    }
+    let window = memory::phys_to_virt(low_page.as_u64()).as_mut_ptr();
+    // SAFETY: the low page is usable memory that nothing else uses, mapped writable in
+    // the physical-memory window at `window` and now identity-mapped too.
+    let trampoline = unsafe { Trampoline::install(low_page, window) };
+    let mut started = 0;
+    for apic_id in ids.into_iter().take(arch::MAX_CPUS - 1) {
+        let index = online();
+        let stack: &'static mut [u8] = Vec::leak(alloc::vec![0u8; AP_STACK_SIZE]);
+        let stack_top = (stack.as_ptr() as u64 + AP_STACK_SIZE as u64) & !0xf;
+        percpu::get(index).expect("index below MAX_CPUS").request.store(0, Ordering::Relaxed);
+        trampoline.start_cpu(apic_id, ap_main, index, stack_top, clock::delay_us);
+        let deadline = clock::now_ns() + START_TIMEOUT_NS;
+        while online() == index && clock::now_ns() < deadline {
+            core::hint::spin_loop();
+        }
+        if online() == index {
+            crate::println!("smp: cpu with APIC id {apic_id} did not start");
+            break;
+        }
+        started += 1;
+    }
+    started
+}
+
+/// Where an application processor arrives from the trampoline.
+extern "C" fn ap_main(index: usize) -> ! {
+    percpu::init_this_cpu(index, apic::id());
+    arch::gdt::init_this_cpu(index);
+    arch::idt::init_this_cpu();
+    apic::init_this_cpu();
+    timer::start_this_cpu();
+    // Release: everything this CPU set up happens-before the boot CPU sees it online.
+    ONLINE.fetch_add(1, Ordering::Release);
+    x86_64::instructions::interrupts::enable();
+    loop {
+        x86_64::instructions::hlt();
+    }
+}
+
+/// Posts `request` to CPU `index` and interrupts it. Fails if there is no such CPU
+/// or it has a request pending.
+pub fn call(index: usize, request: Request) -> Result<(), &'static str> {
+    if index >= online() {
+        return Err("no such CPU");
+    }
+    let cpu = percpu::get(index).ok_or("no such CPU")?;
+    cpu.request
+        .compare_exchange(0, request as u32, Ordering::AcqRel, Ordering::Relaxed)
+        .map_err(|_| "that CPU has a request pending")?;
+    apic::send_ipi(Destination::Apic(cpu.apic_id()), Ipi::Fixed(apic::CALL_VECTOR));
+    Ok(())
+}
+
+/// The call IPI's handler: carries out this CPU's pending request.
+pub fn on_call_interrupt() {
+    let request = percpu::current().request.swap(0, Ordering::AcqRel);
+    if request == Request::Panic as u32 {
+        panic!("deliberate panic requested on cpu {}", percpu::index());
+    }
+}
+
+/// Stops every other CPU with an NMI and waits (up to 100 ms) until they have.
+/// Returns how many stopped. For the panic path.
+pub fn stop_other_cpus() -> usize {
+    STOPPING.store(true, Ordering::SeqCst);
+    let others = online() - 1;
+    if others == 0 {
+        return 0;
+    }
+    apic::send_ipi(Destination::AllButSelf, Ipi::Nmi);
+    let deadline = clock::now_ns() + 100_000_000;
+    while STOPPED.load(Ordering::Acquire) < others && clock::now_ns() < deadline {
+        core::hint::spin_loop();
+    }
+    STOPPED.load(Ordering::Acquire)
+}
+
+/// The NMI handler's work: once a CPU panics, an NMI parks the CPU that takes it.
+pub fn on_nmi() {
+    if STOPPING.load(Ordering::SeqCst) {
+        STOPPED.fetch_add(1, Ordering::Release);
+        arch::halt_forever();
+    }
+}
