@@ -74,7 +74,7 @@ impl<P: Platform + Clone> Recorder<P> {
 
     /// Allocates a spare set shaped like the live one (recording off). No-op if present.
     pub fn alloc_spare(&mut self) -> Result<(), Error> {
-        let i = 1 - (*self.live.get_mut() & 1);
+        let i = 1 - (self.live_index() & 1);
         if self.sets[i].is_empty() {
             let live = self.live();
             let config = Config {
@@ -91,7 +91,7 @@ impl<P: Platform + Clone> Recorder<P> {
 
     /// Frees the spare set (and the snapshot in it).
     pub fn free_spare(&mut self) {
-        let i = 1 - (*self.live.get_mut() & 1);
+        let i = 1 - (self.live_index() & 1);
         let platform = self.sets[i].platform().clone();
         self.sets[i] = Buffer::empty(platform);
     }
@@ -99,7 +99,7 @@ impl<P: Platform + Clone> Recorder<P> {
     /// Resizes the live set (and the spare, to keep them swappable). Recording must be
     /// off. Records are discarded; on error nothing changed.
     pub fn resize(&mut self, bytes_per_cpu: usize) -> Result<(), Error> {
-        let i = *self.live.get_mut() & 1;
+        let i = self.live_index() & 1;
         if self.live().is_recording() {
             return Err(Error::Recording);
         }
@@ -125,9 +125,10 @@ impl<P: Platform + Clone> Recorder<P> {
 impl<P: Platform> Recorder<P> {
     #[inline(always)]
     fn live_index(&self) -> usize {
-        // Relaxed: the sets themselves never move while shared; the gate's fence
-        // orders this load after our `depth` store.
-        self.live.load(Relaxed)
+        // Acquire: pairs with the Release store in `swap`, so a writer that sees the
+        // new live set also sees the recording switch and mode `swap` gave it. (The
+        // gate's SeqCst fence orders this load after the gate's `depth` store.)
+        self.live.load(Acquire)
     }
 
     /// The live buffer set (for control and readers).
@@ -194,7 +195,8 @@ impl<P: Platform> Recorder<P> {
         }
         spare.set_mode(live.mode());
         spare.set_recording(live.is_recording());
-        self.live.store(1 - old, Relaxed);
+        // Release: publishes the new live set's switch and mode (see `live_index`).
+        self.live.store(1 - old, Release);
         // SeqCst fence: pairs with the one in `Gate::enter` (see there).
         fence(SeqCst);
         self.drain();
