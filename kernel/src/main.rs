@@ -15,8 +15,10 @@ mod panic;
 mod serial;
 mod shell;
 mod smp;
+mod stress;
 mod sync;
 mod timer;
+mod tracing;
 
 use arch::apic::{self, IoApic};
 use arch::percpu;

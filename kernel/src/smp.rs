@@ -20,7 +20,8 @@ static STOPPED: AtomicUsize = AtomicUsize::new(0);
 /// Set once a CPU panics: any NMI from then on stops the CPU that takes it.
 static STOPPING: AtomicBool = AtomicBool::new(false);
 
-/// Requests one CPU can post to another (see [`call`]).
+/// Requests one CPU can post to another (see [`call`]), carried out by the target's
+/// call IPI handler.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]
 pub enum Request {
@@ -77,10 +78,34 @@ extern "C" fn ap_main(index: usize) -> ! {
     timer::start_this_cpu();
     // Release: everything this CPU set up happens-before the boot CPU sees it online.
     ONLINE.fetch_add(1, Ordering::Release);
-    x86_64::instructions::interrupts::enable();
+    let cpu = percpu::current();
     loop {
-        x86_64::instructions::hlt();
+        let work = cpu.work.lock().take();
+        match work {
+            Some(work) => {
+                x86_64::instructions::interrupts::enable();
+                work();
+            }
+            None => arch::irq::wait_for_interrupt_unless(|| cpu.work.lock().is_some()),
+        }
     }
+}
+
+/// Makes every application processor run `work` once, in thread context with
+/// interrupts enabled, from its idle loop. Fails if a CPU still has work pending
+/// (the CPUs before it have theirs posted).
+pub fn post_work(work: fn()) -> Result<(), &'static str> {
+    for index in 1..online() {
+        let cpu = percpu::get(index).ok_or("no such CPU")?;
+        let mut slot = cpu.work.lock();
+        if slot.is_some() {
+            return Err("a CPU has work pending");
+        }
+        *slot = Some(work);
+        drop(slot);
+        apic::send_ipi(Destination::Apic(cpu.apic_id()), Ipi::Fixed(apic::CALL_VECTOR));
+    }
+    Ok(())
 }
 
 /// Posts `request` to CPU `index` and interrupts it. Fails if there is no such CPU

@@ -24,6 +24,7 @@ pub fn start_this_cpu() {
 /// The timer interrupt handler's work.
 pub fn on_tick() {
     percpu::current().ticks.fetch_add(1, Ordering::Relaxed);
+    crate::stress::on_timer();
 }
 
 /// Timer interrupts taken by CPU `cpu` since boot.

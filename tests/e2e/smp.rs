@@ -68,3 +68,61 @@ fn a_panic_request_to_a_missing_cpu_is_refused() {
     assert_eq!(machine.run("panic two").trim(), "panic: usage: panic [CPU]");
     assert_eq!(machine.run_to_exit("poweroff"), Outcome::Success);
 }
+
+/// One CPU's line of a `stress` report: `cpuN: written W entries E read R overrun O
+/// dropped D | thread T timer T ipi I nmi N | verdict`.
+fn stress_counts(line: &str) -> std::collections::HashMap<String, u64> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    words.windows(2).filter_map(|w| Some((w[0].to_string(), w[1].parse().ok()?))).collect()
+}
+
+#[test]
+fn stress_in_both_modes_on_4_cpus_accounts_for_every_event() {
+    let mut machine = boot_with_cpus(4);
+    let report = machine.run("stress both 1000");
+    for (mode, lost) in [("overwrite", "overrun"), ("discard", "dropped")] {
+        assert!(report.contains(&format!("stress {mode}: PASS")), "{mode} did not pass:\n{report}");
+        let section: Vec<&str> = report
+            .split(&format!("stress {mode}: 4 CPU(s)"))
+            .nth(1)
+            .expect("a section per mode")
+            .lines()
+            .filter(|l| l.starts_with("cpu"))
+            .take(4)
+            .collect();
+        assert_eq!(section.len(), 4, "{mode}: one line per CPU:\n{report}");
+        for line in &section {
+            assert!(line.ends_with("invariant ok"), "{mode}: {line}");
+            let c = stress_counts(line);
+            assert_eq!(
+                c["written"],
+                c["entries"] + c["read"] + c["overrun"] + c["dropped"],
+                "{mode}: {line}"
+            );
+            assert_eq!(
+                c["written"],
+                c["thread"] + c["timer"] + c["ipi"] + c["nmi"],
+                "{mode}: {line}"
+            );
+            assert!(c["timer"] > 0, "{mode}: no nested timer events: {line}");
+        }
+        for line in &section[1..] {
+            let c = stress_counts(line);
+            assert!(c[lost] > 0, "{mode}: the ring never filled: {line}");
+            assert!(c["ipi"] > 0 && c["nmi"] > 0, "{mode}: no nested IPI/NMI events: {line}");
+        }
+    }
+    assert_eq!(
+        machine.run("stress sideways").trim(),
+        "stress: usage: stress [overwrite|discard|both] [MS]"
+    );
+    assert_eq!(machine.run("stress 0").trim(), "stress: duration must be 1 to 10000 ms");
+    assert_eq!(machine.run_to_exit("poweroff"), Outcome::Success);
+}
+
+#[test]
+fn stress_runs_on_a_single_cpu() {
+    let mut machine = boot_with_cpus(1);
+    let report = machine.run("stress overwrite 200");
+    assert!(report.contains("stress overwrite: PASS"), "{report}");
+}

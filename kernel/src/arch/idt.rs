@@ -88,7 +88,7 @@ extern "x86-interrupt" fn breakpoint(frame: InterruptStackFrame) {
 
 extern "x86-interrupt" fn nmi(_frame: InterruptStackFrame) {
     crate::smp::on_nmi();
-    crate::emergency_println!("NMI on cpu {}", percpu::index());
+    crate::stress::on_nmi();
 }
 
 extern "x86-interrupt" fn double_fault(frame: InterruptStackFrame, code: u64) -> ! {
@@ -127,6 +127,11 @@ extern "x86-interrupt" fn call(_frame: InterruptStackFrame) {
     crate::smp::on_call_interrupt();
 }
 
+extern "x86-interrupt" fn stress_ipi(_frame: InterruptStackFrame) {
+    crate::stress::on_ipi();
+    apic::eoi();
+}
+
 extern "x86-interrupt" fn apic_error(_frame: InterruptStackFrame) {
     crate::emergency_println!("local APIC error on cpu {}", percpu::index());
     apic::eoi();
@@ -163,6 +168,7 @@ static IDT: Lazy<InterruptDescriptorTable> = Lazy::new(|| {
     idt[apic::TIMER_VECTOR].set_handler_fn(timer);
     idt[apic::SERIAL_VECTOR].set_handler_fn(serial);
     idt[apic::CALL_VECTOR].set_handler_fn(call);
+    idt[apic::STRESS_VECTOR].set_handler_fn(stress_ipi);
     idt[apic::ERROR_VECTOR].set_handler_fn(apic_error);
     idt[apic::SPURIOUS_VECTOR].set_handler_fn(spurious);
     idt[PIC_BASE_VECTOR + 7].set_handler_fn(spurious);

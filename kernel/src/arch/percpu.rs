@@ -16,6 +16,9 @@ pub struct PerCpu {
     pub ticks: AtomicU64,
     /// A request posted by another CPU, taken by the call IPI handler (0: none).
     pub request: AtomicU32,
+    /// Work posted by another CPU, run by this CPU's idle loop in thread context.
+    /// Never touched by interrupt handlers, so a plain spin lock is enough.
+    pub work: spin::Mutex<Option<fn()>>,
 }
 
 static CPUS: [PerCpu; MAX_CPUS] = {
@@ -25,6 +28,7 @@ static CPUS: [PerCpu; MAX_CPUS] = {
             apic_id: AtomicU32::new(0),
             ticks: AtomicU64::new(0),
             request: AtomicU32::new(0),
+            work: spin::Mutex::new(None),
         }
     }; MAX_CPUS];
     let mut i = 0;

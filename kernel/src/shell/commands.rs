@@ -3,7 +3,8 @@
 use super::{Command, CommandError};
 use crate::arch::percpu;
 use crate::arch::qemu::{self, ExitCode};
-use crate::{clock, heap, memory, println, serial, smp, timer};
+use crate::{clock, heap, memory, println, serial, smp, stress, timer};
+use trace::Mode;
 use x86_64::VirtAddr;
 
 /// Every command, in the order `help` lists them.
@@ -27,6 +28,12 @@ pub static COMMANDS: &[Command] = &[
         usage: "[CPU]",
         help: "panic on purpose, here or on CPU (tests the panic path)",
         run: panic,
+    },
+    Command {
+        name: "stress",
+        usage: "[overwrite|discard|both] [MS]",
+        help: "ring buffer stress test on every CPU (default: both modes, 1000 ms)",
+        run: stress,
     },
     Command { name: "poweroff", usage: "", help: "leave QEMU with success", run: poweroff },
 ];
@@ -85,6 +92,31 @@ fn panic(args: &[&str]) -> Result<(), CommandError> {
         }
         _ => Err(CommandError::Usage),
     }
+}
+
+fn stress(args: &[&str]) -> Result<(), CommandError> {
+    let (modes, ms): (&[Mode], &str) = match args {
+        [] => (&[Mode::Overwrite, Mode::Discard], "1000"),
+        [ms] if ms.parse::<u64>().is_ok() => (&[Mode::Overwrite, Mode::Discard], ms),
+        [mode] | [mode, _] => {
+            let ms = args.get(1).copied().unwrap_or("1000");
+            match *mode {
+                "overwrite" => (&[Mode::Overwrite], ms),
+                "discard" => (&[Mode::Discard], ms),
+                "both" => (&[Mode::Overwrite, Mode::Discard], ms),
+                _ => return Err(CommandError::Usage),
+            }
+        }
+        _ => return Err(CommandError::Usage),
+    };
+    let ms: u64 = ms.parse().map_err(|_| CommandError::Usage)?;
+    if ms == 0 || ms > stress::MAX_MS {
+        return Err(CommandError::Failed("duration must be 1 to 10000 ms"));
+    }
+    for &mode in modes {
+        stress::run(mode, ms).map_err(CommandError::Failed)?;
+    }
+    Ok(())
 }
 
 fn poweroff(args: &[&str]) -> Result<(), CommandError> {

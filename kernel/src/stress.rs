@@ -1,0 +1,268 @@
+//! `stress`: the ring buffer under real concurrency, after Linux's ring buffer
+//! start-up test. Every application processor writes events at full speed from a
+//! thread loop; meanwhile the boot CPU consumes every ring, writes events of its own,
+//! and hammers the others with IPIs and NMIs whose handlers write nested events, as
+//! does every CPU's timer interrupt. At the end each CPU's ring statistics are checked
+//! against the invariant and against independent counts of what was attempted and
+//! consumed.
+
+use crate::arch::apic::{self, Destination, Ipi};
+use crate::arch::{MAX_CPUS, percpu};
+use crate::tracing::KernelPlatform;
+use crate::{clock, println, smp};
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use spin::RwLock;
+use trace::{Buffer, Config, Mode, WriteError};
+
+/// Bytes per CPU ring: small, so that rings fill and wrap many times.
+const RING_BYTES: usize = 16 * 1024;
+/// Event id of stress records.
+const STRESS_EVENT: u16 = 1;
+/// Longest run accepted, in milliseconds.
+pub const MAX_MS: u64 = 10_000;
+
+/// Where a stress event was written from.
+#[derive(Clone, Copy)]
+#[repr(u8)]
+enum Source {
+    Thread = 0,
+    Timer = 1,
+    Ipi = 2,
+    Nmi = 3,
+}
+const SOURCES: usize = 4;
+
+/// Per-CPU counts kept by the test itself, independently of the ring's.
+struct CpuCounts {
+    /// Writes attempted, per source.
+    attempted: [AtomicU64; SOURCES],
+    /// Writes refused for a reason other than a counted drop.
+    errors: AtomicU64,
+}
+
+/// One stress run, shared with the interrupt hooks while it is published.
+struct Run {
+    buffer: Buffer<KernelPlatform>,
+    stop: AtomicBool,
+    writers_done: AtomicUsize,
+    counts: [CpuCounts; MAX_CPUS],
+}
+
+/// The run in progress. Hooks in interrupt and NMI context only `try_read` it, so
+/// they never spin, and never drop the last reference (the shell holds one until the
+/// run is unpublished), so they never free. Taking it for writing waits until no hook
+/// is inside a write, which makes the end of a run a quiescent point.
+static RUN: RwLock<Option<Arc<Run>>> = RwLock::new(None);
+
+impl Run {
+    fn record(&self, source: Source) {
+        let cpu = percpu::index();
+        let counts = &self.counts[cpu];
+        let seq = counts.attempted[source as usize].fetch_add(1, Ordering::Relaxed);
+        let mut payload = [0u8; 16];
+        payload[0] = cpu as u8;
+        payload[1] = source as u8;
+        payload[8..].copy_from_slice(&seq.to_le_bytes());
+        match self.buffer.write(STRESS_EVENT, &payload) {
+            Ok(()) | Err(WriteError::Dropped) => {}
+            Err(_) => {
+                counts.errors.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+fn hook(source: Source) {
+    if let Some(guard) = RUN.try_read()
+        && let Some(run) = guard.as_ref()
+    {
+        run.record(source);
+    }
+}
+
+/// Timer interrupt hook.
+pub fn on_timer() {
+    hook(Source::Timer);
+}
+
+/// Hammer IPI hook.
+pub fn on_ipi() {
+    hook(Source::Ipi);
+}
+
+/// NMI hook.
+pub fn on_nmi() {
+    hook(Source::Nmi);
+}
+
+/// The writer loop each application processor runs.
+fn writer() {
+    let Some(run) = RUN.read().clone() else { return };
+    while !run.stop.load(Ordering::Relaxed) {
+        run.record(Source::Thread);
+    }
+    run.writers_done.fetch_add(1, Ordering::Release);
+}
+
+/// What the boot CPU's consumer saw of one CPU's ring.
+#[derive(Clone, Copy, Default)]
+struct Consumed {
+    records: u64,
+    lost: u64,
+    /// Records found in this ring that another CPU wrote.
+    foreign: u64,
+}
+
+/// Runs the stress test in `mode` for `ms` milliseconds and prints the report.
+/// Returns whether every check passed.
+pub fn run(mode: Mode, ms: u64) -> Result<bool, &'static str> {
+    let cpus = smp::online();
+    let buffer = Buffer::new(KernelPlatform, Config { cpus, bytes_per_cpu: RING_BYTES, mode })
+        .map_err(|_| "cannot allocate the stress buffer")?;
+    let counts = core::array::from_fn(|_| CpuCounts {
+        attempted: core::array::from_fn(|_| AtomicU64::new(0)),
+        errors: AtomicU64::new(0),
+    });
+    let run = Arc::new(Run {
+        buffer,
+        stop: AtomicBool::new(false),
+        writers_done: AtomicUsize::new(0),
+        counts,
+    });
+    let mut consumers = (0..cpus)
+        .map(|cpu| run.buffer.consumer(cpu))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|_| "cannot open the stress rings' consumers")?;
+    {
+        let mut slot = RUN.write();
+        if slot.is_some() {
+            return Err("a stress run is in progress");
+        }
+        *slot = Some(Arc::clone(&run));
+    }
+    let mut consumed = [Consumed::default(); MAX_CPUS];
+    let mut corrupt = false;
+    let posted = smp::post_work(writer);
+    if posted.is_ok() {
+        let deadline = clock::now_ns() + ms * 1_000_000;
+        let mut round = 0usize;
+        while clock::now_ns() < deadline {
+            for (cpu, consumer) in consumers.iter_mut().enumerate() {
+                corrupt |= drain(consumer, cpu, &mut consumed[cpu], 64).is_err();
+            }
+            run.record(Source::Thread);
+            if cpus > 1 {
+                let target =
+                    percpu::get(1 + round % (cpus - 1)).expect("online CPUs have per-CPU data");
+                let ipi = if round % 8 == 7 { Ipi::Nmi } else { Ipi::Fixed(apic::STRESS_VECTOR) };
+                apic::send_ipi(Destination::Apic(target.apic_id()), ipi);
+            }
+            round += 1;
+        }
+    }
+    run.stop.store(true, Ordering::Relaxed);
+    // Writers that picked the run up finish their loop; a CPU whose work was never
+    // posted never starts one.
+    let writers = if posted.is_ok() { cpus - 1 } else { 0 };
+    while run.writers_done.load(Ordering::Acquire) < writers {
+        core::hint::spin_loop();
+    }
+    // Quiescent point: once the lock is ours, no hook is inside a write, and none
+    // starts another.
+    RUN.write().take();
+    posted?;
+    for (cpu, consumer) in consumers.iter_mut().enumerate() {
+        corrupt |= drain(consumer, cpu, &mut consumed[cpu], 0).is_err();
+        consumed[cpu].lost += consumer.lost_pending();
+    }
+    drop(consumers);
+    Ok(report(&run, mode, ms, &consumed[..cpus], corrupt))
+}
+
+/// Consumes up to `limit` records (0: all) from one ring, checking each.
+fn drain(
+    consumer: &mut trace::Consumer<'_>,
+    cpu: usize,
+    seen: &mut Consumed,
+    limit: usize,
+) -> Result<(), ()> {
+    let mut taken = 0;
+    while limit == 0 || taken < limit {
+        match consumer.next_record() {
+            Ok(Some(record)) => {
+                seen.records += 1;
+                seen.lost += record.lost;
+                if usize::from(record.payload[0]) != cpu || record.cpu != cpu {
+                    seen.foreign += 1;
+                }
+                taken += 1;
+            }
+            Ok(None) => return Ok(()),
+            Err(_) => return Err(()),
+        }
+    }
+    Ok(())
+}
+
+fn report(run: &Run, mode: Mode, ms: u64, consumed: &[Consumed], corrupt: bool) -> bool {
+    let name = mode_name(mode);
+    println!(
+        "stress {name}: {} CPU(s), {ms} ms, {} KiB per CPU ring",
+        consumed.len(),
+        RING_BYTES / 1024
+    );
+    let mut pass = !corrupt;
+    for (cpu, seen) in consumed.iter().enumerate() {
+        let Ok(stats) = run.buffer.stats(cpu) else {
+            pass = false;
+            continue;
+        };
+        let counts = &run.counts[cpu];
+        let by_source: [u64; SOURCES] =
+            core::array::from_fn(|s| counts.attempted[s].load(Ordering::Relaxed));
+        let attempted: u64 = by_source.iter().sum();
+        let errors = counts.errors.load(Ordering::Relaxed);
+        let checks = [
+            ("invariant", stats.balanced()),
+            ("written==attempted", stats.written == attempted && errors == 0),
+            ("read==consumed", stats.read == seen.records),
+            ("lost==overrun", seen.lost == stats.overrun),
+            ("own-cpu", seen.foreign == 0),
+        ];
+        let failed: Vec<&str> =
+            checks.iter().filter(|(_, ok)| !ok).map(|(what, _)| *what).collect();
+        pass &= failed.is_empty();
+        println!(
+            "cpu{cpu}: written {} entries {} read {} overrun {} dropped {} | thread {} timer {} ipi {} nmi {} | {}",
+            stats.written,
+            stats.entries,
+            stats.read,
+            stats.overrun,
+            stats.dropped,
+            by_source[Source::Thread as usize],
+            by_source[Source::Timer as usize],
+            by_source[Source::Ipi as usize],
+            by_source[Source::Nmi as usize],
+            if failed.is_empty() {
+                "invariant ok".into()
+            } else {
+                alloc::format!("FAILED {failed:?}")
+            },
+        );
+    }
+    if corrupt {
+        println!("stress {name}: a ring reported corruption");
+    }
+    println!("stress {name}: {}", if pass { "PASS" } else { "FAIL" });
+    pass
+}
+
+/// The name of a mode as the shell spells it.
+pub fn mode_name(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Overwrite => "overwrite",
+        Mode::Discard => "discard",
+    }
+}
