@@ -61,9 +61,11 @@ impl Run {
         let cpu = percpu::index();
         let counts = &self.counts[cpu];
         let seq = counts.attempted[source as usize].fetch_add(1, Ordering::Relaxed);
+        // The writer's local APIC id, read from the hardware, lets the reader check
+        // that the ring the platform chose (from GS) is really this CPU's.
         let mut payload = [0u8; 16];
-        payload[0] = cpu as u8;
-        payload[1] = source as u8;
+        payload[..4].copy_from_slice(&apic::id().to_le_bytes());
+        payload[4] = source as u8;
         payload[8..].copy_from_slice(&seq.to_le_bytes());
         match self.buffer.write(STRESS_EVENT, &payload) {
             Ok(()) | Err(WriteError::Dropped) => {}
@@ -111,7 +113,7 @@ fn writer() {
 struct Consumed {
     records: u64,
     lost: u64,
-    /// Records found in this ring that another CPU wrote.
+    /// Records found in this ring that another CPU wrote (by local APIC id).
     foreign: u64,
 }
 
@@ -194,7 +196,9 @@ fn drain(
             Ok(Some(record)) => {
                 seen.records += 1;
                 seen.lost += record.lost;
-                if usize::from(record.payload[0]) != cpu || record.cpu != cpu {
+                let apic_id = record.payload.first_chunk::<4>().map(|id| u32::from_le_bytes(*id));
+                let own = percpu::get(cpu).map(|c| c.apic_id());
+                if record.cpu != cpu || apic_id.is_none() || apic_id != own {
                     seen.foreign += 1;
                 }
                 taken += 1;
