@@ -18,13 +18,21 @@ static HEAP: KernelHeap = KernelHeap(IrqMutex::new(Heap::empty()));
 // exclusively, and the mutex serialises every access to it.
 unsafe impl GlobalAlloc for KernelHeap {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        self.0.lock().allocate_first_fit(layout).map_or(ptr::null_mut(), NonNull::as_ptr)
+        let ptr = self.0.lock().allocate_first_fit(layout).map_or(ptr::null_mut(), NonNull::as_ptr);
+        trace::emit!(
+            crate::events::KMALLOC,
+            ptr as u64,
+            layout.size() as u64,
+            layout.align() as u64
+        );
+        ptr
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: the caller passes a pointer this allocator returned for `layout`,
         // which is therefore non-null.
-        unsafe { self.0.lock().deallocate(NonNull::new_unchecked(ptr), layout) }
+        unsafe { self.0.lock().deallocate(NonNull::new_unchecked(ptr), layout) };
+        trace::emit!(crate::events::KFREE, ptr as u64, layout.size() as u64);
     }
 }
 

@@ -7,7 +7,9 @@
 extern crate alloc;
 
 mod arch;
+mod bench;
 mod clock;
+mod events;
 mod firmware;
 mod heap;
 mod memory;
@@ -19,6 +21,7 @@ mod stress;
 mod sync;
 mod timer;
 mod tracing;
+mod watchdog;
 
 use arch::apic::{self, IoApic};
 use arch::percpu;
@@ -81,6 +84,15 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     for cpu in 0..smp::online() {
         let apic_id = percpu::get(cpu).map_or(0, |c| c.apic_id());
         println!("cpu{cpu}: online (APIC id {apic_id})");
+    }
+    match tracing::init(smp::online()) {
+        Ok(tracer) => {
+            println!("trace: {} events, {} CPU(s)", tracer.events().len(), tracer.cpus());
+            if let Err(error) = watchdog::init() {
+                println!("latency watchdog: not started: {error}");
+            }
+        }
+        Err(error) => println!("trace: disabled: {error}"),
     }
     println!(
         "\nflight recorder kernel: {} of {} CPU(s) online, heap {} MiB, TSC {} MHz, timer {} Hz",

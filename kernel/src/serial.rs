@@ -76,19 +76,35 @@ pub fn init() {
 pub fn on_receive_interrupt() {
     let mut port = PORT.lock();
     let mut rx = RX.lock();
+    let dropped = rx.dropped;
     while let Ok(byte) = port.try_receive_byte() {
+        trace::emit!(crate::events::SERIAL_RX, byte);
         rx.push(byte);
+    }
+    if rx.dropped != dropped {
+        trace::emit!(crate::events::SERIAL_OVERFLOW, rx.dropped - dropped);
     }
 }
 
 /// Waits for and returns the next input byte, halting the CPU while there is none.
 pub fn read_byte() -> u8 {
     loop {
-        if let Some(byte) = RX.lock().pop() {
+        if let Some(byte) = try_read_byte() {
             return byte;
         }
-        irq::wait_for_interrupt_unless(|| RX.lock().len != 0);
+        crate::watchdog::run_deferred();
+        irq::wait_for_interrupt_unless(input_pending);
     }
+}
+
+/// Whether input is waiting.
+pub fn input_pending() -> bool {
+    RX.lock().len != 0
+}
+
+/// Takes the next input byte if there is one.
+pub fn try_read_byte() -> Option<u8> {
+    RX.lock().pop()
 }
 
 /// Input bytes dropped because the queue was full.

@@ -86,7 +86,10 @@ extern "C" fn ap_main(index: usize) -> ! {
                 x86_64::instructions::interrupts::enable();
                 work();
             }
-            None => arch::irq::wait_for_interrupt_unless(|| cpu.work.lock().is_some()),
+            None => {
+                crate::watchdog::run_deferred();
+                arch::irq::wait_for_interrupt_unless(|| cpu.work.lock().is_some());
+            }
         }
     }
 }

@@ -23,7 +23,14 @@ pub fn start_this_cpu() {
 
 /// The timer interrupt handler's work.
 pub fn on_tick() {
-    percpu::current().ticks.fetch_add(1, Ordering::Relaxed);
+    let cpu = percpu::current();
+    let tick = cpu.ticks.fetch_add(1, Ordering::Relaxed) + 1;
+    let now = crate::clock::now_ns();
+    let interval = now - cpu.last_tick_ns.swap(now, Ordering::Relaxed);
+    trace::emit!(crate::events::TIMER_TICK, tick, interval);
+    if percpu::index() == 0 {
+        crate::watchdog::on_tick(tick, interval);
+    }
     crate::stress::on_timer();
 }
 

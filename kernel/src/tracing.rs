@@ -1,7 +1,47 @@
-//! The kernel's side of the `trace` crate.
+//! The kernel's side of the `trace` crate: the platform, and the one tracer.
 
 use crate::arch::percpu;
 use crate::clock;
+use core::fmt::{self, Write};
+use spin::Once;
+use trace::{
+    DescriptorKind, Instance, InstanceConfig, Limits, Mode, RecordRef, Tracer, TracerError,
+};
+
+/// The top-level instance's buffer: per CPU.
+const TOP_BYTES_PER_CPU: usize = 256 * 1024;
+/// Ring buffer memory all instances together may use.
+const MAX_TRACE_BYTES: usize = 64 << 20;
+/// Most instances, the top-level one included.
+const MAX_INSTANCES: usize = 16;
+
+static TRACER: Once<Tracer<KernelPlatform>> = Once::new();
+
+/// Builds the tracer over every descriptor the linker collected, installs it as
+/// the destination of all tracepoints and of the `log` crate, and enables every
+/// event in the top-level instance but the (very noisy) heap events and the
+/// benchmark's.
+pub fn init(cpus: usize) -> Result<&'static Tracer<KernelPlatform>, TracerError> {
+    let limits = Limits { max_instances: MAX_INSTANCES, max_total_bytes: MAX_TRACE_BYTES };
+    let top =
+        InstanceConfig { bytes_per_cpu: TOP_BYTES_PER_CPU, mode: Mode::Overwrite, snapshot: false };
+    let tracer = Tracer::new(KernelPlatform, cpus, trace::linked_events!(), limits, top)?;
+    let tracer = TRACER.call_once(|| tracer);
+    if trace::install(tracer).is_ok() {
+        let _ = log::set_logger(&trace::log::LOGGER);
+        log::set_max_level(log::LevelFilter::Info);
+        let top = tracer.top();
+        let _ = top.set_event(None, None, true);
+        let _ = top.set_event(Some("kmem"), None, false);
+        let _ = top.set_event(Some("bench"), None, false);
+    }
+    Ok(tracer)
+}
+
+/// The tracer, once `init` has run.
+pub fn tracer() -> Option<&'static Tracer<KernelPlatform>> {
+    TRACER.get()
+}
 
 /// What `trace` needs from the kernel: the CPU index from per-CPU data (callable from
 /// any context) and the TSC clock in nanoseconds.
@@ -17,5 +57,152 @@ impl trace::Platform for KernelPlatform {
     #[inline(always)]
     fn now(&self) -> u64 {
         clock::now_ns()
+    }
+}
+
+/// Writes `ns` as seconds with nine decimals.
+pub fn write_timestamp(out: &mut dyn Write, ns: u64) -> fmt::Result {
+    write!(out, "{:>5}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
+}
+
+/// Writes one record as a trace line: `[CPU] SECONDS: SYSTEM:NAME: FIELDS`, the
+/// fields formatted now from the event's descriptor (deferred formatting).
+pub fn write_record(
+    out: &mut dyn Write,
+    tracer: &Tracer<KernelPlatform>,
+    record: &RecordRef<'_>,
+) -> fmt::Result {
+    if record.lost > 0 {
+        writeln!(out, "CPU:{} [LOST {} EVENTS]", record.cpu, record.lost)?;
+    }
+    write!(out, "[{:03}] ", record.cpu)?;
+    write_timestamp(out, record.ts)?;
+    match tracer.descriptor(record.id) {
+        Some(d) => {
+            write!(out, ": {}:{}: ", d.system, d.name)?;
+            match d.kind {
+                DescriptorKind::Event => {
+                    trace::format::render(out, d.format, d.fields, record.payload)?
+                }
+                DescriptorKind::Printk => {
+                    trace::format::render_tagged(out, d.format, record.payload)?
+                }
+            }
+        }
+        None => write!(out, ": unknown event id {}", record.id)?,
+    }
+    writeln!(out)
+}
+
+/// The `trace` file header: ftrace's, with the entries in the buffer and written.
+fn write_header(
+    out: &mut dyn Write,
+    instance: &Instance<'_, KernelPlatform>,
+    cpu: Option<usize>,
+) -> fmt::Result {
+    let cpus = instance.tracer().cpus();
+    let (mut entries, mut written) = (0, 0);
+    for stats in (0..cpus)
+        .filter(|c| cpu.is_none_or(|only| only == *c))
+        .filter_map(|c| instance.stats(c).ok())
+    {
+        entries += stats.entries;
+        written += stats.written;
+    }
+    writeln!(out, "# tracer: nop\n#")?;
+    writeln!(out, "# entries-in-buffer/entries-written: {entries}/{written}   #P:{cpus}\n#")?;
+    writeln!(out, "# CPU     TIMESTAMP  EVENT\n#  |          |       |")
+}
+
+/// The `trace` file (all CPUs merged in time order, or one CPU): header and every
+/// record of the live buffer, not consumed.
+pub fn write_trace(
+    out: &mut dyn Write,
+    instance: &Instance<'_, KernelPlatform>,
+    cpu: Option<usize>,
+) -> fmt::Result {
+    write_header(out, instance, cpu)?;
+    let tracer = instance.tracer();
+    let recorder = instance.recorder();
+    match cpu {
+        None => {
+            let Ok(mut records) = recorder.live().merged_iter() else {
+                return writeln!(out, "# (out of memory)");
+            };
+            while let Some(record) = records.next_record() {
+                write_record(out, tracer, &record)?;
+            }
+        }
+        Some(cpu) => {
+            let Ok(mut records) = recorder.live().iter(cpu) else {
+                return writeln!(out, "# (no such CPU)");
+            };
+            while let Some(record) = records.next_record() {
+                write_record(out, tracer, &record)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The snapshot buffer's records, merged in time order.
+pub fn write_snapshot(out: &mut dyn Write, instance: &Instance<'_, KernelPlatform>) -> fmt::Result {
+    let recorder = instance.recorder();
+    let Some(snapshot) = recorder.snapshot() else { return Ok(()) };
+    let Ok(mut records) = snapshot.merged_iter() else { return writeln!(out, "# (out of memory)") };
+    while let Some(record) = records.next_record() {
+        write_record(out, instance.tracer(), &record)?;
+    }
+    Ok(())
+}
+
+/// `per_cpu/cpuN/stats`, ftrace's fields plus `written`.
+pub fn write_cpu_stats(
+    out: &mut dyn Write,
+    instance: &Instance<'_, KernelPlatform>,
+    cpu: usize,
+) -> fmt::Result {
+    let Ok(stats) = instance.stats(cpu) else { return writeln!(out, "no such CPU") };
+    writeln!(out, "entries: {}", stats.entries)?;
+    writeln!(out, "overrun: {}", stats.overrun)?;
+    writeln!(out, "commit overrun: {}", stats.commit_overrun)?;
+    writeln!(out, "bytes: {}", stats.bytes)?;
+    write!(out, "oldest event ts: ")?;
+    write_timestamp(out, stats.oldest_ts.unwrap_or(0))?;
+    write!(out, "\nnow ts: ")?;
+    write_timestamp(out, clock::now_ns())?;
+    writeln!(out, "\ndropped events: {}", stats.dropped)?;
+    writeln!(out, "read events: {}", stats.read)?;
+    writeln!(out, "written: {}", stats.written)
+}
+
+/// Streams `trace_pipe` (all CPUs, or one): consumes and prints records as they come,
+/// until `stop` says so (the shell stops on a key press). Returns an error text if
+/// the rings cannot be read.
+pub fn stream_pipe(
+    out: &mut dyn Write,
+    instance: &Instance<'_, KernelPlatform>,
+    cpu: Option<usize>,
+    mut stop: impl FnMut() -> bool,
+) -> Result<(), &'static str> {
+    let tracer = instance.tracer();
+    let recorder = instance.recorder();
+    let cpus: alloc::vec::Vec<usize> = match cpu {
+        Some(cpu) => alloc::vec![cpu],
+        None => (0..tracer.cpus()).collect(),
+    };
+    let mut consumers = alloc::vec::Vec::new();
+    for &cpu in &cpus {
+        consumers.push(recorder.live().consumer(cpu).map_err(|_| "trace_pipe is open already")?);
+    }
+    let mut merged = trace::Merged::new(consumers);
+    loop {
+        while let Some(record) = merged.next_record() {
+            let _ = write_record(out, tracer, &record);
+        }
+        if stop() {
+            return Ok(());
+        }
+        crate::arch::irq::wait_for_interrupt_unless(|| crate::serial::input_pending());
     }
 }

@@ -12,13 +12,26 @@
 //!   readers ([`Buffer::iter`], [`Buffer::consumer`], [`Buffer::merged_iter`],
 //!   [`Buffer::merged_consumer`]), [`Buffer::stats`], clear and resize.
 //! - [`Recorder`]: a live set plus a spare, with [`Recorder::swap`] for snapshots.
+//! - [`event!`] / [`emit!`]: static tracepoints, collected by the linker in the
+//!   `trace_events` section, recorded raw and formatted at read time ([`format`]).
+//! - [`Tracer`] and [`Instance`]: the descriptors numbered at boot, and named
+//!   instances with the `trace_array_*` API; [`printk!`] and the [`log`] bridge.
 //!
 //! The ring's design (record format, protocols, memory orderings) is in `DESIGN.md`.
 #![cfg_attr(not(any(test, feature = "std")), no_std)]
 #![forbid(unsafe_code)]
 
+extern crate alloc;
+
 mod buffer;
+mod dispatch;
+pub mod dump;
 mod error;
+mod event;
+mod field;
+pub mod format;
+mod instance;
+pub mod log;
 mod platform;
 mod reader;
 mod record;
@@ -26,12 +39,17 @@ mod recorder;
 mod ring;
 mod stats;
 mod sync;
+mod tracer;
 
 #[cfg(test)]
 mod tests;
 
 pub use buffer::{Buffer, Config, Reservation};
+pub use dispatch::{Dispatch, install};
 pub use error::{Error, WriteError};
+pub use event::{Args, DescriptorKind, Event, EventDescriptor, FieldArg, MAX_EVENT_PAYLOAD, glob};
+pub use field::{DecodeError, Decoder, Encoder, Field, FieldKind, FieldValue, Value};
+pub use instance::{Instance, InstanceConfig, InstanceError, MAX_NAME};
 #[cfg(any(test, feature = "std"))]
 pub use platform::HostPlatform;
 pub use platform::Platform;
@@ -39,3 +57,4 @@ pub use reader::{Consumer, Cursor, Merged, Meta, RecordRef, RingIter};
 pub use record::{ANCHOR_ID, MAX_EVENT_ID, MAX_PAYLOAD, Mode, PAD_ID};
 pub use recorder::Recorder;
 pub use stats::{MAX_DEPTH, RingStats};
+pub use tracer::{Limits, MARKER, MAX_INSTANCES, Tracer, TracerError};

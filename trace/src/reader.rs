@@ -191,7 +191,8 @@ pub struct Merged<C> {
 }
 
 impl<C: Cursor> Merged<C> {
-    pub(crate) fn new(cursors: Vec<C>) -> Self {
+    /// Merges `cursors` (one per CPU) in timestamp order.
+    pub fn new(cursors: Vec<C>) -> Self {
         Merged { sources: cursors.into_iter().map(|c| (c, None)).collect() }
     }
 

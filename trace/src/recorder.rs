@@ -7,6 +7,7 @@ use crate::platform::Platform;
 use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, CachePadded, Ordering::*, fence, spin};
 
 extern crate alloc;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 /// Per-CPU count of writers inside the recorder, and how many times the outermost one
@@ -48,7 +49,9 @@ impl Gate {
 /// is left in the old live set, so the snapshot is then frozen.
 pub struct Recorder<P> {
     /// The two sets; `sets[live]` is live, the other is the spare (empty when none).
-    sets: [Buffer<P>; 2],
+    /// Shared, so a new recorder (with a spare added or removed) can take over the
+    /// live set while writers keep going.
+    sets: [Arc<Buffer<P>>; 2],
     live: AtomicUsize,
     gates: Vec<CachePadded<Gate>>,
     control: AtomicBool,
@@ -60,65 +63,62 @@ impl<P: Platform + Clone> Recorder<P> {
     pub fn new(platform: P, config: Config, spare: bool) -> Result<Self, Error> {
         let live = Buffer::new(platform.clone(), config)?;
         let spare = if spare { Buffer::new(platform, config)? } else { Buffer::empty(platform) };
+        Self::with_sets(Arc::new(live), spare)
+    }
+
+    fn with_sets(live: Arc<Buffer<P>>, spare: Buffer<P>) -> Result<Self, Error> {
         spare.set_recording(false);
         let mut gates = Vec::new();
-        gates.try_reserve_exact(config.cpus).map_err(|_| Error::NoMemory)?;
-        gates.resize_with(config.cpus, Default::default);
+        gates.try_reserve_exact(live.cpus()).map_err(|_| Error::NoMemory)?;
+        gates.resize_with(live.cpus(), Default::default);
         Ok(Recorder {
-            sets: [live, spare],
+            sets: [live, Arc::new(spare)],
             live: AtomicUsize::new(0),
             gates,
             control: AtomicBool::new(false),
         })
     }
 
-    /// Allocates a spare set shaped like the live one (recording off). No-op if present.
-    pub fn alloc_spare(&mut self) -> Result<(), Error> {
-        let i = 1 - (self.live_index() & 1);
-        if self.sets[i].is_empty() {
-            let live = self.live();
-            let config = Config {
-                cpus: live.cpus(),
-                bytes_per_cpu: live.bytes_per_cpu(),
-                mode: live.mode(),
-            };
-            let spare = Buffer::new(live.platform().clone(), config)?;
-            spare.set_recording(false);
-            self.sets[i] = spare;
-        }
-        Ok(())
-    }
-
-    /// Frees the spare set (and the snapshot in it).
-    pub fn free_spare(&mut self) {
-        let i = 1 - (self.live_index() & 1);
-        let platform = self.sets[i].platform().clone();
-        self.sets[i] = Buffer::empty(platform);
-    }
-
-    /// Resizes the live set (and the spare, to keep them swappable). Recording must be
-    /// off. Records are discarded; on error nothing changed.
-    pub fn resize(&mut self, bytes_per_cpu: usize) -> Result<(), Error> {
-        let i = self.live_index() & 1;
-        if self.live().is_recording() {
-            return Err(Error::Recording);
-        }
-        // Build both first so that a failure changes nothing.
-        let cfg = |b: &Buffer<P>| Config { cpus: b.cpus(), bytes_per_cpu, mode: b.mode() };
+    fn config(&self) -> Config {
         let live = self.live();
-        let new_live = Buffer::new(live.platform().clone(), cfg(live))?;
-        new_live.set_recording(false);
-        let spare = &self.sets[1 - i];
-        let new_spare = if spare.is_empty() {
-            Buffer::empty(spare.platform().clone())
-        } else {
-            Buffer::new(spare.platform().clone(), cfg(spare))?
+        Config { cpus: live.cpus(), bytes_per_cpu: live.bytes_per_cpu(), mode: live.mode() }
+    }
+
+    /// A recorder sharing this one's live set, with a new spare shaped like it
+    /// (recording off). Writers may keep using this recorder's live set meanwhile;
+    /// the caller switches them over. Returns a copy without spare change if one is
+    /// present already.
+    pub fn with_spare(&self) -> Result<Self, Error> {
+        let live = Arc::clone(&self.sets[self.live_index() & 1]);
+        let spare = match self.snapshot() {
+            Some(spare) => Buffer::new(spare.platform().clone(), self.config())?,
+            None => Buffer::new(live.platform().clone(), self.config())?,
         };
-        new_spare.set_recording(false);
-        new_live.set_mode(self.live().mode());
-        self.sets[i] = new_live;
-        self.sets[1 - i] = new_spare;
-        Ok(())
+        Self::with_sets(live, spare)
+    }
+
+    /// A recorder sharing this one's live set, without a spare (the snapshot is freed
+    /// when the last recorder holding it goes).
+    pub fn without_spare(&self) -> Result<Self, Error> {
+        let live = Arc::clone(&self.sets[self.live_index() & 1]);
+        let platform = live.platform().clone();
+        Self::with_sets(live, Buffer::empty(platform))
+    }
+
+    /// A recorder like this one with rings of `bytes_per_cpu` (and a spare if this one
+    /// has one), empty, keeping the recording switch and mode. On error nothing was
+    /// allocated.
+    pub fn resized(&self, bytes_per_cpu: usize) -> Result<Self, Error> {
+        let config = Config { bytes_per_cpu, ..self.config() };
+        let live = self.live();
+        let new_live = Buffer::new(live.platform().clone(), config)?;
+        new_live.set_recording(live.is_recording());
+        let spare = if self.snapshot().is_some() {
+            Buffer::new(live.platform().clone(), config)?
+        } else {
+            Buffer::empty(live.platform().clone())
+        };
+        Self::with_sets(Arc::new(new_live), spare)
     }
 }
 

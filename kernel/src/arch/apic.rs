@@ -135,6 +135,13 @@ pub fn send_ipi(destination: Destination, ipi: Ipi) {
         Destination::Apic(id) => (id << 24, 0),
         Destination::AllButSelf => (0, 0b11 << 18),
     };
+    let kind = match ipi {
+        Ipi::Init => "init",
+        Ipi::Startup(_) => "startup",
+        Ipi::Fixed(_) => "fixed",
+        Ipi::Nmi => "nmi",
+    };
+    trace::emit!(crate::events::IPI_SEND, high >> 24, kind);
     while lapic_reg(reg::ICR_LOW).read() & ICR_DELIVERY_PENDING != 0 {
         core::hint::spin_loop();
     }

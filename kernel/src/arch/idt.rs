@@ -5,6 +5,7 @@
 use super::gdt::{DOUBLE_FAULT_IST_INDEX, NMI_IST_INDEX};
 use super::pic::PIC_BASE_VECTOR;
 use super::{apic, percpu};
+use crate::events;
 use core::fmt;
 use spin::Lazy;
 use x86_64::registers::control::Cr2;
@@ -35,7 +36,25 @@ impl fmt::Display for Exception<'_> {
 }
 
 fn fatal(exception: Exception<'_>) -> ! {
+    let ip = exception.frame.instruction_pointer.as_u64();
+    match exception.cr2 {
+        Some(address) => {
+            let error_code = exception.error_code.unwrap_or(0);
+            trace::emit!(events::PAGE_FAULT, address, error_code, ip);
+        }
+        None => trace::emit!(events::EXCEPTION, exception.vector, ip),
+    }
     panic!("{exception}")
+}
+
+/// Runs a device or IPI interrupt's work between its entry and exit tracepoints,
+/// then signals end-of-interrupt.
+#[inline(always)]
+fn device_interrupt(vector: u8, work: impl FnOnce()) {
+    trace::emit!(events::IRQ_ENTRY, vector);
+    work();
+    trace::emit!(events::IRQ_EXIT, vector);
+    apic::eoi();
 }
 
 /// Generates a handler that reports a fatal exception.
@@ -88,6 +107,7 @@ extern "x86-interrupt" fn breakpoint(frame: InterruptStackFrame) {
 
 extern "x86-interrupt" fn nmi(_frame: InterruptStackFrame) {
     crate::smp::on_nmi();
+    trace::emit!(events::NMI, false);
     crate::stress::on_nmi();
 }
 
@@ -113,23 +133,23 @@ extern "x86-interrupt" fn page_fault(frame: InterruptStackFrame, code: PageFault
 }
 
 extern "x86-interrupt" fn timer(_frame: InterruptStackFrame) {
-    crate::timer::on_tick();
-    apic::eoi();
+    device_interrupt(apic::TIMER_VECTOR, crate::timer::on_tick);
 }
 
 extern "x86-interrupt" fn serial(_frame: InterruptStackFrame) {
-    crate::serial::on_receive_interrupt();
-    apic::eoi();
+    device_interrupt(apic::SERIAL_VECTOR, crate::serial::on_receive_interrupt);
 }
 
 extern "x86-interrupt" fn call(_frame: InterruptStackFrame) {
+    // Signals end-of-interrupt first: a requested panic does not return.
     apic::eoi();
+    trace::emit!(events::IRQ_ENTRY, apic::CALL_VECTOR);
     crate::smp::on_call_interrupt();
+    trace::emit!(events::IRQ_EXIT, apic::CALL_VECTOR);
 }
 
 extern "x86-interrupt" fn stress_ipi(_frame: InterruptStackFrame) {
-    crate::stress::on_ipi();
-    apic::eoi();
+    device_interrupt(apic::STRESS_VECTOR, crate::stress::on_ipi);
 }
 
 extern "x86-interrupt" fn apic_error(_frame: InterruptStackFrame) {

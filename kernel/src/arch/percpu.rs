@@ -14,6 +14,8 @@ pub struct PerCpu {
     apic_id: AtomicU32,
     /// Timer interrupts taken on this CPU.
     pub ticks: AtomicU64,
+    /// When the last timer interrupt arrived (ns since boot).
+    pub last_tick_ns: AtomicU64,
     /// A request posted by another CPU, taken by the call IPI handler (0: none).
     pub request: AtomicU32,
     /// Work posted by another CPU, run by this CPU's idle loop in thread context.
@@ -27,6 +29,7 @@ static CPUS: [PerCpu; MAX_CPUS] = {
             index: 0,
             apic_id: AtomicU32::new(0),
             ticks: AtomicU64::new(0),
+            last_tick_ns: AtomicU64::new(0),
             request: AtomicU32::new(0),
             work: spin::Mutex::new(None),
         }

@@ -1,61 +1,235 @@
 //! The commands of the shell.
 
-use super::{Command, CommandError};
+use super::parse::Redirect;
+use super::tracefs::{self, File, Node};
+use super::{Command, CommandError, Shell};
 use crate::arch::percpu;
 use crate::arch::qemu::{self, ExitCode};
-use crate::{clock, heap, memory, println, serial, smp, stress, timer};
+use crate::{clock, heap, memory, print, println, serial, smp, stress, timer, tracing, watchdog};
+use alloc::format;
 use trace::Mode;
 use x86_64::VirtAddr;
 
 /// Every command, in the order `help` lists them.
 pub static COMMANDS: &[Command] = &[
-    Command { name: "help", usage: "", help: "list the commands", run: help },
+    Command { name: "help", usage: "", help: "list the commands", redirects: false, run: help },
+    Command {
+        name: "ls",
+        usage: "[PATH]",
+        help: "list a directory of the tracing tree",
+        redirects: false,
+        run: ls,
+    },
+    Command {
+        name: "cd",
+        usage: "[PATH]",
+        help: "change directory (default /)",
+        redirects: false,
+        run: cd,
+    },
+    Command {
+        name: "pwd",
+        usage: "",
+        help: "print the working directory",
+        redirects: false,
+        run: pwd,
+    },
+    Command {
+        name: "cat",
+        usage: "FILE...",
+        help: "print files (trace_pipe streams until a key is pressed)",
+        redirects: false,
+        run: cat,
+    },
+    Command {
+        name: "echo",
+        usage: "[VALUE...] [> FILE | >> FILE]",
+        help: "print VALUE, or write it to FILE (>> appends)",
+        redirects: true,
+        run: echo,
+    },
+    Command {
+        name: "mkdir",
+        usage: "instances/NAME",
+        help: "create an instance",
+        redirects: false,
+        run: mkdir,
+    },
+    Command {
+        name: "rmdir",
+        usage: "instances/NAME",
+        help: "remove an instance",
+        redirects: false,
+        run: rmdir,
+    },
     Command {
         name: "uptime",
         usage: "",
         help: "time since boot, timer ticks, heap use",
+        redirects: false,
         run: uptime,
     },
     Command {
-        name: "fault",
-        usage: "page [ADDR] | gp | ud | de | bp | stack",
-        help: "raise a CPU exception on purpose (bp is recoverable)",
-        run: fault,
-    },
-    Command { name: "cpus", usage: "", help: "the CPUs online and their timer ticks", run: cpus },
-    Command {
-        name: "panic",
-        usage: "[CPU]",
-        help: "panic on purpose, here or on CPU (tests the panic path)",
-        run: panic,
+        name: "cpus",
+        usage: "",
+        help: "the CPUs online and their timer ticks",
+        redirects: false,
+        run: cpus,
     },
     Command {
         name: "stress",
         usage: "[overwrite|discard|both] [MS]",
         help: "ring buffer stress test on every CPU (default: both modes, 1000 ms)",
+        redirects: false,
         run: stress,
     },
-    Command { name: "poweroff", usage: "", help: "leave QEMU with success", run: poweroff },
+    Command {
+        name: "fault",
+        usage: "page [ADDR] | gp | ud | de | bp | stack",
+        help: "raise a CPU exception on purpose (bp is recoverable)",
+        redirects: false,
+        run: fault,
+    },
+    Command {
+        name: "panic",
+        usage: "[CPU]",
+        help: "panic on purpose, here or on CPU (tests the panic path)",
+        redirects: false,
+        run: panic,
+    },
+    Command {
+        name: "bench",
+        usage: "[ITERATIONS]",
+        help: "cost of disabled/enabled tracepoints vs the raw ring write (default 100000)",
+        redirects: false,
+        run: bench,
+    },
+    Command {
+        name: "latency",
+        usage: "[spike MS | threshold MS | rearm]",
+        help: "the latency watchdog driver: status, provoke a late tick, re-arm",
+        redirects: false,
+        run: latency,
+    },
+    Command {
+        name: "poweroff",
+        usage: "",
+        help: "leave QEMU with success",
+        redirects: false,
+        run: poweroff,
+    },
 ];
 
 fn no_args(args: &[&str]) -> Result<(), CommandError> {
     if args.is_empty() { Ok(()) } else { Err(CommandError::Usage) }
 }
 
-fn help(args: &[&str]) -> Result<(), CommandError> {
+/// `COMMAND: PATH: ERROR` style failure.
+fn fs_error(path: &str, error: tracefs::FsError) -> CommandError {
+    CommandError::Failed(format!("{path}: {error}"))
+}
+
+fn help(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
     no_args(args)?;
     for command in COMMANDS {
         let synopsis = if command.usage.is_empty() {
             command.name.into()
         } else {
-            alloc::format!("{} {}", command.name, command.usage)
+            format!("{} {}", command.name, command.usage)
         };
         println!("  {synopsis:<46} {}", command.help);
+    }
+    println!("Files are ftrace's: see Documentation/trace/ftrace.rst. Tab completes paths.");
+    Ok(())
+}
+
+fn ls(shell: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+    let path = match args {
+        [] => ".",
+        [path] => path,
+        _ => return Err(CommandError::Usage),
+    };
+    let located = tracefs::resolve(shell.cwd(), path).map_err(|e| fs_error(path, e))?;
+    match located.node {
+        Node::File(_) => println!("{path}"),
+        Node::Dir(_) => {
+            for name in tracefs::list(&located).map_err(|e| fs_error(path, e))? {
+                println!("{name}");
+            }
+        }
     }
     Ok(())
 }
 
-fn uptime(args: &[&str]) -> Result<(), CommandError> {
+fn cd(shell: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+    let path = match args {
+        [] => "/",
+        [path] => path,
+        _ => return Err(CommandError::Usage),
+    };
+    let located = tracefs::resolve(shell.cwd(), path).map_err(|e| fs_error(path, e))?;
+    match located.node {
+        Node::Dir(_) => {
+            shell.cwd = located.path;
+            Ok(())
+        }
+        Node::File(_) => Err(fs_error(path, tracefs::FsError::NotDir)),
+    }
+}
+
+fn pwd(shell: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+    no_args(args)?;
+    println!("{}", shell.cwd());
+    Ok(())
+}
+
+fn cat(shell: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+    if args.is_empty() {
+        return Err(CommandError::Usage);
+    }
+    for path in args {
+        let located = tracefs::resolve(shell.cwd(), path).map_err(|e| fs_error(path, e))?;
+        let pipe_cpu = match located.node {
+            Node::File(File::TracePipe) => Some(None),
+            Node::File(File::CpuTracePipe(cpu)) => Some(Some(cpu)),
+            _ => None,
+        };
+        match pipe_cpu {
+            Some(cpu) => {
+                // Streams until any key; the key is consumed.
+                tracing::stream_pipe(&mut serial::Console, &located.instance, cpu, || {
+                    serial::try_read_byte().is_some()
+                })
+                .map_err(|reason| CommandError::Failed(format!("{path}: {reason}")))?;
+            }
+            None => tracefs::read(&located, &mut serial::Console).map_err(|e| fs_error(path, e))?,
+        }
+    }
+    Ok(())
+}
+
+fn echo(shell: &mut Shell, args: &[&str], redirect: Option<&Redirect>) -> Result<(), CommandError> {
+    let value = args.join(" ");
+    let Some(redirect) = redirect else {
+        println!("{value}");
+        return Ok(());
+    };
+    let path = redirect.path.as_str();
+    let located = tracefs::resolve(shell.cwd(), path).map_err(|e| fs_error(path, e))?;
+    tracefs::write(&located, &value, redirect.append).map_err(|e| fs_error(path, e))
+}
+
+fn mkdir(shell: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+    let [path] = args else { return Err(CommandError::Usage) };
+    tracefs::mkdir(shell.cwd(), path).map_err(|e| fs_error(path, e))
+}
+
+fn rmdir(shell: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+    let [path] = args else { return Err(CommandError::Usage) };
+    tracefs::rmdir(shell.cwd(), path).map_err(|e| fs_error(path, e))
+}
+
+fn uptime(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
     no_args(args)?;
     let ns = clock::now_ns();
     let (used, size) = heap::usage();
@@ -67,7 +241,7 @@ fn uptime(args: &[&str]) -> Result<(), CommandError> {
     Ok(())
 }
 
-fn cpus(args: &[&str]) -> Result<(), CommandError> {
+fn cpus(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
     no_args(args)?;
     for cpu in 0..smp::online() {
         let apic_id = percpu::get(cpu).map_or(0, |c| c.apic_id());
@@ -76,7 +250,75 @@ fn cpus(args: &[&str]) -> Result<(), CommandError> {
     Ok(())
 }
 
-fn panic(args: &[&str]) -> Result<(), CommandError> {
+fn stress(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+    const BOTH: &[Mode] = &[Mode::Overwrite, Mode::Discard];
+    let (modes, ms): (&[Mode], &str) = match args {
+        [] => (BOTH, "1000"),
+        [ms] if ms.parse::<u64>().is_ok() => (BOTH, ms),
+        [mode, rest @ ..] if rest.len() <= 1 => {
+            let ms = rest.first().copied().unwrap_or("1000");
+            match *mode {
+                "overwrite" => (&[Mode::Overwrite], ms),
+                "discard" => (&[Mode::Discard], ms),
+                "both" => (BOTH, ms),
+                _ => return Err(CommandError::Usage),
+            }
+        }
+        _ => return Err(CommandError::Usage),
+    };
+    let ms: u64 = ms.parse().map_err(|_| CommandError::Usage)?;
+    if ms == 0 || ms > stress::MAX_MS {
+        return Err("duration must be 1 to 10000 ms".into());
+    }
+    for &mode in modes {
+        stress::run(mode, ms).map_err(CommandError::from)?;
+    }
+    Ok(())
+}
+
+fn bench(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+    let iterations = match args {
+        [] => 100_000,
+        [n] => {
+            n.parse().ok().filter(|n| (1..=10_000_000).contains(n)).ok_or(CommandError::Usage)?
+        }
+        _ => return Err(CommandError::Usage),
+    };
+    crate::bench::run(iterations).map_err(CommandError::from)
+}
+
+fn latency(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+    let watchdog = watchdog::get().ok_or(CommandError::from("the watchdog is not running"))?;
+    let ms = |arg: &str| arg.parse::<u64>().ok().filter(|ms| (1..=10_000).contains(ms));
+    match args {
+        [] => {}
+        ["spike", arg] => {
+            let ms = ms(arg).ok_or(CommandError::Usage)?;
+            println!("interrupts off on cpu{} for {ms} ms", percpu::index());
+            watchdog::spike(ms);
+        }
+        ["threshold", arg] => {
+            watchdog.set_threshold(ms(arg).ok_or(CommandError::Usage)? * 1_000_000)
+        }
+        ["rearm"] => watchdog.rearm(),
+        _ => return Err(CommandError::Usage),
+    }
+    let (anomalies, tick, worst, threshold) = watchdog.counters();
+    println!("state: {:?}", watchdog.state());
+    println!(
+        "threshold: {threshold} ns, anomalies: {anomalies}, last at tick {tick}, worst interval {worst} ns"
+    );
+    println!("instance: instances/{}", latency_watchdog::INSTANCE);
+    Ok(())
+}
+
+fn poweroff(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+    no_args(args)?;
+    println!("powering off");
+    qemu::exit(ExitCode::Success)
+}
+
+fn panic(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
     match args {
         [] => panic!("deliberate panic from the shell"),
         [cpu] => {
@@ -84,7 +326,7 @@ fn panic(args: &[&str]) -> Result<(), CommandError> {
             if cpu == percpu::index() {
                 panic!("deliberate panic from the shell");
             }
-            smp::call(cpu, smp::Request::Panic).map_err(CommandError::Failed)?;
+            smp::call(cpu, smp::Request::Panic).map_err(CommandError::from)?;
             // The other CPU's panic stops this one; wait for it here.
             loop {
                 core::hint::spin_loop();
@@ -94,41 +336,10 @@ fn panic(args: &[&str]) -> Result<(), CommandError> {
     }
 }
 
-fn stress(args: &[&str]) -> Result<(), CommandError> {
-    let (modes, ms): (&[Mode], &str) = match args {
-        [] => (&[Mode::Overwrite, Mode::Discard], "1000"),
-        [ms] if ms.parse::<u64>().is_ok() => (&[Mode::Overwrite, Mode::Discard], ms),
-        [mode] | [mode, _] => {
-            let ms = args.get(1).copied().unwrap_or("1000");
-            match *mode {
-                "overwrite" => (&[Mode::Overwrite], ms),
-                "discard" => (&[Mode::Discard], ms),
-                "both" => (&[Mode::Overwrite, Mode::Discard], ms),
-                _ => return Err(CommandError::Usage),
-            }
-        }
-        _ => return Err(CommandError::Usage),
-    };
-    let ms: u64 = ms.parse().map_err(|_| CommandError::Usage)?;
-    if ms == 0 || ms > stress::MAX_MS {
-        return Err(CommandError::Failed("duration must be 1 to 10000 ms"));
-    }
-    for &mode in modes {
-        stress::run(mode, ms).map_err(CommandError::Failed)?;
-    }
-    Ok(())
-}
-
-fn poweroff(args: &[&str]) -> Result<(), CommandError> {
-    no_args(args)?;
-    println!("powering off");
-    qemu::exit(ExitCode::Success)
-}
-
 /// Default address for `fault page`: canonical, in the lower half, never mapped.
 const UNMAPPED_ADDRESS: u64 = 0x0dea_dbee_f000;
 
-fn fault(args: &[&str]) -> Result<(), CommandError> {
+fn fault(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
     match args {
         ["page"] => page_fault(UNMAPPED_ADDRESS),
         ["page", addr] => {
@@ -166,7 +377,7 @@ fn fault(args: &[&str]) -> Result<(), CommandError> {
         }
         ["stack"] => {
             println!("overflowing the kernel stack");
-            println!("unreachable: {}", recurse(0));
+            print!("unreachable: {}", recurse(0));
             Ok(())
         }
         _ => Err(CommandError::Usage),
@@ -175,9 +386,9 @@ fn fault(args: &[&str]) -> Result<(), CommandError> {
 
 fn page_fault(addr: u64) -> Result<(), CommandError> {
     let addr =
-        VirtAddr::try_new(addr).map_err(|_| CommandError::Failed("address is not canonical"))?;
+        VirtAddr::try_new(addr).map_err(|_| CommandError::from("address is not canonical"))?;
     if memory::is_mapped(addr) {
-        return Err(CommandError::Failed("address is mapped; it would not fault"));
+        return Err("address is mapped; it would not fault".into());
     }
     println!("reading unmapped address {:#x}", addr.as_u64());
     // SAFETY: deliberately faults: the address was just checked to be unmapped, so the

@@ -1,9 +1,17 @@
 //! The shell's line editor: printable input with echo, backspace, Ctrl-C (abandon the
-//! line), Ctrl-U (clear it), CR/LF/CRLF line ends, a bounded length, and escape
-//! sequences (arrow keys and the like) consumed without garbling the line.
+//! line), Ctrl-U (clear it), CR/LF/CRLF line ends, a bounded length, history (up and
+//! down arrows), tab completion, and other escape sequences consumed without
+//! garbling the line.
+
+use alloc::collections::VecDeque;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt::Write;
 
 /// Longest line the shell accepts, in bytes.
 pub const MAX_LINE: usize = 256;
+/// Lines kept in the history.
+const HISTORY: usize = 64;
 
 /// What a byte of input amounted to.
 #[derive(Debug, PartialEq, Eq)]
@@ -28,29 +36,112 @@ enum Escape {
     Sequence,
 }
 
-/// A line being typed.
+/// A line being typed, and the lines typed before.
 pub struct LineEditor {
-    bytes: [u8; MAX_LINE],
-    len: usize,
+    line: String,
     overflowed: bool,
     escape: Escape,
     after_cr: bool,
+    history: VecDeque<String>,
+    /// Position while browsing the history (`history.len()`: the new line).
+    browsing: usize,
+    /// The new line, kept while browsing the history.
+    draft: String,
+    /// The line just submitted.
+    submitted: String,
 }
 
 impl LineEditor {
-    /// An empty line.
-    pub const fn new() -> Self {
-        Self {
-            bytes: [0; MAX_LINE],
-            len: 0,
+    /// An empty line and history.
+    pub fn new() -> Self {
+        LineEditor {
+            line: String::new(),
             overflowed: false,
             escape: Escape::None,
             after_cr: false,
+            history: VecDeque::new(),
+            browsing: 0,
+            draft: String::new(),
+            submitted: String::new(),
         }
     }
 
-    /// Takes one byte of input, writing its echo to `echo`.
-    pub fn feed(&mut self, byte: u8, echo: &mut impl core::fmt::Write) -> Input<'_> {
+    /// Erases the line on the terminal and shows `text` instead.
+    fn replace_line(&mut self, text: String, echo: &mut impl Write) {
+        for _ in 0..self.line.len() {
+            let _ = echo.write_str("\x08 \x08");
+        }
+        self.line = text;
+        let _ = echo.write_str(&self.line);
+    }
+
+    fn browse(&mut self, up: bool, echo: &mut impl Write) {
+        let target = match up {
+            true if self.browsing > 0 => self.browsing - 1,
+            false if self.browsing < self.history.len() => self.browsing + 1,
+            _ => return,
+        };
+        if self.browsing == self.history.len() {
+            self.draft = core::mem::take(&mut self.line);
+        }
+        self.browsing = target;
+        let text =
+            self.history.get(target).cloned().unwrap_or_else(|| core::mem::take(&mut self.draft));
+        self.replace_line(text, echo);
+    }
+
+    fn complete(
+        &mut self,
+        echo: &mut impl Write,
+        complete: &dyn Fn(&str) -> Vec<String>,
+        prompt: &str,
+    ) {
+        let candidates = complete(&self.line);
+        let word_start = self.line.rfind(' ').map_or(0, |i| i + 1);
+        let Some(first) = candidates.first() else { return };
+        let mut common = first.len();
+        for candidate in &candidates[1..] {
+            common = common
+                .min(first.bytes().zip(candidate.bytes()).take_while(|(a, b)| a == b).count());
+        }
+        let typed = self.line.len() - word_start;
+        let mut extension = String::from(&first[typed.min(common)..common]);
+        if candidates.len() == 1 && !first.ends_with('/') {
+            extension.push(' ');
+        }
+        if !extension.is_empty() {
+            if self.line.len() + extension.len() <= MAX_LINE {
+                let _ = echo.write_str(&extension);
+                self.line.push_str(&extension);
+            }
+        } else if candidates.len() > 1 {
+            let _ = echo.write_char('\n');
+            for candidate in &candidates {
+                let name = candidate
+                    .rsplit_once('/')
+                    .filter(|(_, n)| !n.is_empty())
+                    .map_or(candidate.as_str(), |(_, n)| n);
+                let _ = write!(echo, "{name}  ");
+            }
+            let _ = write!(echo, "\n{prompt}{}", self.line);
+        }
+    }
+
+    fn finish(&mut self) {
+        self.line.clear();
+        self.overflowed = false;
+        self.browsing = self.history.len();
+    }
+
+    /// Takes one byte of input, writing its echo to `echo`; `complete` lists the
+    /// completions of a line and `prompt` is shown again after listing them.
+    pub fn feed(
+        &mut self,
+        byte: u8,
+        echo: &mut impl Write,
+        complete: &dyn Fn(&str) -> Vec<String>,
+        prompt: &str,
+    ) -> Input<'_> {
         let after_cr = core::mem::replace(&mut self.after_cr, byte == b'\r');
         match self.escape {
             // A control byte aborts a half-received escape sequence and counts as
@@ -64,6 +155,11 @@ impl LineEditor {
             Escape::Sequence => {
                 if (0x40..=0x7e).contains(&byte) {
                     self.escape = Escape::None;
+                    match byte {
+                        b'A' => self.browse(true, echo),
+                        b'B' => self.browse(false, echo),
+                        _ => {}
+                    }
                 }
                 return Input::Pending;
             }
@@ -73,34 +169,40 @@ impl LineEditor {
             b'\n' if after_cr => Input::Pending,
             b'\r' | b'\n' => {
                 let _ = echo.write_str("\n");
-                let (len, overflowed) = (self.len, self.overflowed);
-                self.len = 0;
-                self.overflowed = false;
+                let overflowed = self.overflowed;
+                self.submitted = core::mem::take(&mut self.line);
+                self.finish();
                 if overflowed {
                     return Input::TooLong;
                 }
-                // Only printable ASCII is ever stored, so this cannot fail.
-                Input::Line(core::str::from_utf8(&self.bytes[..len]).unwrap_or(""))
+                if !self.submitted.trim().is_empty() && self.history.back() != Some(&self.submitted)
+                {
+                    if self.history.len() == HISTORY {
+                        self.history.pop_front();
+                    }
+                    self.history.push_back(self.submitted.clone());
+                    self.browsing = self.history.len();
+                }
+                Input::Line(&self.submitted)
             }
             0x03 => {
                 let _ = echo.write_str("^C\n");
-                self.len = 0;
-                self.overflowed = false;
+                self.finish();
                 Input::Cancelled
             }
             0x15 => {
-                for _ in 0..self.len {
-                    let _ = echo.write_str("\x08 \x08");
-                }
-                self.len = 0;
+                self.replace_line(String::new(), echo);
                 self.overflowed = false;
                 Input::Pending
             }
             0x08 | 0x7f => {
-                if self.len > 0 {
-                    self.len -= 1;
+                if self.line.pop().is_some() {
                     let _ = echo.write_str("\x08 \x08");
                 }
+                Input::Pending
+            }
+            b'\t' => {
+                self.complete(echo, complete, prompt);
                 Input::Pending
             }
             0x1b => {
@@ -108,9 +210,8 @@ impl LineEditor {
                 Input::Pending
             }
             0x20..=0x7e => {
-                if self.len < MAX_LINE {
-                    self.bytes[self.len] = byte;
-                    self.len += 1;
+                if self.line.len() < MAX_LINE {
+                    self.line.push(char::from(byte));
                     let _ = echo.write_char(char::from(byte));
                 } else {
                     self.overflowed = true;

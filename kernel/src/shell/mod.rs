@@ -1,20 +1,29 @@
-//! The serial console shell: a line editor feeding a table of commands.
+//! The serial console shell: a line editor (history, completion) feeding a table of
+//! commands, over a tracefs-like tree of the tracer's instances.
 
 mod commands;
 mod line;
+mod parse;
+pub mod tracefs;
 
 use crate::{print, println, serial};
+use alloc::string::String;
+use alloc::vec::Vec;
 use line::{Input, LineEditor, MAX_LINE};
-
-/// The prompt; tests wait for it to know a command has finished.
-const PROMPT: &str = "tracefs:/# ";
+use parse::{CommandLine, Redirect};
 
 /// Why a command failed; printed as `NAME: MESSAGE`.
 pub enum CommandError {
     /// The arguments do not fit the command; the usage line is printed.
     Usage,
     /// The command ran and refused, with this reason.
-    Failed(&'static str),
+    Failed(String),
+}
+
+impl From<&str> for CommandError {
+    fn from(reason: &str) -> Self {
+        CommandError::Failed(reason.into())
+    }
 }
 
 /// A shell command: its name, argument synopsis, one-line help and body.
@@ -25,44 +34,104 @@ pub struct Command {
     pub usage: &'static str,
     /// One line of help.
     pub help: &'static str,
-    /// The body, given the arguments after the name.
-    pub run: fn(&[&str]) -> Result<(), CommandError>,
+    /// Whether the command takes `> FILE` / `>> FILE`.
+    pub redirects: bool,
+    /// The body, given the shell, the arguments after the name, and the redirection.
+    pub run: fn(&mut Shell, &[&str], Option<&Redirect>) -> Result<(), CommandError>,
 }
 
-/// Runs one command line.
-fn execute(line: &str) {
-    let mut words = line.split_ascii_whitespace();
-    let Some(name) = words.next() else { return };
-    let mut args = [""; MAX_LINE / 2];
-    let mut argc = 0;
-    for word in words {
-        args[argc] = word;
-        argc += 1;
+/// The shell's state: the working directory in the tracing tree.
+pub struct Shell {
+    cwd: String,
+}
+
+impl Shell {
+    /// The working directory.
+    pub fn cwd(&self) -> &str {
+        &self.cwd
     }
-    let Some(command) = commands::COMMANDS.iter().find(|c| c.name == name) else {
-        println!("{name}: command not found (type 'help' for the list)");
-        return;
-    };
-    match (command.run)(&args[..argc]) {
-        Ok(()) => {}
-        Err(CommandError::Usage) => println!("{name}: usage: {} {}", command.name, command.usage),
-        Err(CommandError::Failed(reason)) => println!("{name}: {reason}"),
+
+    fn prompt(&self) -> String {
+        alloc::format!("tracefs:{}# ", self.cwd)
+    }
+
+    /// Runs one command line.
+    fn execute(&mut self, line: &str) {
+        let CommandLine { words, redirect } = match parse::parse(line) {
+            Ok(parsed) => parsed,
+            Err(reason) => return println!("{reason}"),
+        };
+        let Some((name, args)) = words.split_first() else { return };
+        let Some(command) = commands::COMMANDS.iter().find(|c| c.name == name) else {
+            println!("{name}: command not found (type 'help' for the list)");
+            return;
+        };
+        if redirect.is_some() && !command.redirects {
+            println!("{name}: output redirection is not supported");
+            return;
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        trace::emit!(crate::events::SHELL_COMMAND, line);
+        let start = crate::clock::now_ns();
+        let result = (command.run)(self, &args, redirect.as_ref());
+        trace::emit!(crate::events::SHELL_DONE, result.is_ok(), crate::clock::now_ns() - start);
+        match result {
+            Ok(()) => {}
+            Err(CommandError::Usage) => {
+                println!("{name}: usage: {} {}", command.name, command.usage)
+            }
+            Err(CommandError::Failed(reason)) => println!("{name}: {reason}"),
+        }
+    }
+
+    /// Completions for the word being typed at the end of `line`: command names for
+    /// the first word, paths in the tracing tree for the others.
+    fn complete(&self, line: &str) -> Vec<String> {
+        let word_start = line.rfind(' ').map_or(0, |i| i + 1);
+        let word = &line[word_start..];
+        if word_start == 0 {
+            return commands::COMMANDS
+                .iter()
+                .filter(|c| c.name.starts_with(word))
+                .map(|c| c.name.into())
+                .collect();
+        }
+        let (dir, prefix) = match word.rfind('/') {
+            Some(i) => (&word[..=i], &word[i + 1..]),
+            None => ("", word),
+        };
+        let Ok(located) = tracefs::resolve(&self.cwd, if dir.is_empty() { "." } else { dir })
+        else {
+            return Vec::new();
+        };
+        let Ok(names) = tracefs::list(&located) else { return Vec::new() };
+        names
+            .into_iter()
+            .filter(|n| n.starts_with(prefix))
+            .map(|n| alloc::format!("{dir}{n}"))
+            .collect()
     }
 }
 
 /// Runs the shell on the console for ever.
 pub fn run() -> ! {
+    let mut shell = Shell { cwd: String::from("/") };
     let mut editor = LineEditor::new();
     println!("Type 'help' for the commands.");
-    print!("{PROMPT}");
+    print!("{}", shell.prompt());
     loop {
         let byte = serial::read_byte();
-        match editor.feed(byte, &mut serial::Console) {
+        let input =
+            editor.feed(byte, &mut serial::Console, &|line| shell.complete(line), &shell.prompt());
+        match input {
             Input::Pending => continue,
-            Input::Line(line) => execute(line),
+            Input::Line(line) => {
+                let line = String::from(line);
+                shell.execute(&line);
+            }
             Input::Cancelled => {}
             Input::TooLong => println!("error: line too long (at most {MAX_LINE} characters)"),
         }
-        print!("{PROMPT}");
+        print!("{}", shell.prompt());
     }
 }

@@ -1,0 +1,177 @@
+//! A demo driver that uses the tracer's in-kernel API the way seed 000 describes: it
+//! watches for an anomaly it can really detect (a periodic timer tick that arrives
+//! late), keeps its own instance so other events cannot overwrite its records, turns
+//! on more events when the anomaly happens, and after a window of ticks turns them
+//! off and takes a snapshot, so the records around the anomaly are kept while the
+//! live buffer goes on.
+//!
+//! The driver depends only on `trace`; the kernel calls [`Watchdog::on_tick`] from
+//! its timer interrupt and [`Watchdog::run_deferred`] from thread context.
+#![no_std]
+
+use core::sync::atomic::{AtomicU8, AtomicU64, Ordering::Relaxed};
+use trace::{Instance, InstanceConfig, InstanceError, Mode, Platform, Tracer};
+
+trace::event! {
+    /// A timer tick arrived later than the threshold.
+    pub ANOMALY = "latency":"anomaly"
+        { tick: u64, interval_ns: u64, threshold_ns: u64 } => "tick={tick} interval={interval_ns}ns threshold={threshold_ns}ns";
+    /// The watchdog froze its window in a snapshot.
+    pub CAPTURED = "latency":"captured" { anomaly_tick: u64, window_ticks: u64 } => "anomaly_tick={anomaly_tick} window={window_ticks} ticks";
+}
+
+/// The name of the driver's instance.
+pub const INSTANCE: &str = "latency";
+/// Events recorded all the time (the flight recorder before an anomaly).
+const BASELINE: &[(&str, &str)] = &[("timer", "tick"), ("irq", "*"), ("latency", "*")];
+/// Events added for the window after an anomaly.
+const WINDOW: &[(&str, &str)] = &[("serial", "*"), ("shell", "*"), ("smp", "*")];
+
+const WATCHING: u8 = 0;
+const CAPTURING: u8 = 1;
+const SNAPSHOT_PENDING: u8 = 2;
+const CAPTURED_STATE: u8 = 3;
+
+/// What the watchdog is doing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    /// Waiting for a late tick.
+    Watching,
+    /// Recording the window after an anomaly; this many ticks to go.
+    Capturing(u64),
+    /// The window is closed; the snapshot is taken at the next `run_deferred`.
+    SnapshotPending,
+    /// The snapshot holds the window; `rearm` to watch again.
+    Captured,
+}
+
+/// The watchdog.
+pub struct Watchdog<P: Platform + 'static> {
+    instance: Instance<'static, P>,
+    state: AtomicU8,
+    threshold_ns: AtomicU64,
+    window_ticks: u64,
+    ticks_left: AtomicU64,
+    anomalies: AtomicU64,
+    anomaly_tick: AtomicU64,
+    worst_ns: AtomicU64,
+}
+
+impl<P: Platform + Clone + Send + Sync + 'static> Watchdog<P> {
+    /// Probes the driver (thread context): creates (or takes over) its instance with a
+    /// snapshot buffer, and starts recording the baseline events there.
+    pub fn probe(
+        tracer: &'static Tracer<P>,
+        threshold_ns: u64,
+        window_ticks: u64,
+    ) -> Result<Self, InstanceError> {
+        let config =
+            InstanceConfig { bytes_per_cpu: 64 * 1024, mode: Mode::Overwrite, snapshot: true };
+        let instance = tracer.get_or_create(INSTANCE, config)?;
+        let watchdog = Watchdog {
+            instance,
+            state: AtomicU8::new(WATCHING),
+            threshold_ns: AtomicU64::new(threshold_ns),
+            window_ticks,
+            ticks_left: AtomicU64::new(0),
+            anomalies: AtomicU64::new(0),
+            anomaly_tick: AtomicU64::new(0),
+            worst_ns: AtomicU64::new(0),
+        };
+        watchdog.enable(BASELINE, true);
+        Ok(watchdog)
+    }
+
+    fn enable(&self, events: &[(&str, &str)], on: bool) {
+        for (system, event) in events {
+            // An event the kernel does not have is simply not recorded.
+            let _ = self.instance.set_event(Some(system), Some(event), on);
+        }
+    }
+
+    /// The timer interrupt of the watched CPU: tick number and time since the last
+    /// one. Interrupt context: only atomic operations and lock-free tracing.
+    pub fn on_tick(&self, tick: u64, interval_ns: u64) {
+        match self.state.load(Relaxed) {
+            WATCHING => {
+                let threshold = self.threshold_ns.load(Relaxed);
+                if tick > 1 && interval_ns > threshold {
+                    trace::emit!(ANOMALY, tick, interval_ns, threshold);
+                    trace::printk!(
+                        self.instance,
+                        "tick {} arrived {} ns late",
+                        tick,
+                        interval_ns - threshold
+                    );
+                    self.anomalies.fetch_add(1, Relaxed);
+                    self.anomaly_tick.store(tick, Relaxed);
+                    self.worst_ns.fetch_max(interval_ns, Relaxed);
+                    self.enable(WINDOW, true);
+                    self.ticks_left.store(self.window_ticks, Relaxed);
+                    self.state.store(CAPTURING, Relaxed);
+                }
+            }
+            CAPTURING => {
+                if self.ticks_left.fetch_sub(1, Relaxed) <= 1 {
+                    // Close the window: nothing more goes into the instance.
+                    let _ = self.instance.set_event(None, None, false);
+                    self.state.store(SNAPSHOT_PENDING, Relaxed);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Thread context: takes the snapshot once the window has closed.
+    pub fn run_deferred(&self) {
+        if self.state.compare_exchange(SNAPSHOT_PENDING, CAPTURED_STATE, Relaxed, Relaxed).is_ok() {
+            let anomaly_tick = self.anomaly_tick.load(Relaxed);
+            match self.instance.snapshot_take() {
+                Ok(()) => {
+                    trace::emit!(CAPTURED, anomaly_tick, self.window_ticks);
+                    // Recorded in the live buffer: the snapshot holds the window itself.
+                    self.instance.write_marker("latency watchdog: snapshot taken");
+                }
+                Err(_) => self.state.store(SNAPSHOT_PENDING, Relaxed),
+            }
+        }
+    }
+
+    /// Whether `run_deferred` has work.
+    pub fn has_deferred_work(&self) -> bool {
+        self.state.load(Relaxed) == SNAPSHOT_PENDING
+    }
+
+    /// Watches again after a capture (thread context): baseline events back on.
+    pub fn rearm(&self) {
+        if self.state.load(Relaxed) == CAPTURED_STATE {
+            self.enable(BASELINE, true);
+            self.state.store(WATCHING, Relaxed);
+        }
+    }
+
+    /// Sets the lateness threshold.
+    pub fn set_threshold(&self, threshold_ns: u64) {
+        self.threshold_ns.store(threshold_ns, Relaxed);
+    }
+
+    /// The current state.
+    pub fn state(&self) -> State {
+        match self.state.load(Relaxed) {
+            WATCHING => State::Watching,
+            CAPTURING => State::Capturing(self.ticks_left.load(Relaxed)),
+            SNAPSHOT_PENDING => State::SnapshotPending,
+            _ => State::Captured,
+        }
+    }
+
+    /// Anomalies seen, the tick of the last one, the worst interval, the threshold.
+    pub fn counters(&self) -> (u64, u64, u64, u64) {
+        (
+            self.anomalies.load(Relaxed),
+            self.anomaly_tick.load(Relaxed),
+            self.worst_ns.load(Relaxed),
+            self.threshold_ns.load(Relaxed),
+        )
+    }
+}

@@ -1,0 +1,35 @@
+//! The kernel's tracepoints, by subsystem (Linux keeps these in
+//! `include/trace/events/`). Each is found by the tracer at boot through the
+//! `trace_events` linker section.
+
+trace::event! {
+    /// A device or IPI interrupt handler starts.
+    pub IRQ_ENTRY = "irq":"irq_handler_entry" { vector: u8 } => "vector={vector}";
+    /// A device or IPI interrupt handler returns.
+    pub IRQ_EXIT = "irq":"irq_handler_exit" { vector: u8 } => "vector={vector}";
+    /// A non-maskable interrupt arrived.
+    pub NMI = "irq":"nmi" { stopping: bool } => "stopping={stopping}";
+    /// A CPU's periodic timer interrupt, with the time since its previous one.
+    pub TIMER_TICK = "timer":"tick" { tick: u64, interval_ns: u64 } => "tick={tick} interval={interval_ns}ns";
+    /// A byte arrived on the serial line.
+    pub SERIAL_RX = "serial":"rx" { byte: u8 } => "byte={byte:#x}";
+    /// Serial input was dropped because the input queue was full.
+    pub SERIAL_OVERFLOW = "serial":"rx_overflow" { dropped: u64 } => "dropped={dropped}";
+    /// A page fault (fatal in this kernel).
+    pub PAGE_FAULT = "exceptions":"page_fault"
+        { address: u64, error_code: u64, ip: u64 } => "address={address:#x} error_code={error_code:#x} ip={ip:#x}";
+    /// A CPU exception other than a page fault.
+    pub EXCEPTION = "exceptions":"exception" { vector: u8, ip: u64 } => "vector={vector} ip={ip:#x}";
+    /// A heap allocation.
+    pub KMALLOC = "kmem":"kmalloc" { ptr: u64, size: u64, align: u64 } => "ptr={ptr:#x} size={size} align={align}";
+    /// A heap free.
+    pub KFREE = "kmem":"kfree" { ptr: u64, size: u64 } => "ptr={ptr:#x} size={size}";
+    /// An inter-processor interrupt was sent.
+    pub IPI_SEND = "smp":"ipi_send" { target_apic: u32, kind: &str } => "target_apic={target_apic} kind={kind}";
+    /// The shell starts a command.
+    pub SHELL_COMMAND = "shell":"command" { line: &str } => "{line}";
+    /// The `bench` command's event (two integers, the reference shape).
+    pub BENCH = "bench":"event" { a: u64, b: u64 } => "a={a} b={b}";
+    /// The shell finished a command.
+    pub SHELL_DONE = "shell":"command_done" { ok: bool, duration_ns: u64 } => "ok={ok} duration={duration_ns}ns";
+}

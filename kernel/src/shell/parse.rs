@@ -1,0 +1,88 @@
+//! Splitting a command line into words, with quotes and output redirection
+//! (`echo VALUE > FILE`, `echo VALUE >> FILE`).
+
+use alloc::string::String;
+use alloc::vec::Vec;
+
+/// Where a command's output goes instead of the console.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Redirect {
+    /// The file.
+    pub path: String,
+    /// `>>` (append) rather than `>` (replace).
+    pub append: bool,
+}
+
+/// A parsed command line.
+#[derive(Debug, PartialEq, Eq)]
+pub struct CommandLine {
+    /// The command and its arguments, quotes removed.
+    pub words: Vec<String>,
+    /// The redirection, if any.
+    pub redirect: Option<Redirect>,
+}
+
+/// Parses a line: words separated by blanks; `'...'` and `"..."` quote (a
+/// backslash in double quotes escapes `"` and `\`); `>` and `>>` outside quotes
+/// redirect to the next word.
+pub fn parse(line: &str) -> Result<CommandLine, &'static str> {
+    let mut words = Vec::new();
+    let mut redirect: Option<(bool, Option<String>)> = None;
+    let mut chars = line.chars().peekable();
+    loop {
+        while chars.next_if(|c| c.is_ascii_whitespace()).is_some() {}
+        let Some(&c) = chars.peek() else { break };
+        if c == '>' {
+            chars.next();
+            let append = chars.next_if_eq(&'>').is_some();
+            if redirect.is_some() {
+                return Err("syntax error: more than one redirection");
+            }
+            redirect = Some((append, None));
+            continue;
+        }
+        let mut word = String::new();
+        while let Some(&c) = chars.peek() {
+            match c {
+                c if c.is_ascii_whitespace() || c == '>' => break,
+                '\'' => {
+                    chars.next();
+                    loop {
+                        match chars.next() {
+                            Some('\'') => break,
+                            Some(c) => word.push(c),
+                            None => return Err("syntax error: unterminated quote"),
+                        }
+                    }
+                }
+                '"' => {
+                    chars.next();
+                    loop {
+                        match chars.next() {
+                            Some('"') => break,
+                            Some('\\') if matches!(chars.peek(), Some('"' | '\\')) => {
+                                word.extend(chars.next());
+                            }
+                            Some(c) => word.push(c),
+                            None => return Err("syntax error: unterminated quote"),
+                        }
+                    }
+                }
+                c => {
+                    chars.next();
+                    word.push(c);
+                }
+            }
+        }
+        match &mut redirect {
+            Some((_, target @ None)) => *target = Some(word),
+            _ => words.push(word),
+        }
+    }
+    let redirect = match redirect {
+        None => None,
+        Some((_, None)) => return Err("syntax error: missing file after redirection"),
+        Some((append, Some(path))) => Some(Redirect { path, append }),
+    };
+    Ok(CommandLine { words, redirect })
+}

@@ -1,0 +1,63 @@
+//! The trace dump: what a panic (or the `dump` command) writes to the serial line,
+//! and the parser the host tool reads it back with. One definition of the format,
+//! used on both sides.
+//!
+//! # Format
+//!
+//! A dump is a block of text lines, robust to other output around it:
+//!
+//! ```text
+//! <<<TRACE-DUMP v1 BEGIN>>>
+//! TD 0 <base64 of chunk 0> <crc32 of chunk 0, 8 hex digits>
+//! TD 1 ...
+//! <<<TRACE-DUMP v1 END chunks=N>>>
+//! ```
+//!
+//! Lines that do not start with `TD ` between the markers are ignored. Each chunk is
+//! at most [`CHUNK_BYTES`] bytes and holds whole *items*, so a chunk that is lost or
+//! corrupted (its CRC does not match) costs only its own items: the parser names it
+//! and reports everything else. An item is a kind byte, a varint length and a body
+//! (integers are LEB128 varints, strings a varint length and UTF-8):
+//!
+//! | kind | item | body |
+//! |---|---|---|
+//! | 1 | header | version, CPU count, panic flag, then if set: CPU, message, location |
+//! | 2 | descriptor | id, kind (0 event, 1 printk), system, name, format, field count, fields (name, type tag, for byte arrays the length) |
+//! | 3 | instance | instance number, name |
+//! | 4 | CPU statistics | instance, CPU, written, entries, overrun, dropped, read, commit overrun |
+//! | 5 | records | instance, then records to the end of the item: CPU, timestamp (the first absolute, then zigzag deltas from the previous record), `id << 1 \| compact`, payload |
+//! | 6 | skipped | instance, number of older records left out by the cap on the last N |
+//!
+//! A *compact* payload stores an event's fields in field order with integers as
+//! varints (signed ones zigzagged), `char` as a varint, byte arrays raw and strings
+//! with a varint length; the parser expands it back to the record format using the
+//! dump's own descriptors, so the dump is self-describing. Other payloads are stored
+//! raw (varint length, bytes).
+
+mod codec;
+mod read;
+mod write;
+
+pub use read::{
+    Dump, DumpDescriptor, DumpInstance, DumpRecord, DumpStats, PanicReport, Problem, parse,
+};
+pub use write::DumpWriter;
+
+/// Largest chunk, in bytes before base64.
+pub const CHUNK_BYTES: usize = 384;
+/// The line that starts a dump.
+pub const BEGIN: &str = "<<<TRACE-DUMP v1 BEGIN>>>";
+/// The start of the line that ends a dump.
+pub const END: &str = "<<<TRACE-DUMP v1 END";
+/// Format version.
+pub const VERSION: u64 = 1;
+
+/// Item kinds.
+mod kind {
+    pub const HEADER: u8 = 1;
+    pub const DESCRIPTOR: u8 = 2;
+    pub const INSTANCE: u8 = 3;
+    pub const CPU_STATS: u8 = 4;
+    pub const RECORDS: u8 = 5;
+    pub const SKIPPED: u8 = 6;
+}

@@ -1,0 +1,458 @@
+//! Reading dumps back from a captured serial log (host side; allocates).
+
+use super::codec::{base64_decode, crc32, get_varint, unzigzag};
+use super::{BEGIN, END, VERSION, kind};
+use crate::event::DescriptorKind;
+use crate::field::{Decoder, Encoder, Field, FieldKind};
+use alloc::collections::BTreeMap;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+/// Where the panic happened.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PanicReport {
+    /// The panicking CPU.
+    pub cpu: usize,
+    /// The panic message.
+    pub message: String,
+    /// `file:line:column`.
+    pub location: String,
+}
+
+/// An event descriptor carried by the dump.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DumpDescriptor {
+    /// Record id.
+    pub id: u16,
+    /// Event or printk call site.
+    pub kind: DescriptorKind,
+    /// Subsystem.
+    pub system: String,
+    /// Event name.
+    pub name: String,
+    /// Format string.
+    pub format: String,
+    /// Fields in payload order.
+    pub fields: Vec<(String, FieldKind)>,
+}
+
+impl DumpDescriptor {
+    /// The fields as [`Field`]s, for [`crate::format::render`].
+    pub fn fields(&self) -> Vec<Field<'_>> {
+        self.fields.iter().map(|(name, kind)| Field { name, kind: *kind }).collect()
+    }
+}
+
+/// One CPU's statistics as the dump recorded them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DumpStats {
+    /// Events written.
+    pub written: u64,
+    /// Events in the buffer.
+    pub entries: u64,
+    /// Events overwritten.
+    pub overrun: u64,
+    /// Events dropped.
+    pub dropped: u64,
+    /// Events consumed by a reader.
+    pub read: u64,
+    /// Of dropped: commit overruns.
+    pub commit_overrun: u64,
+}
+
+/// A record from the dump, its payload in the ring's format.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DumpRecord {
+    /// CPU.
+    pub cpu: usize,
+    /// Timestamp, ns.
+    pub ts: u64,
+    /// Event id.
+    pub id: u16,
+    /// The payload.
+    pub payload: Vec<u8>,
+}
+
+/// One instance's part of a dump.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DumpInstance {
+    /// Its name (empty: the top-level instance).
+    pub name: String,
+    /// Statistics per CPU.
+    pub stats: BTreeMap<usize, DumpStats>,
+    /// Records, oldest first.
+    pub records: Vec<DumpRecord>,
+    /// Older records left out by the dump's cap.
+    pub skipped: u64,
+}
+
+/// Something wrong with a dump, and where.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    /// 1-based line of the log.
+    pub line: usize,
+    /// The chunk concerned, if known.
+    pub chunk: Option<u64>,
+    /// What is wrong.
+    pub what: String,
+}
+
+/// One dump found in a log: whatever of it could be read, and what could not.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Dump {
+    /// 1-based line of its begin marker.
+    pub line: usize,
+    /// CPU count (from the header).
+    pub cpus: Option<usize>,
+    /// Where the kernel panicked; `None` for a live dump.
+    pub panic: Option<PanicReport>,
+    /// Descriptors by id.
+    pub descriptors: BTreeMap<u16, DumpDescriptor>,
+    /// Instances, by their number in the dump.
+    pub instances: BTreeMap<u64, DumpInstance>,
+    /// Chunks read and verified.
+    pub chunks: u64,
+    /// Everything that was wrong; empty for an intact dump.
+    pub problems: Vec<Problem>,
+}
+
+/// Every dump in `log`, in order. Never fails: a damaged dump comes back with its
+/// problems listed and everything intact decoded.
+pub fn parse(log: &str) -> Vec<Dump> {
+    let mut dumps = Vec::new();
+    let mut lines = log.lines().enumerate().map(|(i, l)| (i + 1, l.trim_end_matches('\r')));
+    while let Some((begin, _)) = lines.by_ref().find(|(_, l)| l.contains(BEGIN)) {
+        let mut chunks: Vec<(usize, u64, Vec<u8>)> = Vec::new();
+        let mut dump = Dump { line: begin, ..Dump::default() };
+        let mut ended = None;
+        for (line, text) in lines.by_ref() {
+            if text.contains(BEGIN) {
+                dump.problems.push(Problem {
+                    line,
+                    chunk: None,
+                    what: "a new dump begins before this one ended".into(),
+                });
+                // Parse the new one from its own begin line.
+                let rest: String = log.lines().skip(line - 1).collect::<Vec<_>>().join("\n");
+                let mut nested = parse(&rest);
+                for d in &mut nested {
+                    d.line += line - 1;
+                    d.problems.iter_mut().for_each(|p| p.line += line - 1);
+                }
+                finish(&mut dump, chunks, ended);
+                dumps.push(dump);
+                dumps.extend(nested);
+                return dumps;
+            }
+            if let Some(tail) = text.split(END).nth(1) {
+                ended = Some((
+                    line,
+                    tail.trim()
+                        .strip_prefix("chunks=")
+                        .and_then(|t| t.strip_suffix(">>>"))
+                        .and_then(|n| n.parse::<u64>().ok()),
+                ));
+                break;
+            }
+            let Some(at) = text.find("TD ") else { continue };
+            match chunk_line(&text[at + 3..]) {
+                Ok((seq, bytes)) => chunks.push((line, seq, bytes)),
+                Err((seq, what)) => dump.problems.push(Problem { line, chunk: seq, what }),
+            }
+        }
+        finish(&mut dump, chunks, ended);
+        dumps.push(dump);
+    }
+    dumps
+}
+
+/// Decodes `SEQ BASE64 CRC`.
+fn chunk_line(text: &str) -> Result<(u64, Vec<u8>), (Option<u64>, String)> {
+    let mut words = text.split_ascii_whitespace();
+    let seq = words
+        .next()
+        .and_then(|w| w.parse::<u64>().ok())
+        .ok_or((None, String::from("malformed chunk line (no chunk number)")))?;
+    let (Some(data), Some(crc), None) = (words.next(), words.next(), words.next()) else {
+        return Err((
+            Some(seq),
+            format!("chunk {seq}: malformed line (expected: number, base64, checksum)"),
+        ));
+    };
+    let crc = u32::from_str_radix(crc, 16)
+        .ok()
+        .filter(|_| crc.len() == 8)
+        .ok_or((Some(seq), format!("chunk {seq}: malformed checksum {crc:?}")))?;
+    let bytes = base64_decode(data).ok_or((Some(seq), format!("chunk {seq}: invalid base64")))?;
+    let actual = crc32(&bytes);
+    if actual != crc {
+        return Err((
+            Some(seq),
+            format!(
+                "chunk {seq}: checksum mismatch (line says {crc:08x}, data gives {actual:08x}); chunk skipped"
+            ),
+        ));
+    }
+    Ok((seq, bytes))
+}
+
+fn finish(
+    dump: &mut Dump,
+    mut chunks: Vec<(usize, u64, Vec<u8>)>,
+    ended: Option<(usize, Option<u64>)>,
+) {
+    chunks.sort_by_key(|(_, seq, _)| *seq);
+    // Chunks already reported as damaged are not reported again as missing.
+    let damaged: Vec<u64> = dump.problems.iter().filter_map(|p| p.chunk).collect();
+    let missing = |dump: &mut Dump, line: usize, from: u64, to: u64| {
+        let absent: Vec<u64> = (from..to).filter(|s| !damaged.contains(s)).take(1001).collect();
+        let what = match absent.as_slice() {
+            [] => return,
+            [one] => format!("chunk {one} is missing"),
+            [first, .., last] if absent.len() <= 1000 => {
+                format!("chunks {first} to {last} are missing")
+            }
+            [first, ..] => format!("chunks from {first} on are missing"),
+        };
+        dump.problems.push(Problem { line, chunk: absent.first().copied(), what });
+    };
+    let mut seen = 0u64;
+    let last_line = chunks.last().map_or(dump.line, |(line, _, _)| *line);
+    for (line, seq, _) in &chunks {
+        if *seq > seen {
+            missing(dump, *line, seen, *seq);
+        } else if *seq < seen {
+            dump.problems.push(Problem {
+                line: *line,
+                chunk: Some(*seq),
+                what: format!("chunk {seq} appears twice; the second is ignored"),
+            });
+            continue;
+        }
+        seen = seq + 1;
+    }
+    chunks.dedup_by_key(|(_, seq, _)| *seq);
+    match ended {
+        None => dump.problems.push(Problem {
+            line: last_line,
+            chunk: None,
+            what: format!("dump truncated: no end marker after chunk {}", seen.saturating_sub(1)),
+        }),
+        Some((line, Some(count))) if count > seen => {
+            let what = if seen + 1 == count {
+                format!("chunk {seen} (the last) is missing")
+            } else {
+                format!("chunks {seen} to {} (the last) are missing", count - 1)
+            };
+            dump.problems.push(Problem { line, chunk: Some(seen), what });
+        }
+        Some((line, None)) => {
+            dump.problems.push(Problem { line, chunk: None, what: "malformed end marker".into() })
+        }
+        Some(_) => {}
+    }
+    dump.chunks = chunks.len() as u64;
+    // Descriptors first, wherever they are, so records can be expanded.
+    for pass in [Pass::Descriptors, Pass::Rest] {
+        for (line, seq, bytes) in &chunks {
+            if let Err(what) = items(dump, bytes, pass) {
+                dump.problems.push(Problem {
+                    line: *line,
+                    chunk: Some(*seq),
+                    what: format!("chunk {seq}: {what}"),
+                });
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pass {
+    Descriptors,
+    Rest,
+}
+
+fn varint(input: &mut &[u8]) -> Result<u64, String> {
+    get_varint(input).ok_or_else(|| String::from("truncated or malformed number"))
+}
+
+fn string(input: &mut &[u8]) -> Result<String, String> {
+    let len = varint(input)? as usize;
+    if input.len() < len {
+        return Err("truncated string".into());
+    }
+    let (bytes, rest) = input.split_at(len);
+    *input = rest;
+    core::str::from_utf8(bytes).map(String::from).map_err(|_| String::from("string is not UTF-8"))
+}
+
+fn items(dump: &mut Dump, mut chunk: &[u8], pass: Pass) -> Result<(), String> {
+    while let Some((&kind, rest)) = chunk.split_first() {
+        chunk = rest;
+        let len = varint(&mut chunk)? as usize;
+        if chunk.len() < len {
+            return Err(format!("item of kind {kind} runs past the chunk's end"));
+        }
+        let (mut body, rest) = chunk.split_at(len);
+        chunk = rest;
+        match (pass, kind) {
+            (Pass::Descriptors, kind::DESCRIPTOR) => {
+                let d = descriptor(&mut body)?;
+                dump.descriptors.insert(d.id, d);
+            }
+            (Pass::Descriptors, _) | (Pass::Rest, kind::DESCRIPTOR) => {}
+            (Pass::Rest, kind::HEADER) => header(dump, &mut body)?,
+            (Pass::Rest, kind::INSTANCE) => {
+                let index = varint(&mut body)?;
+                dump.instances.entry(index).or_default().name = string(&mut body)?;
+            }
+            (Pass::Rest, kind::CPU_STATS) => {
+                let mut v = [0u64; 8];
+                for slot in &mut v {
+                    *slot = varint(&mut body)?;
+                }
+                let stats = DumpStats {
+                    written: v[2],
+                    entries: v[3],
+                    overrun: v[4],
+                    dropped: v[5],
+                    read: v[6],
+                    commit_overrun: v[7],
+                };
+                dump.instances.entry(v[0]).or_default().stats.insert(v[1] as usize, stats);
+            }
+            (Pass::Rest, kind::RECORDS) => records(dump, &mut body)?,
+            (Pass::Rest, kind::SKIPPED) => {
+                let index = varint(&mut body)?;
+                dump.instances.entry(index).or_default().skipped += varint(&mut body)?;
+            }
+            (Pass::Rest, other) => return Err(format!("unknown item kind {other}")),
+        }
+    }
+    Ok(())
+}
+
+fn header(dump: &mut Dump, body: &mut &[u8]) -> Result<(), String> {
+    let version = varint(body)?;
+    if version != VERSION {
+        return Err(format!("dump format version {version}; this tool reads version {VERSION}"));
+    }
+    dump.cpus = Some(varint(body)? as usize);
+    if varint(body)? == 1 {
+        let cpu = varint(body)? as usize;
+        dump.panic = Some(PanicReport { cpu, message: string(body)?, location: string(body)? });
+    }
+    Ok(())
+}
+
+fn descriptor(body: &mut &[u8]) -> Result<DumpDescriptor, String> {
+    let id = u16::try_from(varint(body)?).map_err(|_| String::from("event id out of range"))?;
+    let kind = match varint(body)? {
+        0 => DescriptorKind::Event,
+        1 => DescriptorKind::Printk,
+        other => return Err(format!("unknown descriptor kind {other}")),
+    };
+    let (system, name, format) = (string(body)?, string(body)?, string(body)?);
+    let count = varint(body)?;
+    let mut fields = Vec::new();
+    for _ in 0..count.min(256) {
+        let field = string(body)?;
+        let tag = varint(body)?;
+        let kind = match tag {
+            12 => FieldKind::Bytes(
+                u16::try_from(varint(body)?).map_err(|_| String::from("byte array too long"))?,
+            ),
+            tag => FieldKind::from_tag(tag as u8)
+                .ok_or_else(|| format!("unknown field type tag {tag}"))?,
+        };
+        fields.push((field, kind));
+    }
+    Ok(DumpDescriptor { id, kind, system, name, format, fields })
+}
+
+fn records(dump: &mut Dump, body: &mut &[u8]) -> Result<(), String> {
+    let index = varint(body)?;
+    let mut ts = None::<u64>;
+    while !body.is_empty() {
+        let cpu = varint(body)? as usize;
+        let stamp = varint(body)?;
+        let now = match ts {
+            None => stamp,
+            Some(last) => last.wrapping_add(unzigzag(stamp) as u64),
+        };
+        ts = Some(now);
+        let tagged = varint(body)?;
+        let id = u16::try_from(tagged >> 1).map_err(|_| String::from("event id out of range"))?;
+        let payload = if tagged & 1 == 1 {
+            let d = dump.descriptors.get(&id).ok_or_else(|| {
+                format!("compact record of event id {id}, whose descriptor is missing")
+            })?;
+            expand(d, body)?
+        } else {
+            let len = varint(body)? as usize;
+            if body.len() < len {
+                return Err("truncated record payload".into());
+            }
+            let (payload, rest) = body.split_at(len);
+            *body = rest;
+            payload.to_vec()
+        };
+        dump.instances.entry(index).or_default().records.push(DumpRecord {
+            cpu,
+            ts: now,
+            id,
+            payload,
+        });
+    }
+    Ok(())
+}
+
+/// Turns a compact payload back into the record format.
+fn expand(d: &DumpDescriptor, body: &mut &[u8]) -> Result<Vec<u8>, String> {
+    let mut buf = [0u8; crate::event::MAX_EVENT_PAYLOAD];
+    let mut out = Encoder::new(&mut buf);
+    for &(_, kind) in &d.fields {
+        let narrow = |v: u64, bytes: usize| -> Result<u64, String> {
+            if bytes < 8 && v >> (8 * bytes) != 0 {
+                Err("field value out of range".into())
+            } else {
+                Ok(v)
+            }
+        };
+        match kind {
+            FieldKind::U8 | FieldKind::U16 | FieldKind::U32 | FieldKind::U64 => {
+                let size = kind.fixed_size().unwrap_or(8);
+                out.put(&narrow(varint(body)?, size)?.to_le_bytes()[..size]);
+            }
+            FieldKind::I8 | FieldKind::I16 | FieldKind::I32 | FieldKind::I64 => {
+                let size = kind.fixed_size().unwrap_or(8);
+                out.put(&unzigzag(varint(body)?).to_le_bytes()[..size]);
+            }
+            FieldKind::Bool => out.put(&[
+                u8::try_from(varint(body)?).map_err(|_| String::from("bool out of range"))?
+            ]),
+            FieldKind::Char => out.put(
+                &u32::try_from(varint(body)?)
+                    .map_err(|_| String::from("char out of range"))?
+                    .to_le_bytes(),
+            ),
+            FieldKind::Bytes(n) => {
+                let n = usize::from(n);
+                if body.len() < n {
+                    return Err("truncated byte array".into());
+                }
+                out.put(&body[..n]);
+                *body = &body[n..];
+            }
+            FieldKind::Str => out.put_str(&string(body)?),
+        }
+    }
+    let payload = out.bytes().to_vec();
+    // A payload that does not decode with its own descriptor is damaged.
+    let mut check = Decoder::new(&payload);
+    for (_, kind) in &d.fields {
+        check.value(*kind).map_err(|e| format!("record of {}:{}: {e}", d.system, d.name))?;
+    }
+    Ok(payload)
+}

@@ -1,0 +1,314 @@
+//! Writing a dump: no allocation and no lock, so it can run on the panic path.
+
+use super::codec::{base64_encode, crc32, put_varint, zigzag};
+use super::{BEGIN, CHUNK_BYTES, END, VERSION, kind};
+use crate::event::{DescriptorKind, EventDescriptor};
+use crate::field::{Decoder, FieldKind, Value};
+use crate::stats::RingStats;
+
+/// Most bytes one item takes: a record with the largest payload and its framing.
+const ITEM_BYTES: usize = CHUNK_BYTES - 8;
+
+/// Builds one item's body.
+struct Item {
+    bytes: [u8; ITEM_BYTES],
+    len: usize,
+    overflow: bool,
+}
+
+impl Item {
+    fn new() -> Self {
+        Item { bytes: [0; ITEM_BYTES], len: 0, overflow: false }
+    }
+
+    fn put(&mut self, bytes: &[u8]) {
+        match self.bytes.get_mut(self.len..self.len + bytes.len()) {
+            Some(room) => {
+                room.copy_from_slice(bytes);
+                self.len += bytes.len();
+            }
+            None => self.overflow = true,
+        }
+    }
+
+    fn varint(&mut self, v: u64) {
+        let mut buf = [0u8; 10];
+        let n = put_varint(&mut buf, v).unwrap_or(0);
+        self.put(&buf[..n]);
+    }
+
+    fn str(&mut self, s: &str) {
+        self.varint(s.len() as u64);
+        self.put(s.as_bytes());
+    }
+}
+
+/// Writes a dump, chunk by chunk, through `out` (called with whole lines).
+pub struct DumpWriter<W: FnMut(&str)> {
+    out: W,
+    chunk: [u8; CHUNK_BYTES],
+    len: usize,
+    seq: u64,
+    /// The open records item: instance, timestamp of its last record, where it
+    /// starts in the chunk.
+    run: Option<(u64, u64, usize)>,
+}
+
+impl<W: FnMut(&str)> DumpWriter<W> {
+    /// Starts a dump: writes the begin line.
+    pub fn begin(mut out: W) -> Self {
+        out(BEGIN);
+        DumpWriter { out, chunk: [0; CHUNK_BYTES], len: 0, seq: 0, run: None }
+    }
+
+    fn flush(&mut self) {
+        self.close_run();
+        if self.len == 0 {
+            return;
+        }
+        let chunk = &self.chunk[..self.len];
+        let mut line = [0u8; 32 + CHUNK_BYTES.div_ceil(3) * 4];
+        let mut n = 0;
+        let mut push = |bytes: &[u8]| {
+            line[n..n + bytes.len()].copy_from_slice(bytes);
+            n += bytes.len();
+        };
+        push(b"TD ");
+        let mut digits = [0u8; 20];
+        push(decimal(self.seq, &mut digits));
+        push(b" ");
+        let mut text = [0u8; CHUNK_BYTES.div_ceil(3) * 4];
+        let t = base64_encode(chunk, &mut text);
+        push(&text[..t]);
+        push(b" ");
+        let crc = crc32(chunk);
+        let mut hex = [0u8; 8];
+        for (i, h) in hex.iter_mut().enumerate() {
+            *h = b"0123456789abcdef"[(crc >> (28 - 4 * i)) as usize & 15];
+        }
+        push(&hex);
+        // Only ASCII was written.
+        (self.out)(core::str::from_utf8(&line[..n]).unwrap_or("TD ?"));
+        self.seq += 1;
+        self.len = 0;
+    }
+
+    /// Appends a finished item (kind, length, body), starting a new chunk if needed.
+    fn item(&mut self, kind: u8, body: &Item) {
+        self.close_run();
+        if body.overflow {
+            return;
+        }
+        let mut head = [0u8; 11];
+        head[0] = kind;
+        let n = 1 + put_varint(&mut head[1..], body.len as u64).unwrap_or(0);
+        if self.len + n + body.len > CHUNK_BYTES {
+            self.flush();
+        }
+        self.chunk[self.len..self.len + n].copy_from_slice(&head[..n]);
+        self.chunk[self.len + n..self.len + n + body.len].copy_from_slice(&body.bytes[..body.len]);
+        self.len += n + body.len;
+    }
+
+    /// Writes the header: CPU count and, for a panic, where it happened.
+    pub fn header(&mut self, cpus: usize, panic: Option<(usize, &str, &str)>) {
+        let mut item = Item::new();
+        item.varint(VERSION);
+        item.varint(cpus as u64);
+        match panic {
+            None => item.varint(0),
+            Some((cpu, message, location)) => {
+                item.varint(1);
+                item.varint(cpu as u64);
+                // The message may be long: keep what fits.
+                let room = ITEM_BYTES.saturating_sub(item.len + location.len() + 24);
+                let mut end = message.len().min(room);
+                while !message.is_char_boundary(end) {
+                    end -= 1;
+                }
+                item.str(&message[..end]);
+                item.str(location);
+            }
+        }
+        self.item(kind::HEADER, &item);
+    }
+
+    /// Writes an event descriptor, so the dump describes its own records.
+    pub fn descriptor(&mut self, d: &EventDescriptor) {
+        self.descriptor_as(d.id(), d);
+    }
+
+    /// Writes a descriptor under record id `id` (a tracer's ids are `d.id()`).
+    pub fn descriptor_as(&mut self, id: u16, d: &EventDescriptor) {
+        let mut item = Item::new();
+        item.varint(u64::from(id));
+        item.varint(match d.kind {
+            DescriptorKind::Event => 0,
+            DescriptorKind::Printk => 1,
+        });
+        item.str(d.system);
+        item.str(d.name);
+        item.str(d.format);
+        item.varint(d.fields.len() as u64);
+        for field in d.fields {
+            item.str(field.name);
+            item.varint(u64::from(field.kind.tag()));
+            if let FieldKind::Bytes(n) = field.kind {
+                item.varint(u64::from(n));
+            }
+        }
+        self.item(kind::DESCRIPTOR, &item);
+    }
+
+    /// Names instance number `index` of this dump.
+    pub fn instance(&mut self, index: usize, name: &str) {
+        let mut item = Item::new();
+        item.varint(index as u64);
+        item.str(name);
+        self.item(kind::INSTANCE, &item);
+    }
+
+    /// Writes one CPU's statistics for an instance.
+    pub fn cpu_stats(&mut self, instance: usize, cpu: usize, s: &RingStats) {
+        let mut item = Item::new();
+        for v in [
+            instance as u64,
+            cpu as u64,
+            s.written,
+            s.entries,
+            s.overrun,
+            s.dropped,
+            s.read,
+            s.commit_overrun,
+        ] {
+            item.varint(v);
+        }
+        self.item(kind::CPU_STATS, &item);
+    }
+
+    /// Notes that `count` older records of an instance were left out (the cap).
+    pub fn skipped(&mut self, instance: usize, count: u64) {
+        let mut item = Item::new();
+        item.varint(instance as u64);
+        item.varint(count);
+        self.item(kind::SKIPPED, &item);
+    }
+
+    fn close_run(&mut self) {
+        if let Some((_, _, start)) = self.run.take() {
+            // The item's length is a fixed two-byte varint written when it opened.
+            let len = self.len - start - 3;
+            self.chunk[start + 1] = (len & 0x7f) as u8 | 0x80;
+            self.chunk[start + 2] = (len >> 7) as u8;
+        }
+    }
+
+    /// Writes one record of instance `instance`; `descriptor` (if known) lets its
+    /// payload be stored compactly. A record too large for a chunk is left out.
+    pub fn record(
+        &mut self,
+        instance: usize,
+        cpu: usize,
+        ts: u64,
+        id: u16,
+        payload: &[u8],
+        descriptor: Option<&EventDescriptor>,
+    ) {
+        let mut body = Item::new();
+        match descriptor
+            .filter(|d| d.kind == DescriptorKind::Event)
+            .and_then(|d| compact(d, payload))
+        {
+            Some(fields) => {
+                body.varint(u64::from(id) << 1 | 1);
+                body.put(&fields.bytes[..fields.len]);
+            }
+            None => {
+                body.varint(u64::from(id) << 1);
+                body.varint(payload.len() as u64);
+                body.put(payload);
+            }
+        }
+        if body.overflow {
+            return;
+        }
+        // Append to the open run of this instance if it fits: CPU, delta, body.
+        if let Some((open, last_ts, start)) = self.run
+            && open == instance as u64
+        {
+            let mut record = Item::new();
+            record.varint(cpu as u64);
+            record.varint(zigzag(ts.wrapping_sub(last_ts) as i64));
+            record.put(&body.bytes[..body.len]);
+            if !record.overflow && self.len + record.len <= CHUNK_BYTES {
+                self.chunk[self.len..self.len + record.len]
+                    .copy_from_slice(&record.bytes[..record.len]);
+                self.len += record.len;
+                self.run = Some((open, ts, start));
+                return;
+            }
+        }
+        // Open a new run (in a new chunk if this one is full): instance, CPU, the
+        // absolute timestamp, body. Its two length bytes are filled in when it closes.
+        self.close_run();
+        let mut record = Item::new();
+        record.varint(instance as u64);
+        record.varint(cpu as u64);
+        record.varint(ts);
+        record.put(&body.bytes[..body.len]);
+        if record.overflow {
+            return;
+        }
+        if self.len + 3 + record.len > CHUNK_BYTES {
+            self.flush();
+        }
+        let start = self.len;
+        self.chunk[start] = kind::RECORDS;
+        self.len += 3;
+        self.chunk[self.len..self.len + record.len].copy_from_slice(&record.bytes[..record.len]);
+        self.len += record.len;
+        self.run = Some((instance as u64, ts, start));
+    }
+
+    /// Ends the dump: flushes the last chunk and writes the end line.
+    pub fn finish(mut self) {
+        self.flush();
+        let mut line = [0u8; 64];
+        let mut n = END.len();
+        line[..n].copy_from_slice(END.as_bytes());
+        for part in [&b" chunks="[..], decimal(self.seq, &mut [0u8; 20]), b">>>"] {
+            line[n..n + part.len()].copy_from_slice(part);
+            n += part.len();
+        }
+        (self.out)(core::str::from_utf8(&line[..n]).unwrap_or(END));
+    }
+}
+
+fn decimal(mut v: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            return &buf[i..];
+        }
+    }
+}
+
+/// An event's payload with integers as varints; `None` if it does not decode.
+fn compact(d: &EventDescriptor, payload: &[u8]) -> Option<Item> {
+    let mut item = Item::new();
+    let mut decoder = Decoder::new(payload);
+    for field in d.fields {
+        match decoder.value(field.kind).ok()? {
+            Value::Unsigned(v) => item.varint(v),
+            Value::Signed(v) => item.varint(zigzag(v)),
+            Value::Bool(v) => item.varint(u64::from(v)),
+            Value::Char(c) => item.varint(u64::from(c)),
+            Value::Bytes(bytes) => item.put(bytes),
+            Value::Str(s) => item.str(s),
+        }
+    }
+    (decoder.is_empty() && !item.overflow).then_some(item)
+}

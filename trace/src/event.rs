@@ -1,0 +1,294 @@
+//! Static event descriptors and the tracepoint macros.
+//!
+//! [`event!`](crate::event) declares an event `SYSTEM:NAME` with typed fields and a
+//! format string. It emits a static [`Event`] and a pointer to its descriptor in the
+//! `trace_events` linker section, so the kernel finds every event of every crate at
+//! boot by walking that section: no registration calls. [`emit!`](crate::emit)
+//! records one: when no instance has the event enabled it costs one load and a
+//! not-taken branch, and evaluates no argument.
+
+use crate::field::{Encoder, Field, FieldValue};
+
+use core::marker::PhantomData;
+use core::sync::atomic::{AtomicU16, AtomicU64, Ordering::Relaxed};
+
+/// Most payload bytes an event records (strings are cut to fit).
+pub const MAX_EVENT_PAYLOAD: usize = 256;
+
+/// What a descriptor describes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DescriptorKind {
+    /// A tracepoint: listed in `available_events`, enabled per instance.
+    Event,
+    /// A `printk!` call site: the format string is interned here, the arguments are
+    /// stored raw with a type tag each; written to one instance, never enabled.
+    Printk,
+}
+
+/// A static description of an event: who it is, its fields, how to print it, and
+/// which instances record it.
+#[derive(Debug)]
+pub struct EventDescriptor {
+    /// The subsystem (`irq`, `sched`, ...).
+    pub system: &'static str,
+    /// The event's name within its system.
+    pub name: &'static str,
+    /// The format string, rendered at read time (see [`crate::format`]).
+    pub format: &'static str,
+    /// The fields, in payload order.
+    pub fields: &'static [Field<'static>],
+    /// Tracepoint or printk call site.
+    pub kind: DescriptorKind,
+    /// Record id, assigned at boot by [`crate::Tracer`] (0: not yet).
+    id: AtomicU16,
+    /// Bit `s` set: the instance in slot `s` records this event.
+    enabled: AtomicU64,
+}
+
+impl EventDescriptor {
+    /// A descriptor, not yet numbered nor enabled anywhere.
+    pub const fn new(
+        system: &'static str,
+        name: &'static str,
+        format: &'static str,
+        fields: &'static [Field<'static>],
+        kind: DescriptorKind,
+    ) -> Self {
+        EventDescriptor {
+            system,
+            name,
+            format,
+            fields,
+            kind,
+            id: AtomicU16::new(0),
+            enabled: AtomicU64::new(0),
+        }
+    }
+
+    /// The record id (0 until the tracer numbered it).
+    #[inline(always)]
+    pub fn id(&self) -> u16 {
+        self.id.load(Relaxed)
+    }
+
+    pub(crate) fn set_id(&self, id: u16) {
+        self.id.store(id, Relaxed);
+    }
+
+    /// Which instance slots record this event.
+    #[inline(always)]
+    pub fn enabled_mask(&self) -> u64 {
+        // Relaxed: a writer that sees a stale mask records into (or skips) an
+        // instance whose switch is just changing; both outcomes are counted.
+        self.enabled.load(Relaxed)
+    }
+
+    pub(crate) fn set_enabled(&self, slot: usize, on: bool) {
+        if on {
+            self.enabled.fetch_or(1 << slot, Relaxed);
+        } else {
+            self.enabled.fetch_and(!(1 << slot), Relaxed);
+        }
+    }
+
+    /// Whether the `SYSTEM:NAME` pair matches `system` and `event` (`None`: any;
+    /// `*` and `?` are globs).
+    pub fn matches(&self, system: Option<&str>, event: Option<&str>) -> bool {
+        system.is_none_or(|p| glob(p, self.system)) && event.is_none_or(|p| glob(p, self.name))
+    }
+}
+
+/// Shell-style glob: `*` any run, `?` any one character.
+pub fn glob(pattern: &str, text: &str) -> bool {
+    let (p, t) = (pattern.as_bytes(), text.as_bytes());
+    let (mut pi, mut ti) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        match p.get(pi) {
+            Some(b'*') => {
+                star = Some((pi, ti));
+                pi += 1;
+            }
+            Some(&c) if c == b'?' || c == t[ti] => {
+                pi += 1;
+                ti += 1;
+            }
+            _ => match star {
+                Some((sp, st)) => {
+                    pi = sp + 1;
+                    ti = st + 1;
+                    star = Some((sp, st + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    p[pi..].iter().all(|&c| c == b'*')
+}
+
+/// An argument passed for a field declared as `Decl`. The same type as declared,
+/// except that a `&str` field (declared `&'static str` in the event's static) takes a
+/// string of any lifetime: it is copied into the record.
+pub trait FieldArg<Decl> {
+    /// Appends the value's raw representation.
+    fn encode_arg(&self, out: &mut Encoder<'_>);
+}
+
+macro_rules! same_type_arg {
+    ($($ty:ty),*) => {$(
+        impl FieldArg<$ty> for $ty {
+            #[inline(always)]
+            fn encode_arg(&self, out: &mut Encoder<'_>) {
+                self.encode(out);
+            }
+        }
+    )*};
+}
+
+same_type_arg!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, bool, char);
+
+impl<const N: usize> FieldArg<[u8; N]> for [u8; N] {
+    #[inline(always)]
+    fn encode_arg(&self, out: &mut Encoder<'_>) {
+        self.encode(out);
+    }
+}
+
+impl FieldArg<&'static str> for &str {
+    #[inline(always)]
+    fn encode_arg(&self, out: &mut Encoder<'_>) {
+        self.encode(out);
+    }
+}
+
+/// A tuple of arguments for an event whose fields are declared as `Decl` (a tuple of
+/// the same length), recorded in order.
+pub trait Args<Decl> {
+    /// Appends every value.
+    fn encode(&self, out: &mut Encoder<'_>);
+}
+
+macro_rules! tuple_args {
+    ($(($($arg:ident : $decl:ident),*)),* $(,)?) => {$(
+        impl<$($arg: FieldArg<$decl>, $decl),*> Args<($($decl,)*)> for ($($arg,)*) {
+            #[allow(non_snake_case, reason = "the type parameters name the values")]
+            #[inline(always)]
+            fn encode(&self, _out: &mut Encoder<'_>) {
+                let ($($arg,)*) = self;
+                $($arg.encode_arg(_out);)*
+            }
+        }
+    )*};
+}
+
+tuple_args!(
+    (),
+    (A: Da),
+    (A: Da, B: Db),
+    (A: Da, B: Db, C: Dc),
+    (A: Da, B: Db, C: Dc, D: Dd),
+    (A: Da, B: Db, C: Dc, D: Dd, E: De),
+    (A: Da, B: Db, C: Dc, D: Dd, E: De, F: Df),
+    (A: Da, B: Db, C: Dc, D: Dd, E: De, F: Df, G: Dg),
+    (A: Da, B: Db, C: Dc, D: Dd, E: De, F: Df, G: Dg, H: Dh),
+);
+
+/// A typed tracepoint: its descriptor and the types of its arguments.
+pub struct Event<A> {
+    descriptor: EventDescriptor,
+    _args: PhantomData<fn(A)>,
+}
+
+impl<A> Event<A> {
+    /// Wraps a descriptor (used by [`event!`](crate::event)).
+    pub const fn new(descriptor: EventDescriptor) -> Self {
+        Event { descriptor, _args: PhantomData }
+    }
+
+    /// The descriptor.
+    pub const fn descriptor(&self) -> &EventDescriptor {
+        &self.descriptor
+    }
+
+    /// Whether any instance records this event: one relaxed load.
+    #[inline(always)]
+    pub fn is_enabled(&self) -> bool {
+        self.descriptor.enabled_mask() != 0
+    }
+
+    /// Records the event into every instance that has it enabled. Called by
+    /// [`emit!`](crate::emit) after [`Event::is_enabled`]; safe from any context.
+    #[cold]
+    #[inline(never)]
+    pub fn record<T: Args<A>>(&'static self, args: T) {
+        let mut buf = [0u8; MAX_EVENT_PAYLOAD];
+        let mut encoder = Encoder::new(&mut buf);
+        args.encode(&mut encoder);
+        crate::dispatch::record(&self.descriptor, encoder.bytes());
+    }
+}
+
+/// Declares a tracepoint.
+///
+/// ```ignore
+/// trace::event! {
+///     /// An interrupt handler starts.
+///     pub IRQ_ENTRY = "irq":"irq_handler_entry" { vector: u8 } => "vector={vector}";
+/// }
+/// trace::emit!(IRQ_ENTRY, vector);
+/// ```
+#[macro_export]
+macro_rules! event {
+    ($(
+        $(#[$meta:meta])*
+        $vis:vis $ident:ident = $system:literal : $name:literal { $($field:ident : $ty:ty),* $(,)? }
+            => $format:literal;
+    )*) => {$(
+        $(#[$meta])*
+        $vis static $ident: $crate::Event<($($ty,)*)> = $crate::Event::new($crate::EventDescriptor::new(
+            $system,
+            $name,
+            $format,
+            &[$($crate::Field { name: stringify!($field), kind: <$ty as $crate::FieldValue>::KIND }),*],
+            $crate::DescriptorKind::Event,
+        ));
+        const _: () = {
+            #[used]
+            #[unsafe(link_section = "trace_events")]
+            static DESCRIPTOR: &$crate::EventDescriptor = $ident.descriptor();
+        };
+    )*};
+}
+
+/// The descriptors the linker collected in the `trace_events` section of the
+/// calling binary: every [`event!`](crate::event) and [`printk!`](crate::printk) of
+/// every crate linked in. Expands to the one `unsafe` walk of the section, in the
+/// caller's crate (the kernel's), since it relies on the linker's
+/// `__start_`/`__stop_` symbols.
+#[macro_export]
+macro_rules! linked_events {
+    () => {{
+        unsafe extern "C" {
+            static __start_trace_events: u8;
+            static __stop_trace_events: u8;
+        }
+        let start = (&raw const __start_trace_events).cast::<&'static $crate::EventDescriptor>();
+        let stop = (&raw const __stop_trace_events).cast::<&'static $crate::EventDescriptor>();
+        // SAFETY: the linker places every `&'static EventDescriptor` that `event!` and
+        // `printk!` put in the `trace_events` section contiguously (each is pointer
+        // sized and aligned, and nothing else goes there) between these two symbols;
+        // the section is read-only and lives as long as the program.
+        unsafe { core::slice::from_raw_parts(start, stop.offset_from(start) as usize) }
+    }};
+}
+
+/// Records a tracepoint declared with [`event!`](crate::event), with its arguments
+/// in declaration order. The arguments are evaluated only if the event is enabled.
+#[macro_export]
+macro_rules! emit {
+    ($event:path $(, $arg:expr)* $(,)?) => {
+        if $event.is_enabled() {
+            $event.record(($($arg,)*));
+        }
+    };
+}

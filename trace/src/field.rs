@@ -1,0 +1,360 @@
+//! Event fields: their types, how a value is stored in a record's payload (raw,
+//! little endian, in declaration order), and how a payload is decoded again.
+//!
+//! | kind        | stored as                                  |
+//! |-------------|--------------------------------------------|
+//! | `u8`..`u64`, `i8`..`i64` | 1, 2, 4 or 8 bytes            |
+//! | `bool`      | 1 byte (0 or 1)                            |
+//! | `char`      | 4 bytes (the scalar value)                 |
+//! | `[u8; N]`   | N bytes                                    |
+//! | `str`       | 2-byte length, then that many UTF-8 bytes  |
+//!
+//! A string that does not fit the record is cut at a character boundary.
+
+/// The type of an event field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FieldKind {
+    /// `u8`.
+    U8,
+    /// `u16`.
+    U16,
+    /// `u32`.
+    U32,
+    /// `u64` (and `usize`).
+    U64,
+    /// `i8`.
+    I8,
+    /// `i16`.
+    I16,
+    /// `i32`.
+    I32,
+    /// `i64` (and `isize`).
+    I64,
+    /// `bool`.
+    Bool,
+    /// `char`.
+    Char,
+    /// A fixed-size byte array of this many bytes.
+    Bytes(u16),
+    /// A string, copied into the record.
+    Str,
+}
+
+impl FieldKind {
+    /// The type's name as `format` files show it (`u32`, `u8[16]`, `str`, ...).
+    pub fn write_name(self, out: &mut dyn core::fmt::Write) -> core::fmt::Result {
+        match self {
+            FieldKind::Bytes(n) => write!(out, "u8[{n}]"),
+            other => out.write_str(other.scalar_name()),
+        }
+    }
+
+    fn scalar_name(self) -> &'static str {
+        match self {
+            FieldKind::U8 => "u8",
+            FieldKind::U16 => "u16",
+            FieldKind::U32 => "u32",
+            FieldKind::U64 => "u64",
+            FieldKind::I8 => "i8",
+            FieldKind::I16 => "i16",
+            FieldKind::I32 => "i32",
+            FieldKind::I64 => "i64",
+            FieldKind::Bool => "bool",
+            FieldKind::Char => "char",
+            FieldKind::Bytes(_) => "u8[]",
+            FieldKind::Str => "str",
+        }
+    }
+
+    /// Parses a name written by [`FieldKind::write_name`].
+    pub fn parse(name: &str) -> Option<Self> {
+        if let Some(n) = name.strip_prefix("u8[").and_then(|rest| rest.strip_suffix(']')) {
+            return n.parse().ok().map(FieldKind::Bytes);
+        }
+        [
+            FieldKind::U8,
+            FieldKind::U16,
+            FieldKind::U32,
+            FieldKind::U64,
+            FieldKind::I8,
+            FieldKind::I16,
+            FieldKind::I32,
+            FieldKind::I64,
+            FieldKind::Bool,
+            FieldKind::Char,
+            FieldKind::Str,
+        ]
+        .into_iter()
+        .find(|kind| kind.scalar_name() == name)
+    }
+
+    /// Size in the payload of a fixed-size kind; `None` for strings.
+    pub const fn fixed_size(self) -> Option<usize> {
+        Some(match self {
+            FieldKind::U8 | FieldKind::I8 | FieldKind::Bool => 1,
+            FieldKind::U16 | FieldKind::I16 => 2,
+            FieldKind::U32 | FieldKind::I32 | FieldKind::Char => 4,
+            FieldKind::U64 | FieldKind::I64 => 8,
+            FieldKind::Bytes(n) => n as usize,
+            FieldKind::Str => return None,
+        })
+    }
+
+    /// The kind of a one-byte tag (byte arrays excepted: their tag carries a length).
+    pub(crate) fn from_tag(tag: u8) -> Option<Self> {
+        [
+            FieldKind::U8,
+            FieldKind::U16,
+            FieldKind::U32,
+            FieldKind::U64,
+            FieldKind::I8,
+            FieldKind::I16,
+            FieldKind::I32,
+            FieldKind::I64,
+            FieldKind::Bool,
+            FieldKind::Char,
+            FieldKind::Str,
+        ]
+        .into_iter()
+        .find(|k| k.tag() == tag)
+    }
+
+    /// A one-byte tag for self-describing payloads (printk arguments).
+    pub(crate) fn tag(self) -> u8 {
+        match self {
+            FieldKind::U8 => 1,
+            FieldKind::U16 => 2,
+            FieldKind::U32 => 3,
+            FieldKind::U64 => 4,
+            FieldKind::I8 => 5,
+            FieldKind::I16 => 6,
+            FieldKind::I32 => 7,
+            FieldKind::I64 => 8,
+            FieldKind::Bool => 9,
+            FieldKind::Char => 10,
+            FieldKind::Str => 11,
+            // Byte arrays carry their length after the tag.
+            FieldKind::Bytes(_) => 12,
+        }
+    }
+}
+
+/// A named field of an event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Field<'a> {
+    /// The field's name, as the format string refers to it.
+    pub name: &'a str,
+    /// Its type.
+    pub kind: FieldKind,
+}
+
+/// Writes field values into a payload buffer, never past its end.
+pub struct Encoder<'a> {
+    buf: &'a mut [u8],
+    len: usize,
+}
+
+impl<'a> Encoder<'a> {
+    /// An encoder filling `buf` from the start.
+    pub fn new(buf: &'a mut [u8]) -> Self {
+        Encoder { buf, len: 0 }
+    }
+
+    /// The bytes written so far.
+    pub fn bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+
+    /// Appends `bytes`, as many as fit.
+    #[inline]
+    pub fn put(&mut self, bytes: &[u8]) {
+        let n = bytes.len().min(self.buf.len() - self.len);
+        self.buf[self.len..self.len + n].copy_from_slice(&bytes[..n]);
+        self.len += n;
+    }
+
+    /// Appends a string as a 2-byte length and its bytes, cut at a character
+    /// boundary to what fits.
+    pub fn put_str(&mut self, s: &str) {
+        let room = self.buf.len().saturating_sub(self.len + 2).min(u16::MAX as usize);
+        let mut end = s.len().min(room);
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.put(&(end as u16).to_le_bytes());
+        self.put(&s.as_bytes()[..end]);
+    }
+}
+
+/// A type that can be an event field.
+pub trait FieldValue {
+    /// The field kind of this type.
+    const KIND: FieldKind;
+    /// Appends the value's raw representation.
+    fn encode(&self, out: &mut Encoder<'_>);
+}
+
+macro_rules! integer_field {
+    ($($ty:ty => $kind:ident as $wire:ty),* $(,)?) => {$(
+        impl FieldValue for $ty {
+            const KIND: FieldKind = FieldKind::$kind;
+            #[inline(always)]
+            fn encode(&self, out: &mut Encoder<'_>) {
+                out.put(&(*self as $wire).to_le_bytes());
+            }
+        }
+    )*};
+}
+
+integer_field!(
+    u8 => U8 as u8, u16 => U16 as u16, u32 => U32 as u32, u64 => U64 as u64, usize => U64 as u64,
+    i8 => I8 as i8, i16 => I16 as i16, i32 => I32 as i32, i64 => I64 as i64, isize => I64 as i64,
+);
+
+impl FieldValue for bool {
+    const KIND: FieldKind = FieldKind::Bool;
+    fn encode(&self, out: &mut Encoder<'_>) {
+        out.put(&[u8::from(*self)]);
+    }
+}
+
+impl FieldValue for char {
+    const KIND: FieldKind = FieldKind::Char;
+    fn encode(&self, out: &mut Encoder<'_>) {
+        out.put(&u32::from(*self).to_le_bytes());
+    }
+}
+
+impl<const N: usize> FieldValue for [u8; N] {
+    const KIND: FieldKind = FieldKind::Bytes(N as u16);
+    fn encode(&self, out: &mut Encoder<'_>) {
+        out.put(self);
+    }
+}
+
+impl FieldValue for &str {
+    const KIND: FieldKind = FieldKind::Str;
+    fn encode(&self, out: &mut Encoder<'_>) {
+        out.put_str(self);
+    }
+}
+
+/// A decoded field value, borrowing from the payload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Value<'a> {
+    /// Any unsigned integer field.
+    Unsigned(u64),
+    /// Any signed integer field.
+    Signed(i64),
+    /// A `bool` field.
+    Bool(bool),
+    /// A `char` field.
+    Char(char),
+    /// A byte-array field.
+    Bytes(&'a [u8]),
+    /// A string field.
+    Str(&'a str),
+}
+
+/// Why a payload does not match its fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DecodeError {
+    /// The payload ends inside this field.
+    Truncated,
+    /// A string field is not UTF-8, a `bool` is not 0 or 1, or a `char` is invalid.
+    Invalid,
+    /// An unknown type tag in a self-describing payload.
+    BadTag,
+}
+
+impl core::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            DecodeError::Truncated => "payload too short for its fields",
+            DecodeError::Invalid => "invalid field value",
+            DecodeError::BadTag => "unknown argument type tag",
+        })
+    }
+}
+
+/// Reads values off a payload, front to back.
+#[derive(Clone)]
+pub struct Decoder<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Decoder<'a> {
+    /// A decoder over `payload`.
+    pub fn new(payload: &'a [u8]) -> Self {
+        Decoder { rest: payload }
+    }
+
+    /// Whether the whole payload has been read.
+    pub fn is_empty(&self) -> bool {
+        self.rest.is_empty()
+    }
+
+    fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
+        if self.rest.len() < n {
+            return Err(DecodeError::Truncated);
+        }
+        let (head, rest) = self.rest.split_at(n);
+        self.rest = rest;
+        Ok(head)
+    }
+
+    fn int<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
+        let mut bytes = [0u8; N];
+        bytes.copy_from_slice(self.take(N)?);
+        Ok(bytes)
+    }
+
+    /// Reads one value of `kind`.
+    pub fn value(&mut self, kind: FieldKind) -> Result<Value<'a>, DecodeError> {
+        Ok(match kind {
+            FieldKind::U8 => Value::Unsigned(u64::from(self.int::<1>()?[0])),
+            FieldKind::U16 => Value::Unsigned(u64::from(u16::from_le_bytes(self.int()?))),
+            FieldKind::U32 => Value::Unsigned(u64::from(u32::from_le_bytes(self.int()?))),
+            FieldKind::U64 => Value::Unsigned(u64::from_le_bytes(self.int()?)),
+            FieldKind::I8 => Value::Signed(i64::from(i8::from_le_bytes(self.int()?))),
+            FieldKind::I16 => Value::Signed(i64::from(i16::from_le_bytes(self.int()?))),
+            FieldKind::I32 => Value::Signed(i64::from(i32::from_le_bytes(self.int()?))),
+            FieldKind::I64 => Value::Signed(i64::from_le_bytes(self.int()?)),
+            FieldKind::Bool => match self.int::<1>()?[0] {
+                0 => Value::Bool(false),
+                1 => Value::Bool(true),
+                _ => return Err(DecodeError::Invalid),
+            },
+            FieldKind::Char => Value::Char(
+                char::from_u32(u32::from_le_bytes(self.int()?)).ok_or(DecodeError::Invalid)?,
+            ),
+            FieldKind::Bytes(n) => Value::Bytes(self.take(usize::from(n))?),
+            FieldKind::Str => {
+                let len = u16::from_le_bytes(self.int()?);
+                let bytes = self.take(usize::from(len))?;
+                Value::Str(core::str::from_utf8(bytes).map_err(|_| DecodeError::Invalid)?)
+            }
+        })
+    }
+
+    /// Reads one self-describing value (a type tag, then the value).
+    pub fn tagged(&mut self) -> Result<(FieldKind, Value<'a>), DecodeError> {
+        let tag = self.int::<1>()?[0];
+        let kind = match tag {
+            12 => FieldKind::Bytes(u16::from_le_bytes(self.int()?)),
+            tag => FieldKind::from_tag(tag).ok_or(DecodeError::BadTag)?,
+        };
+        Ok((kind, self.value(kind)?))
+    }
+}
+
+impl Encoder<'_> {
+    /// Appends a self-describing value: its type tag, then the value.
+    pub fn put_tagged<T: FieldValue + ?Sized>(&mut self, value: &T) {
+        self.put(&[T::KIND.tag()]);
+        if let FieldKind::Bytes(n) = T::KIND {
+            self.put(&n.to_le_bytes());
+        }
+        value.encode(self);
+    }
+}

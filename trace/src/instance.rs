@@ -1,0 +1,282 @@
+//! Instances: named buffers, each with its own per-CPU rings, enabled events,
+//! recording switch, mode, size, optional snapshot and statistics. The API mirrors
+//! Linux's `trace_array_*`: get-or-create by name, put (drop the reference), destroy
+//! (busy while referenced), set/clear events, tracing on/off, resize, snapshot,
+//! printk, readers.
+
+extern crate alloc;
+
+use crate::error::Error;
+use crate::event::{DescriptorKind, EventDescriptor};
+use crate::field::Encoder;
+use crate::platform::Platform;
+use crate::record::Mode;
+use crate::recorder::Recorder;
+use crate::stats::RingStats;
+use crate::tracer::Tracer;
+use alloc::string::String;
+use alloc::sync::Arc;
+use core::fmt;
+
+/// Longest instance name.
+pub const MAX_NAME: usize = 32;
+
+/// How to create an instance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InstanceConfig {
+    /// Bytes per CPU ring (rounded up to a power of two).
+    pub bytes_per_cpu: usize,
+    /// What a full ring does.
+    pub mode: Mode,
+    /// Allocate the snapshot buffer now (it can also be allocated later).
+    pub snapshot: bool,
+}
+
+impl Default for InstanceConfig {
+    fn default() -> Self {
+        InstanceConfig { bytes_per_cpu: 64 * 1024, mode: Mode::Overwrite, snapshot: false }
+    }
+}
+
+/// Why an instance operation failed. Nothing changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InstanceError {
+    /// Names are 1 to 32 characters of `A-Z a-z 0-9 _ - .`, not `.` or `..`.
+    InvalidName,
+    /// No instance has that name.
+    NotFound,
+    /// The instance is referenced (a reader has it open, or a driver holds it).
+    Busy,
+    /// Every instance slot is taken.
+    TooManyInstances,
+    /// The instances' buffers would exceed the tracer's memory limit.
+    MemoryLimit,
+    /// The top-level instance cannot be destroyed.
+    TopLevel,
+    /// No event matches the system/event pattern.
+    NoSuchEvent,
+    /// A buffer operation failed.
+    Buffer(Error),
+}
+
+impl From<Error> for InstanceError {
+    fn from(e: Error) -> Self {
+        InstanceError::Buffer(e)
+    }
+}
+
+impl fmt::Display for InstanceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            InstanceError::InvalidName => f.write_str("invalid instance name"),
+            InstanceError::NotFound => f.write_str("no such instance"),
+            InstanceError::Busy => f.write_str("instance busy"),
+            InstanceError::TooManyInstances => f.write_str("too many instances"),
+            InstanceError::MemoryLimit => f.write_str("tracing memory limit reached"),
+            InstanceError::TopLevel => f.write_str("the top-level instance cannot be removed"),
+            InstanceError::NoSuchEvent => f.write_str("no such event"),
+            InstanceError::Buffer(e) => e.fmt(f),
+        }
+    }
+}
+
+/// Checks an instance name.
+pub(crate) fn valid_name(name: &str) -> bool {
+    (1..=MAX_NAME).contains(&name.len())
+        && name != "."
+        && name != ".."
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
+}
+
+/// The state of one instance, shared by the tracer and the references to it.
+pub(crate) struct InstanceState<P> {
+    pub(crate) name: String,
+    pub(crate) slot: usize,
+    /// The current recorder. Replaced whole by resize and snapshot (de)allocation.
+    pub(crate) recorder: spin::Mutex<Arc<Recorder<P>>>,
+}
+
+/// A reference to an instance (`struct trace_array *` with a reference held).
+/// Dropping it is `trace_array_put`. While any reference other than the tracer's own
+/// exists, the instance cannot be destroyed.
+pub struct Instance<'t, P: Platform> {
+    pub(crate) tracer: &'t Tracer<P>,
+    pub(crate) state: Arc<InstanceState<P>>,
+}
+
+impl<P: Platform> Clone for Instance<'_, P> {
+    fn clone(&self) -> Self {
+        Instance { tracer: self.tracer, state: Arc::clone(&self.state) }
+    }
+}
+
+impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
+    /// The instance's name (empty for the top-level instance).
+    pub fn name(&self) -> &str {
+        &self.state.name
+    }
+
+    /// Whether this is the top-level instance.
+    pub fn is_top_level(&self) -> bool {
+        self.state.slot == crate::tracer::TOP_SLOT
+    }
+
+    /// The tracer the instance belongs to.
+    pub fn tracer(&self) -> &'t Tracer<P> {
+        self.tracer
+    }
+
+    /// The current recorder: the live buffer set for readers, and the snapshot. A
+    /// reader holding it keeps its buffers alive across a resize.
+    pub fn recorder(&self) -> Arc<Recorder<P>> {
+        Arc::clone(&self.state.recorder.lock())
+    }
+
+    /// Enables (`enable`) or disables the events whose system and name match
+    /// (`None`: any; globs allowed). Returns how many events matched.
+    pub fn set_event(
+        &self,
+        system: Option<&str>,
+        event: Option<&str>,
+        enable: bool,
+    ) -> Result<usize, InstanceError> {
+        let matched = self
+            .tracer
+            .events()
+            .iter()
+            .filter(|d| d.kind == DescriptorKind::Event && d.matches(system, event))
+            .map(|d| d.set_enabled(self.state.slot, enable))
+            .count();
+        if matched == 0 { Err(InstanceError::NoSuchEvent) } else { Ok(matched) }
+    }
+
+    /// Whether this instance records `descriptor`.
+    pub fn event_enabled(&self, descriptor: &EventDescriptor) -> bool {
+        descriptor.enabled_mask() & (1 << self.state.slot) != 0
+    }
+
+    /// Turns recording on or off (`tracing_on`). Events are not recorded nor counted
+    /// while off.
+    pub fn set_tracing(&self, on: bool) {
+        self.state.recorder.lock().live().set_recording(on);
+    }
+
+    /// Whether recording is on.
+    pub fn tracing(&self) -> bool {
+        self.state.recorder.lock().live().is_recording()
+    }
+
+    /// Switches between overwrite (flight recorder) and discard (producer/consumer).
+    pub fn set_mode(&self, mode: Mode) {
+        self.state.recorder.lock().live().set_mode(mode);
+    }
+
+    /// The current mode.
+    pub fn mode(&self) -> Mode {
+        self.state.recorder.lock().live().mode()
+    }
+
+    /// Bytes per CPU ring.
+    pub fn bytes_per_cpu(&self) -> usize {
+        self.state.recorder.lock().live().bytes_per_cpu()
+    }
+
+    /// Whether a snapshot buffer is allocated.
+    pub fn has_snapshot(&self) -> bool {
+        self.state.recorder.lock().snapshot().is_some()
+    }
+
+    /// Resizes every CPU ring (and the snapshot buffer, if any) to `bytes_per_cpu`.
+    /// The recorded events are discarded; recording state and mode are kept.
+    pub fn resize(&self, bytes_per_cpu: usize) -> Result<(), InstanceError> {
+        self.tracer.replace_recorder(&self.state, |old| old.resized(bytes_per_cpu))
+    }
+
+    /// Allocates the snapshot buffer if there is none.
+    pub fn snapshot_alloc(&self) -> Result<(), InstanceError> {
+        if self.has_snapshot() {
+            return Ok(());
+        }
+        self.tracer.replace_recorder(&self.state, Recorder::with_spare)
+    }
+
+    /// Takes a snapshot: allocates the snapshot buffer if needed, then swaps it with
+    /// the live buffer, so the snapshot holds what was recorded until now while
+    /// recording goes on in the (previous snapshot's) buffer.
+    pub fn snapshot_take(&self) -> Result<(), InstanceError> {
+        self.snapshot_alloc()?;
+        Ok(self.state.recorder.lock().swap()?)
+    }
+
+    /// Empties the snapshot buffer (keeps it allocated).
+    pub fn snapshot_clear(&self) -> Result<(), InstanceError> {
+        Ok(self.state.recorder.lock().clear_snapshot()?)
+    }
+
+    /// Frees the snapshot buffer and what it holds.
+    pub fn snapshot_free(&self) -> Result<(), InstanceError> {
+        if !self.has_snapshot() {
+            return Ok(());
+        }
+        self.tracer.replace_recorder(&self.state, Recorder::without_spare)
+    }
+
+    /// Empties the live buffer and zeroes its statistics. Recording must be off.
+    pub fn clear(&self) -> Result<(), InstanceError> {
+        self.recorder().clear()?;
+        self.tracer.reset_missed(self.state.slot);
+        Ok(())
+    }
+
+    /// CPU `cpu`'s statistics: the ring's, plus events that arrived while the
+    /// instance was being reconfigured (counted as written and dropped).
+    pub fn stats(&self, cpu: usize) -> Result<RingStats, Error> {
+        let mut stats = self.recorder().live().stats(cpu)?;
+        let missed = self.tracer.missed(cpu, self.state.slot);
+        stats.written += missed;
+        stats.dropped += missed;
+        Ok(stats)
+    }
+
+    /// Writes a text marker (`trace_marker`), as the `ftrace:print` event.
+    pub fn write_marker(&self, text: &str) {
+        let mut buf = [0u8; crate::event::MAX_EVENT_PAYLOAD];
+        let mut encoder = Encoder::new(&mut buf);
+        encoder.put_str(text);
+        self.tracer.write_to(self.state.slot, crate::tracer::MARKER.id(), encoder.bytes());
+    }
+
+    /// Records a `printk!` call site's arguments (use the macro).
+    pub fn printk(&self, site: &'static EventDescriptor, encode: impl FnOnce(&mut Encoder<'_>)) {
+        let mut buf = [0u8; crate::event::MAX_EVENT_PAYLOAD];
+        let mut encoder = Encoder::new(&mut buf);
+        encode(&mut encoder);
+        self.tracer.write_to(self.state.slot, site.id(), encoder.bytes());
+    }
+}
+
+/// `trace_array_printk`: records a formatted message into an instance, with the
+/// format string interned in a static descriptor (found by the linker like events)
+/// and the arguments stored raw. Formatting happens when the trace is read.
+///
+/// ```ignore
+/// trace::printk!(instance, "tick {} late by {} ns", tick, late);
+/// ```
+#[macro_export]
+macro_rules! printk {
+    ($instance:expr, $format:literal $(, $arg:expr)* $(,)?) => {{
+        static SITE: $crate::EventDescriptor = $crate::EventDescriptor::new(
+            "ftrace",
+            "bprint",
+            $format,
+            &[],
+            $crate::DescriptorKind::Printk,
+        );
+        const _: () = {
+            #[used]
+            #[unsafe(link_section = "trace_events")]
+            static DESCRIPTOR: &$crate::EventDescriptor = &SITE;
+        };
+        $instance.printk(&SITE, |_encoder| { $(_encoder.put_tagged(&$arg);)* });
+    }};
+}

@@ -1,0 +1,291 @@
+//! Tracepoints, the linker section, instances and snapshots, on the host.
+
+use std::sync::{Mutex, MutexGuard};
+use trace::{EventDescriptor, HostPlatform, InstanceConfig, InstanceError, Limits, Mode, Tracer};
+
+trace::event! {
+    /// A test event with two integers.
+    pub TICK = "test":"tick" { count: u64, late_ns: u64 } => "count={count} late={late_ns}ns";
+    /// A test event with every kind of field.
+    pub EVERYTHING = "test":"everything" {
+        a: u8, b: i16, c: u32, d: i64, e: bool, f: char, g: [u8; 4], h: &str,
+    } => "a={a} b={b} c={c:#x} d={d} e={e} f={f} g={g} h={h}";
+    /// A noisy event.
+    pub NOISE = "noise":"burst" { n: u32 } => "n={}";
+}
+
+/// The descriptors the linker collected in this test binary.
+fn section() -> &'static [&'static EventDescriptor] {
+    trace::linked_events!()
+}
+
+/// One tracer for the whole test binary (tracepoints dispatch to a global); tests
+/// take turns through the lock.
+fn tracer() -> MutexGuard<'static, &'static Tracer<HostPlatform>> {
+    static TRACER: std::sync::OnceLock<Mutex<&'static Tracer<HostPlatform>>> =
+        std::sync::OnceLock::new();
+    let cell = TRACER.get_or_init(|| {
+        let limits = Limits { max_instances: 8, max_total_bytes: 4 << 20 };
+        let top = InstanceConfig { bytes_per_cpu: 4096, mode: Mode::Overwrite, snapshot: false };
+        let tracer = Box::leak(Box::new(
+            Tracer::new(HostPlatform, 2, section(), limits, top).expect("tracer"),
+        ));
+        trace::install(tracer).expect("first install");
+        Mutex::new(tracer)
+    });
+    cell.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Renders every record of an instance's live buffer, merged.
+fn rendered(
+    tracer: &Tracer<HostPlatform>,
+    instance: &trace::Instance<'_, HostPlatform>,
+) -> Vec<String> {
+    let recorder = instance.recorder();
+    let mut merged = recorder.live().merged_iter().expect("iterator");
+    let mut lines = Vec::new();
+    while let Some(record) = merged.next_record() {
+        let descriptor = tracer.descriptor(record.id).expect("known id");
+        let mut text = format!("{}:{}: ", descriptor.system, descriptor.name);
+        match descriptor.kind {
+            trace::DescriptorKind::Event => trace::format::render(
+                &mut text,
+                descriptor.format,
+                descriptor.fields,
+                record.payload,
+            )
+            .unwrap(),
+            trace::DescriptorKind::Printk => {
+                trace::format::render_tagged(&mut text, descriptor.format, record.payload).unwrap()
+            }
+        }
+        lines.push(text);
+    }
+    lines
+}
+
+#[test]
+fn the_section_holds_every_descriptor_and_ids_are_assigned_in_name_order() {
+    let tracer = tracer();
+    let names: Vec<String> =
+        tracer.events().iter().map(|d| format!("{}:{}", d.system, d.name)).collect();
+    for name in ["test:tick", "test:everything", "noise:burst", "ftrace:print", "log:message"] {
+        assert!(names.contains(&name.to_string()), "{name} not found in {names:?}");
+    }
+    for (i, descriptor) in tracer.events().iter().enumerate() {
+        assert_eq!(usize::from(descriptor.id()), i + 1);
+        assert_eq!(
+            tracer.descriptor(descriptor.id()).map(|d| d as *const _),
+            Some(*descriptor as *const _)
+        );
+    }
+    let mut sorted = tracer.events().to_vec();
+    sorted.sort_by_key(|d| (d.system, d.name));
+    assert!(sorted.iter().zip(tracer.events()).all(|(a, b)| std::ptr::eq(*a, *b)));
+}
+
+#[test]
+fn a_disabled_event_evaluates_no_argument() {
+    let _tracer = tracer();
+    let mut evaluated = false;
+    trace::emit!(
+        TICK,
+        {
+            evaluated = true;
+            1u64
+        },
+        2u64
+    );
+    assert!(!evaluated, "the argument of a disabled event was evaluated");
+}
+
+#[test]
+fn an_event_is_recorded_only_in_the_instances_that_enabled_it() {
+    let tracer = tracer();
+    let a = tracer
+        .get_or_create("a", InstanceConfig { bytes_per_cpu: 4096, ..Default::default() })
+        .unwrap();
+    let b = tracer
+        .get_or_create("b", InstanceConfig { bytes_per_cpu: 4096, ..Default::default() })
+        .unwrap();
+    assert_eq!(a.set_event(Some("test"), Some("tick"), true), Ok(1));
+    assert_eq!(b.set_event(Some("noise"), None, true), Ok(1));
+    trace::emit!(TICK, 7u64, 250u64);
+    trace::emit!(NOISE, 3u32);
+    assert_eq!(rendered(&tracer, &a), ["test:tick: count=7 late=250ns"]);
+    assert_eq!(rendered(&tracer, &b), ["noise:burst: n=3"]);
+    assert!(rendered(&tracer, &tracer.top()).is_empty(), "the top-level instance enabled nothing");
+    a.set_event(None, None, false).unwrap();
+    b.set_event(None, None, false).unwrap();
+    tracer.destroy(a).unwrap();
+    tracer.destroy(b).unwrap();
+}
+
+#[test]
+fn a_noisy_event_cannot_overwrite_another_instances_records() {
+    let tracer = tracer();
+    let quiet = tracer
+        .get_or_create("quiet", InstanceConfig { bytes_per_cpu: 4096, ..Default::default() })
+        .unwrap();
+    let noisy = tracer
+        .get_or_create("noisy", InstanceConfig { bytes_per_cpu: 4096, ..Default::default() })
+        .unwrap();
+    quiet.set_event(Some("test"), Some("tick"), true).unwrap();
+    noisy.set_event(Some("noise"), Some("burst"), true).unwrap();
+    trace::emit!(TICK, 1u64, 0u64);
+    for n in 0..10_000u32 {
+        trace::emit!(NOISE, n);
+    }
+    assert_eq!(rendered(&tracer, &quiet), ["test:tick: count=1 late=0ns"]);
+    let stats = noisy.stats(0).unwrap();
+    assert!(stats.overrun > 0 && stats.balanced(), "{stats:?}");
+    quiet.set_event(None, None, false).unwrap();
+    noisy.set_event(None, None, false).unwrap();
+    tracer.destroy(quiet).unwrap();
+    tracer.destroy(noisy).unwrap();
+}
+
+#[test]
+fn every_field_kind_round_trips_through_the_format_string() {
+    let tracer = tracer();
+    let top = tracer.top();
+    top.set_event(Some("test"), Some("everything"), true).unwrap();
+    trace::emit!(
+        EVERYTHING,
+        200u8,
+        -3i16,
+        0xbeefu32,
+        -40i64,
+        true,
+        'λ',
+        [1u8, 2, 0xab, 0xff],
+        "héllo"
+    );
+    top.set_event(None, None, false).unwrap();
+    let lines = rendered(&tracer, &top);
+    top.set_tracing(false);
+    top.clear().unwrap();
+    top.set_tracing(true);
+    assert_eq!(lines, ["test:everything: a=200 b=-3 c=0xbeef d=-40 e=true f=λ g=0102abff h=héllo"]);
+}
+
+#[test]
+fn printk_interns_the_format_and_stores_arguments_raw() {
+    let tracer = tracer();
+    let instance = tracer
+        .get_or_create("printk", InstanceConfig { bytes_per_cpu: 4096, ..Default::default() })
+        .unwrap();
+    trace::printk!(instance, "reconnect {} took {:#x} ns on {}", 3u32, 255u64, "eth0");
+    instance.write_marker("hello from the marker");
+    assert_eq!(
+        rendered(&tracer, &instance),
+        ["ftrace:bprint: reconnect 3 took 0xff ns on eth0", "ftrace:print: hello from the marker"]
+    );
+    tracer.destroy(instance).unwrap();
+}
+
+#[test]
+fn snapshot_keeps_the_window_while_recording_goes_on() {
+    let tracer = tracer();
+    let instance = tracer
+        .get_or_create("snap", InstanceConfig { bytes_per_cpu: 4096, ..Default::default() })
+        .unwrap();
+    instance.set_event(Some("test"), Some("tick"), true).unwrap();
+    trace::emit!(TICK, 1u64, 0u64);
+    trace::emit!(TICK, 2u64, 0u64);
+    assert!(!instance.has_snapshot());
+    instance.snapshot_take().unwrap();
+    assert!(instance.has_snapshot());
+    trace::emit!(TICK, 3u64, 0u64);
+    let recorder = instance.recorder();
+    let snapshot = recorder.snapshot().expect("a snapshot");
+    let mut counts = Vec::new();
+    let mut iter = snapshot.merged_iter().unwrap();
+    while let Some(record) = iter.next_record() {
+        counts.push(u64::from_le_bytes(record.payload[..8].try_into().unwrap()));
+    }
+    assert_eq!(counts, [1, 2], "the snapshot holds the window at the moment it was taken");
+    assert_eq!(rendered(&tracer, &instance), ["test:tick: count=3 late=0ns"], "recording went on");
+    drop(recorder);
+    instance.snapshot_clear().unwrap();
+    assert_eq!(instance.recorder().snapshot().unwrap().merged_iter().unwrap().next_record(), None);
+    instance.snapshot_free().unwrap();
+    assert!(!instance.has_snapshot());
+    instance.set_event(None, None, false).unwrap();
+    tracer.destroy(instance).unwrap();
+}
+
+#[test]
+fn misuse_gets_typed_errors_and_changes_nothing() {
+    let tracer = tracer();
+    let config = InstanceConfig { bytes_per_cpu: 4096, ..Default::default() };
+    for bad in ["", ".", "..", "has space", "slash/name", &"x".repeat(33)] {
+        assert_eq!(
+            tracer.get_or_create(bad, config).err(),
+            Some(InstanceError::InvalidName),
+            "{bad:?}"
+        );
+    }
+    let held = tracer.get_or_create("held", config).unwrap();
+    let again = tracer.get_or_create("held", config).unwrap();
+    assert_eq!(tracer.destroy(again), Err(InstanceError::Busy), "a second reference is held");
+    assert!(tracer.lookup("held").is_some(), "a busy destroy changes nothing");
+    assert_eq!(held.set_event(Some("nosuch"), None, true), Err(InstanceError::NoSuchEvent));
+    let huge = InstanceConfig { bytes_per_cpu: 64 << 20, ..config };
+    assert_eq!(tracer.get_or_create("huge", huge).err(), Some(InstanceError::MemoryLimit));
+    assert!(tracer.lookup("huge").is_none());
+    assert_eq!(tracer.destroy(tracer.top()), Err(InstanceError::TopLevel));
+    assert_eq!(held.resize(64 << 20), Err(InstanceError::MemoryLimit));
+    assert_eq!(held.bytes_per_cpu(), 4096, "a refused resize changes nothing");
+    tracer.destroy(held).unwrap();
+    assert_eq!(tracer.destroy_by_name("held"), Err(InstanceError::NotFound));
+    let (used, _) = tracer.memory();
+    let names = tracer.instance_names();
+    let mut made = Vec::new();
+    let error = loop {
+        match tracer.get_or_create(&format!("n{}", made.len()), config) {
+            Ok(instance) => made.push(instance),
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(error, InstanceError::TooManyInstances);
+    for instance in made {
+        tracer.destroy(instance).unwrap();
+    }
+    assert_eq!(tracer.memory().0, used, "destroying returns the memory");
+    assert_eq!(tracer.instance_names(), names);
+}
+
+#[test]
+fn the_log_bridge_records_log_calls() {
+    let tracer = tracer();
+    let _ = log::set_logger(&trace::log::LOGGER);
+    log::set_max_level(log::LevelFilter::Trace);
+    let top = tracer.top();
+    top.set_event(Some("log"), None, true).unwrap();
+    log::info!(target: "net", "link {} up", 2);
+    top.set_event(None, None, false).unwrap();
+    let lines = rendered(&tracer, &top);
+    top.set_tracing(false);
+    top.clear().unwrap();
+    top.set_tracing(true);
+    assert_eq!(lines, ["log:message: INFO net: link 2 up"]);
+}
+
+#[test]
+fn string_fields_take_strings_of_any_lifetime() {
+    let tracer = tracer();
+    let top = tracer.top();
+    top.set_event(Some("test"), Some("everything"), true).unwrap();
+    let owned = String::from("made at run time");
+    trace::emit!(EVERYTHING, 1u8, 2i16, 3u32, 4i64, false, 'x', [0u8; 4], owned.as_str());
+    top.set_event(None, None, false).unwrap();
+    let lines = rendered(&tracer, &top);
+    top.set_tracing(false);
+    top.clear().unwrap();
+    top.set_tracing(true);
+    assert_eq!(
+        lines,
+        ["test:everything: a=1 b=2 c=0x3 d=4 e=false f=x g=00000000 h=made at run time"]
+    );
+}
