@@ -18,7 +18,13 @@ static HEAP: KernelHeap = KernelHeap(IrqMutex::new(Heap::empty()));
 // exclusively, and the mutex serialises every access to it.
 unsafe impl GlobalAlloc for KernelHeap {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let ptr = self.0.lock().allocate_first_fit(layout).map_or(ptr::null_mut(), NonNull::as_ptr);
+        // While panicking, never wait: the lock may be held by the panicking code or
+        // by a stopped CPU. The allocation then fails, and the dump says so.
+        let heap =
+            if crate::panic::in_progress() { self.0.try_lock() } else { Some(self.0.lock()) };
+        let Some(mut heap) = heap else { return ptr::null_mut() };
+        let ptr = heap.allocate_first_fit(layout).map_or(ptr::null_mut(), NonNull::as_ptr);
+        drop(heap);
         trace::emit!(
             crate::events::KMALLOC,
             ptr as u64,
@@ -29,9 +35,13 @@ unsafe impl GlobalAlloc for KernelHeap {
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // While panicking, a free that cannot take the lock leaks instead of waiting.
+        let heap =
+            if crate::panic::in_progress() { self.0.try_lock() } else { Some(self.0.lock()) };
+        let Some(mut heap) = heap else { return };
         // SAFETY: the caller passes a pointer this allocator returned for `layout`,
         // which is therefore non-null.
-        unsafe { self.0.lock().deallocate(NonNull::new_unchecked(ptr), layout) };
+        unsafe { heap.deallocate(NonNull::new_unchecked(ptr), layout) };
         trace::emit!(crate::events::KFREE, ptr as u64, layout.size() as u64);
     }
 }

@@ -9,6 +9,7 @@ extern crate alloc;
 mod arch;
 mod bench;
 mod clock;
+mod dump;
 mod events;
 mod firmware;
 mod heap;

@@ -148,6 +148,15 @@ pub fn emergency_print_fmt(args: fmt::Arguments<'_>) {
     let _ = Crlf(&mut com1()).write_fmt(args);
 }
 
+/// The emergency console as a `fmt::Write` (see [`emergency_print_fmt`]).
+pub struct EmergencyConsole;
+
+impl Write for EmergencyConsole {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        Crlf(&mut com1()).write_str(s)
+    }
+}
+
 /// Prints to the console.
 #[macro_export]
 macro_rules! print {

@@ -22,6 +22,12 @@ impl<T> IrqMutex<T> {
         Self { inner: spin::Mutex::new(value) }
     }
 
+    /// Disables interrupts and takes the lock if it is free; `None` otherwise.
+    pub fn try_lock(&self) -> Option<IrqMutexGuard<'_, T>> {
+        let irq = IrqGuard::new();
+        Some(IrqMutexGuard { guard: self.inner.try_lock()?, _irq: irq })
+    }
+
     /// Disables interrupts, then spins until the lock is ours.
     pub fn lock(&self) -> IrqMutexGuard<'_, T> {
         let irq = IrqGuard::new();

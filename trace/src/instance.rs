@@ -231,11 +231,14 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
     /// CPU `cpu`'s statistics: the ring's, plus events that arrived while the
     /// instance was being reconfigured (counted as written and dropped).
     pub fn stats(&self, cpu: usize) -> Result<RingStats, Error> {
-        let mut stats = self.recorder().live().stats(cpu)?;
-        let missed = self.tracer.missed(cpu, self.state.slot);
-        stats.written += missed;
-        stats.dropped += missed;
-        Ok(stats)
+        let recorder = self.recorder();
+        crate::tracer::InstanceView {
+            tracer: self.tracer,
+            slot: self.state.slot,
+            name: &self.state.name,
+            recorder: &recorder,
+        }
+        .stats(cpu)
     }
 
     /// Writes a text marker (`trace_marker`), as the `ftrace:print` event.

@@ -57,4 +57,4 @@ pub use reader::{Consumer, Cursor, Merged, Meta, RecordRef, RingIter};
 pub use record::{ANCHOR_ID, MAX_EVENT_ID, MAX_PAYLOAD, Mode, PAD_ID};
 pub use recorder::Recorder;
 pub use stats::{MAX_DEPTH, RingStats};
-pub use tracer::{Limits, MARKER, MAX_INSTANCES, Tracer, TracerError};
+pub use tracer::{InstanceView, Limits, MARKER, MAX_INSTANCES, Tracer, TracerError};

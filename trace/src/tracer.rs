@@ -52,10 +52,11 @@ pub struct Limits {
     pub max_total_bytes: usize,
 }
 
-/// What a CPU's writers see of an instance slot.
+/// What a CPU's writers see of an instance slot: the recorder, and the instance's
+/// name (for a dump taken when the registry's lock cannot be had).
 enum Slot<P> {
     Empty,
-    Live(Arc<Recorder<P>>),
+    Live(Arc<Recorder<P>>, Arc<str>),
 }
 
 /// One CPU's view of the instances, and its count of events that found their
@@ -265,9 +266,11 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         }
         let recorder = Arc::new(Recorder::new(self.platform.clone(), buffer, config.snapshot)?);
         registry.total_bytes += footprint(&recorder);
+        let shared_name: Arc<str> = Arc::from(name.as_str());
         for table in &self.tables {
             table.missed[slot].store(0, Relaxed);
-            *table.slots[slot].write() = Slot::Live(Arc::clone(&recorder));
+            *table.slots[slot].write() =
+                Slot::Live(Arc::clone(&recorder), Arc::clone(&shared_name));
         }
         let state = Arc::new(InstanceState { name, slot, recorder: spin::Mutex::new(recorder) });
         registry.instances[slot] = Some(Arc::clone(&state));
@@ -289,8 +292,9 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         if total > self.limits.max_total_bytes {
             return Err(InstanceError::MemoryLimit);
         }
+        let name: Arc<str> = Arc::from(state.name.as_str());
         for table in &self.tables {
-            *table.slots[state.slot].write() = Slot::Live(Arc::clone(&new));
+            *table.slots[state.slot].write() = Slot::Live(Arc::clone(&new), Arc::clone(&name));
         }
         *current = new;
         registry.total_bytes = total;
@@ -302,7 +306,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         let Some(table) = self.tables.get(self.platform.cpu()) else { return };
         match table.slots[slot].try_read() {
             Some(guard) => {
-                if let Slot::Live(recorder) = &*guard {
+                if let Slot::Live(recorder, _) = &*guard {
                     // Errors are counted by the ring (dropped) or mean recording off.
                     let _ = recorder.write(id, payload);
                 }
@@ -313,6 +317,27 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
                 table.missed[slot].fetch_add(1, Relaxed);
             }
         }
+    }
+
+    /// Calls `visit` with a view of every instance, in slot order, without taking any
+    /// lock that could be held: it reads the calling CPU's own slot table (for the
+    /// panic path, where the registry's lock may be held by a stopped CPU). An
+    /// instance whose slot is being switched at that moment is left out.
+    pub fn visit_instances(&self, mut visit: impl FnMut(InstanceView<'_, P>)) {
+        let Some(table) = self.tables.get(self.platform.cpu()) else { return };
+        for (slot, entry) in table.slots.iter().enumerate() {
+            if let Some(guard) = entry.try_read()
+                && let Slot::Live(recorder, name) = &*guard
+            {
+                visit(InstanceView { tracer: self, slot, name, recorder });
+            }
+        }
+    }
+
+    /// Turns recording off in every instance (the panic path; lock-free like
+    /// [`Tracer::visit_instances`]).
+    pub fn stop_all(&self) {
+        self.visit_instances(|view| view.recorder.live().set_recording(false));
     }
 
     /// Events CPU `cpu` could not record into `slot` because it was being switched.
@@ -337,6 +362,27 @@ impl<P: Platform + Clone + Send + Sync> Dispatch for Tracer<P> {
             mask &= mask - 1;
             self.write_to(slot, id, payload);
         }
+    }
+}
+
+/// An instance as [`Tracer::visit_instances`] shows it.
+pub struct InstanceView<'a, P> {
+    pub(crate) tracer: &'a Tracer<P>,
+    pub(crate) slot: usize,
+    /// The instance's name (empty: the top-level instance).
+    pub name: &'a str,
+    /// Its recorder.
+    pub recorder: &'a Recorder<P>,
+}
+
+impl<P: Platform + Clone + Send + Sync> InstanceView<'_, P> {
+    /// CPU `cpu`'s statistics, as [`crate::Instance::stats`] gives them.
+    pub fn stats(&self, cpu: usize) -> Result<crate::RingStats, crate::Error> {
+        let mut stats = self.recorder.live().stats(cpu)?;
+        let missed = self.tracer.missed(cpu, self.slot);
+        stats.written += missed;
+        stats.dropped += missed;
+        Ok(stats)
     }
 }
 

@@ -5,8 +5,11 @@ use super::tracefs::{self, File, Node};
 use super::{Command, CommandError, Shell};
 use crate::arch::percpu;
 use crate::arch::qemu::{self, ExitCode};
+use crate::dump::{self, Cpus, DumpConfig};
 use crate::{clock, heap, memory, print, println, serial, smp, stress, timer, tracing, watchdog};
 use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
 use trace::Mode;
 use x86_64::VirtAddr;
 
@@ -96,6 +99,13 @@ pub static COMMANDS: &[Command] = &[
         help: "panic on purpose, here or on CPU (tests the panic path)",
         redirects: false,
         run: panic,
+    },
+    Command {
+        name: "dump",
+        usage: "[on-panic] [all|orig_cpu] [last N] [instance NAME]...",
+        help: "print the panic-format trace dump now; 'on-panic' sets what a panic dumps",
+        redirects: false,
+        run: dump,
     },
     Command {
         name: "bench",
@@ -274,6 +284,56 @@ fn stress(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), Comm
         stress::run(mode, ms).map_err(CommandError::from)?;
     }
     Ok(())
+}
+
+/// Parses dump options over `base`: `all`/`orig_cpu`, `last N`, `instance NAME`.
+fn dump_options(mut args: &[&str], base: DumpConfig) -> Result<DumpConfig, CommandError> {
+    let mut config = base;
+    let mut names: Vec<String> = Vec::new();
+    while let Some((&word, rest)) = args.split_first() {
+        args = rest;
+        match word {
+            "all" => config.cpus = Cpus::All,
+            "orig_cpu" => config.cpus = Cpus::Origin,
+            "last" | "instance" => {
+                let (&value, rest) = args.split_first().ok_or(CommandError::Usage)?;
+                args = rest;
+                if word == "last" {
+                    config.last = match value {
+                        "all" => None,
+                        n => Some(n.parse().ok().filter(|&n| n > 0).ok_or(CommandError::Usage)?),
+                    };
+                } else {
+                    names.push(value.into());
+                }
+            }
+            _ => return Err(CommandError::Usage),
+        }
+    }
+    if !names.is_empty() {
+        config.instances = Some(names);
+    }
+    Ok(config)
+}
+
+fn dump(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+    match args {
+        ["on-panic", rest @ ..] => {
+            let config = dump_options(rest, dump::on_panic())?;
+            let instances = config.instances.as_ref().map_or(String::from("all"), |n| n.join(" "));
+            let last = config.last.map_or(String::from("all"), |n| format!("{n}"));
+            println!(
+                "on panic: cpus {:?}, last {last} records, instances {instances}",
+                config.cpus
+            );
+            dump::set_on_panic(config);
+            Ok(())
+        }
+        options => {
+            let config = dump_options(options, dump::on_panic())?;
+            dump::live_dump(&config, &mut serial::Console).map_err(CommandError::from)
+        }
+    }
 }
 
 fn bench(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {

@@ -1,0 +1,191 @@
+//! The trace dump: on panic (and on the `dump` command) the recorded events go to
+//! the serial line twice: as human-readable lines merged in time order, then as the
+//! compact, checksummed machine-readable block (`trace::dump`) that
+//! `cargo run -- report LOG` reads. The panic path takes no lock that another CPU
+//! may hold and writes through the emergency console.
+
+use crate::sync::IrqMutex;
+use crate::tracing::{self, KernelPlatform};
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt::Write;
+use trace::dump::DumpWriter;
+use trace::{InstanceView, RecordRef, Tracer};
+
+/// Which CPUs' records a dump carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cpus {
+    /// Every CPU's.
+    All,
+    /// Only the panicking (or dumping) CPU's, like `ftrace_dump_on_oops=orig_cpu`.
+    Origin,
+}
+
+/// What a dump carries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DumpConfig {
+    /// Which CPUs.
+    pub cpus: Cpus,
+    /// At most this many of the newest records per instance (`None`: all).
+    pub last: Option<u64>,
+    /// Only these instances (`None`: all; the top-level one is named `top`).
+    pub instances: Option<Vec<String>>,
+}
+
+impl DumpConfig {
+    const DEFAULT: DumpConfig = DumpConfig { cpus: Cpus::All, last: None, instances: None };
+
+    fn wants(&self, name: &str) -> bool {
+        let name = if name.is_empty() { "top" } else { name };
+        self.instances.as_ref().is_none_or(|names| names.iter().any(|n| n == name))
+    }
+}
+
+/// The configuration the panic path uses.
+static ON_PANIC: IrqMutex<DumpConfig> = IrqMutex::new(DumpConfig::DEFAULT);
+
+/// Sets what a panic dumps.
+pub fn set_on_panic(config: DumpConfig) {
+    *ON_PANIC.lock() = config;
+}
+
+/// What a panic dumps.
+pub fn on_panic() -> DumpConfig {
+    ON_PANIC.lock().clone()
+}
+
+/// The panic handler's dump: recording stops everywhere, then the dump is written
+/// with the panic configuration (the default if its lock cannot be had).
+pub fn panic_dump(cpu: usize, message: &str, location: &str) {
+    let Some(tracer) = tracing::tracer() else { return };
+    tracer.stop_all();
+    let config = ON_PANIC.try_lock().map_or(DumpConfig::DEFAULT, |c| c.clone());
+    write(tracer, &config, Some((cpu, message, location)), &mut crate::serial::EmergencyConsole);
+}
+
+/// A live dump to `out` (the `dump` command); recording goes on.
+pub fn live_dump(config: &DumpConfig, out: &mut dyn Write) -> Result<(), &'static str> {
+    let tracer = tracing::tracer().ok_or("tracing is not available")?;
+    write(tracer, config, None, out);
+    Ok(())
+}
+
+/// The CPUs a dump covers.
+fn cpus(tracer: &Tracer<KernelPlatform>, config: &DumpConfig) -> core::ops::Range<usize> {
+    match config.cpus {
+        Cpus::All => 0..tracer.cpus(),
+        Cpus::Origin => {
+            let cpu = crate::arch::percpu::index();
+            cpu..cpu + 1
+        }
+    }
+}
+
+/// Calls `each` with every record of `view` to dump, oldest first: the CPUs chosen,
+/// merged in time order, the newest `config.last`. Returns how many older records
+/// were left out, or `None` if the records could not be read (no memory).
+fn records(
+    tracer: &Tracer<KernelPlatform>,
+    view: &InstanceView<'_, KernelPlatform>,
+    config: &DumpConfig,
+    mut each: impl FnMut(&RecordRef<'_>),
+) -> Option<u64> {
+    let cpus = cpus(tracer, config);
+    let total: u64 = cpus.clone().filter_map(|cpu| view.stats(cpu).ok()).map(|s| s.entries).sum();
+    let skip = config.last.map_or(0, |last| total.saturating_sub(last));
+    let live = view.recorder.live();
+    let mut seen = 0u64;
+    let mut visit = |record: &RecordRef<'_>| {
+        if seen >= skip {
+            each(record);
+        }
+        seen += 1;
+    };
+    if cpus.len() == 1 {
+        let mut iter = live.iter(cpus.start).ok()?;
+        while let Some(record) = iter.next_record() {
+            visit(&record);
+        }
+    } else {
+        let mut merged = live.merged_iter().ok()?;
+        while let Some(record) = merged.next_record() {
+            visit(&record);
+        }
+    }
+    Some(skip.min(seen))
+}
+
+fn write(
+    tracer: &Tracer<KernelPlatform>,
+    config: &DumpConfig,
+    panic: Option<(usize, &str, &str)>,
+    out: &mut dyn Write,
+) {
+    let cpus = cpus(tracer, config);
+    // Human-readable part.
+    let _ = writeln!(
+        out,
+        "# trace dump: {} CPU(s), records of CPU(s) {}..{}",
+        tracer.cpus(),
+        cpus.start,
+        cpus.end - 1
+    );
+    if let Some((cpu, message, location)) = panic {
+        let _ = writeln!(out, "# panic on cpu {cpu} at {location}: {message}");
+    }
+    tracer.visit_instances(|view| {
+        if !config.wants(view.name) {
+            return;
+        }
+        let name = if view.name.is_empty() { "top" } else { view.name };
+        let _ = writeln!(out, "# instance {name}");
+        for cpu in cpus.clone() {
+            if let Ok(s) = view.stats(cpu) {
+                let _ = writeln!(
+                    out,
+                    "# cpu{cpu}: written {} entries {} overrun {} dropped {} read {}",
+                    s.written, s.entries, s.overrun, s.dropped, s.read
+                );
+            }
+        }
+        match records(tracer, &view, config, |record| {
+            let _ = tracing::write_record(out, tracer, record);
+        }) {
+            Some(0) => {}
+            Some(skipped) => {
+                let _ = writeln!(out, "# ({skipped} older records left out)");
+            }
+            None => {
+                let _ = writeln!(out, "# (records unreadable: no memory)");
+            }
+        }
+    });
+    // Machine-readable part.
+    let mut writer = DumpWriter::begin(|line: &str| {
+        let _ = writeln!(out, "{line}");
+    });
+    writer.header(tracer.cpus(), panic);
+    for descriptor in tracer.events() {
+        writer.descriptor(descriptor);
+    }
+    let mut index = 0;
+    tracer.visit_instances(|view| {
+        if !config.wants(view.name) {
+            return;
+        }
+        writer.instance(index, view.name);
+        for cpu in cpus.clone() {
+            if let Ok(stats) = view.stats(cpu) {
+                writer.cpu_stats(index, cpu, &stats);
+            }
+        }
+        let skipped = records(tracer, &view, config, |r| {
+            writer.record(index, r.cpu, r.ts, r.id, r.payload, tracer.descriptor(r.id));
+        });
+        if let Some(skipped) = skipped.filter(|&s| s > 0) {
+            writer.skipped(index, skipped);
+        }
+        index += 1;
+    });
+    writer.finish();
+}
