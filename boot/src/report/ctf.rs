@@ -1,0 +1,461 @@
+//! A CTF 1.8 trace directory that babeltrace2 reads: a TSDL `metadata` file and
+//! one binary stream file per CPU (`stream_0`, ...), little-endian.
+//!
+//! Every packet has a header (magic `0xC1FC1FC1`, trace UUID, stream id) and a
+//! context (`timestamp_begin`, `timestamp_end`, `content_size`, `packet_size`,
+//! `events_discarded`, `cpu_id`); every event a header (32-bit id, 64-bit
+//! timestamp in ns since boot). Each descriptor is one event class named
+//! `system:name`; events without a descriptor go to an extra class `unknown`
+//! (id 65536) holding the original id and the values' bytes.
+//!
+//! Lost events. `events_discarded` is a per-stream running count, so babeltrace2
+//! reports the increase between packets as discarded events. A CPU's count is
+//! attributed where it happened, as far as the dump says:
+//! - an event's `lost_before` starts a new packet whose counter includes it;
+//! - overruns not explained by `lost_before` were the oldest events, lost before
+//!   the first kept one: they are counted in the first packet;
+//! - drops not explained by it are counted in a trailing empty packet.
+//!
+//! The CPU's total is `max(overrun + dropped, sum of lost_before)`.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::fs;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::io::{self, ErrorKind};
+use std::path::Path;
+
+use super::model::{Descriptor, Event, FieldKind, Trace, Value};
+
+/// Event class id of events whose id has no descriptor (above any `u16` id).
+pub const UNKNOWN_EVENT_CLASS_ID: u32 = 0x1_0000;
+/// Largest `Bytes(n)` field written; a larger one is an error (a corrupt descriptor).
+pub const MAX_BYTES_FIELD: usize = 1 << 16;
+/// A packet is closed once its content reaches this size.
+const PACKET_TARGET_BYTES: usize = 1 << 20;
+const MAGIC: u32 = 0xC1FC_1FC1;
+/// Packet header (magic, uuid, stream_id) + context (5 × u64, cpu_id u32).
+const PACKET_HEADER_BYTES: usize = 4 + 16 + 4 + 5 * 8 + 4;
+
+/// Writes the trace as a CTF 1.8 trace into `dir`, which is created if missing
+/// and must otherwise be empty (stale stream files would be read as part of it).
+pub fn write_ctf(trace: &Trace, dir: &Path) -> io::Result<()> {
+    for d in trace.descriptors.values() {
+        for f in &d.fields {
+            if let FieldKind::Bytes(n) = f.kind
+                && n > MAX_BYTES_FIELD
+            {
+                return Err(io::Error::new(
+                    ErrorKind::InvalidData,
+                    format!(
+                        "event {} (id {}): field `{}` is a {n}-byte array, larger than the \
+                         {MAX_BYTES_FIELD} bytes CTF output allows",
+                        d.full_name(),
+                        d.id,
+                        f.name
+                    ),
+                ));
+            }
+        }
+    }
+    fs::create_dir_all(dir).map_err(|e| with_path(e, "cannot create CTF directory", dir))?;
+    if fs::read_dir(dir).map_err(|e| with_path(e, "cannot read", dir))?.next().is_some() {
+        return Err(io::Error::new(
+            ErrorKind::AlreadyExists,
+            format!(
+                "CTF output directory {} is not empty; remove it or choose another",
+                dir.display()
+            ),
+        ));
+    }
+    let uuid = trace_uuid(trace);
+    let metadata = metadata(trace, &uuid);
+    let path = dir.join("metadata");
+    fs::write(&path, metadata).map_err(|e| with_path(e, "cannot write", &path))?;
+    for cpu in 0..trace.cpu_tracks().max(1) {
+        let path = dir.join(format!("stream_{cpu}"));
+        fs::write(&path, stream(trace, cpu, &uuid))
+            .map_err(|e| with_path(e, "cannot write", &path))?;
+    }
+    Ok(())
+}
+
+fn with_path(e: io::Error, what: &str, path: &Path) -> io::Error {
+    io::Error::new(e.kind(), format!("{what} {}: {e}", path.display()))
+}
+
+/// A UUID derived from the trace's content (so equal dumps give equal traces),
+/// with the RFC 4122 version-4 and variant bits set.
+fn trace_uuid(trace: &Trace) -> [u8; 16] {
+    let mut bytes = [0u8; 16];
+    for (half, chunk) in bytes.chunks_mut(8).enumerate() {
+        let mut h = DefaultHasher::new();
+        half.hash(&mut h);
+        trace.instance.hash(&mut h);
+        trace.cpus.hash(&mut h);
+        for d in trace.descriptors.values() {
+            (d.id, &d.system, &d.name).hash(&mut h);
+        }
+        for e in &trace.events {
+            (e.cpu, e.ts, e.id, e.lost_before).hash(&mut h);
+        }
+        chunk.copy_from_slice(&h.finish().to_le_bytes());
+    }
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    bytes
+}
+
+fn uuid_string(u: &[u8; 16]) -> String {
+    let mut s = String::new();
+    for (i, b) in u.iter().enumerate() {
+        if matches!(i, 4 | 6 | 8 | 10) {
+            s.push('-');
+        }
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+/// A TSDL string literal: quotes and backslashes escaped, control characters
+/// replaced by spaces.
+fn tsdl_string(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// TSDL field names of a descriptor: `_` + the name with anything but ASCII
+/// alphanumerics and `_` replaced by `_` (babeltrace2 strips the leading `_`,
+/// which also keeps names clear of TSDL keywords), made unique.
+fn field_names(d: &Descriptor) -> Vec<String> {
+    let mut seen = BTreeSet::new();
+    d.fields
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let clean: String = f
+                .name
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' })
+                .collect();
+            let base = if clean.is_empty() { format!("_field{i}") } else { format!("_{clean}") };
+            let mut name = base.clone();
+            let mut n = 2;
+            while !seen.insert(name.clone()) {
+                name = format!("{base}_{n}");
+                n += 1;
+            }
+            name
+        })
+        .collect()
+}
+
+fn tsdl_type(kind: FieldKind) -> &'static str {
+    match kind {
+        FieldKind::U8 => "uint8_t",
+        FieldKind::U16 => "uint16_t",
+        FieldKind::U32 => "uint32_t",
+        FieldKind::U64 => "uint64_t",
+        FieldKind::I8 => "int8_t",
+        FieldKind::I16 => "int16_t",
+        FieldKind::I32 => "int32_t",
+        FieldKind::I64 => "int64_t",
+        FieldKind::Bool => "uint8_t",
+        FieldKind::Char => "uint32_t",
+        FieldKind::Bytes(_) => "byte_t",
+        FieldKind::Str => "string",
+    }
+}
+
+fn metadata(trace: &Trace, uuid: &[u8; 16]) -> String {
+    let uuid = uuid_string(uuid);
+    let mut m = String::from("/* CTF 1.8 */\n\n");
+    for (bits, signed) in [(8, false), (16, false), (32, false), (64, false)].into_iter().chain([
+        (8, true),
+        (16, true),
+        (32, true),
+        (64, true),
+    ]) {
+        let name = if signed { format!("int{bits}_t") } else { format!("uint{bits}_t") };
+        let _ = writeln!(
+            m,
+            "typealias integer {{ size = {bits}; align = 8; signed = {signed}; }} := {name};"
+        );
+    }
+    m.push_str(
+        "typealias integer { size = 8; align = 8; signed = false; base = 16; } := byte_t;\n\n",
+    );
+    let _ = write!(
+        m,
+        "trace {{\n\
+         \tmajor = 1;\n\
+         \tminor = 8;\n\
+         \tuuid = \"{uuid}\";\n\
+         \tbyte_order = le;\n\
+         \tpacket.header := struct {{\n\
+         \t\tuint32_t magic;\n\
+         \t\tuint8_t uuid[16];\n\
+         \t\tuint32_t stream_id;\n\
+         \t}};\n\
+         }};\n\n"
+    );
+    m.push_str("env {\n\tdomain = \"kernel\";\n\ttracer_name = \"flight-recorder\";\n");
+    let _ = writeln!(m, "\tinstance = {};", tsdl_string(trace.instance_name()));
+    let _ = writeln!(m, "\tcpus = {};", trace.cpus);
+    if let Some(p) = &trace.panic {
+        let _ = writeln!(m, "\tpanic_cpu = {};", p.cpu);
+        let _ = writeln!(m, "\tpanic_location = {};", tsdl_string(&p.location));
+        let _ = writeln!(m, "\tpanic_message = {};", tsdl_string(&p.message));
+    }
+    m.push_str("};\n\n");
+    let _ = write!(
+        m,
+        "clock {{\n\
+         \tname = \"monotonic\";\n\
+         \tuuid = \"{uuid}\";\n\
+         \tdescription = \"nanoseconds since boot\";\n\
+         \tfreq = 1000000000;\n\
+         \toffset = 0;\n\
+         }};\n\n\
+         typealias integer {{ size = 64; align = 8; signed = false; map = clock.monotonic.value; }} \
+         := uint64_clock_monotonic_t;\n\n\
+         stream {{\n\
+         \tid = 0;\n\
+         \tpacket.context := struct {{\n\
+         \t\tuint64_clock_monotonic_t timestamp_begin;\n\
+         \t\tuint64_clock_monotonic_t timestamp_end;\n\
+         \t\tuint64_t content_size;\n\
+         \t\tuint64_t packet_size;\n\
+         \t\tuint64_t events_discarded;\n\
+         \t\tuint32_t cpu_id;\n\
+         \t}};\n\
+         \tevent.header := struct {{\n\
+         \t\tuint32_t id;\n\
+         \t\tuint64_clock_monotonic_t timestamp;\n\
+         \t}};\n\
+         }};\n\n"
+    );
+    for d in trace.descriptors.values() {
+        let _ = write!(
+            m,
+            "event {{\n\tname = {};\n\tid = {};\n\tstream_id = 0;\n\tfields := struct {{\n",
+            tsdl_string(&d.full_name()),
+            d.id
+        );
+        for (f, name) in d.fields.iter().zip(field_names(d)) {
+            match f.kind {
+                FieldKind::Bytes(n) => {
+                    let _ = writeln!(m, "\t\tbyte_t {name}[{n}];");
+                }
+                k => {
+                    let _ = writeln!(m, "\t\t{} {name};", tsdl_type(k));
+                }
+            }
+        }
+        m.push_str("\t};\n};\n\n");
+    }
+    if trace.events.iter().any(|e| trace.descriptor(e.id).is_none()) {
+        let _ = write!(
+            m,
+            "event {{\n\
+             \tname = \"unknown\";\n\
+             \tid = {UNKNOWN_EVENT_CLASS_ID};\n\
+             \tstream_id = 0;\n\
+             \tfields := struct {{\n\
+             \t\tuint16_t _event_id;\n\
+             \t\tuint32_t _length;\n\
+             \t\tbyte_t _data[_length];\n\
+             \t}};\n\
+             }};\n\n"
+        );
+    }
+    m
+}
+
+/// The value as the low bits of a 64-bit integer (two's complement for signed).
+fn as_bits(v: Option<&Value>) -> u64 {
+    match v {
+        Some(Value::Unsigned(n)) => *n,
+        Some(Value::Signed(n)) => *n as u64,
+        Some(Value::Bool(b)) => u64::from(*b),
+        Some(Value::Char(c)) => u64::from(u32::from(*c)),
+        Some(Value::Bytes(b)) => {
+            let mut le = [0u8; 8];
+            let n = b.len().min(8);
+            le[..n].copy_from_slice(&b[..n]);
+            u64::from_le_bytes(le)
+        }
+        Some(Value::Str(_)) | None => 0,
+    }
+}
+
+/// Appends one event's fields in the layout the metadata declares. Values that
+/// do not match their field's kind are coerced (missing ones are zero/empty), so
+/// a malformed event still yields a readable stream.
+fn encode_fields(buf: &mut Vec<u8>, d: &Descriptor, values: &[Value]) {
+    for (i, f) in d.fields.iter().enumerate() {
+        let v = values.get(i);
+        let bits = as_bits(v);
+        match f.kind {
+            FieldKind::U8 | FieldKind::I8 => buf.push(bits as u8),
+            FieldKind::U16 | FieldKind::I16 => buf.extend_from_slice(&(bits as u16).to_le_bytes()),
+            FieldKind::U32 | FieldKind::I32 | FieldKind::Char => {
+                buf.extend_from_slice(&(bits as u32).to_le_bytes());
+            }
+            FieldKind::U64 | FieldKind::I64 => buf.extend_from_slice(&bits.to_le_bytes()),
+            FieldKind::Bool => buf.push(u8::from(bits != 0)),
+            FieldKind::Bytes(n) => {
+                let raw = v.map(Value::raw_bytes).unwrap_or_default();
+                let start = buf.len();
+                buf.extend(raw.iter().take(n));
+                buf.resize(start + n, 0);
+            }
+            FieldKind::Str => {
+                let s = match v {
+                    Some(Value::Str(s)) => s.clone(),
+                    Some(Value::Bytes(b)) => String::from_utf8_lossy(b).into_owned(),
+                    _ => String::new(),
+                };
+                // A NUL would end the string early and desynchronise the stream.
+                buf.extend(s.bytes().filter(|&b| b != 0));
+                buf.push(0);
+            }
+        }
+    }
+}
+
+fn encode_event(buf: &mut Vec<u8>, trace: &Trace, ev: &Event, ts: u64) {
+    match trace.descriptor(ev.id) {
+        Some(d) => {
+            buf.extend_from_slice(&u32::from(ev.id).to_le_bytes());
+            buf.extend_from_slice(&ts.to_le_bytes());
+            encode_fields(buf, d, &ev.values);
+        }
+        None => {
+            let data: Vec<u8> = ev.values.iter().flat_map(Value::raw_bytes).collect();
+            let len = u32::try_from(data.len()).unwrap_or(u32::MAX);
+            buf.extend_from_slice(&UNKNOWN_EVENT_CLASS_ID.to_le_bytes());
+            buf.extend_from_slice(&ts.to_le_bytes());
+            buf.extend_from_slice(&ev.id.to_le_bytes());
+            buf.extend_from_slice(&len.to_le_bytes());
+            buf.extend(data.iter().take(len as usize));
+        }
+    }
+}
+
+/// One packet under construction.
+struct Packet {
+    begin: u64,
+    end: u64,
+    body: Vec<u8>,
+}
+
+/// Writes one stream's packets.
+struct StreamWriter<'a> {
+    out: Vec<u8>,
+    uuid: &'a [u8; 16],
+    cpu: usize,
+    first: bool,
+}
+
+impl StreamWriter<'_> {
+    /// Appends a packet whose `events_discarded` snapshot is `discarded`.
+    ///
+    /// babeltrace2 reports a nonzero counter in a stream's first packet only as
+    /// "may have discarded events", without the count: such a packet is preceded
+    /// by an empty one at time 0 with a zero counter, so the count is reported.
+    fn packet(&mut self, p: &Packet, discarded: u64) {
+        if self.first && discarded > 0 {
+            self.raw_packet(&Packet { begin: 0, end: 0, body: Vec::new() }, 0);
+        }
+        self.first = false;
+        self.raw_packet(p, discarded);
+    }
+
+    fn raw_packet(&mut self, p: &Packet, discarded: u64) {
+        let bits = ((PACKET_HEADER_BYTES + p.body.len()) as u64) * 8;
+        let out = &mut self.out;
+        out.extend_from_slice(&MAGIC.to_le_bytes());
+        out.extend_from_slice(self.uuid);
+        out.extend_from_slice(&0u32.to_le_bytes()); // stream_id
+        out.extend_from_slice(&p.begin.to_le_bytes());
+        out.extend_from_slice(&p.end.to_le_bytes());
+        out.extend_from_slice(&bits.to_le_bytes()); // content_size
+        out.extend_from_slice(&bits.to_le_bytes()); // packet_size
+        out.extend_from_slice(&discarded.to_le_bytes());
+        out.extend_from_slice(&(self.cpu as u32).to_le_bytes());
+        out.extend_from_slice(&p.body);
+    }
+}
+
+/// The stream file of one CPU.
+///
+/// Packets are cut so that babeltrace2's discarded-events ranges are tight: an
+/// event with `lost_before` (and the first event, when overruns precede it) is a
+/// packet of its own, so its losses are reported between the previous event and
+/// it.
+fn stream(trace: &Trace, cpu: usize, uuid: &[u8; 16]) -> Vec<u8> {
+    let stats = trace.cpu_stats(cpu);
+    let events: Vec<&Event> = trace.events.iter().filter(|e| e.cpu == cpu).collect();
+    let reported = events.iter().map(|e| e.lost_before).fold(0u64, u64::saturating_add);
+    let head = stats.overrun.saturating_sub(reported);
+    let tail = stats.dropped.saturating_sub(reported.saturating_sub(stats.overrun));
+
+    let mut w = StreamWriter { out: Vec::new(), uuid, cpu, first: true };
+    let mut discarded = head;
+    let mut packet: Option<Packet> = None;
+    let mut last_ts = 0u64;
+    for (i, ev) in events.iter().enumerate() {
+        // babeltrace2 needs time to move forward within a stream.
+        let ts = ev.ts.max(last_ts);
+        last_ts = ts;
+        let full = packet.as_ref().is_some_and(|p| p.body.len() >= PACKET_TARGET_BYTES);
+        if (ev.lost_before > 0 || full)
+            && let Some(p) = packet.take()
+        {
+            w.packet(&p, discarded);
+        }
+        discarded = discarded.saturating_add(ev.lost_before);
+        let p = packet.get_or_insert_with(|| Packet { begin: ts, end: ts, body: Vec::new() });
+        p.end = ts;
+        encode_event(&mut p.body, trace, ev, ts);
+        if (ev.lost_before > 0 || (i == 0 && head > 0))
+            && let Some(p) = packet.take()
+        {
+            w.packet(&p, discarded);
+        }
+    }
+    if let Some(p) = packet.take() {
+        w.packet(&p, discarded);
+    }
+    if tail > 0 || w.first {
+        // Drops after the last kept event; or a CPU without events.
+        w.packet(
+            &Packet { begin: last_ts, end: last_ts, body: Vec::new() },
+            discarded.saturating_add(tail),
+        );
+    }
+    w.out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::sample::sample;
+
+    #[test]
+    fn scratch() {
+        let d = std::path::Path::new("/tmp/ctf-sample");
+        let _ = fs::remove_dir_all(d);
+        write_ctf(&sample(), d).unwrap();
+    }
+}
