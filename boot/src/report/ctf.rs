@@ -449,13 +449,235 @@ fn stream(trace: &Trace, cpu: usize, uuid: &[u8; 16]) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+    use std::process::{Command, Output};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
     use super::*;
+    use crate::report::model::{FieldDesc, PanicInfo};
     use crate::report::sample::sample;
 
+    /// A fresh, unique path under the system temp directory, removed on drop.
+    struct TempDir(PathBuf);
+
+    impl TempDir {
+        fn new(tag: &str) -> TempDir {
+            static N: AtomicUsize = AtomicUsize::new(0);
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos());
+            let n = N.fetch_add(1, Ordering::Relaxed);
+            let name = format!("boot-report-ctf-{tag}-{}-{nanos}-{n}", std::process::id());
+            TempDir(std::env::temp_dir().join(name))
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn babeltrace2(args: &[&str], dir: &Path) -> Output {
+        match Command::new("babeltrace2").args(args).arg(dir).output() {
+            Ok(out) => out,
+            Err(e) if e.kind() == ErrorKind::NotFound => panic!(
+                "babeltrace2 is not installed (not on PATH): boot/setup.sh installs it \
+                 (Debian package babeltrace2)"
+            ),
+            Err(e) => panic!("cannot run babeltrace2: {e}"),
+        }
+    }
+
+    fn text(bytes: &[u8]) -> String {
+        String::from_utf8_lossy(bytes).into_owned()
+    }
+
+    /// The `(stream, count, from, to)` of babeltrace2's discarded-events notices;
+    /// panics on any other stderr line.
+    fn discarded_notices(stderr: &str) -> Vec<(String, u64, String, String)> {
+        stderr
+            .lines()
+            .map(|l| {
+                let rest = l
+                    .strip_prefix("WARNING: Tracer discarded ")
+                    .unwrap_or_else(|| panic!("unexpected babeltrace2 stderr line: {l}"));
+                let (count, rest) = rest.split_once(" events between [").unwrap();
+                let (from, rest) = rest.split_once("] and [").unwrap();
+                let (to, rest) = rest.split_once(']').unwrap();
+                let stream = rest.split("within stream \"").nth(1).unwrap();
+                let stream = stream.split('"').next().unwrap();
+                let stream = Path::new(stream).file_name().unwrap().to_string_lossy().into_owned();
+                (stream, count.parse().unwrap(), from.to_string(), to.to_string())
+            })
+            .collect()
+    }
+
     #[test]
-    fn scratch() {
-        let d = std::path::Path::new("/tmp/ctf-sample");
-        let _ = fs::remove_dir_all(d);
-        write_ctf(&sample(), d).unwrap();
+    fn babeltrace2_reads_events_fields_and_discarded_counts() {
+        let dir = TempDir::new("sample");
+        let trace = sample();
+        write_ctf(&trace, &dir.0).unwrap();
+        let out = babeltrace2(&["--clock-seconds", "--no-delta"], &dir.0);
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        assert!(out.status.success(), "babeltrace2 failed: {stderr}");
+
+        let lines: Vec<&str> = stdout.lines().collect();
+        assert_eq!(lines.len(), trace.events.len(), "{stdout}");
+        // Same order and names as the dump.
+        for (line, ev) in lines.iter().zip(&trace.events) {
+            let name = trace.event_name(ev.id);
+            assert!(line.contains(&format!("] {name}: {{ cpu_id = {} }}", ev.cpu)), "{line}");
+        }
+        assert_eq!(
+            lines[2],
+            "[1.500000000] net:packet: { cpu_id = 1 }, { len = 1500, head = [ [0] = 0xDE, \
+             [1] = 0xAD, [2] = 0xBE, [3] = 0xEF ], delta = -42 }"
+        );
+        // 'λ' is U+03BB = 955; bool true is 1.
+        assert_eq!(
+            lines[1],
+            r#"[1.000000500] demo:message: { cpu_id = 1 }, { pid = -7, comm = "init \"x\"", ok = 1, c = 955 }"#
+        );
+        assert_eq!(lines[4], "[12.345678901] irq:irq_handler_exit: { cpu_id = 0 }, { }");
+
+        // The only stderr lines are the discarded-event notices, with the counts of
+        // the dump: CPU 0's 5 overruns before its first event, CPU 1's 17 reported
+        // before net:packet, and its 4 drops after its last event.
+        assert_eq!(
+            discarded_notices(&stderr),
+            [
+                ("stream_0".to_string(), 5, "0.000000000".to_string(), "1.000000500".to_string()),
+                ("stream_1".to_string(), 17, "1.000000500".to_string(), "1.500000000".to_string()),
+                ("stream_1".to_string(), 4, "1.500000000".to_string(), "1.500000000".to_string()),
+            ]
+        );
+    }
+
+    #[test]
+    fn babeltrace2_details_show_no_warnings() {
+        let dir = TempDir::new("details");
+        write_ctf(&sample(), &dir.0).unwrap();
+        let out = babeltrace2(&["-c", "sink.text.details"], &dir.0);
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        assert!(out.status.success(), "babeltrace2 failed: {stderr}");
+        assert_eq!(stderr, "", "babeltrace2 warned");
+        assert_eq!(stdout.matches("\nEvent `").count(), 5);
+        let discarded: u64 = stdout
+            .lines()
+            .filter_map(|l| l.strip_prefix("Discarded events ("))
+            .map(|l| l.trim_end_matches(" events)").parse::<u64>().unwrap())
+            .sum();
+        assert_eq!(discarded, 5 + 17 + 4);
+        assert!(stdout.contains("Frequency (Hz): 1,000,000,000"), "{stdout}");
+        assert!(stdout.contains("Offset (s): 0\n"));
+        assert!(stdout.contains(r#"panic_message: boom "quoted" \ back"#));
+        assert!(stdout.contains("instance: top"));
+        let metadata = fs::read_to_string(dir.0.join("metadata")).unwrap();
+        assert!(metadata.starts_with("/* CTF 1.8 */\n"));
+    }
+
+    #[test]
+    fn unknown_ids_and_malformed_events_stay_readable() {
+        let mut t = sample();
+        let odd = Descriptor {
+            id: 7,
+            system: "odd".into(),
+            name: "names".into(),
+            format: String::new(),
+            fields: ["a-b", "a_b", "", "struct"]
+                .iter()
+                .map(|n| FieldDesc { name: n.to_string(), kind: FieldKind::U8 })
+                .collect(),
+        };
+        t.descriptors.insert(7, odd);
+        let ev = |cpu, ts, id, values| Event {
+            cpu,
+            ts,
+            id,
+            values,
+            lost_before: 0,
+            text: String::new(),
+        };
+        t.events.extend([
+            ev(0, 13_000_000_000, 99, vec![Value::Bytes(vec![1, 2, 3])]),
+            // Wrong kinds, too few values, a NUL inside a string.
+            ev(0, 13_000_000_001, 1, vec![Value::Str("x".into())]),
+            ev(1, 13_000_000_002, 2, vec![Value::Signed(1), Value::Str("a\0b".into())]),
+            ev(1, 13_000_000_003, 3, vec![Value::Bytes(vec![9; 10])]),
+            ev(0, 13_000_000_004, 7, vec![Value::Unsigned(1), Value::Unsigned(2)]),
+            // A CPU beyond `cpus`, and time going backwards on CPU 0.
+            ev(3, 13_000_000_005, 4, vec![]),
+            ev(0, 12_000_000_000, 4, vec![]),
+        ]);
+        t.panic = Some(PanicInfo {
+            cpu: 0,
+            message: "multi\nline\t\"msg\"".into(),
+            location: "x".into(),
+        });
+        let dir = TempDir::new("unknown");
+        write_ctf(&t, &dir.0).unwrap();
+        assert!(dir.0.join("stream_3").exists());
+
+        let out = babeltrace2(&["-c", "sink.text.details"], &dir.0);
+        assert!(out.status.success(), "babeltrace2 failed: {}", text(&out.stderr));
+        assert_eq!(text(&out.stderr), "", "babeltrace2 warned");
+
+        let out = babeltrace2(&["--clock-seconds", "--no-delta"], &dir.0);
+        let stdout = text(&out.stdout);
+        assert!(out.status.success());
+        assert_eq!(stdout.lines().count(), t.events.len(), "{stdout}");
+        let find = |needle: &str| {
+            stdout
+                .lines()
+                .find(|l| l.contains(needle))
+                .unwrap_or_else(|| panic!("no {needle} in {stdout}"))
+        };
+        assert!(find("unknown:").ends_with(
+            "{ event_id = 99, length = 3, data = [ [0] = 0x1, [1] = 0x2, [2] = 0x3 ] }"
+        ));
+        assert!(find("[13.000000001]").ends_with("{ vector = 0, error = 0 }"));
+        assert!(find("[13.000000002]").ends_with(r#"{ pid = 1, comm = "ab", ok = 0, c = 0 }"#));
+        assert!(find("[13.000000003]").ends_with(
+            "{ len = 2313, head = [ [0] = 0x0, [1] = 0x0, [2] = 0x0, [3] = 0x0 ], delta = 0 }"
+        ));
+        assert!(find("odd:names").ends_with("{ a_b = 1, a_b_2 = 2, field2 = 0, struct = 0 }"));
+        assert!(find("{ cpu_id = 3 }").contains("irq:irq_handler_exit"));
+        // The backwards timestamp is clamped to the CPU's previous one.
+        assert_eq!(stdout.matches("[13.000000004] ").count(), 2, "{stdout}");
+    }
+
+    #[test]
+    fn empty_trace_is_readable() {
+        let dir = TempDir::new("empty");
+        write_ctf(&Trace::default(), &dir.0).unwrap();
+        assert!(dir.0.join("stream_0").exists());
+        let out = babeltrace2(&["-c", "sink.text.details"], &dir.0);
+        assert!(out.status.success(), "babeltrace2 failed: {}", text(&out.stderr));
+        assert_eq!(text(&out.stderr), "");
+        assert_eq!(text(&out.stdout).matches("\nEvent `").count(), 0);
+    }
+
+    #[test]
+    fn refuses_a_non_empty_directory_and_leaves_it_alone() {
+        let dir = TempDir::new("busy");
+        fs::create_dir_all(&dir.0).unwrap();
+        fs::write(dir.0.join("stream_9"), b"old").unwrap();
+        let err = write_ctf(&sample(), &dir.0).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::AlreadyExists);
+        assert!(err.to_string().contains("is not empty"), "{err}");
+        let names: Vec<_> = fs::read_dir(&dir.0).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, ["stream_9"]);
+    }
+
+    #[test]
+    fn refuses_an_absurd_byte_array_before_writing() {
+        let mut t = sample();
+        t.descriptors.get_mut(&3).unwrap().fields[1].kind = FieldKind::Bytes(MAX_BYTES_FIELD + 1);
+        let dir = TempDir::new("huge");
+        let err = write_ctf(&t, &dir.0).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidData);
+        assert!(err.to_string().contains("net:packet (id 3): field `head`"), "{err}");
+        assert!(!dir.0.exists());
     }
 }
