@@ -90,6 +90,7 @@ impl<P: Platform> Buffer<P> {
     }
 
     /// Whether recording is on.
+    #[inline]
     pub fn is_recording(&self) -> bool {
         self.recording.load(Relaxed)
     }
@@ -100,6 +101,7 @@ impl<P: Platform> Buffer<P> {
     }
 
     /// The current mode.
+    #[inline]
     pub fn mode(&self) -> Mode {
         if self.overwrite.load(Relaxed) { Mode::Overwrite } else { Mode::Discard }
     }

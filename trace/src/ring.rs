@@ -105,6 +105,13 @@ pub(crate) struct Ring {
     slack: u64,
 }
 
+/// The slot of position `pos` (the slice's length is a power of two, at least
+/// [`MIN_WORDS`], so the mask keeps the index in bounds).
+#[inline(always)]
+fn at(data: &[AtomicU64], pos: u64) -> &AtomicU64 {
+    &data[(pos as usize) & (data.len().wrapping_sub(1))]
+}
+
 /// Reclaim slack for a ring of `words`: 1/16 of it, at most 32 words (256 bytes).
 pub(crate) const fn slack_for(words: u64) -> u64 {
     let s = words / 16;
@@ -152,12 +159,14 @@ impl Ring {
     }
 
     /// Capacity in words.
+    #[inline]
     pub(crate) fn words(&self) -> u64 {
         self.mask + 1
     }
 
     /// Largest payload a record of this ring may carry: an anchor and the record must
     /// fit in the ring together.
+    #[inline]
     pub(crate) fn max_payload(&self) -> usize {
         let words = self.words() - ANCHOR_WORDS - 1;
         (words.saturating_mul(8) as usize).min(MAX_PAYLOAD)
@@ -165,10 +174,11 @@ impl Ring {
 
     #[inline(always)]
     fn slot(&self, pos: u64) -> &AtomicU64 {
-        &self.data[(pos & self.mask) as usize]
+        at(&self.data, pos)
     }
 
     /// Whether the ring was found corrupt.
+    #[inline]
     pub(crate) fn is_corrupt(&self) -> bool {
         self.w.corrupt.load(Relaxed)
     }
@@ -191,16 +201,19 @@ impl Ring {
         payload: &[u8],
     ) -> Result<(), WriteError> {
         let (depth, pos) = self.reserve(mode, now, id, payload.len())?;
+        // The slice in a local: atomic stores below must not make the compiler reload
+        // the ring's fields for every word.
+        let data = &*self.data;
         let (words, rest) = payload.as_chunks::<8>();
         let mut p = pos + 1;
         for w in words {
-            self.slot(p).store(u64::from_le_bytes(*w), Relaxed);
+            at(data, p).store(u64::from_le_bytes(*w), Relaxed);
             p += 1;
         }
         if !rest.is_empty() {
             let mut last = [0u8; 8];
             last[..rest.len()].copy_from_slice(rest);
-            self.slot(p).store(u64::from_le_bytes(last), Relaxed);
+            at(data, p).store(u64::from_le_bytes(last), Relaxed);
         }
         self.commit_event(depth);
         Ok(())
@@ -277,13 +290,14 @@ impl Ring {
         // then runs fence(Acquire) therefore sees `tail` past the slot, and discards
         // its copy (iterator) or fails its claim (consumer).
         fence(Release);
+        let data = &*self.data;
         let mut p = pos;
         if anchor {
-            self.slot(p).store(header(ANCHOR_ID, 8, ts), Relaxed);
-            self.slot(p + 1).store(ts, Relaxed);
+            at(data, p).store(header(ANCHOR_ID, 8, ts), Relaxed);
+            at(data, p + 1).store(ts, Relaxed);
             p += ANCHOR_WORDS;
         }
-        self.slot(p).store(header(id, len, ts), Relaxed);
+        at(data, p).store(header(id, len, ts), Relaxed);
         preempt_point(Point::Reserved);
         Ok((depth, p))
     }

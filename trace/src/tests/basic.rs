@@ -20,7 +20,7 @@ fn write_then_read_back_in_order() {
     assert_eq!(events(&b, 0), want);
     // The iterator does not consume: a second pass sees the same.
     assert_eq!(events(&b, 0), want);
-    let got: Vec<_> = consume(&b, 0).into_iter().map(|(id, p, lost)| (id, p, lost)).collect();
+    let got = consume(&b, 0);
     assert_eq!(got, want.iter().map(|(i, p)| (*i, p.clone(), 0)).collect::<Vec<_>>());
     assert!(events(&b, 0).is_empty());
     let s = b.stats(0).unwrap();
