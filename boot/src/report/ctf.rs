@@ -33,6 +33,9 @@ pub const UNKNOWN_EVENT_CLASS_ID: u32 = 0x1_0000;
 pub const MAX_BYTES_FIELD: usize = 1 << 16;
 /// A packet is closed once its content reaches this size.
 const PACKET_TARGET_BYTES: usize = 1 << 20;
+/// Latest timestamp written (146 years; babeltrace2 fails on times near 2^63 ns);
+/// later ones are clamped to it.
+const MAX_TS: u64 = 1 << 62;
 const MAGIC: u32 = 0xC1FC_1FC1;
 /// Packet header (magic, uuid, stream_id) + context (5 × u64, cpu_id u32).
 const PACKET_HEADER_BYTES: usize = 4 + 16 + 4 + 5 * 8 + 4;
@@ -72,7 +75,11 @@ pub fn write_ctf(trace: &Trace, dir: &Path) -> io::Result<()> {
     let metadata = metadata(trace, &uuid);
     let path = dir.join("metadata");
     fs::write(&path, metadata).map_err(|e| with_path(e, "cannot write", &path))?;
-    for cpu in 0..trace.cpu_tracks().max(1) {
+    let mut cpus = trace.cpu_ids();
+    if cpus.is_empty() {
+        cpus.push(0); // babeltrace2 wants at least one stream
+    }
+    for cpu in cpus {
         let path = dir.join(format!("stream_{cpu}"));
         fs::write(&path, stream(trace, cpu, &uuid))
             .map_err(|e| with_path(e, "cannot write", &path))?;
@@ -391,7 +398,8 @@ impl StreamWriter<'_> {
         out.extend_from_slice(&p.end.to_le_bytes());
         out.extend_from_slice(&bits.to_le_bytes()); // content_size
         out.extend_from_slice(&bits.to_le_bytes()); // packet_size
-        out.extend_from_slice(&discarded.to_le_bytes());
+        // babeltrace2 takes an all-ones counter for "no counter" (and asserts).
+        out.extend_from_slice(&discarded.min(u64::MAX - 1).to_le_bytes());
         out.extend_from_slice(&(self.cpu as u32).to_le_bytes());
         out.extend_from_slice(&p.body);
     }
@@ -415,8 +423,9 @@ fn stream(trace: &Trace, cpu: usize, uuid: &[u8; 16]) -> Vec<u8> {
     let mut packet: Option<Packet> = None;
     let mut last_ts = 0u64;
     for (i, ev) in events.iter().enumerate() {
-        // babeltrace2 needs time to move forward within a stream.
-        let ts = ev.ts.max(last_ts);
+        // babeltrace2 needs time to move forward within a stream, and times it
+        // can express as signed nanoseconds (all-ones means "no time" to it).
+        let ts = ev.ts.min(MAX_TS).max(last_ts);
         last_ts = ts;
         let full = packet.as_ref().is_some_and(|p| p.body.len() >= PACKET_TARGET_BYTES);
         if (ev.lost_before > 0 || full)
@@ -609,7 +618,11 @@ mod tests {
             // A CPU beyond `cpus`, and time going backwards on CPU 0.
             ev(3, 13_000_000_005, 4, vec![]),
             ev(0, 12_000_000_000, 4, vec![]),
+            // Extremes: babeltrace2 takes all-ones as "unset" and cannot place
+            // times near 2^63 ns; both are clamped.
+            Event { lost_before: u64::MAX, ..ev(1, u64::MAX, 4, vec![]) },
         ]);
+        t.stats[0].dropped = u64::MAX;
         t.panic = Some(PanicInfo {
             cpu: 0,
             message: "multi\nline\t\"msg\"".into(),
@@ -643,6 +656,8 @@ mod tests {
         ));
         assert!(find("odd:names").ends_with("{ a_b = 1, a_b_2 = 2, field2 = 0, struct = 0 }"));
         assert!(find("{ cpu_id = 3 }").contains("irq:irq_handler_exit"));
+        // 2^62 ns, the latest time written.
+        assert!(stdout.contains("[4611686018.427387904] irq:irq_handler_exit: { cpu_id = 1 }"));
         // The backwards timestamp is clamped to the CPU's previous one.
         assert_eq!(stdout.matches("[13.000000004] ").count(), 2, "{stdout}");
     }

@@ -1,8 +1,11 @@
 //! The decoded form of one dump: what the dump parser produces and every output
 //! backend (text, stat, Perfetto, CTF) consumes.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
+
+/// Most CPUs taken from [`Trace::cpus`] alone when choosing per-CPU tracks.
+pub const MAX_CPUS: usize = 4096;
 
 /// One decoded dump.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -147,11 +150,13 @@ impl Trace {
         self.descriptors.get(&id)
     }
 
-    /// Number of per-CPU tracks the outputs need: the declared CPU count, widened
-    /// to cover every CPU an event or a stats entry mentions.
-    pub fn cpu_tracks(&self) -> usize {
-        let from_events = self.events.iter().map(|e| e.cpu.saturating_add(1)).max().unwrap_or(0);
-        self.cpus.max(self.stats.len()).max(from_events)
+    /// The CPUs the outputs give a track (a row, a stream) to, ascending: CPUs
+    /// `0..cpus` (at most [`MAX_CPUS`] of them, so a corrupt count cannot blow
+    /// up the output), every CPU with a stats entry, and every CPU an event names.
+    pub fn cpu_ids(&self) -> Vec<usize> {
+        let mut ids: BTreeSet<usize> = (0..self.cpus.min(MAX_CPUS).max(self.stats.len())).collect();
+        ids.extend(self.events.iter().map(|e| e.cpu));
+        ids.into_iter().collect()
     }
 
     /// The stats of one CPU (zeroes if the dump has none for it).
@@ -237,18 +242,22 @@ mod tests {
     }
 
     #[test]
-    fn cpu_tracks_cover_stray_cpus() {
+    fn cpu_ids_cover_stray_cpus_and_ignore_absurd_counts() {
         let mut t = Trace { cpus: 2, ..Trace::default() };
-        assert_eq!(t.cpu_tracks(), 2);
+        assert_eq!(t.cpu_ids(), [0, 1]);
+        t.stats = vec![CpuStats::default(); 3];
+        assert_eq!(t.cpu_ids(), [0, 1, 2]);
         t.events.push(Event {
-            cpu: 5,
+            cpu: 5000,
             ts: 0,
             id: 0,
             values: vec![],
             lost_before: 0,
             text: String::new(),
         });
-        assert_eq!(t.cpu_tracks(), 6);
+        assert_eq!(t.cpu_ids(), [0, 1, 2, 5000]);
+        t.cpus = usize::MAX;
+        assert_eq!(t.cpu_ids().len(), MAX_CPUS + 1);
         assert_eq!(t.instance_name(), "top");
         assert_eq!(t.cpu_stats(9), CpuStats::default());
     }

@@ -14,11 +14,12 @@ use super::model::{Trace, Value, hex_bytes, hex_dump};
 
 /// Builds the Chrome Trace Event JSON document of a trace.
 pub fn perfetto_json(trace: &Trace) -> Json {
-    let mut events = Vec::with_capacity(trace.events.len() + trace.cpu_tracks() + 2);
+    let cpus = trace.cpu_ids();
+    let mut events = Vec::with_capacity(trace.events.len() + 2 * cpus.len() + 2);
     events.push(json!({
         "ph": "M", "name": "process_name", "pid": 0, "tid": 0, "args": {"name": "kernel"}
     }));
-    for cpu in 0..trace.cpu_tracks() {
+    for cpu in cpus {
         events.push(json!({
             "ph": "M", "name": "thread_name", "pid": 0, "tid": cpu, "args": {"name": format!("cpu{cpu}")}
         }));
@@ -81,8 +82,10 @@ pub fn perfetto_json(trace: &Trace) -> Json {
 
 /// Writes the Chrome Trace Event JSON of a trace.
 pub fn write_perfetto(trace: &Trace, out: &mut impl Write) -> io::Result<()> {
-    serde_json::to_writer(&mut *out, &perfetto_json(trace))?;
-    writeln!(out)
+    let mut out = io::BufWriter::new(out);
+    serde_json::to_writer(&mut out, &perfetto_json(trace))?;
+    writeln!(out)?;
+    out.flush()
 }
 
 /// Nanoseconds as microseconds. Exact to the nanosecond below 2^53 ns (104 days);

@@ -8,6 +8,8 @@ use super::model::{Trace, format_ts};
 /// Counts of one CPU.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CpuSummary {
+    /// The CPU.
+    pub cpu: usize,
     /// Events of this CPU in the dump.
     pub events: u64,
     /// Sum of the events' `lost_before` (losses the reader saw between records).
@@ -28,7 +30,7 @@ pub struct Summary {
     /// `(system:name, count)`, most frequent first, then by name. Events without a
     /// descriptor count as `unknown event id N`.
     pub by_type: Vec<(String, u64)>,
-    /// One entry per CPU track, index = CPU.
+    /// One entry per CPU track (see [`Trace::cpu_ids`]), ascending.
     pub per_cpu: Vec<CpuSummary>,
     /// Earliest and latest timestamp (ns), `None` without events.
     pub span: Option<(u64, u64)>,
@@ -39,10 +41,13 @@ pub struct Summary {
 /// Computes the summary of a trace.
 pub fn summarize(trace: &Trace) -> Summary {
     let mut types: BTreeMap<String, u64> = BTreeMap::new();
-    let mut per_cpu: Vec<CpuSummary> = (0..trace.cpu_tracks())
-        .map(|cpu| {
+    let cpus = trace.cpu_ids();
+    let mut per_cpu: Vec<CpuSummary> = cpus
+        .iter()
+        .map(|&cpu| {
             let s = trace.cpu_stats(cpu);
             CpuSummary {
+                cpu,
                 overrun: s.overrun,
                 dropped: s.dropped,
                 commit_overrun: s.commit_overrun,
@@ -54,7 +59,9 @@ pub fn summarize(trace: &Trace) -> Summary {
     let mut span: Option<(u64, u64)> = None;
     for ev in &trace.events {
         *types.entry(trace.event_name(ev.id)).or_default() += 1;
-        let c = &mut per_cpu[ev.cpu];
+        // cpu_ids() holds every event's CPU.
+        let Ok(i) = cpus.binary_search(&ev.cpu) else { continue };
+        let c = &mut per_cpu[i];
         c.events += 1;
         c.lost_reported = c.lost_reported.saturating_add(ev.lost_before);
         span = Some(match span {
@@ -69,6 +76,7 @@ pub fn summarize(trace: &Trace) -> Summary {
 
 /// Writes the `--stat` summary of a trace as aligned tables.
 pub fn write_stat(trace: &Trace, out: &mut impl Write) -> io::Result<()> {
+    let out = &mut io::BufWriter::new(out);
     let s = summarize(trace);
     writeln!(out, "# instance: {}", trace.instance_name())?;
     writeln!(out, "# cpus={}", trace.cpus)?;
@@ -131,7 +139,8 @@ pub fn write_stat(trace: &Trace, out: &mut impl Write) -> io::Result<()> {
         None => vec![row(["first", "-"]), row(["last", "-"]), row(["duration", "-"])],
     };
     write_table(out, &rows)?;
-    writeln!(out, "\nTotal events: {}", s.total)
+    writeln!(out, "\nTotal events: {}", s.total)?;
+    out.flush()
 }
 
 fn row<const N: usize>(cells: [&str; N]) -> Vec<String> {
@@ -182,6 +191,7 @@ mod tests {
         assert_eq!(
             s.per_cpu[0],
             CpuSummary {
+                cpu: 0,
                 events: 3,
                 lost_reported: 0,
                 overrun: 5,
@@ -193,6 +203,7 @@ mod tests {
         assert_eq!(
             s.per_cpu[1],
             CpuSummary {
+                cpu: 1,
                 events: 2,
                 lost_reported: 17,
                 overrun: 17,
@@ -246,9 +257,10 @@ mod tests {
         let s = summarize(&t);
         assert_eq!(s.total, 6);
         assert!(s.by_type.contains(&("unknown event id 77".to_string(), 1)));
-        assert_eq!(s.per_cpu.len(), 4);
-        assert_eq!(s.per_cpu[3].events, 1);
-        assert_eq!(s.per_cpu[3].lost_reported, 1);
+        assert_eq!(s.per_cpu.len(), 3);
+        assert_eq!(s.per_cpu[2].cpu, 3);
+        assert_eq!(s.per_cpu[2].events, 1);
+        assert_eq!(s.per_cpu[2].lost_reported, 1);
         assert_eq!(s.span, Some((5, 12_345_678_901)));
         write_stat(&t, &mut Vec::new()).unwrap();
         write_stat(&Trace::default(), &mut Vec::new()).unwrap();

@@ -20,6 +20,7 @@ use super::model::{Trace, format_ts, hex_dump};
 /// the values>`; a lost-events count is printed before the event it precedes, in
 /// ftrace's `CPU:N [LOST M EVENTS]` form.
 pub fn write_text(trace: &Trace, out: &mut impl Write) -> io::Result<()> {
+    let out = &mut io::BufWriter::new(out);
     writeln!(out, "# instance: {}", trace.instance_name())?;
     writeln!(out, "# cpus={}", trace.cpus)?;
     let (entries, written) =
@@ -52,7 +53,7 @@ pub fn write_text(trace: &Trace, out: &mut impl Write) -> io::Result<()> {
             }
         }
     }
-    Ok(())
+    out.flush()
 }
 
 #[cfg(test)]
