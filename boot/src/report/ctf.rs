@@ -8,13 +8,18 @@
 //! `system:name`; events without a descriptor go to an extra class `unknown`
 //! (id 65536) holding the original id and the values' bytes.
 //!
-//! Lost events. `events_discarded` is a per-stream running count, so babeltrace2
-//! reports the increase between packets as discarded events. A CPU's count is
-//! attributed where it happened, as far as the dump says:
-//! - an event's `lost_before` starts a new packet whose counter includes it;
+//! Lost events. `events_discarded` is a per-stream running count, and babeltrace2
+//! reports its increase between two packets as "discarded N events between the
+//! end of the first and the end of the second". A CPU's losses are placed where
+//! they happened, as far as the dump tells:
+//! - an event with `lost_before` gets a packet of its own whose counter includes
+//!   them (reported between the CPU's previous event and it);
 //! - overruns not explained by `lost_before` were the oldest events, lost before
-//!   the first kept one: they are counted in the first packet;
-//! - drops not explained by it are counted in a trailing empty packet.
+//!   the first one kept: the first event gets a packet of its own counting them,
+//!   after an empty packet at time 0 with a zero counter (reported between 0 and
+//!   the first event; babeltrace2 gives no count for a first packet's counter);
+//! - drops not explained by `lost_before` are counted in a trailing empty packet
+//!   at the CPU's last event.
 //!
 //! The CPU's total is `max(overrun + dropped, sum of lost_before)`.
 
@@ -251,12 +256,12 @@ fn metadata(trace: &Trace, uuid: &[u8; 16]) -> String {
          \t}};\n\
          }};\n\n"
     );
-    for d in trace.descriptors.values() {
+    // Keyed by the map's id, the one events are looked up (and written) with.
+    for (id, d) in &trace.descriptors {
         let _ = write!(
             m,
-            "event {{\n\tname = {};\n\tid = {};\n\tstream_id = 0;\n\tfields := struct {{\n",
+            "event {{\n\tname = {};\n\tid = {id};\n\tstream_id = 0;\n\tfields := struct {{\n",
             tsdl_string(&d.full_name()),
-            d.id
         );
         for (f, name) in d.fields.iter().zip(field_names(d)) {
             match f.kind {
@@ -600,6 +605,8 @@ mod tests {
                 .collect(),
         };
         t.descriptors.insert(7, odd);
+        // A descriptor whose own id disagrees with its key: the key wins.
+        t.descriptors.get_mut(&4).unwrap().id = 1;
         let ev = |cpu, ts, id, values| Event {
             cpu,
             ts,
