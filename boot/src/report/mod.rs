@@ -37,15 +37,15 @@ mod tests {
             text: String::new(),
         };
         let mut odd = sample::sample();
-        odd.stats.truncate(1);
-        odd.stats[0] = CpuStats {
+        odd.stats = vec![CpuStats {
             written: u64::MAX,
             entries: u64::MAX,
             overrun: u64::MAX,
             dropped: u64::MAX,
             read: u64::MAX,
             commit_overrun: u64::MAX,
-        };
+        }];
+        odd.stats.push(odd.stats[0]);
         odd.events.extend([
             ev(0, u64::MAX, 65535, vec![Value::Str("\0\n".into()), Value::Char('\u{10FFFF}')], 0),
             ev(9, 0, 1, vec![], u64::MAX),

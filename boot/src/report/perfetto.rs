@@ -88,8 +88,10 @@ pub fn write_perfetto(trace: &Trace, out: &mut impl Write) -> io::Result<()> {
     out.flush()
 }
 
-/// Nanoseconds as microseconds. Exact to the nanosecond below 2^53 ns (104 days);
-/// the JSON writer prints the shortest decimal that reads back as the same double.
+/// Nanoseconds as microseconds, a double as viewers read it. The JSON writer
+/// prints the shortest decimal that reads back as the same double, which is the
+/// exact `us.nnn` value below 10^15 ns (11 days of uptime); later times may be
+/// off by a nanosecond or so.
 fn micros(ns: u64) -> f64 {
     ns as f64 / 1000.0
 }

@@ -23,8 +23,10 @@ pub fn write_text(trace: &Trace, out: &mut impl Write) -> io::Result<()> {
     let out = &mut io::BufWriter::new(out);
     writeln!(out, "# instance: {}", trace.instance_name())?;
     writeln!(out, "# cpus={}", trace.cpus)?;
-    let (entries, written) =
-        trace.stats.iter().fold((0u64, 0u64), |(e, w), s| (e + s.entries, w + s.written));
+    let (entries, written) = trace
+        .stats
+        .iter()
+        .fold((0u64, 0u64), |(e, w), s| (e.saturating_add(s.entries), w.saturating_add(s.written)));
     writeln!(out, "# entries-in-buffer/entries-written: {entries}/{written}")?;
     if let Some(p) = &trace.panic {
         let msg = p.message.replace('\n', "\n#   ");
