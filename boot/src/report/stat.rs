@@ -128,6 +128,12 @@ pub fn write_stat(trace: &Trace, out: &mut impl Write) -> io::Result<()> {
         sum(|c| c.written).to_string(),
     ]);
     write_table(out, &rows)?;
+    writeln!(
+        out,
+        "  (LOST(reported): losses the reader reported between records, the \
+         [LOST N EVENTS] lines;\n   the other columns are the ring's own counters \
+         from the dump)"
+    )?;
 
     writeln!(out, "\nTime span:")?;
     let rows = match s.span {
