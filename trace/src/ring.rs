@@ -565,11 +565,10 @@ impl Ring {
     }
 
     /// Empties the ring and zeroes its counters. The caller guarantees that no writer
-    /// is inside this ring (exclusive access, or recording off and writers drained).
-    /// Positions keep increasing, so concurrent iterators stay safe. `Busy` while a
-    /// consuming reader exists.
-    pub(crate) fn reset(&self) -> Result<(), Error> {
-        self.acquire_consumer()?;
+    /// is inside this ring (exclusive access, or recording off and writers drained)
+    /// and holds the consumer role (see [`Ring::acquire_consumer`]), so no consuming
+    /// reader runs. Positions keep increasing, so concurrent iterators stay safe.
+    pub(crate) fn reset_locked(&self) {
         let head = self.w.head.load(Relaxed);
         // Relaxed: no writer or consumer runs; iterators only need positions to keep
         // increasing, which they do.
@@ -583,7 +582,5 @@ impl Ring {
             c.reset();
         }
         self.reader.read.store(0, Relaxed);
-        self.release_consumer();
-        Ok(())
     }
 }
