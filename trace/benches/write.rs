@@ -146,6 +146,40 @@ fn run_writers(buf: &Buffer<BenchPlatform>, threads: usize, iters: u64) -> Durat
     })
 }
 
+/// The same for the floor (TSC + stores into a per-thread array): the machine's own
+/// scaling, as a control measured in the same run.
+fn run_floor(threads: usize, iters: u64) -> Duration {
+    let start = std::sync::Barrier::new(threads + 1);
+    std::thread::scope(|s| {
+        let hs: Vec<_> = (0..threads)
+            .map(|_| {
+                let start = &start;
+                s.spawn(move || {
+                    let mut arr = vec![0u64; RING_BYTES / 8];
+                    let mask = arr.len() - 1;
+                    let mut at = 0;
+                    start.wait();
+                    let t = Instant::now();
+                    for _ in 0..iters {
+                        let p: &[u8; 16] = black_box(&[7u8; 16]);
+                        arr[at] = tsc() << 28 | 16;
+                        arr[(at + 1) & mask] =
+                            u64::from_le_bytes(*p.as_chunks::<8>().0.first().unwrap());
+                        arr[(at + 2) & mask] =
+                            u64::from_le_bytes(*p.as_chunks::<8>().0.last().unwrap());
+                        at = (at + 3) & mask;
+                    }
+                    let e = t.elapsed();
+                    black_box(&arr);
+                    e
+                })
+            })
+            .collect();
+        start.wait();
+        hs.into_iter().map(|h| h.join().unwrap()).max().unwrap()
+    })
+}
+
 fn scaling(c: &mut Criterion) {
     let mut g = c.benchmark_group("scaling");
     let buf = Buffer::new(BenchPlatform, config(2)).unwrap();
@@ -154,6 +188,9 @@ fn scaling(c: &mut Criterion) {
         g.throughput(Throughput::Elements(threads as u64));
         g.bench_with_input(BenchmarkId::new("writers", threads), &threads, |b, &t| {
             b.iter_custom(|iters| run_writers(&buf, t, iters))
+        });
+        g.bench_with_input(BenchmarkId::new("floor", threads), &threads, |b, &t| {
+            b.iter_custom(|iters| run_floor(t, iters))
         });
     }
     g.finish();
