@@ -11,6 +11,9 @@
 //!
 //! `scaling`: one writer vs two writer threads on two rings (aggregate events/s).
 //!
+//! Every closure discards its result (`let _ =`): the tracer's `Result`, the peers'
+//! displaced element.
+//!
 //! Run: `CARGO_TARGET_DIR=/work/target-trace cargo bench -p trace --bench write`.
 
 use core::arch::x86_64::_rdtsc;
@@ -86,7 +89,7 @@ fn payload_group<const N: usize>(c: &mut Criterion, name: &str) {
     g.bench_function("trace_buffer", |b| {
         b.iter(|| {
             let p: &[u8; N] = black_box(&payload);
-            buf.write(ID, p)
+            let _ = buf.write(ID, p);
         })
     });
     assert!(buf.stats(0).unwrap().overrun > 0, "the ring must have wrapped");
@@ -95,19 +98,23 @@ fn payload_group<const N: usize>(c: &mut Criterion, name: &str) {
     g.bench_function("trace_recorder", |b| {
         b.iter(|| {
             let p: &[u8; N] = black_box(&payload);
-            rec.write(ID, p)
+            let _ = rec.write(ID, p);
         })
     });
 
     let records = RING_BYTES / (8 + N);
     let q = ArrayQueue::new(records);
     g.bench_function("crossbeam_array_queue", |b| {
-        b.iter(|| q.force_push((tsc(), ID, *black_box(&payload))))
+        b.iter(|| {
+            let _ = q.force_push((tsc(), ID, *black_box(&payload)));
+        })
     });
 
     let mut rb = HeapRb::<(u64, u16, [u8; N])>::new(records);
     g.bench_function("ringbuf", |b| {
-        b.iter(|| rb.push_overwrite((tsc(), ID, *black_box(&payload))))
+        b.iter(|| {
+            let _ = rb.push_overwrite((tsc(), ID, *black_box(&payload)));
+        })
     });
     g.finish();
 }

@@ -103,6 +103,8 @@ pub(crate) struct Ring {
     mask: u64,
     /// Extra words an overwriting writer reclaims beyond its need, to amortise the CAS.
     slack: u64,
+    /// Largest payload: an anchor and the record must fit in the ring together.
+    max_payload: usize,
 }
 
 /// The slot of position `pos` (the slice's length is a power of two, at least
@@ -110,6 +112,14 @@ pub(crate) struct Ring {
 #[inline(always)]
 fn at(data: &[AtomicU64], pos: u64) -> &AtomicU64 {
     &data[(pos as usize) & (data.len().wrapping_sub(1))]
+}
+
+/// The last, partial payload word, zero-padded.
+#[inline(always)]
+fn last_word(rest: &[u8]) -> u64 {
+    let mut last = [0u8; 8];
+    last[..rest.len()].copy_from_slice(rest);
+    u64::from_le_bytes(last)
 }
 
 /// Reclaim slack for a ring of `words`: 1/16 of it, at most 32 words (256 bytes).
@@ -155,6 +165,7 @@ impl Ring {
             data: data.into_boxed_slice(),
             mask: words - 1,
             slack: slack_for(words),
+            max_payload: (((words - ANCHOR_WORDS - 1) * 8) as usize).min(MAX_PAYLOAD),
         })
     }
 
@@ -168,8 +179,7 @@ impl Ring {
     /// fit in the ring together.
     #[inline]
     pub(crate) fn max_payload(&self) -> usize {
-        let words = self.words() - ANCHOR_WORDS - 1;
-        (words.saturating_mul(8) as usize).min(MAX_PAYLOAD)
+        self.max_payload
     }
 
     #[inline(always)]
@@ -205,15 +215,26 @@ impl Ring {
         // the ring's fields for every word.
         let data = &*self.data;
         let (words, rest) = payload.as_chunks::<8>();
-        let mut p = pos + 1;
-        for w in words {
-            at(data, p).store(u64::from_le_bytes(*w), Relaxed);
-            p += 1;
-        }
-        if !rest.is_empty() {
-            let mut last = [0u8; 8];
-            last[..rest.len()].copy_from_slice(rest);
-            at(data, p).store(u64::from_le_bytes(last), Relaxed);
+        let first = (pos as usize + 1) & (data.len() - 1);
+        let n = payload.len().div_ceil(8);
+        if let Some(dst) = data.get(first..first + n) {
+            // Contiguous (the common case): one bounds check for the whole payload.
+            for (d, w) in dst.iter().zip(words) {
+                d.store(u64::from_le_bytes(*w), Relaxed);
+            }
+            if let Some(d) = dst.get(words.len()) {
+                d.store(last_word(rest), Relaxed);
+            }
+        } else {
+            // Wraps around the end of the ring: mask every word.
+            let mut p = pos + 1;
+            for w in words {
+                at(data, p).store(u64::from_le_bytes(*w), Relaxed);
+                p += 1;
+            }
+            if !rest.is_empty() {
+                at(data, p).store(last_word(rest), Relaxed);
+            }
         }
         self.commit_event(depth);
         Ok(())
