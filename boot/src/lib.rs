@@ -3,6 +3,7 @@
 //! the end-to-end tests, so both boot the kernel the same way.
 
 pub mod qemu;
+pub mod report;
 
 /// Path of the BIOS disk image built from the kernel (by `build.rs`).
 pub const BIOS_IMAGE: &str = env!("BIOS_IMAGE");

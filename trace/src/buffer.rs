@@ -90,6 +90,7 @@ impl<P: Platform> Buffer<P> {
     }
 
     /// Whether recording is on.
+    #[inline]
     pub fn is_recording(&self) -> bool {
         self.recording.load(Relaxed)
     }
@@ -100,6 +101,7 @@ impl<P: Platform> Buffer<P> {
     }
 
     /// The current mode.
+    #[inline]
     pub fn mode(&self) -> Mode {
         if self.overwrite.load(Relaxed) { Mode::Overwrite } else { Mode::Discard }
     }
@@ -178,9 +180,20 @@ impl<P: Platform> Buffer<P> {
         self.reset()
     }
 
-    /// Empties every ring; the caller guarantees no writer is inside the set.
+    /// Empties every ring; the caller guarantees no writer is inside the set. `Busy`
+    /// (and nothing changed) while any ring has a consuming reader.
     pub(crate) fn reset(&self) -> Result<(), Error> {
-        self.rings.iter().try_for_each(Ring::reset)
+        for (i, ring) in self.rings.iter().enumerate() {
+            if let Err(e) = ring.acquire_consumer() {
+                self.rings[..i].iter().for_each(Ring::release_consumer);
+                return Err(e);
+            }
+        }
+        for ring in &self.rings {
+            ring.reset_locked();
+            ring.release_consumer();
+        }
+        Ok(())
     }
 
     /// Reallocates every ring with `bytes_per_cpu` bytes. The records are discarded and

@@ -78,7 +78,8 @@ impl Header {
 /// Words taken by a record with a payload of `len` bytes.
 #[inline(always)]
 pub(crate) const fn record_words(len: usize) -> u64 {
-    1 + (len as u64).div_ceil(8)
+    // 1 + ceil(len / 8), in three instructions: the reclaim walk chains these.
+    (len as u64 + 15) >> 3
 }
 
 /// The high part of a timestamp, as kept in the tail word.

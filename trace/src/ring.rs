@@ -103,6 +103,23 @@ pub(crate) struct Ring {
     mask: u64,
     /// Extra words an overwriting writer reclaims beyond its need, to amortise the CAS.
     slack: u64,
+    /// Largest payload: an anchor and the record must fit in the ring together.
+    max_payload: usize,
+}
+
+/// The slot of position `pos` (the slice's length is a power of two, at least
+/// [`MIN_WORDS`], so the mask keeps the index in bounds).
+#[inline(always)]
+fn at(data: &[AtomicU64], pos: u64) -> &AtomicU64 {
+    &data[(pos as usize) & (data.len().wrapping_sub(1))]
+}
+
+/// The last, partial payload word, zero-padded.
+#[inline(always)]
+fn last_word(rest: &[u8]) -> u64 {
+    let mut last = [0u8; 8];
+    last[..rest.len()].copy_from_slice(rest);
+    u64::from_le_bytes(last)
 }
 
 /// Reclaim slack for a ring of `words`: 1/16 of it, at most 32 words (256 bytes).
@@ -148,27 +165,30 @@ impl Ring {
             data: data.into_boxed_slice(),
             mask: words - 1,
             slack: slack_for(words),
+            max_payload: (((words - ANCHOR_WORDS - 1) * 8) as usize).min(MAX_PAYLOAD),
         })
     }
 
     /// Capacity in words.
+    #[inline]
     pub(crate) fn words(&self) -> u64 {
         self.mask + 1
     }
 
     /// Largest payload a record of this ring may carry: an anchor and the record must
     /// fit in the ring together.
+    #[inline]
     pub(crate) fn max_payload(&self) -> usize {
-        let words = self.words() - ANCHOR_WORDS - 1;
-        (words.saturating_mul(8) as usize).min(MAX_PAYLOAD)
+        self.max_payload
     }
 
     #[inline(always)]
     fn slot(&self, pos: u64) -> &AtomicU64 {
-        &self.data[(pos & self.mask) as usize]
+        at(&self.data, pos)
     }
 
     /// Whether the ring was found corrupt.
+    #[inline]
     pub(crate) fn is_corrupt(&self) -> bool {
         self.w.corrupt.load(Relaxed)
     }
@@ -191,16 +211,30 @@ impl Ring {
         payload: &[u8],
     ) -> Result<(), WriteError> {
         let (depth, pos) = self.reserve(mode, now, id, payload.len())?;
+        // The slice in a local: atomic stores below must not make the compiler reload
+        // the ring's fields for every word.
+        let data = &*self.data;
         let (words, rest) = payload.as_chunks::<8>();
-        let mut p = pos + 1;
-        for w in words {
-            self.slot(p).store(u64::from_le_bytes(*w), Relaxed);
-            p += 1;
-        }
-        if !rest.is_empty() {
-            let mut last = [0u8; 8];
-            last[..rest.len()].copy_from_slice(rest);
-            self.slot(p).store(u64::from_le_bytes(last), Relaxed);
+        let first = (pos as usize + 1) & (data.len() - 1);
+        let n = payload.len().div_ceil(8);
+        if let Some(dst) = data.get(first..first + n) {
+            // Contiguous (the common case): one bounds check for the whole payload.
+            for (d, w) in dst.iter().zip(words) {
+                d.store(u64::from_le_bytes(*w), Relaxed);
+            }
+            if let Some(d) = dst.get(words.len()) {
+                d.store(last_word(rest), Relaxed);
+            }
+        } else {
+            // Wraps around the end of the ring: mask every word.
+            let mut p = pos + 1;
+            for w in words {
+                at(data, p).store(u64::from_le_bytes(*w), Relaxed);
+                p += 1;
+            }
+            if !rest.is_empty() {
+                at(data, p).store(last_word(rest), Relaxed);
+            }
         }
         self.commit_event(depth);
         Ok(())
@@ -277,13 +311,14 @@ impl Ring {
         // then runs fence(Acquire) therefore sees `tail` past the slot, and discards
         // its copy (iterator) or fails its claim (consumer).
         fence(Release);
+        let data = &*self.data;
         let mut p = pos;
         if anchor {
-            self.slot(p).store(header(ANCHOR_ID, 8, ts), Relaxed);
-            self.slot(p + 1).store(ts, Relaxed);
+            at(data, p).store(header(ANCHOR_ID, 8, ts), Relaxed);
+            at(data, p + 1).store(ts, Relaxed);
             p += ANCHOR_WORDS;
         }
-        self.slot(p).store(header(id, len, ts), Relaxed);
+        at(data, p).store(header(id, len, ts), Relaxed);
         preempt_point(Point::Reserved);
         Ok((depth, p))
     }
@@ -551,11 +586,10 @@ impl Ring {
     }
 
     /// Empties the ring and zeroes its counters. The caller guarantees that no writer
-    /// is inside this ring (exclusive access, or recording off and writers drained).
-    /// Positions keep increasing, so concurrent iterators stay safe. `Busy` while a
-    /// consuming reader exists.
-    pub(crate) fn reset(&self) -> Result<(), Error> {
-        self.acquire_consumer()?;
+    /// is inside this ring (exclusive access, or recording off and writers drained)
+    /// and holds the consumer role (see [`Ring::acquire_consumer`]), so no consuming
+    /// reader runs. Positions keep increasing, so concurrent iterators stay safe.
+    pub(crate) fn reset_locked(&self) {
         let head = self.w.head.load(Relaxed);
         // Relaxed: no writer or consumer runs; iterators only need positions to keep
         // increasing, which they do.
@@ -569,7 +603,5 @@ impl Ring {
             c.reset();
         }
         self.reader.read.store(0, Relaxed);
-        self.release_consumer();
-        Ok(())
     }
 }

@@ -1,0 +1,90 @@
+//! Output side of `cargo run -- report`: renders a decoded dump ([`Trace`]) as
+//! `trace-cmd report`-style text, a `--stat` summary, Chrome Trace Event JSON for
+//! ui.perfetto.dev, or a CTF 1.8 trace directory for babeltrace2.
+
+pub mod ctf;
+pub mod model;
+pub mod perfetto;
+pub mod stat;
+pub mod text;
+
+#[cfg(test)]
+mod sample;
+
+pub use ctf::write_ctf;
+pub use model::{
+    CpuStats, Descriptor, Event, FieldDesc, FieldKind, PanicInfo, Trace, Value, format_ts, hex_dump,
+};
+pub use perfetto::{perfetto_json, write_perfetto};
+pub use stat::{CpuSummary, Summary, summarize, write_stat};
+pub use text::write_text;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every backend accepts whatever a parser might hand it: unknown ids, values
+    /// that do not match their descriptor, extreme numbers, CPUs beyond `cpus`,
+    /// missing stats, an absurd CPU count.
+    #[test]
+    fn no_backend_panics_on_odd_traces() {
+        let ev = |cpu, ts, id, values, lost_before| Event {
+            cpu,
+            ts,
+            id,
+            values,
+            lost_before,
+            text: String::new(),
+        };
+        let mut odd = sample::sample();
+        odd.stats = vec![CpuStats {
+            written: u64::MAX,
+            entries: u64::MAX,
+            overrun: u64::MAX,
+            dropped: u64::MAX,
+            read: u64::MAX,
+            commit_overrun: u64::MAX,
+        }];
+        odd.stats.push(odd.stats[0]);
+        odd.events.extend([
+            ev(0, u64::MAX, 65535, vec![Value::Str("\0\n".into()), Value::Char('\u{10FFFF}')], 0),
+            ev(9, 0, 1, vec![], u64::MAX),
+            ev(9, 1, 3, vec![Value::Bool(true); 9], u64::MAX),
+            ev(1, 2, 2, vec![Value::Unsigned(u64::MAX); 4], 0),
+        ]);
+        let mut huge = Trace { cpus: usize::MAX, ..Trace::default() };
+        huge.events.push(ev(3, 1, 0, vec![Value::Bytes(vec![0; 3])], 1));
+
+        for (i, trace) in [odd, huge, Trace::default()].iter().enumerate() {
+            let mut out = Vec::new();
+            write_text(trace, &mut out).unwrap();
+            assert_eq!(
+                String::from_utf8(out).unwrap().lines().filter(|l| l.starts_with('[')).count(),
+                trace.events.len()
+            );
+            let mut out = Vec::new();
+            write_stat(trace, &mut out).unwrap();
+            assert!(
+                String::from_utf8(out)
+                    .unwrap()
+                    .contains(&format!("Total events: {}", trace.events.len()))
+            );
+            let mut out = Vec::new();
+            write_perfetto(trace, &mut out).unwrap();
+            let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+            assert!(doc["traceEvents"].as_array().unwrap().len() >= trace.events.len());
+            let dir = std::env::temp_dir().join(format!(
+                "boot-report-odd-{}-{i}-{:?}",
+                std::process::id(),
+                std::thread::current().id()
+            ));
+            let _ = std::fs::remove_dir_all(&dir);
+            let written = write_ctf(trace, &dir);
+            let streams = std::fs::read_dir(&dir).map(|d| d.count()).unwrap_or(0);
+            let _ = std::fs::remove_dir_all(&dir);
+            written.unwrap();
+            // metadata + one stream per CPU track (at least one).
+            assert_eq!(streams, 1 + trace.cpu_ids().len().max(1));
+        }
+    }
+}

@@ -1,0 +1,128 @@
+//! A small hand-built trace shared by the backends' tests.
+
+use std::collections::BTreeMap;
+
+use super::model::{CpuStats, Descriptor, Event, FieldDesc, FieldKind, PanicInfo, Trace, Value};
+
+fn field(name: &str, kind: FieldKind) -> FieldDesc {
+    FieldDesc { name: name.into(), kind }
+}
+
+fn descriptor(
+    id: u16,
+    system: &str,
+    name: &str,
+    format: &str,
+    fields: Vec<FieldDesc>,
+) -> Descriptor {
+    Descriptor { id, system: system.into(), name: name.into(), format: format.into(), fields }
+}
+
+fn event(cpu: usize, ts: u64, id: u16, values: Vec<Value>, lost_before: u64, text: &str) -> Event {
+    Event { cpu, ts, id, values, lost_before, text: text.into() }
+}
+
+/// Two CPUs, four event types (one without fields), five events, a lost-events
+/// marker on CPU 1, and a panic on CPU 1.
+///
+/// CPU 0: written 10 = entries 3 + read 2 + overrun 5.
+/// CPU 1: written 23 = entries 2 + overrun 17 + dropped 4; the 17 overwritten
+/// events are the ones the reader reported before the `net:packet` event.
+pub fn sample() -> Trace {
+    let mut descriptors = BTreeMap::new();
+    for d in [
+        descriptor(
+            1,
+            "irq",
+            "irq_handler_entry",
+            "vector=%u error=%#x",
+            vec![field("vector", FieldKind::U8), field("error", FieldKind::U64)],
+        ),
+        descriptor(
+            2,
+            "demo",
+            "message",
+            "pid=%d comm=%s ok=%d c=%c",
+            vec![
+                field("pid", FieldKind::I32),
+                field("comm", FieldKind::Str),
+                field("ok", FieldKind::Bool),
+                field("c", FieldKind::Char),
+            ],
+        ),
+        descriptor(
+            3,
+            "net",
+            "packet",
+            "len=%u head=%*phC delta=%lld",
+            vec![
+                field("len", FieldKind::U16),
+                field("head", FieldKind::Bytes(4)),
+                field("delta", FieldKind::I64),
+            ],
+        ),
+        descriptor(4, "irq", "irq_handler_exit", "", vec![]),
+    ] {
+        descriptors.insert(d.id, d);
+    }
+    let events = vec![
+        event(
+            0,
+            1_000_000_500,
+            1,
+            vec![Value::Unsigned(48), Value::Unsigned(2)],
+            0,
+            "vector=48 error=0x2",
+        ),
+        event(
+            1,
+            1_000_000_500,
+            2,
+            vec![
+                Value::Signed(-7),
+                Value::Str("init \"x\"".into()),
+                Value::Bool(true),
+                Value::Char('λ'),
+            ],
+            0,
+            "pid=-7 comm=init \"x\" ok=true c=λ",
+        ),
+        event(
+            1,
+            1_500_000_000,
+            3,
+            vec![
+                Value::Unsigned(1500),
+                Value::Bytes(vec![0xde, 0xad, 0xbe, 0xef]),
+                Value::Signed(-42),
+            ],
+            17,
+            "len=1500 head=de:ad:be:ef delta=-42",
+        ),
+        event(
+            0,
+            2_000_000_000,
+            1,
+            vec![Value::Unsigned(32), Value::Unsigned(0)],
+            0,
+            "vector=32 error=0x0",
+        ),
+        event(0, 12_345_678_901, 4, vec![], 0, ""),
+    ];
+    let stats = vec![
+        CpuStats { written: 10, entries: 3, overrun: 5, dropped: 0, read: 2, commit_overrun: 0 },
+        CpuStats { written: 23, entries: 2, overrun: 17, dropped: 4, read: 0, commit_overrun: 1 },
+    ];
+    Trace {
+        instance: String::new(),
+        cpus: 2,
+        descriptors,
+        events,
+        stats,
+        panic: Some(PanicInfo {
+            cpu: 1,
+            message: r#"boom "quoted" \ back"#.into(),
+            location: "kernel/src/main.rs:42:5".into(),
+        }),
+    }
+}

@@ -1,0 +1,134 @@
+//! `trace-cmd report`-style text: a `#` header, then one line per event.
+//!
+//! ```text
+//! # instance: top
+//! # cpus=2
+//! # entries-in-buffer/entries-written: 5/33
+//! # panic on cpu 1 at kernel/src/main.rs:42:5: boom
+//! [000]   1.000000500: irq:irq_handler_entry: vector=48 error=0x2
+//! CPU:1 [LOST 17 EVENTS]
+//! [001]   1.500000000: net:packet: len=1500
+//! ```
+
+use std::io::{self, Write};
+
+use super::model::{Trace, format_ts, hex_dump};
+
+/// Writes the trace as `trace-cmd report`-style text.
+///
+/// Events whose id has no descriptor are printed as `unknown event id N: <hex of
+/// the values>`; a lost-events count is printed before the event it precedes, in
+/// ftrace's `CPU:N [LOST M EVENTS]` form.
+pub fn write_text(trace: &Trace, out: &mut impl Write) -> io::Result<()> {
+    let out = &mut io::BufWriter::new(out);
+    writeln!(out, "# instance: {}", trace.instance_name())?;
+    writeln!(out, "# cpus={}", trace.cpus)?;
+    let (entries, written) = trace
+        .stats
+        .iter()
+        .fold((0u64, 0u64), |(e, w), s| (e.saturating_add(s.entries), w.saturating_add(s.written)));
+    writeln!(out, "# entries-in-buffer/entries-written: {entries}/{written}")?;
+    if let Some(p) = &trace.panic {
+        let msg = p.message.replace('\n', "\n#   ");
+        writeln!(out, "# panic on cpu {} at {}: {}", p.cpu, p.location, msg)?;
+    }
+    // Seconds are right-aligned to the widest timestamp in the trace.
+    let width =
+        trace.events.iter().map(|e| e.ts / 1_000_000_000).max().unwrap_or(0).to_string().len();
+    for ev in &trace.events {
+        if ev.lost_before > 0 {
+            writeln!(out, "CPU:{} [LOST {} EVENTS]", ev.cpu, ev.lost_before)?;
+        }
+        let ts = format_ts(ev.ts);
+        let ts_width = width + 10; // seconds, '.', 9 digits of nanoseconds
+        write!(out, "[{:03}]  {ts:>ts_width$}: ", ev.cpu)?;
+        match trace.descriptor(ev.id) {
+            Some(d) if ev.text.is_empty() => writeln!(out, "{}", d.full_name())?,
+            Some(d) => writeln!(out, "{}: {}", d.full_name(), ev.text)?,
+            None => {
+                let hex = hex_dump(&ev.values);
+                if hex.is_empty() {
+                    writeln!(out, "unknown event id {}", ev.id)?;
+                } else {
+                    writeln!(out, "unknown event id {}: {hex}", ev.id)?;
+                }
+            }
+        }
+    }
+    out.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::model::{Event, Value};
+    use crate::report::sample::sample;
+
+    fn render(trace: &Trace) -> String {
+        let mut out = Vec::new();
+        write_text(trace, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn header_and_event_lines() {
+        let text = render(&sample());
+        let lines: Vec<&str> = text.lines().collect();
+        // Sample: the largest timestamp is 12.x s, so seconds take two columns.
+        assert_eq!(lines[0], "# instance: top");
+        assert_eq!(lines[1], "# cpus=2");
+        // entries 3 + 2, written 10 + 23 (see sample()).
+        assert_eq!(lines[2], "# entries-in-buffer/entries-written: 5/33");
+        assert_eq!(
+            lines[3],
+            r#"# panic on cpu 1 at kernel/src/main.rs:42:5: boom "quoted" \ back"#
+        );
+        assert_eq!(lines[4], "[000]   1.000000500: irq:irq_handler_entry: vector=48 error=0x2");
+        assert_eq!(
+            lines[5],
+            "[001]   1.000000500: demo:message: pid=-7 comm=init \"x\" ok=true c=λ"
+        );
+        // The lost-events line precedes the event it was reported with.
+        assert_eq!(lines[6], "CPU:1 [LOST 17 EVENTS]");
+        assert_eq!(
+            lines[7],
+            "[001]   1.500000000: net:packet: len=1500 head=de:ad:be:ef delta=-42"
+        );
+        assert_eq!(lines[8], "[000]   2.000000000: irq:irq_handler_entry: vector=32 error=0x0");
+        assert_eq!(lines[9], "[000]  12.345678901: irq:irq_handler_exit");
+        assert_eq!(lines.len(), 10);
+    }
+
+    #[test]
+    fn unknown_event_id_is_hex_dumped() {
+        let mut t = sample();
+        t.panic = None;
+        t.events = vec![
+            Event {
+                cpu: 1,
+                ts: 3,
+                id: 99,
+                values: vec![Value::Bytes(vec![1, 2, 0xff])],
+                lost_before: 0,
+                text: String::new(),
+            },
+            Event { cpu: 0, ts: 4, id: 98, values: vec![], lost_before: 2, text: String::new() },
+        ];
+        let text = render(&t);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 6, "{text}");
+        assert_eq!(lines[3], "[001]  0.000000003: unknown event id 99: 01 02 ff");
+        assert_eq!(lines[4], "CPU:0 [LOST 2 EVENTS]");
+        assert_eq!(lines[5], "[000]  0.000000004: unknown event id 98");
+    }
+
+    #[test]
+    fn multi_line_panic_message_stays_in_the_header() {
+        let mut t = sample();
+        t.events.clear();
+        t.panic.as_mut().unwrap().message = "first\nsecond".into();
+        let text = render(&t);
+        assert!(text.lines().all(|l| l.starts_with('#')), "{text}");
+        assert!(text.contains("# panic on cpu 1 at kernel/src/main.rs:42:5: first\n#   second\n"));
+    }
+}
