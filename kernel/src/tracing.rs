@@ -203,6 +203,6 @@ pub fn stream_pipe(
         if stop() {
             return Ok(());
         }
-        crate::arch::irq::wait_for_interrupt_unless(|| crate::serial::input_pending());
+        crate::arch::irq::wait_for_interrupt_unless(crate::serial::input_pending);
     }
 }

@@ -230,7 +230,7 @@ impl<A> Event<A> {
 
 /// Declares a tracepoint.
 ///
-/// ```ignore
+/// ```text
 /// trace::event! {
 ///     /// An interrupt handler starts.
 ///     pub IRQ_ENTRY = "irq":"irq_handler_entry" { vector: u8 } => "vector={vector}";

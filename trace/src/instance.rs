@@ -262,7 +262,7 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
 /// format string interned in a static descriptor (found by the linker like events)
 /// and the arguments stored raw. Formatting happens when the trace is read.
 ///
-/// ```ignore
+/// ```text
 /// trace::printk!(instance, "tick {} late by {} ns", tick, late);
 /// ```
 #[macro_export]

@@ -18,7 +18,8 @@
 //!   instances with the `trace_array_*` API; [`printk!`] and the [`log`] bridge.
 //!
 //! The ring's design (record format, protocols, memory orderings) is in `DESIGN.md`.
-#![cfg_attr(not(any(test, feature = "std")), no_std)]
+// `no_std` on bare metal; on a host the crate also offers `HostPlatform` (std).
+#![cfg_attr(any(target_os = "none", target_os = "uefi"), no_std)]
 #![forbid(unsafe_code)]
 
 extern crate alloc;
@@ -50,7 +51,7 @@ pub use error::{Error, WriteError};
 pub use event::{Args, DescriptorKind, Event, EventDescriptor, FieldArg, MAX_EVENT_PAYLOAD, glob};
 pub use field::{DecodeError, Decoder, Encoder, Field, FieldKind, FieldValue, Value};
 pub use instance::{Instance, InstanceConfig, InstanceError, MAX_NAME};
-#[cfg(any(test, feature = "std"))]
+#[cfg(not(any(target_os = "none", target_os = "uefi")))]
 pub use platform::HostPlatform;
 pub use platform::Platform;
 pub use reader::{Consumer, Cursor, Merged, Meta, RecordRef, RingIter};

@@ -16,10 +16,10 @@ pub trait Platform {
     fn now(&self) -> u64;
 }
 
-#[cfg(any(test, feature = "std"))]
+#[cfg(not(any(target_os = "none", target_os = "uefi")))]
 pub use host::HostPlatform;
 
-#[cfg(any(test, feature = "std"))]
+#[cfg(not(any(target_os = "none", target_os = "uefi")))]
 mod host {
     extern crate std;
     use super::Platform;

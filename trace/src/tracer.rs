@@ -17,7 +17,6 @@ use crate::field::{Field, FieldKind};
 use crate::instance::{Instance, InstanceConfig, InstanceError, InstanceState, valid_name};
 use crate::platform::Platform;
 use crate::recorder::Recorder;
-use alloc::boxed::Box;
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -80,7 +79,7 @@ pub struct Tracer<P> {
     cpus: usize,
     limits: Limits,
     events: Vec<&'static EventDescriptor>,
-    tables: Vec<Box<CpuTable<P>>>,
+    tables: Vec<CpuTable<P>>,
     registry: Mutex<Registry<P>>,
 }
 
@@ -123,10 +122,10 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         let mut tables = Vec::new();
         tables.try_reserve_exact(cpus).map_err(|_| TracerError::NoMemory)?;
         for _ in 0..cpus {
-            tables.push(Box::new(CpuTable {
+            tables.push(CpuTable {
                 slots: core::array::from_fn(|_| RwLock::new(Slot::Empty)),
                 missed: core::array::from_fn(|_| AtomicU64::new(0)),
-            }));
+            });
         }
         let tracer = Tracer {
             platform,

@@ -3,6 +3,7 @@
 //! ui.perfetto.dev, or a CTF 1.8 trace directory for babeltrace2.
 
 pub mod ctf;
+pub mod from_dump;
 pub mod model;
 pub mod perfetto;
 pub mod stat;
@@ -12,6 +13,7 @@ pub mod text;
 mod sample;
 
 pub use ctf::write_ctf;
+pub use from_dump::traces;
 pub use model::{
     CpuStats, Descriptor, Event, FieldDesc, FieldKind, PanicInfo, Trace, Value, format_ts, hex_dump,
 };

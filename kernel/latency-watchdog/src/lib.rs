@@ -111,12 +111,10 @@ impl<P: Platform + Clone + Send + Sync + 'static> Watchdog<P> {
                     self.state.store(CAPTURING, Relaxed);
                 }
             }
-            CAPTURING => {
-                if self.ticks_left.fetch_sub(1, Relaxed) <= 1 {
-                    // Close the window: nothing more goes into the instance.
-                    let _ = self.instance.set_event(None, None, false);
-                    self.state.store(SNAPSHOT_PENDING, Relaxed);
-                }
+            // Close the window: nothing more goes into the instance.
+            CAPTURING if self.ticks_left.fetch_sub(1, Relaxed) <= 1 => {
+                let _ = self.instance.set_event(None, None, false);
+                self.state.store(SNAPSHOT_PENDING, Relaxed);
             }
             _ => {}
         }

@@ -26,6 +26,9 @@ impl From<&str> for CommandError {
     }
 }
 
+/// A command's body: the shell, the arguments after the name, the redirection.
+pub type CommandFn = fn(&mut Shell, &[&str], Option<&Redirect>) -> Result<(), CommandError>;
+
 /// A shell command: its name, argument synopsis, one-line help and body.
 pub struct Command {
     /// What the user types.
@@ -37,7 +40,7 @@ pub struct Command {
     /// Whether the command takes `> FILE` / `>> FILE`.
     pub redirects: bool,
     /// The body, given the shell, the arguments after the name, and the redirection.
-    pub run: fn(&mut Shell, &[&str], Option<&Redirect>) -> Result<(), CommandError>,
+    pub run: CommandFn,
 }
 
 /// The shell's state: the working directory in the tracing tree.

@@ -58,7 +58,7 @@ pub(crate) fn base64_encode(input: &[u8], out: &mut [u8]) -> usize {
 /// Decodes base64 text; `None` if it is not valid base64.
 pub(crate) fn base64_decode(text: &str) -> Option<alloc::vec::Vec<u8>> {
     let bytes = text.as_bytes();
-    if bytes.len() % 4 != 0 {
+    if !bytes.len().is_multiple_of(4) {
         return None;
     }
     let value = |c: u8| ALPHABET.iter().position(|&a| a == c).map(|v| v as u32);

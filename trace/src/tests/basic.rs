@@ -383,11 +383,12 @@ fn recorder_swap_takes_a_snapshot() {
     HostPlatform::set_cpu(0);
     HostPlatform::set_clock(1);
     let cfg = Config { cpus: 2, bytes_per_cpu: 1024, mode: Mode::Overwrite };
-    let mut r = Recorder::new(HostPlatform, cfg, false).unwrap();
+    let r = Recorder::new(HostPlatform, cfg, false).unwrap();
     r.write(1, b"a").unwrap();
     assert_eq!(r.swap(), Err(Error::NoSpare));
     assert!(r.snapshot().is_none());
-    r.alloc_spare().unwrap();
+    // A recorder with a spare takes over the live set (and its record).
+    let r = r.with_spare().unwrap();
     r.write(2, b"b").unwrap();
     r.swap().unwrap();
     r.write(3, b"c").unwrap();
@@ -408,12 +409,12 @@ fn recorder_swap_takes_a_snapshot() {
     // Swapping while this CPU holds a reservation would wait for itself.
     assert_eq!(r.swap(), Err(Error::WouldDeadlock));
     res.commit();
-    assert_eq!(r.resize(4096), Err(Error::Recording));
-    r.live().set_recording(false);
-    r.resize(4096).unwrap();
+    let r = r.resized(4096).unwrap();
     assert_eq!(r.live().bytes_per_cpu(), 4096);
     assert_eq!(r.snapshot().unwrap().bytes_per_cpu(), 4096);
-    r.free_spare();
+    assert!(r.live().is_recording(), "a resize keeps the recording switch");
+    assert!(events(r.live(), 0).is_empty(), "a resize starts empty");
+    let r = r.without_spare().unwrap();
     assert!(r.snapshot().is_none());
     assert_eq!(HostPlatform.cpu(), 0);
 }

@@ -1,0 +1,132 @@
+//! Turning a parsed dump (`trace::dump`) into the report model, one [`Trace`] per
+//! instance. Fields are decoded and rendered with the dump's own descriptors.
+
+use super::model::{CpuStats, Descriptor, Event, FieldDesc, FieldKind, PanicInfo, Trace, Value};
+use std::collections::BTreeMap;
+use trace::DescriptorKind;
+use trace::dump::{Dump, DumpDescriptor};
+
+fn kind(kind: trace::FieldKind) -> FieldKind {
+    match kind {
+        trace::FieldKind::U8 => FieldKind::U8,
+        trace::FieldKind::U16 => FieldKind::U16,
+        trace::FieldKind::U32 => FieldKind::U32,
+        trace::FieldKind::U64 => FieldKind::U64,
+        trace::FieldKind::I8 => FieldKind::I8,
+        trace::FieldKind::I16 => FieldKind::I16,
+        trace::FieldKind::I32 => FieldKind::I32,
+        trace::FieldKind::I64 => FieldKind::I64,
+        trace::FieldKind::Bool => FieldKind::Bool,
+        trace::FieldKind::Char => FieldKind::Char,
+        trace::FieldKind::Bytes(n) => FieldKind::Bytes(usize::from(n)),
+        trace::FieldKind::Str => FieldKind::Str,
+    }
+}
+
+fn value(value: trace::Value<'_>) -> Value {
+    match value {
+        trace::Value::Unsigned(v) => Value::Unsigned(v),
+        trace::Value::Signed(v) => Value::Signed(v),
+        trace::Value::Bool(v) => Value::Bool(v),
+        trace::Value::Char(v) => Value::Char(v),
+        trace::Value::Bytes(v) => Value::Bytes(v.to_vec()),
+        trace::Value::Str(v) => Value::Str(v.into()),
+    }
+}
+
+fn descriptor(d: &DumpDescriptor) -> Descriptor {
+    Descriptor {
+        id: d.id,
+        system: d.system.clone(),
+        name: d.name.clone(),
+        format: d.format.clone(),
+        fields: d
+            .fields
+            .iter()
+            .map(|(name, k)| FieldDesc { name: name.clone(), kind: kind(*k) })
+            .collect(),
+    }
+}
+
+/// Decodes a payload: its values and its text (`<...>` where it does not decode).
+fn decode(d: Option<&DumpDescriptor>, payload: &[u8]) -> (Vec<Value>, String) {
+    let Some(d) = d else { return (Vec::new(), String::new()) };
+    let mut text = String::new();
+    let mut values = Vec::new();
+    match d.kind {
+        DescriptorKind::Event => {
+            let mut decoder = trace::Decoder::new(payload);
+            for (_, k) in &d.fields {
+                match decoder.value(*k) {
+                    Ok(v) => values.push(value(v)),
+                    Err(_) => break,
+                }
+            }
+            let _ = trace::format::render(&mut text, &d.format, &d.fields(), payload);
+        }
+        DescriptorKind::Printk => {
+            let mut decoder = trace::Decoder::new(payload);
+            while let Ok((_, v)) = decoder.tagged() {
+                values.push(value(v));
+            }
+            let _ = trace::format::render_tagged(&mut text, &d.format, payload);
+        }
+    }
+    (values, text)
+}
+
+/// The instances of `dump`, each as a [`Trace`].
+pub fn traces(dump: &Dump) -> Vec<Trace> {
+    let descriptors: BTreeMap<u16, Descriptor> =
+        dump.descriptors.iter().map(|(id, d)| (*id, descriptor(d))).collect();
+    let panic = dump.panic.as_ref().map(|p| PanicInfo {
+        cpu: p.cpu,
+        message: p.message.clone(),
+        location: p.location.clone(),
+    });
+    dump.instances
+        .values()
+        .map(|instance| {
+            let max_cpu = instance
+                .stats
+                .keys()
+                .chain(instance.records.iter().map(|r| &r.cpu))
+                .max()
+                .map_or(0, |c| c + 1);
+            let cpus = dump.cpus.unwrap_or(max_cpu).max(max_cpu);
+            let mut stats = vec![CpuStats::default(); cpus];
+            for (&cpu, s) in &instance.stats {
+                if let Some(slot) = stats.get_mut(cpu) {
+                    *slot = CpuStats {
+                        written: s.written,
+                        entries: s.entries,
+                        overrun: s.overrun,
+                        dropped: s.dropped,
+                        read: s.read,
+                        commit_overrun: s.commit_overrun,
+                    };
+                }
+            }
+            let events = instance
+                .records
+                .iter()
+                .map(|r| {
+                    let (values, text) = decode(dump.descriptors.get(&r.id), &r.payload);
+                    Event { cpu: r.cpu, ts: r.ts, id: r.id, values, lost_before: 0, text }
+                })
+                .collect();
+            Trace {
+                instance: if instance.name.is_empty() {
+                    "top".into()
+                } else {
+                    instance.name.clone()
+                },
+                cpus,
+                descriptors: descriptors.clone(),
+                events,
+                stats,
+                panic: panic.clone(),
+            }
+        })
+        .collect()
+}
