@@ -1,18 +1,13 @@
-//! The panic handler: report on the emergency console (no lock, no allocation), then
-//! leave QEMU with the failure code. A panic while panicking gives up at once.
+//! The panic handler: report on the emergency console (no lock, no allocation), stop
+//! the other CPUs, dump the trace, and leave QEMU with the failure code. A panic
+//! while reporting the first one still dumps; a panic during the dump gives up with
+//! a minimal message.
 
 use crate::arch::{percpu, qemu};
 use crate::smp;
 use core::fmt::Write;
 use core::panic::PanicInfo;
-use core::sync::atomic::{AtomicBool, Ordering};
-
-static PANICKING: AtomicBool = AtomicBool::new(false);
-
-/// Whether a panic is in progress (the heap then never waits for its lock).
-pub fn in_progress() -> bool {
-    PANICKING.load(Ordering::Relaxed)
-}
+use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
 /// Formats into a fixed buffer without allocating, keeping what fits.
 struct Truncated {
@@ -42,26 +37,80 @@ impl Write for Truncated {
     }
 }
 
-#[panic_handler]
-fn panic(info: &PanicInfo<'_>) -> ! {
-    x86_64::instructions::interrupts::disable();
-    if PANICKING.swap(true, Ordering::Relaxed) {
-        crate::emergency_println!("\nnested panic: {}", info.message());
-        qemu::exit(qemu::ExitCode::Failure);
+/// Where the panic path is; a panic's behaviour depends on it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum Stage {
+    /// No panic yet.
+    Running = 0,
+    /// Reporting the panic (formatting it may itself panic).
+    Reporting = 1,
+    /// Writing the trace dump.
+    Dumping = 2,
+}
+
+static STAGE: AtomicU8 = AtomicU8::new(Stage::Running as u8);
+/// The CPU that owns the panic.
+static OWNER: AtomicUsize = AtomicUsize::new(usize::MAX);
+
+/// Whether a panic is in progress (the heap then never waits for its lock).
+pub fn in_progress() -> bool {
+    STAGE.load(Ordering::Relaxed) != Stage::Running as u8
+}
+
+fn location(info: &PanicInfo<'_>) -> Truncated {
+    let mut location = Truncated::new();
+    if let Some(at) = info.location() {
+        let _ = write!(location, "{}:{}:{}", at.file(), at.line(), at.column());
     }
-    let cpu = percpu::index();
-    crate::emergency_println!("\nKERNEL PANIC on cpu {cpu}: {info}");
+    location
+}
+
+/// Stops the other CPUs (once), writes the dump, leaves QEMU.
+fn stop_dump_and_exit(cpu: usize, message: &str, location: &str) -> ! {
+    STAGE.store(Stage::Dumping as u8, Ordering::SeqCst);
     let others = smp::online() - 1;
     if others > 0 {
         let stopped = smp::stop_other_cpus();
         crate::emergency_println!("panic: stopped {stopped} of {others} other CPU(s)");
     }
+    crate::dump::panic_dump(cpu, message, location);
+    qemu::exit(qemu::ExitCode::Failure)
+}
+
+#[panic_handler]
+fn panic(info: &PanicInfo<'_>) -> ! {
+    x86_64::instructions::interrupts::disable();
+    let cpu = percpu::index();
+    let first = STAGE.compare_exchange(
+        Stage::Running as u8,
+        Stage::Reporting as u8,
+        Ordering::SeqCst,
+        Ordering::SeqCst,
+    );
+    match first {
+        Ok(_) => OWNER.store(cpu, Ordering::SeqCst),
+        // Another CPU panics at the same time: it stops this one.
+        Err(_) if OWNER.load(Ordering::SeqCst) != cpu => crate::arch::halt_forever(),
+        Err(stage) if stage == Stage::Reporting as u8 => {
+            // Reporting the first panic panicked (its message could not be
+            // formatted): report this one plainly, and still dump.
+            let location = location(info);
+            let message = info.message().as_str().unwrap_or("(message not shown)");
+            crate::emergency_println!(
+                "\nnested panic on cpu {cpu} at {}: {message}",
+                location.as_str()
+            );
+            stop_dump_and_exit(cpu, "nested panic while reporting a panic", location.as_str());
+        }
+        Err(_) => {
+            // The dump itself panicked: give up with a minimal message.
+            crate::emergency_println!("\npanic during the trace dump; halting");
+            qemu::exit(qemu::ExitCode::Failure);
+        }
+    }
+    crate::emergency_println!("\nKERNEL PANIC on cpu {cpu}: {info}");
     let mut message = Truncated::new();
     let _ = write!(message, "{}", info.message());
-    let mut location = Truncated::new();
-    if let Some(at) = info.location() {
-        let _ = write!(location, "{}:{}:{}", at.file(), at.line(), at.column());
-    }
-    crate::dump::panic_dump(cpu, message.as_str(), location.as_str());
-    qemu::exit(qemu::ExitCode::Failure)
+    stop_dump_and_exit(cpu, message.as_str(), location(info).as_str())
 }

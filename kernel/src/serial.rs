@@ -132,6 +132,13 @@ pub fn print_fmt(args: fmt::Arguments<'_>) {
     let _ = Crlf(&mut PORT.lock()).write_fmt(args);
 }
 
+/// Panics while holding the console lock (tests that the panic path never waits for
+/// it).
+pub fn panic_holding_console() -> ! {
+    let _console = PORT.lock();
+    panic!("deliberate panic while holding the console lock")
+}
+
 /// The console as a `fmt::Write`, for code that writes piecemeal (the line editor).
 pub struct Console;
 

@@ -232,7 +232,7 @@ fn report(run: &Run, mode: Mode, ms: u64, consumed: &[Consumed], corrupt: bool) 
             ("invariant", stats.balanced()),
             ("written==attempted", stats.written == attempted && errors == 0),
             ("read==consumed", stats.read == seen.records),
-            ("lost==overrun", seen.lost == stats.overrun),
+            ("lost==overrun+dropped", seen.lost == stats.overrun + stats.dropped),
             ("own-cpu", seen.foreign == 0),
         ];
         let failed: Vec<&str> =

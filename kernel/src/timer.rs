@@ -21,6 +21,14 @@ pub fn start_this_cpu() {
     apic::start_periodic_timer(u32::try_from(period).unwrap_or(u32::MAX));
 }
 
+/// Set by `panic irq`: the boot CPU's next tick panics (in interrupt context).
+static PANIC_ON_TICK: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+/// Makes the boot CPU's next timer interrupt panic.
+pub fn panic_on_next_tick() {
+    PANIC_ON_TICK.store(true, Ordering::Relaxed);
+}
+
 /// The timer interrupt handler's work.
 pub fn on_tick() {
     let cpu = percpu::current();
@@ -29,6 +37,9 @@ pub fn on_tick() {
     let interval = now - cpu.last_tick_ns.swap(now, Ordering::Relaxed);
     trace::emit!(crate::events::TIMER_TICK, tick, interval);
     if percpu::index() == 0 {
+        if PANIC_ON_TICK.swap(false, Ordering::Relaxed) {
+            panic!("deliberate panic in the timer interrupt (tick {tick})");
+        }
         crate::watchdog::on_tick(tick, interval);
     }
     crate::stress::on_timer();

@@ -122,7 +122,8 @@ impl Cursor for RingIter<'_> {
 }
 
 /// The consuming reader of one ring (ftrace's `trace_pipe`). One per ring at a time.
-/// Each record carries the number of events lost (overwritten) since the previous one.
+/// Each record carries the number of events lost (overwritten or dropped) since the
+/// previous record consumed from the ring, by this consumer or an earlier one.
 pub struct Consumer<'a> {
     ring: &'a Ring,
     cpu: usize,
@@ -134,7 +135,7 @@ impl<'a> Consumer<'a> {
     pub(crate) fn new(ring: &'a Ring, cpu: usize) -> Result<Self, Error> {
         let buf = scratch()?;
         ring.acquire_consumer()?;
-        Ok(Consumer { ring, cpu, overrun_seen: ring.overrun(), buf })
+        Ok(Consumer { ring, cpu, overrun_seen: ring.lost_reported(), buf })
     }
 
     /// Takes the oldest event, or `None` if the ring is empty. `Err(Corrupt)` if the
@@ -152,19 +153,21 @@ impl<'a> Consumer<'a> {
     /// Events lost since the last record returned, not yet reported with a record
     /// (for a reader that reached the end: ftrace prints them as a final gap).
     pub fn lost_pending(&self) -> u64 {
-        self.ring.overrun().wrapping_sub(self.overrun_seen)
+        self.ring.lost().wrapping_sub(self.overrun_seen)
     }
 
     fn take(&mut self) -> Result<Option<Meta>, Error> {
         let Some(Copied { id, len, ts }) = self.ring.consume(&mut self.buf)? else {
             return Ok(None);
         };
-        // Lost events: overruns counted since the last record. A writer on another
-        // CPU increments its counter just after its claim, so an in-flight increment
-        // is reported with the next record; the sum is exact.
-        let overrun = self.ring.overrun();
-        let lost = overrun.wrapping_sub(self.overrun_seen);
-        self.overrun_seen = overrun;
+        // Lost events (overwritten or dropped) counted since the last record any
+        // consumer returned. A writer on another CPU increments its counter just
+        // after its claim, so an in-flight increment is reported with the next
+        // record; the sum is exact.
+        let lost_now = self.ring.lost();
+        let lost = lost_now.wrapping_sub(self.overrun_seen);
+        self.overrun_seen = lost_now;
+        self.ring.set_lost_reported(lost_now);
         Ok(Some(Meta { cpu: self.cpu, ts, id, len, lost }))
     }
 }

@@ -58,6 +58,9 @@ struct ReaderSide {
     read: AtomicU64,
     /// Held by the one consuming reader of this ring (and by reset).
     consumer: AtomicBool,
+    /// Events lost (`lost()`) that a consumer has reported so far; a new consumer
+    /// reports the losses since, as ftrace's `trace_pipe` does across opens.
+    pub(crate) lost_reported: AtomicU64,
 }
 
 /// What a reader found at a position.
@@ -161,6 +164,7 @@ impl Ring {
             reader: CachePadded(ReaderSide {
                 read: AtomicU64::new(0),
                 consumer: AtomicBool::new(false),
+                lost_reported: AtomicU64::new(0),
             }),
             data: data.into_boxed_slice(),
             mask: words - 1,
@@ -524,9 +528,10 @@ impl Ring {
         self.reader.consumer.store(false, Release);
     }
 
-    /// Sum of the per-depth overrun counters.
-    pub(crate) fn overrun(&self) -> u64 {
-        self.counters.iter().map(|c| c.overrun.load(Relaxed)).sum()
+    /// Events lost so far: overwritten (overwrite mode) or dropped (discard mode,
+    /// commit overruns). What a consuming reader reports as gaps.
+    pub(crate) fn lost(&self) -> u64 {
+        self.counters.iter().map(|c| c.overrun.load(Relaxed) + c.dropped.load(Relaxed)).sum()
     }
 
     /// Counts the events in the ring by walking it, and finds the oldest event's
@@ -603,5 +608,16 @@ impl Ring {
             c.reset();
         }
         self.reader.read.store(0, Relaxed);
+        self.reader.lost_reported.store(0, Relaxed);
+    }
+
+    /// Losses already reported by consumers (see `ReaderSide::lost_reported`).
+    pub(crate) fn lost_reported(&self) -> u64 {
+        self.reader.lost_reported.load(Relaxed)
+    }
+
+    /// Records that consumers have reported losses up to `lost` (the one consumer).
+    pub(crate) fn set_lost_reported(&self, lost: u64) {
+        self.reader.lost_reported.store(lost, Relaxed);
     }
 }

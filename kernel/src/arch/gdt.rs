@@ -16,7 +16,8 @@ pub const DOUBLE_FAULT_IST_INDEX: u16 = 0;
 /// IST slot used by the NMI handler.
 pub const NMI_IST_INDEX: u16 = 1;
 
-const IST_STACK_SIZE: usize = 16 * 1024;
+/// Large enough for the panic path and the trace dump, which a double fault runs.
+const IST_STACK_SIZE: usize = 64 * 1024;
 
 /// A statically allocated interrupt stack, written by the CPU when it switches to it.
 #[repr(C, align(16))]

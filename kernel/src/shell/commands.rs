@@ -95,8 +95,8 @@ pub static COMMANDS: &[Command] = &[
     },
     Command {
         name: "panic",
-        usage: "[CPU]",
-        help: "panic on purpose, here or on CPU (tests the panic path)",
+        usage: "[CPU | irq | console | nested]",
+        help: "panic on purpose: here, on CPU, in an interrupt, holding the console lock, nested",
         redirects: false,
         run: panic,
     },
@@ -378,9 +378,27 @@ fn poweroff(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), Co
     qemu::exit(ExitCode::Success)
 }
 
+/// A value whose formatting panics, for a nested panic.
+struct PanicsWhenShown;
+
+impl core::fmt::Display for PanicsWhenShown {
+    fn fmt(&self, _: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        panic!("formatting the panic message panicked")
+    }
+}
+
 fn panic(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
     match args {
         [] => panic!("deliberate panic from the shell"),
+        ["irq"] => {
+            println!("the next timer interrupt on cpu{} panics", percpu::index());
+            timer::panic_on_next_tick();
+            loop {
+                x86_64::instructions::hlt();
+            }
+        }
+        ["console"] => serial::panic_holding_console(),
+        ["nested"] => panic!("{}", PanicsWhenShown),
         [cpu] => {
             let cpu = cpu.parse().map_err(|_| CommandError::Usage)?;
             if cpu == percpu::index() {

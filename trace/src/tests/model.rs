@@ -75,6 +75,8 @@ struct Model {
     cur_hi: Option<u64>,
     clock_hi: u64,
     c: Counts,
+    /// Losses (overrun + dropped) consumers have reported so far.
+    lost_reported: u64,
 }
 
 impl Model {
@@ -91,6 +93,7 @@ impl Model {
             cur_hi: None,
             clock_hi: 0,
             c: Counts::default(),
+            lost_reported: 0,
         }
     }
 
@@ -100,6 +103,7 @@ impl Model {
         self.recs.clear();
         self.cur_hi = None;
         self.c = Counts::default();
+        self.lost_reported = 0;
     }
 
     /// Makes room for `total` words; false if it cannot (nothing changes then).
@@ -163,12 +167,16 @@ impl Model {
         self.recs.iter().filter_map(|r| r.event.clone()).collect()
     }
 
-    fn consume(&mut self) -> Option<(u16, Vec<u8>)> {
+    /// The oldest event, with the losses not reported before it.
+    fn consume(&mut self) -> Option<(u16, Vec<u8>, u64)> {
         while let Some(r) = self.recs.pop_front() {
             self.tail += r.words;
-            if let Some(e) = r.event {
+            if let Some((id, payload)) = r.event {
                 self.c.read += 1;
-                return Some(e);
+                let lost = self.c.overrun + self.c.dropped;
+                let new = lost - self.lost_reported;
+                self.lost_reported = lost;
+                return Some((id, payload, new));
             }
         }
         None
@@ -296,7 +304,7 @@ fn run(size: usize, overwrite: bool, ops: Vec<Op>) -> Result<(), TestCaseError> 
                 let mut c = b.consumer(0).unwrap();
                 for _ in 0..n {
                     let got = c.next_record().unwrap().map(|r| (r.id, r.payload.to_vec(), r.lost));
-                    prop_assert_eq!(got, m.consume().map(|(i, p)| (i, p, 0)));
+                    prop_assert_eq!(got, m.consume());
                 }
             }
             Op::Clear => {
