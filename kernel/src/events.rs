@@ -30,6 +30,9 @@ trace::event! {
     pub SHELL_COMMAND = "shell":"command" { line: &str } => "{line}";
     /// The `bench` command's event (two integers, the reference shape).
     pub BENCH = "bench":"event" { a: u64, b: u64 } => "a={a} b={b}";
+    /// A `stress` command event: the writer's local APIC id, where it was written
+    /// from (0 thread, 1 timer, 2 IPI, 3 NMI), and its sequence number there.
+    pub STRESS = "stress":"event" { apic_id: u32, source: u8, seq: u64 } => "apic_id={apic_id} source={source} seq={seq}";
     /// The shell finished a command.
     pub SHELL_DONE = "shell":"command_done" { ok: bool, duration_ns: u64 } => "ok={ok} duration={duration_ns}ns";
 }

@@ -20,7 +20,7 @@ static TRACER: Once<Tracer<KernelPlatform>> = Once::new();
 /// Builds the tracer over every descriptor the linker collected, installs it as
 /// the destination of all tracepoints and of the `log` crate, and enables every
 /// event in the top-level instance but the (very noisy) heap events and the
-/// benchmark's.
+/// benchmark's and stress test's.
 pub fn init(cpus: usize) -> Result<&'static Tracer<KernelPlatform>, TracerError> {
     let limits = Limits { max_instances: MAX_INSTANCES, max_total_bytes: MAX_TRACE_BYTES };
     let top =
@@ -34,6 +34,7 @@ pub fn init(cpus: usize) -> Result<&'static Tracer<KernelPlatform>, TracerError>
         let _ = top.set_event(None, None, true);
         let _ = top.set_event(Some("kmem"), None, false);
         let _ = top.set_event(Some("bench"), None, false);
+        let _ = top.set_event(Some("stress"), None, false);
     }
     Ok(tracer)
 }
@@ -201,6 +202,13 @@ pub fn stream_pipe(
             let _ = write_record(out, tracer, &record);
         }
         if stop() {
+            // Losses after the last record returned (a writer that raced the end).
+            for consumer in merged.cursors_mut() {
+                let lost = consumer.take_lost();
+                if lost > 0 {
+                    let _ = writeln!(out, "CPU:{} [LOST {lost} EVENTS]", consumer.cpu());
+                }
+            }
             return Ok(());
         }
         crate::arch::irq::wait_for_interrupt_unless(crate::serial::input_pending);

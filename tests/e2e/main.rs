@@ -2,3 +2,4 @@
 
 mod shell;
 mod smp;
+mod tracefs;

@@ -228,6 +228,48 @@ impl Drop for Machine {
     }
 }
 
+impl Machine {
+    /// Every trace dump in the transcript so far, parsed.
+    pub fn dumps(&self) -> Vec<trace::dump::Dump> {
+        trace::dump::parse(&self.transcript())
+    }
+}
+
+/// One line of a `trace` file: CPU, timestamp (ns), `system:name`, and the fields.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TraceLine {
+    /// The CPU.
+    pub cpu: usize,
+    /// The timestamp in nanoseconds.
+    pub ts: u64,
+    /// `system:name`.
+    pub event: String,
+    /// The rendered fields.
+    pub fields: String,
+}
+
+/// The event lines of `trace`-style output (`[CPU] SECONDS: SYSTEM:NAME: FIELDS`).
+pub fn trace_lines(output: &str) -> Vec<TraceLine> {
+    output
+        .lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix('[')?;
+            let (cpu, rest) = rest.split_once(']')?;
+            let (stamp, rest) = rest.trim_start().split_once(": ")?;
+            let (secs, nanos) = stamp.split_once('.')?;
+            let ts =
+                secs.trim().parse::<u64>().ok()? * 1_000_000_000 + nanos.parse::<u64>().ok()?;
+            let (event, fields) = rest.split_once(": ").unwrap_or((rest, ""));
+            Some(TraceLine {
+                cpu: cpu.parse().ok()?,
+                ts,
+                event: event.into(),
+                fields: fields.into(),
+            })
+        })
+        .collect()
+}
+
 /// Position of `needle` in `haystack`.
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|window| window == needle)

@@ -156,6 +156,21 @@ impl<'a> Consumer<'a> {
         self.ring.lost().wrapping_sub(self.overrun_seen)
     }
 
+    /// Takes [`Consumer::lost_pending`]: reports those losses now, so no later
+    /// record (of this consumer or the next) reports them again.
+    pub fn take_lost(&mut self) -> u64 {
+        let lost_now = self.ring.lost();
+        let lost = lost_now.wrapping_sub(self.overrun_seen);
+        self.overrun_seen = lost_now;
+        self.ring.set_lost_reported(lost_now);
+        lost
+    }
+
+    /// The CPU of the ring.
+    pub fn cpu(&self) -> usize {
+        self.cpu
+    }
+
     fn take(&mut self) -> Result<Option<Meta>, Error> {
         let Some(Copied { id, len, ts }) = self.ring.consume(&mut self.buf)? else {
             return Ok(None);
@@ -197,6 +212,11 @@ impl<C: Cursor> Merged<C> {
     /// Merges `cursors` (one per CPU) in timestamp order.
     pub fn new(cursors: Vec<C>) -> Self {
         Merged { sources: cursors.into_iter().map(|c| (c, None)).collect() }
+    }
+
+    /// The merged cursors, for what they report besides records (lost events).
+    pub fn cursors_mut(&mut self) -> impl Iterator<Item = &mut C> {
+        self.sources.iter_mut().map(|(cursor, _)| cursor)
     }
 
     /// The next event across all CPUs, or `None` when every source is empty.

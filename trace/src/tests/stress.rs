@@ -154,7 +154,11 @@ fn writers_readers_and_interrupts_account_exactly() {
                 let st = b.stats(cpu).unwrap();
                 assert_eq!(st.written, written[cpu], "{mode:?} cpu {cpu}: {st:?}");
                 assert_eq!(st.read, read[cpu].0, "{mode:?} cpu {cpu}");
-                assert_eq!(st.overrun + st.dropped, read[cpu].1, "{mode:?} cpu {cpu}: lost reported");
+                assert_eq!(
+                    st.overrun + st.dropped,
+                    read[cpu].1,
+                    "{mode:?} cpu {cpu}: lost reported"
+                );
                 assert_eq!(st.entries, 0, "{mode:?} cpu {cpu}: drained");
                 assert!(st.balanced(), "{mode:?} cpu {cpu}: {st:?}");
                 if mode == Mode::Discard {

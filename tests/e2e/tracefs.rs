@@ -1,0 +1,461 @@
+//! The tracefs shell: every file of the top-level instance and of a created one,
+//! read, written validly, written invalidly (error, state unchanged).
+
+use e2e::{Machine, STEP_TIMEOUT, trace_lines};
+
+/// Roots to test: the top-level instance and a created one.
+const ROOTS: [&str; 2] = ["", "instances/t1/"];
+
+fn machine_with_instance() -> Machine {
+    let mut m = Machine::boot();
+    assert_eq!(m.run("mkdir instances/t1"), "");
+    m
+}
+
+#[test]
+fn available_events_lists_every_event_of_both_crates() {
+    let mut m = machine_with_instance();
+    for root in ROOTS {
+        let events = m.run(&format!("cat {root}available_events"));
+        for event in [
+            "timer:tick",
+            "irq:irq_handler_entry",
+            "serial:rx",
+            "kmem:kmalloc",
+            "latency:anomaly",
+            "ftrace:print",
+        ] {
+            assert!(
+                events.lines().any(|l| l == event),
+                "{root}available_events lacks {event}:\n{events}"
+            );
+        }
+        assert!(!events.contains("bprint"), "printk sites are not events");
+        let err = m.run(&format!("echo x > {root}available_events"));
+        assert!(err.contains("Permission denied (read-only file)"), "{err}");
+    }
+}
+
+#[test]
+fn set_event_replaces_appends_negates_and_refuses_bad_input() {
+    let mut m = machine_with_instance();
+    for root in ROOTS {
+        let file = format!("{root}set_event");
+        assert_eq!(m.run(&format!("echo timer:tick > {file}")), "");
+        assert_eq!(m.run(&format!("cat {file}")).trim(), "timer:tick");
+        assert_eq!(m.run(&format!("echo 'irq:*' >> {file}")), "");
+        let set = m.run(&format!("cat {file}"));
+        assert!(
+            set.contains("timer:tick")
+                && set.contains("irq:irq_handler_entry")
+                && set.contains("irq:nmi"),
+            "{set}"
+        );
+        assert_eq!(m.run(&format!("echo '!timer:tick' >> {file}")), "");
+        let set = m.run(&format!("cat {file}"));
+        assert!(!set.contains("timer:tick") && set.contains("irq:irq_handler_exit"), "{set}");
+        // A bad entry is refused whole, even with a good one beside it.
+        let err = m.run(&format!("echo 'timer:tick nosuch:event' > {file}"));
+        assert!(err.contains("Invalid argument"), "{err}");
+        assert_eq!(m.run(&format!("cat {file}")), set, "a refused write changes nothing");
+        assert_eq!(m.run(&format!("echo '*:*' > {file}")), "");
+        let all = m.run(&format!("cat {file}"));
+        assert_eq!(all, m.run(&format!("cat {root}available_events")), "*:* enables every event");
+        assert_eq!(m.run(&format!("echo > {file}")), "");
+        assert_eq!(m.run(&format!("cat {file}")), "");
+        assert_eq!(m.run(&format!("cat {root}events/enable")).trim(), "0");
+    }
+}
+
+#[test]
+fn tracing_on_switches_recording_and_refuses_other_values() {
+    let mut m = machine_with_instance();
+    for root in ROOTS {
+        let file = format!("{root}tracing_on");
+        assert_eq!(m.run(&format!("cat {file}")).trim(), "1");
+        assert_eq!(m.run(&format!("echo 0 > {file}")), "");
+        assert_eq!(m.run(&format!("cat {file}")).trim(), "0");
+        assert!(m.run(&format!("echo 2 > {file}")).contains("Invalid argument"));
+        assert_eq!(m.run(&format!("cat {file}")).trim(), "0", "unchanged");
+        // Off: nothing is written, not even a marker.
+        let before = m.run(&format!("cat {root}per_cpu/cpu0/stats"));
+        m.run(&format!("echo quiet > {root}trace_marker"));
+        let written =
+            |stats: &str| stats.lines().find(|l| l.starts_with("written:")).map(String::from);
+        assert_eq!(written(&m.run(&format!("cat {root}per_cpu/cpu0/stats"))), written(&before));
+        assert_eq!(m.run(&format!("echo 1 > {file}")), "");
+    }
+}
+
+#[test]
+fn trace_shows_real_kernel_events_merged_in_time_order() {
+    let mut m = Machine::boot();
+    // Interrupts, serial input and commands on the boot CPU; timer ticks everywhere.
+    for _ in 0..5 {
+        m.run("uptime");
+    }
+    let out = m.run("cat trace");
+    assert!(out.starts_with("# tracer: nop"), "{out}");
+    assert!(out.contains("#P:4"), "{out}");
+    let lines = trace_lines(&out);
+    assert!(lines.len() > 50, "too few events:\n{out}");
+    assert!(lines.windows(2).all(|w| w[0].ts <= w[1].ts), "not in time order");
+    let cpus: std::collections::BTreeSet<usize> = lines.iter().map(|l| l.cpu).collect();
+    assert_eq!(cpus.len(), 4, "events of every CPU: {cpus:?}");
+    let has = |event: &str, field: &str| {
+        lines.iter().any(|l| l.event == event && l.fields.contains(field))
+    };
+    assert!(has("irq:irq_handler_entry", "vector=48"), "timer interrupts");
+    assert!(has("timer:tick", "interval="), "timer ticks with fields");
+    assert!(has("serial:rx", "byte=0x75"), "serial input ('u')");
+    assert!(has("shell:command", "uptime"), "shell commands");
+    let header = out.lines().find(|l| l.contains("entries-in-buffer/entries-written")).unwrap();
+    let counts: Vec<u64> = header
+        .split(':')
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .split('/')
+        .map(|n| n.parse().unwrap())
+        .collect();
+    assert!(counts[0] as usize >= lines.len() && counts[1] >= counts[0], "{header}");
+    // Clearing empties the buffer.
+    assert_eq!(m.run("echo > trace"), "");
+    let after = trace_lines(&m.run("cat trace"));
+    assert!(
+        after.iter().all(|l| l.ts > lines.last().unwrap().ts),
+        "events from before the clear remain"
+    );
+    assert!(!after.iter().any(|l| l.event == "shell:command" && l.fields == "uptime"));
+}
+
+#[test]
+fn trace_marker_writes_and_cannot_be_read() {
+    let mut m = machine_with_instance();
+    for root in ROOTS {
+        assert_eq!(m.run(&format!("echo \"hello from {root}marker\" > {root}trace_marker")), "");
+        let lines = trace_lines(&m.run(&format!("cat {root}trace")));
+        assert!(
+            lines.iter().any(
+                |l| l.event == "ftrace:print" && l.fields == format!("hello from {root}marker")
+            )
+        );
+        assert!(
+            m.run(&format!("cat {root}trace_marker"))
+                .contains("Permission denied (write-only file)")
+        );
+    }
+}
+
+#[test]
+fn snapshot_allocates_takes_clears_and_frees() {
+    let mut m = machine_with_instance();
+    for root in ROOTS {
+        let file = format!("{root}snapshot");
+        assert!(m.run(&format!("cat {file}")).contains("Snapshot is freed"));
+        assert!(
+            m.run(&format!("echo 2 > {file}")).contains("Invalid argument"),
+            "clearing a freed snapshot"
+        );
+        assert!(m.run(&format!("echo 7 > {file}")).contains("Invalid argument"));
+        assert!(m.run(&format!("cat {file}")).contains("Snapshot is freed"), "unchanged");
+        let size: usize = m.run(&format!("cat {root}buffer_size_kb")).trim().parse().unwrap();
+        m.run(&format!("echo before-snapshot > {root}trace_marker"));
+        assert_eq!(m.run(&format!("echo 1 > {file}")), "");
+        m.run(&format!("echo after-snapshot > {root}trace_marker"));
+        let snap = m.run(&format!("cat {file}"));
+        assert!(
+            snap.contains("Snapshot is allocated")
+                && snap.contains("before-snapshot")
+                && !snap.contains("after-snapshot"),
+            "{snap}"
+        );
+        let live = m.run(&format!("cat {root}trace"));
+        assert!(live.contains("after-snapshot") && !live.contains("before-snapshot"), "{live}");
+        assert_eq!(
+            m.run(&format!("cat {root}buffer_total_size_kb")).trim(),
+            format!("{}", size * 4 * 2)
+        );
+        assert_eq!(m.run(&format!("echo 2 > {file}")), "");
+        let cleared = m.run(&format!("cat {file}"));
+        assert!(
+            cleared.contains("Snapshot is allocated") && !cleared.contains("before-snapshot"),
+            "{cleared}"
+        );
+        assert_eq!(m.run(&format!("echo 0 > {file}")), "");
+        assert!(m.run(&format!("cat {file}")).contains("Snapshot is freed"));
+        assert_eq!(
+            m.run(&format!("cat {root}buffer_total_size_kb")).trim(),
+            format!("{}", size * 4)
+        );
+    }
+}
+
+#[test]
+fn buffer_size_kb_resizes_within_limits() {
+    let mut m = machine_with_instance();
+    for root in ROOTS {
+        let file = format!("{root}buffer_size_kb");
+        let before = m.run(&format!("cat {file}"));
+        for bad in ["0", "abc", "-4", ""] {
+            assert!(
+                m.run(&format!("echo '{bad}' > {file}")).contains("Invalid argument"),
+                "{bad:?}"
+            );
+        }
+        assert!(m.run(&format!("echo 99999999 > {file}")).contains("Cannot allocate memory"));
+        assert_eq!(m.run(&format!("cat {file}")), before, "unchanged");
+        assert_eq!(m.run(&format!("echo 128 > {file}")), "");
+        assert_eq!(m.run(&format!("cat {file}")).trim(), "128");
+        assert_eq!(m.run(&format!("cat {root}buffer_total_size_kb")).trim(), "512");
+        assert!(m.run(&format!("echo 1 > {root}buffer_total_size_kb")).contains("read-only"));
+        // Recording goes on in the new buffer.
+        m.run(&format!("echo resized > {root}trace_marker"));
+        assert!(m.run(&format!("cat {root}trace")).contains("resized"));
+    }
+}
+
+#[test]
+fn trace_clock_and_overwrite_options() {
+    let mut m = machine_with_instance();
+    for root in ROOTS {
+        assert_eq!(m.run(&format!("cat {root}trace_clock")).trim(), "[local]");
+        assert_eq!(m.run(&format!("echo local > {root}trace_clock")), "");
+        assert!(m.run(&format!("echo global > {root}trace_clock")).contains("Invalid argument"));
+        let file = format!("{root}options/overwrite");
+        assert_eq!(m.run(&format!("cat {file}")).trim(), "1");
+        assert_eq!(m.run(&format!("echo 0 > {file}")), "");
+        assert_eq!(m.run(&format!("cat {file}")).trim(), "0");
+        assert!(m.run(&format!("echo yes > {file}")).contains("Invalid argument"));
+        assert_eq!(m.run(&format!("cat {file}")).trim(), "0");
+        assert_eq!(m.run(&format!("echo 1 > {file}")), "");
+    }
+}
+
+#[test]
+fn per_cpu_files_and_event_directories() {
+    let mut m = machine_with_instance();
+    for root in ROOTS {
+        for cpu in 0..4 {
+            let stats = m.run(&format!("cat {root}per_cpu/cpu{cpu}/stats"));
+            for field in [
+                "entries:",
+                "overrun:",
+                "commit overrun:",
+                "bytes:",
+                "oldest event ts:",
+                "now ts:",
+                "dropped events:",
+                "read events:",
+                "written:",
+            ] {
+                assert!(stats.contains(field), "{field} missing:\n{stats}");
+            }
+            assert!(m.run(&format!("cat {root}per_cpu/cpu{cpu}/trace")).contains("# tracer: nop"));
+        }
+        assert!(
+            m.run(&format!("cat {root}per_cpu/cpu4/stats")).contains("No such file or directory")
+        );
+        assert!(m.run(&format!("echo 1 > {root}per_cpu/cpu0/stats")).contains("read-only"));
+        // events/enable, per system and per event: 0, 1 and X.
+        assert_eq!(m.run(&format!("echo 0 > {root}events/enable")), "");
+        assert_eq!(m.run(&format!("cat {root}events/enable")).trim(), "0");
+        assert_eq!(m.run(&format!("echo 1 > {root}events/timer/tick/enable")), "");
+        assert_eq!(m.run(&format!("cat {root}events/timer/tick/enable")).trim(), "1");
+        assert_eq!(m.run(&format!("cat {root}events/enable")).trim(), "X");
+        assert_eq!(m.run(&format!("echo 1 > {root}events/irq/enable")), "");
+        assert_eq!(m.run(&format!("cat {root}events/irq/enable")).trim(), "1");
+        assert!(m.run(&format!("echo 5 > {root}events/irq/enable")).contains("Invalid argument"));
+        assert_eq!(m.run(&format!("cat {root}events/irq/enable")).trim(), "1");
+        assert_eq!(m.run(&format!("echo 1 > {root}events/enable")), "");
+        assert_eq!(m.run(&format!("cat {root}events/enable")).trim(), "1");
+        let format = m.run(&format!("cat {root}events/timer/tick/format"));
+        assert!(
+            format.contains("name: tick")
+                && format.contains("field:u64 tick;")
+                && format.contains("print fmt: \"tick={tick} interval={interval_ns}ns\""),
+            "{format}"
+        );
+        let id: u16 =
+            m.run(&format!("cat {root}events/timer/tick/id")).trim().parse().expect("numeric id");
+        assert_eq!(
+            m.run(&format!("cat {root}events/timer/tick/id")).trim(),
+            id.to_string(),
+            "ids are stable"
+        );
+        assert!(m.run(&format!("echo 3 > {root}events/timer/tick/id")).contains("read-only"));
+        assert!(
+            m.run(&format!("cat {root}events/timer/nosuch/enable"))
+                .contains("No such file or directory")
+        );
+        let systems = m.run(&format!("ls {root}events"));
+        assert!(
+            systems.lines().any(|l| l == "latency/") && systems.lines().any(|l| l == "timer/"),
+            "{systems}"
+        );
+    }
+}
+
+#[test]
+fn ls_cd_pwd_and_file_system_errors() {
+    let mut m = machine_with_instance();
+    let root = m.run("ls");
+    for entry in [
+        "available_events",
+        "set_event",
+        "tracing_on",
+        "trace",
+        "trace_pipe",
+        "snapshot",
+        "buffer_size_kb",
+        "buffer_total_size_kb",
+        "trace_marker",
+        "trace_clock",
+        "options/",
+        "per_cpu/",
+        "events/",
+        "instances/",
+    ] {
+        assert!(root.lines().any(|l| l == entry), "ls lacks {entry}:\n{root}");
+    }
+    assert_eq!(m.run("cd instances/t1"), "");
+    assert_eq!(m.run("pwd").trim(), "/instances/t1");
+    let inside = m.run("ls");
+    assert!(inside.contains("trace_pipe") && !inside.contains("instances/"), "{inside}");
+    assert_eq!(m.run("cd ../.."), "");
+    assert_eq!(m.run("pwd").trim(), "/");
+    assert!(m.run("cd nowhere").contains("No such file or directory"));
+    assert!(m.run("cd trace").contains("Not a directory"));
+    assert_eq!(m.run("pwd").trim(), "/", "a failed cd changes nothing");
+    assert!(m.run("cat nothing_here").contains("cat: nothing_here: No such file or directory"));
+    assert!(m.run("cat events").contains("Is a directory"));
+    assert!(m.run("echo 1 > events").contains("Is a directory"));
+    assert!(m.run("ls trace").contains("trace"));
+    assert!(m.run("cat").contains("usage: cat FILE"));
+    assert!(m.run("ls \"unterminated").contains("unterminated quote"));
+    assert!(m.run("echo 1 >").contains("missing file"));
+    assert!(m.run("uptime > trace").contains("redirection is not supported"));
+}
+
+#[test]
+fn instances_are_made_and_removed_with_mkdir_and_rmdir() {
+    let mut m = machine_with_instance();
+    assert!(m.run("mkdir instances/t1").contains("File exists"));
+    assert!(m.run("mkdir instances/bad!name").contains("Invalid argument"));
+    assert!(m.run("mkdir trace").contains("File exists"));
+    assert!(m.run("mkdir elsewhere").contains("Operation not permitted"));
+    assert!(m.run(&format!("mkdir instances/{}", "n".repeat(40))).contains("Invalid argument"));
+    let listing = m.run("ls instances");
+    assert!(
+        listing.lines().any(|l| l == "t1/") && listing.lines().any(|l| l == "latency/"),
+        "{listing}"
+    );
+    // The watchdog driver holds its instance: busy.
+    assert!(m.run("rmdir instances/latency").contains("Device or resource busy"));
+    assert!(m.run("ls instances").contains("latency/"));
+    assert_eq!(m.run("rmdir instances/t1"), "");
+    assert!(!m.run("ls instances").contains("t1/"));
+    assert!(m.run("rmdir instances/t1").contains("No such file or directory"));
+    assert!(m.run("rmdir trace").contains("Operation not permitted"));
+    let mut made = 0;
+    let error = loop {
+        let out = m.run(&format!("mkdir instances/many{made}"));
+        if !out.is_empty() {
+            break out;
+        }
+        made += 1;
+    };
+    assert!(
+        error.contains("No space left on device") || error.contains("Cannot allocate memory"),
+        "{error}"
+    );
+    assert!(made >= 8, "made {made} instances");
+    for i in 0..made {
+        assert_eq!(m.run(&format!("rmdir instances/many{i}")), "");
+    }
+}
+
+#[test]
+fn trace_pipe_consumes_and_reports_lost_events_in_discard_mode() {
+    let mut m = machine_with_instance();
+    // A small discard-mode buffer fed by timer ticks of every CPU fills up.
+    m.run("echo 4 > instances/t1/buffer_size_kb");
+    m.run("echo 0 > instances/t1/options/overwrite");
+    m.run("echo timer:tick > instances/t1/set_event");
+    let dropped = |m: &mut Machine| -> u64 {
+        (0..4)
+            .map(|cpu| {
+                let stats = m.run(&format!("cat instances/t1/per_cpu/cpu{cpu}/stats"));
+                stats
+                    .lines()
+                    .find_map(|l| l.strip_prefix("dropped events: "))
+                    .unwrap()
+                    .trim()
+                    .parse::<u64>()
+                    .unwrap()
+            })
+            .sum()
+    };
+    let filled = (0..500).any(|_| dropped(&mut m) > 0);
+    assert!(filled, "the buffer never overflowed");
+    m.run("echo 0 > instances/t1/tracing_on");
+    // Stream until a key: everything the rings hold, with the losses.
+    m.send(b"cat instances/t1/trace_pipe\r");
+    let mut first = m.wait_for("timer:tick", STEP_TIMEOUT);
+    m.send(b"q");
+    first += &m.wait_for_prompt(STEP_TIMEOUT);
+    assert!(first.contains("[LOST "), "no lost-events line:\n{first}");
+    let lost: u64 = first
+        .lines()
+        .filter_map(|l| l.split("[LOST ").nth(1)?.split(' ').next()?.parse::<u64>().ok())
+        .sum();
+    assert_eq!(lost, dropped(&mut m), "every dropped event is reported once");
+    let consumed = trace_lines(&first);
+    assert!(!consumed.is_empty());
+    // A second read does not repeat them: the buffer is empty now.
+    m.send(b"cat instances/t1/trace_pipe\r");
+    m.wait_for("trace_pipe\r\n", STEP_TIMEOUT);
+    m.send(b"q");
+    let second = m.wait_for_prompt(STEP_TIMEOUT);
+    assert!(trace_lines(&second).is_empty(), "consumed events came back:\n{second}");
+    let stats = m.run("cat instances/t1/per_cpu/cpu0/stats");
+    assert!(stats.contains("entries: 0"), "{stats}");
+}
+
+#[test]
+fn per_cpu_stats_balance_after_stress_in_both_modes() {
+    let mut m = Machine::boot();
+    for (mode, lost_field) in [("overwrite", "overrun:"), ("discard", "dropped events:")] {
+        assert!(m.run(&format!("stress {mode} 500")).contains(&format!("stress {mode}: PASS")));
+        assert_eq!(
+            m.run("cat instances/stress/options/overwrite").trim(),
+            if mode == "overwrite" { "1" } else { "0" }
+        );
+        for cpu in 0..4 {
+            let stats = m.run(&format!("cat instances/stress/per_cpu/cpu{cpu}/stats"));
+            let field = |name: &str| -> u64 {
+                stats
+                    .lines()
+                    .find_map(|l| l.strip_prefix(name))
+                    .unwrap_or_else(|| panic!("{name} in {stats}"))
+                    .trim()
+                    .parse()
+                    .unwrap()
+            };
+            let (written, entries, read, overrun, dropped) = (
+                field("written:"),
+                field("entries:"),
+                field("read events:"),
+                field("overrun:"),
+                field("dropped events:"),
+            );
+            assert_eq!(written, entries + read + overrun + dropped, "{mode} cpu{cpu}:\n{stats}");
+            assert!(written > 0 && read > 0, "{mode} cpu{cpu}:\n{stats}");
+            if cpu > 0 {
+                assert!(field(lost_field) > 0, "{mode}: cpu{cpu}'s ring never filled:\n{stats}");
+            }
+        }
+    }
+}
