@@ -187,5 +187,9 @@ fn write(
         }
         index += 1;
     });
+    // The descriptors again: a damaged chunk of the first copy costs no record.
+    for descriptor in tracer.events() {
+        writer.descriptor(descriptor);
+    }
     writer.finish();
 }

@@ -65,7 +65,10 @@ fn a_panic_on_an_application_processor_stops_every_other_cpu() {
 fn a_panic_request_to_a_missing_cpu_is_refused() {
     let mut machine = boot_with_cpus(2);
     assert_eq!(machine.run("panic 7").trim(), "panic: no such CPU");
-    assert_eq!(machine.run("panic two").trim(), "panic: usage: panic [CPU | irq | console | nested]");
+    assert_eq!(
+        machine.run("panic two").trim(),
+        "panic: usage: panic [CPU | irq | console | nested]"
+    );
     assert_eq!(machine.run_to_exit("poweroff"), Outcome::Success);
 }
 

@@ -28,6 +28,9 @@
 //! | 5 | records | instance, then records to the end of the item: CPU, timestamp (the first absolute, then zigzag deltas from the previous record), `id << 1 \| compact`, payload |
 //! | 6 | skipped | instance, number of older records left out by the cap on the last N |
 //!
+//! A writer may repeat descriptors (the kernel writes them before and after the
+//! records) so that one damaged chunk costs no record; the parser keeps one of each.
+//!
 //! A *compact* payload stores an event's fields in field order with integers as
 //! varints (signed ones zigzagged), `char` as a varint, byte arrays raw and strings
 //! with a varint length; the parser expands it back to the record format using the

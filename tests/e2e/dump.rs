@@ -1,0 +1,177 @@
+//! The panic-time dump and the host tool that reads it.
+
+use boot::qemu::Outcome;
+use boot::report;
+use e2e::Machine;
+use std::process::Command;
+
+/// Boots, records five markers, panics with `panic_command`; returns the machine.
+fn panicked(panic_command: &str) -> Machine {
+    let mut m = Machine::boot();
+    for i in 1..=5 {
+        m.run(&format!("echo marker-{i} > trace_marker"));
+    }
+    assert_eq!(m.run_to_exit(panic_command), Outcome::KernelFailure, "{panic_command}");
+    m
+}
+
+/// The one dump of a transcript, checked to be intact.
+fn one_dump(m: &Machine) -> trace::dump::Dump {
+    let mut dumps = m.dumps();
+    assert_eq!(dumps.len(), 1, "one dump expected");
+    let dump = dumps.remove(0);
+    assert!(dump.problems.is_empty(), "{:?}", dump.problems);
+    dump
+}
+
+fn top(dump: &trace::dump::Dump) -> report::Trace {
+    report::traces(dump).into_iter().find(|t| t.instance == "top").expect("the top-level instance")
+}
+
+#[test]
+fn a_panic_dump_holds_the_last_events_in_order_and_agrees_with_its_stats() {
+    let m = panicked("panic");
+    let dump = one_dump(&m);
+    let panic = dump.panic.as_ref().expect("a panic report");
+    assert_eq!(panic.cpu, 0);
+    assert_eq!(panic.message, "deliberate panic from the shell");
+    assert!(panic.location.starts_with("kernel/src/shell/commands.rs:"), "{}", panic.location);
+    assert_eq!(dump.cpus, Some(4));
+    let trace = top(&dump);
+    let markers: Vec<&str> = trace
+        .events
+        .iter()
+        .filter(|e| trace.event_name(e.id) == "ftrace:print")
+        .map(|e| e.text.as_str())
+        .collect();
+    assert_eq!(markers, ["marker-1", "marker-2", "marker-3", "marker-4", "marker-5"]);
+    // The last event of the boot CPU before the panic: the panic command itself.
+    let last = trace
+        .events
+        .iter()
+        .rev()
+        .find(|e| e.cpu == 0 && trace.event_name(e.id) == "shell:command")
+        .unwrap();
+    assert_eq!(last.text, "panic");
+    assert!(trace.events.windows(2).all(|w| w[0].ts <= w[1].ts), "merged in time order");
+    // Counts agree with the stats in the dump.
+    for cpu in 0..4 {
+        let events = trace.events.iter().filter(|e| e.cpu == cpu).count() as u64;
+        assert_eq!(events, trace.stats[cpu].entries, "cpu{cpu}");
+        let s = trace.stats[cpu];
+        assert_eq!(s.written, s.entries + s.read + s.overrun + s.dropped, "cpu{cpu}: {s:?}");
+    }
+    // The human-readable part carries the same events.
+    let transcript = m.transcript();
+    assert!(transcript.contains("# panic on cpu 0 at kernel/src/shell/commands.rs:"));
+    assert!(transcript.lines().any(|l| l.ends_with("ftrace:print: marker-5")));
+    // The text report.
+    let mut text = Vec::new();
+    report::write_text(&trace, &mut text).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    assert!(text.contains("# panic on cpu 0") && text.contains("ftrace:print: marker-3"), "{text}");
+    let mut stat = Vec::new();
+    report::write_stat(&trace, &mut stat).unwrap();
+    assert!(String::from_utf8(stat).unwrap().contains("ftrace:print"));
+}
+
+#[test]
+fn panics_in_an_interrupt_holding_the_console_nested_and_on_stack_overflow_dump() {
+    for (command, message) in [
+        ("panic irq", "deliberate panic in the timer interrupt"),
+        ("panic console", "deliberate panic while holding the console lock"),
+        ("panic nested", "nested panic while reporting a panic"),
+        ("fault stack", "EXCEPTION: DOUBLE FAULT (vector 8)"),
+    ] {
+        let m = panicked(command);
+        let dump = one_dump(&m);
+        let panic = dump.panic.as_ref().unwrap_or_else(|| panic!("{command}: no panic report"));
+        assert!(panic.message.contains(message), "{command}: {}", panic.message);
+        let trace = top(&dump);
+        let markers = trace.events.iter().filter(|e| e.text.starts_with("marker-")).count();
+        assert_eq!(markers, 5, "{command}: the markers are in the dump");
+    }
+}
+
+#[test]
+fn a_corrupted_chunk_is_named_and_the_rest_is_still_reported() {
+    let m = panicked("panic");
+    let transcript = m.transcript();
+    let intact = one_dump(&m);
+    let mut lines: Vec<String> = transcript.lines().map(String::from).collect();
+    // A chunk in the middle: records (the descriptors come first and last).
+    let chunks = lines.iter().filter(|l| l.starts_with("TD ")).count() as u64;
+    let middle = chunks / 2;
+    let target = lines
+        .iter()
+        .position(|l| l.starts_with(&format!("TD {middle} ")))
+        .expect("the middle chunk");
+    lines[target] = lines[target].replacen('A', "B", 1).replacen('Q', "R", 1);
+    let damaged = &trace::dump::parse(&lines.join("\n"))[0];
+    assert_eq!(damaged.problems.len(), 1, "{:?}", damaged.problems);
+    assert_eq!(damaged.problems[0].chunk, Some(middle));
+    assert_eq!(damaged.problems[0].line, target + 1, "the problem names the line");
+    assert!(damaged.problems[0].what.contains(&format!("chunk {middle}: checksum mismatch")));
+    let (before, after) = (top(&intact).events, top(damaged).events);
+    assert!(
+        after.len() < before.len() && after.len() > before.len() / 2,
+        "intact {}, after damage {}",
+        before.len(),
+        after.len()
+    );
+    assert!(after.iter().all(|e| before.contains(e)), "what is reported is intact");
+}
+
+#[test]
+fn the_live_dump_command_takes_options() {
+    let mut m = Machine::boot();
+    for i in 1..=3 {
+        m.run(&format!("echo live-{i} > trace_marker"));
+    }
+    m.run("dump");
+    m.run("dump orig_cpu last 4 instance top");
+    assert!(m.run("dump sideways").contains("usage"));
+    assert!(m.run("dump last 0").contains("usage"));
+    let dumps = m.dumps();
+    assert_eq!(dumps.len(), 2);
+    assert!(dumps.iter().all(|d| d.problems.is_empty() && d.panic.is_none()));
+    let full = report::traces(&dumps[0]);
+    assert!(full.iter().any(|t| t.instance == "latency"), "every instance by default");
+    assert!(top(&dumps[0]).events.iter().any(|e| e.text == "live-3"));
+    let small = report::traces(&dumps[1]);
+    assert_eq!(small.len(), 1, "only the top-level instance");
+    assert_eq!(small[0].events.len(), 4, "the last 4 records");
+    assert!(small[0].events.iter().all(|e| e.cpu == 0), "only the dumping CPU");
+    assert!(dumps[1].instances.values().next().unwrap().skipped > 0);
+    assert!(
+        m.run("dump on-panic orig_cpu last 10").contains("on panic: cpus Origin, last 10 records")
+    );
+    assert_eq!(m.run_to_exit("panic"), Outcome::KernelFailure);
+    let panic_dump = m.dumps().pop().unwrap();
+    let trace = top(&panic_dump);
+    assert_eq!(trace.events.len(), 10);
+    assert!(trace.events.iter().all(|e| e.cpu == 0));
+}
+
+#[test]
+fn babeltrace2_reads_the_ctf_output_and_perfetto_json_parses() {
+    let m = panicked("panic");
+    let trace = top(&one_dump(&m));
+    let dir = std::env::temp_dir().join(format!("e2e-ctf-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    report::write_ctf(&trace, &dir).expect("CTF written");
+    let out = Command::new("babeltrace2")
+        .arg(&dir)
+        .output()
+        .expect("babeltrace2 runs (boot/setup.sh installs it)");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let events: Vec<&str> = stdout.lines().filter(|l| l.contains(": {")).collect();
+    assert_eq!(events.len(), trace.events.len(), "babeltrace2 sees every event");
+    let marker = events.iter().find(|l| l.contains("ftrace:print")).expect("a marker event");
+    assert!(marker.contains("buf = \"marker-1\""), "{marker}");
+    let _ = std::fs::remove_dir_all(&dir);
+    let json = report::perfetto_json(&trace);
+    let events = json["traceEvents"].as_array().unwrap();
+    assert!(events.iter().any(|e| e["name"] == "ftrace:print" && e["args"]["buf"] == "marker-2"));
+}

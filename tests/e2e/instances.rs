@@ -1,0 +1,144 @@
+//! Tracepoints from two crates, instances, snapshots and the latency watchdog
+//! driver, in the booted kernel.
+
+use e2e::{Machine, trace_lines};
+
+#[test]
+fn descriptors_of_two_crates_are_found_and_ids_are_stable() {
+    let mut m = Machine::boot();
+    let banner = m.transcript();
+    let line = banner.lines().find(|l| l.starts_with("trace: ")).expect("the tracer reports in");
+    let count: usize = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let events = m.run("cat available_events");
+    // The kernel's events and the driver crate's (latency-watchdog).
+    assert!(
+        events.contains("timer:tick")
+            && events.contains("latency:anomaly")
+            && events.contains("latency:captured")
+    );
+    // Every id is distinct, and reading it twice gives the same.
+    let mut ids = Vec::new();
+    for event in events.lines() {
+        let (system, name) = event.split_once(':').unwrap();
+        let id = m.run(&format!("cat events/{system}/{name}/id")).trim().parse::<u16>().unwrap();
+        assert_eq!(m.run(&format!("cat events/{system}/{name}/id")).trim(), id.to_string());
+        ids.push(id);
+    }
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), events.lines().count(), "ids are distinct");
+    assert!(count >= ids.len(), "the tracer counted {count} descriptors (events and printk sites)");
+}
+
+#[test]
+fn an_event_enabled_in_one_instance_is_recorded_only_there() {
+    let mut m = Machine::boot();
+    m.run("mkdir instances/a");
+    m.run("mkdir instances/b");
+    m.run("echo serial:rx > instances/a/set_event");
+    m.run("echo timer:tick > instances/b/set_event");
+    m.run("echo zzz");
+    let a = trace_lines(&m.run("cat instances/a/trace"));
+    let b = trace_lines(&m.run("cat instances/b/trace"));
+    assert!(a.iter().any(|l| l.fields == "byte=0x7a"), "a records serial input");
+    assert!(a.iter().all(|l| l.event == "serial:rx"), "a records only serial:rx");
+    assert!(
+        !b.is_empty() && b.iter().all(|l| l.event == "timer:tick"),
+        "b records only timer:tick"
+    );
+}
+
+#[test]
+fn a_noisy_event_cannot_overwrite_another_instances_records() {
+    let mut m = Machine::boot();
+    m.run("mkdir instances/quiet");
+    m.run("echo shell:command > instances/quiet/set_event");
+    m.run("echo keep-me");
+    // The top-level instance is flooded by heap events until it wraps many times.
+    m.run("echo 8 > buffer_size_kb");
+    m.run("echo 1 > events/kmem/enable");
+    for _ in 0..5 {
+        m.run("cat available_events");
+    }
+    let overrun: u64 = (0..4)
+        .map(|cpu| {
+            let stats = m.run(&format!("cat per_cpu/cpu{cpu}/stats"));
+            stats
+                .lines()
+                .find_map(|l| l.strip_prefix("overrun: "))
+                .unwrap()
+                .trim()
+                .parse::<u64>()
+                .unwrap()
+        })
+        .sum();
+    assert!(overrun > 0, "the top-level buffer never wrapped");
+    let quiet = trace_lines(&m.run("cat instances/quiet/trace"));
+    assert!(quiet.iter().any(|l| l.fields == "echo keep-me"), "the quiet instance lost its record");
+    let top = m.run("cat trace");
+    assert!(!top.contains("echo keep-me"), "the top-level buffer wrapped past it");
+}
+
+#[test]
+fn a_snapshot_keeps_its_window_while_recording_goes_on() {
+    let mut m = Machine::boot();
+    m.run("mkdir instances/s");
+    m.run("echo timer:tick > instances/s/set_event");
+    m.run("echo marker-before > instances/s/trace_marker");
+    m.run("echo 1 > instances/s/snapshot");
+    let snapshot = trace_lines(&m.run("cat instances/s/snapshot"));
+    let cut = snapshot.last().expect("records in the snapshot").ts;
+    // Recording goes on in the live buffer: ticks keep coming.
+    let later = (0..300).find_map(|_| {
+        let live = trace_lines(&m.run("cat instances/s/trace"));
+        live.iter().any(|l| l.event == "timer:tick" && l.ts > cut).then_some(live)
+    });
+    let live = later.expect("the live buffer records after the snapshot");
+    assert!(live.iter().all(|l| l.ts > cut), "the live buffer restarted at the snapshot");
+    assert_eq!(
+        trace_lines(&m.run("cat instances/s/snapshot")),
+        snapshot,
+        "the snapshot does not change"
+    );
+    assert!(snapshot.iter().any(|l| l.fields == "marker-before"));
+}
+
+#[test]
+fn the_latency_watchdog_snapshots_the_events_around_an_anomaly() {
+    let mut m = Machine::boot();
+    // A threshold well above scheduling noise on a busy host, and a spike above it.
+    let status = m.run("latency threshold 200");
+    assert!(status.contains("state: Watching"), "{status}");
+    m.run("latency spike 400");
+    // The driver records a window of ticks after the anomaly, then snapshots it.
+    let captured = (0..500).any(|_| m.run("latency").contains("state: Captured"));
+    assert!(captured, "the watchdog never captured:\n{}", m.run("latency"));
+    let snapshot = trace_lines(&m.run("cat instances/latency/snapshot"));
+    let anomaly = snapshot
+        .iter()
+        .position(|l| l.event == "latency:anomaly")
+        .expect("the anomaly is in the snapshot");
+    let late = &snapshot[anomaly];
+    let interval: u64 =
+        late.fields.split("interval=").nth(1).unwrap().split("ns").next().unwrap().parse().unwrap();
+    assert!(interval >= 400_000_000, "{late:?}");
+    // Before it: the flight recorder's baseline; after it: the printk and the window.
+    assert!(
+        snapshot[..anomaly].iter().any(|l| l.event == "timer:tick"),
+        "no ticks before the anomaly"
+    );
+    assert!(
+        snapshot[anomaly..]
+            .iter()
+            .any(|l| l.event == "ftrace:bprint" && l.fields.contains("ns late"))
+    );
+    assert!(
+        snapshot[anomaly..].iter().any(|l| l.event == "shell:command"),
+        "window events after it"
+    );
+    // The live buffer goes on; the snapshot stays.
+    assert!(m.run("cat instances/latency/trace").contains("latency watchdog: snapshot taken"));
+    // Re-armed, it watches again.
+    assert!(m.run("latency rearm").contains("state: Watching"));
+    assert!(m.run("latency spike 0").contains("usage"));
+}
