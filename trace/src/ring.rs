@@ -183,7 +183,7 @@ impl Ring {
     }
 
     #[inline(always)]
-    fn slot(&self, pos: u64) -> &AtomicU64 {
+    pub(crate) fn slot(&self, pos: u64) -> &AtomicU64 {
         at(&self.data, pos)
     }
 
