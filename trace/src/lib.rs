@@ -18,6 +18,37 @@
 //!   instances with the `trace_array_*` API; [`printk!`] and the [`log`] bridge.
 //!
 //! The ring's design (record format, protocols, memory orderings) is in `DESIGN.md`.
+//!
+//! ```
+//! use trace::{Buffer, Config, Mode, Platform, Recorder};
+//!
+//! /// The kernel's platform: here a single CPU and a counter for a clock.
+//! #[derive(Clone)]
+//! struct Kernel(core::cell::Cell<u64>);
+//! impl Platform for Kernel {
+//!     fn cpu(&self) -> usize { 0 } // e.g. read from the GS-based per-CPU area
+//!     fn now(&self) -> u64 { let t = self.0.get() + 1; self.0.set(t); t } // e.g. scaled TSC
+//! }
+//!
+//! let cfg = Config { cpus: 1, bytes_per_cpu: 4096, mode: Mode::Overwrite };
+//! let rec = Recorder::new(Kernel(Default::default()), cfg, true)?;
+//! rec.write(7, &[1, 2, 3]).unwrap(); // from any context: thread, IRQ, NMI
+//! let mut r = rec.reserve(8, 16).unwrap(); // or reserve, fill in place, commit
+//! r.push_u64(0xdead).unwrap();
+//! r.push_u64(0xbeef).unwrap();
+//! r.commit();
+//!
+//! rec.swap()?; // snapshot: the old live set is now frozen in `rec.snapshot()`
+//! let snap = rec.snapshot().unwrap();
+//! let mut it = snap.merged_iter()?; // all CPUs, in timestamp order
+//! while let Some(e) = it.next_record() {
+//!     println!("cpu{} {} id={} {:?}", e.cpu, e.ts, e.id, e.payload);
+//! }
+//! let mut pipe = rec.live().consumer(0)?; // trace_pipe: consuming, with lost counts
+//! assert!(pipe.next_record()?.is_none());
+//! assert!(snap.stats(0)?.balanced());
+//! # Ok::<(), trace::Error>(())
+//! ```
 // `no_std` on bare metal; on a host the crate also offers `HostPlatform` (std).
 #![cfg_attr(any(target_os = "none", target_os = "uefi"), no_std)]
 #![forbid(unsafe_code)]

@@ -187,7 +187,7 @@ impl Ring {
     }
 
     #[inline(always)]
-    fn slot(&self, pos: u64) -> &AtomicU64 {
+    pub(crate) fn slot(&self, pos: u64) -> &AtomicU64 {
         at(&self.data, pos)
     }
 
@@ -535,9 +535,12 @@ impl Ring {
     }
 
     /// Counts the events in the ring by walking it, and finds the oldest event's
-    /// timestamp. Exact when the ring is quiescent; otherwise a recent value.
+    /// timestamp. Exact when the ring is quiescent; otherwise a recent value: a walk
+    /// raced by writers is retried a few times, then its count is returned as is (so
+    /// a busy ring cannot keep a reader of the statistics walking forever).
     pub(crate) fn count_entries(&self) -> (u64, Option<u64>) {
-        loop {
+        const ATTEMPTS: usize = 4;
+        for attempt in 1.. {
             let commit = self.commit_pos();
             let (tail, mut hi) = self.tail_near(commit);
             let (mut p, mut n, mut oldest, mut bad) = (tail, 0, None, false);
@@ -565,7 +568,11 @@ impl Ring {
                 }
                 return (n, oldest);
             }
+            if attempt == ATTEMPTS {
+                return (n, oldest);
+            }
         }
+        (0, None)
     }
 
     /// The ring's statistics.

@@ -458,3 +458,27 @@ fn stats_report_bytes_and_oldest_timestamp() {
     assert_eq!((s.bytes, s.capacity, s.oldest_ts), (7 * 8, 1024, Some(500)));
     assert!(s.balanced());
 }
+
+#[test]
+fn corruption_turns_the_ring_off_and_says_so() {
+    let mut b = buffer(1, 1024, Mode::Overwrite);
+    b.write(1, &[1; 16]).unwrap();
+    b.write(2, &[2; 16]).unwrap();
+    // Break the second record's header (an anchor precedes the first record: 2 + 3
+    // words): make it claim a payload running past the commit position.
+    let ring = b.ring(0).unwrap();
+    ring.slot(5).store(crate::record::header(2, 4000, 0), crate::sync::Ordering::Relaxed);
+    let mut c = b.consumer(0).unwrap();
+    assert_eq!(c.next_record().unwrap().map(|r| r.id), Some(1));
+    assert_eq!(c.next_record().err(), Some(Error::Corrupt));
+    drop(c);
+    assert!(b.is_corrupt());
+    assert_eq!(b.write(3, &[]), Err(WriteError::Corrupt));
+    let mut it = b.iter(0).unwrap();
+    assert!(it.next_record().is_none());
+    // Clearing repairs it.
+    b.clear().unwrap();
+    assert!(!b.is_corrupt());
+    b.write(4, b"ok").unwrap();
+    assert_eq!(events(&b, 0), vec![(4, b"ok".to_vec())]);
+}

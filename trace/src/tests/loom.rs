@@ -36,7 +36,7 @@ impl Platform for LoomPlatform {
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
     let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(3);
+    b.preemption_bound = Some(5);
     b.check(f);
 }
 

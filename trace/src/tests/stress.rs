@@ -98,10 +98,15 @@ fn consumer(
     }
 }
 
-/// Iterates all CPUs (merged) until `done`, checking every record it returns is intact.
+/// Iterates all CPUs (merged) until `done`, checking every record it returns is intact,
+/// and reads the statistics of busy rings (which must not livelock).
 fn iterator(b: &Buffer<HostPlatform>, done: &AtomicBool) -> u64 {
     let mut n = 0;
     while !done.load(Acquire) {
+        for cpu in 0..CPUS {
+            let s = b.stats(cpu).unwrap();
+            assert!(s.entries * 32 <= s.capacity, "entries beyond what the ring holds");
+        }
         let mut m = b.merged_iter().unwrap();
         let mut last = 0;
         while let Some(r) = m.next_record() {
