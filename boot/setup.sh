@@ -14,6 +14,8 @@ rustup toolchain install >/dev/null
 
 missing=()
 command -v qemu-system-x86_64 >/dev/null || missing+=(qemu-system-x86)
+# The tests check the CTF output with babeltrace2.
+command -v babeltrace2 >/dev/null || missing+=(babeltrace2)
 if [ ${#missing[@]} -gt 0 ]; then
     sudo=()
     [ "$(id -u)" -eq 0 ] || sudo=(sudo)

@@ -96,7 +96,8 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
         Err(error) => println!("trace: disabled: {error}"),
     }
     println!(
-        "\nflight recorder kernel: {} of {} CPU(s) online, heap {} MiB, TSC {} MHz, timer {} Hz",
+        "\nflight recorder kernel ({} build): {} of {} CPU(s) online, heap {} MiB, TSC {} MHz, timer {} Hz",
+        if cfg!(debug_assertions) { "debug" } else { "release" },
         smp::online(),
         machine.cpus.len(),
         heap_bytes >> 20,

@@ -142,3 +142,20 @@ fn the_latency_watchdog_snapshots_the_events_around_an_anomaly() {
     assert!(m.run("latency rearm").contains("state: Watching"));
     assert!(m.run("latency spike 0").contains("usage"));
 }
+
+/// Run in both profiles (`tests/run.sh` also runs it with `--release`): the kernel is
+/// built in the test's profile, and the linker keeps the tracepoint section.
+#[test]
+fn the_tracepoint_section_survives_the_build_profile() {
+    let mut m = Machine::boot();
+    let profile = if cfg!(debug_assertions) { "debug" } else { "release" };
+    assert!(
+        m.transcript().contains(&format!("flight recorder kernel ({profile} build)")),
+        "the kernel is a {profile} build"
+    );
+    let events = m.run("cat available_events");
+    assert!(events.lines().count() > 15, "{events}");
+    assert!(events.contains("latency:anomaly") && events.contains("irq:irq_handler_entry"));
+    m.run("echo marker > trace_marker");
+    assert!(m.run("cat trace").contains("ftrace:print: marker"));
+}
