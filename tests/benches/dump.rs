@@ -20,7 +20,8 @@ fn main() {
     let elapsed = start.elapsed();
     let records: Vec<&str> = out.lines().filter(|l| l.starts_with('[')).collect();
     let text_bytes: usize = records.iter().map(|l| l.len() + 1).sum();
-    let block_bytes: usize = out.lines().filter(|l| l.starts_with("TD ")).map(|l| l.len() + 1).sum();
+    let block_bytes: usize =
+        out.lines().filter(|l| l.starts_with("TD ")).map(|l| l.len() + 1).sum();
     let dump = m.dumps().pop().expect("a dump");
     assert!(dump.problems.is_empty(), "{:?}", dump.problems);
     let events: usize = dump.instances.values().map(|i| i.records.len()).sum();

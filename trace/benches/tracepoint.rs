@@ -6,7 +6,9 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
-use trace::{HostPlatform, InstanceConfig, Limits, Mode, Tracer};
+mod common;
+use common::BenchPlatform;
+use trace::{InstanceConfig, Limits, Mode, Tracer};
 
 trace::event! {
     /// Two integers, the reference shape.
@@ -15,9 +17,10 @@ trace::event! {
 
 fn tracepoints(c: &mut Criterion) {
     let limits = Limits { max_instances: 4, max_total_bytes: 64 << 20 };
+    BenchPlatform::set_cpu(0);
     let top = InstanceConfig { bytes_per_cpu: 4096, mode: Mode::Overwrite, snapshot: false };
-    let tracer: &'static Tracer<HostPlatform> = Box::leak(Box::new(
-        Tracer::new(HostPlatform, 1, trace::linked_events!(), limits, top).expect("tracer"),
+    let tracer: &'static Tracer<BenchPlatform> = Box::leak(Box::new(
+        Tracer::new(BenchPlatform, 1, trace::linked_events!(), limits, top).expect("tracer"),
     ));
     trace::install(tracer).expect("install");
     let config = InstanceConfig { bytes_per_cpu: 1 << 20, mode: Mode::Overwrite, snapshot: false };

@@ -16,40 +16,15 @@
 //!
 //! Run: `CARGO_TARGET_DIR=/work/target-trace cargo bench -p trace --bench write`.
 
-use core::arch::x86_64::_rdtsc;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use crossbeam_queue::ArrayQueue;
 use ringbuf::HeapRb;
-use std::cell::Cell;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
-use trace::{Buffer, Config, Mode, Platform, Recorder};
+use trace::{Buffer, Config, Mode, Recorder};
 
-thread_local! {
-    static CPU: Cell<usize> = const { Cell::new(0) };
-}
-
-/// The benchmark platform: CPU index from a thread-local, clock = raw TSC.
-#[derive(Clone, Copy)]
-struct BenchPlatform;
-
-impl Platform for BenchPlatform {
-    #[inline(always)]
-    fn cpu(&self) -> usize {
-        CPU.with(|c| c.get())
-    }
-    #[inline(always)]
-    fn now(&self) -> u64 {
-        // SAFETY: `rdtsc` has no preconditions on x86_64.
-        unsafe { _rdtsc() }
-    }
-}
-
-#[inline(always)]
-fn tsc() -> u64 {
-    // SAFETY: `rdtsc` has no preconditions on x86_64.
-    unsafe { _rdtsc() }
-}
+mod common;
+use common::{BenchPlatform, tsc};
 
 /// Bytes per ring (and per floor array / peer queue, in records).
 const RING_BYTES: usize = 64 << 10;
@@ -136,7 +111,7 @@ fn run_writers(buf: &Buffer<BenchPlatform>, threads: usize, iters: u64) -> Durat
             .map(|cpu| {
                 let start = &start;
                 s.spawn(move || {
-                    CPU.with(|c| c.set(cpu));
+                    BenchPlatform::set_cpu(cpu);
                     start.wait();
                     let t = Instant::now();
                     for _ in 0..iters {

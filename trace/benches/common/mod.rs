@@ -1,0 +1,40 @@
+//! The benchmarks' platform: CPU index from a thread-local, clock = raw TSC (as a
+//! kernel's would be, without the cost of `std::time`).
+
+use core::arch::x86_64::_rdtsc;
+use std::cell::Cell;
+use trace::Platform;
+
+thread_local! {
+    static CPU: Cell<usize> = const { Cell::new(0) };
+}
+
+/// CPU index from a thread-local, clock = raw TSC.
+#[derive(Clone, Copy)]
+pub struct BenchPlatform;
+
+impl BenchPlatform {
+    /// Makes the calling thread "CPU" `cpu`.
+    #[allow(dead_code, reason = "not every benchmark has several writers")]
+    pub fn set_cpu(cpu: usize) {
+        CPU.with(|c| c.set(cpu));
+    }
+}
+
+impl Platform for BenchPlatform {
+    #[inline(always)]
+    fn cpu(&self) -> usize {
+        CPU.with(|c| c.get())
+    }
+    #[inline(always)]
+    fn now(&self) -> u64 {
+        tsc()
+    }
+}
+
+/// Reads the TSC.
+#[inline(always)]
+pub fn tsc() -> u64 {
+    // SAFETY: `rdtsc` has no preconditions on x86_64.
+    unsafe { _rdtsc() }
+}
