@@ -67,10 +67,36 @@ fn line_editing_backspace_ctrl_u_and_ctrl_c() {
     let out = machine.wait_for_prompt(STEP_TIMEOUT);
     assert!(out.contains("^C"), "Ctrl-C is not echoed:\n{out}");
     assert!(machine.run("uptime").contains("timer ticks"), "the shell died after Ctrl-C");
-    // Arrow keys (escape sequences) are consumed without garbling the line.
-    machine.send(b"up\x1b[A\x1b[Dtime\r");
+    // Other escape sequences (right/left arrows, Insert) are consumed without
+    // garbling the line.
+    machine.send(b"up\x1b[C\x1b[D\x1b[2~time\r");
     let out = machine.wait_for_prompt(STEP_TIMEOUT);
     assert!(out.contains("timer ticks"), "escape sequences garbled the line:\n{out}");
+}
+
+#[test]
+fn history_recalls_lines_and_tab_completes_commands_and_paths() {
+    let mut machine = Machine::boot();
+    machine.run("cpus");
+    machine.run("uptime");
+    // Up twice: "cpus"; down once: "uptime".
+    machine.send(b"\x1b[A\x1b[A\x1b[B\r");
+    let out = machine.wait_for_prompt(STEP_TIMEOUT);
+    assert!(out.contains("timer ticks") && !out.contains("APIC id"), "history:\n{out}");
+    machine.send(b"\x1b[A\x1b[A\x1b[A\r");
+    let out = machine.wait_for_prompt(STEP_TIMEOUT);
+    assert!(out.contains("APIC id"), "history:\n{out}");
+    // Tab completes a command, a file, and a directory path.
+    machine.send(b"upt\t\r");
+    assert!(machine.wait_for_prompt(STEP_TIMEOUT).contains("timer ticks"));
+    machine.send(b"cat available_ev\t\r");
+    assert!(machine.wait_for_prompt(STEP_TIMEOUT).contains("timer:tick"));
+    machine.send(b"cat events/tim\tti\tid\t\r");
+    let out = machine.wait_for_prompt(STEP_TIMEOUT);
+    assert!(
+        out.lines().last().is_some_and(|l| l.trim().parse::<u16>().is_ok()),
+        "events/timer/tick/id:\n{out}"
+    );
 }
 
 #[test]
