@@ -14,6 +14,8 @@ use core::sync::atomic::{AtomicU16, AtomicU64, Ordering::Relaxed};
 
 /// Most payload bytes an event records (strings are cut to fit).
 pub const MAX_EVENT_PAYLOAD: usize = 256;
+/// Payload bytes tried first (see [`Event::record`]).
+const SMALL_PAYLOAD: usize = 48;
 
 /// What a descriptor describes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -221,8 +223,16 @@ impl<A> Event<A> {
     #[cold]
     #[inline(never)]
     pub fn record<T: Args<A>>(&'static self, args: T) {
-        let mut buf = [0u8; MAX_EVENT_PAYLOAD];
-        let mut encoder = Encoder::new(&mut buf);
+        // Most events are a few integers: a small buffer is cheaper to set up, and a
+        // large one is used only when the small one did not hold everything.
+        let mut small = [0u8; SMALL_PAYLOAD];
+        let mut encoder = Encoder::new(&mut small);
+        args.encode(&mut encoder);
+        if !encoder.was_cut() {
+            return crate::dispatch::record(&self.descriptor, encoder.bytes());
+        }
+        let mut large = [0u8; MAX_EVENT_PAYLOAD];
+        let mut encoder = Encoder::new(&mut large);
         args.encode(&mut encoder);
         crate::dispatch::record(&self.descriptor, encoder.bytes());
     }

@@ -152,12 +152,18 @@ pub struct Field<'a> {
 pub struct Encoder<'a> {
     buf: &'a mut [u8],
     len: usize,
+    cut: bool,
 }
 
 impl<'a> Encoder<'a> {
     /// An encoder filling `buf` from the start.
     pub fn new(buf: &'a mut [u8]) -> Self {
-        Encoder { buf, len: 0 }
+        Encoder { buf, len: 0, cut: false }
+    }
+
+    /// Whether something did not fit (a value was cut or left out).
+    pub fn was_cut(&self) -> bool {
+        self.cut
     }
 
     /// The bytes written so far.
@@ -169,6 +175,7 @@ impl<'a> Encoder<'a> {
     #[inline]
     pub fn put(&mut self, bytes: &[u8]) {
         let n = bytes.len().min(self.buf.len() - self.len);
+        self.cut |= n < bytes.len();
         self.buf[self.len..self.len + n].copy_from_slice(&bytes[..n]);
         self.len += n;
     }
@@ -181,6 +188,7 @@ impl<'a> Encoder<'a> {
         while !s.is_char_boundary(end) {
             end -= 1;
         }
+        self.cut |= end < s.len();
         self.put(&(end as u16).to_le_bytes());
         self.put(&s.as_bytes()[..end]);
     }
