@@ -95,22 +95,19 @@ impl Machine {
         String::from_utf8_lossy(&state.0).replace("\r\n", "\n")
     }
 
-    /// Waits until `found` accepts the unread transcript, consuming it up to the end
-    /// that `found` returns. Panics with the transcript after `timeout`.
-    fn wait_until(
-        &mut self,
+    /// Waits until `check` returns something for the transcript (bytes, whether the
+    /// serial line closed); panics after `timeout`, or if the line closed first.
+    fn wait<R>(
+        &self,
         what: &str,
         timeout: Duration,
-        found: impl Fn(&[u8]) -> Option<usize>,
-    ) -> String {
+        mut check: impl FnMut(&[u8], bool) -> Option<R>,
+    ) -> R {
         let deadline = Instant::now() + timeout;
         let mut state = self.transcript.bytes.lock().expect("transcript lock");
         loop {
-            if let Some(end) = found(&state.0[self.cursor..]) {
-                let text = String::from_utf8_lossy(&state.0[self.cursor..self.cursor + end])
-                    .replace("\r\n", "\n");
-                self.cursor += end;
-                return text;
+            if let Some(result) = check(&state.0, state.1) {
+                return result;
             }
             let now = Instant::now();
             if state.1 {
@@ -128,6 +125,23 @@ impl Machine {
                 .expect("transcript lock")
                 .0;
         }
+    }
+
+    /// Waits until `found` accepts the unread transcript, consuming it up to the end
+    /// that `found` returns.
+    fn wait_until(
+        &mut self,
+        what: &str,
+        timeout: Duration,
+        found: impl Fn(&[u8]) -> Option<usize>,
+    ) -> String {
+        let cursor = self.cursor;
+        let (text, end) = self.wait(what, timeout, |bytes, _| {
+            let end = found(&bytes[cursor..])?;
+            Some((String::from_utf8_lossy(&bytes[cursor..cursor + end]).replace("\r\n", "\n"), end))
+        });
+        self.cursor += end;
+        text
     }
 
     /// Waits for `pattern` in the unread transcript; returns the text up to and
@@ -198,18 +212,7 @@ impl Machine {
     /// Waits until the reader thread has seen the end of QEMU's output, so the
     /// transcript is complete.
     fn wait_for_close(&self, timeout: Duration) {
-        let deadline = Instant::now() + timeout;
-        let mut state = self.transcript.bytes.lock().expect("transcript lock");
-        while !state.1 {
-            let now = Instant::now();
-            assert!(now < deadline, "QEMU exited but its output did not close within {timeout:?}");
-            state = self
-                .transcript
-                .grown
-                .wait_timeout(state, deadline - now)
-                .expect("transcript lock")
-                .0;
-        }
+        self.wait("the end of QEMU's output", timeout, |_, closed| closed.then_some(()));
     }
 }
 

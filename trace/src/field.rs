@@ -40,6 +40,21 @@ pub enum FieldKind {
     Str,
 }
 
+/// Every kind but byte arrays (which carry a length).
+const SCALARS: [FieldKind; 11] = [
+    FieldKind::U8,
+    FieldKind::U16,
+    FieldKind::U32,
+    FieldKind::U64,
+    FieldKind::I8,
+    FieldKind::I16,
+    FieldKind::I32,
+    FieldKind::I64,
+    FieldKind::Bool,
+    FieldKind::Char,
+    FieldKind::Str,
+];
+
 impl FieldKind {
     /// The type's name as `format` files show it (`u32`, `u8[16]`, `str`, ...).
     pub fn write_name(self, out: &mut dyn core::fmt::Write) -> core::fmt::Result {
@@ -71,21 +86,7 @@ impl FieldKind {
         if let Some(n) = name.strip_prefix("u8[").and_then(|rest| rest.strip_suffix(']')) {
             return n.parse().ok().map(FieldKind::Bytes);
         }
-        [
-            FieldKind::U8,
-            FieldKind::U16,
-            FieldKind::U32,
-            FieldKind::U64,
-            FieldKind::I8,
-            FieldKind::I16,
-            FieldKind::I32,
-            FieldKind::I64,
-            FieldKind::Bool,
-            FieldKind::Char,
-            FieldKind::Str,
-        ]
-        .into_iter()
-        .find(|kind| kind.scalar_name() == name)
+        SCALARS.into_iter().find(|kind| kind.scalar_name() == name)
     }
 
     /// Size in the payload of a fixed-size kind; `None` for strings.
@@ -102,21 +103,7 @@ impl FieldKind {
 
     /// The kind of a one-byte tag (byte arrays excepted: their tag carries a length).
     pub(crate) fn from_tag(tag: u8) -> Option<Self> {
-        [
-            FieldKind::U8,
-            FieldKind::U16,
-            FieldKind::U32,
-            FieldKind::U64,
-            FieldKind::I8,
-            FieldKind::I16,
-            FieldKind::I32,
-            FieldKind::I64,
-            FieldKind::Bool,
-            FieldKind::Char,
-            FieldKind::Str,
-        ]
-        .into_iter()
-        .find(|k| k.tag() == tag)
+        SCALARS.into_iter().find(|k| k.tag() == tag)
     }
 
     /// A one-byte tag for self-describing payloads (printk arguments).

@@ -1,27 +1,10 @@
 //! Turning a parsed dump (`trace::dump`) into the report model, one [`Trace`] per
 //! instance. Fields are decoded and rendered with the dump's own descriptors.
 
-use super::model::{CpuStats, Descriptor, Event, FieldDesc, FieldKind, PanicInfo, Trace, Value};
+use super::model::{CpuStats, Descriptor, Event, FieldDesc, PanicInfo, Trace, Value};
 use std::collections::BTreeMap;
 use trace::DescriptorKind;
 use trace::dump::{Dump, DumpDescriptor};
-
-fn kind(kind: trace::FieldKind) -> FieldKind {
-    match kind {
-        trace::FieldKind::U8 => FieldKind::U8,
-        trace::FieldKind::U16 => FieldKind::U16,
-        trace::FieldKind::U32 => FieldKind::U32,
-        trace::FieldKind::U64 => FieldKind::U64,
-        trace::FieldKind::I8 => FieldKind::I8,
-        trace::FieldKind::I16 => FieldKind::I16,
-        trace::FieldKind::I32 => FieldKind::I32,
-        trace::FieldKind::I64 => FieldKind::I64,
-        trace::FieldKind::Bool => FieldKind::Bool,
-        trace::FieldKind::Char => FieldKind::Char,
-        trace::FieldKind::Bytes(n) => FieldKind::Bytes(usize::from(n)),
-        trace::FieldKind::Str => FieldKind::Str,
-    }
-}
 
 fn value(value: trace::Value<'_>) -> Value {
     match value {
@@ -43,7 +26,7 @@ fn descriptor(d: &DumpDescriptor) -> Descriptor {
         fields: d
             .fields
             .iter()
-            .map(|(name, k)| FieldDesc { name: name.clone(), kind: kind(*k) })
+            .map(|(name, kind)| FieldDesc { name: name.clone(), kind: *kind })
             .collect(),
     }
 }
@@ -97,14 +80,7 @@ pub fn traces(dump: &Dump) -> Vec<Trace> {
             let mut stats = vec![CpuStats::default(); cpus];
             for (&cpu, s) in &instance.stats {
                 if let Some(slot) = stats.get_mut(cpu) {
-                    *slot = CpuStats {
-                        written: s.written,
-                        entries: s.entries,
-                        overrun: s.overrun,
-                        dropped: s.dropped,
-                        read: s.read,
-                        commit_overrun: s.commit_overrun,
-                    };
+                    *slot = *s;
                 }
             }
             let events = instance

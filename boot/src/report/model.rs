@@ -48,34 +48,8 @@ pub struct FieldDesc {
     pub kind: FieldKind,
 }
 
-/// The type of an event field.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FieldKind {
-    /// Unsigned 8-bit integer.
-    U8,
-    /// Unsigned 16-bit integer.
-    U16,
-    /// Unsigned 32-bit integer.
-    U32,
-    /// Unsigned 64-bit integer.
-    U64,
-    /// Signed 8-bit integer.
-    I8,
-    /// Signed 16-bit integer.
-    I16,
-    /// Signed 32-bit integer.
-    I32,
-    /// Signed 64-bit integer.
-    I64,
-    /// Boolean.
-    Bool,
-    /// Unicode scalar value.
-    Char,
-    /// Fixed-size byte array of this length.
-    Bytes(usize),
-    /// UTF-8 string.
-    Str,
-}
+/// The type of an event field: the tracer's own.
+pub use trace::FieldKind;
 
 /// One decoded event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,22 +85,8 @@ pub enum Value {
     Str(String),
 }
 
-/// Per-CPU ring statistics carried in the dump.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CpuStats {
-    /// Events written.
-    pub written: u64,
-    /// Events still in the buffer.
-    pub entries: u64,
-    /// Events overwritten (overwrite mode).
-    pub overrun: u64,
-    /// Events dropped because the buffer was full (discard mode).
-    pub dropped: u64,
-    /// Events consumed by readers.
-    pub read: u64,
-    /// Events lost because a nested writer could not commit.
-    pub commit_overrun: u64,
-}
+/// Per-CPU ring statistics carried in the dump: the parser's own.
+pub use trace::dump::DumpStats as CpuStats;
 
 /// Where and why the kernel panicked.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
