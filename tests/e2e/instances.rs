@@ -60,18 +60,7 @@ fn a_noisy_event_cannot_overwrite_another_instances_records() {
     for _ in 0..5 {
         m.run("cat available_events");
     }
-    let overrun: u64 = (0..4)
-        .map(|cpu| {
-            let stats = m.run(&format!("cat per_cpu/cpu{cpu}/stats"));
-            stats
-                .lines()
-                .find_map(|l| l.strip_prefix("overrun: "))
-                .unwrap()
-                .trim()
-                .parse::<u64>()
-                .unwrap()
-        })
-        .sum();
+    let overrun: u64 = (0..4).map(|cpu| m.cpu_stat("", cpu, "overrun:")).sum();
     assert!(overrun > 0, "the top-level buffer never wrapped");
     let quiet = trace_lines(&m.run("cat instances/quiet/trace"));
     assert!(quiet.iter().any(|l| l.fields == "echo keep-me"), "the quiet instance lost its record");

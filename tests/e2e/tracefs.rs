@@ -385,18 +385,7 @@ fn trace_pipe_consumes_and_reports_lost_events_in_discard_mode() {
     m.run("echo 0 > instances/t1/options/overwrite");
     m.run("echo timer:tick > instances/t1/set_event");
     let dropped = |m: &mut Machine| -> u64 {
-        (0..4)
-            .map(|cpu| {
-                let stats = m.run(&format!("cat instances/t1/per_cpu/cpu{cpu}/stats"));
-                stats
-                    .lines()
-                    .find_map(|l| l.strip_prefix("dropped events: "))
-                    .unwrap()
-                    .trim()
-                    .parse::<u64>()
-                    .unwrap()
-            })
-            .sum()
+        (0..4).map(|cpu| m.cpu_stat("instances/t1/", cpu, "dropped events:")).sum()
     };
     let filled = (0..500).any(|_| dropped(&mut m) > 0);
     assert!(filled, "the buffer never overflowed");

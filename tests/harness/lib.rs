@@ -232,6 +232,17 @@ impl Drop for Machine {
 }
 
 impl Machine {
+    /// One counter of `cat ROOTper_cpu/cpuCPU/stats` (`root` is `""` or
+    /// `"instances/NAME/"`, `field` e.g. `"overrun:"`).
+    pub fn cpu_stat(&mut self, root: &str, cpu: usize, field: &str) -> u64 {
+        let stats = self.run(&format!("cat {root}per_cpu/cpu{cpu}/stats"));
+        stats
+            .lines()
+            .find_map(|l| l.strip_prefix(field))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {field} in:\n{stats}"))
+    }
+
     /// Every trace dump in the transcript so far, parsed.
     pub fn dumps(&self) -> Vec<trace::dump::Dump> {
         trace::dump::parse(&self.transcript())
