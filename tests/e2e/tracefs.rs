@@ -259,6 +259,13 @@ fn per_cpu_files_and_event_directories() {
             m.run(&format!("cat {root}per_cpu/cpu4/stats")).contains("No such file or directory")
         );
         assert!(m.run(&format!("echo 1 > {root}per_cpu/cpu0/stats")).contains("read-only"));
+        for file in ["trace_pipe", "per_cpu/cpu1/trace_pipe", "events/timer/tick/format"] {
+            assert!(m.run(&format!("echo 1 > {root}{file}")).contains("read-only"), "{root}{file}");
+        }
+        // Emptying a single CPU's ring is refused; the records stay.
+        m.run(&format!("echo kept > {root}trace_marker"));
+        assert!(m.run(&format!("echo > {root}per_cpu/cpu0/trace")).contains("Invalid argument"));
+        assert!(m.run(&format!("cat {root}trace")).contains("ftrace:print: kept"));
         // events/enable, per system and per event: 0, 1 and X.
         assert_eq!(m.run(&format!("echo 0 > {root}events/enable")), "");
         assert_eq!(m.run(&format!("cat {root}events/enable")).trim(), "0");

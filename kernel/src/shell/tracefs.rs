@@ -482,7 +482,9 @@ pub fn write(located: &Located, value: &str, append: bool) -> Result<(), FsError
             instance.set_tracing(switch(value)?);
             Ok(())
         }
-        File::Trace | File::CpuTrace(_) => {
+        // Emptying one CPU's ring alone is not supported: refused, nothing changes.
+        File::CpuTrace(_) => Err(FsError::Invalid),
+        File::Trace => {
             // Opening `trace` for writing (not appending) empties the buffer.
             if append {
                 return Ok(());
