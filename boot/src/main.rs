@@ -147,7 +147,13 @@ fn report(options: &Report) -> Result<bool, String> {
             eprintln!("report: {}:{}: {}", options.log.display(), problem.line, problem.what);
         }
     }
-    let write_error = |e: std::io::Error| format!("writing the report: {e}");
+    let write_error = |e: std::io::Error| {
+        // The reader went away (`report LOG | head`): stop quietly, as Unix tools do.
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        format!("writing the report: {e}")
+    };
     match options.format {
         Format::Text => {
             let stdout = std::io::stdout();
