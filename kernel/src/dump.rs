@@ -91,27 +91,23 @@ fn records(
     mut each: impl FnMut(&RecordRef<'_>),
 ) -> Option<u64> {
     let cpus = cpus(tracer, config);
-    let total: u64 = cpus.clone().filter_map(|cpu| view.stats(cpu).ok()).map(|s| s.entries).sum();
-    let skip = config.last.map_or(0, |last| total.saturating_sub(last));
-    let live = view.recorder.live();
+    let only = (cpus.len() == 1).then_some(cpus.start);
+    // Counted once the window is fixed, so `last` is exact for the records listed.
+    let skip = core::cell::Cell::new(0);
+    let count = || {
+        let total: u64 =
+            cpus.clone().filter_map(|cpu| view.stats(cpu).ok()).map(|s| s.entries).sum();
+        skip.set(config.last.map_or(0, |last| total.saturating_sub(last)));
+    };
     let mut seen = 0u64;
-    let mut visit = |record: &RecordRef<'_>| {
-        if seen >= skip {
+    tracing::for_each_record(view.recorder.live(), only, count, |record| {
+        if seen >= skip.get() {
             each(record);
         }
         seen += 1;
-    };
-    if cpus.len() == 1 {
-        let mut iter = live.iter(cpus.start).ok()?;
-        while let Some(record) = iter.next_record() {
-            visit(&record);
-        }
-    } else {
-        let mut merged = live.merged_iter().ok()?;
-        while let Some(record) = merged.next_record() {
-            visit(&record);
-        }
-    }
+    })
+    .ok()?;
+    let skip = skip.get();
     Some(skip.min(seen))
 }
 

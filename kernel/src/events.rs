@@ -13,8 +13,8 @@ trace::event! {
     pub TIMER_TICK = "timer":"tick" { tick: u64, interval_ns: u64 } => "tick={tick} interval={interval_ns}ns";
     /// A byte arrived on the serial line.
     pub SERIAL_RX = "serial":"rx" { byte: u8 } => "byte={byte:#x}";
-    /// Serial input was dropped because the input queue was full.
-    pub SERIAL_OVERFLOW = "serial":"rx_overflow" { dropped: u64 } => "dropped={dropped}";
+    /// The UART reported a receive overrun (input lost in the hardware).
+    pub SERIAL_OVERRUN = "serial":"rx_overrun" { overruns: u64 } => "overruns={overruns}";
     /// A page fault (fatal in this kernel).
     pub PAGE_FAULT = "exceptions":"page_fault"
         { address: u64, error_code: u64, ip: u64 } => "address={address:#x} error_code={error_code:#x} ip={ip:#x}";

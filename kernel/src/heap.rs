@@ -3,7 +3,7 @@
 //! allocate (NMI handlers must not).
 
 use crate::memory;
-use crate::sync::IrqMutex;
+use crate::sync::{IrqMutex, IrqMutexGuard};
 use bootloader_api::info::{MemoryRegionKind, MemoryRegions};
 use core::alloc::{GlobalAlloc, Layout};
 use core::ptr::{self, NonNull};
@@ -14,15 +14,20 @@ struct KernelHeap(IrqMutex<Heap>);
 #[global_allocator]
 static HEAP: KernelHeap = KernelHeap(IrqMutex::new(Heap::empty()));
 
+impl KernelHeap {
+    /// The heap, locked. While panicking it never waits: the lock may be held by the
+    /// panicking code or by a stopped CPU; then an allocation fails (and the dump says
+    /// so) and a free leaks.
+    fn lock(&self) -> Option<IrqMutexGuard<'_, Heap>> {
+        if crate::panic::in_progress() { self.0.try_lock() } else { Some(self.0.lock()) }
+    }
+}
+
 // SAFETY: `Heap` hands out disjoint, correctly aligned blocks from memory it owns
 // exclusively, and the mutex serialises every access to it.
 unsafe impl GlobalAlloc for KernelHeap {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // While panicking, never wait: the lock may be held by the panicking code or
-        // by a stopped CPU. The allocation then fails, and the dump says so.
-        let heap =
-            if crate::panic::in_progress() { self.0.try_lock() } else { Some(self.0.lock()) };
-        let Some(mut heap) = heap else { return ptr::null_mut() };
+        let Some(mut heap) = self.lock() else { return ptr::null_mut() };
         let ptr = heap.allocate_first_fit(layout).map_or(ptr::null_mut(), NonNull::as_ptr);
         drop(heap);
         trace::emit!(
@@ -35,10 +40,7 @@ unsafe impl GlobalAlloc for KernelHeap {
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // While panicking, a free that cannot take the lock leaks instead of waiting.
-        let heap =
-            if crate::panic::in_progress() { self.0.try_lock() } else { Some(self.0.lock()) };
-        let Some(mut heap) = heap else { return };
+        let Some(mut heap) = self.lock() else { return };
         // SAFETY: the caller passes a pointer this allocator returned for `layout`,
         // which is therefore non-null.
         unsafe { heap.deallocate(NonNull::new_unchecked(ptr), layout) };

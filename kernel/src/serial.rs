@@ -7,12 +7,14 @@ use crate::arch::irq;
 use crate::sync::IrqMutex;
 use core::fmt::{self, Write};
 use uart_16550::backend::PioBackend;
-use uart_16550::spec::registers::IER;
+use uart_16550::spec::registers::{IER, LSR};
 use uart_16550::{BaudRate, Config, Uart16550};
 
 /// I/O port base of COM1.
 const COM1_PORT: u16 = 0x3f8;
-/// Bytes of input buffered before further input is dropped (and counted).
+/// Bytes of input buffered. When the queue is full the receive interrupt is turned
+/// off, so further input waits in the UART (and QEMU holds it back) instead of being
+/// dropped; it is turned on again once the shell has read half the queue.
 const RX_CAPACITY: usize = 4096;
 
 type Uart = Uart16550<PioBackend>;
@@ -34,19 +36,19 @@ struct RxQueue {
     bytes: [u8; RX_CAPACITY],
     head: usize,
     len: usize,
-    dropped: u64,
+    /// The receive interrupt is off because the queue filled up.
+    throttled: bool,
+    /// Receive overruns the UART reported (input lost in the hardware).
+    overruns: u64,
 }
 
 impl RxQueue {
     const fn new() -> Self {
-        Self { bytes: [0; RX_CAPACITY], head: 0, len: 0, dropped: 0 }
+        Self { bytes: [0; RX_CAPACITY], head: 0, len: 0, throttled: false, overruns: 0 }
     }
 
+    /// Appends a byte; the caller checks there is room.
     fn push(&mut self, byte: u8) {
-        if self.len == RX_CAPACITY {
-            self.dropped += 1;
-            return;
-        }
         self.bytes[(self.head + self.len) % RX_CAPACITY] = byte;
         self.len += 1;
     }
@@ -72,17 +74,23 @@ pub fn init() {
     }
 }
 
-/// The COM1 interrupt: moves every byte the UART holds into the input queue.
+/// The COM1 interrupt: moves the bytes the UART holds into the input queue, as many
+/// as fit; when it is full, turns the receive interrupt off (see [`RX_CAPACITY`]).
 pub fn on_receive_interrupt() {
     let mut port = PORT.lock();
     let mut rx = RX.lock();
-    let dropped = rx.dropped;
-    while let Ok(byte) = port.try_receive_byte() {
+    while rx.len < RX_CAPACITY {
+        let Ok(byte) = port.try_receive_byte() else { break };
         trace::emit!(crate::events::SERIAL_RX, byte);
         rx.push(byte);
     }
-    if rx.dropped != dropped {
-        trace::emit!(crate::events::SERIAL_OVERFLOW, rx.dropped - dropped);
+    if rx.len == RX_CAPACITY && !rx.throttled {
+        port.disable_interrupts(IER::DATA_READY);
+        rx.throttled = true;
+    }
+    if port.lsr().contains(LSR::OVERRUN_ERROR) {
+        rx.overruns += 1;
+        trace::emit!(crate::events::SERIAL_OVERRUN, rx.overruns);
     }
 }
 
@@ -102,14 +110,27 @@ pub fn input_pending() -> bool {
     RX.lock().len != 0
 }
 
-/// Takes the next input byte if there is one.
+/// Takes the next input byte if there is one; turns the receive interrupt back on
+/// once a throttled queue is half empty.
 pub fn try_read_byte() -> Option<u8> {
-    RX.lock().pop()
+    let (byte, resume) = {
+        let mut rx = RX.lock();
+        let byte = rx.pop();
+        let resume = rx.throttled && rx.len <= RX_CAPACITY / 2;
+        rx.throttled &= !resume;
+        (byte, resume)
+    };
+    if resume {
+        PORT.lock().enable_interrupts(IER::DATA_READY);
+        // Take what waited in the UART now: it raised no interrupt while off.
+        on_receive_interrupt();
+    }
+    byte
 }
 
-/// Input bytes dropped because the queue was full.
-pub fn rx_dropped() -> u64 {
-    RX.lock().dropped
+/// Receive overruns the UART reported (input lost in the hardware).
+pub fn rx_overruns() -> u64 {
+    RX.lock().overruns
 }
 
 /// Formats onto a UART, turning `\n` into `\r\n` as a terminal expects.

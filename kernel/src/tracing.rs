@@ -5,7 +5,7 @@ use crate::clock;
 use core::fmt::{self, Write};
 use spin::Once;
 use trace::{
-    DescriptorKind, Instance, InstanceConfig, Limits, Mode, RecordRef, Tracer, TracerError,
+    Buffer, DescriptorKind, Instance, InstanceConfig, Limits, Mode, RecordRef, Tracer, TracerError,
 };
 
 /// The top-level instance's buffer: per CPU.
@@ -115,46 +115,80 @@ fn write_header(
     writeln!(out, "# CPU     TIMESTAMP  EVENT\n#  |          |       |")
 }
 
-/// The `trace` file (all CPUs merged in time order, or one CPU): header and every
-/// record of the live buffer, not consumed.
-pub fn write_trace(
-    out: &mut dyn Write,
-    instance: &Instance<'_, KernelPlatform>,
+/// Calls `each` with every record of `buffer`, oldest first: one CPU's, or (`None`)
+/// all CPUs' merged in time order. `start` runs once the window to read is fixed,
+/// before the first record (so counts taken there cover every record listed). Fails
+/// if the records cannot be read (no memory, no such CPU).
+pub fn for_each_record(
+    buffer: &Buffer<KernelPlatform>,
     cpu: Option<usize>,
-) -> fmt::Result {
-    write_header(out, instance, cpu)?;
-    let tracer = instance.tracer();
-    let recorder = instance.recorder();
+    start: impl FnOnce(),
+    mut each: impl FnMut(&RecordRef<'_>),
+) -> Result<(), trace::Error> {
     match cpu {
         None => {
-            let Ok(mut records) = recorder.live().merged_iter() else {
-                return writeln!(out, "# (out of memory)");
-            };
+            let mut records = buffer.merged_iter()?;
+            start();
             while let Some(record) = records.next_record() {
-                write_record(out, tracer, &record)?;
+                each(&record);
             }
         }
         Some(cpu) => {
-            let Ok(mut records) = recorder.live().iter(cpu) else {
-                return writeln!(out, "# (no such CPU)");
-            };
+            let mut records = buffer.iter(cpu)?;
+            start();
             while let Some(record) = records.next_record() {
-                write_record(out, tracer, &record)?;
+                each(&record);
             }
         }
     }
     Ok(())
 }
 
+/// Writes every record of `buffer` (see [`for_each_record`]) as trace lines, after
+/// `header`.
+fn write_records(
+    out: &mut dyn Write,
+    tracer: &Tracer<KernelPlatform>,
+    buffer: &Buffer<KernelPlatform>,
+    cpu: Option<usize>,
+    header: impl FnOnce(&mut dyn Write),
+) -> fmt::Result {
+    let out = core::cell::RefCell::new(out);
+    // The console never fails a write.
+    let read = for_each_record(
+        buffer,
+        cpu,
+        || header(&mut **out.borrow_mut()),
+        |record| {
+            let _ = write_record(&mut **out.borrow_mut(), tracer, record);
+        },
+    );
+    match read {
+        Ok(()) => Ok(()),
+        Err(error) => writeln!(out.borrow_mut(), "# (records unreadable: {error})"),
+    }
+}
+
+/// The `trace` file (all CPUs merged in time order, or one CPU): header and every
+/// record of the live buffer, not consumed. The header's counts are taken once the
+/// records to list are fixed, so they cover them all.
+pub fn write_trace(
+    out: &mut dyn Write,
+    instance: &Instance<'_, KernelPlatform>,
+    cpu: Option<usize>,
+) -> fmt::Result {
+    let recorder = instance.recorder();
+    write_records(out, instance.tracer(), recorder.live(), cpu, |out| {
+        let _ = write_header(out, instance, cpu);
+    })
+}
+
 /// The snapshot buffer's records, merged in time order.
 pub fn write_snapshot(out: &mut dyn Write, instance: &Instance<'_, KernelPlatform>) -> fmt::Result {
-    let recorder = instance.recorder();
-    let Some(snapshot) = recorder.snapshot() else { return Ok(()) };
-    let Ok(mut records) = snapshot.merged_iter() else { return writeln!(out, "# (out of memory)") };
-    while let Some(record) = records.next_record() {
-        write_record(out, instance.tracer(), &record)?;
+    match instance.recorder().snapshot() {
+        Some(snapshot) => write_records(out, instance.tracer(), snapshot, None, |_| {}),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// `per_cpu/cpuN/stats`, ftrace's fields plus `written`.

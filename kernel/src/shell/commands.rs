@@ -247,7 +247,7 @@ fn uptime(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), Comm
     println!("timer ticks: {} on cpu0 ({} Hz per CPU)", timer::ticks(0), timer::HZ);
     println!("tsc: {} kHz", clock::tsc_hz() / 1000);
     println!("heap: {used} of {size} bytes in use");
-    println!("serial input dropped: {} bytes", serial::rx_dropped());
+    println!("serial receive overruns: {}", serial::rx_overruns());
     Ok(())
 }
 
