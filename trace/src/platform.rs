@@ -6,6 +6,14 @@
 //! code); interrupts may stay enabled.
 
 /// The kernel's side of the tracer.
+///
+/// Besides the CPU index and the clock, the platform supplies the two halves of an
+/// asymmetric memory barrier that lets control operations wait for writers without
+/// writers paying for a fence (see DESIGN.md, "The per-CPU section"): writers call
+/// [`Platform::light_barrier`] after entering their section, control operations call
+/// [`Platform::heavy_barrier`] after publishing a change. The defaults are a full fence
+/// on both sides, correct on any platform; a kernel that can interrupt every CPU (an
+/// IPI) makes the light side a compiler fence.
 pub trait Platform {
     /// Index of the CPU running the caller, below the buffer's CPU count. Callable
     /// from any context (thread, IRQ, NMI); must not change during one write.
@@ -14,6 +22,29 @@ pub trait Platform {
     /// Nanoseconds from any fixed origin, monotonic (never decreasing) on each CPU and
     /// below 2^60. Callable from any context; should be cheap (a TSC read and a scale).
     fn now(&self) -> u64;
+
+    /// The writer's half of the asymmetric barrier: orders the writer's store of its
+    /// section depth before its loads of the tracer's state, as seen by a control
+    /// operation that ran [`Platform::heavy_barrier`]. Callable from any context.
+    #[inline(always)]
+    fn light_barrier(&self) {
+        core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The control side's half: returns once every CPU has executed a full memory
+    /// barrier after the call began (for example: an IPI to every other CPU, each
+    /// handler acknowledging, the caller waiting for all acknowledgements). Called
+    /// only where [`Platform::may_wait`] is true.
+    fn heavy_barrier(&self) {
+        core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Whether the caller may wait for other CPUs: thread context with interrupts
+    /// enabled. Control operations that need a grace period refuse otherwise
+    /// (`Error::WouldDeadlock`) rather than wait with interrupts off.
+    fn may_wait(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(not(any(target_os = "none", target_os = "uefi")))]
@@ -58,6 +89,20 @@ mod host {
     impl Platform for HostPlatform {
         fn cpu(&self) -> usize {
             CPU.with(|c| c.get())
+        }
+
+        // Linux's membarrier(2): the heavy side interrupts every CPU running the
+        // process, so the light side is a compiler fence. Miri cannot make the system
+        // call: there both sides are full fences (the trait's defaults).
+        #[cfg(not(miri))]
+        #[inline(always)]
+        fn light_barrier(&self) {
+            membarrier::light();
+        }
+
+        #[cfg(not(miri))]
+        fn heavy_barrier(&self) {
+            membarrier::heavy();
         }
 
         fn now(&self) -> u64 {
