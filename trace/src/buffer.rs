@@ -7,10 +7,9 @@ use crate::error::{Error, WriteError};
 use crate::platform::Platform;
 use crate::reader::{Consumer, Merged, RingIter};
 use crate::record::{MAX_EVENT_ID, Mode};
-use crate::recorder::Gate;
-use crate::ring::{Ring, words_for};
+use crate::ring::{RecordWriter, Refusal, Ring, words_for};
 use crate::stats::RingStats;
-use crate::sync::{AtomicBool, Ordering::Relaxed};
+use crate::sync::{AtomicBool, AtomicU8, Ordering::Relaxed};
 use alloc::vec::Vec;
 
 /// How to build a buffer set.
@@ -24,15 +23,22 @@ pub struct Config {
     pub mode: Mode,
 }
 
+/// `Buffer::state` bit: recording is on (`tracing_on`).
+const RECORDING: u8 = 1;
+/// `Buffer::state` bit: a control operation is resetting the set; writes are ignored.
+const PAUSED: u8 = 2;
+
 /// A set of per-CPU rings: one instance's buffer.
 ///
-/// Writers call [`Buffer::write`] (or [`Buffer::reserve`]) from any context on the
+/// Writers call [`Buffer::write`] (or [`Buffer::write_with`]) from any context on the
 /// CPU the platform reports; readers on any CPU use [`Buffer::iter`],
 /// [`Buffer::consumer`] and the merged forms.
 pub struct Buffer<P> {
     platform: P,
     rings: Vec<Ring>,
-    recording: AtomicBool,
+    /// [`RECORDING`] and [`PAUSED`]: a writer records only when it reads exactly
+    /// `RECORDING`, one load.
+    state: AtomicU8,
     overwrite: AtomicBool,
 }
 
@@ -43,7 +49,7 @@ impl<P: Platform> Buffer<P> {
         Ok(Buffer {
             platform,
             rings,
-            recording: AtomicBool::new(true),
+            state: AtomicU8::new(RECORDING),
             overwrite: AtomicBool::new(config.mode == Mode::Overwrite),
         })
     }
@@ -53,7 +59,7 @@ impl<P: Platform> Buffer<P> {
         Buffer {
             platform,
             rings: Vec::new(),
-            recording: AtomicBool::new(false),
+            state: AtomicU8::new(0),
             overwrite: AtomicBool::new(true),
         }
     }
@@ -86,13 +92,27 @@ impl<P: Platform> Buffer<P> {
     /// Turns recording on or off (ftrace's `tracing_on`). Writes while off are ignored
     /// and not counted; a writer already past the check finishes its record.
     pub fn set_recording(&self, on: bool) {
-        self.recording.store(on, Relaxed);
+        if on {
+            self.state.fetch_or(RECORDING, Relaxed);
+        } else {
+            self.state.fetch_and(!RECORDING, Relaxed);
+        }
     }
 
     /// Whether recording is on.
     #[inline]
     pub fn is_recording(&self) -> bool {
-        self.recording.load(Relaxed)
+        self.state.load(Relaxed) & RECORDING != 0
+    }
+
+    /// Pauses (or resumes) writes while a control operation resets the set,
+    /// independently of the recording switch.
+    pub(crate) fn set_paused(&self, paused: bool) {
+        if paused {
+            self.state.fetch_or(PAUSED, Relaxed);
+        } else {
+            self.state.fetch_and(!PAUSED, Relaxed);
+        }
     }
 
     /// Switches the mode; takes effect for the next write on each CPU.
@@ -106,37 +126,65 @@ impl<P: Platform> Buffer<P> {
         if self.overwrite.load(Relaxed) { Mode::Overwrite } else { Mode::Discard }
     }
 
-    #[inline(always)]
-    fn check(&self, id: u16, len: usize) -> Result<&Ring, WriteError> {
-        if !self.recording.load(Relaxed) {
-            return Err(WriteError::Off);
-        }
-        if id > MAX_EVENT_ID {
-            return Err(WriteError::ReservedId);
-        }
-        let ring = self.rings.get(self.platform.cpu()).ok_or(WriteError::BadCpu)?;
-        if len > ring.max_payload() {
-            return Err(WriteError::TooLarge);
-        }
-        Ok(ring)
-    }
-
     /// Records event `id` with `payload` on the current CPU's ring. Lock-free, never
     /// blocks or allocates; callable from any context, including NMI.
     #[inline]
     pub fn write(&self, id: u16, payload: &[u8]) -> Result<(), WriteError> {
-        let ring = self.check(id, payload.len())?;
-        ring.write(self.mode(), || self.platform.now(), id, payload)
+        self.write_with(id, payload.len(), |w| crate::field::Sink::put(w, payload))
     }
 
-    /// Reserves a record of `len` payload bytes on the current CPU's ring, to be
-    /// filled in place and committed. Interrupts may write while it is held; the
-    /// reservation must be finished on this CPU (it is `!Send`).
+    /// Records event `id` with a payload of `len` bytes that `fill` writes in place
+    /// (through [`crate::Sink`]); bytes it leaves unwritten are zero. The record is
+    /// committed when `fill` returns: a reservation cannot outlive it. Interrupts may
+    /// write meanwhile. Callable from any context, including NMI.
     #[inline]
-    pub fn reserve(&self, id: u16, len: usize) -> Result<Reservation<'_>, WriteError> {
-        let ring = self.check(id, len)?;
-        let (depth, hdr) = ring.reserve(self.mode(), || self.platform.now(), id, len)?;
-        Ok(Reservation::new(ring, depth, hdr, len))
+    pub fn write_with(
+        &self,
+        id: u16,
+        len: usize,
+        fill: impl FnOnce(&mut RecordWriter<'_>),
+    ) -> Result<(), WriteError> {
+        self.write_on(self.platform.cpu(), id, len, len, fill)
+    }
+
+    /// [`Buffer::write_with`] on CPU `cpu` (the caller's, read once per event), with
+    /// strings in the payload measured under `limit`. Refused writes are counted as
+    /// dropped, with their reason.
+    #[inline(always)]
+    pub(crate) fn write_on(
+        &self,
+        cpu: usize,
+        id: u16,
+        len: usize,
+        limit: usize,
+        fill: impl FnOnce(&mut RecordWriter<'_>),
+    ) -> Result<(), WriteError> {
+        if self.state.load(Relaxed) != RECORDING {
+            return Err(WriteError::Off);
+        }
+        let Some(ring) = self.rings.get(cpu) else {
+            return Err(self.refuse(0, Refusal::BadCpu));
+        };
+        if id > MAX_EVENT_ID {
+            return Err(self.refuse(cpu, Refusal::ReservedId));
+        }
+        if len > ring.max_payload() {
+            return Err(self.refuse(cpu, Refusal::TooLarge));
+        }
+        ring.write_with(self.mode(), || self.platform.now(), id, len, limit, fill)
+    }
+
+    #[cold]
+    fn refuse(&self, cpu: usize, why: Refusal) -> WriteError {
+        if let Some(ring) = self.rings.get(cpu) {
+            ring.refuse(why);
+        }
+        match why {
+            Refusal::TooLarge => WriteError::TooLarge,
+            Refusal::ReservedId => WriteError::ReservedId,
+            Refusal::BadCpu => WriteError::BadCpu,
+            Refusal::Corrupt => WriteError::Corrupt,
+        }
     }
 
     /// Statistics of CPU `cpu`'s ring.
@@ -227,103 +275,4 @@ fn alloc_rings(cpus: usize, bytes: usize) -> Result<Vec<Ring>, Error> {
         rings.push(Ring::new(words)?);
     }
     Ok(rings)
-}
-
-/// A reserved record being filled in place. Commit it with [`Reservation::commit`];
-/// dropping it uncommitted abandons it (the space becomes padding, not an event).
-/// `!Send`: it must be finished on the CPU that reserved it.
-pub struct Reservation<'a> {
-    ring: &'a Ring,
-    depth: usize,
-    hdr: u64,
-    len: usize,
-    filled: usize,
-    partial: u64,
-    gate: Option<(&'a Gate, usize)>,
-    _not_send: core::marker::PhantomData<*const ()>,
-}
-
-impl<'a> Reservation<'a> {
-    pub(crate) fn new(ring: &'a Ring, depth: usize, hdr: u64, len: usize) -> Self {
-        Reservation {
-            ring,
-            depth,
-            hdr,
-            len,
-            filled: 0,
-            partial: 0,
-            gate: None,
-            _not_send: Default::default(),
-        }
-    }
-
-    /// Makes the reservation leave the recorder's writer gate when it finishes.
-    pub(crate) fn with_gate(mut self, gate: &'a Gate, depth: usize) -> Self {
-        self.gate = Some((gate, depth));
-        self
-    }
-
-    /// Payload bytes not filled yet.
-    pub fn remaining(&self) -> usize {
-        self.len - self.filled
-    }
-
-    /// Appends `bytes` to the payload; `TooLarge` if they do not fit (nothing written).
-    pub fn push(&mut self, bytes: &[u8]) -> Result<(), WriteError> {
-        if bytes.len() > self.remaining() {
-            return Err(WriteError::TooLarge);
-        }
-        for &b in bytes {
-            let shift = (self.filled % 8) * 8;
-            self.partial |= (b as u64) << shift;
-            self.filled += 1;
-            if self.filled.is_multiple_of(8) {
-                self.flush();
-            }
-        }
-        Ok(())
-    }
-
-    /// Appends a little-endian `u64`.
-    pub fn push_u64(&mut self, v: u64) -> Result<(), WriteError> {
-        if self.filled.is_multiple_of(8) && self.remaining() >= 8 {
-            self.ring.fill_word(self.hdr, (self.filled / 8) as u64, v);
-            self.filled += 8;
-            Ok(())
-        } else {
-            self.push(&v.to_le_bytes())
-        }
-    }
-
-    fn flush(&mut self) {
-        let index = (self.filled - 1) / 8;
-        self.ring.fill_word(self.hdr, index as u64, self.partial);
-        self.partial = 0;
-    }
-
-    /// Commits the record (bytes not pushed are zero).
-    pub fn commit(mut self) {
-        if !self.filled.is_multiple_of(8) {
-            self.flush();
-        }
-        // Zero the words never pushed: the ring's old contents must not leak through.
-        let words = self.len.div_ceil(8);
-        for i in self.filled.div_ceil(8)..words {
-            self.ring.fill_word(self.hdr, i as u64, 0);
-        }
-        self.ring.commit_event(self.depth);
-        if let Some((gate, depth)) = self.gate {
-            gate.leave(depth);
-        }
-        core::mem::forget(self);
-    }
-}
-
-impl Drop for Reservation<'_> {
-    fn drop(&mut self) {
-        self.ring.abandon(self.depth, self.hdr);
-        if let Some((gate, depth)) = self.gate {
-            gate.leave(depth);
-        }
-    }
 }

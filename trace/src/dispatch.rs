@@ -1,13 +1,28 @@
 //! Where tracepoints send their records: the one tracer the kernel installed.
 
 use crate::event::EventDescriptor;
+use crate::ring::RecordWriter;
 use spin::Once;
+
+/// A payload the tracer writes into each record it reserves for an event.
+pub trait Payload {
+    /// Writes the payload into `out`, a record reserved for it.
+    fn write(&self, out: &mut RecordWriter<'_>);
+}
+
+impl Payload for &[u8] {
+    #[inline]
+    fn write(&self, out: &mut RecordWriter<'_>) {
+        crate::field::Sink::put(out, self);
+    }
+}
 
 /// What records events for tracepoints (implemented by [`crate::Tracer`]).
 pub trait Dispatch: Sync {
-    /// Records `payload` as an event of `descriptor` in every instance that has it
-    /// enabled. Callable from any context; never blocks or allocates.
-    fn record(&self, descriptor: &EventDescriptor, payload: &[u8]);
+    /// Records an event of `descriptor` with a payload of `len` bytes in every
+    /// instance that has it enabled, with `payload` writing each record in place.
+    /// Callable from any context; never blocks or allocates.
+    fn record(&self, descriptor: &EventDescriptor, len: usize, payload: &dyn Payload);
 }
 
 static DISPATCH: Once<&'static dyn Dispatch> = Once::new();
@@ -23,10 +38,10 @@ pub fn install(tracer: &'static dyn Dispatch) -> Result<(), &'static str> {
     if installed { Ok(()) } else { Err("a tracer is installed already") }
 }
 
-/// Sends one record to the installed tracer, if any.
+/// Sends one event to the installed tracer, if any.
 #[inline]
-pub(crate) fn record(descriptor: &EventDescriptor, payload: &[u8]) {
+pub(crate) fn record(descriptor: &EventDescriptor, len: usize, payload: &dyn Payload) {
     if let Some(tracer) = DISPATCH.get() {
-        tracer.record(descriptor, payload);
+        tracer.record(descriptor, len, payload);
     }
 }

@@ -7,15 +7,13 @@
 //! records one: when no instance has the event enabled it costs one load and a
 //! not-taken branch, and evaluates no argument.
 
-use crate::field::{Encoder, Field, FieldValue};
+use crate::field::{Field, FieldValue, Measure, Sink};
 
 use core::marker::PhantomData;
 use core::sync::atomic::{AtomicU16, AtomicU64, Ordering::Relaxed};
 
 /// Most payload bytes an event records (strings are cut to fit).
 pub const MAX_EVENT_PAYLOAD: usize = 256;
-/// Payload bytes tried first (see [`Event::record`]).
-const SMALL_PAYLOAD: usize = 48;
 
 /// What a descriptor describes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -133,14 +131,14 @@ pub fn glob(pattern: &str, text: &str) -> bool {
 /// string of any lifetime: it is copied into the record.
 pub trait FieldArg<Decl> {
     /// Appends the value's raw representation.
-    fn encode_arg(&self, out: &mut Encoder<'_>);
+    fn encode_arg<S: Sink>(&self, out: &mut S);
 }
 
 macro_rules! same_type_arg {
     ($($ty:ty),*) => {$(
         impl FieldArg<$ty> for $ty {
             #[inline(always)]
-            fn encode_arg(&self, out: &mut Encoder<'_>) {
+            fn encode_arg<S: Sink>(&self, out: &mut S) {
                 self.encode(out);
             }
         }
@@ -151,14 +149,14 @@ same_type_arg!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, bool, char);
 
 impl<const N: usize> FieldArg<[u8; N]> for [u8; N] {
     #[inline(always)]
-    fn encode_arg(&self, out: &mut Encoder<'_>) {
+    fn encode_arg<S: Sink>(&self, out: &mut S) {
         self.encode(out);
     }
 }
 
 impl FieldArg<&'static str> for &str {
     #[inline(always)]
-    fn encode_arg(&self, out: &mut Encoder<'_>) {
+    fn encode_arg<S: Sink>(&self, out: &mut S) {
         self.encode(out);
     }
 }
@@ -167,7 +165,16 @@ impl FieldArg<&'static str> for &str {
 /// the same length), recorded in order.
 pub trait Args<Decl> {
     /// Appends every value.
-    fn encode(&self, out: &mut Encoder<'_>);
+    fn encode<S: Sink>(&self, out: &mut S);
+
+    /// The payload's length in bytes, strings cut to [`MAX_EVENT_PAYLOAD`] in all.
+    /// A constant after inlining when every field has a fixed size.
+    #[inline(always)]
+    fn payload_len(&self) -> usize {
+        let mut measure = Measure { len: 0, limit: MAX_EVENT_PAYLOAD };
+        self.encode(&mut measure);
+        measure.len
+    }
 }
 
 macro_rules! tuple_args {
@@ -175,7 +182,7 @@ macro_rules! tuple_args {
         impl<$($arg: FieldArg<$decl>, $decl),*> Args<($($decl,)*)> for ($($arg,)*) {
             #[allow(non_snake_case, reason = "the type parameters name the values")]
             #[inline(always)]
-            fn encode(&self, _out: &mut Encoder<'_>) {
+            fn encode<S: Sink>(&self, _out: &mut S) {
                 let ($($arg,)*) = self;
                 $($arg.encode_arg(_out);)*
             }
@@ -218,23 +225,24 @@ impl<A> Event<A> {
         self.descriptor.enabled_mask() != 0
     }
 
-    /// Records the event into every instance that has it enabled. Called by
-    /// [`emit!`](crate::emit) after [`Event::is_enabled`]; safe from any context.
+    /// Records the event into every instance that has it enabled, encoding the
+    /// arguments straight into each ring. Called by [`emit!`](crate::emit) after
+    /// [`Event::is_enabled`]; safe from any context.
     #[cold]
     #[inline(never)]
     pub fn record<T: Args<A>>(&'static self, args: T) {
-        // Most events are a few integers: a small buffer is cheaper to set up, and a
-        // large one is used only when the small one did not hold everything.
-        let mut small = [0u8; SMALL_PAYLOAD];
-        let mut encoder = Encoder::new(&mut small);
-        args.encode(&mut encoder);
-        if !encoder.was_cut() {
-            return crate::dispatch::record(&self.descriptor, encoder.bytes());
-        }
-        let mut large = [0u8; MAX_EVENT_PAYLOAD];
-        let mut encoder = Encoder::new(&mut large);
-        args.encode(&mut encoder);
-        crate::dispatch::record(&self.descriptor, encoder.bytes());
+        let len = args.payload_len();
+        crate::dispatch::record(&self.descriptor, len, &Encode::<T, A>(args, PhantomData));
+    }
+}
+
+/// An event's arguments as the tracer sees them: written into each reserved record.
+struct Encode<T, A>(T, PhantomData<fn(A)>);
+
+impl<T: Args<A>, A> crate::dispatch::Payload for Encode<T, A> {
+    #[inline]
+    fn write(&self, out: &mut crate::ring::RecordWriter<'_>) {
+        self.0.encode(out);
     }
 }
 

@@ -135,6 +135,48 @@ pub struct Field<'a> {
     pub kind: FieldKind,
 }
 
+/// Where field values are written: a byte buffer ([`Encoder`]), a record reserved in
+/// a ring, or a count of the bytes a payload will take. Every sink cuts the same way
+/// (by [`Sink::room`]), so a payload measured first is written identically after.
+pub trait Sink {
+    /// Bytes that still fit.
+    fn room(&self) -> usize;
+
+    /// Appends `bytes`, as many as fit.
+    fn put(&mut self, bytes: &[u8]);
+
+    /// Appends a little-endian `u64` (a sink may store an aligned word at once).
+    #[inline(always)]
+    fn put_u64(&mut self, v: u64) {
+        self.put(&v.to_le_bytes());
+    }
+
+    /// Appends a string as a 2-byte length and its bytes, cut at a character
+    /// boundary to what fits.
+    #[inline]
+    fn put_str(&mut self, s: &str) {
+        let room = self.room().saturating_sub(2).min(u16::MAX as usize);
+        let mut end = s.len().min(room);
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.put(&(end as u16).to_le_bytes());
+        self.put(&s.as_bytes()[..end]);
+    }
+
+    /// Appends a self-describing value: its type tag, then the value.
+    fn put_tagged<T: FieldValue + ?Sized>(&mut self, value: &T)
+    where
+        Self: Sized,
+    {
+        self.put(&[T::KIND.tag()]);
+        if let FieldKind::Bytes(n) = T::KIND {
+            self.put(&n.to_le_bytes());
+        }
+        value.encode(self);
+    }
+}
+
 /// Writes field values into a payload buffer, never past its end.
 pub struct Encoder<'a> {
     buf: &'a mut [u8],
@@ -157,27 +199,38 @@ impl<'a> Encoder<'a> {
     pub fn bytes(&self) -> &[u8] {
         &self.buf[..self.len]
     }
+}
 
-    /// Appends `bytes`, as many as fit.
+impl Sink for Encoder<'_> {
     #[inline]
-    pub fn put(&mut self, bytes: &[u8]) {
+    fn room(&self) -> usize {
+        self.buf.len() - self.len
+    }
+
+    #[inline]
+    fn put(&mut self, bytes: &[u8]) {
         let n = bytes.len().min(self.buf.len() - self.len);
         self.cut |= n < bytes.len();
         self.buf[self.len..self.len + n].copy_from_slice(&bytes[..n]);
         self.len += n;
     }
+}
 
-    /// Appends a string as a 2-byte length and its bytes, cut at a character
-    /// boundary to what fits.
-    pub fn put_str(&mut self, s: &str) {
-        let room = self.buf.len().saturating_sub(self.len + 2).min(u16::MAX as usize);
-        let mut end = s.len().min(room);
-        while !s.is_char_boundary(end) {
-            end -= 1;
-        }
-        self.cut |= end < s.len();
-        self.put(&(end as u16).to_le_bytes());
-        self.put(&s.as_bytes()[..end]);
+/// A sink that only counts: the payload length a value sequence takes under a limit.
+pub(crate) struct Measure {
+    pub(crate) len: usize,
+    pub(crate) limit: usize,
+}
+
+impl Sink for Measure {
+    #[inline(always)]
+    fn room(&self) -> usize {
+        self.limit - self.len
+    }
+
+    #[inline(always)]
+    fn put(&mut self, bytes: &[u8]) {
+        self.len += bytes.len().min(self.limit - self.len);
     }
 }
 
@@ -186,7 +239,7 @@ pub trait FieldValue {
     /// The field kind of this type.
     const KIND: FieldKind;
     /// Appends the value's raw representation.
-    fn encode(&self, out: &mut Encoder<'_>);
+    fn encode<S: Sink>(&self, out: &mut S);
 }
 
 macro_rules! integer_field {
@@ -194,8 +247,13 @@ macro_rules! integer_field {
         impl FieldValue for $ty {
             const KIND: FieldKind = FieldKind::$kind;
             #[inline(always)]
-            fn encode(&self, out: &mut Encoder<'_>) {
-                out.put(&(*self as $wire).to_le_bytes());
+            fn encode<S: Sink>(&self, out: &mut S) {
+                let v = *self as $wire;
+                if size_of::<$wire>() == 8 {
+                    out.put_u64(v as u64);
+                } else {
+                    out.put(&v.to_le_bytes());
+                }
             }
         }
     )*};
@@ -208,28 +266,28 @@ integer_field!(
 
 impl FieldValue for bool {
     const KIND: FieldKind = FieldKind::Bool;
-    fn encode(&self, out: &mut Encoder<'_>) {
+    fn encode<S: Sink>(&self, out: &mut S) {
         out.put(&[u8::from(*self)]);
     }
 }
 
 impl FieldValue for char {
     const KIND: FieldKind = FieldKind::Char;
-    fn encode(&self, out: &mut Encoder<'_>) {
+    fn encode<S: Sink>(&self, out: &mut S) {
         out.put(&u32::from(*self).to_le_bytes());
     }
 }
 
 impl<const N: usize> FieldValue for [u8; N] {
     const KIND: FieldKind = FieldKind::Bytes(N as u16);
-    fn encode(&self, out: &mut Encoder<'_>) {
+    fn encode<S: Sink>(&self, out: &mut S) {
         out.put(self);
     }
 }
 
 impl FieldValue for &str {
     const KIND: FieldKind = FieldKind::Str;
-    fn encode(&self, out: &mut Encoder<'_>) {
+    fn encode<S: Sink>(&self, out: &mut S) {
         out.put_str(self);
     }
 }
@@ -340,16 +398,5 @@ impl<'a> Decoder<'a> {
             tag => FieldKind::from_tag(tag).ok_or(DecodeError::BadTag)?,
         };
         Ok((kind, self.value(kind)?))
-    }
-}
-
-impl Encoder<'_> {
-    /// Appends a self-describing value: its type tag, then the value.
-    pub fn put_tagged<T: FieldValue + ?Sized>(&mut self, value: &T) {
-        self.put(&[T::KIND.tag()]);
-        if let FieldKind::Bytes(n) = T::KIND {
-            self.put(&n.to_le_bytes());
-        }
-        value.encode(self);
     }
 }

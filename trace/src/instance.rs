@@ -8,7 +8,7 @@ extern crate alloc;
 
 use crate::error::Error;
 use crate::event::{DescriptorKind, EventDescriptor};
-use crate::field::Encoder;
+use crate::field::{Encoder, Sink};
 use crate::platform::Platform;
 use crate::record::Mode;
 use crate::recorder::Recorder;
@@ -147,7 +147,11 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
             .filter(|d| d.kind == DescriptorKind::Event && d.matches(system, event))
             .map(|d| d.set_enabled(self.state.slot, enable))
             .count();
-        if matched == 0 { Err(InstanceError::NoSuchEvent) } else { Ok(matched) }
+        if matched == 0 {
+            return Err(InstanceError::NoSuchEvent);
+        }
+        self.tracer.settle();
+        Ok(matched)
     }
 
     /// Whether this instance records `descriptor`.
@@ -156,9 +160,11 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
     }
 
     /// Turns recording on or off (`tracing_on`). Events are not recorded nor counted
-    /// while off.
+    /// while off. From a context that may wait, no writer records into the instance
+    /// once it returned off.
     pub fn set_tracing(&self, on: bool) {
         self.state.recorder.lock().live().set_recording(on);
+        self.tracer.settle();
     }
 
     /// Whether recording is on.
@@ -169,6 +175,7 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
     /// Switches between overwrite (flight recorder) and discard (producer/consumer).
     pub fn set_mode(&self, mode: Mode) {
         self.state.recorder.lock().live().set_mode(mode);
+        self.tracer.settle();
     }
 
     /// The current mode.
@@ -218,18 +225,18 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
         if !self.has_snapshot() {
             return Ok(());
         }
-        self.tracer.replace_recorder(&self.state, Recorder::without_spare)
+        self.tracer.replace_recorder(&self.state, |r| Ok(r.without_spare()))
     }
 
-    /// Empties the live buffer and zeroes its statistics. Recording must be off.
+    /// Empties the live buffer and zeroes its statistics, recording on or off.
     pub fn clear(&self) -> Result<(), InstanceError> {
-        self.recorder().clear()?;
-        self.tracer.reset_missed(self.state.slot);
+        self.state.recorder.lock().clear()?;
+        self.tracer.reset_bad_cpu(self.state.slot);
         Ok(())
     }
 
-    /// CPU `cpu`'s statistics: the ring's, plus events that arrived while the
-    /// instance was being reconfigured (counted as written and dropped).
+    /// CPU `cpu`'s statistics: the ring's, plus (on CPU 0) events refused because
+    /// the platform reported a CPU beyond the tracer's.
     pub fn stats(&self, cpu: usize) -> Result<RingStats, Error> {
         let recorder = self.recorder();
         crate::tracer::InstanceView {
@@ -280,6 +287,6 @@ macro_rules! printk {
             #[unsafe(link_section = "trace_events")]
             static DESCRIPTOR: &$crate::EventDescriptor = &SITE;
         };
-        $instance.printk(&SITE, |_encoder| { $(_encoder.put_tagged(&$arg);)* });
+        $instance.printk(&SITE, |_encoder| { $($crate::Sink::put_tagged(_encoder, &$arg);)* });
     }};
 }

@@ -20,7 +20,7 @@
 //! The ring's design (record format, protocols, memory orderings) is in `DESIGN.md`.
 //!
 //! ```
-//! use trace::{Buffer, Config, Mode, Platform, Recorder};
+//! use trace::{Buffer, Config, Mode, Platform, Recorder, Sink};
 //!
 //! /// The kernel's platform: here a single CPU and a counter for a clock.
 //! #[derive(Clone)]
@@ -33,10 +33,10 @@
 //! let cfg = Config { cpus: 1, bytes_per_cpu: 4096, mode: Mode::Overwrite };
 //! let rec = Recorder::new(Kernel(Default::default()), cfg, true)?;
 //! rec.write(7, &[1, 2, 3]).unwrap(); // from any context: thread, IRQ, NMI
-//! let mut r = rec.reserve(8, 16).unwrap(); // or reserve, fill in place, commit
-//! r.push_u64(0xdead).unwrap();
-//! r.push_u64(0xbeef).unwrap();
-//! r.commit();
+//! rec.write_with(8, 16, |r| { // or fill the record in place
+//!     r.put_u64(0xdead);
+//!     r.put_u64(0xbeef);
+//! }).unwrap();
 //!
 //! rec.swap()?; // snapshot: the old live set is now frozen in `rec.snapshot()`
 //! let snap = rec.snapshot().unwrap();
@@ -51,7 +51,8 @@
 //! ```
 // `no_std` on bare metal; on a host the crate also offers `HostPlatform` (std).
 #![cfg_attr(any(target_os = "none", target_os = "uefi"), no_std)]
-#![forbid(unsafe_code)]
+// Safe Rust but for one module, `rcu` (see there and DESIGN.md for why).
+#![deny(unsafe_code)]
 
 extern crate alloc;
 
@@ -65,10 +66,12 @@ pub mod format;
 mod instance;
 pub mod log;
 mod platform;
+mod rcu;
 mod reader;
 mod record;
 mod recorder;
 mod ring;
+mod section;
 mod stats;
 mod sync;
 mod tracer;
@@ -76,11 +79,11 @@ mod tracer;
 #[cfg(test)]
 mod tests;
 
-pub use buffer::{Buffer, Config, Reservation};
-pub use dispatch::{Dispatch, install};
+pub use buffer::{Buffer, Config};
+pub use dispatch::{Dispatch, Payload, install};
 pub use error::{Error, WriteError};
 pub use event::{Args, DescriptorKind, Event, EventDescriptor, FieldArg, MAX_EVENT_PAYLOAD, glob};
-pub use field::{DecodeError, Decoder, Encoder, Field, FieldKind, FieldValue, Value};
+pub use field::{DecodeError, Decoder, Encoder, Field, FieldKind, FieldValue, Sink, Value};
 pub use instance::{Instance, InstanceConfig, InstanceError, MAX_NAME};
 #[cfg(not(any(target_os = "none", target_os = "uefi")))]
 pub use platform::HostPlatform;
@@ -88,5 +91,6 @@ pub use platform::Platform;
 pub use reader::{Consumer, Cursor, Merged, Meta, RecordRef, RingIter};
 pub use record::{ANCHOR_ID, MAX_EVENT_ID, MAX_PAYLOAD, Mode, PAD_ID};
 pub use recorder::Recorder;
-pub use stats::{MAX_DEPTH, RingStats};
+pub use ring::RecordWriter;
+pub use stats::{MAX_DEPTH, Refused, RingStats};
 pub use tracer::{InstanceView, Limits, MARKER, MAX_INSTANCES, Tracer, TracerError};

@@ -4,7 +4,7 @@
 //! arguments), cut to fit one record.
 
 use crate::event::{DescriptorKind, EventDescriptor, MAX_EVENT_PAYLOAD};
-use crate::field::{Encoder, Field, FieldKind};
+use crate::field::{Encoder, Field, FieldKind, Sink};
 use core::fmt::{self, Write};
 
 /// The `log:message` event.
@@ -64,7 +64,7 @@ impl log::Log for Logger {
         encoder.put_str(record.level().as_str());
         encoder.put_str(record.target());
         encoder.put_str(message);
-        crate::dispatch::record(&LOG_MESSAGE, encoder.bytes());
+        crate::dispatch::record(&LOG_MESSAGE, encoder.bytes().len(), &encoder.bytes());
     }
 
     fn flush(&self) {}

@@ -91,20 +91,6 @@ mod host {
             CPU.with(|c| c.get())
         }
 
-        // Linux's membarrier(2): the heavy side interrupts every CPU running the
-        // process, so the light side is a compiler fence. Miri cannot make the system
-        // call: there both sides are full fences (the trait's defaults).
-        #[cfg(not(miri))]
-        #[inline(always)]
-        fn light_barrier(&self) {
-            membarrier::light();
-        }
-
-        #[cfg(not(miri))]
-        fn heavy_barrier(&self) {
-            membarrier::heavy();
-        }
-
         fn now(&self) -> u64 {
             if let Some(t) = CLOCK.with(|c| c.get()) {
                 CLOCK.with(|c| c.set(Some(t + 1)));

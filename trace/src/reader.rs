@@ -5,7 +5,7 @@ extern crate alloc;
 
 use crate::error::Error;
 use crate::record::MAX_PAYLOAD;
-use crate::ring::{Copied, Found, Ring};
+use crate::ring::{Copied, Found, Peeked, Ring};
 use crate::sync::{Ordering::Acquire, fence};
 use alloc::vec::Vec;
 
@@ -35,7 +35,12 @@ fn scratch() -> Result<Vec<u8>, Error> {
 /// A per-CPU source of records, for [`Merged`].
 pub trait Cursor {
     /// Fetches the next event: its metadata, the payload left in [`Cursor::payload`].
+    /// A consuming cursor only copies it: [`Cursor::accept`] takes it.
     fn fetch(&mut self) -> Option<Meta>;
+    /// Takes the last fetched event: `Some(lost)`, the events lost before it (see
+    /// [`RecordRef::lost`]), or `None` if it is gone (a writer reclaimed it) and the
+    /// cursor must fetch again.
+    fn accept(&mut self) -> Option<u64>;
     /// The payload buffer (valid for the last fetched event).
     fn payload(&self) -> &[u8];
 }
@@ -88,6 +93,10 @@ impl<'a> RingIter<'a> {
 }
 
 impl Cursor for RingIter<'_> {
+    fn accept(&mut self) -> Option<u64> {
+        Some(0)
+    }
+
     fn fetch(&mut self) -> Option<Meta> {
         loop {
             if self.pos >= self.end {
@@ -129,13 +138,15 @@ pub struct Consumer<'a> {
     cpu: usize,
     overrun_seen: u64,
     buf: Vec<u8>,
+    /// The event fetched for a merge, copied, not yet taken.
+    pending: Option<Peeked>,
 }
 
 impl<'a> Consumer<'a> {
     pub(crate) fn new(ring: &'a Ring, cpu: usize) -> Result<Self, Error> {
         let buf = scratch()?;
         ring.acquire_consumer()?;
-        Ok(Consumer { ring, cpu, overrun_seen: ring.lost_reported(), buf })
+        Ok(Consumer { ring, cpu, overrun_seen: ring.lost_reported(), buf, pending: None })
     }
 
     /// Takes the oldest event, or `None` if the ring is empty. `Err(Corrupt)` if the
@@ -172,18 +183,23 @@ impl<'a> Consumer<'a> {
     }
 
     fn take(&mut self) -> Result<Option<Meta>, Error> {
+        self.pending = None;
         let Some(Copied { id, len, ts }) = self.ring.consume(&mut self.buf)? else {
             return Ok(None);
         };
-        // Lost events (overwritten or dropped) counted since the last record any
-        // consumer returned. A writer on another CPU increments its counter just
-        // after its claim, so an in-flight increment is reported with the next
-        // record; the sum is exact.
+        Ok(Some(Meta { cpu: self.cpu, ts, id, len, lost: self.count_lost() }))
+    }
+
+    /// Lost events (overwritten or dropped) counted since the last record any
+    /// consumer returned. A writer on another CPU increments its counter just after
+    /// its claim, so an in-flight increment is reported with the next record; the
+    /// sum is exact.
+    fn count_lost(&mut self) -> u64 {
         let lost_now = self.ring.lost();
         let lost = lost_now.wrapping_sub(self.overrun_seen);
         self.overrun_seen = lost_now;
         self.ring.set_lost_reported(lost_now);
-        Ok(Some(Meta { cpu: self.cpu, ts, id, len, lost }))
+        lost
     }
 }
 
@@ -194,8 +210,24 @@ impl Drop for Consumer<'_> {
 }
 
 impl Cursor for Consumer<'_> {
+    /// Copies the oldest event without taking it, so a merge dropped before
+    /// returning it leaves it in the ring.
     fn fetch(&mut self) -> Option<Meta> {
-        self.take().ok().flatten()
+        loop {
+            let peeked = self.ring.peek(&mut self.buf).ok().flatten()?;
+            let Some(Copied { id, len, ts }) = peeked.event else {
+                // An anchor or padding: take it and look further.
+                self.ring.claim(&peeked);
+                continue;
+            };
+            self.pending = Some(peeked);
+            return Some(Meta { cpu: self.cpu, ts, id, len, lost: 0 });
+        }
+    }
+
+    fn accept(&mut self) -> Option<u64> {
+        let peeked = self.pending.take()?;
+        self.ring.claim(&peeked).then(|| self.count_lost())
     }
 
     fn payload(&self) -> &[u8] {
@@ -219,30 +251,37 @@ impl<C: Cursor> Merged<C> {
         self.sources.iter_mut().map(|(cursor, _)| cursor)
     }
 
-    /// The next event across all CPUs, or `None` when every source is empty.
+    /// The next event across all CPUs, or `None` when every source is empty. A
+    /// consuming merge takes only the event it returns: dropping the merge leaves
+    /// the events it looked ahead at in their rings.
     pub fn next_record(&mut self) -> Option<RecordRef<'_>> {
-        for (c, peeked) in self.sources.iter_mut() {
-            if peeked.is_none() {
-                *peeked = c.fetch();
+        loop {
+            for (c, peeked) in self.sources.iter_mut() {
+                if peeked.is_none() {
+                    *peeked = c.fetch();
+                }
             }
-        }
-        let mut best: Option<(usize, u64)> = None;
-        for (i, (_, peeked)) in self.sources.iter().enumerate() {
-            if let Some(m) = peeked
-                && best.is_none_or(|(_, ts)| m.ts < ts)
-            {
-                best = Some((i, m.ts));
+            let mut best: Option<(usize, u64)> = None;
+            for (i, (_, peeked)) in self.sources.iter().enumerate() {
+                if let Some(m) = peeked
+                    && best.is_none_or(|(_, ts)| m.ts < ts)
+                {
+                    best = Some((i, m.ts));
+                }
             }
+            let (best, _) = best?;
+            let (c, peeked) = &mut self.sources[best];
+            let m = peeked.take()?;
+            // Reclaimed by a writer since it was fetched: fetch that source again.
+            let Some(lost) = c.accept() else { continue };
+            let (c, _) = &self.sources[best];
+            return Some(RecordRef {
+                cpu: m.cpu,
+                ts: m.ts,
+                id: m.id,
+                lost,
+                payload: &c.payload()[..m.len],
+            });
         }
-        let (best, _) = best?;
-        let (c, peeked) = &mut self.sources[best];
-        let m = peeked.take()?;
-        Some(RecordRef {
-            cpu: m.cpu,
-            ts: m.ts,
-            id: m.id,
-            lost: m.lost,
-            payload: &c.payload()[..m.len],
-        })
     }
 }

@@ -1,82 +1,61 @@
-//! The recorder: an instance's live buffer set, an optional spare for snapshots, and
-//! per-CPU writer gates that let a swap wait for writers still in the old set.
+//! The recorder: an instance's live buffer set and an optional spare for snapshots,
+//! switched under the per-CPU section's grace periods.
 
-use crate::buffer::{Buffer, Config, Reservation};
+use crate::buffer::{Buffer, Config};
 use crate::error::{Error, WriteError};
 use crate::platform::Platform;
-use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, CachePadded, Ordering::*, fence, spin};
+use crate::ring::RecordWriter;
+use crate::section::{SectionGuard, Sections};
+use crate::sync::{AtomicBool, AtomicUsize, Ordering::*};
 
 extern crate alloc;
 use alloc::sync::Arc;
-use alloc::vec::Vec;
-
-/// Per-CPU count of writers inside the recorder, and how many times the outermost one
-/// left. Only the CPU's own writers store to it (nesting like a stack).
-#[derive(Default)]
-pub(crate) struct Gate {
-    depth: AtomicUsize,
-    epoch: AtomicU64,
-}
-
-impl Gate {
-    #[inline(always)]
-    pub(crate) fn enter(&self) -> usize {
-        let d = self.depth.load(Relaxed);
-        // Exact increment: an interrupt in between restores `depth` before returning.
-        self.depth.store(d + 1, Relaxed);
-        // SeqCst fence: store-buffering pair with the fence in `Recorder::swap`. Either
-        // the swapper sees our `depth` (and waits for us) or we see its new `live`.
-        fence(SeqCst);
-        d
-    }
-
-    #[inline(always)]
-    pub(crate) fn leave(&self, d: usize) {
-        if d == 0 {
-            // Release: a swapper that Acquire-loads the new epoch sees our records.
-            self.epoch.store(self.epoch.load(Relaxed) + 1, Release);
-        }
-        // Release: as above, for a swapper that sees `depth` drop.
-        self.depth.store(d, Release);
-    }
-}
 
 /// A recorder: the live buffer set writers use, and optionally a spare set that
 /// [`Recorder::swap`] exchanges with it to take a snapshot (ftrace's `snapshot`).
 ///
-/// A writer that is mid-record on another CPU during a swap finishes its record in the
-/// set it started in (committed and counted there); `swap` returns only once no writer
-/// is left in the old live set, so the snapshot is then frozen.
+/// Writers use the recorder inside their CPU's section (see `section.rs`). A writer
+/// that is mid-record on another CPU during a swap finishes its record in the set it
+/// started in (committed and counted there); `swap` returns only after a grace
+/// period, when no writer is left in the old live set: the snapshot is then frozen.
 pub struct Recorder<P> {
     /// The two sets; `sets[live]` is live, the other is the spare (empty when none).
     /// Shared, so a new recorder (with a spare added or removed) can take over the
     /// live set while writers keep going.
     sets: [Arc<Buffer<P>>; 2],
     live: AtomicUsize,
-    gates: Vec<CachePadded<Gate>>,
+    sections: Arc<Sections>,
     control: AtomicBool,
 }
 
 impl<P: Platform + Clone> Recorder<P> {
     /// A recorder with a live set built from `config`, and a spare of the same shape if
-    /// `spare` is true.
+    /// `spare` is true, with sections of its own.
     pub fn new(platform: P, config: Config, spare: bool) -> Result<Self, Error> {
-        let live = Buffer::new(platform.clone(), config)?;
-        let spare = if spare { Buffer::new(platform, config)? } else { Buffer::empty(platform) };
-        Self::with_sets(Arc::new(live), spare)
+        let sections = Arc::new(Sections::new(config.cpus)?);
+        Self::in_sections(platform, config, spare, sections)
     }
 
-    fn with_sets(live: Arc<Buffer<P>>, spare: Buffer<P>) -> Result<Self, Error> {
+    /// [`Recorder::new`] for writers that enter `sections` (a tracer's).
+    pub(crate) fn in_sections(
+        platform: P,
+        config: Config,
+        spare: bool,
+        sections: Arc<Sections>,
+    ) -> Result<Self, Error> {
+        let live = Buffer::new(platform.clone(), config)?;
+        let spare = if spare { Buffer::new(platform, config)? } else { Buffer::empty(platform) };
+        Ok(Self::with_sets(Arc::new(live), spare, sections))
+    }
+
+    fn with_sets(live: Arc<Buffer<P>>, spare: Buffer<P>, sections: Arc<Sections>) -> Self {
         spare.set_recording(false);
-        let mut gates = Vec::new();
-        gates.try_reserve_exact(live.cpus()).map_err(|_| Error::NoMemory)?;
-        gates.resize_with(live.cpus(), Default::default);
-        Ok(Recorder {
+        Recorder {
             sets: [live, Arc::new(spare)],
             live: AtomicUsize::new(0),
-            gates,
+            sections,
             control: AtomicBool::new(false),
-        })
+        }
     }
 
     fn config(&self) -> Config {
@@ -84,25 +63,21 @@ impl<P: Platform + Clone> Recorder<P> {
         Config { cpus: live.cpus(), bytes_per_cpu: live.bytes_per_cpu(), mode: live.mode() }
     }
 
-    /// A recorder sharing this one's live set, with a new spare shaped like it
-    /// (recording off). Writers may keep using this recorder's live set meanwhile;
-    /// the caller switches them over. Returns a copy without spare change if one is
-    /// present already.
+    /// A recorder sharing this one's live set and sections, with a new spare shaped
+    /// like it (recording off). Writers may keep using this recorder's live set
+    /// meanwhile; the caller switches them over.
     pub fn with_spare(&self) -> Result<Self, Error> {
-        let live = Arc::clone(&self.sets[self.live_index() & 1]);
-        let spare = match self.snapshot() {
-            Some(spare) => Buffer::new(spare.platform().clone(), self.config())?,
-            None => Buffer::new(live.platform().clone(), self.config())?,
-        };
-        Self::with_sets(live, spare)
+        let live = Arc::clone(self.live_set());
+        let spare = Buffer::new(live.platform().clone(), self.config())?;
+        Ok(Self::with_sets(live, spare, Arc::clone(&self.sections)))
     }
 
     /// A recorder sharing this one's live set, without a spare (the snapshot is freed
     /// when the last recorder holding it goes).
-    pub fn without_spare(&self) -> Result<Self, Error> {
-        let live = Arc::clone(&self.sets[self.live_index() & 1]);
+    pub fn without_spare(&self) -> Self {
+        let live = Arc::clone(self.live_set());
         let platform = live.platform().clone();
-        Self::with_sets(live, Buffer::empty(platform))
+        Self::with_sets(live, Buffer::empty(platform), Arc::clone(&self.sections))
     }
 
     /// A recorder like this one with rings of `bytes_per_cpu` (and a spare if this one
@@ -118,55 +93,64 @@ impl<P: Platform + Clone> Recorder<P> {
         } else {
             Buffer::empty(live.platform().clone())
         };
-        Self::with_sets(Arc::new(new_live), spare)
+        Ok(Self::with_sets(Arc::new(new_live), spare, Arc::clone(&self.sections)))
     }
 }
 
 impl<P: Platform> Recorder<P> {
     #[inline(always)]
-    fn live_index(&self) -> usize {
+    fn live_set(&self) -> &Arc<Buffer<P>> {
         // Acquire: pairs with the Release store in `swap`, so a writer that sees the
-        // new live set also sees the recording switch and mode `swap` gave it. (The
-        // gate's SeqCst fence orders this load after the gate's `depth` store.)
-        self.live.load(Acquire)
+        // new live set also sees the recording switch and mode `swap` gave it.
+        &self.sets[self.live.load(Acquire) & 1]
     }
 
     /// The live buffer set (for control and readers).
     #[inline(always)]
     pub fn live(&self) -> &Buffer<P> {
-        &self.sets[self.live_index() & 1]
+        self.live_set()
     }
 
     /// The spare set: after [`Recorder::swap`], the snapshot.
     pub fn snapshot(&self) -> Option<&Buffer<P>> {
-        let spare = &self.sets[1 - (self.live_index() & 1)];
+        let spare = &self.sets[1 - (self.live.load(Acquire) & 1)];
         if spare.is_empty() { None } else { Some(spare) }
     }
 
     /// Records an event on the current CPU in the live set. See [`Buffer::write`].
     #[inline]
     pub fn write(&self, id: u16, payload: &[u8]) -> Result<(), WriteError> {
-        let live = self.live();
-        let gate = self.gates.get(live.platform().cpu()).ok_or(WriteError::BadCpu)?;
-        let d = gate.enter();
-        let r = self.live().write(id, payload);
-        gate.leave(d);
-        r
+        self.write_with(id, payload.len(), |w| crate::field::Sink::put(w, payload))
     }
 
-    /// Reserves a record in the live set. See [`Buffer::reserve`].
-    pub fn reserve(&self, id: u16, len: usize) -> Result<Reservation<'_>, WriteError> {
-        // A reservation keeps its gate until it finishes, so `swap` waits for it too.
-        let cpu = self.live().platform().cpu();
-        let gate = self.gates.get(cpu).ok_or(WriteError::BadCpu)?;
-        let depth = gate.enter();
-        match self.live().reserve(id, len) {
-            Ok(r) => Ok(r.with_gate(gate, depth)),
-            Err(e) => {
-                gate.leave(depth);
-                Err(e)
-            }
-        }
+    /// Records an event filled in place in the live set. See [`Buffer::write_with`].
+    #[inline]
+    pub fn write_with(
+        &self,
+        id: u16,
+        len: usize,
+        fill: impl FnOnce(&mut RecordWriter<'_>),
+    ) -> Result<(), WriteError> {
+        let platform = self.sets[0].platform();
+        let cpu = platform.cpu();
+        let Some(section) = self.sections.enter(platform, cpu) else {
+            return self.live().write_on(cpu, id, len, len, fill);
+        };
+        self.write_in(&section, cpu, id, len, len, fill)
+    }
+
+    /// Writes into the live set from inside the caller's section on CPU `cpu`.
+    #[inline(always)]
+    pub(crate) fn write_in(
+        &self,
+        _section: &SectionGuard<'_>,
+        cpu: usize,
+        id: u16,
+        len: usize,
+        limit: usize,
+        fill: impl FnOnce(&mut RecordWriter<'_>),
+    ) -> Result<(), WriteError> {
+        self.live().write_on(cpu, id, len, limit, fill)
     }
 
     fn lock(&self) -> Result<ControlGuard<'_>, Error> {
@@ -179,65 +163,44 @@ impl<P: Platform> Recorder<P> {
 
     /// Exchanges the spare and the live set: the old live set becomes the snapshot,
     /// frozen when this returns. The new live set takes over the old one's recording
-    /// switch and mode. Writers on other CPUs keep going throughout. Must not be
-    /// called from a context that interrupted a writer of this recorder on its CPU
-    /// (`WouldDeadlock`).
+    /// switch and mode. Writers on other CPUs keep going throughout. Needs a context
+    /// that may wait for the other CPUs (`WouldDeadlock` otherwise).
     pub fn swap(&self) -> Result<(), Error> {
         let _guard = self.lock()?;
-        let old = self.live_index() & 1;
+        let old = self.live.load(Relaxed) & 1;
         let (live, spare) = (&self.sets[old], &self.sets[1 - old]);
         if spare.is_empty() {
             return Err(Error::NoSpare);
         }
-        let me = live.platform().cpu();
-        if self.gates.get(me).is_some_and(|g| g.depth.load(Relaxed) != 0) {
-            return Err(Error::WouldDeadlock);
-        }
+        let grace = self.sections.grace(live.platform())?;
         spare.set_mode(live.mode());
         spare.set_recording(live.is_recording());
-        // Release: publishes the new live set's switch and mode (see `live_index`).
+        // Release: publishes the new live set's switch and mode (see `live_set`).
         self.live.store(1 - old, Release);
-        // SeqCst fence: pairs with the one in `Gate::enter` (see there).
-        fence(SeqCst);
-        self.drain();
+        grace.wait();
         Ok(())
     }
 
-    /// Waits until every writer that might be inside a set other than the live one
-    /// has left: each CPU's gate is seen empty, or its outermost writer left once.
-    fn drain(&self) {
-        for gate in &self.gates {
-            // Acquire (both loads): see the records of the writers we wait for.
-            let epoch = gate.epoch.load(Acquire);
-            while gate.depth.load(Acquire) != 0 && gate.epoch.load(Acquire) == epoch {
-                spin();
-            }
-        }
-    }
-
-    /// Empties the live set and zeroes its counters. Recording must be off (writers
-    /// that were already past the switch are waited for).
+    /// Empties the live set and zeroes its counters, recording on or off: writes
+    /// are paused for a grace period, the rings reset, then writes resume. Events
+    /// that arrive meanwhile are ignored, as while recording is off. `Busy` while a
+    /// consuming reader is open.
     pub fn clear(&self) -> Result<(), Error> {
         let _guard = self.lock()?;
         let live = self.live();
-        if live.is_recording() {
-            return Err(Error::Recording);
-        }
-        let me = live.platform().cpu();
-        if self.gates.get(me).is_some_and(|g| g.depth.load(Relaxed) != 0) {
-            return Err(Error::WouldDeadlock);
-        }
-        // SeqCst fence: a writer that saw recording on is in the gate and visible to
-        // `drain` (same store-buffering argument as `swap`).
-        fence(SeqCst);
-        self.drain();
-        live.reset()
+        let grace = self.sections.grace(live.platform())?;
+        live.set_paused(true);
+        grace.wait();
+        let reset = live.reset();
+        live.set_paused(false);
+        reset
     }
 
     /// Empties the snapshot (spare) set. `NoSpare` if there is none.
     pub fn clear_snapshot(&self) -> Result<(), Error> {
         let _guard = self.lock()?;
-        // The spare is quiescent: `swap` drained it, and writers only enter the live set.
+        // The spare is quiescent: `swap` waited for its writers, and writers only
+        // enter the live set.
         self.snapshot().ok_or(Error::NoSpare)?.reset()
     }
 }

@@ -21,11 +21,12 @@
 extern crate alloc;
 
 use crate::error::{Error, WriteError};
+use crate::field::Sink;
 use crate::record::{
     ANCHOR_ID, ANCHOR_WORDS, Header, MAX_PAYLOAD, Mode, PAD_ID, header, pack_tail, record_words,
     ts_hi, ts_join, unpack_tail,
 };
-use crate::stats::{DepthCounters, MAX_DEPTH, RingStats};
+use crate::stats::{DepthCounters, MAX_DEPTH, Refused, RingStats};
 use crate::sync::{
     AtomicBool, AtomicU64, AtomicUsize, CachePadded, Ordering::*, Point, bump, fence,
     preempt_point, signal_fence,
@@ -48,6 +49,8 @@ struct WriterLocal {
     cur_hi: AtomicU64,
     /// Writers dropped because they nested deeper than [`MAX_DEPTH`].
     deep_dropped: AtomicU64,
+    /// Writes refused before reserving, by reason (see [`Refusal`]); counted as dropped.
+    refused: [AtomicU64; Refusal::COUNT],
     /// Set when a reader or writer found the ring's structure inconsistent.
     corrupt: AtomicBool,
 }
@@ -61,6 +64,24 @@ struct ReaderSide {
     /// Events lost (`lost()`) that a consumer has reported so far; a new consumer
     /// reports the losses since, as ftrace's `trace_pipe` does across opens.
     pub(crate) lost_reported: AtomicU64,
+}
+
+/// Why a write was refused before anything was reserved. Refused writes are counted
+/// as written and dropped, so the accounting identity keeps holding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// The payload is larger than a record of the ring can hold.
+    TooLarge = 0,
+    /// The event id is reserved by the record format.
+    ReservedId = 1,
+    /// The platform reported a CPU beyond the buffer set (counted on CPU 0's ring).
+    BadCpu = 2,
+    /// The ring was found corrupt earlier.
+    Corrupt = 3,
+}
+
+impl Refusal {
+    const COUNT: usize = 4;
 }
 
 /// What a reader found at a position.
@@ -85,6 +106,17 @@ impl Found {
             Found::Bad => (pos, hi),
         }
     }
+}
+
+/// The oldest record as [`Ring::peek`] copied it, and the claim that takes it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Peeked {
+    /// The tail word the copy started from.
+    old: u64,
+    /// The tail word after the record.
+    new: u64,
+    /// The event, if the record is one (anchors and padding are claimed silently).
+    pub(crate) event: Option<Copied>,
 }
 
 /// One event a reader copied out: id, payload length, full timestamp.
@@ -115,14 +147,6 @@ pub(crate) struct Ring {
 #[inline(always)]
 fn at(data: &[AtomicU64], pos: u64) -> &AtomicU64 {
     &data[(pos as usize) & (data.len().wrapping_sub(1))]
-}
-
-/// The last, partial payload word, zero-padded.
-#[inline(always)]
-fn last_word(rest: &[u8]) -> u64 {
-    let mut last = [0u8; 8];
-    last[..rest.len()].copy_from_slice(rest);
-    u64::from_le_bytes(last)
 }
 
 /// Reclaim slack for a ring of `words`: 1/16 of it, at most 32 words (256 bytes).
@@ -156,6 +180,7 @@ impl Ring {
                 nest: AtomicUsize::new(0),
                 cur_hi: AtomicU64::new(u64::MAX),
                 deep_dropped: AtomicU64::new(0),
+                refused: Default::default(),
                 corrupt: AtomicBool::new(false),
             }),
             counters: CachePadded(Default::default()),
@@ -205,43 +230,44 @@ impl Ring {
     // Writer side. Runs only on the ring's CPU, from any context; nests like a stack.
     // ----------------------------------------------------------------------------
 
-    /// Writes one event. `now` is the platform clock; `overwrite` the buffer's mode.
+    /// Writes one event of `len` payload bytes, which `fill` writes in place. `now` is
+    /// the platform clock, `limit` the room a [`RecordWriter`] reports at its start
+    /// (at least `len`: the limit the payload was measured under, so strings are cut
+    /// the same way). Bytes `fill` leaves unwritten are zero.
     #[inline]
-    pub(crate) fn write<F: Fn() -> u64>(
+    pub(crate) fn write_with<F: Fn() -> u64>(
         &self,
         mode: Mode,
         now: F,
         id: u16,
-        payload: &[u8],
+        len: usize,
+        limit: usize,
+        fill: impl FnOnce(&mut RecordWriter<'_>),
     ) -> Result<(), WriteError> {
-        let (depth, pos) = self.reserve(mode, now, id, payload.len())?;
-        // The slice in a local: atomic stores below must not make the compiler reload
-        // the ring's fields for every word.
-        let data = &*self.data;
-        let (words, rest) = payload.as_chunks::<8>();
-        let first = (pos as usize + 1) & (data.len() - 1);
-        let n = payload.len().div_ceil(8);
-        if let Some(dst) = data.get(first..first + n) {
-            // Contiguous (the common case): one bounds check for the whole payload.
-            for (d, w) in dst.iter().zip(words) {
-                d.store(u64::from_le_bytes(*w), Relaxed);
-            }
-            if let Some(d) = dst.get(words.len()) {
-                d.store(last_word(rest), Relaxed);
-            }
-        } else {
-            // Wraps around the end of the ring: mask every word.
-            let mut p = pos + 1;
-            for w in words {
-                at(data, p).store(u64::from_le_bytes(*w), Relaxed);
-                p += 1;
-            }
-            if !rest.is_empty() {
-                at(data, p).store(last_word(rest), Relaxed);
-            }
-        }
+        let (depth, hdr) = self.reserve(mode, now, id, len)?;
+        // If `fill` unwinds (host builds), the reservation becomes padding rather than
+        // leaving the ring's nesting depth raised.
+        let abandon = Abandon { ring: self, depth, hdr };
+        let mut writer = RecordWriter {
+            data: &self.data,
+            pos: hdr + 1,
+            end: hdr + 1 + len.div_ceil(8) as u64,
+            partial: 0,
+            fill: 0,
+            written: 0,
+            len,
+            limit: limit.max(len),
+        };
+        fill(&mut writer);
+        writer.finish();
+        core::mem::forget(abandon);
         self.commit_event(depth);
         Ok(())
+    }
+
+    /// Counts a refused write (see [`Refusal`]). Rare: a real read-modify-write.
+    pub(crate) fn refuse(&self, why: Refusal) {
+        self.w.refused[why as usize].fetch_add(1, Relaxed);
     }
 
     /// Reserves space for a record of `len` payload bytes and writes its header (and
@@ -270,6 +296,7 @@ impl Ring {
         preempt_point(Point::Entered);
         if w.corrupt.load(Relaxed) {
             self.leave(depth);
+            self.refuse(Refusal::Corrupt);
             return Err(WriteError::Corrupt);
         }
         let cap = self.words();
@@ -327,14 +354,8 @@ impl Ring {
         Ok((depth, p))
     }
 
-    /// Stores one payload word of a reservation whose header is at `hdr`.
-    #[inline(always)]
-    pub(crate) fn fill_word(&self, hdr: u64, index: u64, word: u64) {
-        self.slot(hdr + 1 + index).store(word, Relaxed);
-    }
-
     /// Turns the reservation at `hdr` into padding and finishes it (not an event).
-    pub(crate) fn abandon(&self, depth: usize, hdr: u64) {
+    fn abandon(&self, depth: usize, hdr: u64) {
         let h = Header::decode(self.slot(hdr).load(Relaxed));
         self.slot(hdr).store(header(PAD_ID, h.len, h.ts_lo), Relaxed);
         self.leave(depth);
@@ -401,6 +422,13 @@ impl Ring {
                     _ => events += 1,
                 }
                 p += h.words();
+            }
+            preempt_point(Point::Walked);
+            // Conclude nothing from a walk whose start was claimed meanwhile: a nested
+            // writer may have reclaimed from the same tail and written over the
+            // records we read, so our headers may be its payload. Walk again.
+            if self.tail.load(Relaxed) != old {
+                continue;
             }
             if p > commit {
                 // A committed header pointed past the commit position: the structure
@@ -476,9 +504,9 @@ impl Ring {
         }
     }
 
-    /// Takes the oldest event (the consuming reader). Anchors and padding on the way
-    /// are consumed silently. `Err(Corrupt)` marks the ring corrupt.
-    pub(crate) fn consume(&self, out: &mut [u8]) -> Result<Option<Copied>, Error> {
+    /// Copies the oldest record into `out` without claiming it (the consuming
+    /// reader's first step). `Err(Corrupt)` marks the ring corrupt.
+    pub(crate) fn peek(&self, out: &mut [u8]) -> Result<Option<Peeked>, Error> {
         loop {
             let old = self.tail.load(Relaxed);
             let commit = self.commit_pos();
@@ -488,7 +516,7 @@ impl Ring {
             }
             let found = self.copy(tail, hi, commit, Some(out));
             // Acquire fence (read side of the validation): the copy above is ordered
-            // before the claim below. A writer overwrites only after its own claim
+            // before the claim (`claim`). A writer overwrites only after its own claim
             // (CAS on `tail`) and a Release fence; had we copied any of its stores,
             // its claim would be visible to our CAS, which would then fail.
             fence(Acquire);
@@ -501,15 +529,38 @@ impl Ring {
                 continue;
             }
             let (next, next_hi) = found.next(tail, hi);
-            // Relaxed CAS: the fences order the copy; winning it means the record was
-            // intact and is ours (counted as read), losing means a writer took it.
-            if self.tail.compare_exchange(old, pack_tail(next, next_hi), Relaxed, Relaxed).is_ok()
-                && let Found::Event { id, len, ts, .. } = found
+            let event = match found {
+                Found::Event { id, len, ts, .. } => Some(Copied { id, len, ts }),
+                _ => None,
+            };
+            return Ok(Some(Peeked { old, new: pack_tail(next, next_hi), event }));
+        }
+    }
+
+    /// Claims a record [`Ring::peek`] copied: `true` if it was still the oldest, so
+    /// the copy is intact and the record is the consumer's (an event counts as read);
+    /// `false` if a writer reclaimed it meanwhile.
+    pub(crate) fn claim(&self, peeked: &Peeked) -> bool {
+        // Relaxed CAS: the fences order the copy; winning it means the record was
+        // intact and is ours, losing means a writer took it.
+        let won = self.tail.compare_exchange(peeked.old, peeked.new, Relaxed, Relaxed).is_ok();
+        if won && peeked.event.is_some() {
+            bump(&self.reader.read, 1);
+        }
+        won
+    }
+
+    /// Takes the oldest event (the consuming reader). Anchors and padding on the way
+    /// are consumed silently. `Err(Corrupt)` marks the ring corrupt.
+    pub(crate) fn consume(&self, out: &mut [u8]) -> Result<Option<Copied>, Error> {
+        while let Some(peeked) = self.peek(out)? {
+            if self.claim(&peeked)
+                && let Some(event) = peeked.event
             {
-                bump(&self.reader.read, 1);
-                return Ok(Some(Copied { id, len, ts }));
+                return Ok(Some(event));
             }
         }
+        Ok(None)
     }
 
     /// Tries to become the ring's one consuming reader.
@@ -531,7 +582,8 @@ impl Ring {
     /// Events lost so far: overwritten (overwrite mode) or dropped (discard mode,
     /// commit overruns). What a consuming reader reports as gaps.
     pub(crate) fn lost(&self) -> u64 {
-        self.counters.iter().map(|c| c.overrun.load(Relaxed) + c.dropped.load(Relaxed)).sum()
+        let s = self.counts();
+        s.overrun + s.dropped
     }
 
     /// Counts the events in the ring by walking it, and finds the oldest event's
@@ -575,8 +627,8 @@ impl Ring {
         (0, None)
     }
 
-    /// The ring's statistics.
-    pub(crate) fn stats(&self) -> RingStats {
+    /// The counters, summed over the nesting depths, without walking the ring.
+    fn counts(&self) -> RingStats {
         let mut s = RingStats::default();
         for c in self.counters.iter() {
             s.dropped += c.dropped.load(Relaxed);
@@ -584,9 +636,22 @@ impl Ring {
             s.overrun += c.overrun.load(Relaxed);
             s.written += c.committed.load(Relaxed);
         }
-        s.dropped += self.w.deep_dropped.load(Relaxed);
+        let r = |why: Refusal| self.w.refused[why as usize].load(Relaxed);
+        s.refused = Refused {
+            too_large: r(Refusal::TooLarge),
+            reserved_id: r(Refusal::ReservedId),
+            bad_cpu: r(Refusal::BadCpu),
+            corrupt: r(Refusal::Corrupt),
+        };
+        s.dropped += self.w.deep_dropped.load(Relaxed) + s.refused.total();
         s.written += s.dropped;
         s.read = self.reader.read.load(Relaxed);
+        s
+    }
+
+    /// The ring's statistics.
+    pub(crate) fn stats(&self) -> RingStats {
+        let mut s = self.counts();
         let (entries, oldest) = self.count_entries();
         s.entries = entries;
         s.oldest_ts = oldest;
@@ -610,6 +675,7 @@ impl Ring {
         self.tail.store(pack_tail(head, 0), Relaxed);
         self.w.cur_hi.store(u64::MAX, Relaxed);
         self.w.deep_dropped.store(0, Relaxed);
+        self.w.refused.iter().for_each(|c| c.store(0, Relaxed));
         self.w.corrupt.store(false, Relaxed);
         for c in self.counters.iter() {
             c.reset();
@@ -626,5 +692,100 @@ impl Ring {
     /// Records that consumers have reported losses up to `lost` (the one consumer).
     pub(crate) fn set_lost_reported(&self, lost: u64) {
         self.reader.lost_reported.store(lost, Relaxed);
+    }
+}
+
+/// Abandons a reservation if the code filling it unwinds.
+struct Abandon<'a> {
+    ring: &'a Ring,
+    depth: usize,
+    hdr: u64,
+}
+
+impl Drop for Abandon<'_> {
+    fn drop(&mut self) {
+        self.ring.abandon(self.depth, self.hdr);
+    }
+}
+
+/// A record reserved in a ring, filled in place: payload bytes go straight into the
+/// ring's words. It exists only while the write that reserved it runs (the closure of
+/// [`crate::Buffer::write_with`], or a tracepoint's encoder), so it cannot be kept,
+/// leaked or finished out of order.
+pub struct RecordWriter<'a> {
+    data: &'a [AtomicU64],
+    /// Position of the next word to store.
+    pos: u64,
+    /// Position after the record's last word.
+    end: u64,
+    /// Bytes of the next word gathered so far, little endian.
+    partial: u64,
+    /// How many bytes `partial` holds (0 to 7).
+    fill: usize,
+    /// Payload bytes written.
+    written: usize,
+    /// Payload bytes reserved.
+    len: usize,
+    /// The room reported at the start (see [`Ring::write_with`]).
+    limit: usize,
+}
+
+impl RecordWriter<'_> {
+    #[inline(always)]
+    fn store(&mut self, word: u64) {
+        at(self.data, self.pos).store(word, Relaxed);
+        self.pos += 1;
+    }
+
+    /// Stores the last partial word and zeroes the words never written.
+    #[inline]
+    fn finish(&mut self) {
+        if self.fill > 0 {
+            let word = self.partial;
+            self.store(word);
+        }
+        while self.pos < self.end {
+            self.store(0);
+        }
+    }
+}
+
+impl Sink for RecordWriter<'_> {
+    #[inline(always)]
+    fn room(&self) -> usize {
+        self.limit - self.written
+    }
+
+    #[inline]
+    fn put(&mut self, bytes: &[u8]) {
+        let n = bytes.len().min(self.len - self.written);
+        self.written += n;
+        let mut bytes = &bytes[..n];
+        if self.fill == 0 {
+            let (words, rest) = bytes.as_chunks::<8>();
+            for w in words {
+                self.store(u64::from_le_bytes(*w));
+            }
+            bytes = rest;
+        }
+        for &b in bytes {
+            self.partial |= u64::from(b) << (self.fill * 8);
+            self.fill += 1;
+            if self.fill == 8 {
+                let word = self.partial;
+                self.store(word);
+                (self.partial, self.fill) = (0, 0);
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn put_u64(&mut self, v: u64) {
+        if self.fill == 0 && self.len - self.written >= 8 {
+            self.written += 8;
+            self.store(v);
+        } else {
+            self.put(&v.to_le_bytes());
+        }
     }
 }

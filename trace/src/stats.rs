@@ -40,9 +40,11 @@ pub struct RingStats {
     pub entries: u64,
     /// Events lost to overwrite mode (the oldest, reclaimed by writers).
     pub overrun: u64,
-    /// Events dropped: discard mode with the ring full, commit overruns, and writers
-    /// nested deeper than [`MAX_DEPTH`].
+    /// Events dropped: discard mode with the ring full, commit overruns, writers
+    /// nested deeper than [`MAX_DEPTH`], and refused writes.
     pub dropped: u64,
+    /// Of `dropped`: writes refused before anything was reserved, by reason.
+    pub refused: Refused,
     /// Of `dropped`: a nested writer found the space held by the record an interrupted
     /// writer had reserved but not committed.
     pub commit_overrun: u64,
@@ -54,6 +56,27 @@ pub struct RingStats {
     pub capacity: u64,
     /// Timestamp of the oldest event in the ring, if any.
     pub oldest_ts: Option<u64>,
+}
+
+/// Writes refused before anything was reserved, by reason (each is also counted in
+/// [`RingStats::dropped`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Refused {
+    /// The payload was larger than a record of the ring can hold.
+    pub too_large: u64,
+    /// The event id is one the record format reserves.
+    pub reserved_id: u64,
+    /// The platform reported a CPU beyond the buffer set (counted on CPU 0).
+    pub bad_cpu: u64,
+    /// The ring had been found corrupt.
+    pub corrupt: u64,
+}
+
+impl Refused {
+    /// All refused writes.
+    pub fn total(&self) -> u64 {
+        self.too_large + self.reserved_id + self.bad_cpu + self.corrupt
+    }
 }
 
 impl RingStats {

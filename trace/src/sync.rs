@@ -3,10 +3,14 @@
 //! simulates an interrupt arriving at a chosen point of the write path.
 
 #[cfg(all(loom, test))]
-pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
+pub(crate) use loom::sync::atomic::{
+    AtomicBool, AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering, fence,
+};
 
 #[cfg(not(all(loom, test)))]
-pub(crate) use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
+pub(crate) use core::sync::atomic::{
+    AtomicBool, AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering, fence,
+};
 
 /// Orders this CPU's accesses against an interrupt handler that runs on the same CPU
 /// (a signal fence: it constrains the compiler only; a CPU sees its own accesses in
@@ -44,7 +48,9 @@ impl<T> core::ops::Deref for CachePadded<T> {
 /// counter, or the consuming reader's counter): a load and a store, no RMW instruction.
 #[inline(always)]
 pub(crate) fn bump(counter: &AtomicU64, n: u64) {
-    counter.store(counter.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+    let v = counter.load(Ordering::Relaxed);
+    preempt_point(Point::Bump);
+    counter.store(v.wrapping_add(n), Ordering::Relaxed);
 }
 
 /// The points of the write path where a test may simulate an interrupt.
@@ -53,6 +59,9 @@ pub(crate) fn bump(counter: &AtomicU64, n: u64) {
 pub(crate) enum Point {
     /// The writer has raised its nesting depth.
     Entered,
+    /// In overwrite mode, after walking the records to reclaim, before re-checking
+    /// the tail the walk started from.
+    Walked,
     /// In overwrite mode, just before the compare-and-swap that reclaims old records.
     Reclaiming,
     /// Just before the compare-and-swap that reserves space.
@@ -63,6 +72,10 @@ pub(crate) enum Point {
     Filled,
     /// The outermost writer has published the commit position and left.
     Committed,
+    /// Between the load and the store of a single-writer counter.
+    Bump,
+    /// A writer has entered its CPU's section (see `section.rs`).
+    Section,
 }
 
 /// Calls the test's simulated interrupt, if one is armed on this thread.

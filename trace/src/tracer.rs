@@ -1,27 +1,29 @@
 //! The tracer: every event descriptor, numbered at boot, and the instances. It
 //! routes each tracepoint's record to the instances that enabled it.
 //!
-//! Writers find an instance's recorder through a per-CPU table of slots, each slot
-//! behind its own reader-writer spin lock. A writer only ever `try_read`s its own
-//! CPU's slot, so the fast path writes no cache line shared with other CPUs and never
-//! spins; control operations (create, destroy, resize, snapshot allocation) take the
-//! slot of every CPU for writing, which waits out the writers inside it. See
-//! DESIGN.md, "Instances".
+//! A writer enters its CPU's section once per event, then finds each enabled
+//! instance's recorder through a slot it reads with a single load (an [`RcuCell`]).
+//! Control operations (create, destroy, resize, snapshot allocation) publish a new
+//! recorder in the slot and wait for a grace period before the old one can go. See
+//! DESIGN.md, "The per-CPU section" and "Instances".
 
 extern crate alloc;
 
 use crate::buffer::Config;
-use crate::dispatch::Dispatch;
-use crate::event::{DescriptorKind, EventDescriptor};
+use crate::dispatch::{Dispatch, Payload};
+use crate::event::{DescriptorKind, EventDescriptor, MAX_EVENT_PAYLOAD};
 use crate::field::{Field, FieldKind};
 use crate::instance::{Instance, InstanceConfig, InstanceError, InstanceState, valid_name};
 use crate::platform::Platform;
+use crate::rcu::RcuCell;
 use crate::recorder::Recorder;
+use crate::ring::RecordWriter;
+use crate::section::Sections;
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use spin::{Mutex, RwLock};
+use spin::Mutex;
 
 /// Most instances, the top-level one included (one bit each in an event's mask).
 pub const MAX_INSTANCES: usize = 64;
@@ -51,21 +53,6 @@ pub struct Limits {
     pub max_total_bytes: usize,
 }
 
-/// What a CPU's writers see of an instance slot: the recorder, and the instance's
-/// name (for a dump taken when the registry's lock cannot be had).
-enum Slot<P> {
-    Empty,
-    Live(Arc<Recorder<P>>, Arc<str>),
-}
-
-/// One CPU's view of the instances, and its count of events that found their
-/// instance's slot being changed. Cache-line aligned: only its CPU's writers touch it.
-#[repr(align(64))]
-struct CpuTable<P> {
-    slots: [RwLock<Slot<P>>; MAX_INSTANCES],
-    missed: [AtomicU64; MAX_INSTANCES],
-}
-
 /// The control side: which slots hold which instance, and the memory they use.
 struct Registry<P> {
     instances: [Option<Arc<InstanceState<P>>>; MAX_INSTANCES],
@@ -79,7 +66,14 @@ pub struct Tracer<P> {
     cpus: usize,
     limits: Limits,
     events: Vec<&'static EventDescriptor>,
-    tables: Vec<CpuTable<P>>,
+    sections: Arc<Sections>,
+    /// Each instance slot's recorder, as writers reach it.
+    slots: [RcuCell<Recorder<P>>; MAX_INSTANCES],
+    /// Each slot's instance name, for the panic path (which takes no lock).
+    names: [RcuCell<String>; MAX_INSTANCES],
+    /// Per slot: events written from a CPU beyond the tracer's (refused, counted on
+    /// CPU 0 as dropped).
+    bad_cpu: [AtomicU64; MAX_INSTANCES],
     registry: Mutex<Registry<P>>,
 }
 
@@ -119,20 +113,16 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
             }
             descriptor.set_id(i as u16 + 1);
         }
-        let mut tables = Vec::new();
-        tables.try_reserve_exact(cpus).map_err(|_| TracerError::NoMemory)?;
-        for _ in 0..cpus {
-            tables.push(CpuTable {
-                slots: core::array::from_fn(|_| RwLock::new(Slot::Empty)),
-                missed: core::array::from_fn(|_| AtomicU64::new(0)),
-            });
-        }
+        let sections = Arc::new(Sections::new(cpus).map_err(|_| TracerError::NoMemory)?);
         let tracer = Tracer {
             platform,
             cpus,
             limits: Limits { max_instances: limits.max_instances.min(MAX_INSTANCES), ..limits },
             events,
-            tables,
+            sections,
+            slots: core::array::from_fn(|_| RcuCell::empty()),
+            names: core::array::from_fn(|_| RcuCell::empty()),
+            bad_cpu: core::array::from_fn(|_| AtomicU64::new(0)),
             registry: Mutex::new(Registry {
                 instances: core::array::from_fn(|_| None),
                 total_bytes: 0,
@@ -229,12 +219,14 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         if Arc::strong_count(&instance.state) > 2 {
             return Err(InstanceError::Busy);
         }
+        self.sections.grace(&self.platform)?;
         for descriptor in &self.events {
             descriptor.set_enabled(slot, false);
         }
-        for table in &self.tables {
-            *table.slots[slot].write() = Slot::Empty;
-        }
+        // Each replacement waits for a grace period: no writer still holds the old
+        // recorder (or name), and none can see this slot's bit in a stale mask.
+        self.slots[slot].replace(None, self.sections.grace(&self.platform)?);
+        self.names[slot].replace(None, self.sections.grace(&self.platform)?);
         if let Some(state) = registry.instances[slot].take() {
             registry.total_bytes -= footprint(&state.recorder.lock());
         }
@@ -263,14 +255,18 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         if registry.instances[slot].is_some() {
             return Err(InstanceError::Busy);
         }
-        let recorder = Arc::new(Recorder::new(self.platform.clone(), buffer, config.snapshot)?);
+        let recorder = Arc::new(Recorder::in_sections(
+            self.platform.clone(),
+            buffer,
+            config.snapshot,
+            Arc::clone(&self.sections),
+        )?);
         registry.total_bytes += footprint(&recorder);
-        let shared_name: Arc<str> = Arc::from(name.as_str());
-        for table in &self.tables {
-            table.missed[slot].store(0, Relaxed);
-            *table.slots[slot].write() =
-                Slot::Live(Arc::clone(&recorder), Arc::clone(&shared_name));
-        }
+        self.bad_cpu[slot].store(0, Relaxed);
+        // The slot is empty (destroy emptied it after a grace period, and no event has
+        // its bit): installing needs no wait.
+        self.names[slot].install(Arc::new(name.clone()));
+        self.slots[slot].install(Arc::clone(&recorder));
         let state = Arc::new(InstanceState { name, slot, recorder: spin::Mutex::new(recorder) });
         registry.instances[slot] = Some(Arc::clone(&state));
         Ok(Instance { tracer: self, state })
@@ -291,10 +287,10 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         if total > self.limits.max_total_bytes {
             return Err(InstanceError::MemoryLimit);
         }
-        let name: Arc<str> = Arc::from(state.name.as_str());
-        for table in &self.tables {
-            *table.slots[state.slot].write() = Slot::Live(Arc::clone(&new), Arc::clone(&name));
-        }
+        let grace = self.sections.grace(&self.platform)?;
+        // The old recorder is dropped here, after the grace period, unless a reader
+        // holds it (then it goes with the reader).
+        self.slots[state.slot].replace(Some(Arc::clone(&new)), grace);
         *current = new;
         registry.total_bytes = total;
         Ok(())
@@ -302,31 +298,52 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
 
     /// Records `payload` as event `id` into the instance in `slot`, on this CPU.
     pub(crate) fn write_to(&self, slot: usize, id: u16, payload: &[u8]) {
-        let Some(table) = self.tables.get(self.platform.cpu()) else { return };
-        match table.slots[slot].try_read() {
-            Some(guard) => {
-                if let Slot::Live(recorder, _) = &*guard {
-                    // Errors are counted by the ring (dropped) or mean recording off.
-                    let _ = recorder.write(id, payload);
-                }
-            }
-            // The slot is being switched by a control operation (possibly one this
-            // context interrupted): the event is counted as missed, never waited on.
-            None => {
-                table.missed[slot].fetch_add(1, Relaxed);
+        self.record_into(|| 1 << slot, id, payload.len(), &payload);
+    }
+
+    /// Records an event of `len` payload bytes into every instance of the mask
+    /// `mask` gives: one section, the CPU read once, each record filled in place by
+    /// `payload`.
+    #[inline(always)]
+    fn record_into(&self, mask: impl FnOnce() -> u64, id: u16, len: usize, payload: &dyn Payload) {
+        let cpu = self.platform.cpu();
+        let Some(section) = self.sections.enter(&self.platform, cpu) else {
+            return self.refuse_bad_cpu(mask());
+        };
+        // The mask is read inside the section: destroy clears a slot's bits and waits
+        // for a grace period before the slot can hold another instance, so a bit seen
+        // here names the instance that set it.
+        let mut mask = mask();
+        while mask != 0 {
+            let slot = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            if let Some(recorder) = self.slots[slot].read(&section) {
+                let fill = |w: &mut RecordWriter<'_>| payload.write(w);
+                // Refusals and drops are counted by the ring; `Off` is not an error.
+                let _ = recorder.write_in(&section, cpu, id, len, MAX_EVENT_PAYLOAD, fill);
             }
         }
     }
 
+    #[cold]
+    fn refuse_bad_cpu(&self, mut mask: u64) {
+        while mask != 0 {
+            let slot = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            self.bad_cpu[slot].fetch_add(1, Relaxed);
+        }
+    }
+
     /// Calls `visit` with a view of every instance, in slot order, without taking any
-    /// lock that could be held: it reads the calling CPU's own slot table (for the
-    /// panic path, where the registry's lock may be held by a stopped CPU). An
-    /// instance whose slot is being switched at that moment is left out.
+    /// lock that could be held: it reads the slots inside the calling CPU's section
+    /// (for the panic path, where the registry's lock may be held by a stopped CPU).
     pub fn visit_instances(&self, mut visit: impl FnMut(InstanceView<'_, P>)) {
-        let Some(table) = self.tables.get(self.platform.cpu()) else { return };
-        for (slot, entry) in table.slots.iter().enumerate() {
-            if let Some(guard) = entry.try_read()
-                && let Slot::Live(recorder, name) = &*guard
+        let Some(section) = self.sections.enter(&self.platform, self.platform.cpu()) else {
+            return;
+        };
+        for slot in 0..MAX_INSTANCES {
+            if let (Some(recorder), Some(name)) =
+                (self.slots[slot].read(&section), self.names[slot].read(&section))
             {
                 visit(InstanceView { tracer: self, slot, name, recorder });
             }
@@ -339,28 +356,28 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         self.visit_instances(|view| view.recorder.live().set_recording(false));
     }
 
-    /// Events CPU `cpu` could not record into `slot` because it was being switched.
-    pub(crate) fn missed(&self, cpu: usize, slot: usize) -> u64 {
-        self.tables.get(cpu).map_or(0, |t| t.missed[slot].load(Relaxed))
+    /// Events written into `slot` from a CPU beyond the tracer's.
+    pub(crate) fn bad_cpu(&self, slot: usize) -> u64 {
+        self.bad_cpu[slot].load(Relaxed)
     }
 
-    pub(crate) fn reset_missed(&self, slot: usize) {
-        for table in &self.tables {
-            table.missed[slot].store(0, Relaxed);
-        }
+    /// Forgets `slot`'s refused events (the instance was cleared).
+    pub(crate) fn reset_bad_cpu(&self, slot: usize) {
+        self.bad_cpu[slot].store(0, Relaxed);
+    }
+
+    /// Waits for a grace period if the caller may wait: after it, no writer acts on
+    /// a state changed before the call. From a context that may not wait, the change
+    /// reaches writers that start after it.
+    pub(crate) fn settle(&self) {
+        let _ = self.sections.synchronize(&self.platform);
     }
 }
 
 impl<P: Platform + Clone + Send + Sync> Dispatch for Tracer<P> {
     #[inline]
-    fn record(&self, descriptor: &EventDescriptor, payload: &[u8]) {
-        let mut mask = descriptor.enabled_mask();
-        let id = descriptor.id();
-        while mask != 0 {
-            let slot = mask.trailing_zeros() as usize;
-            mask &= mask - 1;
-            self.write_to(slot, id, payload);
-        }
+    fn record(&self, descriptor: &EventDescriptor, len: usize, payload: &dyn Payload) {
+        self.record_into(|| descriptor.enabled_mask(), descriptor.id(), len, payload);
     }
 }
 
@@ -378,9 +395,12 @@ impl<P: Platform + Clone + Send + Sync> InstanceView<'_, P> {
     /// CPU `cpu`'s statistics, as [`crate::Instance::stats`] gives them.
     pub fn stats(&self, cpu: usize) -> Result<crate::RingStats, crate::Error> {
         let mut stats = self.recorder.live().stats(cpu)?;
-        let missed = self.tracer.missed(cpu, self.slot);
-        stats.written += missed;
-        stats.dropped += missed;
+        if cpu == 0 {
+            let bad_cpu = self.tracer.bad_cpu(self.slot);
+            stats.refused.bad_cpu += bad_cpu;
+            stats.written += bad_cpu;
+            stats.dropped += bad_cpu;
+        }
         Ok(stats)
     }
 }

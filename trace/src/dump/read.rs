@@ -3,7 +3,7 @@
 use super::codec::{base64_decode, crc32, get_varint, unzigzag};
 use super::{BEGIN, END, VERSION, kind};
 use crate::event::DescriptorKind;
-use crate::field::{Decoder, Encoder, Field, FieldKind};
+use crate::field::{Decoder, Encoder, Field, FieldKind, Sink};
 use alloc::collections::BTreeMap;
 use alloc::format;
 use alloc::string::String;

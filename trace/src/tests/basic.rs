@@ -2,6 +2,7 @@
 //! simulated interrupts (nested writers) at every point of the write path.
 
 use super::util::{buffer, consume, events};
+use crate::field::Sink;
 use crate::sync::{Point, hook};
 use crate::{
     Buffer, Config, Error, HostPlatform, MAX_EVENT_ID, Mode, Platform, Recorder, WriteError,
@@ -183,31 +184,35 @@ fn clear_empties_and_zeroes() {
 }
 
 #[test]
-fn reservations_fill_in_place_and_abandon_cleanly() {
+fn records_fill_in_place_and_abandon_cleanly() {
     let b = buffer(1, 1024, Mode::Overwrite);
-    let mut r = b.reserve(5, 19).unwrap();
-    r.push_u64(0x0102_0304_0506_0708).unwrap();
-    r.push(&[9, 10, 11]).unwrap();
-    assert_eq!(r.remaining(), 8);
-    assert_eq!(r.push(&[0; 9]), Err(WriteError::TooLarge));
-    r.push_u64(u64::MAX).unwrap();
-    r.commit();
+    b.write_with(5, 19, |r| {
+        r.put_u64(0x0102_0304_0506_0708);
+        r.put(&[9, 10, 11]);
+        assert_eq!(r.room(), 8);
+        r.put_u64(u64::MAX);
+        r.put(&[0; 9]); // nothing fits any more: cut, never past the record
+    })
+    .unwrap();
     let mut want = 0x0102_0304_0506_0708u64.to_le_bytes().to_vec();
     want.extend([9, 10, 11]);
     want.extend([0xff; 8]);
-    // Abandoned: not an event, not counted.
-    let mut r = b.reserve(6, 8).unwrap();
-    r.push_u64(1).unwrap();
-    drop(r);
+    // The code filling it unwinds: not an event, not counted, the ring not wedged.
+    let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        b.write_with(6, 8, |r| {
+            r.put_u64(1);
+            panic!("filling failed");
+        })
+    }));
+    assert!(unwound.is_err());
     // Partly filled: the rest is zero.
-    let mut r = b.reserve(7, 12).unwrap();
-    r.push(&[1]).unwrap();
-    r.commit();
+    b.write_with(7, 12, |r| r.put(&[1])).unwrap();
     let mut z = vec![0u8; 12];
     z[0] = 1;
     assert_eq!(events(&b, 0), vec![(5, want), (7, z)]);
     let s = b.stats(0).unwrap();
     assert_eq!((s.written, s.entries), (2, 2));
+    assert!(s.balanced());
 }
 
 #[test]
@@ -344,7 +349,8 @@ fn interrupt_during_reclaim_and_commit_keeps_accounting_exact() {
             n += 1;
         }
         assert_eq!(n, s.entries);
-        assert!(POINTS.contains(&at.unwrap()) || at == Some(Point::Reclaiming));
+        let extra = [Point::Walked, Point::Reclaiming, Point::Bump];
+        assert!(POINTS.contains(&at.unwrap()) || extra.contains(&at.unwrap()));
     }
 }
 
@@ -400,23 +406,26 @@ fn recorder_swap_takes_a_snapshot() {
     assert!(r.live().is_recording());
     r.clear_snapshot().unwrap();
     assert!(events(r.snapshot().unwrap(), 0).is_empty());
-    assert_eq!(r.clear(), Err(Error::Recording));
-    r.live().set_recording(false);
+    // Clearing needs no recording switch: writes pause for the grace period.
     r.clear().unwrap();
     assert!(events(r.live(), 0).is_empty());
-    assert_eq!(r.reserve(4, 8).err(), Some(WriteError::Off));
+    assert!(r.live().is_recording());
+    r.live().set_recording(false);
+    assert_eq!(r.write_with(4, 8, |_| ()), Err(WriteError::Off));
     assert_eq!(r.write(4, &[]), Err(WriteError::Off));
     r.live().set_recording(true);
-    let res = r.reserve(4, 8).unwrap();
-    // Swapping while this CPU holds a reservation would wait for itself.
-    assert_eq!(r.swap(), Err(Error::WouldDeadlock));
-    res.commit();
+    // Swapping or clearing from inside a write on this CPU would wait for itself.
+    r.write_with(4, 8, |_| {
+        assert_eq!(r.swap(), Err(Error::WouldDeadlock));
+        assert_eq!(r.clear(), Err(Error::WouldDeadlock));
+    })
+    .unwrap();
     let r = r.resized(4096).unwrap();
     assert_eq!(r.live().bytes_per_cpu(), 4096);
     assert_eq!(r.snapshot().unwrap().bytes_per_cpu(), 4096);
     assert!(r.live().is_recording(), "a resize keeps the recording switch");
     assert!(events(r.live(), 0).is_empty(), "a resize starts empty");
-    let r = r.without_spare().unwrap();
+    let r = r.without_spare();
     assert!(r.snapshot().is_none());
     assert_eq!(HostPlatform.cpu(), 0);
 }
