@@ -8,6 +8,8 @@ mod loom;
 #[cfg(not(loom))]
 mod model;
 #[cfg(not(loom))]
+mod regress;
+#[cfg(not(loom))]
 mod stress;
 
 #[cfg(not(loom))]
