@@ -422,8 +422,8 @@ impl Ring {
                     _ => events += 1,
                 }
                 p += h.words();
+                preempt_point(Point::Walking);
             }
-            preempt_point(Point::Walked);
             // Conclude nothing from a walk whose start was claimed meanwhile: a nested
             // writer may have reclaimed from the same tail and written over the
             // records we read, so our headers may be its payload. Walk again.

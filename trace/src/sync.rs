@@ -59,9 +59,8 @@ pub(crate) fn bump(counter: &AtomicU64, n: u64) {
 pub(crate) enum Point {
     /// The writer has raised its nesting depth.
     Entered,
-    /// In overwrite mode, after walking the records to reclaim, before re-checking
-    /// the tail the walk started from.
-    Walked,
+    /// In overwrite mode, during the walk over the records to reclaim, after each.
+    Walking,
     /// In overwrite mode, just before the compare-and-swap that reclaims old records.
     Reclaiming,
     /// Just before the compare-and-swap that reserves space.

@@ -349,7 +349,7 @@ fn interrupt_during_reclaim_and_commit_keeps_accounting_exact() {
             n += 1;
         }
         assert_eq!(n, s.entries);
-        let extra = [Point::Walked, Point::Reclaiming, Point::Bump];
+        let extra = [Point::Walking, Point::Reclaiming, Point::Bump];
         assert!(POINTS.contains(&at.unwrap()) || extra.contains(&at.unwrap()));
     }
 }

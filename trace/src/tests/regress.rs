@@ -19,7 +19,7 @@ fn reclaim_walk_raced_by_a_nested_reclaim_walks_again() {
     }
     let (bb, mut fired) = (b.clone(), false);
     hook::set(move |p| {
-        if p == Point::Walked && !fired {
+        if p == Point::Walking && !fired {
             fired = true;
             // Records of odd sizes shift the boundaries under the outer walk.
             for (i, len) in [(200, 40), (201, 8), (202, 56), (203, 24)] {
@@ -27,7 +27,7 @@ fn reclaim_walk_raced_by_a_nested_reclaim_walks_again() {
             }
         }
     });
-    b.write(50, &[7; 16]).unwrap();
+    b.write(50, &[7; 56]).unwrap(); // walks several records
     hook::clear();
     assert!(!b.is_corrupt(), "a raced walk concluded corruption");
     b.write(51, &[8; 16]).unwrap();
