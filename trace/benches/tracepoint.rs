@@ -1,6 +1,6 @@
 //! Tracepoint cost on the host, in one criterion run: an empty loop, a disabled
 //! tracepoint, the ring's raw write of the same 16-byte record, and the enabled
-//! tracepoint (two `u64` arguments) through the tracer into an instance.
+//! tracepoint (two `u64` arguments) through the tracer into one instance, then two.
 //!
 //! `cargo bench -p trace --bench tracepoint`
 
@@ -56,6 +56,15 @@ fn tracepoints(c: &mut Criterion) {
     });
     instance.set_event(Some("bench"), Some("event"), true).expect("enable");
     group.bench_function("enabled (2 x u64)", |b| {
+        let mut i = 0u64;
+        b.iter(|| {
+            i += 1;
+            trace::emit!(BENCH, black_box(i), i);
+        })
+    });
+    let second = tracer.get_or_create("second", config).expect("instance");
+    second.set_event(Some("bench"), Some("event"), true).expect("enable");
+    group.bench_function("enabled (2 x u64), two instances", |b| {
         let mut i = 0u64;
         b.iter(|| {
             i += 1;

@@ -9,7 +9,7 @@ use crate::reader::{Consumer, Merged, RingIter};
 use crate::record::{MAX_EVENT_ID, Mode};
 use crate::ring::{RecordWriter, Refusal, Ring, words_for};
 use crate::stats::RingStats;
-use crate::sync::{AtomicBool, AtomicU8, Ordering::Relaxed};
+use crate::sync::{AtomicBool, AtomicU8, Ordering::*};
 use alloc::vec::Vec;
 
 /// How to build a buffer set.
@@ -111,7 +111,9 @@ impl<P: Platform> Buffer<P> {
         if paused {
             self.state.fetch_or(PAUSED, Relaxed);
         } else {
-            self.state.fetch_and(!PAUSED, Relaxed);
+            // Release: a writer that sees writes resumed (Acquire, in `write_on`) sees
+            // the reset done while they were paused, and writes after it.
+            self.state.fetch_and(!PAUSED, Release);
         }
     }
 
@@ -159,7 +161,10 @@ impl<P: Platform> Buffer<P> {
         limit: usize,
         fill: impl FnOnce(&mut RecordWriter<'_>),
     ) -> Result<(), WriteError> {
-        if self.state.load(Relaxed) != RECORDING {
+        // Acquire: pairs with the Release in `set_paused` (loom found this: a writer
+        // that saw writes resumed but not the reset before it could publish into the
+        // ring as it was, and have its counts zeroed). A plain load on x86.
+        if self.state.load(Acquire) != RECORDING {
             return Err(WriteError::Off);
         }
         let Some(ring) = self.rings.get(cpu) else {

@@ -30,6 +30,13 @@ impl Platform for BenchPlatform {
     fn now(&self) -> u64 {
         tsc()
     }
+    /// As a kernel's: a compiler fence, the heavy side doing the work. The benchmarks
+    /// run their control operations and their writers on one thread, so a fence on
+    /// the heavy side is enough here.
+    #[inline(always)]
+    fn light_barrier(&self) {
+        std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 /// Reads the TSC.
