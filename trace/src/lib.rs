@@ -5,10 +5,12 @@
 //! and snapshots. It does not depend on any particular kernel; the kernel supplies a
 //! small platform trait.
 //!
-//! The core is lock-free and free of `unsafe`:
+//! The core is lock-free and safe Rust but for one small module (the read-copy-update
+//! cell writers read instance slots through; see `DESIGN.md`):
 //!
-//! - [`Platform`]: what the kernel supplies (current CPU, clock).
-//! - [`Buffer`]: a buffer set, one ring per CPU: [`Buffer::write`], [`Buffer::reserve`],
+//! - [`Platform`]: what the kernel supplies (current CPU, clock, the two halves of an
+//!   asymmetric barrier).
+//! - [`Buffer`]: a buffer set, one ring per CPU: [`Buffer::write`], [`Buffer::write_with`],
 //!   readers ([`Buffer::iter`], [`Buffer::consumer`], [`Buffer::merged_iter`],
 //!   [`Buffer::merged_consumer`]), [`Buffer::stats`], clear and resize.
 //! - [`Recorder`]: a live set plus a spare, with [`Recorder::swap`] for snapshots.
