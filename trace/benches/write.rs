@@ -6,8 +6,11 @@
 //! each measured for: `floor` (read the TSC, store a header word and the payload into
 //! a plain array), `trace_buffer` (`Buffer::write`, overwrite mode, ring full so every
 //! write also reclaims), `trace_recorder` (`Recorder::write`: the same plus the
-//! snapshot-swap gate), `crossbeam_array_queue` (`ArrayQueue::force_push` of the same
+//! section a tracer's writers enter), `crossbeam_array_queue` (`ArrayQueue::force_push` of the same
 //! timestamped record) and `ringbuf` (`HeapRb::push_overwrite`).
+//!
+//! `constant_clock`: `Buffer::write` with a constant clock against crossbeam's
+//! `ArrayQueue::force_push` of the same record (the ring's own cost, without the TSC).
 //!
 //! `scaling`: one writer vs two writer threads on two rings (aggregate events/s).
 //!
@@ -89,6 +92,43 @@ fn payload_group<const N: usize>(c: &mut Criterion, name: &str) {
     g.bench_function("ringbuf", |b| {
         b.iter(|| {
             let _ = rb.push_overwrite((tsc(), ID, *black_box(&payload)));
+        })
+    });
+    g.finish();
+}
+
+/// A constant clock: the ring's own cost without the TSC read that dominates the
+/// floor, against crossbeam's queue storing the same record.
+#[derive(Clone, Copy)]
+struct ConstClock;
+
+impl trace::Platform for ConstClock {
+    fn cpu(&self) -> usize {
+        0
+    }
+    fn now(&self) -> u64 {
+        1_000
+    }
+    fn light_barrier(&self) {
+        std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+fn constant_clock(c: &mut Criterion) {
+    let mut g = c.benchmark_group("constant_clock");
+    g.throughput(Throughput::Elements(1));
+    let payload = [7u8; 16];
+    let buf = Buffer::new(ConstClock, config(1)).unwrap();
+    g.bench_function("trace_buffer", |b| {
+        b.iter(|| {
+            let p: &[u8; 16] = black_box(&payload);
+            let _ = buf.write(ID, p);
+        })
+    });
+    let q = ArrayQueue::new(RING_BYTES / 24);
+    g.bench_function("crossbeam_array_queue", |b| {
+        b.iter(|| {
+            let _ = q.force_push((black_box(1_000u64), ID, *black_box(&payload)));
         })
     });
     g.finish();
@@ -184,6 +224,6 @@ criterion_group! {
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2))
         .sample_size(30);
-    targets = write_two_u64, write_64, scaling
+    targets = write_two_u64, write_64, constant_clock, scaling
 }
 criterion_main!(benches);

@@ -10,6 +10,7 @@ use crate::record::{MAX_EVENT_ID, Mode};
 use crate::ring::{RecordWriter, Refusal, Ring, words_for};
 use crate::stats::RingStats;
 use crate::sync::{AtomicBool, AtomicU8, Ordering::*};
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 /// How to build a buffer set.
@@ -35,7 +36,9 @@ const PAUSED: u8 = 2;
 /// [`Buffer::consumer`] and the merged forms.
 pub struct Buffer<P> {
     platform: P,
-    rings: Vec<Ring>,
+    /// One ring per CPU. Shared, so that resizing one CPU's ring builds a new set
+    /// that keeps the other CPUs' rings and what they hold.
+    rings: Vec<Arc<Ring>>,
     /// [`RECORDING`] and [`PAUSED`]: a writer records only when it reads exactly
     /// `RECORDING`, one load.
     state: AtomicU8,
@@ -79,14 +82,24 @@ impl<P: Platform> Buffer<P> {
         self.rings.len()
     }
 
-    /// Capacity of each ring in bytes.
+    /// Capacity of CPU 0's ring in bytes (every CPU's, unless one was resized alone).
     pub fn bytes_per_cpu(&self) -> usize {
-        self.rings.first().map_or(0, |r| (r.words() * 8) as usize)
+        self.bytes_of(0).unwrap_or(0)
     }
 
-    /// Largest payload one record may carry in this set.
+    /// Capacity of CPU `cpu`'s ring in bytes.
+    pub fn bytes_of(&self, cpu: usize) -> Option<usize> {
+        self.rings.get(cpu).map(|r| (r.words() * 8) as usize)
+    }
+
+    /// Capacity of all the rings together, in bytes.
+    pub fn total_bytes(&self) -> usize {
+        self.rings.iter().map(|r| (r.words() * 8) as usize).sum()
+    }
+
+    /// Largest payload one record may carry on every CPU of this set.
     pub fn max_payload(&self) -> usize {
-        self.rings.first().map_or(0, Ring::max_payload)
+        self.rings.iter().map(|r| r.max_payload()).min().unwrap_or(0)
     }
 
     /// Turns recording on or off (ftrace's `tracing_on`). Writes while off are ignored
@@ -230,19 +243,23 @@ impl<P: Platform> Buffer<P> {
 
     /// Empties every ring and zeroes the counters.
     pub fn clear(&mut self) -> Result<(), Error> {
-        self.reset()
+        self.reset(None)
     }
 
-    /// Empties every ring; the caller guarantees no writer is inside the set. `Busy`
-    /// (and nothing changed) while any ring has a consuming reader.
-    pub(crate) fn reset(&self) -> Result<(), Error> {
-        for (i, ring) in self.rings.iter().enumerate() {
+    /// Empties every ring (`None`) or CPU `cpu`'s; the caller guarantees no writer is
+    /// inside them. `Busy` (and nothing changed) while one has a consuming reader.
+    pub(crate) fn reset(&self, cpu: Option<usize>) -> Result<(), Error> {
+        let rings = match cpu {
+            None => &self.rings[..],
+            Some(cpu) => core::slice::from_ref(self.rings.get(cpu).ok_or(Error::BadCpu)?),
+        };
+        for (i, ring) in rings.iter().enumerate() {
             if let Err(e) = ring.acquire_consumer() {
-                self.rings[..i].iter().for_each(Ring::release_consumer);
+                rings[..i].iter().for_each(|r| r.release_consumer());
                 return Err(e);
             }
         }
-        for ring in &self.rings {
+        for ring in rings {
             ring.reset_locked();
             ring.release_consumer();
         }
@@ -261,15 +278,36 @@ impl<P: Platform> Buffer<P> {
 
     /// Whether any ring was found corrupt (tracing then stops writing to it).
     pub fn is_corrupt(&self) -> bool {
-        self.rings.iter().any(Ring::is_corrupt)
+        self.rings.iter().any(|r| r.is_corrupt())
     }
 
     pub(crate) fn ring(&self, cpu: usize) -> Result<&Ring, Error> {
-        self.rings.get(cpu).ok_or(Error::BadCpu)
+        self.rings.get(cpu).map(|r| &**r).ok_or(Error::BadCpu)
     }
 }
 
-fn alloc_rings(cpus: usize, bytes: usize) -> Result<Vec<Ring>, Error> {
+impl<P: Platform + Clone> Buffer<P> {
+    /// A set sharing this one's rings but CPU `cpu`'s, which is new, empty and
+    /// `bytes` long; same recording switch and mode. On error nothing was allocated.
+    pub(crate) fn with_ring_resized(&self, cpu: usize, bytes: usize) -> Result<Self, Error> {
+        if cpu >= self.rings.len() {
+            return Err(Error::BadCpu);
+        }
+        let ring = Arc::new(Ring::new(words_for(bytes)?)?);
+        let mut rings = Vec::new();
+        rings.try_reserve_exact(self.rings.len()).map_err(|_| Error::NoMemory)?;
+        rings.extend(self.rings.iter().cloned());
+        rings[cpu] = ring;
+        Ok(Buffer {
+            platform: self.platform.clone(),
+            rings,
+            state: AtomicU8::new(self.state.load(Relaxed) & RECORDING),
+            overwrite: AtomicBool::new(self.mode() == Mode::Overwrite),
+        })
+    }
+}
+
+fn alloc_rings(cpus: usize, bytes: usize) -> Result<Vec<Arc<Ring>>, Error> {
     if cpus == 0 {
         return Err(Error::ZeroSize);
     }
@@ -277,7 +315,7 @@ fn alloc_rings(cpus: usize, bytes: usize) -> Result<Vec<Ring>, Error> {
     let mut rings = Vec::new();
     rings.try_reserve_exact(cpus).map_err(|_| Error::NoMemory)?;
     for _ in 0..cpus {
-        rings.push(Ring::new(words)?);
+        rings.push(Arc::new(Ring::new(words)?));
     }
     Ok(rings)
 }

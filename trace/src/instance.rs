@@ -199,6 +199,29 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
         self.tracer.replace_recorder(&self.state, |old| old.resized(bytes_per_cpu))
     }
 
+    /// Resizes CPU `cpu`'s ring (and its snapshot ring, if any) to `bytes`, keeping
+    /// the other CPUs' rings and what they hold (`per_cpu/cpuN/buffer_size_kb`).
+    pub fn resize_cpu(&self, cpu: usize, bytes: usize) -> Result<(), InstanceError> {
+        self.tracer.replace_recorder(&self.state, |old| old.resized_cpu(cpu, bytes))
+    }
+
+    /// Records events of the CPUs in `mask` only (bit `c` for CPU `c`;
+    /// `tracing_cpumask`): the others' events are neither recorded nor counted, as
+    /// with recording off. CPUs from 64 on always record.
+    pub fn set_cpumask(&self, mask: u64) {
+        self.tracer.set_cpumask(self.state.slot, mask);
+    }
+
+    /// The CPUs whose events the instance records.
+    pub fn cpumask(&self) -> u64 {
+        self.tracer.cpumask(self.state.slot)
+    }
+
+    /// Bytes of CPU `cpu`'s ring.
+    pub fn bytes_of_cpu(&self, cpu: usize) -> Option<usize> {
+        self.state.recorder.lock().live().bytes_of(cpu)
+    }
+
     /// Allocates the snapshot buffer if there is none.
     pub fn snapshot_alloc(&self) -> Result<(), InstanceError> {
         if self.has_snapshot() {
@@ -233,6 +256,11 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
         self.state.recorder.lock().clear()?;
         self.tracer.reset_bad_cpu(self.state.slot);
         Ok(())
+    }
+
+    /// Empties CPU `cpu`'s ring of the live buffer (`echo > per_cpu/cpuN/trace`).
+    pub fn clear_cpu(&self, cpu: usize) -> Result<(), InstanceError> {
+        Ok(self.state.recorder.lock().clear_cpu(cpu)?)
     }
 
     /// CPU `cpu`'s statistics: the ring's, plus (on CPU 0) events refused because

@@ -80,6 +80,17 @@ impl<P: Platform + Clone> Recorder<P> {
         Self::with_sets(live, Buffer::empty(platform), Arc::clone(&self.sections))
     }
 
+    /// A recorder whose live set (and spare, if any) keeps this one's rings but CPU
+    /// `cpu`'s, which is new, empty and `bytes` long. On error nothing was allocated.
+    pub fn resized_cpu(&self, cpu: usize, bytes: usize) -> Result<Self, Error> {
+        let live = Arc::new(self.live().with_ring_resized(cpu, bytes)?);
+        let spare = match self.snapshot() {
+            Some(spare) => spare.with_ring_resized(cpu, bytes)?,
+            None => Buffer::empty(live.platform().clone()),
+        };
+        Ok(Self::with_sets(live, spare, Arc::clone(&self.sections)))
+    }
+
     /// A recorder like this one with rings of `bytes_per_cpu` (and a spare if this one
     /// has one), empty, keeping the recording switch and mode. On error nothing was
     /// allocated.
@@ -186,12 +197,21 @@ impl<P: Platform> Recorder<P> {
     /// that arrive meanwhile are ignored, as while recording is off. `Busy` while a
     /// consuming reader is open.
     pub fn clear(&self) -> Result<(), Error> {
+        self.clear_rings(None)
+    }
+
+    /// Empties CPU `cpu`'s ring of the live set, as [`Recorder::clear`] does all.
+    pub fn clear_cpu(&self, cpu: usize) -> Result<(), Error> {
+        self.clear_rings(Some(cpu))
+    }
+
+    fn clear_rings(&self, cpu: Option<usize>) -> Result<(), Error> {
         let _guard = self.lock()?;
         let live = self.live();
         let grace = self.sections.grace(live.platform())?;
         live.set_paused(true);
         grace.wait();
-        let reset = live.reset();
+        let reset = live.reset(cpu);
         live.set_paused(false);
         reset
     }
@@ -201,7 +221,7 @@ impl<P: Platform> Recorder<P> {
         let _guard = self.lock()?;
         // The spare is quiescent: `swap` waited for its writers, and writers only
         // enter the live set.
-        self.snapshot().ok_or(Error::NoSpare)?.reset()
+        self.snapshot().ok_or(Error::NoSpare)?.reset(None)
     }
 }
 

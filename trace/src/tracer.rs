@@ -74,14 +74,15 @@ pub struct Tracer<P> {
     /// Per slot: events written from a CPU beyond the tracer's (refused, counted on
     /// CPU 0 as dropped).
     bad_cpu: [AtomicU64; MAX_INSTANCES],
+    /// Per slot: the CPUs whose events the instance records (`tracing_cpumask`; bit
+    /// `c` for CPU `c`, CPUs from 64 on always record).
+    cpumask: [AtomicU64; MAX_INSTANCES],
     registry: Mutex<Registry<P>>,
 }
 
 /// Bytes a recorder's buffers take.
 fn footprint<P: Platform>(recorder: &Recorder<P>) -> usize {
-    let live = recorder.live();
-    let sets = if recorder.snapshot().is_some() { 2 } else { 1 };
-    live.bytes_per_cpu() * live.cpus() * sets
+    recorder.live().total_bytes() + recorder.snapshot().map_or(0, |s| s.total_bytes())
 }
 
 impl<P: Platform + Clone + Send + Sync> Tracer<P> {
@@ -123,6 +124,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
             slots: core::array::from_fn(|_| RcuCell::empty()),
             names: core::array::from_fn(|_| RcuCell::empty()),
             bad_cpu: core::array::from_fn(|_| AtomicU64::new(0)),
+            cpumask: core::array::from_fn(|_| AtomicU64::new(u64::MAX)),
             registry: Mutex::new(Registry {
                 instances: core::array::from_fn(|_| None),
                 total_bytes: 0,
@@ -263,6 +265,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         )?);
         registry.total_bytes += footprint(&recorder);
         self.bad_cpu[slot].store(0, Relaxed);
+        self.cpumask[slot].store(u64::MAX, Relaxed);
         // The slot is empty (destroy emptied it after a grace period, and no event has
         // its bit): installing needs no wait.
         self.names[slot].install(Arc::new(name.clone()));
@@ -314,9 +317,14 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         // for a grace period before the slot can hold another instance, so a bit seen
         // here names the instance that set it.
         let mut mask = mask();
+        let cpu_bit = 1u64.checked_shl(cpu as u32).unwrap_or(0);
         while mask != 0 {
             let slot = mask.trailing_zeros() as usize;
             mask &= mask - 1;
+            // A CPU outside the instance's cpumask: not recorded, not counted.
+            if self.cpumask[slot].load(Relaxed) & cpu_bit == 0 && cpu_bit != 0 {
+                continue;
+            }
             if let Some(recorder) = self.slots[slot].read(&section) {
                 let fill = |w: &mut RecordWriter<'_>| payload.write(w);
                 // Refusals and drops are counted by the ring; `Off` is not an error.
@@ -359,6 +367,17 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
     /// Events written into `slot` from a CPU beyond the tracer's.
     pub(crate) fn bad_cpu(&self, slot: usize) -> u64 {
         self.bad_cpu[slot].load(Relaxed)
+    }
+
+    /// Sets which CPUs `slot`'s instance records.
+    pub(crate) fn set_cpumask(&self, slot: usize, mask: u64) {
+        self.cpumask[slot].store(mask, Relaxed);
+        self.settle();
+    }
+
+    /// Which CPUs `slot`'s instance records.
+    pub(crate) fn cpumask(&self, slot: usize) -> u64 {
+        self.cpumask[slot].load(Relaxed)
     }
 
     /// Forgets `slot`'s refused events (the instance was cleared).

@@ -186,3 +186,43 @@ fn clear_while_recording_is_exact() {
     assert_eq!((s.written, s.entries), (1, 1));
     assert!(s.balanced());
 }
+
+/// One CPU's ring is resized or emptied alone; the others keep their records.
+#[test]
+fn one_cpus_ring_is_resized_or_cleared_alone() {
+    use crate::{InstanceConfig, Limits, Tracer};
+    HostPlatform::set_cpu(0);
+    let cfg = InstanceConfig { bytes_per_cpu: 1024, mode: Mode::Overwrite, snapshot: true };
+    let limits = Limits { max_instances: 2, max_total_bytes: 1 << 20 };
+    let t = Tracer::new(HostPlatform, 2, &[], limits, cfg).unwrap();
+    let top = t.top();
+    for cpu in 0..2 {
+        HostPlatform::set_cpu(cpu);
+        top.write_marker("a");
+        top.write_marker("b");
+    }
+    HostPlatform::set_cpu(0);
+    let before = t.memory().0;
+    top.resize_cpu(1, 4096).unwrap();
+    assert_eq!((top.bytes_of_cpu(0), top.bytes_of_cpu(1)), (Some(1024), Some(4096)));
+    assert_eq!(t.memory().0, before + 2 * 3072, "live and snapshot ring of CPU 1");
+    assert_eq!(top.stats(0).unwrap().entries, 2, "CPU 0 keeps its records");
+    assert_eq!(top.stats(1).unwrap().entries, 0);
+    top.clear_cpu(0).unwrap();
+    assert_eq!(top.stats(0).unwrap().entries, 0);
+    HostPlatform::set_cpu(1);
+    top.write_marker("c");
+    HostPlatform::set_cpu(0);
+    assert_eq!(top.stats(1).unwrap().entries, 1);
+    top.set_cpumask(0b01);
+    HostPlatform::set_cpu(1);
+    top.write_marker("masked");
+    HostPlatform::set_cpu(0);
+    top.write_marker("kept");
+    let s1 = top.stats(1).unwrap();
+    assert_eq!((s1.entries, s1.written), (1, 1), "CPU 1 is masked: not recorded, not counted");
+    assert_eq!(top.stats(0).unwrap().entries, 1);
+    assert_eq!(top.cpumask(), 1);
+    assert!(top.resize_cpu(2, 4096).is_err(), "no CPU 2");
+    assert!(top.clear_cpu(2).is_err());
+}
