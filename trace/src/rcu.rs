@@ -8,7 +8,7 @@
 //! no reference whose lifetime is "until the next grace period"; the per-CPU section
 //! provides exactly that, and this module turns it into a borrow: [`RcuCell::read`]
 //! ties the reference to the [`SectionGuard`], and [`RcuCell::replace`] drops the
-//! old value only after [`Grace::wait`]. The loom model `rcu_replace_waits_for_reader`
+//! old value only after [`Grace::wait`]. The loom model `loom_destroy_and_recreate_vs_writer`
 //! and the Miri run of the tracer's tests check it.
 
 #![allow(unsafe_code)]

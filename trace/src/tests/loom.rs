@@ -1,6 +1,8 @@
 //! Loom models of the concurrent protocols (run with `RUSTFLAGS="--cfg loom"`):
 //! writer against consuming reader (the tail CAS race), nested writer against outer
-//! writer with a concurrent reader, and snapshot swap against a writer.
+//! writer with a concurrent reader, the per-depth counters, snapshot swap, clear,
+//! instance swap and destroy-and-recreate against (nested) writers. `DESIGN.md`
+//! names, for each model, a mutation it catches.
 //!
 //! Loom explores the interleavings of its threads; an interrupt is not a thread (it
 //! runs to completion inside the interrupted writer), so nesting is modelled with the
@@ -42,10 +44,17 @@ impl Platform for LoomPlatform {
     }
 }
 
-fn model(f: impl Fn() + Sync + Send + 'static) {
+/// Explores every interleaving with at most `bound` preemptions.
+fn model(bound: usize, f: impl Fn() + Sync + Send + 'static) {
     let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(5);
-    b.check(f);
+    b.preemption_bound = Some(bound);
+    let runs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = runs.clone();
+    b.check(move || {
+        counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        f()
+    });
+    std::println!("{} executions", runs.load(std::sync::atomic::Ordering::Relaxed));
 }
 
 fn small(mode: Mode) -> Buffer<LoomPlatform> {
@@ -80,7 +89,7 @@ fn drain(b: &Buffer<LoomPlatform>) -> (Vec<u16>, u64) {
 #[test]
 fn loom_writer_vs_consumer() {
     for mode in [Mode::Overwrite, Mode::Discard] {
-        model(move || {
+        model(3, move || {
             hook::clear();
             let b = Arc::new(small(mode));
             // Fill the ring so that the concurrent writes must reclaim (or drop).
@@ -119,7 +128,7 @@ fn loom_writer_vs_consumer() {
 #[test]
 fn loom_nested_writer_vs_outer_writer_with_reader() {
     for at in [Point::Reserving, Point::Reserved, Point::Filled, Point::Committed] {
-        model(move || {
+        model(4, move || {
             hook::clear();
             let b = Arc::new(small(Mode::Overwrite));
             b.write(1, &1u64.to_le_bytes()).unwrap();
@@ -157,7 +166,7 @@ fn loom_nested_writer_vs_outer_writer_with_reader() {
 
 #[test]
 fn loom_swap_vs_writer() {
-    model(|| {
+    model(4, || {
         hook::clear();
         let cfg = Config { cpus: 2, bytes_per_cpu: 64, mode: Mode::Overwrite };
         let r = Arc::new(Recorder::new(LoomPlatform, cfg, true).unwrap());
@@ -185,15 +194,41 @@ fn loom_swap_vs_writer() {
     });
 }
 
-fn model_bounded(bound: usize, f: impl Fn() + Sync + Send + 'static) {
-    let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(bound);
-    b.check(f);
+/// The per-depth counters: an interrupt that writes between the outer writer's load
+/// and store of its `committed` counter, while a reader sums the counters. Each depth
+/// has its own counter, so nothing is lost and the reader never sees the total fall.
+#[test]
+fn loom_per_depth_counters_vs_nested_writer_and_stats_reader() {
+    model(4, || {
+        hook::clear();
+        let b = Arc::new(small(Mode::Overwrite));
+        let w = {
+            let b = b.clone();
+            loom::thread::spawn(move || {
+                let bb = b.clone();
+                let mut fired = false;
+                hook::set(move |p| {
+                    if p == Point::Bump && !fired {
+                        fired = true;
+                        bb.write(9, &9u64.to_le_bytes()).unwrap();
+                    }
+                });
+                b.write(1, &1u64.to_le_bytes()).unwrap();
+                hook::clear();
+            })
+        };
+        let seen = b.stats(0).unwrap().written;
+        w.join().unwrap();
+        let s = b.stats(0).unwrap();
+        assert!(s.written >= seen, "the total fell from {seen} to {}", s.written);
+        assert_eq!(s.written, 2, "{s:?}");
+        assert!(s.balanced(), "{s:?}");
+    });
 }
 
 #[test]
 fn loom_clear_vs_writer_with_nested_writer() {
-    model_bounded(3, || {
+    model(3, || {
         hook::clear();
         let cfg = Config { cpus: 2, bytes_per_cpu: 64, mode: Mode::Overwrite };
         let r = Arc::new(Recorder::new(LoomPlatform, cfg, false).unwrap());
@@ -246,7 +281,7 @@ mod tracer {
     /// or nowhere, never in "b", which did not enable it.
     #[test]
     fn loom_destroy_and_recreate_vs_writer() {
-        model_bounded(3, || {
+        model(3, || {
             hook::clear();
             let t = tracer();
             let cfg = InstanceConfig { bytes_per_cpu: 64, mode: Mode::Overwrite, snapshot: false };
@@ -254,11 +289,27 @@ mod tracer {
             a.set_event(Some("t"), None, true).unwrap();
             let slot = a.state.slot;
             drop(a);
-            let w = loom::thread::spawn(move || {
-                CPU.with(|c| c.set(0));
-                crate::dispatch::Dispatch::record(t, &EV, 8, &&[1u8; 8][..]);
-            });
+            // The event's enable mask is not a loom atomic (descriptors are statics),
+            // so loom cannot see its race with destroy: the control side starts once
+            // the writer is inside its section, before it loads the mask.
+            let entered = Arc::new(loom::sync::atomic::AtomicBool::new(false));
+            let w = {
+                let entered = entered.clone();
+                loom::thread::spawn(move || {
+                    CPU.with(|c| c.set(0));
+                    hook::set(move |p| {
+                        if p == Point::Section {
+                            entered.store(true, loom::sync::atomic::Ordering::Release);
+                        }
+                    });
+                    crate::dispatch::Dispatch::record(t, &EV, 8, &&[1u8; 8][..]);
+                    hook::clear();
+                })
+            };
             CPU.with(|c| c.set(1));
+            while !entered.load(loom::sync::atomic::Ordering::Acquire) {
+                loom::thread::yield_now();
+            }
             t.destroy_by_name("a").unwrap();
             let b = t.get_or_create("b", cfg).unwrap();
             assert_eq!(b.state.slot, slot, "the slot is reused");
@@ -272,7 +323,7 @@ mod tracer {
     /// nested writer interrupts it: the snapshot is frozen when the swap returns.
     #[test]
     fn loom_instance_swap_vs_nested_writer() {
-        model_bounded(3, || {
+        model(3, || {
             hook::clear();
             let t = tracer();
             let cfg = InstanceConfig { bytes_per_cpu: 64, mode: Mode::Overwrite, snapshot: true };
