@@ -92,7 +92,8 @@ fn trace_cmd_reads_every_event_of_a_real_panic_with_its_fields() {
     let mut names = std::collections::BTreeSet::new();
     for (line, ev) in lines.iter().zip(&trace.events) {
         let d = trace.descriptor(ev.id).expect("every event of a real dump has a descriptor");
-        let expected = Line { cpu: ev.cpu, ts: ev.ts, name: d.name.clone(), fields: ev.text.clone() };
+        let expected =
+            Line { cpu: ev.cpu, ts: ev.ts, name: d.name.clone(), fields: ev.text.clone() };
         assert_eq!(*line, expected);
         names.insert(trace.event_name(ev.id));
     }

@@ -22,8 +22,10 @@
 //!
 //! A string field is a `__data_loc char[]`: a 32-bit word in the fixed part holding
 //! the offset of the string's bytes in the record (low 16 bits) and their length with
-//! the NUL (high 16 bits). `bool` is one byte, `char` its 32-bit scalar value, a
-//! byte array `unsigned char NAME[N]`.
+//! the NUL (high 16 bits). `bool` is one byte, a byte array `unsigned char
+//! NAME[N]`, signed 8- and 16-bit integers an `int` (libtraceevent does not
+//! sign-extend narrower fields), a `char` its UTF-8 bytes in a NUL-padded
+//! `char NAME[5]`.
 //!
 //! The `print fmt:` line is the event's format string in C printf syntax with
 //! `REC->field` arguments: integers in decimal or hex as the placeholder asks,
@@ -56,16 +58,22 @@ pub struct Slot {
     pub size: usize,
 }
 
-/// Size and alignment of a field kind in the fixed part.
+/// Size and alignment of a field kind in the fixed part. Signed 8- and 16-bit
+/// integers take an `int` (libtraceevent does not sign-extend narrower fields); a
+/// `char` takes its UTF-8 bytes in a NUL-padded `char[5]`, printed with `%s`.
 const fn size_align(kind: FieldKind) -> (usize, usize) {
     match kind {
-        FieldKind::U8 | FieldKind::I8 | FieldKind::Bool => (1, 1),
-        FieldKind::U16 | FieldKind::I16 => (2, 2),
-        FieldKind::U32 | FieldKind::I32 | FieldKind::Char | FieldKind::Str => (4, 4),
+        FieldKind::U8 | FieldKind::Bool => (1, 1),
+        FieldKind::U16 => (2, 2),
+        FieldKind::U32 | FieldKind::I8 | FieldKind::I16 | FieldKind::I32 | FieldKind::Str => (4, 4),
         FieldKind::U64 | FieldKind::I64 => (8, 8),
+        FieldKind::Char => (CHAR_SIZE, 1),
         FieldKind::Bytes(n) => (n as usize, 1),
     }
 }
+
+/// Bytes of a `char` field: the longest UTF-8 encoding and a NUL.
+const CHAR_SIZE: usize = 5;
 
 /// The slots of `fields`, in declaration order.
 pub fn slots<'a>(fields: &'a [Field<'a>]) -> impl Iterator<Item = Slot> + 'a {
@@ -89,11 +97,10 @@ fn c_type(kind: FieldKind) -> &'static str {
     match kind {
         FieldKind::U8 | FieldKind::Bytes(_) => "unsigned char",
         FieldKind::U16 => "unsigned short",
-        FieldKind::U32 | FieldKind::Char => "unsigned int",
+        FieldKind::U32 => "unsigned int",
         FieldKind::U64 => "unsigned long long",
-        FieldKind::I8 => "signed char",
-        FieldKind::I16 => "short",
-        FieldKind::I32 => "int",
+        FieldKind::I8 | FieldKind::I16 | FieldKind::I32 => "int",
+        FieldKind::Char => "char",
         FieldKind::I64 => "long long",
         FieldKind::Bool => "bool",
         FieldKind::Str => "__data_loc char[]",
@@ -148,6 +155,7 @@ pub fn write_format(
     for (field, slot) in fields.iter().zip(slots(fields)) {
         let len = match field.kind {
             FieldKind::Bytes(n) => Some(n),
+            FieldKind::Char => Some(CHAR_SIZE as u16),
             _ => None,
         };
         write_field(out, c_type(field.kind), field.name, len, slot, is_signed(field.kind))?;
@@ -223,8 +231,9 @@ fn conversion<'a>(
     let long = matches!(field.kind, FieldKind::U64 | FieldKind::I64);
     let ll = if long { "ll" } else { "" };
     match (field.kind, spec) {
-        (FieldKind::Str | FieldKind::Bytes(_) | FieldKind::Bool, _) => out.write_str("%s")?,
-        (FieldKind::Char, _) => out.write_str("%c")?,
+        (FieldKind::Str | FieldKind::Bytes(_) | FieldKind::Bool | FieldKind::Char, _) => {
+            out.write_str("%s")?
+        }
         (_, Spec::Hex) => write!(out, "%{ll}x")?,
         (_, Spec::AltHex) => write!(out, "0x%{ll}x")?,
         (kind, Spec::Plain) if is_signed(kind) => write!(out, "%{ll}d")?,
@@ -281,19 +290,26 @@ fn common(id: u16, out: &mut Vec<u8>) {
     out.extend_from_slice(&0i32.to_le_bytes()); // pid
 }
 
-/// The bytes of a fixed-size value in its slot, or `None` if it does not fit `kind`.
+/// The bytes of a fixed-size value (little endian, signed ones sign-extended), or
+/// `None` if it is not of `kind` or does not fit it.
 fn scalar_bytes(kind: FieldKind, value: &Value<'_>) -> Option<[u8; 8]> {
-    let (size, _) = size_align(kind);
+    let bits = |size: u32| 8 * size;
     let raw = match (kind, *value) {
         (FieldKind::U8 | FieldKind::U16 | FieldKind::U32 | FieldKind::U64, Value::Unsigned(v)) => {
-            (size == 8 || v >> (8 * size) == 0).then_some(v)?
+            let size = kind.fixed_size()? as u32;
+            (size == 8 || v >> bits(size) == 0).then_some(v)?
         }
         (FieldKind::I8 | FieldKind::I16 | FieldKind::I32 | FieldKind::I64, Value::Signed(v)) => {
-            let bits = 8 * size as u32;
-            (size == 8 || (v >> (bits - 1) == 0 || v >> (bits - 1) == -1)).then_some(v as u64)?
+            let size = kind.fixed_size()? as u32;
+            let top = v >> (bits(size) - 1);
+            (size == 8 || top == 0 || top == -1).then_some(v as u64)?
         }
         (FieldKind::Bool, Value::Bool(b)) => u64::from(b),
-        (FieldKind::Char, Value::Char(c)) => u64::from(u32::from(c)),
+        (FieldKind::Char, Value::Char(c)) => {
+            let mut bytes = [0; 8];
+            c.encode_utf8(&mut bytes);
+            return Some(bytes);
+        }
         _ => return None,
     };
     Some(raw.to_le_bytes())
@@ -416,8 +432,8 @@ mod tests {
     #[test]
     fn fields_sit_at_natural_alignment_after_the_common_ones() {
         let offsets: Vec<(usize, usize)> = slots(&FIELDS).map(|s| (s.offset, s.size)).collect();
-        assert_eq!(offsets, [(8, 1), (16, 8), (24, 4), (28, 2), (30, 3)]);
-        assert_eq!(fixed_size(&FIELDS), 33);
+        assert_eq!(offsets, [(8, 1), (16, 8), (24, 4), (28, 4), (32, 3)]);
+        assert_eq!(fixed_size(&FIELDS), 35);
         assert_eq!(fixed_size(&[]), COMMON_SIZE);
     }
 
@@ -434,8 +450,8 @@ mod tests {
             \tfield:unsigned char vector;\toffset:8;\tsize:1;\tsigned:0;\n\
             \tfield:unsigned long long ip;\toffset:16;\tsize:8;\tsigned:0;\n\
             \tfield:__data_loc char[] kind;\toffset:24;\tsize:4;\tsigned:0;\n\
-            \tfield:short delta;\toffset:28;\tsize:2;\tsigned:1;\n\
-            \tfield:unsigned char head[3];\toffset:30;\tsize:3;\tsigned:0;\n\n\
+            \tfield:int delta;\toffset:28;\tsize:4;\tsigned:1;\n\
+            \tfield:unsigned char head[3];\toffset:32;\tsize:3;\tsigned:0;\n\n\
             print fmt: \"v=%u ip=0x%llx %s d=%x 100%% %s\", REC->vector, REC->ip, \
             __get_str(kind), REC->delta, __print_hex_str(REC->head, 3)\n";
         assert_eq!(text, expected);
@@ -454,7 +470,7 @@ mod tests {
             let fmt = text.lines().last().unwrap();
             assert_eq!(
                 fmt,
-                "print fmt: \"ok=%s c=%c n=%lld\", __print_symbolic(REC->ok, { 0, \"false\" }, \
+                "print fmt: \"ok=%s c=%s n=%lld\", __print_symbolic(REC->ok, { 0, \"false\" }, \
                  { 1, \"true\" }), REC->c, REC->n"
             );
         }
@@ -475,15 +491,15 @@ mod tests {
         let mut out = vec![0xaa];
         encode_record(9, &FIELDS, &values, &mut out).unwrap();
         let rec = &out[1..];
-        assert_eq!(rec.len(), 33 + 4);
+        assert_eq!(rec.len(), 35 + 4);
         assert_eq!(&rec[..8], &[9, 0, 0, 0, 0, 0, 0, 0]);
         assert_eq!(rec[8], 48);
         assert_eq!(&rec[16..24], &0x1122_3344_5566_7788u64.to_le_bytes());
         let loc = u32::from_le_bytes(rec[24..28].try_into().unwrap());
         let (at, len) = ((loc & 0xffff) as usize, (loc >> 16) as usize);
         assert_eq!(&rec[at..at + len], b"ipi\0");
-        assert_eq!(&rec[28..30], &(-2i16).to_le_bytes());
-        assert_eq!(&rec[30..33], &[0xde, 0xad, 0xbe]);
+        assert_eq!(&rec[28..32], &(-2i32).to_le_bytes());
+        assert_eq!(&rec[32..35], &[0xde, 0xad, 0xbe]);
 
         let mut text = Vec::new();
         encode_text_record(3, "hello", &mut text);

@@ -136,7 +136,8 @@ pub fn perfetto_json(trace: &Trace) -> Json {
         if let Some(&end) = paired.get(&i) {
             let end = &trace.events[end];
             let label = PAIRS.iter().find(|p| p.begin == name).map_or("", |p| p.label);
-            let slice = if ev.text.is_empty() { label.to_string() } else { format!("{label} {}", ev.text) };
+            let slice =
+                if ev.text.is_empty() { label.to_string() } else { format!("{label} {}", ev.text) };
             let (end_name, _, end_args) = described(trace, end);
             for (key, value) in end_args {
                 let key = if args.contains_key(&key) { format!("end_{key}") } else { key };
@@ -328,7 +329,12 @@ mod tests {
             d(1, "irq", "irq_handler_entry", &[("vector", FieldKind::U8)]),
             d(2, "irq", "irq_handler_exit", &[("vector", FieldKind::U8)]),
             d(3, "shell", "command", &[("line", FieldKind::Str)]),
-            d(4, "shell", "command_done", &[("ok", FieldKind::Bool), ("duration_ns", FieldKind::U64)]),
+            d(
+                4,
+                "shell",
+                "command_done",
+                &[("ok", FieldKind::Bool), ("duration_ns", FieldKind::U64)],
+            ),
             d(5, "timer", "tick", &[]),
         ] {
             t.descriptors.insert(desc.id, desc);
@@ -397,7 +403,8 @@ mod tests {
         let dump = trace::dump::parse(log).pop().expect("a dump");
         let trace = crate::report::traces(&dump).into_iter().find(|t| t.instance == "top").unwrap();
         let slices = check_structure(&parsed(&trace));
-        let count = |name: &str| trace.events.iter().filter(|e| trace.event_name(e.id) == name).count();
+        let count =
+            |name: &str| trace.events.iter().filter(|e| trace.event_name(e.id) == name).count();
         let (entries, exits) = (count("irq:irq_handler_entry"), count("irq:irq_handler_exit"));
         let irqs = slices.iter().filter(|s| s.1.starts_with("irq vector=")).count();
         // The dump starts and ends mid-handler on a CPU at most once each.

@@ -19,7 +19,9 @@
 //! whose records do not all match its descriptor's fields (a printk call site, whose
 //! arguments carry their own types, or a record that did not decode), and an event
 //! id without a descriptor, is written as a *text event*: its one string field holds
-//! the text our own report prints. Lost events start a new page flagged with the
+//! the text our own report prints (printk call sites, `ftrace:bprint`, as
+//! `ftrace:printk`: libtraceevent reads `bprint` records as binary printk
+//! arguments). Lost events start a new page flagged with the
 //! count, which trace-cmd reports as `[N EVENTS DROPPED]`.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -77,6 +79,10 @@ fn too_many_cpus(cpu: usize) -> io::Error {
     )
 }
 
+/// An event name libtraceevent gives a meaning of its own (`ftrace:bprint` records
+/// carry a binary printk format and arguments), and the name written instead.
+const RESERVED: [(&str, &str, &str); 1] = [("ftrace", "bprint", "printk")];
+
 /// `system` or `name` as libtraceevent reads a name: letters, digits and `_`.
 fn c_name(name: &str) -> String {
     let clean: String =
@@ -126,9 +132,10 @@ fn declarations(trace: &Trace) -> BTreeMap<u16, Declared<'_>> {
         .descriptors
         .iter()
         .map(|(&id, d)| {
+            let reserved = RESERVED.iter().find(|r| (r.0, r.1) == (&d.system, &d.name));
             let declared = Declared {
                 system: c_name(&d.system),
-                name: c_name(&d.name),
+                name: reserved.map_or_else(|| c_name(&d.name), |r| r.2.to_string()),
                 shape: Shape::Fields,
                 descriptor: Some(d),
             };
@@ -367,4 +374,155 @@ pub fn write_tracedat(trace: &Trace, out: &mut impl Write) -> io::Result<()> {
         out.write_all(&cpu.bytes)?;
     }
     out.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::model::{CpuStats, FieldDesc, FieldKind};
+    use std::process::Command;
+
+    fn descriptor(
+        id: u16,
+        system: &str,
+        name: &str,
+        format: &str,
+        fields: &[(&str, FieldKind)],
+    ) -> Descriptor {
+        Descriptor {
+            id,
+            system: system.into(),
+            name: name.into(),
+            format: format.into(),
+            fields: fields
+                .iter()
+                .map(|&(name, kind)| FieldDesc { name: name.into(), kind })
+                .collect(),
+        }
+    }
+
+    fn event(cpu: usize, ts: u64, id: u16, values: Vec<Value>, text: &str) -> Event {
+        Event { cpu, ts, id, values, lost_before: 0, text: text.into() }
+    }
+
+    /// Every field kind, a printk-like event whose values its descriptor does not
+    /// describe, an id without a descriptor, lost events, a gap needing a time
+    /// extend, and enough events for several pages.
+    fn trace() -> Trace {
+        let mut t = Trace { cpus: 2, ..Trace::default() };
+        for d in [
+            descriptor(
+                1,
+                "demo",
+                "kinds",
+                "pid={pid} comm={comm} ok={ok} c={c} len={len:x} head={head} delta={delta} at={at:#x}",
+                &[
+                    ("pid", FieldKind::I32),
+                    ("comm", FieldKind::Str),
+                    ("ok", FieldKind::Bool),
+                    ("c", FieldKind::Char),
+                    ("len", FieldKind::U16),
+                    ("head", FieldKind::Bytes(4)),
+                    ("delta", FieldKind::I64),
+                    ("at", FieldKind::U64),
+                ],
+            ),
+            descriptor(2, "ftrace", "bprint", "tick {} late by {}", &[]),
+            descriptor(3, "bench", "event", "", &[("a", FieldKind::U64), ("b", FieldKind::I8)]),
+        ] {
+            t.descriptors.insert(d.id, d);
+        }
+        let kinds = vec![
+            Value::Signed(-7),
+            Value::Str("init \"x\" 100%".into()),
+            Value::Bool(true),
+            Value::Char('λ'),
+            Value::Unsigned(1500),
+            Value::Bytes(vec![0xde, 0xad, 0xbe, 0xef]),
+            Value::Signed(-42),
+            Value::Unsigned(0xffff_8000_0000_1000),
+        ];
+        t.events.push(event(
+            0,
+            1_000,
+            1,
+            kinds,
+            "pid=-7 comm=init \"x\" 100% ok=true c=λ len=5dc head=deadbeef delta=-42 at=0xffff800000001000",
+        ));
+        t.events.push(event(
+            1,
+            2_000,
+            2,
+            vec![Value::Unsigned(3), Value::Unsigned(9)],
+            "tick 3 late by 9",
+        ));
+        t.events.push(event(1, 3_000, 77, vec![Value::Bytes(vec![1, 2])], ""));
+        for i in 0..600u64 {
+            t.events.push(event(
+                i as usize % 2,
+                10_000 + i,
+                3,
+                vec![Value::Unsigned(i), Value::Signed(-1)],
+                &format!("a={i} b=-1"),
+            ));
+        }
+        // Ten seconds later: a time extend.
+        let mut late =
+            event(0, 10_000_010_000, 3, vec![Value::Unsigned(1), Value::Signed(2)], "a=1 b=2");
+        late.lost_before = 17;
+        t.events.push(late);
+        t.stats = vec![CpuStats { entries: 302, ..CpuStats::default() }; 2];
+        t
+    }
+
+    #[test]
+    fn trace_cmd_reads_every_kind_of_field_and_record() {
+        let t = trace();
+        let path = std::env::temp_dir().join(format!(
+            "boot-tracedat-unit-{}-{:?}.dat",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let mut file = std::fs::File::create(&path).unwrap();
+        write_tracedat(&t, &mut file).unwrap();
+        drop(file);
+        let out = Command::new("trace-cmd")
+            .args(["report", "-t"])
+            .arg(&path)
+            .output()
+            .expect("trace-cmd runs (boot/setup.sh installs it)");
+        let size = std::fs::metadata(&path).unwrap().len() as usize;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let report = String::from_utf8_lossy(&out.stdout).into_owned();
+        let head: String = report.lines().take(4).collect::<Vec<_>>().join("\n");
+        assert!(out.status.success() && stderr.trim().is_empty(), "{}: {stderr}{head}", out.status);
+        let _ = std::fs::remove_file(&path);
+        let lines: Vec<&str> = report.lines().skip(1).collect();
+        assert_eq!(lines.len(), t.events.len() + 1, "every event and the drop:\n{report}");
+        let fields = |line: &str| line.splitn(3, ": ").nth(2).unwrap_or("").trim().to_string();
+        assert!(lines[0].contains("[000]     0.000001000: kinds:"), "{}", lines[0]);
+        assert_eq!(fields(lines[0]), t.events[0].text, "{head}");
+        assert!(lines[1].contains("[001]     0.000002000: printk:"), "{}", lines[1]);
+        assert_eq!(fields(lines[1]), "tick 3 late by 9");
+        assert!(lines[2].contains("id_77:"), "{}", lines[2]);
+        assert_eq!(fields(lines[2]), "01 02");
+        assert_eq!(fields(lines[3]), "a=0 b=-1");
+        assert_eq!(fields(lines[602]), "a=599 b=-1");
+        assert_eq!(lines[603], "CPU:0 [17 EVENTS DROPPED]");
+        assert!(lines[604].contains("[000]    10.000010000: event:"), "{}", lines[604]);
+        assert_eq!(fields(lines[604]), "a=1 b=2");
+        // Two CPUs of 300-odd 20-byte records: more than one page each.
+        assert!(size >= 5 * PAGE_SIZE, "{size}");
+    }
+
+    #[test]
+    fn absurd_cpus_are_refused_with_the_limit() {
+        let mut t = trace();
+        t.events[0].cpu = MAX_CPUS;
+        let error = write_tracedat(&t, &mut Vec::new()).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!("an event names CPU {MAX_CPUS}; trace.dat takes CPUs below {MAX_CPUS}")
+        );
+    }
 }
