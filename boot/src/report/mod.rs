@@ -75,6 +75,9 @@ mod tests {
                     .contains(&format!("Total events: {}", trace.events.len()))
             );
             let mut out = Vec::new();
+            write_tracedat(trace, &mut out).unwrap();
+            assert!(out.starts_with(b"\x17\x08\x44tracing6\0"));
+            let mut out = Vec::new();
             write_perfetto(trace, &mut out).unwrap();
             let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
             assert!(doc["traceEvents"].as_array().unwrap().len() >= trace.events.len());
