@@ -1,9 +1,11 @@
 //! `events/header_page`, `events/header_event` and every event's `format` file, in
 //! libtraceevent's syntax: the kernel's are those the host's trace.dat carries for
-//! the same descriptors (which trace-cmd parses in boot's tests).
+//! the same descriptors, and trace-cmd (libtraceevent) parses that trace.dat.
 
 use boot::qemu::Outcome;
+use boot::report;
 use e2e::Machine;
+use std::process::Command;
 
 /// Shell output as text: the serial line's CRLFs as newlines.
 fn unix(text: &str) -> String {
@@ -49,4 +51,18 @@ fn format_and_header_files_are_what_trace_dat_carries() {
         assert!(text.contains("\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"));
         assert!(text.contains("\nprint fmt: \""), "{text}");
     }
+    // The real parser: trace-cmd reads a trace.dat carrying exactly these files.
+    let trace = report::traces(&dump).into_iter().find(|t| t.instance == "top").unwrap();
+    let path = std::env::temp_dir().join(format!("e2e-format-{}.dat", std::process::id()));
+    report::write_tracedat(&trace, &mut std::fs::File::create(&path).unwrap()).unwrap();
+    let out = Command::new("trace-cmd")
+        .arg("report")
+        .arg(&path)
+        .output()
+        .expect("trace-cmd runs (boot/setup.sh installs it)");
+    let _ = std::fs::remove_file(&path);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && stderr.trim().is_empty(), "{stderr}");
+    let events = String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.contains("] ")).count();
+    assert_eq!(events, trace.events.len());
 }
