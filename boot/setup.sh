@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs whatever the project needs and this machine lacks: the pinned Rust
-# toolchain (rust-toolchain.toml) and the host packages QEMU and babeltrace2.
+# toolchain (rust-toolchain.toml) and the host packages QEMU, babeltrace2 and
+# trace-cmd.
 # Idempotent; quick when everything is present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +17,8 @@ missing=()
 command -v qemu-system-x86_64 >/dev/null || missing+=(qemu-system-x86)
 # The tests check the CTF output with babeltrace2.
 command -v babeltrace2 >/dev/null || missing+=(babeltrace2)
+# And the trace.dat output with trace-cmd.
+command -v trace-cmd >/dev/null || missing+=(trace-cmd)
 if [ ${#missing[@]} -gt 0 ]; then
     sudo=()
     [ "$(id -u)" -eq 0 ] || sudo=(sudo)

@@ -57,6 +57,8 @@ enum Format {
     Perfetto,
     /// A CTF 1.8 trace directory for babeltrace2.
     Ctf,
+    /// A trace-cmd trace.dat (file format 6) for trace-cmd and KernelShark.
+    Tracedat,
 }
 
 /// `report` options.
@@ -70,10 +72,11 @@ struct Report {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
-    /// Output file (perfetto; default stdout) or directory (ctf; required).
+    /// Output file (perfetto, default stdout; tracedat, required) or directory (ctf;
+    /// required).
     #[arg(short, long, value_name = "PATH")]
     output: Option<PathBuf>,
-    /// The instance to convert (perfetto, ctf); default the top-level one. Text
+    /// The instance to convert (perfetto, ctf, tracedat); default the top-level one. Text
     /// reports every instance unless this is given.
     #[arg(long, value_name = "NAME")]
     instance: Option<String>,
@@ -173,7 +176,7 @@ fn report(options: &Report) -> Result<bool, String> {
             }
             out.flush().map_err(write_error)?;
         }
-        Format::Perfetto | Format::Ctf => {
+        Format::Perfetto | Format::Ctf | Format::Tracedat => {
             let dump = dumps.last().expect("not empty");
             if dumps.len() > 1 {
                 eprintln!(
@@ -186,6 +189,10 @@ fn report(options: &Report) -> Result<bool, String> {
             let trace = chosen(dump, Some(name))?.pop().expect("chosen returns one when named");
             match (options.format, &options.output) {
                 (Format::Ctf, None) => return Err("--format ctf needs -o DIR".into()),
+                (Format::Tracedat, None) => return Err("--format tracedat needs -o FILE".into()),
+                (Format::Tracedat, Some(file)) => {
+                    write_file(file, |out| report::write_tracedat(&trace, out))?
+                }
                 (Format::Ctf, Some(dir)) => {
                     report::write_ctf(&trace, dir).map_err(|e| format!("{}: {e}", dir.display()))?
                 }

@@ -281,8 +281,10 @@ fn per_cpu_files_and_event_directories() {
         let format = m.run(&format!("cat {root}events/timer/tick/format"));
         assert!(
             format.contains("name: tick")
-                && format.contains("field:u64 tick;")
-                && format.contains("print fmt: \"tick={tick} interval={interval_ns}ns\""),
+                && format.contains("field:unsigned long long tick;\toffset:8;\tsize:8;\tsigned:0;")
+                && format.contains(
+                    "print fmt: \"tick=%llu interval=%lluns\", REC->tick, REC->interval_ns"
+                ),
             "{format}"
         );
         let id: u16 =

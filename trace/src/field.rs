@@ -56,39 +56,6 @@ const SCALARS: [FieldKind; 11] = [
 ];
 
 impl FieldKind {
-    /// The type's name as `format` files show it (`u32`, `u8[16]`, `str`, ...).
-    pub fn write_name(self, out: &mut dyn core::fmt::Write) -> core::fmt::Result {
-        match self {
-            FieldKind::Bytes(n) => write!(out, "u8[{n}]"),
-            other => out.write_str(other.scalar_name()),
-        }
-    }
-
-    fn scalar_name(self) -> &'static str {
-        match self {
-            FieldKind::U8 => "u8",
-            FieldKind::U16 => "u16",
-            FieldKind::U32 => "u32",
-            FieldKind::U64 => "u64",
-            FieldKind::I8 => "i8",
-            FieldKind::I16 => "i16",
-            FieldKind::I32 => "i32",
-            FieldKind::I64 => "i64",
-            FieldKind::Bool => "bool",
-            FieldKind::Char => "char",
-            FieldKind::Bytes(_) => "u8[]",
-            FieldKind::Str => "str",
-        }
-    }
-
-    /// Parses a name written by [`FieldKind::write_name`].
-    pub fn parse(name: &str) -> Option<Self> {
-        if let Some(n) = name.strip_prefix("u8[").and_then(|rest| rest.strip_suffix(']')) {
-            return n.parse().ok().map(FieldKind::Bytes);
-        }
-        SCALARS.into_iter().find(|kind| kind.scalar_name() == name)
-    }
-
     /// Size in the payload of a fixed-size kind; `None` for strings.
     pub const fn fixed_size(self) -> Option<usize> {
         Some(match self {

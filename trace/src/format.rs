@@ -11,7 +11,7 @@ use core::fmt::{self, Write};
 
 /// How a placeholder asked for its value.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Spec {
+pub(crate) enum Spec {
     Plain,
     Hex,
     AltHex,
@@ -33,14 +33,14 @@ fn write_value(out: &mut dyn Write, value: Value<'_>, spec: Spec) -> fmt::Result
 }
 
 /// One piece of a parsed format string.
-enum Piece<'f> {
+pub(crate) enum Piece<'f> {
     Text(&'f str),
     /// A placeholder: field name (empty: the next field) and spec.
     Hole(&'f str, Spec),
 }
 
 /// Splits a format string into text and placeholders; `None` for a malformed one.
-fn pieces(format: &str) -> impl Iterator<Item = Option<Piece<'_>>> {
+pub(crate) fn pieces(format: &str) -> impl Iterator<Item = Option<Piece<'_>>> {
     let mut rest = format;
     core::iter::from_fn(move || {
         if rest.is_empty() {

@@ -65,6 +65,7 @@ mod error;
 mod event;
 mod field;
 pub mod format;
+pub mod format_file;
 mod instance;
 pub mod log;
 mod platform;

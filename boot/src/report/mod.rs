@@ -1,6 +1,7 @@
 //! Output side of `cargo run -- report`: renders a decoded dump ([`Trace`]) as
 //! `trace-cmd report`-style text, a `--stat` summary, Chrome Trace Event JSON for
-//! ui.perfetto.dev, or a CTF 1.8 trace directory for babeltrace2.
+//! ui.perfetto.dev, a CTF 1.8 trace directory for babeltrace2, or a trace-cmd
+//! `trace.dat` for trace-cmd and KernelShark.
 
 pub mod ctf;
 pub mod from_dump;
@@ -8,6 +9,7 @@ pub mod model;
 pub mod perfetto;
 pub mod stat;
 pub mod text;
+pub mod tracedat;
 
 #[cfg(test)]
 mod sample;
@@ -20,6 +22,7 @@ pub use model::{
 pub use perfetto::{perfetto_json, write_perfetto};
 pub use stat::{CpuSummary, Summary, summarize, write_stat};
 pub use text::write_text;
+pub use tracedat::write_tracedat;
 
 #[cfg(test)]
 mod tests {
@@ -71,6 +74,9 @@ mod tests {
                     .unwrap()
                     .contains(&format!("Total events: {}", trace.events.len()))
             );
+            let mut out = Vec::new();
+            write_tracedat(trace, &mut out).unwrap();
+            assert!(out.starts_with(b"\x17\x08\x44tracing6\0"));
             let mut out = Vec::new();
             write_perfetto(trace, &mut out).unwrap();
             let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();

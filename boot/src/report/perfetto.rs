@@ -1,16 +1,108 @@
 //! Chrome Trace Event Format JSON, for ui.perfetto.dev (and chrome://tracing).
 //!
 //! One process "kernel" (pid 0) with one thread track per CPU (tid = CPU, named
-//! `cpuN`); every event is a thread-scoped instant (`"ph":"i","s":"t"`) named
-//! `system:name` with category `system` and the field values as args. Lost events
-//! are `lost events` instants with `{"count": N}`; a panic is a global instant at
-//! the last timestamp.
+//! `cpuN`). Paired events become slices (`"ph":"X"` with a duration) on their CPU's
+//! track: `irq:irq_handler_entry`/`irq:irq_handler_exit` with the same vector, and
+//! `shell:command`/`shell:command_done`; a slice is named after its kind and the
+//! begin event's text (`irq vector=48`, `command ls`) and carries both events'
+//! fields. A begin is paired with the nearest later end of the same CPU and key,
+//! innermost first; lost events on a CPU close no slice: what is open there stays
+//! unpaired. Every other event, and a begin or end left unpaired, is a
+//! thread-scoped instant (`"ph":"i","s":"t"`) named `system:name` with category
+//! `system` and the field values as args. Lost events are `lost events` instants
+//! with `{"count": N}`; a panic is a global instant at the last timestamp. Every
+//! track's events are in timestamp order.
 
+use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use serde_json::{Map, Value as Json, json};
 
-use super::model::{Trace, Value, hex_bytes, hex_dump};
+use super::model::{Event, Trace, Value, hex_bytes, hex_dump};
+
+/// A kind of slice: the events that begin and end it, and the field that must
+/// match between them.
+struct Pair {
+    /// The slice's name, before the begin event's text.
+    label: &'static str,
+    begin: &'static str,
+    end: &'static str,
+    key: Option<&'static str>,
+}
+
+/// The paired events.
+const PAIRS: [Pair; 2] = [
+    Pair {
+        label: "irq",
+        begin: "irq:irq_handler_entry",
+        end: "irq:irq_handler_exit",
+        key: Some("vector"),
+    },
+    Pair { label: "command", begin: "shell:command", end: "shell:command_done", key: None },
+];
+
+/// The value of field `name` of an event, if its descriptor has one.
+fn field<'a>(trace: &Trace, ev: &'a Event, name: &str) -> Option<&'a Value> {
+    let d = trace.descriptor(ev.id)?;
+    ev.values.get(d.fields.iter().position(|f| f.name == name)?)
+}
+
+/// Pairs begins with ends: for each event index that begins a slice, the index of
+/// the event that ends it.
+fn slices(trace: &Trace) -> BTreeMap<usize, usize> {
+    // The role of each event id: (pair, is begin).
+    let mut roles: BTreeMap<u16, (usize, bool)> = BTreeMap::new();
+    for (&id, d) in &trace.descriptors {
+        let name = d.full_name();
+        for (p, pair) in PAIRS.iter().enumerate() {
+            if name == pair.begin {
+                roles.insert(id, (p, true));
+            } else if name == pair.end {
+                roles.insert(id, (p, false));
+            }
+        }
+    }
+    let mut open: BTreeMap<(usize, usize), Vec<usize>> = BTreeMap::new();
+    let mut paired = BTreeMap::new();
+    for (i, ev) in trace.events.iter().enumerate() {
+        if ev.lost_before > 0 {
+            open.retain(|&(cpu, _), _| cpu != ev.cpu);
+        }
+        let Some(&(p, begins)) = roles.get(&ev.id) else { continue };
+        let stack = open.entry((ev.cpu, p)).or_default();
+        if begins {
+            stack.push(i);
+            continue;
+        }
+        let key = |ev| PAIRS[p].key.map(|k| field(trace, ev, k));
+        let found = stack.iter().rposition(|&b| key(&trace.events[b]) == key(ev));
+        if let Some(at) = found {
+            let begin = stack.remove(at);
+            paired.insert(begin, i);
+        }
+    }
+    paired
+}
+
+/// An event's name, category and args.
+fn described(trace: &Trace, ev: &Event) -> (String, String, Map<String, Json>) {
+    match trace.descriptor(ev.id) {
+        Some(d) => {
+            let mut args = Map::new();
+            for (i, v) in ev.values.iter().enumerate() {
+                let key = d.fields.get(i).map_or_else(|| format!("arg{i}"), |f| f.name.clone());
+                args.insert(key, value_json(v));
+            }
+            (d.full_name(), d.system.clone(), args)
+        }
+        None => {
+            let mut args = Map::new();
+            args.insert("id".into(), json!(ev.id));
+            args.insert("data".into(), json!(hex_dump(&ev.values)));
+            (format!("unknown event id {}", ev.id), "unknown".to_string(), args)
+        }
+    }
+}
 
 /// Builds the Chrome Trace Event JSON document of a trace.
 pub fn perfetto_json(trace: &Trace) -> Json {
@@ -27,7 +119,9 @@ pub fn perfetto_json(trace: &Trace) -> Json {
             "ph": "M", "name": "thread_sort_index", "pid": 0, "tid": cpu, "args": {"sort_index": cpu}
         }));
     }
-    for ev in &trace.events {
+    let paired = slices(trace);
+    let ends: std::collections::BTreeSet<usize> = paired.values().copied().collect();
+    for (i, ev) in trace.events.iter().enumerate() {
         let ts = micros(ev.ts);
         if ev.lost_before > 0 {
             events.push(json!({
@@ -35,22 +129,28 @@ pub fn perfetto_json(trace: &Trace) -> Json {
                 "ts": ts, "args": {"count": ev.lost_before}
             }));
         }
-        let (name, cat, args) = match trace.descriptor(ev.id) {
-            Some(d) => {
-                let mut args = Map::new();
-                for (i, v) in ev.values.iter().enumerate() {
-                    let key = d.fields.get(i).map_or_else(|| format!("arg{i}"), |f| f.name.clone());
-                    args.insert(key, value_json(v));
-                }
-                (d.full_name(), d.system.clone(), args)
+        if ends.contains(&i) {
+            continue;
+        }
+        let (name, cat, mut args) = described(trace, ev);
+        if let Some(&end) = paired.get(&i) {
+            let end = &trace.events[end];
+            let label = PAIRS.iter().find(|p| p.begin == name).map_or("", |p| p.label);
+            let slice =
+                if ev.text.is_empty() { label.to_string() } else { format!("{label} {}", ev.text) };
+            let (end_name, _, end_args) = described(trace, end);
+            for (key, value) in end_args {
+                let key = if args.contains_key(&key) { format!("end_{key}") } else { key };
+                args.insert(key, value);
             }
-            None => {
-                let mut args = Map::new();
-                args.insert("id".into(), json!(ev.id));
-                args.insert("data".into(), json!(hex_dump(&ev.values)));
-                (format!("unknown event id {}", ev.id), "unknown".to_string(), args)
-            }
-        };
+            args.insert("begin".into(), json!(name));
+            args.insert("end".into(), json!(end_name));
+            events.push(json!({
+                "ph": "X", "name": slice, "cat": cat, "pid": 0, "tid": ev.cpu, "ts": ts,
+                "dur": micros(end.ts.saturating_sub(ev.ts)), "args": args
+            }));
+            continue;
+        }
         events.push(json!({
             "ph": "i", "s": "t", "name": name, "cat": cat, "pid": 0, "tid": ev.cpu, "ts": ts,
             "args": args
@@ -112,6 +212,7 @@ mod tests {
     use super::*;
     use crate::report::model::Event;
     use crate::report::sample::sample;
+    use std::collections::BTreeMap;
 
     /// Round-trips through text, as a viewer would read it.
     fn parsed(trace: &Trace) -> Json {
@@ -172,6 +273,147 @@ mod tests {
         assert_eq!(panic["s"], "g");
         assert_eq!(panic["ts"].as_f64().unwrap(), 12_345_678.901);
         assert_eq!(panic["args"]["message"], r#"boom "quoted" \ back"#);
+    }
+
+    /// Checks what a viewer relies on: every event has a phase it knows, every
+    /// track's timestamps are non-decreasing in file order, every slice has a
+    /// duration of zero or more and nests in the slices open before it on its
+    /// track; returns the slices as (tid, name, ts, dur).
+    pub(crate) fn check_structure(doc: &Json) -> Vec<(u64, String, f64, f64)> {
+        let mut last: BTreeMap<u64, f64> = BTreeMap::new();
+        let mut open: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
+        let mut slices = Vec::new();
+        for e in doc["traceEvents"].as_array().unwrap() {
+            let ph = e["ph"].as_str().unwrap();
+            assert!(["M", "i", "X"].contains(&ph), "unexpected phase {e}");
+            if ph == "M" {
+                continue;
+            }
+            let (tid, ts) = (e["tid"].as_u64().unwrap(), e["ts"].as_f64().unwrap());
+            if e["s"] != "g" {
+                let prev = last.insert(tid, ts).unwrap_or(f64::MIN);
+                assert!(prev <= ts, "track {tid} goes back in time at {e}");
+            }
+            let stack = open.entry(tid).or_default();
+            while stack.last().is_some_and(|&end| end <= ts) {
+                stack.pop();
+            }
+            if ph == "X" {
+                let dur = e["dur"].as_f64().unwrap();
+                assert!(dur >= 0.0, "{e}");
+                if let Some(&end) = stack.last() {
+                    assert!(ts + dur <= end, "slice {e} overlaps its parent ending at {end}");
+                }
+                stack.push(ts + dur);
+                slices.push((tid, e["name"].as_str().unwrap().to_string(), ts, dur));
+            }
+        }
+        slices
+    }
+
+    #[test]
+    fn paired_events_become_nested_slices_and_the_rest_stay_instants() {
+        use crate::report::model::{Descriptor, FieldDesc, FieldKind};
+        let mut t = Trace { cpus: 2, ..Trace::default() };
+        let d = |id, system: &str, name: &str, fields: &[(&str, FieldKind)]| Descriptor {
+            id,
+            system: system.into(),
+            name: name.into(),
+            format: String::new(),
+            fields: fields
+                .iter()
+                .map(|&(name, kind)| FieldDesc { name: name.into(), kind })
+                .collect(),
+        };
+        for desc in [
+            d(1, "irq", "irq_handler_entry", &[("vector", FieldKind::U8)]),
+            d(2, "irq", "irq_handler_exit", &[("vector", FieldKind::U8)]),
+            d(3, "shell", "command", &[("line", FieldKind::Str)]),
+            d(
+                4,
+                "shell",
+                "command_done",
+                &[("ok", FieldKind::Bool), ("duration_ns", FieldKind::U64)],
+            ),
+            d(5, "timer", "tick", &[]),
+        ] {
+            t.descriptors.insert(desc.id, desc);
+        }
+        let ev = |cpu, ts, id, values: Vec<Value>, text: &str| Event {
+            cpu,
+            ts,
+            id,
+            values,
+            lost_before: 0,
+            text: text.into(),
+        };
+        let v = |n| vec![Value::Unsigned(n)];
+        t.events = vec![
+            ev(0, 1_000, 3, vec![Value::Str("ls".into())], "ls"),
+            ev(0, 2_000, 1, v(32), "vector=32"),
+            ev(1, 2_500, 2, v(48), "vector=48"), // an exit whose entry is not in the dump
+            ev(0, 3_000, 1, v(48), "vector=48"), // nested: a second vector
+            ev(0, 3_500, 5, vec![], ""),
+            ev(0, 4_000, 2, v(48), "vector=48"),
+            ev(0, 5_000, 2, v(32), "vector=32"),
+            ev(0, 9_000, 4, vec![Value::Bool(true), Value::Unsigned(8_000)], "ok=true"),
+            ev(1, 9_500, 1, v(33), "vector=33"), // an entry still open at the end
+            ev(1, 9_600, 3, vec![Value::Str("x".into())], "x"),
+        ];
+        let mut lost = ev(1, 9_700, 4, vec![Value::Bool(false), Value::Unsigned(1)], "ok=false");
+        lost.lost_before = 3; // the command's end may be another's: not paired
+        t.events.push(lost);
+        let doc = parsed(&t);
+        let slices = check_structure(&doc);
+        assert_eq!(
+            slices,
+            [
+                (0, "command ls".to_string(), 1.0, 8.0),
+                (0, "irq vector=32".to_string(), 2.0, 3.0),
+                (0, "irq vector=48".to_string(), 3.0, 1.0),
+            ]
+        );
+        let command = with_ph(&doc, "X")[0];
+        assert_eq!(
+            command["args"],
+            json!({"line": "ls", "ok": true, "duration_ns": 8000,
+                   "begin": "shell:command", "end": "shell:command_done"})
+        );
+        let instants: Vec<(u64, &str)> = with_ph(&doc, "i")
+            .iter()
+            .map(|e| (e["tid"].as_u64().unwrap(), e["name"].as_str().unwrap()))
+            .collect();
+        assert_eq!(
+            instants,
+            [
+                (1, "irq:irq_handler_exit"),
+                (0, "timer:tick"),
+                (1, "irq:irq_handler_entry"),
+                (1, "shell:command"),
+                (1, "lost events"),
+                (1, "shell:command_done"),
+            ]
+        );
+    }
+
+    /// The serial log of a real QEMU panic: every paired event of it becomes a slice.
+    #[test]
+    fn a_real_panic_gives_slices_for_its_paired_events() {
+        let log = include_str!("../../tests/data/panic-serial.txt");
+        let dump = trace::dump::parse(log).pop().expect("a dump");
+        let trace = crate::report::traces(&dump).into_iter().find(|t| t.instance == "top").unwrap();
+        let slices = check_structure(&parsed(&trace));
+        let count =
+            |name: &str| trace.events.iter().filter(|e| trace.event_name(e.id) == name).count();
+        let (entries, exits) = (count("irq:irq_handler_entry"), count("irq:irq_handler_exit"));
+        let irqs = slices.iter().filter(|s| s.1.starts_with("irq vector=")).count();
+        // The dump starts and ends mid-handler on a CPU at most once each.
+        let cpus = trace.cpu_ids().len();
+        assert!(irqs <= entries.min(exits) && irqs + cpus >= entries.max(exits), "{irqs} slices");
+        assert!(irqs > 0);
+        let commands = slices.iter().filter(|s| s.1.starts_with("command ")).count();
+        assert_eq!(commands, count("shell:command_done"), "every finished command is a slice");
+        assert_eq!(count("shell:command"), commands + 1, "all but the panic command finished");
     }
 
     #[test]

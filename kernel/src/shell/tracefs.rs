@@ -135,6 +135,10 @@ pub enum File {
     EventEnable(&'static EventDescriptor),
     /// `events/SYS/EVENT/format`.
     EventFormat(&'static EventDescriptor),
+    /// `events/header_page`.
+    HeaderPage,
+    /// `events/header_event`.
+    HeaderEvent,
     /// `events/SYS/EVENT/id`.
     EventId(&'static EventDescriptor),
 }
@@ -241,6 +245,8 @@ pub fn resolve(cwd: &str, path: &str) -> Result<Located, FsError> {
         }
         ["events"] => Node::Dir(Dir::Events),
         ["events", "enable"] => Node::File(File::Enable(None)),
+        ["events", "header_page"] => Node::File(File::HeaderPage),
+        ["events", "header_event"] => Node::File(File::HeaderEvent),
         ["events", sys, rest @ ..] => {
             let sys = system(tracer, sys).ok_or(FsError::NotFound)?;
             match rest {
@@ -298,7 +304,8 @@ pub fn list(located: &Located) -> Result<Vec<String>, FsError> {
         Dir::PerCpu => (0..tracer.cpus()).map(|cpu| format!("cpu{cpu}/")).collect(),
         Dir::Cpu => ["stats", "trace", "trace_pipe"].map(String::from).into(),
         Dir::Events => {
-            let mut names: Vec<String> = ["enable".into()].into();
+            let mut names: Vec<String> =
+                ["enable", "header_event", "header_page"].map(String::from).into();
             for d in events(tracer) {
                 let name = format!("{}/", d.system);
                 if !names.contains(&name) {
@@ -338,40 +345,14 @@ fn enable_state<'a>(
     }
 }
 
-/// Writes the ftrace-style `format` description of an event.
+/// Writes the `format` file of an event (libtraceevent's syntax; see
+/// [`trace::format_file`] for the record layout it describes).
 fn write_format(out: &mut dyn Write, d: &EventDescriptor) -> fmt::Result {
-    writeln!(out, "name: {}", d.name)?;
-    writeln!(out, "ID: {}", d.id())?;
-    writeln!(out, "format:")?;
-    let mut offset = Some(0usize);
-    for field in d.fields {
-        write!(out, "\tfield:")?;
-        field.kind.write_name(out)?;
-        write!(out, " {};\t", field.name)?;
-        match (offset, field.kind.fixed_size()) {
-            (Some(at), Some(size)) => {
-                write!(out, "offset:{at};\tsize:{size};")?;
-                offset = Some(at + size);
-            }
-            (at, _) => {
-                match at {
-                    Some(at) => write!(out, "offset:{at};\tsize:2+len;")?,
-                    None => write!(out, "offset:variable;\tsize:2+len;")?,
-                }
-                offset = None;
-            }
-        }
-        let signed = matches!(
-            field.kind,
-            trace::FieldKind::I8
-                | trace::FieldKind::I16
-                | trace::FieldKind::I32
-                | trace::FieldKind::I64
-        );
-        writeln!(out, "\tsigned:{};", u8::from(signed))?;
-    }
-    writeln!(out, "\nprint fmt: \"{}\"", d.format)
+    trace::format_file::write_format(out, d.name, d.id(), d.fields, d.format)
 }
+
+/// Bytes of a ring page as `events/header_page` describes it.
+const PAGE_SIZE: usize = 4096;
 
 const SNAPSHOT_HELP: &str = "\
 # Snapshot commands:
@@ -425,6 +406,8 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
         }
         File::EventEnable(d) => writeln!(out, "{}", u8::from(instance.event_enabled(d))),
         File::EventFormat(d) => write_format(out, d),
+        File::HeaderPage => trace::format_file::write_header_page(out, PAGE_SIZE),
+        File::HeaderEvent => trace::format_file::write_header_event(out),
         File::EventId(d) => writeln!(out, "{}", d.id()),
         File::TracePipe | File::CpuTracePipe(_) => return Err(FsError::Invalid),
     };
@@ -533,6 +516,8 @@ pub fn write(located: &Located, value: &str, append: bool) -> Result<(), FsError
         | File::CpuStats(_)
         | File::CpuTracePipe(_)
         | File::EventFormat(_)
+        | File::HeaderPage
+        | File::HeaderEvent
         | File::EventId(_) => Err(FsError::ReadOnly),
     }
 }

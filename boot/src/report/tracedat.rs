@@ -1,0 +1,528 @@
+//! trace-cmd's `trace.dat`, file format version 6 (trace-cmd.dat.v6(5)), for
+//! `trace-cmd report` and KernelShark.
+//!
+//! The file, little endian with 8-byte longs and 4096-byte pages:
+//!
+//! 1. the magic, `tracing`, `6`, the endianness, the long size and the page size;
+//! 2. `header_page` and `header_event`, and every event's `format` file (the `ftrace`
+//!    system's in their own section, the others by system), as the kernel's tracefs
+//!    shows them ([`trace::format_file`]); empty kallsyms and printk formats; the
+//!    saved command lines;
+//! 3. the CPU count and options: the trace clock (the kernel's `local`: nanoseconds
+//!    since boot) and each CPU's ring statistics (`trace-cmd report --stat`);
+//! 4. `flyrecord`, each CPU's data offset and size, the trace clock again;
+//! 5. each CPU's pages, page-aligned: a 64-bit timestamp, a 64-bit commit (bytes
+//!    used), then records with a 32-bit header (5-bit type/length, 27-bit time
+//!    delta), time-extend records where a delta needs more than 27 bits.
+//!
+//! Records are converted to the ftrace layout their format files describe. An event
+//! whose records do not all match its descriptor's fields (a printk call site, whose
+//! arguments carry their own types, or a record that did not decode), and an event
+//! id without a descriptor, is written as a *text event*: its one string field holds
+//! the text our own report prints (printk call sites, `ftrace:bprint`, as
+//! `ftrace:printk`: libtraceevent reads `bprint` records as binary printk
+//! arguments). Lost events start a new page flagged with the
+//! count, which trace-cmd reports as `[N EVENTS DROPPED]`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::io::{self, Write};
+
+use trace::format_file::{self, LayoutError};
+
+use super::model::{Descriptor, Event, MAX_CPUS, Trace, Value, hex_dump};
+
+/// Bytes of a page of CPU data.
+pub const PAGE_SIZE: usize = 4096;
+/// Bytes of a page's header (timestamp, commit).
+const PAGE_HEADER: usize = 16;
+/// Bytes of records a page holds.
+const PAGE_DATA: usize = PAGE_SIZE - PAGE_HEADER;
+/// Commit flag: events were lost before this page.
+const MISSING_EVENTS: u64 = 1 << 31;
+/// Commit flag: the lost count is stored after the page's data.
+const MISSING_STORED: u64 = 1 << 30;
+/// Bits of a record header's time delta.
+const DELTA_BITS: u32 = 27;
+/// Largest type/length value that is itself the data length in words.
+const MAX_TYPE_LEN: usize = 28;
+/// Type of a time-extend record.
+const TIME_EXTEND: u32 = 30;
+/// Largest record (ftrace layout) written: with its header, a time extend and a lost
+/// count it fits an empty page. Longer texts are cut.
+const MAX_RECORD: usize = 2048;
+/// The trace clock, as the kernel's `trace_clock` file shows it.
+const TRACE_CLOCK: &str = "[local]\n";
+
+/// How an event id's records are written.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    /// In the layout of the descriptor's fields.
+    Fields,
+    /// As a text event.
+    Text,
+}
+
+/// An event as trace.dat declares it.
+struct Declared<'a> {
+    system: String,
+    name: String,
+    shape: Shape,
+    descriptor: Option<&'a Descriptor>,
+}
+
+/// Why a trace cannot be written as trace.dat.
+fn too_many_cpus(cpu: usize) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("an event names CPU {cpu}; trace.dat takes CPUs below {MAX_CPUS}"),
+    )
+}
+
+/// An event name libtraceevent gives a meaning of its own (`ftrace:bprint` records
+/// carry a binary printk format and arguments), and the name written instead.
+const RESERVED: [(&str, &str, &str); 1] = [("ftrace", "bprint", "printk")];
+
+/// `system` or `name` as libtraceevent reads a name: letters, digits and `_`.
+fn c_name(name: &str) -> String {
+    let clean: String =
+        name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
+    if clean.is_empty() { "_".into() } else { clean }
+}
+
+fn borrowed(value: &Value) -> trace::Value<'_> {
+    match value {
+        Value::Unsigned(v) => trace::Value::Unsigned(*v),
+        Value::Signed(v) => trace::Value::Signed(*v),
+        Value::Bool(v) => trace::Value::Bool(*v),
+        Value::Char(v) => trace::Value::Char(*v),
+        Value::Bytes(v) => trace::Value::Bytes(v),
+        Value::Str(v) => trace::Value::Str(v),
+    }
+}
+
+fn fields(d: &Descriptor) -> Vec<trace::Field<'_>> {
+    d.fields.iter().map(|f| trace::Field { name: &f.name, kind: f.kind }).collect()
+}
+
+/// Appends an event's record in the ftrace layout.
+fn encode_fields(d: &Descriptor, ev: &Event, out: &mut Vec<u8>) -> Result<(), LayoutError> {
+    let values: Vec<trace::Value<'_>> = ev.values.iter().map(borrowed).collect();
+    let start = out.len();
+    format_file::encode_record(ev.id, &fields(d), &values, out)?;
+    if out.len() - start > MAX_RECORD {
+        out.truncate(start);
+        return Err(LayoutError::TooLong);
+    }
+    Ok(())
+}
+
+/// The text our report prints for an event (after its name).
+fn event_text(d: Option<&Descriptor>, ev: &Event) -> String {
+    match d {
+        Some(_) => ev.text.clone(),
+        None => hex_dump(&ev.values),
+    }
+}
+
+/// Every event id of the trace with how it is declared: each descriptor, and each
+/// id without one (as `unknown:id_N`).
+fn declarations(trace: &Trace) -> BTreeMap<u16, Declared<'_>> {
+    let mut declared: BTreeMap<u16, Declared<'_>> = trace
+        .descriptors
+        .iter()
+        .map(|(&id, d)| {
+            let reserved = RESERVED.iter().find(|r| (r.0, r.1) == (&d.system, &d.name));
+            let declared = Declared {
+                system: c_name(&d.system),
+                name: reserved.map_or_else(|| c_name(&d.name), |r| r.2.to_string()),
+                shape: Shape::Fields,
+                descriptor: Some(d),
+            };
+            (id, declared)
+        })
+        .collect();
+    let mut scratch = Vec::new();
+    for ev in &trace.events {
+        let entry = declared.entry(ev.id).or_insert_with(|| Declared {
+            system: "unknown".into(),
+            name: format!("id_{}", ev.id),
+            shape: Shape::Text,
+            descriptor: None,
+        });
+        if let (Shape::Fields, Some(d)) = (entry.shape, entry.descriptor) {
+            scratch.clear();
+            if encode_fields(d, ev, &mut scratch).is_err() {
+                entry.shape = Shape::Text;
+            }
+        }
+    }
+    declared
+}
+
+/// The `format` file of an id.
+fn format_file(id: u16, declared: &Declared<'_>) -> String {
+    let mut text = String::new();
+    // Writing to a String cannot fail.
+    let _ = match (declared.shape, declared.descriptor) {
+        (Shape::Fields, Some(d)) => {
+            format_file::write_format(&mut text, &declared.name, id, &fields(d), &d.format)
+        }
+        _ => format_file::write_text_format(&mut text, &declared.name, id),
+    };
+    text
+}
+
+/// One CPU's pages being filled.
+#[derive(Default)]
+struct Pages {
+    bytes: Vec<u8>,
+    /// Where the open page starts, if one is open.
+    open: Option<usize>,
+    /// Record bytes on the open page.
+    used: usize,
+    /// Events lost before the open page.
+    lost: u64,
+    /// Timestamp the next delta is taken from.
+    last_ts: u64,
+}
+
+impl Pages {
+    fn close(&mut self) {
+        let Some(page) = self.open.take() else { return };
+        let mut commit = self.used as u64;
+        if self.lost > 0 {
+            commit |= MISSING_EVENTS | MISSING_STORED;
+            let at = page + PAGE_HEADER + self.used;
+            self.bytes[at..at + 8].copy_from_slice(&self.lost.to_le_bytes());
+        }
+        self.bytes[page + 8..page + 16].copy_from_slice(&commit.to_le_bytes());
+    }
+
+    fn open(&mut self, ts: u64, lost: u64) {
+        self.close();
+        let page = self.bytes.len();
+        self.bytes.resize(page + PAGE_SIZE, 0);
+        self.bytes[page..page + 8].copy_from_slice(&ts.to_le_bytes());
+        self.open = Some(page);
+        self.used = 0;
+        self.lost = lost;
+        self.last_ts = ts;
+    }
+
+    fn put(&mut self, bytes: &[u8]) {
+        let page = self.open.unwrap_or_default();
+        let at = page + PAGE_HEADER + self.used;
+        self.bytes[at..at + bytes.len()].copy_from_slice(bytes);
+        self.used += bytes.len();
+    }
+
+    /// Appends a record (ftrace layout, at most [`MAX_RECORD`] bytes) at `ts`.
+    fn push(&mut self, ts: u64, lost_before: u64, record: &[u8]) {
+        let len = record.len().next_multiple_of(4);
+        let body = if len <= 4 * MAX_TYPE_LEN { 4 + len } else { 8 + len };
+        if self.open.is_none() || lost_before > 0 || ts < self.last_ts {
+            self.open(ts, lost_before);
+        }
+        let mut delta = ts - self.last_ts;
+        let extend = if delta >> DELTA_BITS == 0 { 0 } else { 8 };
+        let reserve = if self.lost > 0 { 8 } else { 0 };
+        if self.used + extend + body + reserve > PAGE_DATA || delta >> (DELTA_BITS + 32) != 0 {
+            self.open(ts, 0);
+            delta = 0;
+        }
+        if delta >> DELTA_BITS != 0 {
+            let low = (delta & ((1 << DELTA_BITS) - 1)) as u32;
+            self.put(&(TIME_EXTEND | (low << 5)).to_le_bytes());
+            self.put(&((delta >> DELTA_BITS) as u32).to_le_bytes());
+            delta = 0;
+        }
+        let delta = (delta as u32) << 5;
+        if len <= 4 * MAX_TYPE_LEN {
+            self.put(&(delta | (len / 4) as u32).to_le_bytes());
+        } else {
+            self.put(&delta.to_le_bytes());
+            self.put(&(len as u32 + 4).to_le_bytes());
+        }
+        self.put(record);
+        self.put(&[0; 3][..len - record.len()]);
+        self.last_ts = ts;
+    }
+}
+
+fn put_u32(out: &mut Vec<u8>, v: u32) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+fn put_u64(out: &mut Vec<u8>, v: u64) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+/// A size-prefixed (8 bytes) text.
+fn put_sized(out: &mut Vec<u8>, text: &[u8]) {
+    put_u64(out, text.len() as u64);
+    out.extend_from_slice(text);
+}
+
+/// Writes the trace as a trace-cmd `trace.dat` (version 6).
+pub fn write_tracedat(trace: &Trace, out: &mut impl Write) -> io::Result<()> {
+    if let Some(cpu) = trace.events.iter().map(|e| e.cpu).find(|&cpu| cpu >= MAX_CPUS) {
+        return Err(too_many_cpus(cpu));
+    }
+    let declared = declarations(trace);
+    let cpu_ids = trace.cpu_ids();
+    let cpus = cpu_ids.iter().copied().filter(|&c| c < MAX_CPUS).max().map_or(1, |c| c + 1);
+
+    let mut pages: Vec<Pages> = (0..cpus).map(|_| Pages::default()).collect();
+    let mut record = Vec::new();
+    for ev in &trace.events {
+        let Some(entry) = declared.get(&ev.id) else { continue };
+        record.clear();
+        match (entry.shape, entry.descriptor) {
+            (Shape::Fields, Some(d)) if encode_fields(d, ev, &mut record).is_ok() => {}
+            _ => {
+                let text = event_text(entry.descriptor, ev);
+                let mut end = text.len().min(MAX_RECORD - 16);
+                while !text.is_char_boundary(end) {
+                    end -= 1;
+                }
+                format_file::encode_text_record(ev.id, &text[..end], &mut record);
+            }
+        }
+        pages[ev.cpu].push(ev.ts, ev.lost_before, &record);
+    }
+    for cpu in &mut pages {
+        cpu.close();
+    }
+
+    let mut head = Vec::new();
+    head.extend_from_slice(b"\x17\x08\x44tracing6\0");
+    head.extend_from_slice(&[0, 8]); // little endian, 8-byte longs
+    put_u32(&mut head, PAGE_SIZE as u32);
+    let mut text = String::new();
+    let _ = format_file::write_header_page(&mut text, PAGE_SIZE);
+    head.extend_from_slice(b"header_page\0");
+    put_sized(&mut head, text.as_bytes());
+    text.clear();
+    let _ = format_file::write_header_event(&mut text);
+    head.extend_from_slice(b"header_event\0");
+    put_sized(&mut head, text.as_bytes());
+
+    let mut systems: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for (&id, d) in &declared {
+        systems.entry(&d.system).or_default().push(format_file(id, d));
+    }
+    let ftrace = systems.remove("ftrace").unwrap_or_default();
+    put_u32(&mut head, ftrace.len() as u32);
+    for format in &ftrace {
+        put_sized(&mut head, format.as_bytes());
+    }
+    put_u32(&mut head, systems.len() as u32);
+    for (system, formats) in &systems {
+        head.extend_from_slice(system.as_bytes());
+        head.push(0);
+        put_u32(&mut head, formats.len() as u32);
+        for format in formats {
+            put_sized(&mut head, format.as_bytes());
+        }
+    }
+    put_u32(&mut head, 0); // kallsyms
+    put_u32(&mut head, 0); // printk formats
+    put_sized(&mut head, b""); // saved command lines
+    put_u32(&mut head, cpus as u32);
+
+    head.extend_from_slice(b"options  \0");
+    let option = |head: &mut Vec<u8>, kind: u16, text: &str| {
+        head.extend_from_slice(&kind.to_le_bytes());
+        put_u32(head, text.len() as u32 + 1);
+        head.extend_from_slice(text.as_bytes());
+        head.push(0);
+    };
+    const OPTION_CPUSTAT: u16 = 2;
+    const OPTION_TRACECLOCK: u16 = 4;
+    option(&mut head, OPTION_TRACECLOCK, TRACE_CLOCK);
+    let present: BTreeSet<usize> = cpu_ids.into_iter().collect();
+    for cpu in (0..cpus).filter(|c| present.contains(c)) {
+        let s = trace.cpu_stats(cpu);
+        let mut stat = String::new();
+        let _ = write!(
+            stat,
+            "CPU: {cpu}\nentries: {}\noverrun: {}\ncommit overrun: {}\ndropped events: {}\n\
+             read events: {}\n",
+            s.entries, s.overrun, s.commit_overrun, s.dropped, s.read
+        );
+        option(&mut head, OPTION_CPUSTAT, &stat);
+    }
+    head.extend_from_slice(&0u16.to_le_bytes());
+    head.extend_from_slice(b"flyrecord\0");
+
+    // The CPU table and the trace clock follow; then the data, page-aligned.
+    let table = 16 * cpus + 8 + TRACE_CLOCK.len();
+    let mut offset = (head.len() + table).next_multiple_of(PAGE_SIZE) as u64;
+    let data_start = offset;
+    for cpu in &pages {
+        put_u64(&mut head, offset);
+        put_u64(&mut head, cpu.bytes.len() as u64);
+        offset += cpu.bytes.len() as u64;
+    }
+    put_sized(&mut head, TRACE_CLOCK.as_bytes());
+    head.resize(data_start as usize, 0);
+
+    let mut out = io::BufWriter::new(out);
+    out.write_all(&head)?;
+    for cpu in &pages {
+        out.write_all(&cpu.bytes)?;
+    }
+    out.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::model::{CpuStats, FieldDesc, FieldKind};
+    use std::process::Command;
+
+    fn descriptor(
+        id: u16,
+        system: &str,
+        name: &str,
+        format: &str,
+        fields: &[(&str, FieldKind)],
+    ) -> Descriptor {
+        Descriptor {
+            id,
+            system: system.into(),
+            name: name.into(),
+            format: format.into(),
+            fields: fields
+                .iter()
+                .map(|&(name, kind)| FieldDesc { name: name.into(), kind })
+                .collect(),
+        }
+    }
+
+    fn event(cpu: usize, ts: u64, id: u16, values: Vec<Value>, text: &str) -> Event {
+        Event { cpu, ts, id, values, lost_before: 0, text: text.into() }
+    }
+
+    /// Every field kind, a printk-like event whose values its descriptor does not
+    /// describe, an id without a descriptor, lost events, a gap needing a time
+    /// extend, and enough events for several pages.
+    fn trace() -> Trace {
+        let mut t = Trace { cpus: 2, ..Trace::default() };
+        for d in [
+            descriptor(
+                1,
+                "demo",
+                "kinds",
+                "pid={pid} comm={comm} ok={ok} c={c} len={len:x} head={head} delta={delta} at={at:#x}",
+                &[
+                    ("pid", FieldKind::I32),
+                    ("comm", FieldKind::Str),
+                    ("ok", FieldKind::Bool),
+                    ("c", FieldKind::Char),
+                    ("len", FieldKind::U16),
+                    ("head", FieldKind::Bytes(4)),
+                    ("delta", FieldKind::I64),
+                    ("at", FieldKind::U64),
+                ],
+            ),
+            descriptor(2, "ftrace", "bprint", "tick {} late by {}", &[]),
+            descriptor(3, "bench", "event", "", &[("a", FieldKind::U64), ("b", FieldKind::I8)]),
+        ] {
+            t.descriptors.insert(d.id, d);
+        }
+        let kinds = vec![
+            Value::Signed(-7),
+            Value::Str("init \"x\" 100%".into()),
+            Value::Bool(true),
+            Value::Char('λ'),
+            Value::Unsigned(1500),
+            Value::Bytes(vec![0xde, 0xad, 0xbe, 0xef]),
+            Value::Signed(-42),
+            Value::Unsigned(0xffff_8000_0000_1000),
+        ];
+        t.events.push(event(
+            0,
+            1_000,
+            1,
+            kinds,
+            "pid=-7 comm=init \"x\" 100% ok=true c=λ len=5dc head=deadbeef delta=-42 at=0xffff800000001000",
+        ));
+        t.events.push(event(
+            1,
+            2_000,
+            2,
+            vec![Value::Unsigned(3), Value::Unsigned(9)],
+            "tick 3 late by 9",
+        ));
+        t.events.push(event(1, 3_000, 77, vec![Value::Bytes(vec![1, 2])], ""));
+        for i in 0..600u64 {
+            t.events.push(event(
+                i as usize % 2,
+                10_000 + i,
+                3,
+                vec![Value::Unsigned(i), Value::Signed(-1)],
+                &format!("a={i} b=-1"),
+            ));
+        }
+        // Ten seconds later: a time extend.
+        let mut late =
+            event(0, 10_000_010_000, 3, vec![Value::Unsigned(1), Value::Signed(2)], "a=1 b=2");
+        late.lost_before = 17;
+        t.events.push(late);
+        t.stats = vec![CpuStats { entries: 302, ..CpuStats::default() }; 2];
+        t
+    }
+
+    #[test]
+    fn trace_cmd_reads_every_kind_of_field_and_record() {
+        let t = trace();
+        let path = std::env::temp_dir().join(format!(
+            "boot-tracedat-unit-{}-{:?}.dat",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let mut file = std::fs::File::create(&path).unwrap();
+        write_tracedat(&t, &mut file).unwrap();
+        drop(file);
+        let out = Command::new("trace-cmd")
+            .args(["report", "-t"])
+            .arg(&path)
+            .output()
+            .expect("trace-cmd runs (boot/setup.sh installs it)");
+        let size = std::fs::metadata(&path).unwrap().len() as usize;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let report = String::from_utf8_lossy(&out.stdout).into_owned();
+        let head: String = report.lines().take(4).collect::<Vec<_>>().join("\n");
+        assert!(out.status.success() && stderr.trim().is_empty(), "{}: {stderr}{head}", out.status);
+        let _ = std::fs::remove_file(&path);
+        let lines: Vec<&str> = report.lines().skip(1).collect();
+        assert_eq!(lines.len(), t.events.len() + 1, "every event and the drop:\n{report}");
+        let fields = |line: &str| line.splitn(3, ": ").nth(2).unwrap_or("").trim().to_string();
+        assert!(lines[0].contains("[000]     0.000001000: kinds:"), "{}", lines[0]);
+        assert_eq!(fields(lines[0]), t.events[0].text, "{head}");
+        assert!(lines[1].contains("[001]     0.000002000: printk:"), "{}", lines[1]);
+        assert_eq!(fields(lines[1]), "tick 3 late by 9");
+        assert!(lines[2].contains("id_77:"), "{}", lines[2]);
+        assert_eq!(fields(lines[2]), "01 02");
+        assert_eq!(fields(lines[3]), "a=0 b=-1");
+        assert_eq!(fields(lines[602]), "a=599 b=-1");
+        assert_eq!(lines[603], "CPU:0 [17 EVENTS DROPPED]");
+        assert!(lines[604].contains("[000]    10.000010000: event:"), "{}", lines[604]);
+        assert_eq!(fields(lines[604]), "a=1 b=2");
+        // Two CPUs of 300-odd 20-byte records: more than one page each.
+        assert!(size >= 5 * PAGE_SIZE, "{size}");
+    }
+
+    #[test]
+    fn absurd_cpus_are_refused_with_the_limit() {
+        let mut t = trace();
+        t.events[0].cpu = MAX_CPUS;
+        let error = write_tracedat(&t, &mut Vec::new()).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!("an event names CPU {MAX_CPUS}; trace.dat takes CPUs below {MAX_CPUS}")
+        );
+    }
+}

@@ -1,0 +1,557 @@
+//! Event `format` files and the `header_page` / `header_event` texts, in the exact
+//! syntax libtraceevent parses (what trace-cmd, KernelShark and perf read), and the
+//! record layout they describe.
+//!
+//! # The ftrace layout
+//!
+//! A ring record stores an event's fields packed in declaration order with strings
+//! inline behind a 2-byte length (see [`crate::field`]), so a field after a string has
+//! no fixed offset and libtraceevent cannot describe it. The format files therefore
+//! describe the *ftrace layout*, the one Linux's events use, and records are converted
+//! to it when they leave the tracer in a binary form meant for those tools (the host's
+//! `trace.dat` writer, with [`encode_record`]):
+//!
+//! | offset | field |
+//! |---|---|
+//! | 0 | `unsigned short common_type`: the event id |
+//! | 2 | `unsigned char common_flags` (0) |
+//! | 3 | `unsigned char common_preempt_count` (0) |
+//! | 4 | `int common_pid` (0) |
+//! | 8.. | the fields in declaration order, each at its natural (C) alignment |
+//! | end of the fixed part | string bytes, each followed by a NUL |
+//!
+//! A string field is a `__data_loc char[]`: a 32-bit word in the fixed part holding
+//! the offset of the string's bytes in the record (low 16 bits) and their length with
+//! the NUL (high 16 bits). `bool` is one byte, a byte array `unsigned char
+//! NAME[N]`, signed 8- and 16-bit integers an `int` (libtraceevent does not
+//! sign-extend narrower fields), a `char` its UTF-8 bytes in a NUL-padded
+//! `char NAME[5]`.
+//!
+//! The `print fmt:` line is the event's format string in C printf syntax with
+//! `REC->field` arguments: integers in decimal or hex as the placeholder asks,
+//! `bool` through `__print_symbolic`, strings through `__get_str`, byte arrays
+//! through `__print_hex_str`. An event whose format string is empty prints
+//! `name=value` for each field, as the tracer's own text does.
+//!
+//! Records whose contents are not described by fields (printk call sites, whose
+//! arguments carry their own types) are written as *text events*: one
+//! `__data_loc char[] msg` field holding the rendered text ([`write_text_format`],
+//! [`encode_text_record`]).
+
+use crate::field::{Field, FieldKind, Value};
+use crate::format::{Piece, Spec, pieces};
+use alloc::vec::Vec;
+use core::fmt::{self, Write};
+
+/// Bytes of the common fields at the start of every record.
+pub const COMMON_SIZE: usize = 8;
+
+/// The name of a text event's one field.
+pub const TEXT_FIELD: &str = "msg";
+
+/// Where a field sits in the ftrace layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slot {
+    /// Offset from the start of the record.
+    pub offset: usize,
+    /// Bytes in the fixed part (4 for a string: its `__data_loc` word).
+    pub size: usize,
+}
+
+/// Size and alignment of a field kind in the fixed part. Signed 8- and 16-bit
+/// integers take an `int` (libtraceevent does not sign-extend narrower fields); a
+/// `char` takes its UTF-8 bytes in a NUL-padded `char[5]`, printed with `%s`.
+const fn size_align(kind: FieldKind) -> (usize, usize) {
+    match kind {
+        FieldKind::U8 | FieldKind::Bool => (1, 1),
+        FieldKind::U16 => (2, 2),
+        FieldKind::U32 | FieldKind::I8 | FieldKind::I16 | FieldKind::I32 | FieldKind::Str => (4, 4),
+        FieldKind::U64 | FieldKind::I64 => (8, 8),
+        FieldKind::Char => (CHAR_SIZE, 1),
+        FieldKind::Bytes(n) => (n as usize, 1),
+    }
+}
+
+/// Bytes of a `char` field: the longest UTF-8 encoding and a NUL.
+const CHAR_SIZE: usize = 5;
+
+/// The slots of `fields`, in declaration order.
+pub fn slots<'a>(fields: &'a [Field<'a>]) -> impl Iterator<Item = Slot> + 'a {
+    let mut at = COMMON_SIZE;
+    fields.iter().map(move |field| {
+        let (size, align) = size_align(field.kind);
+        let offset = at.next_multiple_of(align);
+        at = offset + size;
+        Slot { offset, size }
+    })
+}
+
+/// Bytes of the fixed part: the common fields and every field's slot.
+pub fn fixed_size(fields: &[Field<'_>]) -> usize {
+    slots(fields).last().map_or(COMMON_SIZE, |s| s.offset + s.size)
+}
+
+/// The C type of a field as the format file declares it (before the name; byte
+/// arrays take `[N]` after it).
+fn c_type(kind: FieldKind) -> &'static str {
+    match kind {
+        FieldKind::U8 | FieldKind::Bytes(_) => "unsigned char",
+        FieldKind::U16 => "unsigned short",
+        FieldKind::U32 => "unsigned int",
+        FieldKind::U64 => "unsigned long long",
+        FieldKind::I8 | FieldKind::I16 | FieldKind::I32 => "int",
+        FieldKind::Char => "char",
+        FieldKind::I64 => "long long",
+        FieldKind::Bool => "bool",
+        FieldKind::Str => "__data_loc char[]",
+    }
+}
+
+const fn is_signed(kind: FieldKind) -> bool {
+    matches!(kind, FieldKind::I8 | FieldKind::I16 | FieldKind::I32 | FieldKind::I64)
+}
+
+/// One `field:` line; `len` is a byte array's length.
+fn write_field(
+    out: &mut dyn Write,
+    ty: &str,
+    name: &str,
+    len: Option<u16>,
+    slot: Slot,
+    signed: bool,
+) -> fmt::Result {
+    write!(out, "\tfield:{ty} {name}")?;
+    if let Some(len) = len {
+        write!(out, "[{len}]")?;
+    }
+    writeln!(out, ";\toffset:{};\tsize:{};\tsigned:{};", slot.offset, slot.size, u8::from(signed))
+}
+
+fn write_head(out: &mut dyn Write, name: &str, id: u16) -> fmt::Result {
+    writeln!(out, "name: {name}")?;
+    writeln!(out, "ID: {id}")?;
+    writeln!(out, "format:")?;
+    let common = [
+        ("unsigned short", "common_type", 0, 2, false),
+        ("unsigned char", "common_flags", 2, 1, false),
+        ("unsigned char", "common_preempt_count", 3, 1, false),
+        ("int", "common_pid", 4, 4, true),
+    ];
+    for (ty, field, offset, size, signed) in common {
+        write_field(out, ty, field, None, Slot { offset, size }, signed)?;
+    }
+    writeln!(out)
+}
+
+/// Writes the `format` file of an event with these fields and format string.
+pub fn write_format(
+    out: &mut dyn Write,
+    name: &str,
+    id: u16,
+    fields: &[Field<'_>],
+    format: &str,
+) -> fmt::Result {
+    write_head(out, name, id)?;
+    for (field, slot) in fields.iter().zip(slots(fields)) {
+        let len = match field.kind {
+            FieldKind::Bytes(n) => Some(n),
+            FieldKind::Char => Some(CHAR_SIZE as u16),
+            _ => None,
+        };
+        write_field(out, c_type(field.kind), field.name, len, slot, is_signed(field.kind))?;
+    }
+    write!(out, "\nprint fmt: \"")?;
+    let mut args = Vec::new();
+    if format.is_empty() || crate::format::validate(format, fields).is_err() {
+        for (i, field) in fields.iter().enumerate() {
+            let sep = if i == 0 { "" } else { " " };
+            write!(out, "{sep}{}=", escaped(field.name))?;
+            args.push(conversion(out, field, Spec::Plain)?);
+        }
+    } else {
+        let mut next = 0;
+        for piece in pieces(format).flatten() {
+            match piece {
+                Piece::Text(text) => write!(out, "{}", escaped(text))?,
+                Piece::Hole(name, spec) => {
+                    let field = if name.is_empty() {
+                        next += 1;
+                        fields.get(next - 1)
+                    } else {
+                        fields.iter().find(|f| f.name == name)
+                    };
+                    match field {
+                        Some(field) => args.push(conversion(out, field, spec)?),
+                        // More `{}` than fields: printed as the tracer does.
+                        None => write!(out, "<no field >")?,
+                    }
+                }
+            }
+        }
+    }
+    write!(out, "\"")?;
+    for arg in args {
+        write!(out, ", ")?;
+        arg.write(out)?;
+    }
+    writeln!(out)
+}
+
+/// Writes the `format` file of a text event (one string field, [`TEXT_FIELD`]).
+pub fn write_text_format(out: &mut dyn Write, name: &str, id: u16) -> fmt::Result {
+    write_head(out, name, id)?;
+    let slot = Slot { offset: COMMON_SIZE, size: 4 };
+    write_field(out, c_type(FieldKind::Str), TEXT_FIELD, None, slot, false)?;
+    writeln!(out, "\nprint fmt: \"%s\", __get_str({TEXT_FIELD})")
+}
+
+/// An argument of the `print fmt:` line.
+struct Arg<'a>(&'a Field<'a>);
+
+impl Arg<'_> {
+    fn write(&self, out: &mut dyn Write) -> fmt::Result {
+        let name = self.0.name;
+        match self.0.kind {
+            FieldKind::Str => write!(out, "__get_str({name})"),
+            FieldKind::Bytes(n) => write!(out, "__print_hex_str(REC->{name}, {n})"),
+            FieldKind::Bool => {
+                write!(out, "__print_symbolic(REC->{name}, {{ 0, \"false\" }}, {{ 1, \"true\" }})")
+            }
+            _ => write!(out, "REC->{name}"),
+        }
+    }
+}
+
+/// Writes the printf conversion of one placeholder and returns its argument.
+fn conversion<'a>(
+    out: &mut dyn Write,
+    field: &'a Field<'a>,
+    spec: Spec,
+) -> Result<Arg<'a>, fmt::Error> {
+    let long = matches!(field.kind, FieldKind::U64 | FieldKind::I64);
+    let ll = if long { "ll" } else { "" };
+    match (field.kind, spec) {
+        (FieldKind::Str | FieldKind::Bytes(_) | FieldKind::Bool | FieldKind::Char, _) => {
+            out.write_str("%s")?
+        }
+        (_, Spec::Hex) => write!(out, "%{ll}x")?,
+        (_, Spec::AltHex) => write!(out, "0x%{ll}x")?,
+        (kind, Spec::Plain) if is_signed(kind) => write!(out, "%{ll}d")?,
+        (_, Spec::Plain) => write!(out, "%{ll}u")?,
+    }
+    Ok(Arg(field))
+}
+
+/// Text of a format string as a C string literal's contents, `%` doubled.
+fn escaped(text: &str) -> impl fmt::Display + '_ {
+    struct Escaped<'a>(&'a str);
+    impl fmt::Display for Escaped<'_> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            for c in self.0.chars() {
+                match c {
+                    '%' => f.write_str("%%")?,
+                    '"' => f.write_str("\\\"")?,
+                    '\\' => f.write_str("\\\\")?,
+                    '\n' => f.write_str("\\n")?,
+                    '\t' => f.write_str("\\t")?,
+                    c => f.write_char(c)?,
+                }
+            }
+            Ok(())
+        }
+    }
+    Escaped(text)
+}
+
+/// Why values cannot be written in an event's ftrace layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LayoutError {
+    /// There are not as many values as fields.
+    Count,
+    /// A value's type does not match its field's (or does not fit it).
+    Type,
+    /// The strings make the record longer than a `__data_loc` can address (64 KiB).
+    TooLong,
+}
+
+impl fmt::Display for LayoutError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            LayoutError::Count => "the values do not match the event's fields in number",
+            LayoutError::Type => "a value does not match its field's type",
+            LayoutError::TooLong => "the record's strings exceed 64 KiB",
+        })
+    }
+}
+
+fn common(id: u16, out: &mut Vec<u8>) {
+    out.extend_from_slice(&id.to_le_bytes());
+    out.extend_from_slice(&[0, 0]); // flags, preempt count
+    out.extend_from_slice(&0i32.to_le_bytes()); // pid
+}
+
+/// The bytes of a fixed-size value (little endian, signed ones sign-extended), or
+/// `None` if it is not of `kind` or does not fit it.
+fn scalar_bytes(kind: FieldKind, value: &Value<'_>) -> Option<[u8; 8]> {
+    let bits = |size: u32| 8 * size;
+    let raw = match (kind, *value) {
+        (FieldKind::U8 | FieldKind::U16 | FieldKind::U32 | FieldKind::U64, Value::Unsigned(v)) => {
+            let size = kind.fixed_size()? as u32;
+            (size == 8 || v >> bits(size) == 0).then_some(v)?
+        }
+        (FieldKind::I8 | FieldKind::I16 | FieldKind::I32 | FieldKind::I64, Value::Signed(v)) => {
+            let size = kind.fixed_size()? as u32;
+            let top = v >> (bits(size) - 1);
+            (size == 8 || top == 0 || top == -1).then_some(v as u64)?
+        }
+        (FieldKind::Bool, Value::Bool(b)) => u64::from(b),
+        (FieldKind::Char, Value::Char(c)) => {
+            let mut bytes = [0; 8];
+            c.encode_utf8(&mut bytes);
+            return Some(bytes);
+        }
+        _ => return None,
+    };
+    Some(raw.to_le_bytes())
+}
+
+/// Appends the record of event `id` in its ftrace layout: the common fields, the
+/// values in their slots, then the strings. Nothing is appended on error.
+pub fn encode_record(
+    id: u16,
+    fields: &[Field<'_>],
+    values: &[Value<'_>],
+    out: &mut Vec<u8>,
+) -> Result<(), LayoutError> {
+    if fields.len() != values.len() {
+        return Err(LayoutError::Count);
+    }
+    let start = out.len();
+    let result = encode_into(id, fields, values, start, out);
+    if result.is_err() {
+        out.truncate(start);
+    }
+    result
+}
+
+fn encode_into(
+    id: u16,
+    fields: &[Field<'_>],
+    values: &[Value<'_>],
+    start: usize,
+    out: &mut Vec<u8>,
+) -> Result<(), LayoutError> {
+    let fixed = fixed_size(fields);
+    common(id, out);
+    out.resize(start + fixed, 0);
+    let mut dynamic = fixed;
+    for ((field, slot), value) in fields.iter().zip(slots(fields)).zip(values) {
+        let at = start + slot.offset;
+        match (field.kind, value) {
+            (FieldKind::Str, Value::Str(s)) => {
+                let len = s.len() + 1;
+                let loc = u32::try_from(dynamic)
+                    .ok()
+                    .filter(|_| dynamic <= 0xffff && len <= 0xffff)
+                    .ok_or(LayoutError::TooLong)?;
+                let word = loc | ((len as u32) << 16);
+                out[at..at + 4].copy_from_slice(&word.to_le_bytes());
+                out.extend_from_slice(s.as_bytes());
+                out.push(0);
+                dynamic += len;
+            }
+            (FieldKind::Bytes(n), Value::Bytes(b)) if b.len() == usize::from(n) => {
+                out[at..at + b.len()].copy_from_slice(b);
+            }
+            (kind, value) => {
+                let bytes = scalar_bytes(kind, value).ok_or(LayoutError::Type)?;
+                out[at..at + slot.size].copy_from_slice(&bytes[..slot.size]);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Appends the record of text event `id` holding `text` (cut at a character
+/// boundary to what a `__data_loc` can address).
+pub fn encode_text_record(id: u16, text: &str, out: &mut Vec<u8>) {
+    let mut end = text.len().min(0xffff - COMMON_SIZE - 5);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let start = out.len();
+    common(id, out);
+    let loc = (COMMON_SIZE + 4) as u32 | ((end as u32 + 1) << 16);
+    out.extend_from_slice(&loc.to_le_bytes());
+    out.extend_from_slice(&text.as_bytes()[..end]);
+    out.push(0);
+    debug_assert_eq!(out.len() - start, COMMON_SIZE + 4 + end + 1);
+}
+
+/// Writes `events/header_page`: the header of a ring page of `page_size` bytes as
+/// trace.dat carries them (64-bit timestamp, 64-bit commit, then the data).
+pub fn write_header_page(out: &mut dyn Write, page_size: usize) -> fmt::Result {
+    writeln!(out, "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;")?;
+    writeln!(out, "\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;")?;
+    writeln!(out, "\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;")?;
+    writeln!(
+        out,
+        "\tfield: char data;\toffset:16;\tsize:{};\tsigned:1;",
+        page_size.saturating_sub(16)
+    )
+}
+
+/// Writes `events/header_event`: the 32-bit header of each record on a page.
+pub fn write_header_event(out: &mut dyn Write) -> fmt::Result {
+    out.write_str(
+        "# compressed entry header\n\
+         \ttype_len    :    5 bits\n\
+         \ttime_delta  :   27 bits\n\
+         \tarray       :   32 bits\n\
+         \n\
+         \tpadding     : type == 29\n\
+         \ttime_extend : type == 30\n\
+         \ttime_stamp : type == 31\n\
+         \tdata max type_len  == 28\n",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::string::String;
+
+    const FIELDS: [Field<'static>; 5] = [
+        Field { name: "vector", kind: FieldKind::U8 },
+        Field { name: "ip", kind: FieldKind::U64 },
+        Field { name: "kind", kind: FieldKind::Str },
+        Field { name: "delta", kind: FieldKind::I16 },
+        Field { name: "head", kind: FieldKind::Bytes(3) },
+    ];
+
+    #[test]
+    fn fields_sit_at_natural_alignment_after_the_common_ones() {
+        let offsets: Vec<(usize, usize)> = slots(&FIELDS).map(|s| (s.offset, s.size)).collect();
+        assert_eq!(offsets, [(8, 1), (16, 8), (24, 4), (28, 4), (32, 3)]);
+        assert_eq!(fixed_size(&FIELDS), 35);
+        assert_eq!(fixed_size(&[]), COMMON_SIZE);
+    }
+
+    #[test]
+    fn format_file_has_common_fields_c_types_and_a_printf_format() {
+        let mut text = String::new();
+        let format = "v={vector} ip={ip:#x} {kind} d={delta:x} 100% {head}";
+        write_format(&mut text, "exception", 7, &FIELDS, format).unwrap();
+        let expected = "name: exception\nID: 7\nformat:\n\
+            \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+            \tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
+            \tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
+            \tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\
+            \tfield:unsigned char vector;\toffset:8;\tsize:1;\tsigned:0;\n\
+            \tfield:unsigned long long ip;\toffset:16;\tsize:8;\tsigned:0;\n\
+            \tfield:__data_loc char[] kind;\toffset:24;\tsize:4;\tsigned:0;\n\
+            \tfield:int delta;\toffset:28;\tsize:4;\tsigned:1;\n\
+            \tfield:unsigned char head[3];\toffset:32;\tsize:3;\tsigned:0;\n\n\
+            print fmt: \"v=%u ip=0x%llx %s d=%x 100%% %s\", REC->vector, REC->ip, \
+            __get_str(kind), REC->delta, __print_hex_str(REC->head, 3)\n";
+        assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn empty_or_broken_formats_print_every_field() {
+        let fields = [
+            Field { name: "ok", kind: FieldKind::Bool },
+            Field { name: "c", kind: FieldKind::Char },
+            Field { name: "n", kind: FieldKind::I64 },
+        ];
+        for format in ["", "{nope}", "{ok"] {
+            let mut text = String::new();
+            write_format(&mut text, "e", 1, &fields, format).unwrap();
+            let fmt = text.lines().last().unwrap();
+            assert_eq!(
+                fmt,
+                "print fmt: \"ok=%s c=%s n=%lld\", __print_symbolic(REC->ok, { 0, \"false\" }, \
+                 { 1, \"true\" }), REC->c, REC->n"
+            );
+        }
+        let mut text = String::new();
+        write_format(&mut text, "q", 2, &[], "say \"hi\"\\\n{{}}").unwrap();
+        assert!(text.ends_with("print fmt: \"say \\\"hi\\\"\\\\\\n{}\"\n"), "{text}");
+    }
+
+    #[test]
+    fn records_follow_the_layout_the_format_file_describes() {
+        let values = [
+            Value::Unsigned(48),
+            Value::Unsigned(0x1122_3344_5566_7788),
+            Value::Str("ipi"),
+            Value::Signed(-2),
+            Value::Bytes(&[0xde, 0xad, 0xbe]),
+        ];
+        let mut out = vec![0xaa];
+        encode_record(9, &FIELDS, &values, &mut out).unwrap();
+        let rec = &out[1..];
+        assert_eq!(rec.len(), 35 + 4);
+        assert_eq!(&rec[..8], &[9, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(rec[8], 48);
+        assert_eq!(&rec[16..24], &0x1122_3344_5566_7788u64.to_le_bytes());
+        let loc = u32::from_le_bytes(rec[24..28].try_into().unwrap());
+        let (at, len) = ((loc & 0xffff) as usize, (loc >> 16) as usize);
+        assert_eq!(&rec[at..at + len], b"ipi\0");
+        assert_eq!(&rec[28..32], &(-2i32).to_le_bytes());
+        assert_eq!(&rec[32..35], &[0xde, 0xad, 0xbe]);
+
+        let mut text = Vec::new();
+        encode_text_record(3, "hello", &mut text);
+        assert_eq!(&text[..8], &[3, 0, 0, 0, 0, 0, 0, 0]);
+        let loc = u32::from_le_bytes(text[8..12].try_into().unwrap());
+        assert_eq!(loc, 12 | (6 << 16));
+        assert_eq!(&text[12..], b"hello\0");
+    }
+
+    #[test]
+    fn mismatched_values_are_refused_and_append_nothing() {
+        let mut out = vec![1, 2];
+        let fields = &FIELDS[..1];
+        assert_eq!(encode_record(1, fields, &[], &mut out), Err(LayoutError::Count));
+        let bad = [Value::Signed(1), Value::Unsigned(256), Value::Str("x"), Value::Bytes(&[1, 2])];
+        for value in bad {
+            assert_eq!(encode_record(1, fields, &[value], &mut out), Err(LayoutError::Type));
+        }
+        let head = [Field { name: "h", kind: FieldKind::Bytes(3) }];
+        assert_eq!(
+            encode_record(1, &head, &[Value::Bytes(&[1])], &mut out),
+            Err(LayoutError::Type)
+        );
+        let small = [Field { name: "s", kind: FieldKind::I8 }];
+        assert_eq!(
+            encode_record(1, &small, &[Value::Signed(-129)], &mut out),
+            Err(LayoutError::Type)
+        );
+        assert!(encode_record(1, &small, &[Value::Signed(-128)], &mut out).is_ok());
+        assert_eq!(out[..2], [1, 2]);
+        let long = "x".repeat(70_000);
+        let text = [Field { name: "s", kind: FieldKind::Str }];
+        let mut out = Vec::new();
+        assert_eq!(
+            encode_record(1, &text, &[Value::Str(&long)], &mut out),
+            Err(LayoutError::TooLong)
+        );
+        assert!(out.is_empty());
+        encode_text_record(1, &long, &mut out);
+        let loc = u32::from_le_bytes(out[8..12].try_into().unwrap()) as usize;
+        assert_eq!((loc & 0xffff) + (loc >> 16), out.len());
+    }
+
+    #[test]
+    fn header_files_match_linux_on_64_bit() {
+        let mut page = String::new();
+        write_header_page(&mut page, 4096).unwrap();
+        assert!(page.contains("\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n"));
+        assert!(page.ends_with("\tfield: char data;\toffset:16;\tsize:4080;\tsigned:1;\n"));
+        let mut event = String::new();
+        write_header_event(&mut event).unwrap();
+        assert!(event.starts_with("# compressed entry header\n\ttype_len    :    5 bits\n"));
+        assert!(event.contains("\ttime_extend : type == 30\n"));
+    }
+}
