@@ -134,12 +134,14 @@ impl ContextTracker {
     }
 }
 
-/// The name a record's event is shown under: the event's name without its system,
-/// and `tracing_mark_write` for the `trace_marker` event, as in Linux.
-pub fn event_name<'a>(system: &str, name: &'a str) -> &'a str {
+/// The name a record's event is shown under, as in Linux: the event's name without
+/// its system, `tracing_mark_write` for the `trace_marker` event, and none for the
+/// `trace_marker_raw` event (`ftrace:raw_data`), whose text follows the timestamp.
+pub fn event_name<'a>(system: &str, name: &'a str) -> Option<&'a str> {
     match (system, name) {
-        ("ftrace", "print") => "tracing_mark_write",
-        _ => name,
+        ("ftrace", "print") => Some("tracing_mark_write"),
+        ("ftrace", "raw_data") => None,
+        _ => Some(name),
     }
 }
 
@@ -162,7 +164,8 @@ pub struct Line<'a> {
     pub ts: u64,
     /// What the CPU was running.
     pub context: Context,
-    /// The event's name (see [`event_name`]), or `None` for an unknown event id.
+    /// The event's name (see [`event_name`]); `None`: the body follows the
+    /// timestamp directly.
     pub name: Option<&'a str>,
     /// Events lost on this CPU just before it.
     pub lost: u64,
@@ -187,9 +190,13 @@ pub fn write_line(
     out.write_char(' ')?;
     write_timestamp(out, line.ts, nanoseconds)?;
     out.write_str(": ")?;
-    out.write_str(line.name.unwrap_or("unknown_event"))?;
-    let mut body_text = BodyStart { out, started: false };
-    body(&mut body_text)?;
+    match line.name {
+        Some(name) => {
+            out.write_str(name)?;
+            body(&mut BodyStart { out, started: false })?;
+        }
+        None => body(out)?,
+    }
     writeln!(out)
 }
 
@@ -262,7 +269,8 @@ mod tests {
         write_header(&mut out, 2, 5, 4).unwrap();
         assert!(out.starts_with("# tracer: nop\n#\n# entries-in-buffer/entries-written: 2/5   #P:4\n#\n"));
         assert!(out.contains("#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION\n"));
-        assert_eq!(event_name("ftrace", "print"), "tracing_mark_write");
-        assert_eq!(event_name("irq", "nmi"), "nmi");
+        assert_eq!(event_name("ftrace", "print"), Some("tracing_mark_write"));
+        assert_eq!(event_name("ftrace", "raw_data"), None);
+        assert_eq!(event_name("irq", "nmi"), Some("nmi"));
     }
 }

@@ -2,6 +2,7 @@
 
 use super::parse::Redirect;
 use super::tracefs::{self, File, Node};
+use super::pipe::Output;
 use super::{Command, CommandError, Shell};
 use crate::arch::percpu;
 use crate::arch::qemu::{self, ExitCode};
@@ -10,122 +11,123 @@ use crate::{clock, heap, memory, print, println, serial, smp, stress, timer, tra
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
+use core::fmt::Write;
 use trace::Mode;
 use x86_64::VirtAddr;
 
 /// Every command, in the order `help` lists them.
 pub static COMMANDS: &[Command] = &[
-    Command { name: "help", usage: "", help: "list the commands", redirects: false, run: help },
+    Command { name: "help", usage: "", help: "list the commands", redirects: false, pipes: true, run: help },
     Command {
         name: "ls",
         usage: "[PATH]",
         help: "list a directory of the tracing tree",
-        redirects: false,
+        redirects: false, pipes: true,
         run: ls,
     },
     Command {
         name: "cd",
         usage: "[PATH]",
         help: "change directory (default /)",
-        redirects: false,
+        redirects: false, pipes: false,
         run: cd,
     },
     Command {
         name: "pwd",
         usage: "",
         help: "print the working directory",
-        redirects: false,
+        redirects: false, pipes: true,
         run: pwd,
     },
     Command {
         name: "cat",
         usage: "FILE...",
         help: "print files (trace_pipe streams until a key is pressed)",
-        redirects: false,
+        redirects: false, pipes: true,
         run: cat,
     },
     Command {
         name: "echo",
         usage: "[VALUE...] [> FILE | >> FILE]",
         help: "print VALUE, or write it to FILE (>> appends)",
-        redirects: true,
+        redirects: true, pipes: true,
         run: echo,
     },
     Command {
         name: "mkdir",
         usage: "instances/NAME",
         help: "create an instance",
-        redirects: false,
+        redirects: false, pipes: false,
         run: mkdir,
     },
     Command {
         name: "rmdir",
         usage: "instances/NAME",
         help: "remove an instance",
-        redirects: false,
+        redirects: false, pipes: false,
         run: rmdir,
     },
     Command {
         name: "uptime",
         usage: "",
         help: "time since boot, timer ticks, heap use",
-        redirects: false,
+        redirects: false, pipes: true,
         run: uptime,
     },
     Command {
         name: "cpus",
         usage: "",
         help: "the CPUs online and their timer ticks",
-        redirects: false,
+        redirects: false, pipes: true,
         run: cpus,
     },
     Command {
         name: "stress",
         usage: "[overwrite|discard|both] [MS]",
         help: "ring buffer stress test on every CPU (default: both modes, 1000 ms)",
-        redirects: false,
+        redirects: false, pipes: false,
         run: stress,
     },
     Command {
         name: "fault",
         usage: "page [ADDR] | gp | ud | de | bp | stack",
         help: "raise a CPU exception on purpose (bp is recoverable)",
-        redirects: false,
+        redirects: false, pipes: false,
         run: fault,
     },
     Command {
         name: "panic",
         usage: "[CPU | irq | console | nested]",
         help: "panic on purpose: here, on CPU, in an interrupt, holding the console lock, nested",
-        redirects: false,
+        redirects: false, pipes: false,
         run: panic,
     },
     Command {
         name: "dump",
         usage: "[on-panic] [all|orig_cpu] [last N] [instance NAME]...",
         help: "print the panic-format trace dump now; 'on-panic' sets what a panic dumps",
-        redirects: false,
+        redirects: false, pipes: true,
         run: dump,
     },
     Command {
         name: "bench",
         usage: "[ITERATIONS]",
         help: "cost of disabled/enabled tracepoints vs the raw ring write (default 100000)",
-        redirects: false,
+        redirects: false, pipes: false,
         run: bench,
     },
     Command {
         name: "latency",
         usage: "[spike MS | threshold MS | rearm]",
         help: "the latency watchdog driver: status, provoke a late tick, re-arm",
-        redirects: false,
+        redirects: false, pipes: false,
         run: latency,
     },
     Command {
         name: "poweroff",
         usage: "",
         help: "leave QEMU with success",
-        redirects: false,
+        redirects: false, pipes: false,
         run: poweroff,
     },
 ];
@@ -139,7 +141,7 @@ fn fs_error(path: &str, error: tracefs::FsError) -> CommandError {
     CommandError::Failed(format!("{path}: {error}"))
 }
 
-fn help(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+fn help(_: &mut Shell, args: &[&str], _: Option<&Redirect>, out: &mut Output) -> Result<(), CommandError> {
     no_args(args)?;
     for command in COMMANDS {
         let synopsis = if command.usage.is_empty() {
@@ -147,13 +149,13 @@ fn help(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), Comman
         } else {
             format!("{} {}", command.name, command.usage)
         };
-        println!("  {synopsis:<46} {}", command.help);
+        let _ = writeln!(out, "  {synopsis:<46} {}", command.help);
     }
-    println!("Files are ftrace's: see Documentation/trace/ftrace.rst. Tab completes paths.");
+    let _ = writeln!(out, "Files are ftrace's: see Documentation/trace/ftrace.rst. Tab completes paths.");
     Ok(())
 }
 
-fn ls(shell: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+fn ls(shell: &mut Shell, args: &[&str], _: Option<&Redirect>, out: &mut Output) -> Result<(), CommandError> {
     let path = match args {
         [] => ".",
         [path] => path,
@@ -161,17 +163,19 @@ fn ls(shell: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), Comm
     };
     let located = tracefs::resolve(shell.cwd(), path).map_err(|e| fs_error(path, e))?;
     match located.node {
-        Node::File(_) => println!("{path}"),
+        Node::File(_) => {
+            let _ = writeln!(out, "{path}");
+        }
         Node::Dir(_) => {
             for name in tracefs::list(&located).map_err(|e| fs_error(path, e))? {
-                println!("{name}");
+                let _ = writeln!(out, "{name}");
             }
         }
     }
     Ok(())
 }
 
-fn cd(shell: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+fn cd(shell: &mut Shell, args: &[&str], _: Option<&Redirect>, _out: &mut Output) -> Result<(), CommandError> {
     let path = match args {
         [] => "/",
         [path] => path,
@@ -187,13 +191,13 @@ fn cd(shell: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), Comm
     }
 }
 
-fn pwd(shell: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+fn pwd(shell: &mut Shell, args: &[&str], _: Option<&Redirect>, out: &mut Output) -> Result<(), CommandError> {
     no_args(args)?;
-    println!("{}", shell.cwd());
+    let _ = writeln!(out, "{}", shell.cwd());
     Ok(())
 }
 
-fn cat(shell: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+fn cat(shell: &mut Shell, args: &[&str], _: Option<&Redirect>, out: &mut Output) -> Result<(), CommandError> {
     if args.is_empty() {
         return Err(CommandError::Usage);
     }
@@ -207,21 +211,25 @@ fn cat(shell: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), Com
         match pipe_cpu {
             Some(cpu) => {
                 // Streams until any key; the key is consumed.
-                tracing::stream_pipe(&mut serial::Console, &located.instance, cpu, || {
+                let nanoseconds = tracefs::nanoseconds(&located.instance);
+                tracing::stream_pipe(out, &located.instance, cpu, nanoseconds, || {
                     serial::try_read_byte().is_some()
                 })
                 .map_err(|reason| CommandError::Failed(format!("{path}: {reason}")))?;
             }
-            None => tracefs::read(&located, &mut serial::Console).map_err(|e| fs_error(path, e))?,
+            None => tracefs::read(&located, out).map_err(|e| fs_error(path, e))?,
+        }
+        if out.stopped().is_some() {
+            break;
         }
     }
     Ok(())
 }
 
-fn echo(shell: &mut Shell, args: &[&str], redirect: Option<&Redirect>) -> Result<(), CommandError> {
+fn echo(shell: &mut Shell, args: &[&str], redirect: Option<&Redirect>, out: &mut Output) -> Result<(), CommandError> {
     let value = args.join(" ");
     let Some(redirect) = redirect else {
-        println!("{value}");
+        let _ = writeln!(out, "{value}");
         return Ok(());
     };
     let path = redirect.path.as_str();
@@ -229,38 +237,38 @@ fn echo(shell: &mut Shell, args: &[&str], redirect: Option<&Redirect>) -> Result
     tracefs::write(&located, &value, redirect.append).map_err(|e| fs_error(path, e))
 }
 
-fn mkdir(shell: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+fn mkdir(shell: &mut Shell, args: &[&str], _: Option<&Redirect>, _out: &mut Output) -> Result<(), CommandError> {
     let [path] = args else { return Err(CommandError::Usage) };
     tracefs::mkdir(shell.cwd(), path).map_err(|e| fs_error(path, e))
 }
 
-fn rmdir(shell: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+fn rmdir(shell: &mut Shell, args: &[&str], _: Option<&Redirect>, _out: &mut Output) -> Result<(), CommandError> {
     let [path] = args else { return Err(CommandError::Usage) };
     tracefs::rmdir(shell.cwd(), path).map_err(|e| fs_error(path, e))
 }
 
-fn uptime(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+fn uptime(_: &mut Shell, args: &[&str], _: Option<&Redirect>, out: &mut Output) -> Result<(), CommandError> {
     no_args(args)?;
     let ns = clock::now_ns();
     let (used, size) = heap::usage();
-    println!("up {}.{:09} s", ns / 1_000_000_000, ns % 1_000_000_000);
-    println!("timer ticks: {} on cpu0 ({} Hz per CPU)", timer::ticks(0), timer::HZ);
-    println!("tsc: {} kHz", clock::tsc_hz() / 1000);
-    println!("heap: {used} of {size} bytes in use");
-    println!("serial receive overruns: {}", serial::rx_overruns());
+    let _ = writeln!(out, "up {}.{:09} s", ns / 1_000_000_000, ns % 1_000_000_000);
+    let _ = writeln!(out, "timer ticks: {} on cpu0 ({} Hz per CPU)", timer::ticks(0), timer::HZ);
+    let _ = writeln!(out, "tsc: {} kHz", clock::tsc_hz() / 1000);
+    let _ = writeln!(out, "heap: {used} of {size} bytes in use");
+    let _ = writeln!(out, "serial receive overruns: {}", serial::rx_overruns());
     Ok(())
 }
 
-fn cpus(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+fn cpus(_: &mut Shell, args: &[&str], _: Option<&Redirect>, out: &mut Output) -> Result<(), CommandError> {
     no_args(args)?;
     for cpu in 0..smp::online() {
         let apic_id = percpu::get(cpu).map_or(0, |c| c.apic_id());
-        println!("cpu{cpu}: APIC id {apic_id}, {} timer ticks", timer::ticks(cpu));
+        let _ = writeln!(out, "cpu{cpu}: APIC id {apic_id}, {} timer ticks", timer::ticks(cpu));
     }
     Ok(())
 }
 
-fn stress(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+fn stress(_: &mut Shell, args: &[&str], _: Option<&Redirect>, _out: &mut Output) -> Result<(), CommandError> {
     const BOTH: &[Mode] = &[Mode::Overwrite, Mode::Discard];
     let (modes, ms): (&[Mode], &str) = match args {
         [] => (BOTH, "1000"),
@@ -316,7 +324,7 @@ fn dump_options(mut args: &[&str], base: DumpConfig) -> Result<DumpConfig, Comma
     Ok(config)
 }
 
-fn dump(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+fn dump(_: &mut Shell, args: &[&str], _: Option<&Redirect>, out: &mut Output) -> Result<(), CommandError> {
     match args {
         ["on-panic", rest @ ..] => {
             let config = dump_options(rest, dump::on_panic())?;
@@ -331,12 +339,12 @@ fn dump(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), Comman
         }
         options => {
             let config = dump_options(options, dump::on_panic())?;
-            dump::live_dump(&config, &mut serial::Console).map_err(CommandError::from)
+            dump::live_dump(&config, out).map_err(CommandError::from)
         }
     }
 }
 
-fn bench(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+fn bench(_: &mut Shell, args: &[&str], _: Option<&Redirect>, _out: &mut Output) -> Result<(), CommandError> {
     let iterations = match args {
         [] => 100_000,
         [n] => {
@@ -347,7 +355,7 @@ fn bench(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), Comma
     crate::bench::run(iterations).map_err(CommandError::from)
 }
 
-fn latency(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+fn latency(_: &mut Shell, args: &[&str], _: Option<&Redirect>, _out: &mut Output) -> Result<(), CommandError> {
     let watchdog = watchdog::get().ok_or(CommandError::from("the watchdog is not running"))?;
     let ms = |arg: &str| arg.parse::<u64>().ok().filter(|ms| (1..=10_000).contains(ms));
     match args {
@@ -372,7 +380,7 @@ fn latency(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), Com
     Ok(())
 }
 
-fn poweroff(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+fn poweroff(_: &mut Shell, args: &[&str], _: Option<&Redirect>, _out: &mut Output) -> Result<(), CommandError> {
     no_args(args)?;
     println!("powering off");
     qemu::exit(ExitCode::Success)
@@ -387,7 +395,7 @@ impl core::fmt::Display for PanicsWhenShown {
     }
 }
 
-fn panic(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+fn panic(_: &mut Shell, args: &[&str], _: Option<&Redirect>, _out: &mut Output) -> Result<(), CommandError> {
     match args {
         [] => panic!("deliberate panic from the shell"),
         ["irq"] => {
@@ -417,7 +425,7 @@ fn panic(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), Comma
 /// Default address for `fault page`: canonical, in the lower half, never mapped.
 const UNMAPPED_ADDRESS: u64 = 0x0dea_dbee_f000;
 
-fn fault(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+fn fault(_: &mut Shell, args: &[&str], _: Option<&Redirect>, _out: &mut Output) -> Result<(), CommandError> {
     match args {
         ["page"] => page_fault(UNMAPPED_ADDRESS),
         ["page", addr] => {
