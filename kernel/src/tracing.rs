@@ -167,7 +167,9 @@ fn write_records(
         |record| {
             let out = &mut **out.borrow_mut();
             result.set(
-                result.get().and_then(|()| write_record(out, tracer, &mut tracker, record, nanoseconds)),
+                result
+                    .get()
+                    .and_then(|()| write_record(out, tracer, &mut tracker, record, nanoseconds)),
             );
             result.get().is_ok()
         },

@@ -1,7 +1,9 @@
 //! End-to-end tests: each boots the real image in QEMU and drives the serial shell.
 
 mod dump;
+mod files;
 mod instances;
+mod pipes;
 mod shell;
 mod smp;
 mod tracefs;

@@ -95,8 +95,9 @@ impl Context {
 /// its CPU, fed in each CPU's order (see the module documentation).
 #[derive(Clone, Debug, Default)]
 pub struct ContextTracker {
-    /// Open interrupt handlers per CPU.
-    depth: alloc::vec::Vec<u8>,
+    /// Open interrupt handlers per CPU (a map: CPU numbers read from a damaged
+    /// dump may be anything).
+    depth: alloc::collections::BTreeMap<usize, u8>,
 }
 
 impl ContextTracker {
@@ -108,11 +109,7 @@ impl ContextTracker {
     /// The context of CPU `cpu`'s next record, an event `system:name`; `lost`
     /// events before it on that CPU forget what was open.
     pub fn next(&mut self, cpu: usize, system: &str, name: &str, lost: u64) -> Context {
-        if self.depth.len() <= cpu {
-            // Bounded by the CPU count of the buffer read.
-            self.depth.resize(cpu + 1, 0);
-        }
-        let depth = &mut self.depth[cpu];
+        let depth = self.depth.entry(cpu).or_insert(0);
         if lost > 0 {
             *depth = 0;
         }
@@ -223,7 +220,8 @@ mod tests {
 
     fn line(context: Context, cpu: usize, body: &str, nanoseconds: bool) -> String {
         let mut out = String::new();
-        let line = Line { cpu, ts: 69_267_965_338, context, name: Some("irq_handler_entry"), lost: 0 };
+        let line =
+            Line { cpu, ts: 69_267_965_338, context, name: Some("irq_handler_entry"), lost: 0 };
         write_line(&mut out, &line, nanoseconds, |o| o.write_str(body)).unwrap();
         out
     }
@@ -261,13 +259,18 @@ mod tests {
         assert_eq!(t.next(1, "irq", "irq_handler_entry", 0), Context::Irq { depth: 1 });
         // Lost events forget what was open.
         assert_eq!(t.next(1, "timer", "tick", 3), Context::Thread);
+        assert_eq!(t.next(usize::MAX, "irq", "irq_handler_entry", 0), Context::Irq { depth: 1 });
     }
 
     #[test]
     fn header_and_names_are_linux_ones() {
         let mut out = String::new();
         write_header(&mut out, 2, 5, 4).unwrap();
-        assert!(out.starts_with("# tracer: nop\n#\n# entries-in-buffer/entries-written: 2/5   #P:4\n#\n"));
+        assert!(
+            out.starts_with(
+                "# tracer: nop\n#\n# entries-in-buffer/entries-written: 2/5   #P:4\n#\n"
+            )
+        );
         assert!(out.contains("#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION\n"));
         assert_eq!(event_name("ftrace", "print"), Some("tracing_mark_write"));
         assert_eq!(event_name("ftrace", "raw_data"), None);

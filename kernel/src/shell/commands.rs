@@ -1,8 +1,8 @@
 //! The commands of the shell.
 
 use super::parse::Redirect;
-use super::tracefs::{self, File, Node};
 use super::pipe::Output;
+use super::tracefs::{self, File, Node};
 use super::{Command, CommandError, Shell};
 use crate::arch::percpu;
 use crate::arch::qemu::{self, ExitCode};
@@ -17,117 +17,140 @@ use x86_64::VirtAddr;
 
 /// Every command, in the order `help` lists them.
 pub static COMMANDS: &[Command] = &[
-    Command { name: "help", usage: "", help: "list the commands", redirects: false, pipes: true, run: help },
+    Command {
+        name: "help",
+        usage: "",
+        help: "list the commands",
+        redirects: false,
+        pipes: true,
+        run: help,
+    },
     Command {
         name: "ls",
         usage: "[PATH]",
         help: "list a directory of the tracing tree",
-        redirects: false, pipes: true,
+        redirects: false,
+        pipes: true,
         run: ls,
     },
     Command {
         name: "cd",
         usage: "[PATH]",
         help: "change directory (default /)",
-        redirects: false, pipes: false,
+        redirects: false,
+        pipes: false,
         run: cd,
     },
     Command {
         name: "pwd",
         usage: "",
         help: "print the working directory",
-        redirects: false, pipes: true,
+        redirects: false,
+        pipes: true,
         run: pwd,
     },
     Command {
         name: "cat",
         usage: "FILE...",
         help: "print files (trace_pipe streams until a key is pressed)",
-        redirects: false, pipes: true,
+        redirects: false,
+        pipes: true,
         run: cat,
     },
     Command {
         name: "echo",
         usage: "[VALUE...] [> FILE | >> FILE]",
         help: "print VALUE, or write it to FILE (>> appends)",
-        redirects: true, pipes: true,
+        redirects: true,
+        pipes: true,
         run: echo,
     },
     Command {
         name: "mkdir",
         usage: "instances/NAME",
         help: "create an instance",
-        redirects: false, pipes: false,
+        redirects: false,
+        pipes: false,
         run: mkdir,
     },
     Command {
         name: "rmdir",
         usage: "instances/NAME",
         help: "remove an instance",
-        redirects: false, pipes: false,
+        redirects: false,
+        pipes: false,
         run: rmdir,
     },
     Command {
         name: "uptime",
         usage: "",
         help: "time since boot, timer ticks, heap use",
-        redirects: false, pipes: true,
+        redirects: false,
+        pipes: true,
         run: uptime,
     },
     Command {
         name: "cpus",
         usage: "",
         help: "the CPUs online and their timer ticks",
-        redirects: false, pipes: true,
+        redirects: false,
+        pipes: true,
         run: cpus,
     },
     Command {
         name: "stress",
         usage: "[overwrite|discard|both] [MS]",
         help: "ring buffer stress test on every CPU (default: both modes, 1000 ms)",
-        redirects: false, pipes: false,
+        redirects: false,
+        pipes: false,
         run: stress,
     },
     Command {
         name: "fault",
         usage: "page [ADDR] | gp | ud | de | bp | stack",
         help: "raise a CPU exception on purpose (bp is recoverable)",
-        redirects: false, pipes: false,
+        redirects: false,
+        pipes: false,
         run: fault,
     },
     Command {
         name: "panic",
         usage: "[CPU | irq | console | nested]",
         help: "panic on purpose: here, on CPU, in an interrupt, holding the console lock, nested",
-        redirects: false, pipes: false,
+        redirects: false,
+        pipes: false,
         run: panic,
     },
     Command {
         name: "dump",
         usage: "[on-panic] [all|orig_cpu] [last N] [instance NAME]...",
         help: "print the panic-format trace dump now; 'on-panic' sets what a panic dumps",
-        redirects: false, pipes: true,
+        redirects: false,
+        pipes: true,
         run: dump,
     },
     Command {
         name: "bench",
         usage: "[ITERATIONS]",
         help: "cost of disabled/enabled tracepoints vs the raw ring write (default 100000)",
-        redirects: false, pipes: false,
+        redirects: false,
+        pipes: false,
         run: bench,
     },
     Command {
         name: "latency",
         usage: "[spike MS | threshold MS | rearm]",
         help: "the latency watchdog driver: status, provoke a late tick, re-arm",
-        redirects: false, pipes: false,
+        redirects: false,
+        pipes: false,
         run: latency,
     },
     Command {
         name: "poweroff",
         usage: "",
         help: "leave QEMU with success",
-        redirects: false, pipes: false,
+        redirects: false,
+        pipes: false,
         run: poweroff,
     },
 ];
@@ -141,7 +164,12 @@ fn fs_error(path: &str, error: tracefs::FsError) -> CommandError {
     CommandError::Failed(format!("{path}: {error}"))
 }
 
-fn help(_: &mut Shell, args: &[&str], _: Option<&Redirect>, out: &mut Output) -> Result<(), CommandError> {
+fn help(
+    _: &mut Shell,
+    args: &[&str],
+    _: Option<&Redirect>,
+    out: &mut Output,
+) -> Result<(), CommandError> {
     no_args(args)?;
     for command in COMMANDS {
         let synopsis = if command.usage.is_empty() {
@@ -151,11 +179,19 @@ fn help(_: &mut Shell, args: &[&str], _: Option<&Redirect>, out: &mut Output) ->
         };
         let _ = writeln!(out, "  {synopsis:<46} {}", command.help);
     }
-    let _ = writeln!(out, "Files are ftrace's: see Documentation/trace/ftrace.rst. Tab completes paths.");
+    let _ = writeln!(
+        out,
+        "Files are ftrace's: see Documentation/trace/ftrace.rst. Tab completes paths."
+    );
     Ok(())
 }
 
-fn ls(shell: &mut Shell, args: &[&str], _: Option<&Redirect>, out: &mut Output) -> Result<(), CommandError> {
+fn ls(
+    shell: &mut Shell,
+    args: &[&str],
+    _: Option<&Redirect>,
+    out: &mut Output,
+) -> Result<(), CommandError> {
     let path = match args {
         [] => ".",
         [path] => path,
@@ -175,7 +211,12 @@ fn ls(shell: &mut Shell, args: &[&str], _: Option<&Redirect>, out: &mut Output) 
     Ok(())
 }
 
-fn cd(shell: &mut Shell, args: &[&str], _: Option<&Redirect>, _out: &mut Output) -> Result<(), CommandError> {
+fn cd(
+    shell: &mut Shell,
+    args: &[&str],
+    _: Option<&Redirect>,
+    _out: &mut Output,
+) -> Result<(), CommandError> {
     let path = match args {
         [] => "/",
         [path] => path,
@@ -191,13 +232,23 @@ fn cd(shell: &mut Shell, args: &[&str], _: Option<&Redirect>, _out: &mut Output)
     }
 }
 
-fn pwd(shell: &mut Shell, args: &[&str], _: Option<&Redirect>, out: &mut Output) -> Result<(), CommandError> {
+fn pwd(
+    shell: &mut Shell,
+    args: &[&str],
+    _: Option<&Redirect>,
+    out: &mut Output,
+) -> Result<(), CommandError> {
     no_args(args)?;
     let _ = writeln!(out, "{}", shell.cwd());
     Ok(())
 }
 
-fn cat(shell: &mut Shell, args: &[&str], _: Option<&Redirect>, out: &mut Output) -> Result<(), CommandError> {
+fn cat(
+    shell: &mut Shell,
+    args: &[&str],
+    _: Option<&Redirect>,
+    out: &mut Output,
+) -> Result<(), CommandError> {
     if args.is_empty() {
         return Err(CommandError::Usage);
     }
@@ -210,12 +261,21 @@ fn cat(shell: &mut Shell, args: &[&str], _: Option<&Redirect>, out: &mut Output)
         };
         match pipe_cpu {
             Some(cpu) => {
-                // Streams until any key; the key is consumed.
+                // Streams until any key; the key is consumed (Ctrl-C shows as such).
                 let nanoseconds = tracefs::nanoseconds(&located.instance);
-                tracing::stream_pipe(out, &located.instance, cpu, nanoseconds, || {
-                    serial::try_read_byte().is_some()
-                })
-                .map_err(|reason| CommandError::Failed(format!("{path}: {reason}")))?;
+                let mut interrupted = false;
+                let stop = || match serial::try_read_byte() {
+                    Some(byte) => {
+                        interrupted = byte == 0x03;
+                        true
+                    }
+                    None => false,
+                };
+                let read = tracing::stream_pipe(out, &located.instance, cpu, nanoseconds, stop);
+                if interrupted {
+                    out.interrupt();
+                }
+                read.map_err(|reason| CommandError::Failed(format!("{path}: {reason}")))?;
             }
             None => tracefs::read(&located, out).map_err(|e| fs_error(path, e))?,
         }
@@ -226,7 +286,12 @@ fn cat(shell: &mut Shell, args: &[&str], _: Option<&Redirect>, out: &mut Output)
     Ok(())
 }
 
-fn echo(shell: &mut Shell, args: &[&str], redirect: Option<&Redirect>, out: &mut Output) -> Result<(), CommandError> {
+fn echo(
+    shell: &mut Shell,
+    args: &[&str],
+    redirect: Option<&Redirect>,
+    out: &mut Output,
+) -> Result<(), CommandError> {
     let value = args.join(" ");
     let Some(redirect) = redirect else {
         let _ = writeln!(out, "{value}");
@@ -237,17 +302,32 @@ fn echo(shell: &mut Shell, args: &[&str], redirect: Option<&Redirect>, out: &mut
     tracefs::write(&located, &value, redirect.append).map_err(|e| fs_error(path, e))
 }
 
-fn mkdir(shell: &mut Shell, args: &[&str], _: Option<&Redirect>, _out: &mut Output) -> Result<(), CommandError> {
+fn mkdir(
+    shell: &mut Shell,
+    args: &[&str],
+    _: Option<&Redirect>,
+    _out: &mut Output,
+) -> Result<(), CommandError> {
     let [path] = args else { return Err(CommandError::Usage) };
     tracefs::mkdir(shell.cwd(), path).map_err(|e| fs_error(path, e))
 }
 
-fn rmdir(shell: &mut Shell, args: &[&str], _: Option<&Redirect>, _out: &mut Output) -> Result<(), CommandError> {
+fn rmdir(
+    shell: &mut Shell,
+    args: &[&str],
+    _: Option<&Redirect>,
+    _out: &mut Output,
+) -> Result<(), CommandError> {
     let [path] = args else { return Err(CommandError::Usage) };
     tracefs::rmdir(shell.cwd(), path).map_err(|e| fs_error(path, e))
 }
 
-fn uptime(_: &mut Shell, args: &[&str], _: Option<&Redirect>, out: &mut Output) -> Result<(), CommandError> {
+fn uptime(
+    _: &mut Shell,
+    args: &[&str],
+    _: Option<&Redirect>,
+    out: &mut Output,
+) -> Result<(), CommandError> {
     no_args(args)?;
     let ns = clock::now_ns();
     let (used, size) = heap::usage();
@@ -259,7 +339,12 @@ fn uptime(_: &mut Shell, args: &[&str], _: Option<&Redirect>, out: &mut Output) 
     Ok(())
 }
 
-fn cpus(_: &mut Shell, args: &[&str], _: Option<&Redirect>, out: &mut Output) -> Result<(), CommandError> {
+fn cpus(
+    _: &mut Shell,
+    args: &[&str],
+    _: Option<&Redirect>,
+    out: &mut Output,
+) -> Result<(), CommandError> {
     no_args(args)?;
     for cpu in 0..smp::online() {
         let apic_id = percpu::get(cpu).map_or(0, |c| c.apic_id());
@@ -268,7 +353,12 @@ fn cpus(_: &mut Shell, args: &[&str], _: Option<&Redirect>, out: &mut Output) ->
     Ok(())
 }
 
-fn stress(_: &mut Shell, args: &[&str], _: Option<&Redirect>, _out: &mut Output) -> Result<(), CommandError> {
+fn stress(
+    _: &mut Shell,
+    args: &[&str],
+    _: Option<&Redirect>,
+    _out: &mut Output,
+) -> Result<(), CommandError> {
     const BOTH: &[Mode] = &[Mode::Overwrite, Mode::Discard];
     let (modes, ms): (&[Mode], &str) = match args {
         [] => (BOTH, "1000"),
@@ -324,7 +414,12 @@ fn dump_options(mut args: &[&str], base: DumpConfig) -> Result<DumpConfig, Comma
     Ok(config)
 }
 
-fn dump(_: &mut Shell, args: &[&str], _: Option<&Redirect>, out: &mut Output) -> Result<(), CommandError> {
+fn dump(
+    _: &mut Shell,
+    args: &[&str],
+    _: Option<&Redirect>,
+    out: &mut Output,
+) -> Result<(), CommandError> {
     match args {
         ["on-panic", rest @ ..] => {
             let config = dump_options(rest, dump::on_panic())?;
@@ -344,7 +439,12 @@ fn dump(_: &mut Shell, args: &[&str], _: Option<&Redirect>, out: &mut Output) ->
     }
 }
 
-fn bench(_: &mut Shell, args: &[&str], _: Option<&Redirect>, _out: &mut Output) -> Result<(), CommandError> {
+fn bench(
+    _: &mut Shell,
+    args: &[&str],
+    _: Option<&Redirect>,
+    _out: &mut Output,
+) -> Result<(), CommandError> {
     let iterations = match args {
         [] => 100_000,
         [n] => {
@@ -355,7 +455,12 @@ fn bench(_: &mut Shell, args: &[&str], _: Option<&Redirect>, _out: &mut Output) 
     crate::bench::run(iterations).map_err(CommandError::from)
 }
 
-fn latency(_: &mut Shell, args: &[&str], _: Option<&Redirect>, _out: &mut Output) -> Result<(), CommandError> {
+fn latency(
+    _: &mut Shell,
+    args: &[&str],
+    _: Option<&Redirect>,
+    _out: &mut Output,
+) -> Result<(), CommandError> {
     let watchdog = watchdog::get().ok_or(CommandError::from("the watchdog is not running"))?;
     let ms = |arg: &str| arg.parse::<u64>().ok().filter(|ms| (1..=10_000).contains(ms));
     match args {
@@ -380,7 +485,12 @@ fn latency(_: &mut Shell, args: &[&str], _: Option<&Redirect>, _out: &mut Output
     Ok(())
 }
 
-fn poweroff(_: &mut Shell, args: &[&str], _: Option<&Redirect>, _out: &mut Output) -> Result<(), CommandError> {
+fn poweroff(
+    _: &mut Shell,
+    args: &[&str],
+    _: Option<&Redirect>,
+    _out: &mut Output,
+) -> Result<(), CommandError> {
     no_args(args)?;
     println!("powering off");
     qemu::exit(ExitCode::Success)
@@ -395,7 +505,12 @@ impl core::fmt::Display for PanicsWhenShown {
     }
 }
 
-fn panic(_: &mut Shell, args: &[&str], _: Option<&Redirect>, _out: &mut Output) -> Result<(), CommandError> {
+fn panic(
+    _: &mut Shell,
+    args: &[&str],
+    _: Option<&Redirect>,
+    _out: &mut Output,
+) -> Result<(), CommandError> {
     match args {
         [] => panic!("deliberate panic from the shell"),
         ["irq"] => {
@@ -425,7 +540,12 @@ fn panic(_: &mut Shell, args: &[&str], _: Option<&Redirect>, _out: &mut Output) 
 /// Default address for `fault page`: canonical, in the lower half, never mapped.
 const UNMAPPED_ADDRESS: u64 = 0x0dea_dbee_f000;
 
-fn fault(_: &mut Shell, args: &[&str], _: Option<&Redirect>, _out: &mut Output) -> Result<(), CommandError> {
+fn fault(
+    _: &mut Shell,
+    args: &[&str],
+    _: Option<&Redirect>,
+    _out: &mut Output,
+) -> Result<(), CommandError> {
     match args {
         ["page"] => page_fault(UNMAPPED_ADDRESS),
         ["page", addr] => {

@@ -43,7 +43,9 @@ impl Stage {
                 keep if keep <= MAX_TAIL => Ok(Stage::Tail { keep, lines: VecDeque::new() }),
                 _ => Err(alloc::format!("tail: at most {MAX_TAIL} lines")),
             },
-            ["grep", "-v", pattern] => Ok(Stage::Grep { pattern: pattern.to_string(), invert: true }),
+            ["grep", "-v", pattern] => {
+                Ok(Stage::Grep { pattern: pattern.to_string(), invert: true })
+            }
             ["grep", pattern] if !pattern.starts_with('-') => {
                 Ok(Stage::Grep { pattern: pattern.to_string(), invert: false })
             }
@@ -86,6 +88,11 @@ impl Output {
         Ok(Output { stages, partial: String::new(), stopped: None })
     }
 
+    /// Ends the output as Ctrl-C does (for a reader that saw the key itself).
+    pub fn interrupt(&mut self) {
+        self.stopped = Some(Stopped::Interrupted);
+    }
+
     /// Why the output stopped early, if it did.
     pub fn stopped(&self) -> Option<Stopped> {
         self.stopped
@@ -120,7 +127,9 @@ impl Output {
                     }
                     deliver = false;
                 }
-                Stage::Grep { pattern, invert } => deliver = line.contains(pattern.as_str()) != *invert,
+                Stage::Grep { pattern, invert } => {
+                    deliver = line.contains(pattern.as_str()) != *invert
+                }
                 Stage::Count { lines } => {
                     *lines += 1;
                     deliver = false;

@@ -99,7 +99,9 @@ impl From<InstanceError> for FsError {
             InstanceError::Buffer(trace::Error::NoMemory | trace::Error::TooBig) => {
                 FsError::NoMemory
             }
-            InstanceError::Buffer(trace::Error::ZeroSize) => FsError::Rule("the size must be above 0"),
+            InstanceError::Buffer(trace::Error::ZeroSize) => {
+                FsError::Rule("the size must be above 0")
+            }
             InstanceError::Buffer(_) => FsError::Busy,
         }
     }
@@ -458,6 +460,7 @@ tracing mini-HOWTO:
 # echo 1 > tracing_on : quick way to re-enable tracing
 
  Important files:
+  README\t\t- This file
   trace\t\t\t- The static contents of the buffer
 \t\t\t  To clear the buffer write into this file: echo > trace
   trace_pipe\t\t- A consuming read to see the contents of the buffer
@@ -654,13 +657,13 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
     Ok(())
 }
 
-/// Parses a switch: `0` off, any other number on (as Linux's `tracing_on`).
+/// Parses a `0`/`1` switch value (options and `enable` files).
 fn switch(value: &str) -> Result<bool, FsError> {
-    value
-        .trim()
-        .parse::<u64>()
-        .map(|v| v != 0)
-        .map_err(|_| FsError::Rule("0 turns it off, a positive number on"))
+    match value.trim() {
+        "0" => Ok(false),
+        "1" => Ok(true),
+        _ => Err(FsError::Rule("0 or 1")),
+    }
 }
 
 /// A pattern, or `None` for "any" (`*` or empty).
@@ -717,7 +720,9 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
             let entries: Vec<_> = value.split_ascii_whitespace().map(set_event_entry).collect();
             // Every entry is checked first, so a bad one enables none of them.
             if !entries.iter().all(|&(_, sys, ev)| events(tracer).any(|d| d.matches(sys, ev))) {
-                return Err(FsError::Rule("no event matches an entry ([!]system:event, globs allowed)"));
+                return Err(FsError::Rule(
+                    "no event matches an entry ([!]system:event, globs allowed)",
+                ));
             }
             for (enable, system, event) in entries {
                 instance.set_event(system, event, enable)?;
@@ -725,7 +730,12 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
             Ok(())
         }
         File::TracingOn => {
-            instance.set_tracing(switch(value)?);
+            // As Linux: 0 turns recording off, any other number on.
+            let value: u64 = value
+                .trim()
+                .parse()
+                .map_err(|_| FsError::Rule("0 turns recording off, any other number on"))?;
+            instance.set_tracing(value != 0);
             Ok(())
         }
         File::CpuTrace(cpu) => {
@@ -804,7 +814,9 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
         },
         File::SubbufSizeKb => match value.trim() {
             "4" => Ok(()),
-            _ => Err(FsError::Rule("the rings have no sub-buffers; a record is at most 4 KB, so only 4")),
+            _ => Err(FsError::Rule(
+                "the rings have no sub-buffers; a record is at most 4 KB, so only 4",
+            )),
         },
         File::ErrorLog => {
             // Opening for writing (not appending) empties the log.
