@@ -62,11 +62,6 @@ impl trace::Platform for KernelPlatform {
     }
 }
 
-/// Writes `ns` as seconds with nine decimals.
-pub fn write_timestamp(out: &mut dyn Write, ns: u64) -> fmt::Result {
-    trace::text::write_timestamp(out, ns, true)
-}
-
 /// Writes one record as ftrace's trace line (see [`trace::text`]), the context
 /// followed by `tracker`, the fields formatted now from the event's descriptor
 /// (deferred formatting); timestamps in microseconds, or nanoseconds.
@@ -210,7 +205,7 @@ pub fn write_snapshot(
     }
 }
 
-/// `per_cpu/cpuN/stats`, ftrace's fields plus `written`.
+/// `per_cpu/cpuN/stats`, ftrace's fields (timestamps in µs) plus `written`.
 pub fn write_cpu_stats(
     out: &mut dyn Write,
     instance: &Instance<'_, KernelPlatform>,
@@ -222,9 +217,9 @@ pub fn write_cpu_stats(
     writeln!(out, "commit overrun: {}", stats.commit_overrun)?;
     writeln!(out, "bytes: {}", stats.bytes)?;
     write!(out, "oldest event ts: ")?;
-    write_timestamp(out, stats.oldest_ts.unwrap_or(0))?;
+    text::write_timestamp(out, stats.oldest_ts.unwrap_or(0), false)?;
     write!(out, "\nnow ts: ")?;
-    write_timestamp(out, clock::now_ns())?;
+    text::write_timestamp(out, clock::now_ns(), false)?;
     writeln!(out, "\ndropped events: {}", stats.dropped)?;
     writeln!(out, "read events: {}", stats.read)?;
     writeln!(out, "written: {}", stats.written)

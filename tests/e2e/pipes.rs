@@ -27,7 +27,7 @@ fn pipes_filter_the_output_and_head_stops_the_read() {
     assert!(m.run("uptime | grep heap").starts_with("heap: "));
     assert_eq!(
         m.run("ls | grep -v /").lines().count(),
-        m.run("ls | grep -v / | wc -l").trim().parse().unwrap()
+        m.run("ls | grep -v / | wc -l").trim().parse::<usize>().unwrap()
     );
     // head ends a trace read early: `cat trace | head` formats one line, where
     // `| wc -l` formats them all (the shell's own command_done events say how long each

@@ -137,9 +137,9 @@ fn trace_shows_real_kernel_events_merged_in_time_order() {
     }
     // Microseconds by default, nanoseconds with options/nanoseconds.
     let stamp = |out: &str| {
-        out.lines()
-            .rfind(|l| l.contains(": command: "))
-            .and_then(|l| l.split("] ").nth(1)?.split(": ").next()?.split('.').nth(1).map(str::len))
+        let line = out.lines().rfind(|l| l.contains(": command: "))?;
+        let stamp = line.split("] ").nth(1)?.split_whitespace().nth(1)?;
+        stamp.trim_end_matches(':').split_once('.').map(|(_, fraction)| fraction.len())
     };
     assert_eq!(stamp(&out), Some(6), "{out}");
     assert_eq!(m.run("echo 1 > options/nanoseconds"), "");

@@ -130,7 +130,7 @@ impl LineEditor {
             _ => return,
         };
         if self.browsing == self.history.len() {
-            self.draft = core::mem::take(&mut self.line);
+            self.draft = self.line.clone();
         }
         self.browsing = target;
         let text =

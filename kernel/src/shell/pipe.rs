@@ -158,9 +158,9 @@ impl Output {
         if self.stopped == Some(Stopped::Interrupted) {
             return;
         }
-        // A head that ended the read does not stop what later stages kept.
-        self.stopped = None;
         for index in 0..self.stages.len() {
+            // A head that ended the read does not stop what later stages kept.
+            self.stopped = None;
             let kept: Vec<String> = match &mut self.stages[index] {
                 Stage::Tail { lines, .. } => lines.drain(..).collect(),
                 Stage::Count { lines } => [lines.to_string()].into(),
