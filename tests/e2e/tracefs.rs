@@ -248,7 +248,10 @@ fn buffer_size_kb_resizes_within_limits() {
         // The error names the limit and what is in use.
         let err = m.run(&format!("echo 99999999 > {file}"));
         assert!(
-            err.contains("Cannot allocate memory (the rings of all instances and snapshots may take 65536 KB together")
+            err.contains("Cannot allocate memory (")
+                && err.contains(
+                    "the rings of all instances and snapshots may take 65536 KB together"
+                )
                 && err.contains("KB are in use)"),
             "{err}"
         );

@@ -30,6 +30,9 @@ pub enum FsError {
     /// ENOMEM: the rings would exceed the tracer's memory limit (KB in use, KB
     /// allowed).
     MemoryLimit(usize, usize),
+    /// ENOMEM: the kernel heap had no room for the rings (heap KB in use, heap KB,
+    /// ring KB in use, ring KB allowed).
+    HeapFull(usize, usize, usize, usize),
     /// EBUSY.
     Busy,
     /// EACCES on a file that cannot be written.
@@ -71,6 +74,14 @@ impl fmt::Display for FsError {
                      {max} KB together, each CPU's rounded up to a power of two; {used} KB are in use)"
                 );
             }
+            FsError::HeapFull(heap_used, heap, used, max) => {
+                return write!(
+                    f,
+                    "Cannot allocate memory (the kernel heap has {heap_used} of {heap} KB in use; \
+                     the rings of all instances and snapshots may take {max} KB together, \
+                     {used} KB are in use)"
+                );
+            }
             FsError::Busy => "Device or resource busy",
             FsError::ReadOnly => "Permission denied (read-only file)",
             FsError::WriteOnly => "Permission denied (write-only file)",
@@ -97,7 +108,9 @@ impl From<InstanceError> for FsError {
             }
             InstanceError::TopLevel => FsError::NotPermitted,
             InstanceError::Buffer(trace::Error::NoMemory | trace::Error::TooBig) => {
-                FsError::NoMemory
+                let (heap_used, heap) = crate::heap::usage();
+                let (used, max) = tracer().map_or((0, 0), |t| t.memory());
+                FsError::HeapFull(heap_used / 1024, heap / 1024, used / 1024, max / 1024)
             }
             InstanceError::Buffer(trace::Error::ZeroSize) => {
                 FsError::Rule("the size must be above 0")
@@ -554,6 +567,7 @@ pub fn log_error(located: &Located, value: &str, error: FsError) {
 /// Writes a CPU mask as Linux does: hex, as many digits as the CPUs need.
 fn write_cpumask(out: &mut dyn Write, mask: u64, cpus: usize) -> fmt::Result {
     let digits = cpus.div_ceil(4).max(1);
+    let mask = if cpus < 64 { mask & ((1 << cpus) - 1) } else { mask };
     writeln!(out, "{mask:0digits$x}")
 }
 
