@@ -43,8 +43,6 @@ pub enum FsError {
     Exists,
     /// ENOSPC (no instance slot left).
     NoSpace,
-    /// ENOMEM.
-    NoMemory,
     /// EPERM (the top-level instance cannot be removed).
     NotPermitted,
     /// Tracing did not start at boot.
@@ -87,7 +85,6 @@ impl fmt::Display for FsError {
             FsError::WriteOnly => "Permission denied (write-only file)",
             FsError::Exists => "File exists",
             FsError::NoSpace => "No space left on device (too many instances)",
-            FsError::NoMemory => "Cannot allocate memory",
             FsError::NotPermitted => "Operation not permitted",
             FsError::NoTracer => "tracing is not available",
         })
