@@ -63,12 +63,15 @@ fn pipes_filter_the_output_and_head_stops_the_read() {
     assert!(m.run("echo 1 > tracing_on | head").contains("cannot both redirect and pipe"));
 }
 
-/// Fills every CPU's ring of the top-level instance with stress events (tens of
-/// thousands of lines to print).
+/// Fills every CPU's ring of the top-level instance and of instance t1 with stress
+/// events (tens of thousands of lines to print); returns the top level's entries.
 fn backlog(m: &mut Machine) -> u64 {
     assert_eq!(m.run("echo '*:*' > set_event"), "");
+    assert_eq!(m.run("mkdir instances/t1"), "");
+    assert_eq!(m.run("echo stress:event > instances/t1/set_event"), "");
     m.run("stress overwrite 300");
     assert_eq!(m.run("echo 0 > tracing_on"), "");
+    assert_eq!(m.run("echo 0 > instances/t1/tracing_on"), "");
     (0..4).map(|cpu| m.cpu_stat("", cpu, "entries:")).sum()
 }
 
@@ -105,6 +108,16 @@ fn ctrl_c_stops_every_long_read_whatever_the_backlog() {
     assert!(read < live / 10, "trace_pipe read {read} of {live} records:\n{printed}");
     let printed = interrupt(&mut m, "cat per_cpu/cpu2/trace_pipe", " event: apic_id=");
     assert!((printed.lines().count() as u64) < entries / 10);
+    // The same in an instance.
+    let entries: u64 = (0..4).map(|cpu| m.cpu_stat("instances/t1/", cpu, "entries:")).sum();
+    assert!(entries > 4_000, "{entries} entries in instances/t1");
+    for command in ["cat instances/t1/trace", "cat instances/t1/trace_pipe"] {
+        let printed = interrupt(&mut m, command, " event: apic_id=");
+        let lines = printed.lines().count() as u64;
+        assert!(lines < entries / 4, "{command}: {lines} of {entries} lines printed");
+    }
+    assert_eq!(m.run("cat instances/t1/trace | head -n 1"), "# tracer: nop\n");
+    assert_eq!(m.run("cat instances/t1/trace | grep apic_id | head -n 3 | wc -l"), "3\n");
     assert!(m.run("uptime").contains("timer ticks"), "the shell goes on");
 }
 
