@@ -65,10 +65,10 @@ fn report_prints_the_events_like_trace_cmd() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
     assert!(stdout.contains("# panic on cpu 1 at src/net.rs:10:5: oops"), "{stdout}");
-    let events: Vec<&str> = stdout.lines().filter(|l| l.contains("net:ping")).collect();
+    let events: Vec<&str> = stdout.lines().filter(|l| l.contains(": ping: ")).collect();
     assert_eq!(events.len(), 3, "{stdout}");
     assert!(
-        events[0].starts_with("[000]") && events[0].ends_with("net:ping: seq=1 host=alpha"),
+        events[0].contains(" [000] ") && events[0].ends_with(" ping: seq=1 host=alpha"),
         "{}",
         events[0]
     );

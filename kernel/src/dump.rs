@@ -105,6 +105,7 @@ fn records(
             each(record);
         }
         seen += 1;
+        true
     })
     .ok()?;
     let skip = skip.get();
@@ -144,8 +145,9 @@ fn write(
                 );
             }
         }
+        let mut tracker = trace::text::ContextTracker::new();
         match records(tracer, &view, config, |record| {
-            let _ = tracing::write_record(out, tracer, record);
+            let _ = tracing::write_record(out, tracer, &mut tracker, record, true);
         }) {
             Some(0) => {}
             Some(skipped) => {

@@ -33,6 +33,9 @@ trace::event! {
     /// A `stress` command event: the writer's local APIC id, where it was written
     /// from (0 thread, 1 timer, 2 IPI, 3 NMI), and its sequence number there.
     pub STRESS = "stress":"event" { apic_id: u32, source: u8, seq: u64 } => "apic_id={apic_id} source={source} seq={seq}";
+    /// Data written to `trace_marker_raw`: its 4-byte id and the bytes after it, as
+    /// hex (shown as Linux shows raw markers).
+    pub RAW_DATA = "ftrace":"raw_data" { id: u32, buf: &str } => "# {id:x} buf:{buf}";
     /// The shell finished a command.
     pub SHELL_DONE = "shell":"command_done" { ok: bool, duration_ns: u64 } => "ok={ok} duration={duration_ns}ns";
 }

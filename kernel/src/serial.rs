@@ -128,6 +128,18 @@ pub fn try_read_byte() -> Option<u8> {
     byte
 }
 
+/// Whether Ctrl-C (0x03) is waiting in the input; if so, it is taken with the input
+/// typed before it (as a terminal flushes type-ahead on an interrupt).
+pub fn take_interrupt() -> bool {
+    let mut rx = RX.lock();
+    let Some(at) = (0..rx.len).find(|i| rx.bytes[(rx.head + i) % RX_CAPACITY] == 0x03) else {
+        return false;
+    };
+    rx.head = (rx.head + at + 1) % RX_CAPACITY;
+    rx.len -= at + 1;
+    true
+}
+
 /// Receive overruns the UART reported (input lost in the hardware).
 pub fn rx_overruns() -> u64 {
     RX.lock().overruns

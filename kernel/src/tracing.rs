@@ -4,6 +4,7 @@ use crate::arch::percpu;
 use crate::clock;
 use core::fmt::{self, Write};
 use spin::Once;
+use trace::text::{self, ContextTracker, Line};
 use trace::{
     Buffer, DescriptorKind, Instance, InstanceConfig, Limits, Mode, RecordRef, Tracer, TracerError,
 };
@@ -61,38 +62,32 @@ impl trace::Platform for KernelPlatform {
     }
 }
 
-/// Writes `ns` as seconds with nine decimals.
-pub fn write_timestamp(out: &mut dyn Write, ns: u64) -> fmt::Result {
-    write!(out, "{:>5}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
-}
-
-/// Writes one record as a trace line: `[CPU] SECONDS: SYSTEM:NAME: FIELDS`, the
-/// fields formatted now from the event's descriptor (deferred formatting).
+/// Writes one record as ftrace's trace line (see [`trace::text`]), the context
+/// followed by `tracker`, the fields formatted now from the event's descriptor
+/// (deferred formatting); timestamps in microseconds, or nanoseconds.
 pub fn write_record(
     out: &mut dyn Write,
     tracer: &Tracer<KernelPlatform>,
+    tracker: &mut ContextTracker,
     record: &RecordRef<'_>,
+    nanoseconds: bool,
 ) -> fmt::Result {
-    if record.lost > 0 {
-        writeln!(out, "CPU:{} [LOST {} EVENTS]", record.cpu, record.lost)?;
-    }
-    write!(out, "[{:03}] ", record.cpu)?;
-    write_timestamp(out, record.ts)?;
-    match tracer.descriptor(record.id) {
-        Some(d) => {
-            write!(out, ": {}:{}: ", d.system, d.name)?;
-            match d.kind {
-                DescriptorKind::Event => {
-                    trace::format::render(out, d.format, d.fields, record.payload)?
-                }
-                DescriptorKind::Printk => {
-                    trace::format::render_tagged(out, d.format, record.payload)?
-                }
-            }
+    let descriptor = tracer.descriptor(record.id);
+    let (system, name) = descriptor.map_or(("", ""), |d| (d.system, d.name));
+    let line = Line {
+        cpu: record.cpu,
+        ts: record.ts,
+        context: tracker.next(record.cpu, system, name, record.lost),
+        name: descriptor.map_or(Some("unknown_event"), |d| text::event_name(d.system, d.name)),
+        lost: record.lost,
+    };
+    text::write_line(out, &line, nanoseconds, |out| match descriptor {
+        Some(d) if d.kind == DescriptorKind::Event => {
+            trace::format::render(out, d.format, d.fields, record.payload)
         }
-        None => write!(out, ": unknown event id {}", record.id)?,
-    }
-    writeln!(out)
+        Some(d) => trace::format::render_tagged(out, d.format, record.payload),
+        None => write!(out, "id={}", record.id),
+    })
 }
 
 /// The `trace` file header: ftrace's, with the entries in the buffer and written.
@@ -110,34 +105,36 @@ fn write_header(
         entries += stats.entries;
         written += stats.written;
     }
-    writeln!(out, "# tracer: nop\n#")?;
-    writeln!(out, "# entries-in-buffer/entries-written: {entries}/{written}   #P:{cpus}\n#")?;
-    writeln!(out, "# CPU     TIMESTAMP  EVENT\n#  |          |       |")
+    text::write_header(out, entries, written, cpus)
 }
 
-/// Calls `each` with every record of `buffer`, oldest first: one CPU's, or (`None`)
-/// all CPUs' merged in time order. `start` runs once the window to read is fixed,
-/// before the first record (so counts taken there cover every record listed). Fails
-/// if the records cannot be read (no memory, no such CPU).
+/// Calls `each` with every record of `buffer`, oldest first, while it returns true:
+/// one CPU's, or (`None`) all CPUs' merged in time order. `start` runs once the
+/// window to read is fixed, before the first record (so counts taken there cover
+/// every record listed). Fails if the records cannot be read (no memory, no such CPU).
 pub fn for_each_record(
     buffer: &Buffer<KernelPlatform>,
     cpu: Option<usize>,
     start: impl FnOnce(),
-    mut each: impl FnMut(&RecordRef<'_>),
+    mut each: impl FnMut(&RecordRef<'_>) -> bool,
 ) -> Result<(), trace::Error> {
     match cpu {
         None => {
             let mut records = buffer.merged_iter()?;
             start();
             while let Some(record) = records.next_record() {
-                each(&record);
+                if !each(&record) {
+                    break;
+                }
             }
         }
         Some(cpu) => {
             let mut records = buffer.iter(cpu)?;
             start();
             while let Some(record) = records.next_record() {
-                each(&record);
+                if !each(&record) {
+                    break;
+                }
             }
         }
     }
@@ -145,24 +142,34 @@ pub fn for_each_record(
 }
 
 /// Writes every record of `buffer` (see [`for_each_record`]) as trace lines, after
-/// `header`.
+/// `header`; stops at the first write that fails (the reader stopped: Ctrl-C, or a
+/// pipe that has all it wants).
 fn write_records(
     out: &mut dyn Write,
     tracer: &Tracer<KernelPlatform>,
     buffer: &Buffer<KernelPlatform>,
     cpu: Option<usize>,
-    header: impl FnOnce(&mut dyn Write),
+    nanoseconds: bool,
+    header: impl FnOnce(&mut dyn Write) -> fmt::Result,
 ) -> fmt::Result {
     let out = core::cell::RefCell::new(out);
-    // The console never fails a write.
+    let mut tracker = ContextTracker::new();
+    let result = core::cell::Cell::new(Ok(()));
     let read = for_each_record(
         buffer,
         cpu,
-        || header(&mut **out.borrow_mut()),
+        || result.set(header(&mut **out.borrow_mut())),
         |record| {
-            let _ = write_record(&mut **out.borrow_mut(), tracer, record);
+            let out = &mut **out.borrow_mut();
+            result.set(
+                result
+                    .get()
+                    .and_then(|()| write_record(out, tracer, &mut tracker, record, nanoseconds)),
+            );
+            result.get().is_ok()
         },
     );
+    result.get()?;
     match read {
         Ok(()) => Ok(()),
         Err(error) => writeln!(out.borrow_mut(), "# (records unreadable: {error})"),
@@ -176,22 +183,29 @@ pub fn write_trace(
     out: &mut dyn Write,
     instance: &Instance<'_, KernelPlatform>,
     cpu: Option<usize>,
+    nanoseconds: bool,
 ) -> fmt::Result {
     let recorder = instance.recorder();
-    write_records(out, instance.tracer(), recorder.live(), cpu, |out| {
-        let _ = write_header(out, instance, cpu);
+    write_records(out, instance.tracer(), recorder.live(), cpu, nanoseconds, |out| {
+        write_header(out, instance, cpu)
     })
 }
 
 /// The snapshot buffer's records, merged in time order.
-pub fn write_snapshot(out: &mut dyn Write, instance: &Instance<'_, KernelPlatform>) -> fmt::Result {
+pub fn write_snapshot(
+    out: &mut dyn Write,
+    instance: &Instance<'_, KernelPlatform>,
+    nanoseconds: bool,
+) -> fmt::Result {
     match instance.recorder().snapshot() {
-        Some(snapshot) => write_records(out, instance.tracer(), snapshot, None, |_| {}),
+        Some(snapshot) => {
+            write_records(out, instance.tracer(), snapshot, None, nanoseconds, |_| Ok(()))
+        }
         None => Ok(()),
     }
 }
 
-/// `per_cpu/cpuN/stats`, ftrace's fields plus `written`.
+/// `per_cpu/cpuN/stats`, ftrace's fields (timestamps in µs) plus `written`.
 pub fn write_cpu_stats(
     out: &mut dyn Write,
     instance: &Instance<'_, KernelPlatform>,
@@ -203,21 +217,23 @@ pub fn write_cpu_stats(
     writeln!(out, "commit overrun: {}", stats.commit_overrun)?;
     writeln!(out, "bytes: {}", stats.bytes)?;
     write!(out, "oldest event ts: ")?;
-    write_timestamp(out, stats.oldest_ts.unwrap_or(0))?;
+    text::write_timestamp(out, stats.oldest_ts.unwrap_or(0), false)?;
     write!(out, "\nnow ts: ")?;
-    write_timestamp(out, clock::now_ns())?;
+    text::write_timestamp(out, clock::now_ns(), false)?;
     writeln!(out, "\ndropped events: {}", stats.dropped)?;
     writeln!(out, "read events: {}", stats.read)?;
     writeln!(out, "written: {}", stats.written)
 }
 
 /// Streams `trace_pipe` (all CPUs, or one): consumes and prints records as they come,
-/// until `stop` says so (the shell stops on a key press). Returns an error text if
-/// the rings cannot be read.
+/// until `stop` says so (checked between records: the shell stops on a key press) or
+/// a write fails (a pipe that has all it wants). Returns an error text if the rings
+/// cannot be read.
 pub fn stream_pipe(
     out: &mut dyn Write,
     instance: &Instance<'_, KernelPlatform>,
     cpu: Option<usize>,
+    nanoseconds: bool,
     mut stop: impl FnMut() -> bool,
 ) -> Result<(), &'static str> {
     let tracer = instance.tracer();
@@ -231,11 +247,15 @@ pub fn stream_pipe(
         consumers.push(recorder.live().consumer(cpu).map_err(|_| "trace_pipe is open already")?);
     }
     let mut merged = trace::Merged::new(consumers);
+    let mut tracker = ContextTracker::new();
     loop {
-        while let Some(record) = merged.next_record() {
-            let _ = write_record(out, tracer, &record);
+        let mut stopped = stop();
+        while !stopped {
+            let Some(record) = merged.next_record() else { break };
+            stopped = write_record(out, tracer, &mut tracker, &record, nanoseconds).is_err();
+            stopped |= stop();
         }
-        if stop() {
+        if stopped {
             // Losses after the last record returned (a writer that raced the end).
             for consumer in merged.cursors_mut() {
                 let lost = consumer.take_lost();

@@ -64,12 +64,15 @@ fn a_panic_dump_holds_the_last_events_in_order_and_agrees_with_its_stats() {
     // The human-readable part carries the same events.
     let transcript = m.transcript();
     assert!(transcript.contains("# panic on cpu 0 at kernel/src/shell/commands.rs:"));
-    assert!(transcript.lines().any(|l| l.ends_with("ftrace:print: marker-5")));
+    assert!(transcript.lines().any(|l| l.ends_with("tracing_mark_write: marker-5")));
     // The text report.
     let mut text = Vec::new();
     report::write_text(&trace, &mut text).unwrap();
     let text = String::from_utf8(text).unwrap();
-    assert!(text.contains("# panic on cpu 0") && text.contains("ftrace:print: marker-3"), "{text}");
+    assert!(
+        text.contains("# panic on cpu 0") && text.contains("tracing_mark_write: marker-3"),
+        "{text}"
+    );
     let mut stat = Vec::new();
     report::write_stat(&trace, &mut stat).unwrap();
     assert!(String::from_utf8(stat).unwrap().contains("ftrace:print"));

@@ -1,8 +1,10 @@
 //! End-to-end tests: each boots the real image in QEMU and drives the serial shell.
 
 mod dump;
+mod files;
 mod format;
 mod instances;
+mod pipes;
 mod shell;
 mod smp;
 mod tracefs;

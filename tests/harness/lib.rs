@@ -249,33 +249,44 @@ impl Machine {
     }
 }
 
-/// One line of a `trace` file: CPU, timestamp (ns), `system:name`, and the fields.
+/// One line of a `trace` file: task, CPU, flags, timestamp (ns), event name, fields.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TraceLine {
+    /// The task column, `NAME-PID` (`<idle>-0`, `shell-1`, `<irq>-0`, `<nmi>-0`).
+    pub task: String,
     /// The CPU.
     pub cpu: usize,
-    /// The timestamp in nanoseconds.
+    /// The five flag characters (irqs-off, need-resched, hardirq/NMI, depth,
+    /// migrate-disable).
+    pub flags: String,
+    /// The timestamp in nanoseconds (from microseconds or nanoseconds).
     pub ts: u64,
-    /// `system:name`.
+    /// The event's name as shown (no system; `tracing_mark_write` for markers).
     pub event: String,
     /// The rendered fields.
     pub fields: String,
 }
 
-/// The event lines of `trace`-style output (`[CPU] SECONDS: SYSTEM:NAME: FIELDS`).
+/// The event lines of `trace`-style output, ftrace's layout
+/// (`TASK-PID [CPU] FLAGS SECONDS.FRACTION: NAME: FIELDS`).
 pub fn trace_lines(output: &str) -> Vec<TraceLine> {
     output
         .lines()
+        .filter(|line| !line.starts_with('#'))
         .filter_map(|line| {
-            let rest = line.strip_prefix('[')?;
-            let (cpu, rest) = rest.split_once(']')?;
+            let (task, rest) = line.split_once(" [")?;
+            let (cpu, rest) = rest.split_once("] ")?;
+            let (flags, rest) = rest.split_once(' ')?;
             let (stamp, rest) = rest.trim_start().split_once(": ")?;
-            let (secs, nanos) = stamp.split_once('.')?;
-            let ts =
-                secs.trim().parse::<u64>().ok()? * 1_000_000_000 + nanos.parse::<u64>().ok()?;
+            let (secs, fraction) = stamp.split_once('.')?;
+            let scale = 10u64.checked_pow(9u32.checked_sub(fraction.len() as u32)?)?;
+            let ts = secs.trim().parse::<u64>().ok()? * 1_000_000_000
+                + fraction.parse::<u64>().ok()? * scale;
             let (event, fields) = rest.split_once(": ").unwrap_or((rest, ""));
             Some(TraceLine {
+                task: task.trim().into(),
                 cpu: cpu.parse().ok()?,
+                flags: flags.into(),
                 ts,
                 event: event.into(),
                 fields: fields.into(),

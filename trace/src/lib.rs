@@ -77,6 +77,7 @@ mod ring;
 mod section;
 mod stats;
 mod sync;
+pub mod text;
 mod tracer;
 
 #[cfg(test)]

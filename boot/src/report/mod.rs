@@ -64,7 +64,11 @@ mod tests {
             let mut out = Vec::new();
             write_text(trace, &mut out).unwrap();
             assert_eq!(
-                String::from_utf8(out).unwrap().lines().filter(|l| l.starts_with('[')).count(),
+                String::from_utf8(out)
+                    .unwrap()
+                    .lines()
+                    .filter(|l| !l.starts_with('#') && !l.starts_with("CPU:"))
+                    .count(),
                 trace.events.len()
             );
             let mut out = Vec::new();

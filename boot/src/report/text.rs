@@ -1,22 +1,27 @@
-//! `trace-cmd report`-style text: a `#` header, then one line per event.
+//! `trace-cmd report`-style text: a `#` header, then one line per event in the
+//! layout of the kernel's `trace` file ([`trace::text`]), timestamps in nanoseconds
+//! (as `trace-cmd report -t`).
 //!
 //! ```text
 //! # instance: top
 //! # cpus=2
 //! # entries-in-buffer/entries-written: 5/33
 //! # panic on cpu 1 at kernel/src/main.rs:42:5: boom
-//! [000]   1.000000500: irq:irq_handler_entry: vector=48 error=0x2
+//!            <irq>-0       [000] d.h1.     1.000000500: irq_handler_entry: vector=48
 //! CPU:1 [LOST 17 EVENTS]
-//! [001]   1.500000000: net:packet: len=1500
+//!           <idle>-0       [001] .....     1.500000000: packet: len=1500
 //! ```
 
+use std::fmt;
 use std::io::{self, Write};
 
-use super::model::{Trace, format_ts, hex_dump};
+use trace::text::{self, ContextTracker, Line};
+
+use super::model::{Trace, hex_dump};
 
 /// Writes the trace as `trace-cmd report`-style text.
 ///
-/// Events whose id has no descriptor are printed as `unknown event id N: <hex of
+/// Events whose id has no descriptor are printed as `unknown_event: id=N <hex of
 /// the values>`; a lost-events count is printed before the event it precedes, in
 /// ftrace's `CPU:N [LOST M EVENTS]` form.
 pub fn write_text(trace: &Trace, out: &mut impl Write) -> io::Result<()> {
@@ -32,28 +37,30 @@ pub fn write_text(trace: &Trace, out: &mut impl Write) -> io::Result<()> {
         let msg = p.message.replace('\n', "\n#   ");
         writeln!(out, "# panic on cpu {} at {}: {}", p.cpu, p.location, msg)?;
     }
-    // Seconds are right-aligned to the widest timestamp in the trace.
-    let width =
-        trace.events.iter().map(|e| e.ts / 1_000_000_000).max().unwrap_or(0).to_string().len();
+    let mut tracker = ContextTracker::new();
+    let mut line = String::new();
     for ev in &trace.events {
-        if ev.lost_before > 0 {
-            writeln!(out, "CPU:{} [LOST {} EVENTS]", ev.cpu, ev.lost_before)?;
-        }
-        let ts = format_ts(ev.ts);
-        let ts_width = width + 10; // seconds, '.', 9 digits of nanoseconds
-        write!(out, "[{:03}]  {ts:>ts_width$}: ", ev.cpu)?;
-        match trace.descriptor(ev.id) {
-            Some(d) if ev.text.is_empty() => writeln!(out, "{}", d.full_name())?,
-            Some(d) => writeln!(out, "{}: {}", d.full_name(), ev.text)?,
+        let descriptor = trace.descriptor(ev.id);
+        let (system, name) = descriptor.map_or(("", ""), |d| (d.system.as_str(), d.name.as_str()));
+        let text_line = Line {
+            cpu: ev.cpu,
+            ts: ev.ts,
+            context: tracker.next(ev.cpu, system, name, ev.lost_before),
+            name: descriptor.map_or(Some("unknown_event"), |_| text::event_name(system, name)),
+            lost: ev.lost_before,
+        };
+        line.clear();
+        let body = |out: &mut dyn fmt::Write| match descriptor {
+            Some(_) => out.write_str(&ev.text),
             None => {
+                write!(out, "id={}", ev.id)?;
                 let hex = hex_dump(&ev.values);
-                if hex.is_empty() {
-                    writeln!(out, "unknown event id {}", ev.id)?;
-                } else {
-                    writeln!(out, "unknown event id {}: {hex}", ev.id)?;
-                }
+                if hex.is_empty() { Ok(()) } else { write!(out, " {hex}") }
             }
-        }
+        };
+        text::write_line(&mut line, &text_line, true, body)
+            .map_err(|_| io::Error::other("formatting a trace line"))?;
+        out.write_all(line.as_bytes())?;
     }
     out.flush()
 }
@@ -83,19 +90,30 @@ mod tests {
             lines[3],
             r#"# panic on cpu 1 at kernel/src/main.rs:42:5: boom "quoted" \ back"#
         );
-        assert_eq!(lines[4], "[000]   1.000000500: irq:irq_handler_entry: vector=48 error=0x2");
+        // Interrupt context follows CPU 0's entry records (no exit between the two
+        // entries: nested); CPU 1 writes in thread context.
+        assert_eq!(
+            lines[4],
+            "           <irq>-0       [000] d.h1.     1.000000500: irq_handler_entry: vector=48 error=0x2"
+        );
         assert_eq!(
             lines[5],
-            "[001]   1.000000500: demo:message: pid=-7 comm=init \"x\" ok=true c=λ"
+            "          <idle>-0       [001] .....     1.000000500: message: pid=-7 comm=init \"x\" ok=true c=λ"
         );
         // The lost-events line precedes the event it was reported with.
         assert_eq!(lines[6], "CPU:1 [LOST 17 EVENTS]");
         assert_eq!(
             lines[7],
-            "[001]   1.500000000: net:packet: len=1500 head=de:ad:be:ef delta=-42"
+            "          <idle>-0       [001] .....     1.500000000: packet: len=1500 head=de:ad:be:ef delta=-42"
         );
-        assert_eq!(lines[8], "[000]   2.000000000: irq:irq_handler_entry: vector=32 error=0x0");
-        assert_eq!(lines[9], "[000]  12.345678901: irq:irq_handler_exit");
+        assert_eq!(
+            lines[8],
+            "           <irq>-0       [000] d.h2.     2.000000000: irq_handler_entry: vector=32 error=0x0"
+        );
+        assert_eq!(
+            lines[9],
+            "           <irq>-0       [000] d.h2.    12.345678901: irq_handler_exit"
+        );
         assert_eq!(lines.len(), 10);
     }
 
@@ -117,9 +135,15 @@ mod tests {
         let text = render(&t);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 6, "{text}");
-        assert_eq!(lines[3], "[001]  0.000000003: unknown event id 99: 01 02 ff");
+        assert_eq!(
+            lines[3],
+            "          <idle>-0       [001] .....     0.000000003: unknown_event: id=99 01 02 ff"
+        );
         assert_eq!(lines[4], "CPU:0 [LOST 2 EVENTS]");
-        assert_eq!(lines[5], "[000]  0.000000004: unknown event id 98");
+        assert_eq!(
+            lines[5],
+            "           shell-1       [000] .....     0.000000004: unknown_event: id=98"
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The commands of the shell.
 
 use super::parse::Redirect;
+use super::pipe::Output;
 use super::tracefs::{self, File, Node};
 use super::{Command, CommandError, Shell};
 use crate::arch::percpu;
@@ -10,17 +11,26 @@ use crate::{clock, heap, memory, print, println, serial, smp, stress, timer, tra
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
+use core::fmt::Write;
 use trace::Mode;
 use x86_64::VirtAddr;
 
 /// Every command, in the order `help` lists them.
 pub static COMMANDS: &[Command] = &[
-    Command { name: "help", usage: "", help: "list the commands", redirects: false, run: help },
+    Command {
+        name: "help",
+        usage: "",
+        help: "list the commands",
+        redirects: false,
+        pipes: true,
+        run: help,
+    },
     Command {
         name: "ls",
         usage: "[PATH]",
         help: "list a directory of the tracing tree",
         redirects: false,
+        pipes: true,
         run: ls,
     },
     Command {
@@ -28,6 +38,7 @@ pub static COMMANDS: &[Command] = &[
         usage: "[PATH]",
         help: "change directory (default /)",
         redirects: false,
+        pipes: false,
         run: cd,
     },
     Command {
@@ -35,6 +46,7 @@ pub static COMMANDS: &[Command] = &[
         usage: "",
         help: "print the working directory",
         redirects: false,
+        pipes: true,
         run: pwd,
     },
     Command {
@@ -42,6 +54,7 @@ pub static COMMANDS: &[Command] = &[
         usage: "FILE...",
         help: "print files (trace_pipe streams until a key is pressed)",
         redirects: false,
+        pipes: true,
         run: cat,
     },
     Command {
@@ -49,6 +62,7 @@ pub static COMMANDS: &[Command] = &[
         usage: "[VALUE...] [> FILE | >> FILE]",
         help: "print VALUE, or write it to FILE (>> appends)",
         redirects: true,
+        pipes: true,
         run: echo,
     },
     Command {
@@ -56,6 +70,7 @@ pub static COMMANDS: &[Command] = &[
         usage: "instances/NAME",
         help: "create an instance",
         redirects: false,
+        pipes: false,
         run: mkdir,
     },
     Command {
@@ -63,6 +78,7 @@ pub static COMMANDS: &[Command] = &[
         usage: "instances/NAME",
         help: "remove an instance",
         redirects: false,
+        pipes: false,
         run: rmdir,
     },
     Command {
@@ -70,6 +86,7 @@ pub static COMMANDS: &[Command] = &[
         usage: "",
         help: "time since boot, timer ticks, heap use",
         redirects: false,
+        pipes: true,
         run: uptime,
     },
     Command {
@@ -77,6 +94,7 @@ pub static COMMANDS: &[Command] = &[
         usage: "",
         help: "the CPUs online and their timer ticks",
         redirects: false,
+        pipes: true,
         run: cpus,
     },
     Command {
@@ -84,6 +102,7 @@ pub static COMMANDS: &[Command] = &[
         usage: "[overwrite|discard|both] [MS]",
         help: "ring buffer stress test on every CPU (default: both modes, 1000 ms)",
         redirects: false,
+        pipes: false,
         run: stress,
     },
     Command {
@@ -91,6 +110,7 @@ pub static COMMANDS: &[Command] = &[
         usage: "page [ADDR] | gp | ud | de | bp | stack",
         help: "raise a CPU exception on purpose (bp is recoverable)",
         redirects: false,
+        pipes: false,
         run: fault,
     },
     Command {
@@ -98,6 +118,7 @@ pub static COMMANDS: &[Command] = &[
         usage: "[CPU | irq | console | nested]",
         help: "panic on purpose: here, on CPU, in an interrupt, holding the console lock, nested",
         redirects: false,
+        pipes: false,
         run: panic,
     },
     Command {
@@ -105,6 +126,7 @@ pub static COMMANDS: &[Command] = &[
         usage: "[on-panic] [all|orig_cpu] [last N] [instance NAME]...",
         help: "print the panic-format trace dump now; 'on-panic' sets what a panic dumps",
         redirects: false,
+        pipes: true,
         run: dump,
     },
     Command {
@@ -112,6 +134,7 @@ pub static COMMANDS: &[Command] = &[
         usage: "[ITERATIONS]",
         help: "cost of disabled/enabled tracepoints vs the raw ring write (default 100000)",
         redirects: false,
+        pipes: false,
         run: bench,
     },
     Command {
@@ -119,6 +142,7 @@ pub static COMMANDS: &[Command] = &[
         usage: "[spike MS | threshold MS | rearm]",
         help: "the latency watchdog driver: status, provoke a late tick, re-arm",
         redirects: false,
+        pipes: false,
         run: latency,
     },
     Command {
@@ -126,6 +150,7 @@ pub static COMMANDS: &[Command] = &[
         usage: "",
         help: "leave QEMU with success",
         redirects: false,
+        pipes: false,
         run: poweroff,
     },
 ];
@@ -139,7 +164,12 @@ fn fs_error(path: &str, error: tracefs::FsError) -> CommandError {
     CommandError::Failed(format!("{path}: {error}"))
 }
 
-fn help(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+fn help(
+    _: &mut Shell,
+    args: &[&str],
+    _: Option<&Redirect>,
+    out: &mut Output,
+) -> Result<(), CommandError> {
     no_args(args)?;
     for command in COMMANDS {
         let synopsis = if command.usage.is_empty() {
@@ -147,13 +177,21 @@ fn help(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), Comman
         } else {
             format!("{} {}", command.name, command.usage)
         };
-        println!("  {synopsis:<46} {}", command.help);
+        let _ = writeln!(out, "  {synopsis:<46} {}", command.help);
     }
-    println!("Files are ftrace's: see Documentation/trace/ftrace.rst. Tab completes paths.");
+    let _ = writeln!(
+        out,
+        "Files are ftrace's: see Documentation/trace/ftrace.rst. Tab completes paths."
+    );
     Ok(())
 }
 
-fn ls(shell: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+fn ls(
+    shell: &mut Shell,
+    args: &[&str],
+    _: Option<&Redirect>,
+    out: &mut Output,
+) -> Result<(), CommandError> {
     let path = match args {
         [] => ".",
         [path] => path,
@@ -161,17 +199,24 @@ fn ls(shell: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), Comm
     };
     let located = tracefs::resolve(shell.cwd(), path).map_err(|e| fs_error(path, e))?;
     match located.node {
-        Node::File(_) => println!("{path}"),
+        Node::File(_) => {
+            let _ = writeln!(out, "{path}");
+        }
         Node::Dir(_) => {
             for name in tracefs::list(&located).map_err(|e| fs_error(path, e))? {
-                println!("{name}");
+                let _ = writeln!(out, "{name}");
             }
         }
     }
     Ok(())
 }
 
-fn cd(shell: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+fn cd(
+    shell: &mut Shell,
+    args: &[&str],
+    _: Option<&Redirect>,
+    _out: &mut Output,
+) -> Result<(), CommandError> {
     let path = match args {
         [] => "/",
         [path] => path,
@@ -187,13 +232,23 @@ fn cd(shell: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), Comm
     }
 }
 
-fn pwd(shell: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+fn pwd(
+    shell: &mut Shell,
+    args: &[&str],
+    _: Option<&Redirect>,
+    out: &mut Output,
+) -> Result<(), CommandError> {
     no_args(args)?;
-    println!("{}", shell.cwd());
+    let _ = writeln!(out, "{}", shell.cwd());
     Ok(())
 }
 
-fn cat(shell: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+fn cat(
+    shell: &mut Shell,
+    args: &[&str],
+    _: Option<&Redirect>,
+    out: &mut Output,
+) -> Result<(), CommandError> {
     if args.is_empty() {
         return Err(CommandError::Usage);
     }
@@ -206,22 +261,40 @@ fn cat(shell: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), Com
         };
         match pipe_cpu {
             Some(cpu) => {
-                // Streams until any key; the key is consumed.
-                tracing::stream_pipe(&mut serial::Console, &located.instance, cpu, || {
-                    serial::try_read_byte().is_some()
-                })
-                .map_err(|reason| CommandError::Failed(format!("{path}: {reason}")))?;
+                // Streams until any key; the key is consumed (Ctrl-C shows as such).
+                let nanoseconds = tracefs::nanoseconds(&located.instance);
+                let mut interrupted = false;
+                let stop = || match serial::try_read_byte() {
+                    Some(byte) => {
+                        interrupted = byte == 0x03;
+                        true
+                    }
+                    None => false,
+                };
+                let read = tracing::stream_pipe(out, &located.instance, cpu, nanoseconds, stop);
+                if interrupted {
+                    out.interrupt();
+                }
+                read.map_err(|reason| CommandError::Failed(format!("{path}: {reason}")))?;
             }
-            None => tracefs::read(&located, &mut serial::Console).map_err(|e| fs_error(path, e))?,
+            None => tracefs::read(&located, out).map_err(|e| fs_error(path, e))?,
+        }
+        if out.stopped().is_some() {
+            break;
         }
     }
     Ok(())
 }
 
-fn echo(shell: &mut Shell, args: &[&str], redirect: Option<&Redirect>) -> Result<(), CommandError> {
+fn echo(
+    shell: &mut Shell,
+    args: &[&str],
+    redirect: Option<&Redirect>,
+    out: &mut Output,
+) -> Result<(), CommandError> {
     let value = args.join(" ");
     let Some(redirect) = redirect else {
-        println!("{value}");
+        let _ = writeln!(out, "{value}");
         return Ok(());
     };
     let path = redirect.path.as_str();
@@ -229,38 +302,63 @@ fn echo(shell: &mut Shell, args: &[&str], redirect: Option<&Redirect>) -> Result
     tracefs::write(&located, &value, redirect.append).map_err(|e| fs_error(path, e))
 }
 
-fn mkdir(shell: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+fn mkdir(
+    shell: &mut Shell,
+    args: &[&str],
+    _: Option<&Redirect>,
+    _out: &mut Output,
+) -> Result<(), CommandError> {
     let [path] = args else { return Err(CommandError::Usage) };
     tracefs::mkdir(shell.cwd(), path).map_err(|e| fs_error(path, e))
 }
 
-fn rmdir(shell: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+fn rmdir(
+    shell: &mut Shell,
+    args: &[&str],
+    _: Option<&Redirect>,
+    _out: &mut Output,
+) -> Result<(), CommandError> {
     let [path] = args else { return Err(CommandError::Usage) };
     tracefs::rmdir(shell.cwd(), path).map_err(|e| fs_error(path, e))
 }
 
-fn uptime(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+fn uptime(
+    _: &mut Shell,
+    args: &[&str],
+    _: Option<&Redirect>,
+    out: &mut Output,
+) -> Result<(), CommandError> {
     no_args(args)?;
     let ns = clock::now_ns();
     let (used, size) = heap::usage();
-    println!("up {}.{:09} s", ns / 1_000_000_000, ns % 1_000_000_000);
-    println!("timer ticks: {} on cpu0 ({} Hz per CPU)", timer::ticks(0), timer::HZ);
-    println!("tsc: {} kHz", clock::tsc_hz() / 1000);
-    println!("heap: {used} of {size} bytes in use");
-    println!("serial receive overruns: {}", serial::rx_overruns());
+    let _ = writeln!(out, "up {}.{:09} s", ns / 1_000_000_000, ns % 1_000_000_000);
+    let _ = writeln!(out, "timer ticks: {} on cpu0 ({} Hz per CPU)", timer::ticks(0), timer::HZ);
+    let _ = writeln!(out, "tsc: {} kHz", clock::tsc_hz() / 1000);
+    let _ = writeln!(out, "heap: {used} of {size} bytes in use");
+    let _ = writeln!(out, "serial receive overruns: {}", serial::rx_overruns());
     Ok(())
 }
 
-fn cpus(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+fn cpus(
+    _: &mut Shell,
+    args: &[&str],
+    _: Option<&Redirect>,
+    out: &mut Output,
+) -> Result<(), CommandError> {
     no_args(args)?;
     for cpu in 0..smp::online() {
         let apic_id = percpu::get(cpu).map_or(0, |c| c.apic_id());
-        println!("cpu{cpu}: APIC id {apic_id}, {} timer ticks", timer::ticks(cpu));
+        let _ = writeln!(out, "cpu{cpu}: APIC id {apic_id}, {} timer ticks", timer::ticks(cpu));
     }
     Ok(())
 }
 
-fn stress(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+fn stress(
+    _: &mut Shell,
+    args: &[&str],
+    _: Option<&Redirect>,
+    _out: &mut Output,
+) -> Result<(), CommandError> {
     const BOTH: &[Mode] = &[Mode::Overwrite, Mode::Discard];
     let (modes, ms): (&[Mode], &str) = match args {
         [] => (BOTH, "1000"),
@@ -316,7 +414,12 @@ fn dump_options(mut args: &[&str], base: DumpConfig) -> Result<DumpConfig, Comma
     Ok(config)
 }
 
-fn dump(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+fn dump(
+    _: &mut Shell,
+    args: &[&str],
+    _: Option<&Redirect>,
+    out: &mut Output,
+) -> Result<(), CommandError> {
     match args {
         ["on-panic", rest @ ..] => {
             let config = dump_options(rest, dump::on_panic())?;
@@ -331,12 +434,17 @@ fn dump(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), Comman
         }
         options => {
             let config = dump_options(options, dump::on_panic())?;
-            dump::live_dump(&config, &mut serial::Console).map_err(CommandError::from)
+            dump::live_dump(&config, out).map_err(CommandError::from)
         }
     }
 }
 
-fn bench(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+fn bench(
+    _: &mut Shell,
+    args: &[&str],
+    _: Option<&Redirect>,
+    _out: &mut Output,
+) -> Result<(), CommandError> {
     let iterations = match args {
         [] => 100_000,
         [n] => {
@@ -347,7 +455,12 @@ fn bench(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), Comma
     crate::bench::run(iterations).map_err(CommandError::from)
 }
 
-fn latency(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+fn latency(
+    _: &mut Shell,
+    args: &[&str],
+    _: Option<&Redirect>,
+    _out: &mut Output,
+) -> Result<(), CommandError> {
     let watchdog = watchdog::get().ok_or(CommandError::from("the watchdog is not running"))?;
     let ms = |arg: &str| arg.parse::<u64>().ok().filter(|ms| (1..=10_000).contains(ms));
     match args {
@@ -372,7 +485,12 @@ fn latency(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), Com
     Ok(())
 }
 
-fn poweroff(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+fn poweroff(
+    _: &mut Shell,
+    args: &[&str],
+    _: Option<&Redirect>,
+    _out: &mut Output,
+) -> Result<(), CommandError> {
     no_args(args)?;
     println!("powering off");
     qemu::exit(ExitCode::Success)
@@ -387,7 +505,12 @@ impl core::fmt::Display for PanicsWhenShown {
     }
 }
 
-fn panic(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+fn panic(
+    _: &mut Shell,
+    args: &[&str],
+    _: Option<&Redirect>,
+    _out: &mut Output,
+) -> Result<(), CommandError> {
     match args {
         [] => panic!("deliberate panic from the shell"),
         ["irq"] => {
@@ -417,7 +540,12 @@ fn panic(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), Comma
 /// Default address for `fault page`: canonical, in the lower half, never mapped.
 const UNMAPPED_ADDRESS: u64 = 0x0dea_dbee_f000;
 
-fn fault(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+fn fault(
+    _: &mut Shell,
+    args: &[&str],
+    _: Option<&Redirect>,
+    _out: &mut Output,
+) -> Result<(), CommandError> {
     match args {
         ["page"] => page_fault(UNMAPPED_ADDRESS),
         ["page", addr] => {

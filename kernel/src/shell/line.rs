@@ -1,7 +1,8 @@
-//! The shell's line editor: printable input with echo, backspace, Ctrl-C (abandon the
-//! line), Ctrl-U (clear it), CR/LF/CRLF line ends, a bounded length, history (up and
-//! down arrows), tab completion, and other escape sequences consumed without
-//! garbling the line.
+//! The shell's line editor: printable input with echo, a cursor moved by the left and
+//! right arrows, backspace, Ctrl-W (erase the word before the cursor), Ctrl-C
+//! (abandon the line), Ctrl-U (clear it), CR/LF/CRLF line ends, a bounded length,
+//! history (up and down arrows), tab completion, and other escape sequences consumed
+//! without garbling the line. Bytes outside printable ASCII are refused with a bell.
 
 use alloc::collections::VecDeque;
 use alloc::string::String;
@@ -26,6 +27,13 @@ pub enum Input<'a> {
     TooLong,
 }
 
+/// Moves the terminal's cursor `n` places left.
+fn back(echo: &mut impl Write, n: usize) {
+    for _ in 0..n {
+        let _ = echo.write_char('\x08');
+    }
+}
+
 /// Where in an escape sequence the editor is.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Escape {
@@ -39,6 +47,8 @@ enum Escape {
 /// A line being typed, and the lines typed before.
 pub struct LineEditor {
     line: String,
+    /// The cursor: a byte index into `line` (all ASCII).
+    cursor: usize,
     overflowed: bool,
     escape: Escape,
     after_cr: bool,
@@ -56,6 +66,7 @@ impl LineEditor {
     pub fn new() -> Self {
         LineEditor {
             line: String::new(),
+            cursor: 0,
             overflowed: false,
             escape: Escape::None,
             after_cr: false,
@@ -66,13 +77,50 @@ impl LineEditor {
         }
     }
 
-    /// Erases the line on the terminal and shows `text` instead.
+    /// Erases the line on the terminal and shows `text` instead, the cursor at its
+    /// end.
     fn replace_line(&mut self, text: String, echo: &mut impl Write) {
+        let _ = echo.write_str(&self.line[self.cursor..]);
         for _ in 0..self.line.len() {
             let _ = echo.write_str("\x08 \x08");
         }
         self.line = text;
+        self.cursor = self.line.len();
         let _ = echo.write_str(&self.line);
+    }
+
+    /// Removes `start..cursor` and redraws the rest of the line, the cursor at `start`.
+    fn erase_before_cursor(&mut self, start: usize, echo: &mut impl Write) {
+        let erased = self.cursor - start;
+        if erased == 0 {
+            return;
+        }
+        self.line.replace_range(start..self.cursor, "");
+        self.cursor = start;
+        let tail = &self.line[start..];
+        back(echo, erased);
+        let _ = write!(echo, "{tail}{:erased$}", "");
+        back(echo, tail.len() + erased);
+    }
+
+    /// Inserts a printable byte at the cursor.
+    fn insert(&mut self, byte: u8, echo: &mut impl Write) {
+        self.line.insert(self.cursor, char::from(byte));
+        let tail = &self.line[self.cursor..];
+        let _ = echo.write_str(tail);
+        back(echo, tail.len() - 1);
+        self.cursor += 1;
+    }
+
+    /// Moves the cursor one place left or right.
+    fn step(&mut self, right: bool, echo: &mut impl Write) {
+        if right && self.cursor < self.line.len() {
+            let _ = echo.write_str(&self.line[self.cursor..=self.cursor]);
+            self.cursor += 1;
+        } else if !right && self.cursor > 0 {
+            let _ = echo.write_char('\x08');
+            self.cursor -= 1;
+        }
     }
 
     fn browse(&mut self, up: bool, echo: &mut impl Write) {
@@ -82,7 +130,7 @@ impl LineEditor {
             _ => return,
         };
         if self.browsing == self.history.len() {
-            self.draft = core::mem::take(&mut self.line);
+            self.draft = self.line.clone();
         }
         self.browsing = target;
         let text =
@@ -96,6 +144,10 @@ impl LineEditor {
         complete: &dyn Fn(&str) -> Vec<String>,
         prompt: &str,
     ) {
+        if self.cursor != self.line.len() {
+            let _ = echo.write_char('\x07');
+            return;
+        }
         let candidates = complete(&self.line);
         let word_start = self.line.rfind(' ').map_or(0, |i| i + 1);
         let Some(first) = candidates.first() else { return };
@@ -113,6 +165,7 @@ impl LineEditor {
             if self.line.len() + extension.len() <= MAX_LINE {
                 let _ = echo.write_str(&extension);
                 self.line.push_str(&extension);
+                self.cursor = self.line.len();
             }
         } else if candidates.len() > 1 {
             let _ = echo.write_char('\n');
@@ -129,6 +182,7 @@ impl LineEditor {
 
     fn finish(&mut self) {
         self.line.clear();
+        self.cursor = 0;
         self.overflowed = false;
         self.browsing = self.history.len();
     }
@@ -158,6 +212,8 @@ impl LineEditor {
                     match byte {
                         b'A' => self.browse(true, echo),
                         b'B' => self.browse(false, echo),
+                        b'C' => self.step(true, echo),
+                        b'D' => self.step(false, echo),
                         _ => {}
                     }
                 }
@@ -196,9 +252,13 @@ impl LineEditor {
                 Input::Pending
             }
             0x08 | 0x7f => {
-                if self.line.pop().is_some() {
-                    let _ = echo.write_str("\x08 \x08");
-                }
+                self.erase_before_cursor(self.cursor.saturating_sub(1), echo);
+                Input::Pending
+            }
+            0x17 => {
+                let before = self.line[..self.cursor].trim_end_matches(' ');
+                let start = before.rfind(' ').map_or(0, |i| i + 1);
+                self.erase_before_cursor(start, echo);
                 Input::Pending
             }
             b'\t' => {
@@ -211,12 +271,17 @@ impl LineEditor {
             }
             0x20..=0x7e => {
                 if self.line.len() < MAX_LINE {
-                    self.line.push(char::from(byte));
-                    let _ = echo.write_char(char::from(byte));
+                    self.insert(byte, echo);
                 } else {
                     self.overflowed = true;
                     let _ = echo.write_char('\x07');
                 }
+                Input::Pending
+            }
+            // Not ASCII (the shell's files and commands are ASCII): refused with a
+            // bell rather than dropped unnoticed.
+            0x80..=0xff => {
+                let _ = echo.write_char('\x07');
                 Input::Pending
             }
             _ => Input::Pending,

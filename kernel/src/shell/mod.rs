@@ -4,6 +4,7 @@
 mod commands;
 mod line;
 mod parse;
+mod pipe;
 pub mod tracefs;
 
 use crate::{print, println, serial};
@@ -11,6 +12,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use line::{Input, LineEditor, MAX_LINE};
 use parse::{CommandLine, Redirect};
+use pipe::{Output, Stopped};
 
 /// Why a command failed; printed as `NAME: MESSAGE`.
 pub enum CommandError {
@@ -26,8 +28,10 @@ impl From<&str> for CommandError {
     }
 }
 
-/// A command's body: the shell, the arguments after the name, the redirection.
-pub type CommandFn = fn(&mut Shell, &[&str], Option<&Redirect>) -> Result<(), CommandError>;
+/// A command's body: the shell, the arguments after the name, the redirection, and
+/// where its output goes (errors go to the console).
+pub type CommandFn =
+    fn(&mut Shell, &[&str], Option<&Redirect>, &mut Output) -> Result<(), CommandError>;
 
 /// A shell command: its name, argument synopsis, one-line help and body.
 pub struct Command {
@@ -39,6 +43,9 @@ pub struct Command {
     pub help: &'static str,
     /// Whether the command takes `> FILE` / `>> FILE`.
     pub redirects: bool,
+    /// Whether the command writes its output to the [`Output`] it is given, and so
+    /// can be piped.
+    pub pipes: bool,
     /// The body, given the shell, the arguments after the name, and the redirection.
     pub run: CommandFn,
 }
@@ -60,7 +67,7 @@ impl Shell {
 
     /// Runs one command line.
     fn execute(&mut self, line: &str) {
-        let CommandLine { words, redirect } = match parse::parse(line) {
+        let CommandLine { words, redirect, pipeline } = match parse::parse(line) {
             Ok(parsed) => parsed,
             Err(reason) => return println!("{reason}"),
         };
@@ -73,11 +80,23 @@ impl Shell {
             println!("{name}: output redirection is not supported");
             return;
         }
+        if !pipeline.is_empty() && !command.pipes {
+            println!("{name}: its output cannot be piped");
+            return;
+        }
+        let mut out = match Output::new(&pipeline) {
+            Ok(out) => out,
+            Err(reason) => return println!("{reason}"),
+        };
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         trace::emit!(crate::events::SHELL_COMMAND, line);
         let start = crate::clock::now_ns();
-        let result = (command.run)(self, &args, redirect.as_ref());
+        let result = (command.run)(self, &args, redirect.as_ref(), &mut out);
+        out.finish();
         trace::emit!(crate::events::SHELL_DONE, result.is_ok(), crate::clock::now_ns() - start);
+        if out.stopped() == Some(Stopped::Interrupted) {
+            return println!("^C");
+        }
         match result {
             Ok(()) => {}
             Err(CommandError::Usage) => {

@@ -1,5 +1,5 @@
-//! Splitting a command line into words, with quotes and output redirection
-//! (`echo VALUE > FILE`, `echo VALUE >> FILE`).
+//! Splitting a command line into words, with quotes, output redirection
+//! (`echo VALUE > FILE`, `echo VALUE >> FILE`) and pipes (`cat trace | head`).
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -20,19 +20,36 @@ pub struct CommandLine {
     pub words: Vec<String>,
     /// The redirection, if any.
     pub redirect: Option<Redirect>,
+    /// The commands after each `|`, in order, each its words.
+    pub pipeline: Vec<Vec<String>>,
 }
 
 /// Parses a line: words separated by blanks; `'...'` and `"..."` quote (a
 /// backslash in double quotes escapes `"` and `\`); `>` and `>>` outside quotes
-/// redirect to the next word.
+/// redirect to the next word; `|` outside quotes starts the next command of a pipe.
 pub fn parse(line: &str) -> Result<CommandLine, &'static str> {
     let mut words = Vec::new();
+    let mut pipeline: Vec<Vec<String>> = Vec::new();
     let mut redirect: Option<(bool, Option<String>)> = None;
     let mut chars = line.chars().peekable();
     loop {
         while chars.next_if(|c| c.is_ascii_whitespace()).is_some() {}
         let Some(&c) = chars.peek() else { break };
+        if c == '|' {
+            chars.next();
+            if redirect.is_some() {
+                return Err("syntax error: a command cannot both redirect and pipe");
+            }
+            if pipeline.last().unwrap_or(&words).is_empty() {
+                return Err("syntax error: empty command before '|'");
+            }
+            pipeline.push(Vec::new());
+            continue;
+        }
         if c == '>' {
+            if !pipeline.is_empty() {
+                return Err("syntax error: a command cannot both redirect and pipe");
+            }
             chars.next();
             let append = chars.next_if_eq(&'>').is_some();
             if redirect.is_some() {
@@ -44,7 +61,7 @@ pub fn parse(line: &str) -> Result<CommandLine, &'static str> {
         let mut word = String::new();
         while let Some(&c) = chars.peek() {
             match c {
-                c if c.is_ascii_whitespace() || c == '>' => break,
+                c if c.is_ascii_whitespace() || c == '>' || c == '|' => break,
                 '\'' => {
                     chars.next();
                     loop {
@@ -76,7 +93,7 @@ pub fn parse(line: &str) -> Result<CommandLine, &'static str> {
         }
         match &mut redirect {
             Some((_, target @ None)) => *target = Some(word),
-            _ => words.push(word),
+            _ => pipeline.last_mut().unwrap_or(&mut words).push(word),
         }
     }
     let redirect = match redirect {
@@ -84,5 +101,8 @@ pub fn parse(line: &str) -> Result<CommandLine, &'static str> {
         Some((_, None)) => return Err("syntax error: missing file after redirection"),
         Some((append, Some(path))) => Some(Redirect { path, append }),
     };
-    Ok(CommandLine { words, redirect })
+    if pipeline.last().is_some_and(Vec::is_empty) {
+        return Err("syntax error: empty command after '|'");
+    }
+    Ok(CommandLine { words, redirect, pipeline })
 }

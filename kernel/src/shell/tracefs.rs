@@ -3,6 +3,7 @@
 //! instance at `/instances/NAME`, the same files in each.
 
 use crate::tracing::{self, KernelPlatform};
+use alloc::collections::VecDeque;
 use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
@@ -22,6 +23,16 @@ pub enum FsError {
     IsDir,
     /// EINVAL.
     Invalid,
+    /// EINVAL, with the rule the value broke.
+    Rule(&'static str),
+    /// EINVAL for an instance name, with the rule for names.
+    InvalidName,
+    /// ENOMEM: the rings would exceed the tracer's memory limit (KB in use, KB
+    /// allowed).
+    MemoryLimit(usize, usize),
+    /// ENOMEM: the kernel heap had no room for the rings (heap KB in use, heap KB,
+    /// ring KB in use, ring KB allowed).
+    HeapFull(usize, usize, usize, usize),
     /// EBUSY.
     Busy,
     /// EACCES on a file that cannot be written.
@@ -32,8 +43,6 @@ pub enum FsError {
     Exists,
     /// ENOSPC (no instance slot left).
     NoSpace,
-    /// ENOMEM.
-    NoMemory,
     /// EPERM (the top-level instance cannot be removed).
     NotPermitted,
     /// Tracing did not start at boot.
@@ -47,12 +56,35 @@ impl fmt::Display for FsError {
             FsError::NotDir => "Not a directory",
             FsError::IsDir => "Is a directory",
             FsError::Invalid => "Invalid argument",
+            FsError::Rule(rule) => return write!(f, "Invalid argument ({rule})"),
+            FsError::InvalidName => {
+                return write!(
+                    f,
+                    "Invalid argument (instance names are 1 to {} characters of A-Z a-z 0-9 _ - ., \
+                     not . or ..)",
+                    trace::MAX_NAME
+                );
+            }
+            FsError::MemoryLimit(used, max) => {
+                return write!(
+                    f,
+                    "Cannot allocate memory (the rings of all instances and snapshots may take \
+                     {max} KB together, each CPU's rounded up to a power of two; {used} KB are in use)"
+                );
+            }
+            FsError::HeapFull(heap_used, heap, used, max) => {
+                return write!(
+                    f,
+                    "Cannot allocate memory (the kernel heap has {heap_used} of {heap} KB in use; \
+                     the rings of all instances and snapshots may take {max} KB together, \
+                     {used} KB are in use)"
+                );
+            }
             FsError::Busy => "Device or resource busy",
             FsError::ReadOnly => "Permission denied (read-only file)",
             FsError::WriteOnly => "Permission denied (write-only file)",
             FsError::Exists => "File exists",
             FsError::NoSpace => "No space left on device (too many instances)",
-            FsError::NoMemory => "Cannot allocate memory",
             FsError::NotPermitted => "Operation not permitted",
             FsError::NoTracer => "tracing is not available",
         })
@@ -62,16 +94,24 @@ impl fmt::Display for FsError {
 impl From<InstanceError> for FsError {
     fn from(error: InstanceError) -> Self {
         match error {
-            InstanceError::InvalidName | InstanceError::NoSuchEvent => FsError::Invalid,
+            InstanceError::InvalidName => FsError::InvalidName,
+            InstanceError::NoSuchEvent => FsError::Rule("no event matches"),
             InstanceError::NotFound => FsError::NotFound,
             InstanceError::Busy => FsError::Busy,
             InstanceError::TooManyInstances => FsError::NoSpace,
-            InstanceError::MemoryLimit => FsError::NoMemory,
+            InstanceError::MemoryLimit => {
+                let (used, max) = tracer().map_or((0, 0), |t| t.memory());
+                FsError::MemoryLimit(used / 1024, max / 1024)
+            }
             InstanceError::TopLevel => FsError::NotPermitted,
             InstanceError::Buffer(trace::Error::NoMemory | trace::Error::TooBig) => {
-                FsError::NoMemory
+                let (heap_used, heap) = crate::heap::usage();
+                let (used, max) = tracer().map_or((0, 0), |t| t.memory());
+                FsError::HeapFull(heap_used / 1024, heap / 1024, used / 1024, max / 1024)
             }
-            InstanceError::Buffer(trace::Error::ZeroSize) => FsError::Invalid,
+            InstanceError::Buffer(trace::Error::ZeroSize) => {
+                FsError::Rule("the size must be above 0")
+            }
             InstanceError::Buffer(_) => FsError::Busy,
         }
     }
@@ -123,6 +163,26 @@ pub enum File {
     TraceClock,
     /// `options/overwrite`.
     Overwrite,
+    /// `options/nanoseconds` (timestamps in ns rather than µs).
+    Nanoseconds,
+    /// `tracing_cpumask`.
+    CpuMask,
+    /// `README` (top level).
+    Readme,
+    /// `available_tracers`.
+    AvailableTracers,
+    /// `current_tracer`.
+    CurrentTracer,
+    /// `trace_marker_raw`.
+    TraceMarkerRaw,
+    /// `buffer_subbuf_size_kb`.
+    SubbufSizeKb,
+    /// `printk_formats` (top level).
+    PrintkFormats,
+    /// `error_log`.
+    ErrorLog,
+    /// `per_cpu/cpuN/buffer_size_kb`.
+    CpuBufferSizeKb(usize),
     /// `per_cpu/cpuN/stats`.
     CpuStats(usize),
     /// `per_cpu/cpuN/trace`.
@@ -232,6 +292,15 @@ pub fn resolve(cwd: &str, path: &str) -> Result<Located, FsError> {
         ["trace_clock"] => Node::File(File::TraceClock),
         ["options"] => Node::Dir(Dir::Options),
         ["options", "overwrite"] => Node::File(File::Overwrite),
+        ["options", "nanoseconds"] => Node::File(File::Nanoseconds),
+        ["tracing_cpumask"] => Node::File(File::CpuMask),
+        ["README"] if top => Node::File(File::Readme),
+        ["available_tracers"] => Node::File(File::AvailableTracers),
+        ["current_tracer"] => Node::File(File::CurrentTracer),
+        ["trace_marker_raw"] => Node::File(File::TraceMarkerRaw),
+        ["buffer_subbuf_size_kb"] => Node::File(File::SubbufSizeKb),
+        ["printk_formats"] if top => Node::File(File::PrintkFormats),
+        ["error_log"] => Node::File(File::ErrorLog),
         ["per_cpu"] => Node::Dir(Dir::PerCpu),
         ["per_cpu", cpu, rest @ ..] => {
             let cpu = parse_cpu(cpu, cpus).ok_or(FsError::NotFound)?;
@@ -240,6 +309,7 @@ pub fn resolve(cwd: &str, path: &str) -> Result<Located, FsError> {
                 ["stats"] => Node::File(File::CpuStats(cpu)),
                 ["trace"] => Node::File(File::CpuTrace(cpu)),
                 ["trace_pipe"] => Node::File(File::CpuTracePipe(cpu)),
+                ["buffer_size_kb"] => Node::File(File::CpuBufferSizeKb(cpu)),
                 _ => return Err(FsError::NotFound),
             }
         }
@@ -271,38 +341,49 @@ pub fn resolve(cwd: &str, path: &str) -> Result<Located, FsError> {
     Ok(Located { instance, node, path: absolute })
 }
 
+/// The entries of an instance's root, and whether only the top level has them.
+const ROOT_FILES: [(&str, bool); 22] = [
+    ("README", true),
+    ("available_events", false),
+    ("available_tracers", false),
+    ("buffer_size_kb", false),
+    ("buffer_subbuf_size_kb", false),
+    ("buffer_total_size_kb", false),
+    ("current_tracer", false),
+    ("error_log", false),
+    ("events/", false),
+    ("instances/", true),
+    ("options/", false),
+    ("per_cpu/", false),
+    ("printk_formats", true),
+    ("set_event", false),
+    ("snapshot", false),
+    ("trace", false),
+    ("trace_clock", false),
+    ("trace_marker", false),
+    ("trace_marker_raw", false),
+    ("trace_pipe", false),
+    ("tracing_cpumask", false),
+    ("tracing_on", false),
+];
+
 /// The entries of a directory: names, directories with a trailing `/`.
 pub fn list(located: &Located) -> Result<Vec<String>, FsError> {
     let Node::Dir(dir) = located.node else { return Err(FsError::NotDir) };
     let tracer = tracer()?;
     let names: Vec<String> = match dir {
         Dir::Root => {
-            let mut names: Vec<String> = [
-                "available_events",
-                "buffer_size_kb",
-                "buffer_total_size_kb",
-                "events/",
-                "options/",
-                "per_cpu/",
-                "set_event",
-                "snapshot",
-                "trace",
-                "trace_clock",
-                "trace_marker",
-                "trace_pipe",
-                "tracing_on",
-            ]
-            .map(String::from)
-            .into();
-            if located.instance.is_top_level() {
-                names.insert(3, "instances/".into());
-            }
-            names
+            let top = located.instance.is_top_level();
+            ROOT_FILES
+                .iter()
+                .filter(|(_, top_only)| top || !top_only)
+                .map(|(name, _)| String::from(*name))
+                .collect()
         }
         Dir::Instances => tracer.instance_names().into_iter().map(|n| n + "/").collect(),
-        Dir::Options => ["overwrite".into()].into(),
+        Dir::Options => ["nanoseconds", "overwrite"].map(String::from).into(),
         Dir::PerCpu => (0..tracer.cpus()).map(|cpu| format!("cpu{cpu}/")).collect(),
-        Dir::Cpu => ["stats", "trace", "trace_pipe"].map(String::from).into(),
+        Dir::Cpu => ["buffer_size_kb", "stats", "trace", "trace_pipe"].map(String::from).into(),
         Dir::Events => {
             let mut names: Vec<String> =
                 ["enable", "header_event", "header_page"].map(String::from).into();
@@ -362,12 +443,143 @@ const SNAPSHOT_HELP: &str = "\
 # echo 2 > snapshot : Clears snapshot buffer (but does not allocate or free)
 ";
 
+/// The `README` file: a mini-HOWTO of this tree.
+const README: &str = "\
+tracing mini-HOWTO:
+
+# echo 0 > tracing_on : quick way to disable tracing
+# echo 1 > tracing_on : quick way to re-enable tracing
+
+ Important files:
+  README\t\t- This file
+  trace\t\t\t- The static contents of the buffer
+\t\t\t  To clear the buffer write into this file: echo > trace
+  trace_pipe\t\t- A consuming read to see the contents of the buffer
+\t\t\t  (cat stops at a key press)
+  current_tracer\t- function and latency tracers (only nop here)
+  available_tracers\t- list of configured tracers for current_tracer
+  error_log\t- error log for failed commands (that support it)
+  buffer_size_kb\t- view and modify size of per cpu buffer
+  buffer_total_size_kb  - view total size of all cpu buffers
+  buffer_subbuf_size_kb\t- the largest record: 4 KB (the rings have no sub-buffers)
+  trace_clock\t\t- change the clock used to order events (only local here)
+  tracing_on\t\t- Enable or disable writing to the ring buffer (0 off, else on)
+  tracing_cpumask\t- Limit which CPUs to trace (a hex mask)
+  instances\t\t- Make sub-buffers with: mkdir instances/foo
+\t\t\t  Remove sub-buffer with rmdir
+  trace_options\t\t- not here: each option is a file in options/
+  options/overwrite\t- 1: overwrite the oldest events when full, 0: drop new ones
+  options/nanoseconds\t- 1: timestamps in nanoseconds, 0: microseconds
+  trace_marker\t\t- Writes into this file writes into the kernel buffer
+  trace_marker_raw\t- Writes into this file writes binary data into the kernel buffer
+\t\t\t  (a 4-byte id, then the data)
+  printk_formats\t- the format strings of the kernel's trace::printk! sites
+  snapshot\t\t- Like 'trace' but shows the content of the static
+\t\t\t  snapshot buffer. Read the contents for more information
+  per_cpu/cpuN/\t\t- trace, trace_pipe, stats and buffer_size_kb of one CPU
+\t\t\t  (echo > per_cpu/cpuN/trace empties that CPU's buffer)
+  events/\t\t- Directory containing all trace event subsystems:
+      enable\t\t- Write 0/1 to enable/disable tracing of all events
+  events/name/\t\t- Each subsystem has its own enable file and a directory
+\t\t\t  per event: enable, format, id
+  available_events\t- list of all events the kernel has
+  set_event\t\t- Enables events by name written into it ([!]system:event,
+\t\t\t  globs allowed; > replaces the set, >> adds to it)
+
+ Commands besides the files: help lists them (dump, stress, bench, ...).
+ Output of cat, ls, echo, ... can be piped: | head [-n N], | tail [-n N],
+ | grep [-v] TEXT, | wc -l. Ctrl-C stops a long read.
+";
+
+/// Most entries `error_log` keeps per instance (Linux keeps as many).
+const ERROR_LOG_ENTRIES: usize = 16;
+
+/// What the shell keeps per instance beyond the tracer's state: the timestamp
+/// precision and the error log.
+#[derive(Default)]
+struct Extras {
+    nanoseconds: bool,
+    errors: VecDeque<String>,
+}
+
+/// [`Extras`] by instance name (empty: the top level). Entries of instances that
+/// no longer exist are dropped whenever one is added, so there are at most as many
+/// as instances.
+static EXTRAS: spin::Mutex<Vec<(String, Extras)>> = spin::Mutex::new(Vec::new());
+
+/// Runs `f` on the extras of `instance`, created if need be.
+fn with_extras<R>(instance: &Instance<'_, KernelPlatform>, f: impl FnOnce(&mut Extras) -> R) -> R {
+    let mut extras = EXTRAS.lock();
+    let name = instance.name();
+    let index = match extras.iter().position(|(n, _)| n == name) {
+        Some(index) => index,
+        None => {
+            let tracer = instance.tracer();
+            extras.retain(|(n, _)| n.is_empty() || tracer.lookup(n).is_some());
+            extras.push((name.into(), Extras::default()));
+            extras.len() - 1
+        }
+    };
+    f(&mut extras[index].1)
+}
+
+/// Whether `instance` shows timestamps in nanoseconds (`options/nanoseconds`).
+pub fn nanoseconds(instance: &Instance<'_, KernelPlatform>) -> bool {
+    EXTRAS.lock().iter().find(|(n, _)| n == instance.name()).is_some_and(|(_, e)| e.nanoseconds)
+}
+
+/// Adds a failed write to `instance`'s `error_log`, in Linux's layout.
+pub fn log_error(located: &Located, value: &str, error: FsError) {
+    let file = located.path.rsplit('/').next().unwrap_or("");
+    let mut entry = String::from("[");
+    let _ = trace::text::write_timestamp(&mut entry, crate::clock::now_ns(), false);
+    let _ = write!(entry, "] {file}: error: {error}\n  Command: {value}\n           ^");
+    with_extras(&located.instance, |extras| {
+        if extras.errors.len() == ERROR_LOG_ENTRIES {
+            extras.errors.pop_front();
+        }
+        extras.errors.push_back(entry);
+    });
+}
+
+/// Writes a CPU mask as Linux does: hex, as many digits as the CPUs need.
+fn write_cpumask(out: &mut dyn Write, mask: u64, cpus: usize) -> fmt::Result {
+    let digits = cpus.div_ceil(4).max(1);
+    let mask = if cpus < 64 { mask & ((1 << cpus) - 1) } else { mask };
+    writeln!(out, "{mask:0digits$x}")
+}
+
+/// Parses a hex CPU mask (commas allowed between groups, as Linux prints them
+/// beyond 32 CPUs); bits only for existing CPUs.
+fn parse_cpumask(value: &str, cpus: usize) -> Result<u64, FsError> {
+    const RULE: &str = "a hex mask with a bit per CPU, e.g. 3 for CPUs 0 and 1";
+    let digits: String = value.trim().chars().filter(|&c| c != ',').collect();
+    let digits = digits.trim_start_matches('0');
+    if digits.len() > 16 {
+        return Err(FsError::Rule("the mask has bits for CPUs that do not exist"));
+    }
+    let mask = match digits {
+        "" if !value.trim().is_empty() => 0,
+        digits => u64::from_str_radix(digits, 16).map_err(|_| FsError::Rule(RULE))?,
+    };
+    if cpus < 64 && mask >> cpus != 0 {
+        return Err(FsError::Rule("the mask has bits for CPUs that do not exist"));
+    }
+    Ok(mask)
+}
+
+/// The sizes of `instance`'s CPU rings in KB.
+fn cpu_kb<'a>(instance: &'a Instance<'_, KernelPlatform>) -> impl Iterator<Item = usize> + 'a {
+    (0..instance.tracer().cpus()).map(|cpu| instance.bytes_of_cpu(cpu).unwrap_or(0) / 1024)
+}
+
 /// Reads a file into `out`. The `trace_pipe` files are read by the shell's
 /// streaming reader, not here.
 pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
     let Node::File(file) = located.node else { return Err(FsError::IsDir) };
     let tracer = tracer()?;
     let instance = &located.instance;
+    let ns = nanoseconds(instance);
     let result = match file {
         File::AvailableEvents => {
             events(tracer).try_for_each(|d| writeln!(out, "{}:{}", d.system, d.name))
@@ -376,26 +588,48 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
             .filter(|d| instance.event_enabled(d))
             .try_for_each(|d| writeln!(out, "{}:{}", d.system, d.name)),
         File::TracingOn => writeln!(out, "{}", u8::from(instance.tracing())),
-        File::Trace => tracing::write_trace(out, instance, None),
-        File::CpuTrace(cpu) => tracing::write_trace(out, instance, Some(cpu)),
+        File::Trace => tracing::write_trace(out, instance, None, ns),
+        File::CpuTrace(cpu) => tracing::write_trace(out, instance, Some(cpu), ns),
         File::Snapshot => {
             if instance.has_snapshot() {
                 writeln!(out, "# * Snapshot is allocated *\n#")
                     .and_then(|()| out.write_str(SNAPSHOT_HELP))
-                    .and_then(|()| tracing::write_snapshot(out, instance))
+                    .and_then(|()| tracing::write_snapshot(out, instance, ns))
             } else {
                 writeln!(out, "# * Snapshot is freed *\n#")
                     .and_then(|()| out.write_str(SNAPSHOT_HELP))
             }
         }
-        File::BufferSizeKb => writeln!(out, "{}", instance.bytes_per_cpu() / 1024),
-        File::BufferTotalSizeKb => {
-            let sets = if instance.has_snapshot() { 2 } else { 1 };
-            writeln!(out, "{}", instance.bytes_per_cpu() / 1024 * tracer.cpus() * sets)
+        File::BufferSizeKb => {
+            // Linux shows X when the CPUs' sizes differ.
+            let mut sizes = cpu_kb(instance);
+            let first = sizes.next().unwrap_or(0);
+            match sizes.all(|kb| kb == first) {
+                true => writeln!(out, "{first}"),
+                false => writeln!(out, "X"),
+            }
         }
-        File::TraceMarker => return Err(FsError::WriteOnly),
+        File::CpuBufferSizeKb(cpu) => {
+            writeln!(out, "{}", instance.bytes_of_cpu(cpu).unwrap_or(0) / 1024)
+        }
+        // The live rings only, as Linux counts them (a snapshot is not included).
+        File::BufferTotalSizeKb => writeln!(out, "{}", cpu_kb(instance).sum::<usize>()),
+        File::TraceMarker | File::TraceMarkerRaw => return Err(FsError::WriteOnly),
         File::TraceClock => writeln!(out, "[local]"),
         File::Overwrite => writeln!(out, "{}", u8::from(instance.mode() == Mode::Overwrite)),
+        File::Nanoseconds => writeln!(out, "{}", u8::from(ns)),
+        File::CpuMask => write_cpumask(out, instance.cpumask(), tracer.cpus()),
+        File::Readme => out.write_str(README),
+        File::AvailableTracers | File::CurrentTracer => writeln!(out, "nop"),
+        File::SubbufSizeKb => writeln!(out, "4"),
+        File::PrintkFormats => tracer
+            .events()
+            .iter()
+            .filter(|d| d.kind == DescriptorKind::Printk)
+            .try_for_each(|d| writeln!(out, "{:#x} : \"{}\"", d.id(), d.format.escape_debug())),
+        File::ErrorLog => with_extras(instance, |extras| {
+            extras.errors.iter().try_for_each(|entry| writeln!(out, "{entry}"))
+        }),
         File::CpuStats(cpu) => tracing::write_cpu_stats(out, instance, cpu),
         File::Enable(sys) => {
             let state = enable_state(
@@ -411,16 +645,18 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
         File::EventId(d) => writeln!(out, "{}", d.id()),
         File::TracePipe | File::CpuTracePipe(_) => return Err(FsError::Invalid),
     };
-    // The console never fails a write; a formatting error would be a bug.
-    result.map_err(|_| FsError::Invalid)
+    // The console never fails a write: a write fails only when the reader stopped
+    // (Ctrl-C, or a pipe that has all it wants), which is no error of the file.
+    let _ = result;
+    Ok(())
 }
 
-/// Parses a `0`/`1` switch value.
+/// Parses a `0`/`1` switch value (options and `enable` files).
 fn switch(value: &str) -> Result<bool, FsError> {
     match value.trim() {
         "0" => Ok(false),
         "1" => Ok(true),
-        _ => Err(FsError::Invalid),
+        _ => Err(FsError::Rule("0 or 1")),
     }
 }
 
@@ -441,20 +677,46 @@ fn set_event_entry(entry: &str) -> (bool, Option<&str>, Option<&str>) {
     (enable, any_pattern(system), any_pattern(event))
 }
 
-/// Writes `value` to a file (`append` for `>>`). On error nothing changed.
+/// Parses a size in KB for a ring: a positive number.
+fn size_kb(value: &str) -> Result<usize, FsError> {
+    const RULE: &str = "a size in KB, at least 1";
+    let kb: usize = value.trim().parse().map_err(|_| FsError::Rule(RULE))?;
+    match kb {
+        0 => Err(FsError::Rule(RULE)),
+        kb => kb.checked_mul(1024).ok_or(FsError::Rule("the size is too large")),
+    }
+}
+
+/// Longest data `trace_marker_raw` takes (its bytes are kept as hex text).
+const MAX_RAW: usize = (trace::MAX_EVENT_PAYLOAD - 16) / 3;
+const _: () = assert!(MAX_RAW == 80, "the error text of trace_marker_raw names the limit");
+
+/// Writes `value` to a file (`append` for `>>`). On error nothing changed, but for
+/// `set_event` written with `>`, which is emptied first (as Linux truncates it on
+/// open); the error is added to the instance's `error_log`.
 pub fn write(located: &Located, value: &str, append: bool) -> Result<(), FsError> {
+    let result = write_file(located, value, append);
+    if let Err(error) = result {
+        log_error(located, value, error);
+    }
+    result
+}
+
+fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsError> {
     let Node::File(file) = located.node else { return Err(FsError::IsDir) };
     let tracer = tracer()?;
     let instance = &located.instance;
     match file {
         File::SetEvent => {
-            let entries: Vec<_> = value.split_ascii_whitespace().map(set_event_entry).collect();
-            // Validate every entry first, so a bad one changes nothing.
-            if !entries.iter().all(|&(_, sys, ev)| events(tracer).any(|d| d.matches(sys, ev))) {
-                return Err(FsError::Invalid);
-            }
             if !append {
                 instance.set_event(None, None, false)?;
+            }
+            let entries: Vec<_> = value.split_ascii_whitespace().map(set_event_entry).collect();
+            // Every entry is checked first, so a bad one enables none of them.
+            if !entries.iter().all(|&(_, sys, ev)| events(tracer).any(|d| d.matches(sys, ev))) {
+                return Err(FsError::Rule(
+                    "no event matches an entry ([!]system:event, globs allowed)",
+                ));
             }
             for (enable, system, event) in entries {
                 instance.set_event(system, event, enable)?;
@@ -462,11 +724,21 @@ pub fn write(located: &Located, value: &str, append: bool) -> Result<(), FsError
             Ok(())
         }
         File::TracingOn => {
-            instance.set_tracing(switch(value)?);
+            // As Linux: 0 turns recording off, any other number on.
+            let value: u64 = value
+                .trim()
+                .parse()
+                .map_err(|_| FsError::Rule("0 turns recording off, any other number on"))?;
+            instance.set_tracing(value != 0);
             Ok(())
         }
-        // Emptying one CPU's ring alone is not supported: refused, nothing changes.
-        File::CpuTrace(_) => Err(FsError::Invalid),
+        File::CpuTrace(cpu) => {
+            // Opening for writing (not appending) empties the CPU's ring.
+            if !append {
+                instance.clear_cpu(cpu)?;
+            }
+            Ok(())
+        }
         File::Trace => {
             // Opening `trace` for writing (not appending) empties the buffer.
             if append {
@@ -478,32 +750,73 @@ pub fn write(located: &Located, value: &str, append: bool) -> Result<(), FsError
             instance.set_tracing(on);
             Ok(result?)
         }
-        File::Snapshot => match value.trim() {
-            "0" => Ok(instance.snapshot_free()?),
-            "1" => Ok(instance.snapshot_take()?),
-            "2" => match instance.has_snapshot() {
-                true => Ok(instance.snapshot_clear()?),
-                false => Err(FsError::Invalid),
-            },
-            _ => Err(FsError::Invalid),
+        File::Snapshot => match value.trim().parse::<u64>() {
+            Ok(0) => Ok(instance.snapshot_free()?),
+            Ok(1) => Ok(instance.snapshot_take()?),
+            // Linux: any other number clears an allocated snapshot, and is accepted
+            // (doing nothing) without one.
+            Ok(_) if instance.has_snapshot() => Ok(instance.snapshot_clear()?),
+            Ok(_) => Ok(()),
+            Err(_) => Err(FsError::Rule("0 frees, 1 takes a snapshot, 2 or more clears it")),
         },
-        File::BufferSizeKb => {
-            let kb: usize = value.trim().parse().map_err(|_| FsError::Invalid)?;
-            if kb == 0 {
-                return Err(FsError::Invalid);
-            }
-            Ok(instance.resize(kb.checked_mul(1024).ok_or(FsError::NoMemory)?)?)
-        }
+        File::BufferSizeKb => Ok(instance.resize(size_kb(value)?)?),
+        File::CpuBufferSizeKb(cpu) => Ok(instance.resize_cpu(cpu, size_kb(value)?)?),
         File::TraceMarker => {
             instance.write_marker(value);
             Ok(())
         }
+        File::TraceMarkerRaw => {
+            let bytes = value.as_bytes();
+            if bytes.len() < 4 {
+                return Err(FsError::Rule("a 4-byte id, then the data"));
+            }
+            if bytes.len() - 4 > MAX_RAW {
+                return Err(FsError::Rule("the data after the id is too long (at most 80 bytes)"));
+            }
+            let (id, data) = bytes.split_at(4);
+            let id = u32::from_le_bytes([id[0], id[1], id[2], id[3]]);
+            let mut hex = String::new();
+            for byte in data {
+                let _ = write!(hex, " {byte:02x}");
+            }
+            instance.printk(crate::events::RAW_DATA.descriptor(), |encoder| {
+                trace::FieldValue::encode(&id, encoder);
+                trace::FieldValue::encode(&hex.as_str(), encoder);
+            });
+            Ok(())
+        }
         File::TraceClock => match value.trim() {
             "local" => Ok(()),
-            _ => Err(FsError::Invalid),
+            _ => Err(FsError::Rule("the only clock is local")),
         },
         File::Overwrite => {
             instance.set_mode(if switch(value)? { Mode::Overwrite } else { Mode::Discard });
+            Ok(())
+        }
+        File::Nanoseconds => {
+            let on = switch(value)?;
+            with_extras(instance, |extras| extras.nanoseconds = on);
+            Ok(())
+        }
+        File::CpuMask => {
+            instance.set_cpumask(parse_cpumask(value, tracer.cpus())?);
+            Ok(())
+        }
+        File::CurrentTracer => match value.trim() {
+            "nop" => Ok(()),
+            _ => Err(FsError::Rule("the only tracer is nop (see available_tracers)")),
+        },
+        File::SubbufSizeKb => match value.trim() {
+            "4" => Ok(()),
+            _ => Err(FsError::Rule(
+                "the rings have no sub-buffers; a record is at most 4 KB, so only 4",
+            )),
+        },
+        File::ErrorLog => {
+            // Opening for writing (not appending) empties the log.
+            if !append {
+                with_extras(instance, |extras| extras.errors.clear());
+            }
             Ok(())
         }
         File::Enable(sys) => Ok(instance.set_event(sys, None, switch(value)?).map(drop)?),
@@ -518,7 +831,10 @@ pub fn write(located: &Located, value: &str, append: bool) -> Result<(), FsError
         | File::EventFormat(_)
         | File::HeaderPage
         | File::HeaderEvent
-        | File::EventId(_) => Err(FsError::ReadOnly),
+        | File::EventId(_)
+        | File::Readme
+        | File::AvailableTracers
+        | File::PrintkFormats => Err(FsError::ReadOnly),
     }
 }
 
@@ -544,7 +860,11 @@ pub fn rmdir(cwd: &str, path: &str) -> Result<(), FsError> {
     let tracer = tracer()?;
     let parts = normalize(cwd, path);
     match parts.iter().map(String::as_str).collect::<Vec<_>>()[..] {
-        ["instances", name] => tracer.destroy_by_name(name).map_err(FsError::from),
+        ["instances", name] => {
+            tracer.destroy_by_name(name).map_err(FsError::from)?;
+            EXTRAS.lock().retain(|(n, _)| n != name);
+            Ok(())
+        }
         _ => {
             Err(if resolve(cwd, path).is_ok() { FsError::NotPermitted } else { FsError::NotFound })
         }

@@ -1,0 +1,204 @@
+//! A command's output on its way to the console: through the filters of a pipeline
+//! (`| head [-n N]`, `| tail [-n N]`, `| grep [-v] PATTERN`, `| wc -l`), line by
+//! line as it is written, and stopped by Ctrl-C between any two lines.
+//!
+//! A write fails once the output wants no more (Ctrl-C, or `head` has its lines), so
+//! a long read stops early rather than format what nobody will see.
+
+use crate::serial;
+use alloc::collections::VecDeque;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+use core::fmt::{self, Write};
+
+/// Most lines `tail -n N` keeps (its memory is bounded by N lines).
+pub const MAX_TAIL: usize = 10_000;
+/// Lines `head` and `tail` take without `-n`.
+const DEFAULT_LINES: usize = 10;
+
+/// One filter of a pipeline.
+enum Stage {
+    /// Passes `left` more lines, then ends the output.
+    Head { left: usize },
+    /// Keeps the last `keep` lines; passes them on at the end.
+    Tail { keep: usize, lines: VecDeque<String> },
+    /// Passes lines containing `pattern` (or, `invert`, not containing it).
+    Grep { pattern: String, invert: bool },
+    /// Counts lines; passes the count on at the end.
+    Count { lines: u64 },
+}
+
+impl Stage {
+    /// Parses one pipeline command, `NAME ARGS...`.
+    fn parse(words: &[String]) -> Result<Stage, String> {
+        let words: Vec<&str> = words.iter().map(String::as_str).collect();
+        let count = |n: &str| -> Result<usize, String> {
+            n.parse().map_err(|_| alloc::format!("{}: invalid number of lines: '{n}'", words[0]))
+        };
+        match words.as_slice() {
+            ["head"] => Ok(Stage::Head { left: DEFAULT_LINES }),
+            ["head", "-n", n] => Ok(Stage::Head { left: count(n)? }),
+            ["tail"] => Ok(Stage::Tail { keep: DEFAULT_LINES, lines: VecDeque::new() }),
+            ["tail", "-n", n] => match count(n)? {
+                keep if keep <= MAX_TAIL => Ok(Stage::Tail { keep, lines: VecDeque::new() }),
+                _ => Err(alloc::format!("tail: at most {MAX_TAIL} lines")),
+            },
+            ["grep", "-v", pattern] => {
+                Ok(Stage::Grep { pattern: pattern.to_string(), invert: true })
+            }
+            ["grep", pattern] if !pattern.starts_with('-') => {
+                Ok(Stage::Grep { pattern: pattern.to_string(), invert: false })
+            }
+            ["wc", "-l"] => Ok(Stage::Count { lines: 0 }),
+            ["head" | "tail", ..] => {
+                Err(alloc::format!("{}: usage: {} [-n N]", words[0], words[0]))
+            }
+            ["grep", ..] => Err("grep: usage: grep [-v] PATTERN".into()),
+            ["wc", ..] => Err("wc: usage: wc -l".into()),
+            [name, ..] => Err(alloc::format!(
+                "{name}: not a pipe command (pipes take head, tail, grep, wc -l)"
+            )),
+            [] => Err("syntax error: empty command in a pipe".into()),
+        }
+    }
+}
+
+/// Why the output ended before the command did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stopped {
+    /// Ctrl-C was typed.
+    Interrupted,
+    /// A `head` had all its lines.
+    Satisfied,
+}
+
+/// A command's output: a `fmt::Write` that feeds the pipeline, then the console.
+pub struct Output {
+    stages: Vec<Stage>,
+    /// The line being written (not yet ended by a newline).
+    partial: String,
+    stopped: Option<Stopped>,
+}
+
+impl Output {
+    /// Output through the pipeline `commands` (each `NAME ARGS...`), or an error
+    /// naming what is wrong with one of them.
+    pub fn new(commands: &[Vec<String>]) -> Result<Self, String> {
+        let stages = commands.iter().map(|words| Stage::parse(words)).collect::<Result<_, _>>()?;
+        Ok(Output { stages, partial: String::new(), stopped: None })
+    }
+
+    /// Ends the output as Ctrl-C does (for a reader that saw the key itself).
+    pub fn interrupt(&mut self) {
+        self.stopped = Some(Stopped::Interrupted);
+    }
+
+    /// Why the output stopped early, if it did.
+    pub fn stopped(&self) -> Option<Stopped> {
+        self.stopped
+    }
+
+    /// Passes `line` through the stages from `from` on; false once the output wants
+    /// no more.
+    fn pass(&mut self, line: &str, from: usize) -> bool {
+        if self.stopped.is_some() {
+            return false;
+        }
+        // A head that gives its last line ends the output after it, so the writer
+        // stops before formatting another line.
+        let mut last = false;
+        let mut deliver = true;
+        for stage in &mut self.stages[from..] {
+            match stage {
+                Stage::Head { left: 0 } => {
+                    self.stopped = Some(Stopped::Satisfied);
+                    return false;
+                }
+                Stage::Head { left } => {
+                    *left -= 1;
+                    last |= *left == 0;
+                }
+                Stage::Tail { keep, lines } => {
+                    if *keep > 0 {
+                        if lines.len() == *keep {
+                            lines.pop_front();
+                        }
+                        lines.push_back(line.into());
+                    }
+                    deliver = false;
+                }
+                Stage::Grep { pattern, invert } => {
+                    deliver = line.contains(pattern.as_str()) != *invert
+                }
+                Stage::Count { lines } => {
+                    *lines += 1;
+                    deliver = false;
+                }
+            }
+            if !deliver {
+                break;
+            }
+        }
+        if deliver {
+            let _ = writeln!(serial::Console, "{line}");
+        }
+        if last {
+            self.stopped = Some(Stopped::Satisfied);
+        }
+        true
+    }
+
+    /// Ends the output: writes an unterminated last line, and what `tail` and
+    /// `wc -l` kept, through the stages after them.
+    pub fn finish(&mut self) {
+        if !self.partial.is_empty() {
+            let line = core::mem::take(&mut self.partial);
+            self.pass(&line, 0);
+        }
+        if self.stopped == Some(Stopped::Interrupted) {
+            return;
+        }
+        for index in 0..self.stages.len() {
+            // A head that ended the read does not stop what later stages kept.
+            self.stopped = None;
+            let kept: Vec<String> = match &mut self.stages[index] {
+                Stage::Tail { lines, .. } => lines.drain(..).collect(),
+                Stage::Count { lines } => [lines.to_string()].into(),
+                _ => continue,
+            };
+            for line in kept {
+                if !self.pass(&line, index + 1) {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+impl Write for Output {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        if self.stopped.is_some() {
+            return Err(fmt::Error);
+        }
+        let mut rest = s;
+        while let Some(end) = rest.find('\n') {
+            if serial::take_interrupt() {
+                self.stopped = Some(Stopped::Interrupted);
+                return Err(fmt::Error);
+            }
+            self.partial.push_str(&rest[..end]);
+            let mut line = core::mem::take(&mut self.partial);
+            let more = self.pass(&line, 0);
+            line.clear();
+            self.partial = line;
+            if !more {
+                return Err(fmt::Error);
+            }
+            rest = &rest[end + 1..];
+        }
+        // An unterminated piece waits for the rest of its line (bounded by the
+        // longest line a writer produces: one record or one file line).
+        self.partial.push_str(rest);
+        Ok(())
+    }
+}

@@ -1,0 +1,146 @@
+//! The shell's output: pipes (`head`, `tail`, `grep`, `wc -l`), Ctrl-C stopping
+//! long reads whatever the backlog, and the line editor's cursor, Ctrl-W and
+//! refusal of non-ASCII input.
+
+use e2e::{Machine, STEP_TIMEOUT, trace_lines};
+
+#[test]
+fn pipes_filter_the_output_and_head_stops_the_read() {
+    let mut m = Machine::boot();
+    let all = m.run("cat available_events");
+    let lines: Vec<&str> = all.lines().collect();
+    assert!(lines.len() > 12, "{all}");
+    let joined = |lines: &[&str]| lines.iter().map(|l| format!("{l}\n")).collect::<String>();
+    assert_eq!(m.run("cat available_events | wc -l"), format!("{}\n", lines.len()));
+    assert_eq!(m.run("cat available_events | head -n 3"), joined(&lines[..3]));
+    assert_eq!(m.run("cat available_events | head"), joined(&lines[..10]));
+    assert_eq!(m.run("cat available_events | tail -n 2"), joined(&lines[lines.len() - 2..]));
+    assert_eq!(m.run("cat available_events | tail"), joined(&lines[lines.len() - 10..]));
+    let irq: Vec<&str> = lines.iter().copied().filter(|l| l.contains("irq")).collect();
+    let not_irq: Vec<&str> = lines.iter().copied().filter(|l| !l.contains("irq")).collect();
+    assert_eq!(m.run("cat available_events | grep irq"), joined(&irq));
+    assert_eq!(m.run("cat available_events | grep -v irq"), joined(&not_irq));
+    assert_eq!(m.run("cat available_events | grep irq | wc -l"), format!("{}\n", irq.len()));
+    assert_eq!(m.run("cat available_events | grep -v irq | tail -n 1 | wc -l"), "1\n");
+    assert_eq!(m.run("cat available_events | head -n 4 | tail -n 1"), joined(&lines[3..4]));
+    // Other commands whose output is text pipe too.
+    assert!(m.run("uptime | grep heap").starts_with("heap: "));
+    assert_eq!(
+        m.run("ls | grep -v /").lines().count(),
+        m.run("ls | grep -v / | wc -l").trim().parse::<usize>().unwrap()
+    );
+    // head ends a trace read early: `cat trace | head` formats one line, where
+    // `| wc -l` formats them all (the shell's own command_done events say how long each
+    // took).
+    assert_eq!(m.run("echo '*:*' > set_event"), "");
+    for _ in 0..20 {
+        m.run("uptime");
+    }
+    assert_eq!(m.run("cat trace | head -n 1"), "# tracer: nop\n");
+    let total: usize = m.run("cat trace | wc -l").trim().parse().unwrap();
+    assert!(total > 500, "{total} lines");
+    let durations: Vec<u64> = trace_lines(&m.run("cat trace | grep command"))
+        .iter()
+        .filter_map(|l| {
+            let ns = l.fields.strip_prefix("ok=true duration=")?.strip_suffix("ns")?;
+            ns.parse().ok()
+        })
+        .collect();
+    // The last two command_done records: head's read, then wc's.
+    let [.., head, wc] = durations[..] else { panic!("no command_done records") };
+    assert!(head * 4 < wc, "head took {head} ns, a full read {wc} ns");
+    // Errors name the rule.
+    assert!(
+        m.run("cat trace | sort")
+            .contains("sort: not a pipe command (pipes take head, tail, grep, wc -l)")
+    );
+    assert!(m.run("cat trace | head -n x").contains("head: invalid number of lines: 'x'"));
+    assert!(m.run("cat trace | tail -n 99999").contains("tail: at most 10000 lines"));
+    assert!(m.run("cat trace |").contains("syntax error: empty command after '|'"));
+    assert!(m.run("| head").contains("syntax error: empty command before '|'"));
+    assert!(m.run("cat trace | grep").contains("grep: usage: grep [-v] PATTERN"));
+    assert!(m.run("stress | head").contains("stress: its output cannot be piped"));
+    assert!(m.run("echo 1 > tracing_on | head").contains("cannot both redirect and pipe"));
+}
+
+/// Fills every CPU's ring of the top-level instance and of instance t1 with stress
+/// events (tens of thousands of lines to print); returns the top level's entries.
+fn backlog(m: &mut Machine) -> u64 {
+    assert_eq!(m.run("echo '*:*' > set_event"), "");
+    assert_eq!(m.run("mkdir instances/t1"), "");
+    assert_eq!(m.run("echo stress:event > instances/t1/set_event"), "");
+    m.run("stress overwrite 300");
+    assert_eq!(m.run("echo 0 > tracing_on"), "");
+    assert_eq!(m.run("echo 0 > instances/t1/tracing_on"), "");
+    (0..4).map(|cpu| m.cpu_stat("", cpu, "entries:")).sum()
+}
+
+/// Types `command`, waits for `first` (the first record line), sends Ctrl-C, and
+/// returns what was printed until the prompt came back.
+fn interrupt(m: &mut Machine, command: &str, first: &str) -> String {
+    m.send(format!("{command}\r").as_bytes());
+    let start = m.wait_for(first, STEP_TIMEOUT);
+    m.send(b"\x03");
+    let rest = m.wait_for_prompt(STEP_TIMEOUT);
+    assert!(rest.trim_end().ends_with("^C"), "{command}: no ^C:\n{rest}");
+    start + &rest
+}
+
+#[test]
+fn ctrl_c_stops_every_long_read_whatever_the_backlog() {
+    let mut m = Machine::boot();
+    let entries = backlog(&mut m);
+    assert!(entries > 10_000, "{entries} entries");
+    for command in ["cat trace", "cat per_cpu/cpu1/trace"] {
+        let printed = interrupt(&mut m, command, " event: apic_id=");
+        let lines = printed.lines().count() as u64;
+        assert!(lines < entries / 10, "{command}: {lines} of {entries} lines printed");
+    }
+    assert_eq!(m.run("echo 1 > snapshot"), "");
+    let printed = interrupt(&mut m, "cat snapshot", " event: apic_id=");
+    assert!((printed.lines().count() as u64) < entries / 10);
+    // trace_pipe looks at the key between records: the backlog is left unread.
+    assert_eq!(m.run("echo 1 > snapshot"), "", "the backlog back in the live buffer");
+    let live: u64 = (0..4).map(|cpu| m.cpu_stat("", cpu, "entries:")).sum();
+    assert!(live > 10_000, "{live} entries back in the live buffer");
+    let printed = interrupt(&mut m, "cat trace_pipe", " event: apic_id=");
+    let read: u64 = (0..4).map(|cpu| m.cpu_stat("", cpu, "read events:")).sum();
+    assert!(read < live / 10, "trace_pipe read {read} of {live} records:\n{printed}");
+    let printed = interrupt(&mut m, "cat per_cpu/cpu2/trace_pipe", " event: apic_id=");
+    assert!((printed.lines().count() as u64) < entries / 10);
+    // The same in an instance.
+    let entries: u64 = (0..4).map(|cpu| m.cpu_stat("instances/t1/", cpu, "entries:")).sum();
+    assert!(entries > 4_000, "{entries} entries in instances/t1");
+    for command in ["cat instances/t1/trace", "cat instances/t1/trace_pipe"] {
+        let printed = interrupt(&mut m, command, " event: apic_id=");
+        let lines = printed.lines().count() as u64;
+        assert!(lines < entries / 4, "{command}: {lines} of {entries} lines printed");
+    }
+    assert_eq!(m.run("cat instances/t1/trace | head -n 1"), "# tracer: nop\n");
+    assert_eq!(m.run("cat instances/t1/trace | grep apic_id | head -n 3 | wc -l"), "3\n");
+    assert!(m.run("uptime").contains("timer ticks"), "the shell goes on");
+}
+
+#[test]
+fn line_editor_moves_the_cursor_erases_words_and_refuses_non_ascii() {
+    let mut m = Machine::boot();
+    // Left arrow twice, then insert: "uptme" becomes "uptime".
+    m.send(b"uptme\x1b[D\x1b[Di\r");
+    assert!(m.wait_for_prompt(STEP_TIMEOUT).contains("timer ticks"));
+    // To the start, insert, then right to the end and append.
+    m.send(b"ptim\x1b[D\x1b[D\x1b[D\x1b[Du\x1b[C\x1b[C\x1b[C\x1b[C\x1b[Ce\r");
+    assert!(m.wait_for_prompt(STEP_TIMEOUT).contains("timer ticks"));
+    // Backspace in the middle of the line.
+    m.send(b"uptixme\x1b[D\x1b[D\x7f\r");
+    assert!(m.wait_for_prompt(STEP_TIMEOUT).contains("timer ticks"));
+    // Ctrl-W erases the word before the cursor (and the blanks after it).
+    m.send(b"echo one two\x17three\r");
+    assert!(m.wait_for_prompt(STEP_TIMEOUT).ends_with("\none three\n"));
+    m.send(b"echo one two  \x17\x17four\r");
+    assert!(m.wait_for_prompt(STEP_TIMEOUT).ends_with("\nfour\n"));
+    // Bytes beyond ASCII ring the bell and are left out.
+    m.send(b"echo caf\xc3\xa9s\r");
+    let out = m.wait_for_prompt(STEP_TIMEOUT);
+    assert_eq!(out.matches('\x07').count(), 2, "{out:?}");
+    assert!(out.ends_with("\ncafs\n"), "{out:?}");
+}
