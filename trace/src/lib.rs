@@ -64,6 +64,7 @@ pub mod dump;
 mod error;
 mod event;
 mod field;
+mod filter;
 pub mod format;
 mod instance;
 pub mod log;
@@ -77,6 +78,7 @@ mod section;
 mod stats;
 mod sync;
 mod tracer;
+mod trigger;
 
 #[cfg(test)]
 mod tests;
@@ -86,6 +88,7 @@ pub use dispatch::{Dispatch, Payload, install};
 pub use error::{Error, WriteError};
 pub use event::{Args, DescriptorKind, Event, EventDescriptor, FieldArg, MAX_EVENT_PAYLOAD, glob};
 pub use field::{DecodeError, Decoder, Encoder, Field, FieldKind, FieldValue, Sink, Value};
+pub use filter::{Filter, FilterError, FilterReason, MAX_FILTER_LEN, MAX_PREDICATES};
 pub use instance::{Instance, InstanceConfig, InstanceError, MAX_NAME};
 #[cfg(not(any(target_os = "none", target_os = "uefi")))]
 pub use platform::HostPlatform;
@@ -96,3 +99,7 @@ pub use recorder::Recorder;
 pub use ring::RecordWriter;
 pub use stats::{MAX_DEPTH, Refused, RingStats};
 pub use tracer::{InstanceView, Limits, MARKER, MAX_INSTANCES, Tracer, TracerError};
+pub use trigger::{
+    Action, MAX_TRIGGER_LEN, MAX_TRIGGERS, STACK_FRAMES, STACK_TRACE, Trigger, TriggerCommand,
+    TriggerError, TriggerReason,
+};

@@ -6,11 +6,15 @@ mod basic;
 #[cfg(all(loom, test))]
 mod loom;
 #[cfg(not(loom))]
+mod filter;
+#[cfg(not(loom))]
 mod model;
 #[cfg(not(loom))]
 mod regress;
 #[cfg(not(loom))]
 mod stress;
+#[cfg(not(loom))]
+mod trigger;
 
 #[cfg(not(loom))]
 pub(crate) mod util {
