@@ -10,13 +10,13 @@ use crate::error::Error;
 use crate::event::{DescriptorKind, EventDescriptor};
 use crate::field::{Encoder, Sink};
 use crate::filter::{Filter, FilterError};
-use crate::tracer::EventHooks;
-use crate::trigger::{Action, MAX_TRIGGERS, Trigger, TriggerCommand, TriggerError, TriggerReason};
 use crate::platform::Platform;
 use crate::record::Mode;
 use crate::recorder::Recorder;
 use crate::stats::RingStats;
+use crate::tracer::EventHooks;
 use crate::tracer::Tracer;
+use crate::trigger::{Action, MAX_TRIGGERS, Trigger, TriggerCommand, TriggerError, TriggerReason};
 use alloc::string::{String, ToString};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -59,10 +59,6 @@ pub enum InstanceError {
     TopLevel,
     /// No event matches the system/event pattern.
     NoSuchEvent,
-    /// A filter was refused (where, and why).
-    Filter(FilterError),
-    /// A trigger was refused (where, and why).
-    Trigger(TriggerError),
     /// A buffer operation failed.
     Buffer(Error),
 }
@@ -83,9 +79,42 @@ impl fmt::Display for InstanceError {
             InstanceError::MemoryLimit => f.write_str("tracing memory limit reached"),
             InstanceError::TopLevel => f.write_str("the top-level instance cannot be removed"),
             InstanceError::NoSuchEvent => f.write_str("no such event"),
-            InstanceError::Filter(e) => e.fmt(f),
-            InstanceError::Trigger(e) => e.fmt(f),
             InstanceError::Buffer(e) => e.fmt(f),
+        }
+    }
+}
+
+/// Why a filter or trigger was not set. Nothing changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HookError {
+    /// The instance refused: `NoSuchEvent` (not one of the tracer's tracepoints),
+    /// `Buffer(WouldDeadlock)` (a context that may not wait), a snapshot buffer that
+    /// could not be allocated.
+    Instance(InstanceError),
+    /// The filter is refused: where, and why.
+    Filter(FilterError),
+    /// The trigger line is refused: where, and why.
+    Trigger(TriggerError),
+}
+
+impl From<InstanceError> for HookError {
+    fn from(e: InstanceError) -> Self {
+        HookError::Instance(e)
+    }
+}
+
+impl From<Error> for HookError {
+    fn from(e: Error) -> Self {
+        HookError::Instance(InstanceError::Buffer(e))
+    }
+}
+
+impl fmt::Display for HookError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HookError::Instance(e) => e.fmt(f),
+            HookError::Filter(e) => e.fmt(f),
+            HookError::Trigger(e) => e.fmt(f),
         }
     }
 }
@@ -171,23 +200,23 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
     }
 
     /// The index of `event` among the tracer's events, if it is a tracepoint of it.
-    fn event_index(&self, event: &EventDescriptor) -> Result<usize, InstanceError> {
+    fn event_index(&self, event: &EventDescriptor) -> Result<usize, HookError> {
         self.tracer
             .index_of(event)
             .filter(|_| event.kind == DescriptorKind::Event)
-            .ok_or(InstanceError::NoSuchEvent)
+            .ok_or(HookError::Instance(InstanceError::NoSuchEvent))
     }
 
     /// Sets the filter of `event` in this instance (`events/SYSTEM/EVENT/filter`):
     /// only events it passes are recorded. `"0"` clears it. Compiled here; a refused
-    /// filter (`InstanceError::Filter`, with the position and reason) changes
+    /// filter (`HookError::Filter`, with the position and reason) changes
     /// nothing. Safe while writers run: the new filter is published and the old one
     /// freed after a grace period, so this needs a context that may wait.
-    pub fn set_filter(&self, event: &EventDescriptor, text: &str) -> Result<(), InstanceError> {
+    pub fn set_filter(&self, event: &EventDescriptor, text: &str) -> Result<(), HookError> {
         let index = self.event_index(event)?;
         let filter = match text.trim() {
             "0" => None,
-            _ => Some(Arc::new(Filter::compile(event.fields, text).map_err(InstanceError::Filter)?)),
+            _ => Some(Arc::new(Filter::compile(event.fields, text).map_err(HookError::Filter)?)),
         };
         self.tracer.edit_hooks(self.state.slot, |table| {
             set_entry_filter(&mut table[index], filter);
@@ -199,7 +228,7 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
     /// (`events/SYSTEM/filter`); the others keep theirs. `"0"` clears every event's
     /// filter in the system. Returns how many events got the filter. A syntax error,
     /// or a filter no event fits, changes nothing.
-    pub fn set_system_filter(&self, system: &str, text: &str) -> Result<usize, InstanceError> {
+    pub fn set_system_filter(&self, system: &str, text: &str) -> Result<usize, HookError> {
         let events = || {
             self.tracer
                 .events()
@@ -208,13 +237,13 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
                 .filter(move |d| d.kind == DescriptorKind::Event && d.system == system)
         };
         if events().next().is_none() {
-            return Err(InstanceError::NoSuchEvent);
+            return Err(InstanceError::NoSuchEvent.into());
         }
         let filters: Vec<(usize, Option<Arc<Filter>>)> = if text.trim() == "0" {
             events().filter_map(|d| Some((self.tracer.index_of(d)?, None))).collect()
         } else {
             Filter::compile_for_system(events(), text)
-                .map_err(InstanceError::Filter)?
+                .map_err(HookError::Filter)?
                 .into_iter()
                 .filter_map(|(d, f)| Some((self.tracer.index_of(d)?, Some(Arc::new(f)))))
                 .collect()
@@ -238,16 +267,16 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
     /// (a line written to `events/SYSTEM/EVENT/trigger`; see [`crate::Trigger`]). A
     /// trigger on an event this instance does not record makes the event fire for
     /// its triggers without being recorded. A `snapshot` trigger allocates the
-    /// snapshot buffer. Refused lines (`InstanceError::Trigger`, with the position
+    /// snapshot buffer. Refused lines (`HookError::Trigger`, with the position
     /// and reason) change nothing. Needs a context that may wait.
-    pub fn set_trigger(&self, event: &EventDescriptor, line: &str) -> Result<(), InstanceError> {
+    pub fn set_trigger(&self, event: &EventDescriptor, line: &str) -> Result<(), HookError> {
         let index = self.event_index(event)?;
         let tracer = self.tracer;
         let lookup = |system: &str, name: &str| {
             tracer.events().iter().copied().find(|d| d.system == system && d.name == name)
         };
-        let trigger_error = |reason| InstanceError::Trigger(TriggerError { pos: 0, reason });
-        match Trigger::parse(line, event.fields, lookup).map_err(InstanceError::Trigger)? {
+        let trigger_error = |reason| HookError::Trigger(TriggerError { pos: 0, reason });
+        match Trigger::parse(line, event.fields, lookup).map_err(HookError::Trigger)? {
             TriggerCommand::Add(trigger) => {
                 let existing = self.tracer.hooks_of(self.state.slot, index);
                 let triggers = existing.as_ref().map_or(&[][..], |h| &h.triggers);
@@ -285,7 +314,7 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
     }
 
     /// Removes every trigger of `event` in this instance.
-    pub fn clear_triggers(&self, event: &EventDescriptor) -> Result<(), InstanceError> {
+    pub fn clear_triggers(&self, event: &EventDescriptor) -> Result<(), HookError> {
         let index = self.event_index(event)?;
         self.tracer.edit_hooks(self.state.slot, |table| {
             if let Some(hooks) = table[index].as_deref() {

@@ -89,7 +89,7 @@ pub use error::{Error, WriteError};
 pub use event::{Args, DescriptorKind, Event, EventDescriptor, FieldArg, MAX_EVENT_PAYLOAD, glob};
 pub use field::{DecodeError, Decoder, Encoder, Field, FieldKind, FieldValue, Sink, Value};
 pub use filter::{Filter, FilterError, FilterReason, MAX_FILTER_LEN, MAX_PREDICATES};
-pub use instance::{Instance, InstanceConfig, InstanceError, MAX_NAME};
+pub use instance::{HookError, Instance, InstanceConfig, InstanceError, MAX_NAME};
 #[cfg(not(any(target_os = "none", target_os = "uefi")))]
 pub use platform::HostPlatform;
 pub use platform::Platform;

@@ -401,7 +401,8 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         let filter = hooks.and_then(|h| h.filter.as_deref());
         if descriptor.recording_in(slot) && filter.is_none_or(|f| f.matches(bytes)) {
             let fill = |w: &mut RecordWriter<'_>| w.put(bytes);
-            let _ = recorder.write_in(section, cpu, descriptor.id(), bytes.len(), bytes.len(), fill);
+            let _ =
+                recorder.write_in(section, cpu, descriptor.id(), bytes.len(), bytes.len(), fill);
         }
         let target = FireTarget { tracer: self, section, cpu, slot, recorder };
         for trigger in hooks.map_or(&[][..], |h| &h.triggers) {
@@ -419,11 +420,11 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
     /// (every event's entry) and returns `Err` to change nothing. The new table is
     /// published, the events' bits follow, and the old table goes after a grace
     /// period. Needs a context that may wait (`WouldDeadlock` otherwise).
-    pub(crate) fn edit_hooks<R>(
+    pub(crate) fn edit_hooks<R, E: From<crate::Error>>(
         &self,
         slot: usize,
-        edit: impl FnOnce(&mut HookTable) -> Result<R, InstanceError>,
-    ) -> Result<R, InstanceError> {
+        edit: impl FnOnce(&mut HookTable) -> Result<R, E>,
+    ) -> Result<R, E> {
         let mut registry = self.registry.lock();
         let grace = self.sections.grace(&self.platform)?;
         let old = registry.hooks[slot].clone();

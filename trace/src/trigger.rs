@@ -91,7 +91,6 @@ impl Action {
             Action::DisableEvent(_) => "disable_event",
         }
     }
-
 }
 
 impl PartialEq for Action {
@@ -280,16 +279,13 @@ impl Trigger {
                 .filter(|c| c.starts_with(|ch: char| ch.is_ascii_whitespace()))
                 .ok_or(err(rest_at, TriggerReason::UnexpectedText))?;
             let filter_at = rest_at + 2;
-            Some(Filter::compile(fields, condition).map_err(|e| {
-                err(filter_at + e.pos, TriggerReason::Filter(e.reason))
-            })?)
+            Some(
+                Filter::compile(fields, condition)
+                    .map_err(|e| err(filter_at + e.pos, TriggerReason::Filter(e.reason)))?,
+            )
         };
-        let trigger = Trigger {
-            action,
-            count: AtomicU64::new(count),
-            filter,
-            refused: AtomicU64::new(0),
-        };
+        let trigger =
+            Trigger { action, count: AtomicU64::new(count), filter, refused: AtomicU64::new(0) };
         Ok(if remove { TriggerCommand::Remove(trigger) } else { TriggerCommand::Add(trigger) })
     }
 

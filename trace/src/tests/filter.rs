@@ -155,10 +155,7 @@ fn filter_errors_name_the_position_and_reason() {
     ] {
         assert_eq!(refused(filter), FilterError { pos, reason }, "{filter:?}");
     }
-    assert_eq!(
-        refused("a == 1 && zz > 2").to_string(),
-        "parse error at 10: field not found"
-    );
+    assert_eq!(refused("a == 1 && zz > 2").to_string(), "parse error at 10: field not found");
 }
 
 #[test]

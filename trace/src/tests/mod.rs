@@ -3,10 +3,10 @@
 
 #[cfg(not(loom))]
 mod basic;
-#[cfg(all(loom, test))]
-mod loom;
 #[cfg(not(loom))]
 mod filter;
+#[cfg(all(loom, test))]
+mod loom;
 #[cfg(not(loom))]
 mod model;
 #[cfg(not(loom))]

@@ -4,7 +4,7 @@
 use crate::field::{Field, FieldKind};
 use crate::trigger::{Action, Target, Trigger, TriggerCommand, TriggerError, TriggerReason};
 use crate::{
-    DescriptorKind, Dispatch, EventDescriptor, FilterError, FilterReason, HostPlatform,
+    DescriptorKind, Dispatch, EventDescriptor, FilterError, FilterReason, HookError, HostPlatform,
     InstanceConfig, InstanceError, Limits, Mode, STACK_TRACE, Tracer,
 };
 use core::cell::Cell;
@@ -76,10 +76,7 @@ fn trigger_errors_name_the_position_and_reason() {
     ] {
         assert_eq!(refused(line), TriggerError { pos, reason }, "{line:?}");
     }
-    assert_eq!(
-        refused("traceoff if x == 1").to_string(),
-        "parse error at 12: field not found"
-    );
+    assert_eq!(refused("traceoff if x == 1").to_string(), "parse error at 12: field not found");
     let long = "traceoff if ".to_string() + &"n == 1 || ".repeat(200) + "n == 1";
     assert_eq!(refused(&long).reason, TooLong);
 }
@@ -243,7 +240,7 @@ fn filter_in_an_instance_records_only_what_passes() {
     // A refused filter changes nothing.
     let err = i.set_filter(&EV, "n > 2 &&").unwrap_err();
     let expected = FilterError { pos: 8, reason: FilterReason::ExpectedField };
-    assert_eq!(err, InstanceError::Filter(expected));
+    assert_eq!(err, HookError::Filter(expected));
     assert_eq!(i.filter(&EV).as_deref(), Some("n > 2 && n != 4"));
     fire(t, &EV, 4);
     assert_eq!(recorded(i.recorder().live(), EV.id()), [3, 5]);
@@ -275,8 +272,14 @@ fn filter_for_a_system_sets_the_events_it_fits() {
     assert_eq!(top.filter(&A).as_deref(), Some("n == 2"));
     assert_eq!(top.filter(&B).as_deref(), Some("m == 1"), "B keeps its own");
     let err = top.set_system_filter("zf2", "q == 2").unwrap_err();
-    assert_eq!(err, InstanceError::Filter(FilterError { pos: 0, reason: FilterReason::NoEventMatches }));
-    assert_eq!(top.set_system_filter("nope", "n == 2"), Err(InstanceError::NoSuchEvent));
+    assert_eq!(
+        err,
+        HookError::Filter(FilterError { pos: 0, reason: FilterReason::NoEventMatches })
+    );
+    assert_eq!(
+        top.set_system_filter("nope", "n == 2"),
+        Err(HookError::Instance(InstanceError::NoSuchEvent))
+    );
     assert_eq!(top.set_system_filter("zf2", "0"), Ok(2));
     assert_eq!((top.filter(&A), top.filter(&B)), (None, None));
 }
@@ -298,7 +301,7 @@ fn trigger_traceoff_stops_recording_after_the_event() {
     assert!(top.tracing(), "the count ran out");
     // Duplicates, unknown removals and bad lines are refused and change nothing.
     let exists = top.set_trigger(&EV, "traceoff").unwrap_err();
-    assert_eq!(exists, InstanceError::Trigger(TriggerError { pos: 0, reason: TriggerReason::Exists }));
+    assert_eq!(exists, HookError::Trigger(TriggerError { pos: 0, reason: TriggerReason::Exists }));
     assert!(top.set_trigger(&EV, "!snapshot").is_err());
     assert!(top.set_trigger(&EV, "traceon:zz").is_err());
     assert_eq!(top.triggers(&EV), ["traceoff:count=0 if n == 3"]);
@@ -377,8 +380,7 @@ fn trigger_stacktrace_records_a_stack_event() {
     assert_eq!(ids, [EV.id(), STACK_TRACE.id(), EV.id()]);
     // The host platform has no unwinder: depth 0, no frames.
     let mut text = String::new();
-    crate::format::render(&mut text, STACK_TRACE.format, STACK_TRACE.fields, &events[1].1)
-        .unwrap();
+    crate::format::render(&mut text, STACK_TRACE.format, STACK_TRACE.fields, &events[1].1).unwrap();
     assert_eq!(text, "depth=0 0x0 0x0 0x0 0x0 0x0 0x0 0x0 0x0");
 }
 
@@ -392,7 +394,7 @@ fn filter_and_triggers_go_with_their_instance() {
     i.set_trigger(&EV, "traceoff").unwrap();
     assert_eq!(
         i.set_filter(&crate::log::LOG_MESSAGE, "nope == 1").unwrap_err(),
-        InstanceError::Filter(FilterError { pos: 0, reason: FilterReason::UnknownField })
+        HookError::Filter(FilterError { pos: 0, reason: FilterReason::UnknownField })
     );
     drop(i);
     t.destroy_by_name("i").unwrap();
@@ -401,6 +403,12 @@ fn filter_and_triggers_go_with_their_instance() {
     assert_eq!((again.filter(&EV), again.triggers(&EV)), (None, Vec::<String>::new()));
     static STRANGER: EventDescriptor =
         EventDescriptor::new("zt5", "stranger", "", &[], DescriptorKind::Event);
-    assert_eq!(again.set_filter(&STRANGER, "0"), Err(InstanceError::NoSuchEvent));
-    assert_eq!(again.set_trigger(&STRANGER, "traceon"), Err(InstanceError::NoSuchEvent));
+    assert_eq!(
+        again.set_filter(&STRANGER, "0"),
+        Err(HookError::Instance(InstanceError::NoSuchEvent))
+    );
+    assert_eq!(
+        again.set_trigger(&STRANGER, "traceon"),
+        Err(HookError::Instance(InstanceError::NoSuchEvent))
+    );
 }
