@@ -214,6 +214,17 @@ impl Sink for Encoder<'_> {
         self.buf[self.len..self.len + n].copy_from_slice(&bytes[..n]);
         self.len += n;
     }
+
+    #[inline]
+    fn put_u64(&mut self, v: u64) {
+        match self.buf.get_mut(self.len..self.len + 8) {
+            Some(word) => {
+                word.copy_from_slice(&v.to_le_bytes());
+                self.len += 8;
+            }
+            None => self.put(&v.to_le_bytes()),
+        }
+    }
 }
 
 /// A sink that only counts: the payload length a value sequence takes under a limit.

@@ -23,7 +23,7 @@
 extern crate alloc;
 
 use crate::event::{EventDescriptor, glob};
-use crate::field::{Decoder, Field, FieldKind, Value};
+use crate::field::{Field, FieldKind};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::fmt;
@@ -180,7 +180,8 @@ const REJECT: u16 = u16::MAX - 1;
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Node {
     location: Location,
-    kind: FieldKind,
+    /// Bytes of an integer field (0 for a string).
+    width: u8,
     test: Test,
     on_true: u16,
     on_false: u16,
@@ -193,7 +194,7 @@ pub struct Filter {
     text: Box<str>,
     nodes: Box<[Node]>,
     entry: u16,
-    /// The event's field kinds, for fields located after a string.
+    /// The event's field kinds, to find fields located after a string.
     kinds: Box<[FieldKind]>,
 }
 
@@ -281,20 +282,20 @@ impl Filter {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn test(&self, node: &Node, payload: &[u8]) -> bool {
-        let value = match node.location {
-            Location::Fixed(at) => payload
-                .get(usize::from(at)..)
-                .and_then(|rest| Decoder::new(rest).value(node.kind).ok()),
-            Location::Walk(index) => self.walk(payload, usize::from(index)),
-        };
-        match (value, &node.test) {
-            (Some(Value::Unsigned(v)), Test::Unsigned(op, x)) => op.test(v, *x),
-            (Some(Value::Bool(v)), Test::Unsigned(op, x)) => op.test(u64::from(v), *x),
-            (Some(Value::Char(v)), Test::Unsigned(op, x)) => op.test(u64::from(v), *x),
-            (Some(Value::Signed(v)), Test::Signed(op, x)) => op.test(v, *x),
-            (Some(Value::Str(s)), Test::Str(op, range)) => {
+        let Some(at) = self.offset(node.location, payload) else { return false };
+        match &node.test {
+            Test::Unsigned(op, x) => {
+                int_at(payload, at, node.width).is_some_and(|v| op.test(v, *x))
+            }
+            Test::Signed(op, x) => int_at(payload, at, node.width).is_some_and(|v| {
+                // Sign-extends the field's width to 64 bits.
+                let shift = 64 - 8 * u32::from(node.width);
+                op.test(((v << shift) as i64) >> shift, *x)
+            }),
+            Test::Str(op, range) => {
+                let Some(s) = str_at(payload, at) else { return false };
                 let operand = self.text.get(range.clone()).unwrap_or_default();
                 match op {
                     StrOp::Eq => s == operand,
@@ -302,18 +303,49 @@ impl Filter {
                     StrOp::Glob => glob(operand, s),
                 }
             }
-            _ => false,
         }
     }
 
-    /// Decodes the fields before `index` to reach it.
-    fn walk<'p>(&self, payload: &'p [u8], index: usize) -> Option<Value<'p>> {
-        let mut decoder = Decoder::new(payload);
-        for &kind in self.kinds.get(..index)? {
-            decoder.value(kind).ok()?;
+    /// Where a field starts in `payload`: fixed, or past the strings before it.
+    #[inline(always)]
+    fn offset(&self, location: Location, payload: &[u8]) -> Option<usize> {
+        match location {
+            Location::Fixed(at) => Some(usize::from(at)),
+            Location::Walk(index) => {
+                let mut at = 0;
+                for kind in self.kinds.get(..usize::from(index))? {
+                    at += match kind.fixed_size() {
+                        Some(size) => size,
+                        None => 2 + usize::from(u16::from_le_bytes(array_at(payload, at)?)),
+                    };
+                }
+                Some(at)
+            }
         }
-        decoder.value(*self.kinds.get(index)?).ok()
     }
+}
+
+/// `N` bytes of `payload` at `at`, if it has them.
+#[inline(always)]
+fn array_at<const N: usize>(payload: &[u8], at: usize) -> Option<[u8; N]> {
+    payload.get(at..at.checked_add(N)?)?.try_into().ok()
+}
+
+/// The little-endian integer of `width` (1, 2, 4 or 8) bytes at `at`.
+#[inline(always)]
+fn int_at(payload: &[u8], at: usize, width: u8) -> Option<u64> {
+    Some(match width {
+        1 => u64::from(*payload.get(at)?),
+        2 => u64::from(u16::from_le_bytes(array_at(payload, at)?)),
+        4 => u64::from(u32::from_le_bytes(array_at(payload, at)?)),
+        _ => u64::from_le_bytes(array_at(payload, at)?),
+    })
+}
+
+/// The string field (2-byte length, UTF-8 bytes) at `at`.
+fn str_at(payload: &[u8], at: usize) -> Option<&str> {
+    let len = usize::from(u16::from_le_bytes(array_at(payload, at)?));
+    core::str::from_utf8(payload.get(at + 2..at + 2 + len)?).ok()
 }
 
 impl fmt::Display for Filter {
@@ -410,7 +442,8 @@ impl<'t> Parsed<'t> {
                 }
                 (_, Op::Int(op)) => Test::Unsigned(op, parse_unsigned(value).ok_or(bad_number)?),
             };
-            bound.push((location, kind, test));
+            let width = kind.fixed_size().unwrap_or(0) as u8;
+            bound.push((location, width, test));
         }
         let mut nodes = Vec::with_capacity(bound.len());
         let entry = emit(&self.ast, &bound, &mut nodes, ACCEPT, REJECT);
@@ -428,15 +461,15 @@ impl<'t> Parsed<'t> {
 /// verdict): evaluation ends. Each predicate is emitted once.
 fn emit(
     ast: &Ast,
-    bound: &[(Location, FieldKind, Test)],
+    bound: &[(Location, u8, Test)],
     nodes: &mut Vec<Node>,
     on_true: u16,
     on_false: u16,
 ) -> u16 {
     match ast {
         Ast::Pred(i) => {
-            let (location, kind, test) = bound[*i].clone();
-            nodes.push(Node { location, kind, test, on_true, on_false });
+            let (location, width, test) = bound[*i].clone();
+            nodes.push(Node { location, width, test, on_true, on_false });
             (nodes.len() - 1) as u16
         }
         Ast::Not(inner) => emit(inner, bound, nodes, on_false, on_true),

@@ -346,7 +346,6 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         len: usize,
         payload: &dyn Payload,
     ) {
-        let id = descriptor.id();
         let cpu = self.platform.cpu();
         let Some(section) = self.sections.enter(&self.platform, cpu) else {
             return self.refuse_bad_cpu(mask());
@@ -354,8 +353,44 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         // The mask is read inside the section: destroy clears a slot's bits and waits
         // for a grace period before the slot can hold another instance, so a bit seen
         // here names the instance that set it.
-        let mut mask = mask();
-        let hooked = descriptor.hooked_mask();
+        let mask = mask();
+        // The one check an event without filters or triggers pays.
+        if descriptor.hooked_mask() & mask != 0 {
+            return self.record_with_hooks(&section, cpu, mask, descriptor, len, payload);
+        }
+        self.record_each::<false>(&section, cpu, mask, descriptor, len, payload);
+    }
+
+    /// [`Tracer::record_into`] when some instance has a filter or triggers for the
+    /// event.
+    #[cold]
+    #[inline(never)]
+    fn record_with_hooks(
+        &self,
+        section: &SectionGuard<'_>,
+        cpu: usize,
+        mask: u64,
+        descriptor: &EventDescriptor,
+        len: usize,
+        payload: &dyn Payload,
+    ) {
+        self.record_each::<true>(section, cpu, mask, descriptor, len, payload);
+    }
+
+    /// Records the event into each instance of `mask`; with `HOOKS`, those with a
+    /// filter or triggers for it go through [`Tracer::record_hooked`].
+    #[inline(always)]
+    fn record_each<const HOOKS: bool>(
+        &self,
+        section: &SectionGuard<'_>,
+        cpu: usize,
+        mut mask: u64,
+        descriptor: &EventDescriptor,
+        len: usize,
+        payload: &dyn Payload,
+    ) {
+        let id = descriptor.id();
+        let hooked = if HOOKS { descriptor.hooked_mask() } else { 0 };
         let cpu_bit = 1u64.checked_shl(cpu as u32).unwrap_or(0);
         while mask != 0 {
             let slot = mask.trailing_zeros() as usize;
@@ -364,24 +399,29 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
             if self.cpumask[slot].load(Relaxed) & cpu_bit == 0 && cpu_bit != 0 {
                 continue;
             }
-            if hooked & (1 << slot) != 0 {
-                self.record_hooked(&section, cpu, slot, descriptor, payload);
+            if HOOKS && hooked & (1 << slot) != 0 {
+                if len <= 64 {
+                    self.record_hooked::<64>(section, cpu, slot, descriptor, payload);
+                } else {
+                    self.record_hooked::<MAX_EVENT_PAYLOAD>(
+                        section, cpu, slot, descriptor, payload,
+                    );
+                }
                 continue;
             }
-            if let Some(recorder) = self.slots[slot].read(&section) {
+            if let Some(recorder) = self.slots[slot].read(section) {
                 let fill = |w: &mut RecordWriter<'_>| payload.write(w);
                 // Refusals and drops are counted by the ring; `Off` is not an error.
-                let _ = recorder.write_in(&section, cpu, id, len, MAX_EVENT_PAYLOAD, fill);
+                let _ = recorder.write_in(section, cpu, id, len, MAX_EVENT_PAYLOAD, fill);
             }
         }
     }
 
     /// Records an event into an instance with a filter or triggers for it: encodes
-    /// the payload once on the stack, records it if the filter passes (and the event
-    /// is not enabled for its triggers only), then runs the triggers.
-    #[cold]
-    #[inline(never)]
-    fn record_hooked(
+    /// the payload (of at most `N` bytes) once on the stack, records it if the filter
+    /// passes (and the event is not enabled for its triggers only), then runs the
+    /// triggers.
+    fn record_hooked<const N: usize>(
         &self,
         section: &SectionGuard<'_>,
         cpu: usize,
@@ -390,7 +430,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         payload: &dyn Payload,
     ) {
         let Some(recorder) = self.slots[slot].read(section) else { return };
-        let mut buf = [0u8; MAX_EVENT_PAYLOAD];
+        let mut buf = [0u8; N];
         let mut encoder = Encoder::new(&mut buf);
         payload.encode(&mut encoder);
         let bytes = encoder.bytes();
@@ -404,9 +444,10 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
             let _ =
                 recorder.write_in(section, cpu, descriptor.id(), bytes.len(), bytes.len(), fill);
         }
-        let target = FireTarget { tracer: self, section, cpu, slot, recorder };
-        for trigger in hooks.map_or(&[][..], |h| &h.triggers) {
-            trigger.fire(bytes, &target);
+        let triggers = hooks.map_or(&[][..], |h| &h.triggers);
+        if !triggers.is_empty() {
+            let target = FireTarget { tracer: self, section, cpu, slot, recorder };
+            triggers.iter().for_each(|trigger| trigger.fire(bytes, &target));
         }
     }
 
