@@ -18,6 +18,9 @@
 //!   `trace_events` section, recorded raw and formatted at read time ([`format`]).
 //! - [`Tracer`] and [`Instance`]: the descriptors numbered at boot, and named
 //!   instances with the `trace_array_*` API; [`printk!`] and the [`log`] bridge.
+//! - [`Filter`] and [`Trigger`]: ftrace's event filters and triggers, per event per
+//!   instance ([`Instance::set_filter`], [`Instance::set_trigger`]), compiled when set
+//!   and evaluated from any context.
 //!
 //! The ring's design (record format, protocols, memory orderings) is in `DESIGN.md`.
 //!
