@@ -412,3 +412,39 @@ fn filter_and_triggers_go_with_their_instance() {
         Err(HookError::Instance(InstanceError::NoSuchEvent))
     );
 }
+
+#[test]
+fn filter_and_trigger_run_in_a_nested_writer() {
+    use crate::sync::{Point, hook};
+    static EV: EventDescriptor =
+        EventDescriptor::new("zt6", "ev", "n={n}", N_FIELDS, DescriptorKind::Event);
+    let t = tracer(&[&EV]);
+    let top = t.top();
+    top.set_event(Some("zt6"), None, true).unwrap();
+    top.set_filter(&EV, "n != 1").unwrap();
+    top.set_trigger(&EV, "stacktrace:1 if n == 5").unwrap();
+    for point in [Point::Section, Point::Reserved] {
+        let mut fired = false;
+        // An "interrupt" at `point` of the outer writer fires the event twice.
+        hook::set(move |p| {
+            if p == point && !fired {
+                fired = true;
+                fire(t, &EV, 1);
+                fire(t, &EV, 5);
+            }
+        });
+        fire(t, &EV, 3);
+        hook::clear();
+    }
+    let recorder = top.recorder();
+    let ids: Vec<u16> =
+        crate::tests::util::events(recorder.live(), 0).iter().map(|e| e.0).collect();
+    let (ev, stack) = (EV.id(), STACK_TRACE.id());
+    // Interrupted before it read the hooks, the outer event comes after the nested ones;
+    // interrupted with its record reserved, before them. `n == 1` is filtered out; the
+    // stack trace fires once (its count is 1).
+    assert_eq!(ids, [ev, stack, ev, ev, ev]);
+    assert_eq!(recorded(recorder.live(), ev), [5, 3, 3, 5]);
+    assert_eq!(top.triggers(&EV), ["stacktrace:count=0 if n == 5"]);
+    assert!(recorder.live().stats(0).unwrap().balanced());
+}
