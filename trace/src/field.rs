@@ -186,6 +186,7 @@ pub struct Encoder<'a> {
 
 impl<'a> Encoder<'a> {
     /// An encoder filling `buf` from the start.
+    #[inline]
     pub fn new(buf: &'a mut [u8]) -> Self {
         Encoder { buf, len: 0, cut: false }
     }
@@ -196,6 +197,7 @@ impl<'a> Encoder<'a> {
     }
 
     /// The bytes written so far.
+    #[inline]
     pub fn bytes(&self) -> &[u8] {
         &self.buf[..self.len]
     }
