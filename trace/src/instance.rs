@@ -295,6 +295,9 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
                     if hooks.triggers.iter().any(|t| t.same_as(&trigger)) {
                         return Err(trigger_error(TriggerReason::Exists));
                     }
+                    if hooks.triggers.len() == MAX_TRIGGERS {
+                        return Err(trigger_error(TriggerReason::TooMany));
+                    }
                     hooks.triggers.push(trigger);
                     table[index] = Some(Arc::new(hooks));
                     Ok(())

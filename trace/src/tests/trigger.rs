@@ -448,3 +448,32 @@ fn filter_and_trigger_run_in_a_nested_writer() {
     assert_eq!(top.triggers(&EV), ["stacktrace:count=0 if n == 5"]);
     assert!(recorder.live().stats(0).unwrap().balanced());
 }
+
+#[test]
+fn trigger_count_per_event_is_bounded() {
+    static EV: EventDescriptor =
+        EventDescriptor::new("zt7", "ev", "n={n}", N_FIELDS, DescriptorKind::Event);
+    static A: EventDescriptor = EventDescriptor::new("zt7", "a", "", &[], DescriptorKind::Event);
+    static B: EventDescriptor = EventDescriptor::new("zt7", "b", "", &[], DescriptorKind::Event);
+    static C: EventDescriptor = EventDescriptor::new("zt7", "c", "", &[], DescriptorKind::Event);
+    let t = tracer(&[&EV, &A, &B, &C]);
+    let top = t.top();
+    let lines = [
+        "traceon",
+        "traceoff",
+        "snapshot",
+        "stacktrace",
+        "enable_event:zt7:a",
+        "enable_event:zt7:b",
+        "disable_event:zt7:a",
+        "disable_event:zt7:b",
+    ];
+    for line in lines {
+        top.set_trigger(&EV, line).unwrap();
+    }
+    assert_eq!(crate::trigger::MAX_TRIGGERS, lines.len());
+    let too_many = top.set_trigger(&EV, "enable_event:zt7:c").unwrap_err();
+    let expected = TriggerError { pos: 0, reason: TriggerReason::TooMany };
+    assert_eq!(too_many, HookError::Trigger(expected));
+    assert_eq!(top.triggers(&EV).len(), lines.len());
+}
