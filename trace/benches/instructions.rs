@@ -6,7 +6,9 @@
 //!
 //! Modes: `floor` (TSC read + header and two payload words into a plain array),
 //! `disabled` (a disabled tracepoint), `raw` (`Buffer::write` of the 16-byte record),
-//! `enabled` (a tracepoint with two `u64` into one instance), `enabled2` (into two).
+//! `enabled` (a tracepoint with two `u64` into one instance), `enabled2` (into two),
+//! `filter-pass` / `filter-reject` (`enabled` with a two-term integer filter that
+//! passes / fails at its first term).
 
 use std::hint::black_box;
 mod common;
@@ -58,6 +60,16 @@ fn main() {
                 let second = tracer.get_or_create("second", config).expect("instance");
                 second.set_event(Some("bench"), None, true).expect("enable");
             }
+            (0..n).for_each(|i| trace::emit!(BENCH, black_box(i), i));
+        }
+        "filter-pass" | "filter-reject" => {
+            instance.set_event(Some("bench"), None, true).expect("enable");
+            // Both terms evaluated and true / the first one false.
+            let filter = match mode.as_str() {
+                "filter-pass" => "a < 0xffffffffff && b != 0xffffffffff",
+                _ => "a == 0xffffffffff && b == 0",
+            };
+            instance.set_filter(BENCH.descriptor(), filter).expect("filter");
             (0..n).for_each(|i| trace::emit!(BENCH, black_box(i), i));
         }
         other => panic!("unknown mode {other}"),

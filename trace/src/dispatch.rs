@@ -1,6 +1,7 @@
 //! Where tracepoints send their records: the one tracer the kernel installed.
 
 use crate::event::EventDescriptor;
+use crate::field::Encoder;
 use crate::ring::RecordWriter;
 use spin::Once;
 
@@ -8,11 +9,19 @@ use spin::Once;
 pub trait Payload {
     /// Writes the payload into `out`, a record reserved for it.
     fn write(&self, out: &mut RecordWriter<'_>);
+
+    /// Writes the same payload into a buffer (where a filtered event is encoded
+    /// before its filter decides).
+    fn encode(&self, out: &mut Encoder<'_>);
 }
 
 impl Payload for &[u8] {
     #[inline]
     fn write(&self, out: &mut RecordWriter<'_>) {
+        crate::field::Sink::put(out, self);
+    }
+
+    fn encode(&self, out: &mut Encoder<'_>) {
         crate::field::Sink::put(out, self);
     }
 }

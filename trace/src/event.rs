@@ -41,8 +41,17 @@ pub struct EventDescriptor {
     pub kind: DescriptorKind,
     /// Record id, assigned at boot by [`crate::Tracer`] (0: not yet).
     id: AtomicU16,
-    /// Bit `s` set: the instance in slot `s` records this event.
+    /// Bit `s` set: the event fires in the instance in slot `s` (records, or runs
+    /// its triggers only if `soft` has the bit too).
     enabled: AtomicU64,
+    /// Bit `s` set: the instance in slot `s` has a filter or triggers for this event
+    /// (its writers take the filtered path).
+    hooked: AtomicU64,
+    /// Bit `s` set: the instance in slot `s` has triggers on this event.
+    triggered: AtomicU64,
+    /// Bit `s` set: the event fires in slot `s` for its triggers but is not recorded
+    /// (ftrace's soft-disabled state: triggers on an event that is off).
+    soft: AtomicU64,
 }
 
 impl EventDescriptor {
@@ -62,6 +71,9 @@ impl EventDescriptor {
             kind,
             id: AtomicU16::new(0),
             enabled: AtomicU64::new(0),
+            hooked: AtomicU64::new(0),
+            triggered: AtomicU64::new(0),
+            soft: AtomicU64::new(0),
         }
     }
 
@@ -75,7 +87,8 @@ impl EventDescriptor {
         self.id.store(id, Relaxed);
     }
 
-    /// Which instance slots record this event.
+    /// Which instance slots the event fires in: those that record it, and those
+    /// that only run its triggers.
     #[inline(always)]
     pub fn enabled_mask(&self) -> u64 {
         // Relaxed: a writer that sees a stale mask records into (or skips) an
@@ -83,11 +96,68 @@ impl EventDescriptor {
         self.enabled.load(Relaxed)
     }
 
+    /// Which instance slots have a filter or triggers for the event.
+    #[inline(always)]
+    pub(crate) fn hooked_mask(&self) -> u64 {
+        // Relaxed: a writer that sees a stale bit finds the hooks the slot's table
+        // holds (published before the bit is set, removed after it is cleared) or
+        // none, and records as without.
+        self.hooked.load(Relaxed)
+    }
+
+    /// Whether the instance in `slot` records the event (enabled, not only for
+    /// its triggers).
+    #[inline]
+    pub(crate) fn recording_in(&self, slot: usize) -> bool {
+        (self.enabled.load(Relaxed) & !self.soft.load(Relaxed)) & (1 << slot) != 0
+    }
+
+    /// Enables or disables recording in `slot`; lock-free, so an `enable_event`
+    /// trigger calls it from any context. An event with triggers in the slot keeps
+    /// firing for them when disabled.
     pub(crate) fn set_enabled(&self, slot: usize, on: bool) {
+        let bit = 1 << slot;
         if on {
-            self.enabled.fetch_or(1 << slot, Relaxed);
+            self.enabled.fetch_or(bit, Relaxed);
+            self.soft.fetch_and(!bit, Relaxed);
+        } else if self.triggered.load(Relaxed) & bit != 0 {
+            self.soft.fetch_or(bit, Relaxed);
         } else {
-            self.enabled.fetch_and(!(1 << slot), Relaxed);
+            self.enabled.fetch_and(!bit, Relaxed);
+        }
+    }
+
+    /// Records that `slot` now has a filter (`filter`) and triggers (`triggers`) for
+    /// the event, or not. Triggers on a disabled event make it fire without being
+    /// recorded. The caller serialises hook changes per slot.
+    pub(crate) fn set_hooks(&self, slot: usize, filter: bool, triggers: bool) {
+        let bit = 1 << slot;
+        if filter || triggers {
+            self.hooked.fetch_or(bit, Relaxed);
+        }
+        if triggers {
+            self.triggered.fetch_or(bit, Relaxed);
+            if self.enabled.load(Relaxed) & bit == 0 {
+                self.soft.fetch_or(bit, Relaxed);
+                self.enabled.fetch_or(bit, Relaxed);
+            }
+        } else {
+            self.triggered.fetch_and(!bit, Relaxed);
+            if self.soft.load(Relaxed) & bit != 0 {
+                self.enabled.fetch_and(!bit, Relaxed);
+                self.soft.fetch_and(!bit, Relaxed);
+            }
+        }
+        if !filter && !triggers {
+            self.hooked.fetch_and(!bit, Relaxed);
+        }
+    }
+
+    /// Forgets everything about `slot` (its instance is being destroyed).
+    pub(crate) fn clear_slot(&self, slot: usize) {
+        let keep = !(1 << slot);
+        for word in [&self.enabled, &self.hooked, &self.triggered, &self.soft] {
+            word.fetch_and(keep, Relaxed);
         }
     }
 
@@ -242,6 +312,10 @@ struct Encode<T, A>(T, PhantomData<fn(A)>);
 impl<T: Args<A>, A> crate::dispatch::Payload for Encode<T, A> {
     #[inline]
     fn write(&self, out: &mut crate::ring::RecordWriter<'_>) {
+        self.0.encode(out);
+    }
+
+    fn encode(&self, out: &mut crate::field::Encoder<'_>) {
         self.0.encode(out);
     }
 }

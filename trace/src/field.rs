@@ -153,6 +153,7 @@ pub struct Encoder<'a> {
 
 impl<'a> Encoder<'a> {
     /// An encoder filling `buf` from the start.
+    #[inline]
     pub fn new(buf: &'a mut [u8]) -> Self {
         Encoder { buf, len: 0, cut: false }
     }
@@ -163,6 +164,7 @@ impl<'a> Encoder<'a> {
     }
 
     /// The bytes written so far.
+    #[inline]
     pub fn bytes(&self) -> &[u8] {
         &self.buf[..self.len]
     }
@@ -180,6 +182,17 @@ impl Sink for Encoder<'_> {
         self.cut |= n < bytes.len();
         self.buf[self.len..self.len + n].copy_from_slice(&bytes[..n]);
         self.len += n;
+    }
+
+    #[inline]
+    fn put_u64(&mut self, v: u64) {
+        match self.buf.get_mut(self.len..self.len + 8) {
+            Some(word) => {
+                word.copy_from_slice(&v.to_le_bytes());
+                self.len += 8;
+            }
+            None => self.put(&v.to_le_bytes()),
+        }
     }
 }
 

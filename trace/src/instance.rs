@@ -9,13 +9,17 @@ extern crate alloc;
 use crate::error::Error;
 use crate::event::{DescriptorKind, EventDescriptor};
 use crate::field::{Encoder, Sink};
+use crate::filter::{Filter, FilterError};
 use crate::platform::Platform;
 use crate::record::Mode;
 use crate::recorder::Recorder;
 use crate::stats::RingStats;
+use crate::tracer::EventHooks;
 use crate::tracer::Tracer;
-use alloc::string::String;
+use crate::trigger::{Action, MAX_TRIGGERS, Trigger, TriggerCommand, TriggerError, TriggerReason};
+use alloc::string::{String, ToString};
 use alloc::sync::Arc;
+use alloc::vec::Vec;
 use core::fmt;
 
 /// Longest instance name.
@@ -76,6 +80,41 @@ impl fmt::Display for InstanceError {
             InstanceError::TopLevel => f.write_str("the top-level instance cannot be removed"),
             InstanceError::NoSuchEvent => f.write_str("no such event"),
             InstanceError::Buffer(e) => e.fmt(f),
+        }
+    }
+}
+
+/// Why a filter or trigger was not set. Nothing changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HookError {
+    /// The instance refused: `NoSuchEvent` (not one of the tracer's tracepoints),
+    /// `Buffer(WouldDeadlock)` (a context that may not wait), a snapshot buffer that
+    /// could not be allocated.
+    Instance(InstanceError),
+    /// The filter is refused: where, and why.
+    Filter(FilterError),
+    /// The trigger line is refused: where, and why.
+    Trigger(TriggerError),
+}
+
+impl From<InstanceError> for HookError {
+    fn from(e: InstanceError) -> Self {
+        HookError::Instance(e)
+    }
+}
+
+impl From<Error> for HookError {
+    fn from(e: Error) -> Self {
+        HookError::Instance(InstanceError::Buffer(e))
+    }
+}
+
+impl fmt::Display for HookError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HookError::Instance(e) => e.fmt(f),
+            HookError::Filter(e) => e.fmt(f),
+            HookError::Trigger(e) => e.fmt(f),
         }
     }
 }
@@ -154,9 +193,147 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
         Ok(matched)
     }
 
-    /// Whether this instance records `descriptor`.
+    /// Whether this instance records `descriptor` (an event that fires only for its
+    /// triggers is not recorded).
     pub fn event_enabled(&self, descriptor: &EventDescriptor) -> bool {
-        descriptor.enabled_mask() & (1 << self.state.slot) != 0
+        descriptor.recording_in(self.state.slot)
+    }
+
+    /// The index of `event` among the tracer's events, if it is a tracepoint of it.
+    fn event_index(&self, event: &EventDescriptor) -> Result<usize, HookError> {
+        self.tracer
+            .index_of(event)
+            .filter(|_| event.kind == DescriptorKind::Event)
+            .ok_or(HookError::Instance(InstanceError::NoSuchEvent))
+    }
+
+    /// Sets the filter of `event` in this instance (`events/SYSTEM/EVENT/filter`):
+    /// only events it passes are recorded. `"0"` clears it. Compiled here; a refused
+    /// filter (`HookError::Filter`, with the position and reason) changes
+    /// nothing. Safe while writers run: the new filter is published and the old one
+    /// freed after a grace period, so this needs a context that may wait.
+    pub fn set_filter(&self, event: &EventDescriptor, text: &str) -> Result<(), HookError> {
+        let index = self.event_index(event)?;
+        let filter = match text.trim() {
+            "0" => None,
+            _ => Some(Arc::new(Filter::compile(event.fields, text).map_err(HookError::Filter)?)),
+        };
+        self.tracer.edit_hooks(self.state.slot, |table| {
+            set_entry_filter(&mut table[index], filter);
+            Ok(())
+        })
+    }
+
+    /// Sets the filter of every event of `system` whose fields it fits
+    /// (`events/SYSTEM/filter`); the others keep theirs. `"0"` clears every event's
+    /// filter in the system. Returns how many events got the filter. A syntax error,
+    /// or a filter no event fits, changes nothing.
+    pub fn set_system_filter(&self, system: &str, text: &str) -> Result<usize, HookError> {
+        let events = || {
+            self.tracer
+                .events()
+                .iter()
+                .copied()
+                .filter(move |d| d.kind == DescriptorKind::Event && d.system == system)
+        };
+        if events().next().is_none() {
+            return Err(InstanceError::NoSuchEvent.into());
+        }
+        let filters: Vec<(usize, Option<Arc<Filter>>)> = if text.trim() == "0" {
+            events().filter_map(|d| Some((self.tracer.index_of(d)?, None))).collect()
+        } else {
+            Filter::compile_for_system(events(), text)
+                .map_err(HookError::Filter)?
+                .into_iter()
+                .filter_map(|(d, f)| Some((self.tracer.index_of(d)?, Some(Arc::new(f)))))
+                .collect()
+        };
+        self.tracer.edit_hooks(self.state.slot, |table| {
+            for (index, filter) in filters.iter().cloned() {
+                set_entry_filter(&mut table[index], filter);
+            }
+            Ok(filters.len())
+        })
+    }
+
+    /// The filter of `event` in this instance, as set (`None`: no filter; ftrace's
+    /// file reads `none`).
+    pub fn filter(&self, event: &EventDescriptor) -> Option<String> {
+        let hooks = self.tracer.hooks_of(self.state.slot, self.event_index(event).ok()?)?;
+        Some(hooks.filter.as_ref()?.text().to_string())
+    }
+
+    /// Adds a trigger to `event` in this instance, or removes one with a leading `!`
+    /// (a line written to `events/SYSTEM/EVENT/trigger`; see [`crate::Trigger`]). A
+    /// trigger on an event this instance does not record makes the event fire for
+    /// its triggers without being recorded. A `snapshot` trigger allocates the
+    /// snapshot buffer. Refused lines (`HookError::Trigger`, with the position
+    /// and reason) change nothing. Needs a context that may wait.
+    pub fn set_trigger(&self, event: &EventDescriptor, line: &str) -> Result<(), HookError> {
+        let index = self.event_index(event)?;
+        let tracer = self.tracer;
+        let lookup = |system: &str, name: &str| {
+            tracer.events().iter().copied().find(|d| d.system == system && d.name == name)
+        };
+        let trigger_error = |reason| HookError::Trigger(TriggerError { pos: 0, reason });
+        match Trigger::parse(line, event.fields, lookup).map_err(HookError::Trigger)? {
+            TriggerCommand::Add(trigger) => {
+                let existing = self.tracer.hooks_of(self.state.slot, index);
+                let triggers = existing.as_ref().map_or(&[][..], |h| &h.triggers);
+                if triggers.iter().any(|t| t.same_as(&trigger)) {
+                    return Err(trigger_error(TriggerReason::Exists));
+                }
+                if triggers.len() == MAX_TRIGGERS {
+                    return Err(trigger_error(TriggerReason::TooMany));
+                }
+                if trigger.action() == Action::Snapshot {
+                    self.snapshot_alloc()?;
+                }
+                let trigger = Arc::new(trigger);
+                self.tracer.edit_hooks(self.state.slot, |table| {
+                    let mut hooks = table[index].as_deref().cloned().unwrap_or_default();
+                    if hooks.triggers.iter().any(|t| t.same_as(&trigger)) {
+                        return Err(trigger_error(TriggerReason::Exists));
+                    }
+                    if hooks.triggers.len() == MAX_TRIGGERS {
+                        return Err(trigger_error(TriggerReason::TooMany));
+                    }
+                    hooks.triggers.push(trigger);
+                    table[index] = Some(Arc::new(hooks));
+                    Ok(())
+                })
+            }
+            TriggerCommand::Remove(trigger) => self.tracer.edit_hooks(self.state.slot, |table| {
+                let mut hooks = table[index].as_deref().cloned().unwrap_or_default();
+                let before = hooks.triggers.len();
+                hooks.triggers.retain(|t| !t.same_as(&trigger));
+                if hooks.triggers.len() == before {
+                    return Err(trigger_error(TriggerReason::NotFound));
+                }
+                table[index] = Some(Arc::new(hooks)).filter(|h| !h.is_empty());
+                Ok(())
+            }),
+        }
+    }
+
+    /// Removes every trigger of `event` in this instance.
+    pub fn clear_triggers(&self, event: &EventDescriptor) -> Result<(), HookError> {
+        let index = self.event_index(event)?;
+        self.tracer.edit_hooks(self.state.slot, |table| {
+            if let Some(hooks) = table[index].as_deref() {
+                let hooks = EventHooks { filter: hooks.filter.clone(), triggers: Vec::new() };
+                table[index] = Some(Arc::new(hooks)).filter(|h| !h.is_empty());
+            }
+            Ok(())
+        })
+    }
+
+    /// The triggers of `event` in this instance, as ftrace's `trigger` file lists
+    /// them (with the counts left).
+    pub fn triggers(&self, event: &EventDescriptor) -> Vec<String> {
+        let Ok(index) = self.event_index(event) else { return Vec::new() };
+        let hooks = self.tracer.hooks_of(self.state.slot, index);
+        hooks.map_or(Vec::new(), |h| h.triggers.iter().map(|t| t.to_string()).collect())
     }
 
     /// Turns recording on or off (`tracing_on`). Events are not recorded nor counted
@@ -281,7 +458,7 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
         let mut buf = [0u8; crate::event::MAX_EVENT_PAYLOAD];
         let mut encoder = Encoder::new(&mut buf);
         encoder.put_str(text);
-        self.tracer.write_to(self.state.slot, crate::tracer::MARKER.id(), encoder.bytes());
+        self.tracer.write_to(self.state.slot, &crate::tracer::MARKER, encoder.bytes());
     }
 
     /// Records a `printk!` call site's arguments (use the macro).
@@ -289,7 +466,7 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
         let mut buf = [0u8; crate::event::MAX_EVENT_PAYLOAD];
         let mut encoder = Encoder::new(&mut buf);
         encode(&mut encoder);
-        self.tracer.write_to(self.state.slot, site.id(), encoder.bytes());
+        self.tracer.write_to(self.state.slot, site, encoder.bytes());
     }
 }
 
@@ -317,4 +494,11 @@ macro_rules! printk {
         };
         $instance.printk(&SITE, |_encoder| { $($crate::Sink::put_tagged(_encoder, &$arg);)* });
     }};
+}
+
+/// Replaces the filter in a hook table entry, dropping the entry once it is empty.
+fn set_entry_filter(entry: &mut Option<Arc<EventHooks>>, filter: Option<Arc<Filter>>) {
+    let mut hooks = entry.as_deref().cloned().unwrap_or_default();
+    hooks.filter = filter;
+    *entry = Some(Arc::new(hooks)).filter(|h| !h.is_empty());
 }

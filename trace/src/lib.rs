@@ -18,6 +18,9 @@
 //!   `trace_events` section, recorded raw and formatted at read time ([`format`]).
 //! - [`Tracer`] and [`Instance`]: the descriptors numbered at boot, and named
 //!   instances with the `trace_array_*` API; [`printk!`] and the [`log`] bridge.
+//! - [`Filter`] and [`Trigger`]: ftrace's event filters and triggers, per event per
+//!   instance ([`Instance::set_filter`], [`Instance::set_trigger`]), compiled when set
+//!   and evaluated from any context.
 //!
 //! The ring's design (record format, protocols, memory orderings) is in `DESIGN.md`.
 //!
@@ -64,6 +67,7 @@ pub mod dump;
 mod error;
 mod event;
 mod field;
+mod filter;
 pub mod format;
 pub mod format_file;
 mod instance;
@@ -79,6 +83,7 @@ mod stats;
 mod sync;
 pub mod text;
 mod tracer;
+mod trigger;
 
 #[cfg(test)]
 mod tests;
@@ -88,7 +93,8 @@ pub use dispatch::{Dispatch, Payload, install};
 pub use error::{Error, WriteError};
 pub use event::{Args, DescriptorKind, Event, EventDescriptor, FieldArg, MAX_EVENT_PAYLOAD, glob};
 pub use field::{DecodeError, Decoder, Encoder, Field, FieldKind, FieldValue, Sink, Value};
-pub use instance::{Instance, InstanceConfig, InstanceError, MAX_NAME};
+pub use filter::{Filter, FilterError, FilterReason, MAX_FILTER_LEN, MAX_PREDICATES};
+pub use instance::{HookError, Instance, InstanceConfig, InstanceError, MAX_NAME};
 #[cfg(not(any(target_os = "none", target_os = "uefi")))]
 pub use platform::HostPlatform;
 pub use platform::Platform;
@@ -98,3 +104,7 @@ pub use recorder::Recorder;
 pub use ring::RecordWriter;
 pub use stats::{MAX_DEPTH, Refused, RingStats};
 pub use tracer::{InstanceView, Limits, MARKER, MAX_INSTANCES, Tracer, TracerError};
+pub use trigger::{
+    Action, MAX_TRIGGER_LEN, MAX_TRIGGERS, STACK_FRAMES, STACK_TRACE, Trigger, TriggerCommand,
+    TriggerError, TriggerReason,
+};

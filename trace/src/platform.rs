@@ -39,6 +39,15 @@ pub trait Platform {
         core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
     }
 
+    /// Fills `frames` with the caller's return addresses, innermost first, and
+    /// returns how many it wrote (a `stacktrace` trigger records them). Callable from
+    /// any context; must not fault on a broken stack. The default has no unwinder and
+    /// gives none.
+    fn stack_trace(&self, frames: &mut [u64]) -> usize {
+        let _ = frames;
+        0
+    }
+
     /// Whether the caller may wait for other CPUs: thread context with interrupts
     /// enabled. Control operations that need a grace period refuse otherwise
     /// (`Error::WouldDeadlock`) rather than wait with interrupts off.

@@ -178,17 +178,34 @@ impl<P: Platform> Recorder<P> {
     /// that may wait for the other CPUs (`WouldDeadlock` otherwise).
     pub fn swap(&self) -> Result<(), Error> {
         let _guard = self.lock()?;
+        let grace = self.sections.grace(self.sets[0].platform())?;
+        self.exchange()?;
+        grace.wait();
+        Ok(())
+    }
+
+    /// [`Recorder::swap`] from any context (an event's trigger, an NMI): exchanges
+    /// the sets without waiting. Writers already in the old live set on other CPUs
+    /// finish their records there, so the snapshot settles within one grace period
+    /// (the time those writes take); what reads it meanwhile sees those records
+    /// appear, as any reader of a live ring does. `Busy` while another control
+    /// operation runs, `NoSpare` without a snapshot buffer; nothing changed then.
+    pub fn swap_nowait(&self) -> Result<(), Error> {
+        let _guard = self.lock()?;
+        self.exchange()
+    }
+
+    /// Makes the spare live, with the live set's switch and mode.
+    fn exchange(&self) -> Result<(), Error> {
         let old = self.live.load(Relaxed) & 1;
         let (live, spare) = (&self.sets[old], &self.sets[1 - old]);
         if spare.is_empty() {
             return Err(Error::NoSpare);
         }
-        let grace = self.sections.grace(live.platform())?;
         spare.set_mode(live.mode());
         spare.set_recording(live.is_recording());
         // Release: publishes the new live set's switch and mode (see `live_set`).
         self.live.store(1 - old, Release);
-        grace.wait();
         Ok(())
     }
 
@@ -219,9 +236,11 @@ impl<P: Platform> Recorder<P> {
     /// Empties the snapshot (spare) set. `NoSpare` if there is none.
     pub fn clear_snapshot(&self) -> Result<(), Error> {
         let _guard = self.lock()?;
-        // The spare is quiescent: `swap` waited for its writers, and writers only
-        // enter the live set.
-        self.snapshot().ok_or(Error::NoSpare)?.reset(None)
+        let snapshot = self.snapshot().ok_or(Error::NoSpare)?;
+        // Writers only enter the live set; after a grace period none is left in the
+        // spare, even after a `swap_nowait`.
+        self.sections.synchronize(snapshot.platform())?;
+        snapshot.reset(None)
     }
 }
 

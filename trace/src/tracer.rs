@@ -12,13 +12,15 @@ extern crate alloc;
 use crate::buffer::Config;
 use crate::dispatch::{Dispatch, Payload};
 use crate::event::{DescriptorKind, EventDescriptor, MAX_EVENT_PAYLOAD};
-use crate::field::{Field, FieldKind};
+use crate::field::{Encoder, Field, FieldKind, Sink};
+use crate::filter::Filter;
 use crate::instance::{Instance, InstanceConfig, InstanceError, InstanceState, valid_name};
 use crate::platform::Platform;
 use crate::rcu::RcuCell;
 use crate::recorder::Recorder;
 use crate::ring::RecordWriter;
-use crate::section::Sections;
+use crate::section::{SectionGuard, Sections};
+use crate::trigger::{STACK_FRAMES, STACK_TRACE, Target, Trigger};
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -40,9 +42,27 @@ pub static MARKER: EventDescriptor = EventDescriptor::new(
 );
 
 /// Descriptors the tracer provides itself, besides those found in the section.
-fn builtin() -> [&'static EventDescriptor; 2] {
-    [&MARKER, &crate::log::LOG_MESSAGE]
+fn builtin() -> [&'static EventDescriptor; 3] {
+    [&MARKER, &crate::log::LOG_MESSAGE, &STACK_TRACE]
 }
+
+/// An event's filter and triggers in one instance.
+#[derive(Clone, Default)]
+pub(crate) struct EventHooks {
+    pub(crate) filter: Option<Arc<Filter>>,
+    pub(crate) triggers: Vec<Arc<Trigger>>,
+}
+
+impl EventHooks {
+    /// Whether there is neither a filter nor a trigger.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.filter.is_none() && self.triggers.is_empty()
+    }
+}
+
+/// An instance's hooks, indexed like [`Tracer::events`]. Replaced whole on a change
+/// (copy, edit, publish, wait for a grace period), so writers read it with one load.
+pub(crate) type HookTable = Vec<Option<Arc<EventHooks>>>;
 
 /// Limits on what instances may take.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,6 +76,8 @@ pub struct Limits {
 /// The control side: which slots hold which instance, and the memory they use.
 struct Registry<P> {
     instances: [Option<Arc<InstanceState<P>>>; MAX_INSTANCES],
+    /// Each slot's hook table, as published in [`Tracer::hooks`].
+    hooks: [Option<Arc<HookTable>>; MAX_INSTANCES],
     total_bytes: usize,
 }
 
@@ -77,6 +99,8 @@ pub struct Tracer<P> {
     /// Per slot: the CPUs whose events the instance records (`tracing_cpumask`; bit
     /// `c` for CPU `c`, CPUs from 64 on always record).
     cpumask: [AtomicU64; MAX_INSTANCES],
+    /// Each slot's filters and triggers, as writers reach them.
+    hooks: [RcuCell<HookTable>; MAX_INSTANCES],
     registry: Mutex<Registry<P>>,
 }
 
@@ -99,7 +123,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         top: InstanceConfig,
     ) -> Result<Self, TracerError> {
         let mut events: Vec<&'static EventDescriptor> = Vec::new();
-        events.try_reserve_exact(descriptors.len() + 2).map_err(|_| TracerError::NoMemory)?;
+        events.try_reserve_exact(descriptors.len() + 3).map_err(|_| TracerError::NoMemory)?;
         events.extend(descriptors.iter().copied().chain(builtin()));
         events.sort_by(|a, b| (a.system, a.name, a.format).cmp(&(b.system, b.name, b.format)));
         // A descriptor may be listed twice (a section seen through two symbols).
@@ -125,8 +149,10 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
             names: core::array::from_fn(|_| RcuCell::empty()),
             bad_cpu: core::array::from_fn(|_| AtomicU64::new(0)),
             cpumask: core::array::from_fn(|_| AtomicU64::new(u64::MAX)),
+            hooks: core::array::from_fn(|_| RcuCell::empty()),
             registry: Mutex::new(Registry {
                 instances: core::array::from_fn(|_| None),
+                hooks: core::array::from_fn(|_| None),
                 total_bytes: 0,
             }),
         };
@@ -223,12 +249,15 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         }
         self.sections.grace(&self.platform)?;
         for descriptor in &self.events {
-            descriptor.set_enabled(slot, false);
+            descriptor.clear_slot(slot);
         }
         // Each replacement waits for a grace period: no writer still holds the old
-        // recorder (or name), and none can see this slot's bit in a stale mask.
+        // recorder (or name, or hooks), and none can see this slot's bit in a stale
+        // mask.
         self.slots[slot].replace(None, self.sections.grace(&self.platform)?);
         self.names[slot].replace(None, self.sections.grace(&self.platform)?);
+        self.hooks[slot].replace(None, self.sections.grace(&self.platform)?);
+        registry.hooks[slot] = None;
         if let Some(state) = registry.instances[slot].take() {
             registry.total_bytes -= footprint(&state.recorder.lock());
         }
@@ -299,16 +328,24 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         Ok(())
     }
 
-    /// Records `payload` as event `id` into the instance in `slot`, on this CPU.
-    pub(crate) fn write_to(&self, slot: usize, id: u16, payload: &[u8]) {
-        self.record_into(|| 1 << slot, id, payload.len(), &payload);
+    /// Records `payload` as an event of `descriptor` into the instance in `slot`, on
+    /// this CPU (its filter and triggers apply).
+    pub(crate) fn write_to(&self, slot: usize, descriptor: &EventDescriptor, payload: &[u8]) {
+        self.record_into(|| 1 << slot, descriptor, payload.len(), &payload);
     }
 
     /// Records an event of `len` payload bytes into every instance of the mask
     /// `mask` gives: one section, the CPU read once, each record filled in place by
-    /// `payload`.
+    /// `payload`. Instances with a filter or triggers for the event take
+    /// [`Tracer::record_hooked`].
     #[inline(always)]
-    fn record_into(&self, mask: impl FnOnce() -> u64, id: u16, len: usize, payload: &dyn Payload) {
+    fn record_into(
+        &self,
+        mask: impl FnOnce() -> u64,
+        descriptor: &EventDescriptor,
+        len: usize,
+        payload: &dyn Payload,
+    ) {
         let cpu = self.platform.cpu();
         let Some(section) = self.sections.enter(&self.platform, cpu) else {
             return self.refuse_bad_cpu(mask());
@@ -316,7 +353,44 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         // The mask is read inside the section: destroy clears a slot's bits and waits
         // for a grace period before the slot can hold another instance, so a bit seen
         // here names the instance that set it.
-        let mut mask = mask();
+        let mask = mask();
+        // The one check an event without filters or triggers pays.
+        if descriptor.hooked_mask() & mask != 0 {
+            return self.record_with_hooks(&section, cpu, mask, descriptor, len, payload);
+        }
+        self.record_each::<false>(&section, cpu, mask, descriptor, len, payload);
+    }
+
+    /// [`Tracer::record_into`] when some instance has a filter or triggers for the
+    /// event.
+    #[cold]
+    #[inline(never)]
+    fn record_with_hooks(
+        &self,
+        section: &SectionGuard<'_>,
+        cpu: usize,
+        mask: u64,
+        descriptor: &EventDescriptor,
+        len: usize,
+        payload: &dyn Payload,
+    ) {
+        self.record_each::<true>(section, cpu, mask, descriptor, len, payload);
+    }
+
+    /// Records the event into each instance of `mask`; with `HOOKS`, those with a
+    /// filter or triggers for it go through [`Tracer::record_hooked`].
+    #[inline(always)]
+    fn record_each<const HOOKS: bool>(
+        &self,
+        section: &SectionGuard<'_>,
+        cpu: usize,
+        mut mask: u64,
+        descriptor: &EventDescriptor,
+        len: usize,
+        payload: &dyn Payload,
+    ) {
+        let id = descriptor.id();
+        let hooked = if HOOKS { descriptor.hooked_mask() } else { 0 };
         let cpu_bit = 1u64.checked_shl(cpu as u32).unwrap_or(0);
         while mask != 0 {
             let slot = mask.trailing_zeros() as usize;
@@ -325,12 +399,109 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
             if self.cpumask[slot].load(Relaxed) & cpu_bit == 0 && cpu_bit != 0 {
                 continue;
             }
-            if let Some(recorder) = self.slots[slot].read(&section) {
+            if HOOKS && hooked & (1 << slot) != 0 {
+                if len <= 64 {
+                    self.record_hooked::<64>(section, cpu, slot, descriptor, payload);
+                } else {
+                    self.record_hooked::<MAX_EVENT_PAYLOAD>(
+                        section, cpu, slot, descriptor, payload,
+                    );
+                }
+                continue;
+            }
+            if let Some(recorder) = self.slots[slot].read(section) {
                 let fill = |w: &mut RecordWriter<'_>| payload.write(w);
                 // Refusals and drops are counted by the ring; `Off` is not an error.
-                let _ = recorder.write_in(&section, cpu, id, len, MAX_EVENT_PAYLOAD, fill);
+                let _ = recorder.write_in(section, cpu, id, len, MAX_EVENT_PAYLOAD, fill);
             }
         }
+    }
+
+    /// Records an event into an instance with a filter or triggers for it: encodes
+    /// the payload (of at most `N` bytes) once on the stack, records it if the filter
+    /// passes (and the event is not enabled for its triggers only), then runs the
+    /// triggers.
+    fn record_hooked<const N: usize>(
+        &self,
+        section: &SectionGuard<'_>,
+        cpu: usize,
+        slot: usize,
+        descriptor: &EventDescriptor,
+        payload: &dyn Payload,
+    ) {
+        let Some(recorder) = self.slots[slot].read(section) else { return };
+        let mut buf = [0u8; N];
+        let mut encoder = Encoder::new(&mut buf);
+        payload.encode(&mut encoder);
+        let bytes = encoder.bytes();
+        let hooks = self.hooks[slot]
+            .read(section)
+            .zip(self.index_of(descriptor))
+            .and_then(|(table, index)| table.get(index)?.as_deref());
+        let filter = hooks.and_then(|h| h.filter.as_deref());
+        if descriptor.recording_in(slot) && filter.is_none_or(|f| f.matches(bytes)) {
+            let fill = |w: &mut RecordWriter<'_>| w.put(bytes);
+            let _ =
+                recorder.write_in(section, cpu, descriptor.id(), bytes.len(), bytes.len(), fill);
+        }
+        let triggers = hooks.map_or(&[][..], |h| &h.triggers);
+        if !triggers.is_empty() {
+            let target = FireTarget { tracer: self, section, cpu, slot, recorder };
+            triggers.iter().for_each(|trigger| trigger.fire(bytes, &target));
+        }
+    }
+
+    /// The index of `descriptor` in [`Tracer::events`], if it is one of them.
+    pub(crate) fn index_of(&self, descriptor: &EventDescriptor) -> Option<usize> {
+        let index = usize::from(descriptor.id()).checked_sub(1)?;
+        core::ptr::eq(*self.events.get(index)?, descriptor).then_some(index)
+    }
+
+    /// Changes the hooks of the instance in `slot`: `edit` gets a copy of its table
+    /// (every event's entry) and returns `Err` to change nothing. The new table is
+    /// published, the events' bits follow, and the old table goes after a grace
+    /// period. Needs a context that may wait (`WouldDeadlock` otherwise).
+    pub(crate) fn edit_hooks<R, E: From<crate::Error>>(
+        &self,
+        slot: usize,
+        edit: impl FnOnce(&mut HookTable) -> Result<R, E>,
+    ) -> Result<R, E> {
+        let mut registry = self.registry.lock();
+        let grace = self.sections.grace(&self.platform)?;
+        let old = registry.hooks[slot].clone();
+        let mut table: HookTable =
+            old.as_deref().cloned().unwrap_or_else(|| alloc::vec![None; self.events.len()]);
+        let result = edit(&mut table)?;
+        let changed = |i: usize| {
+            let before = old.as_ref().and_then(|t| t[i].as_ref());
+            match (before, &table[i]) {
+                (Some(a), Some(b)) => !Arc::ptr_eq(a, b),
+                (a, b) => a.is_some() != b.is_some(),
+            }
+        };
+        let changed: Vec<usize> = (0..table.len()).filter(|&i| changed(i)).collect();
+        let table = Arc::new(table);
+        // Bits of events that lose every hook are cleared before the table changes,
+        // those of events that keep or gain some set after: a writer that sees a bit
+        // finds the hooks or none, and records as without.
+        for &i in &changed {
+            if table[i].is_none() {
+                self.events[i].set_hooks(slot, false, false);
+            }
+        }
+        self.hooks[slot].replace(Some(Arc::clone(&table)), grace);
+        for &i in &changed {
+            if let Some(hooks) = &table[i] {
+                self.events[i].set_hooks(slot, hooks.filter.is_some(), !hooks.triggers.is_empty());
+            }
+        }
+        registry.hooks[slot] = Some(table);
+        Ok(result)
+    }
+
+    /// The hooks of `slot`'s instance for the event at `index`.
+    pub(crate) fn hooks_of(&self, slot: usize, index: usize) -> Option<Arc<EventHooks>> {
+        self.registry.lock().hooks[slot].as_ref()?.get(index)?.clone()
     }
 
     #[cold]
@@ -396,7 +567,49 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
 impl<P: Platform + Clone + Send + Sync> Dispatch for Tracer<P> {
     #[inline]
     fn record(&self, descriptor: &EventDescriptor, len: usize, payload: &dyn Payload) {
-        self.record_into(|| descriptor.enabled_mask(), descriptor.id(), len, payload);
+        self.record_into(|| descriptor.enabled_mask(), descriptor, len, payload);
+    }
+}
+
+/// What a trigger fired in the instance in `slot` acts on, from the event's context.
+struct FireTarget<'a, P> {
+    tracer: &'a Tracer<P>,
+    section: &'a SectionGuard<'a>,
+    cpu: usize,
+    slot: usize,
+    recorder: &'a Recorder<P>,
+}
+
+impl<P: Platform> Target for FireTarget<'_, P> {
+    fn tracing(&self) -> bool {
+        self.recorder.live().is_recording()
+    }
+
+    fn set_tracing(&self, on: bool) {
+        self.recorder.live().set_recording(on);
+    }
+
+    fn snapshot(&self) -> Result<(), crate::Error> {
+        self.recorder.swap_nowait()
+    }
+
+    fn stack_trace(&self) {
+        let mut frames = [0u64; STACK_FRAMES];
+        let depth = self.tracer.platform.stack_trace(&mut frames).min(STACK_FRAMES);
+        let len = 1 + 8 * STACK_FRAMES;
+        let fill = |w: &mut RecordWriter<'_>| {
+            w.put(&[depth as u8]);
+            frames.iter().for_each(|&ip| w.put_u64(ip));
+        };
+        let _ = self.recorder.write_in(self.section, self.cpu, STACK_TRACE.id(), len, len, fill);
+    }
+
+    fn event_enabled(&self, event: &EventDescriptor) -> bool {
+        event.recording_in(self.slot)
+    }
+
+    fn set_event(&self, event: &EventDescriptor, on: bool) {
+        event.set_enabled(self.slot, on);
     }
 }
 

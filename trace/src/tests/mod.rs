@@ -3,6 +3,8 @@
 
 #[cfg(not(loom))]
 mod basic;
+#[cfg(not(loom))]
+mod filter;
 #[cfg(all(loom, test))]
 mod loom;
 #[cfg(not(loom))]
@@ -11,6 +13,8 @@ mod model;
 mod regress;
 #[cfg(not(loom))]
 mod stress;
+#[cfg(not(loom))]
+mod trigger;
 
 #[cfg(not(loom))]
 pub(crate) mod util {

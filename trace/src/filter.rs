@@ -1,0 +1,638 @@
+//! Event filters in ftrace's syntax (`Documentation/trace/events.rst`, "Event
+//! filtering"), compiled when set and evaluated on a record's payload from any context.
+//!
+//! ```text
+//! filter    := or
+//! or        := and ( "||" and )*
+//! and       := unary ( "&&" unary )*
+//! unary     := "!" unary | "(" or ")" | predicate
+//! predicate := FIELD OP VALUE
+//! ```
+//!
+//! Integer fields (`bool` and `char` count as integers: 0/1 and the scalar value) take
+//! `== != < <= > >= &` (`&`: the bitwise and is not zero) and a decimal, `0x` hex or
+//! `0` octal value (negative for signed fields). String fields take `==`, `!=` and `~`
+//! (a glob: `*` any run, `?` any one character) and a value quoted with `"` or `'`, or
+//! a bare word. Byte-array fields cannot be filtered. `&&` binds tighter than `||`.
+//!
+//! A filter compiles to a flat array of predicates, each naming the predicate to test
+//! next when it is true and when it is false (or the verdict): evaluation walks it
+//! with two loads per step, no stack, no lock, no allocation, short-circuiting as
+//! written. A field the payload lacks (cut short) makes its comparison false.
+
+extern crate alloc;
+
+use crate::event::{EventDescriptor, glob};
+use crate::field::{Field, FieldKind};
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use core::fmt;
+use core::ops::Range;
+
+/// Longest filter text, in bytes.
+pub const MAX_FILTER_LEN: usize = 1024;
+/// Most predicates in one filter.
+pub const MAX_PREDICATES: usize = 32;
+/// Deepest nesting of `(` and `!`.
+const MAX_NESTING: usize = 16;
+
+/// Why a filter was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FilterReason {
+    /// Nothing to parse.
+    Empty,
+    /// Longer than [`MAX_FILTER_LEN`].
+    TooLong,
+    /// More than [`MAX_PREDICATES`] predicates.
+    TooManyPredicates,
+    /// Parentheses and `!` nested too deep.
+    TooDeep,
+    /// A field name was expected.
+    ExpectedField,
+    /// The event has no field of that name.
+    UnknownField,
+    /// The field's type (a byte array) cannot be filtered.
+    UnfilterableField,
+    /// A comparison operator was expected.
+    ExpectedOperator,
+    /// `~` compares strings only.
+    GlobOnInteger,
+    /// `< <= > >= &` compare integers only.
+    OrderOnString,
+    /// A value was expected.
+    ExpectedValue,
+    /// Not an integer of the field's signedness.
+    BadNumber,
+    /// A quoted string has no closing quote.
+    UnterminatedString,
+    /// A `(` has no matching `)`.
+    MissingParen,
+    /// Text where `&&`, `||`, `)` or the end was expected.
+    UnexpectedText,
+    /// No event of the system has every field the filter names.
+    NoEventMatches,
+}
+
+impl fmt::Display for FilterReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            FilterReason::Empty => "empty filter",
+            FilterReason::TooLong => "filter too long",
+            FilterReason::TooManyPredicates => "too many predicates",
+            FilterReason::TooDeep => "parentheses nested too deep",
+            FilterReason::ExpectedField => "field name expected",
+            FilterReason::UnknownField => "field not found",
+            FilterReason::UnfilterableField => "byte-array fields cannot be filtered",
+            FilterReason::ExpectedOperator => "comparison operator expected",
+            FilterReason::GlobOnInteger => "'~' is for string fields",
+            FilterReason::OrderOnString => "string fields take only ==, != and ~",
+            FilterReason::ExpectedValue => "value expected",
+            FilterReason::BadNumber => "invalid integer for this field",
+            FilterReason::UnterminatedString => "unterminated string",
+            FilterReason::MissingParen => "missing ')'",
+            FilterReason::UnexpectedText => "'&&', '||' or ')' expected",
+            FilterReason::NoEventMatches => "no event of the system has these fields",
+        })
+    }
+}
+
+/// A refused filter: the byte offset in the text where the problem is, and why.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FilterError {
+    /// Byte offset into the filter text as given.
+    pub pos: usize,
+    /// What is wrong there.
+    pub reason: FilterReason,
+}
+
+impl fmt::Display for FilterError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "parse error at {}: {}", self.pos, self.reason)
+    }
+}
+
+/// An integer comparison.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum IntOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    BitAnd,
+}
+
+impl IntOp {
+    #[inline]
+    fn test<T: Ord + Copy + core::ops::BitAnd<Output = T> + Default>(self, v: T, x: T) -> bool {
+        match self {
+            IntOp::Eq => v == x,
+            IntOp::Ne => v != x,
+            IntOp::Lt => v < x,
+            IntOp::Le => v <= x,
+            IntOp::Gt => v > x,
+            IntOp::Ge => v >= x,
+            IntOp::BitAnd => v & x != T::default(),
+        }
+    }
+}
+
+/// A string comparison.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StrOp {
+    Eq,
+    Ne,
+    Glob,
+}
+
+/// An operator as written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Op {
+    Int(IntOp),
+    Str(StrOp),
+}
+
+/// What a predicate compares its field with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Test {
+    Unsigned(IntOp, u64),
+    Signed(IntOp, i64),
+    /// The operand is `text[range]`.
+    Str(StrOp, Range<usize>),
+}
+
+/// Where a predicate's field sits in the payload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Location {
+    /// At this byte offset (every field before it has a fixed size).
+    Fixed(u16),
+    /// After a string: found by decoding the fields before it, in order.
+    Walk(u16),
+}
+
+/// Verdict targets: past every node index.
+const ACCEPT: u16 = u16::MAX;
+const REJECT: u16 = u16::MAX - 1;
+
+/// One compiled predicate: test the field, then go to `on_true` or `on_false` (a node
+/// of lower index, or a verdict).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Node {
+    location: Location,
+    /// Bytes of an integer field (0 for a string).
+    width: u8,
+    test: Test,
+    on_true: u16,
+    on_false: u16,
+}
+
+/// A compiled filter for one event's fields.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Filter {
+    /// The filter as set (trimmed), for reading back; string operands point into it.
+    text: Box<str>,
+    nodes: Box<[Node]>,
+    entry: u16,
+    /// The event's field kinds, to find fields located after a string.
+    kinds: Box<[FieldKind]>,
+}
+
+/// A parsed predicate, before it is bound to an event's fields.
+#[derive(Clone, Debug)]
+struct Predicate {
+    field: Range<usize>,
+    op: Op,
+    op_pos: usize,
+    value: Range<usize>,
+    quoted: bool,
+}
+
+/// A parsed filter expression.
+#[derive(Clone, Debug)]
+enum Ast {
+    Pred(usize),
+    Not(Box<Ast>),
+    And(Box<Ast>, Box<Ast>),
+    Or(Box<Ast>, Box<Ast>),
+}
+
+/// A filter parsed but not bound to fields: what a system filter shares among its
+/// events.
+struct Parsed<'t> {
+    /// The trimmed text, and where it starts in the text as given.
+    text: &'t str,
+    offset: usize,
+    preds: Vec<Predicate>,
+    ast: Ast,
+}
+
+impl Filter {
+    /// Compiles `text` for an event with `fields`. A bad filter gets the position
+    /// and the reason.
+    pub fn compile(fields: &[Field<'_>], text: &str) -> Result<Filter, FilterError> {
+        Parsed::new(text)?.bind(fields)
+    }
+
+    /// Compiles `text` for every event of `events` whose fields it fits (ftrace's
+    /// `events/SYSTEM/filter`: the others keep their filter). A syntax error, or a
+    /// filter that fits no event, is an error.
+    pub fn compile_for_system<'e>(
+        events: impl IntoIterator<Item = &'e EventDescriptor>,
+        text: &str,
+    ) -> Result<Vec<(&'e EventDescriptor, Filter)>, FilterError> {
+        let parsed = Parsed::new(text)?;
+        let mut first_error = None;
+        let mut out = Vec::new();
+        for event in events {
+            match parsed.bind(event.fields) {
+                Ok(filter) => out.push((event, filter)),
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        if out.is_empty() {
+            let pos = first_error.map_or(parsed.offset, |e| e.pos);
+            return Err(FilterError { pos, reason: FilterReason::NoEventMatches });
+        }
+        Ok(out)
+    }
+
+    /// The filter's text, as ftrace's `filter` file reads it back.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Whether a payload of the event the filter was compiled for passes. Callable
+    /// from any context: no lock, no allocation.
+    #[inline]
+    pub fn matches(&self, payload: &[u8]) -> bool {
+        let mut at = self.entry;
+        loop {
+            match at {
+                ACCEPT => return true,
+                REJECT => return false,
+                _ => {}
+            }
+            let Some(node) = self.nodes.get(usize::from(at)) else {
+                return false;
+            };
+            at = if self.test(node, payload) { node.on_true } else { node.on_false };
+        }
+    }
+
+    #[inline(always)]
+    fn test(&self, node: &Node, payload: &[u8]) -> bool {
+        let Some(at) = self.offset(node.location, payload) else { return false };
+        match &node.test {
+            Test::Unsigned(op, x) => {
+                int_at(payload, at, node.width).is_some_and(|v| op.test(v, *x))
+            }
+            Test::Signed(op, x) => int_at(payload, at, node.width).is_some_and(|v| {
+                // Sign-extends the field's width to 64 bits.
+                let shift = 64 - 8 * u32::from(node.width);
+                op.test(((v << shift) as i64) >> shift, *x)
+            }),
+            Test::Str(op, range) => {
+                let Some(s) = str_at(payload, at) else { return false };
+                let operand = self.text.get(range.clone()).unwrap_or_default();
+                match op {
+                    StrOp::Eq => s == operand,
+                    StrOp::Ne => s != operand,
+                    StrOp::Glob => glob(operand, s),
+                }
+            }
+        }
+    }
+
+    /// Where a field starts in `payload`: fixed, or past the strings before it.
+    #[inline(always)]
+    fn offset(&self, location: Location, payload: &[u8]) -> Option<usize> {
+        match location {
+            Location::Fixed(at) => Some(usize::from(at)),
+            Location::Walk(index) => {
+                let mut at = 0;
+                for kind in self.kinds.get(..usize::from(index))? {
+                    at += match kind.fixed_size() {
+                        Some(size) => size,
+                        None => 2 + usize::from(u16::from_le_bytes(array_at(payload, at)?)),
+                    };
+                }
+                Some(at)
+            }
+        }
+    }
+}
+
+/// `N` bytes of `payload` at `at`, if it has them.
+#[inline(always)]
+fn array_at<const N: usize>(payload: &[u8], at: usize) -> Option<[u8; N]> {
+    payload.get(at..at.checked_add(N)?)?.try_into().ok()
+}
+
+/// The little-endian integer of `width` (1, 2, 4 or 8) bytes at `at`.
+#[inline(always)]
+fn int_at(payload: &[u8], at: usize, width: u8) -> Option<u64> {
+    Some(match width {
+        1 => u64::from(*payload.get(at)?),
+        2 => u64::from(u16::from_le_bytes(array_at(payload, at)?)),
+        4 => u64::from(u32::from_le_bytes(array_at(payload, at)?)),
+        _ => u64::from_le_bytes(array_at(payload, at)?),
+    })
+}
+
+/// The string field (2-byte length, UTF-8 bytes) at `at`.
+fn str_at(payload: &[u8], at: usize) -> Option<&str> {
+    let len = usize::from(u16::from_le_bytes(array_at(payload, at)?));
+    core::str::from_utf8(payload.get(at + 2..at + 2 + len)?).ok()
+}
+
+impl fmt::Display for Filter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// Tokens of the filter language.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Token {
+    Word,
+    Quoted,
+    Op(Op),
+    And,
+    Or,
+    Not,
+    Open,
+    Close,
+    End,
+    Bad(FilterReason),
+}
+
+/// A recursive-descent parser over the trimmed text; positions are in the text as
+/// given.
+struct Parser<'t> {
+    text: &'t str,
+    offset: usize,
+    at: usize,
+    depth: usize,
+    preds: Vec<Predicate>,
+}
+
+fn word_byte(b: u8) -> bool {
+    !b.is_ascii_whitespace() && !b"()&|!=<>~\"'".contains(&b)
+}
+
+impl<'t> Parsed<'t> {
+    fn new(given: &'t str) -> Result<Self, FilterError> {
+        let text = given.trim();
+        let offset = given.len() - given.trim_start().len();
+        if given.len() > MAX_FILTER_LEN {
+            return Err(FilterError { pos: MAX_FILTER_LEN, reason: FilterReason::TooLong });
+        }
+        if text.is_empty() {
+            return Err(FilterError { pos: 0, reason: FilterReason::Empty });
+        }
+        let mut parser = Parser { text, offset, at: 0, depth: 0, preds: Vec::new() };
+        let ast = parser.or()?;
+        match parser.next_token() {
+            (Token::End, _) => {}
+            (_, range) => return Err(parser.error(range.start, FilterReason::UnexpectedText)),
+        }
+        Ok(Parsed { text, offset, preds: parser.preds, ast })
+    }
+
+    /// Binds the parsed filter to `fields` and compiles it.
+    fn bind(&self, fields: &[Field<'_>]) -> Result<Filter, FilterError> {
+        let err = |pos: usize, reason| FilterError { pos: self.offset + pos, reason };
+        let mut offsets = Vec::with_capacity(fields.len());
+        let mut fixed = Some(0usize);
+        for field in fields {
+            offsets.push(fixed);
+            fixed = fixed.and_then(|at| Some(at + field.kind.fixed_size()?));
+        }
+        let mut bound = Vec::with_capacity(self.preds.len());
+        for pred in &self.preds {
+            let name = &self.text[pred.field.clone()];
+            let index = fields
+                .iter()
+                .position(|f| f.name == name)
+                .ok_or(err(pred.field.start, FilterReason::UnknownField))?;
+            let kind = fields[index].kind;
+            let location = match offsets[index] {
+                Some(at) if at <= usize::from(u16::MAX) => Location::Fixed(at as u16),
+                _ => Location::Walk(index as u16),
+            };
+            let value = &self.text[pred.value.clone()];
+            let bad_number = err(pred.value.start, FilterReason::BadNumber);
+            let test = match (kind, pred.op) {
+                (FieldKind::Bytes(_), _) => {
+                    return Err(err(pred.field.start, FilterReason::UnfilterableField));
+                }
+                (FieldKind::Str, Op::Str(op)) => Test::Str(op, pred.value.clone()),
+                (FieldKind::Str, Op::Int(IntOp::Eq)) => Test::Str(StrOp::Eq, pred.value.clone()),
+                (FieldKind::Str, Op::Int(IntOp::Ne)) => Test::Str(StrOp::Ne, pred.value.clone()),
+                (FieldKind::Str, Op::Int(_)) => {
+                    return Err(err(pred.op_pos, FilterReason::OrderOnString));
+                }
+                (_, Op::Str(_)) => return Err(err(pred.op_pos, FilterReason::GlobOnInteger)),
+                (_, Op::Int(_)) if pred.quoted => return Err(bad_number),
+                (FieldKind::I8 | FieldKind::I16 | FieldKind::I32 | FieldKind::I64, Op::Int(op)) => {
+                    Test::Signed(op, parse_signed(value).ok_or(bad_number)?)
+                }
+                (_, Op::Int(op)) => Test::Unsigned(op, parse_unsigned(value).ok_or(bad_number)?),
+            };
+            let width = kind.fixed_size().unwrap_or(0) as u8;
+            bound.push((location, width, test));
+        }
+        let mut nodes = Vec::with_capacity(bound.len());
+        let entry = emit(&self.ast, &bound, &mut nodes, ACCEPT, REJECT);
+        Ok(Filter {
+            text: self.text.into(),
+            nodes: nodes.into_boxed_slice(),
+            entry,
+            kinds: fields.iter().map(|f| f.kind).collect(),
+        })
+    }
+}
+
+/// Compiles `ast` so that it continues at `on_true` or `on_false`; returns its entry.
+/// The right operand is emitted first, so every jump goes to a lower index (or a
+/// verdict): evaluation ends. Each predicate is emitted once.
+fn emit(
+    ast: &Ast,
+    bound: &[(Location, u8, Test)],
+    nodes: &mut Vec<Node>,
+    on_true: u16,
+    on_false: u16,
+) -> u16 {
+    match ast {
+        Ast::Pred(i) => {
+            let (location, width, test) = bound[*i].clone();
+            nodes.push(Node { location, width, test, on_true, on_false });
+            (nodes.len() - 1) as u16
+        }
+        Ast::Not(inner) => emit(inner, bound, nodes, on_false, on_true),
+        Ast::And(a, b) => {
+            let b = emit(b, bound, nodes, on_true, on_false);
+            emit(a, bound, nodes, b, on_false)
+        }
+        Ast::Or(a, b) => {
+            let b = emit(b, bound, nodes, on_true, on_false);
+            emit(a, bound, nodes, on_true, b)
+        }
+    }
+}
+
+/// An unsigned integer: decimal, `0x` hex or `0` octal (as `kstrtoull` base 0).
+fn parse_unsigned(s: &str) -> Option<u64> {
+    let (digits, radix) = if let Some(hex) = s.strip_prefix("0x").or(s.strip_prefix("0X")) {
+        (hex, 16)
+    } else if s.len() > 1 && s.starts_with('0') {
+        (&s[1..], 8)
+    } else {
+        (s, 10)
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    u64::from_str_radix(digits, radix).ok()
+}
+
+/// A signed integer: an optional `-`, then as [`parse_unsigned`], within `i64`.
+fn parse_signed(s: &str) -> Option<i64> {
+    match s.strip_prefix('-') {
+        Some(magnitude) => 0i64.checked_sub_unsigned(parse_unsigned(magnitude)?),
+        None => i64::try_from(parse_unsigned(s)?).ok(),
+    }
+}
+
+impl Parser<'_> {
+    fn error(&self, at: usize, reason: FilterReason) -> FilterError {
+        FilterError { pos: self.offset + at, reason }
+    }
+
+    fn skip_space(&mut self) {
+        let rest = &self.text[self.at..];
+        self.at += rest.len() - rest.trim_start().len();
+    }
+
+    fn peek(&mut self) -> (Token, Range<usize>) {
+        let at = self.at;
+        let token = self.next_token();
+        self.at = at;
+        token
+    }
+
+    /// The next token and its range (operators and punctuation; words are read by
+    /// [`Parser::word`] and [`Parser::value`]).
+    fn next_token(&mut self) -> (Token, Range<usize>) {
+        self.skip_space();
+        let start = self.at;
+        let rest = &self.text.as_bytes()[start..];
+        let two = |a: u8, b: u8| rest.len() >= 2 && rest[0] == a && rest[1] == b;
+        let (token, len) = match rest.first() {
+            None => (Token::End, 0),
+            _ if two(b'&', b'&') => (Token::And, 2),
+            _ if two(b'|', b'|') => (Token::Or, 2),
+            _ if two(b'=', b'=') => (Token::Op(Op::Int(IntOp::Eq)), 2),
+            _ if two(b'!', b'=') => (Token::Op(Op::Int(IntOp::Ne)), 2),
+            _ if two(b'<', b'=') => (Token::Op(Op::Int(IntOp::Le)), 2),
+            _ if two(b'>', b'=') => (Token::Op(Op::Int(IntOp::Ge)), 2),
+            Some(b'<') => (Token::Op(Op::Int(IntOp::Lt)), 1),
+            Some(b'>') => (Token::Op(Op::Int(IntOp::Gt)), 1),
+            Some(b'&') => (Token::Op(Op::Int(IntOp::BitAnd)), 1),
+            Some(b'~') => (Token::Op(Op::Str(StrOp::Glob)), 1),
+            Some(b'!') => (Token::Not, 1),
+            Some(b'(') => (Token::Open, 1),
+            Some(b')') => (Token::Close, 1),
+            Some(&q @ (b'"' | b'\'')) => match rest[1..].iter().position(|&b| b == q) {
+                Some(end) => (Token::Quoted, end + 2),
+                None => (Token::Bad(FilterReason::UnterminatedString), rest.len()),
+            },
+            Some(&b) if word_byte(b) => {
+                (Token::Word, rest.iter().position(|&b| !word_byte(b)).unwrap_or(rest.len()))
+            }
+            Some(_) => (Token::Bad(FilterReason::ExpectedOperator), 1),
+        };
+        self.at = start + len;
+        (token, start..start + len)
+    }
+
+    fn or(&mut self) -> Result<Ast, FilterError> {
+        let mut left = self.and()?;
+        while self.peek().0 == Token::Or {
+            self.next_token();
+            left = Ast::Or(Box::new(left), Box::new(self.and()?));
+        }
+        Ok(left)
+    }
+
+    fn and(&mut self) -> Result<Ast, FilterError> {
+        let mut left = self.unary()?;
+        while self.peek().0 == Token::And {
+            self.next_token();
+            left = Ast::And(Box::new(left), Box::new(self.unary()?));
+        }
+        Ok(left)
+    }
+
+    fn unary(&mut self) -> Result<Ast, FilterError> {
+        let (token, range) = self.peek();
+        match token {
+            Token::Not | Token::Open => {
+                self.next_token();
+                if self.depth == MAX_NESTING {
+                    return Err(self.error(range.start, FilterReason::TooDeep));
+                }
+                self.depth += 1;
+                let inner = if token == Token::Not {
+                    Ast::Not(Box::new(self.unary()?))
+                } else {
+                    let inner = self.or()?;
+                    let (close, at) = self.next_token();
+                    if close != Token::Close {
+                        return Err(self.error(at.start, FilterReason::MissingParen));
+                    }
+                    inner
+                };
+                self.depth -= 1;
+                Ok(inner)
+            }
+            _ => self.predicate(),
+        }
+    }
+
+    fn predicate(&mut self) -> Result<Ast, FilterError> {
+        let (token, field) = self.next_token();
+        match token {
+            Token::Word => {}
+            Token::End => return Err(self.error(field.start, FilterReason::ExpectedField)),
+            Token::Bad(reason @ FilterReason::UnterminatedString) => {
+                return Err(self.error(field.start, reason));
+            }
+            _ => return Err(self.error(field.start, FilterReason::ExpectedField)),
+        }
+        if !self.text[field.clone()].bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            return Err(self.error(field.start, FilterReason::ExpectedField));
+        }
+        let (token, op_range) = self.next_token();
+        let Token::Op(op) = token else {
+            return Err(self.error(op_range.start, FilterReason::ExpectedOperator));
+        };
+        let (token, value) = self.next_token();
+        let (value, quoted) = match token {
+            Token::Word => (value, false),
+            Token::Quoted => (value.start + 1..value.end - 1, true),
+            Token::Bad(reason @ FilterReason::UnterminatedString) => {
+                return Err(self.error(value.start, reason));
+            }
+            _ => return Err(self.error(value.start, FilterReason::ExpectedValue)),
+        };
+        if self.preds.len() == MAX_PREDICATES {
+            return Err(self.error(field.start, FilterReason::TooManyPredicates));
+        }
+        self.preds.push(Predicate { field, op, op_pos: op_range.start, value, quoted });
+        Ok(Ast::Pred(self.preds.len() - 1))
+    }
+}

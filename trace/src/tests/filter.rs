@@ -1,0 +1,347 @@
+//! Event filters: the syntax, every operator on every field kind, errors with their
+//! positions, and a property test against a direct evaluation of random expressions.
+
+use crate::field::{Encoder, Field, FieldKind, FieldValue};
+use crate::filter::{Filter, FilterError, FilterReason, MAX_FILTER_LEN, MAX_PREDICATES};
+use crate::{DescriptorKind, EventDescriptor};
+use proptest::prelude::*;
+use std::format;
+use std::string::{String, ToString};
+use std::vec::Vec;
+
+/// `a: u32, b: i16, s: str, c: u64, f: bool, ch: char, raw: [u8; 2]` (`c` and what
+/// follows sit after a string: found by walking).
+const FIELDS: &[Field<'static>] = &[
+    Field { name: "a", kind: FieldKind::U32 },
+    Field { name: "b", kind: FieldKind::I16 },
+    Field { name: "s", kind: FieldKind::Str },
+    Field { name: "c", kind: FieldKind::U64 },
+    Field { name: "f", kind: FieldKind::Bool },
+    Field { name: "ch", kind: FieldKind::Char },
+    Field { name: "raw", kind: FieldKind::Bytes(2) },
+];
+
+/// A payload of [`FIELDS`].
+fn payload(a: u32, b: i16, s: &str, c: u64) -> Vec<u8> {
+    let mut buf = [0u8; 256];
+    let mut e = Encoder::new(&mut buf);
+    a.encode(&mut e);
+    b.encode(&mut e);
+    s.encode(&mut e);
+    c.encode(&mut e);
+    true.encode(&mut e);
+    'x'.encode(&mut e);
+    [1u8, 2].encode(&mut e);
+    e.bytes().to_vec()
+}
+
+fn passes(filter: &str, a: u32, b: i16, s: &str, c: u64) -> bool {
+    Filter::compile(FIELDS, filter).unwrap().matches(&payload(a, b, s, c))
+}
+
+fn refused(filter: &str) -> FilterError {
+    Filter::compile(FIELDS, filter).unwrap_err()
+}
+
+#[test]
+fn filter_integer_operators() {
+    for (filter, a, expected) in [
+        ("a == 5", 5, true),
+        ("a == 5", 6, false),
+        ("a != 5", 6, true),
+        ("a < 5", 4, true),
+        ("a < 5", 5, false),
+        ("a <= 5", 5, true),
+        ("a > 5", 5, false),
+        ("a > 5", 6, true),
+        ("a >= 5", 5, true),
+        ("a & 4", 6, true),
+        ("a & 8", 6, false),
+        ("a == 0x10", 16, true),
+        ("a == 010", 8, true),
+        ("a == 0", 0, true),
+    ] {
+        assert_eq!(passes(filter, a, 0, "", 0), expected, "{filter} with a={a}");
+    }
+    assert!(passes("b == -3", 0, -3, "", 0));
+    assert!(passes("b < -2 && b > -4", 0, -3, "", 0));
+    assert!(!passes("b >= 0", 0, -3, "", 0));
+    assert!(passes("c == 7", 0, 0, "after a string", 7));
+    assert!(passes("c & 0x4", 0, 0, "", 7));
+    assert!(passes("f == 1 && ch == 120", 0, 0, "", 0));
+}
+
+#[test]
+fn filter_string_operators_and_globs() {
+    for (filter, s, expected) in [
+        ("s == \"foo\"", "foo", true),
+        ("s == foo", "foo", true),
+        ("s == 'foo bar'", "foo bar", true),
+        ("s == foo", "foobar", false),
+        ("s != foo", "foobar", true),
+        ("s ~ \"foo*\"", "foobar", true),
+        ("s ~ \"*bar\"", "foobar", true),
+        ("s ~ \"*oba*\"", "foobar", true),
+        ("s ~ \"f?o\"", "foo", true),
+        ("s ~ \"f?o\"", "fooo", false),
+        ("s ~ \"*\"", "", true),
+    ] {
+        assert_eq!(passes(filter, 0, 0, s, 0), expected, "{filter} with s={s:?}");
+    }
+}
+
+#[test]
+fn filter_logic_precedence_and_parentheses() {
+    // `&&` binds tighter than `||`.
+    assert!(passes("a == 1 || a == 2 && b == 9", 1, 0, "", 0));
+    assert!(!passes("(a == 1 || a == 2) && b == 9", 1, 0, "", 0));
+    assert!(passes("!(a == 1)", 2, 0, "", 0));
+    assert!(!passes("!a == 1", 1, 0, "", 0));
+    assert!(passes("!!(a == 1)", 1, 0, "", 0));
+    assert!(passes("((a == 1) && ((b == 2)))", 1, 2, "", 0));
+    assert!(passes("a==1&&b==2||s~\"x*\"", 0, 0, "xy", 0));
+}
+
+#[test]
+fn filter_reads_back_as_set() {
+    let f = Filter::compile(FIELDS, "  a == 1 && s ~ \"x*\"\n").unwrap();
+    assert_eq!(f.text(), "a == 1 && s ~ \"x*\"");
+    assert_eq!(f.to_string(), f.text());
+}
+
+#[test]
+fn filter_on_a_short_payload_is_false_not_a_panic() {
+    let f = Filter::compile(FIELDS, "c == 0 || a != 0").unwrap();
+    let full = payload(0, 0, "abc", 0);
+    // `a` (4 bytes) is missing below 4 bytes, `c` below 4 + 2 + 5 + 8.
+    for len in 0..=full.len() {
+        assert_eq!(f.matches(&full[..len]), len >= 19, "{len} bytes");
+    }
+    let not_c = Filter::compile(FIELDS, "!(c == 0)").unwrap();
+    // `c` missing: its comparison is false, so its negation passes.
+    assert!(not_c.matches(&payload(0, 0, "abc", 0)[..6]));
+    assert!(!Filter::compile(FIELDS, "a == 0").unwrap().matches(&[]));
+}
+
+#[test]
+fn filter_errors_name_the_position_and_reason() {
+    use FilterReason::*;
+    for (filter, pos, reason) in [
+        ("", 0, Empty),
+        ("   ", 0, Empty),
+        ("x == 1", 0, UnknownField),
+        ("a == 1 && zz > 2", 10, UnknownField),
+        ("raw == 1", 0, UnfilterableField),
+        ("a = 1", 2, ExpectedOperator),
+        ("a 1", 2, ExpectedOperator),
+        ("a ~ \"1\"", 2, GlobOnInteger),
+        ("s < foo", 2, OrderOnString),
+        ("s & 1", 2, OrderOnString),
+        ("a ==", 4, ExpectedValue),
+        ("a == )", 5, ExpectedValue),
+        ("a == -1", 5, BadNumber),
+        ("a == 12x", 5, BadNumber),
+        ("a == 0x", 5, BadNumber),
+        ("a == 99999999999999999999", 5, BadNumber),
+        ("b == -9223372036854775809", 5, BadNumber),
+        ("a == \"1\"", 6, BadNumber),
+        ("s == \"foo", 5, UnterminatedString),
+        ("(a == 1", 7, MissingParen),
+        ("a == 1)", 6, UnexpectedText),
+        ("a == 1 b == 2", 7, UnexpectedText),
+        ("a == 1 &&", 9, ExpectedField),
+        ("&& a == 1", 0, ExpectedField),
+        ("  x == 1", 2, UnknownField),
+    ] {
+        assert_eq!(refused(filter), FilterError { pos, reason }, "{filter:?}");
+    }
+    assert_eq!(refused("a == 1 && zz > 2").to_string(), "parse error at 10: field not found");
+}
+
+#[test]
+fn filter_limits_are_errors() {
+    let long = "a == 1 || ".repeat(MAX_FILTER_LEN / 10) + "a == 1";
+    assert_eq!(refused(&long).reason, FilterReason::TooLong);
+    let many = ["a == 1"; MAX_PREDICATES + 1].join(" || ");
+    assert_eq!(refused(&many).reason, FilterReason::TooManyPredicates);
+    let fine = ["a == 1"; MAX_PREDICATES].join(" || ");
+    assert!(Filter::compile(FIELDS, &fine).is_ok());
+    let deep = "(".repeat(100) + "a == 1" + &")".repeat(100);
+    assert_eq!(refused(&deep).reason, FilterReason::TooDeep);
+    assert_eq!(refused(&"!".repeat(100)).reason, FilterReason::TooDeep);
+}
+
+static SYS_A: EventDescriptor = EventDescriptor::new(
+    "sys",
+    "a",
+    "{x}",
+    &[Field { name: "x", kind: FieldKind::U8 }],
+    DescriptorKind::Event,
+);
+static SYS_B: EventDescriptor = EventDescriptor::new(
+    "sys",
+    "b",
+    "{y}",
+    &[Field { name: "y", kind: FieldKind::U8 }],
+    DescriptorKind::Event,
+);
+
+#[test]
+fn filter_for_a_system_goes_to_the_events_it_fits() {
+    let got = Filter::compile_for_system([&SYS_A, &SYS_B], "x == 3").unwrap();
+    assert_eq!(got.len(), 1);
+    assert!(core::ptr::eq(got[0].0, &SYS_A));
+    assert!(got[0].1.matches(&[3]));
+    let none = Filter::compile_for_system([&SYS_A, &SYS_B], "z == 3").unwrap_err();
+    assert_eq!(none, FilterError { pos: 0, reason: FilterReason::NoEventMatches });
+    let syntax = Filter::compile_for_system([&SYS_A, &SYS_B], "x == ").unwrap_err();
+    assert_eq!(syntax.reason, FilterReason::ExpectedValue);
+}
+
+/// A random filter expression over [`FIELDS`].
+#[derive(Clone, Debug)]
+enum Expr {
+    A(&'static str, u32),
+    B(&'static str, i16),
+    S(&'static str, &'static str),
+    C(&'static str, u64),
+    Not(Box<Expr>),
+    And(Box<Expr>, Box<Expr>),
+    Or(Box<Expr>, Box<Expr>),
+}
+
+const INT_OPS: [&str; 7] = ["==", "!=", "<", "<=", ">", ">=", "&"];
+const STR_OPS: [&str; 3] = ["==", "!=", "~"];
+const STRINGS: [&str; 5] = ["", "foo", "foobar", "bar", "*o*"];
+
+fn int_op<T: PartialOrd + Copy + Into<i128>>(op: &str, v: T, x: T) -> bool {
+    match op {
+        "==" => v == x,
+        "!=" => v != x,
+        "<" => v < x,
+        "<=" => v <= x,
+        ">" => v > x,
+        ">=" => v >= x,
+        _ => v.into() & x.into() != 0,
+    }
+}
+
+impl Expr {
+    fn eval(&self, a: u32, b: i16, s: &str, c: u64) -> bool {
+        match self {
+            Expr::A(op, x) => int_op(op, a, *x),
+            Expr::B(op, x) => int_op(op, b, *x),
+            Expr::C(op, x) => int_op(op, c, *x),
+            Expr::S(op, x) => match *op {
+                "==" => s == *x,
+                "!=" => s != *x,
+                _ => crate::glob(x, s),
+            },
+            Expr::Not(e) => !e.eval(a, b, s, c),
+            Expr::And(l, r) => l.eval(a, b, s, c) && r.eval(a, b, s, c),
+            Expr::Or(l, r) => l.eval(a, b, s, c) || r.eval(a, b, s, c),
+        }
+    }
+
+    /// The expression as text, with only the parentheses precedence needs.
+    fn text(&self, out: &mut String) {
+        let wrapped = |e: &Expr, out: &mut String, wrap: bool| {
+            if wrap {
+                out.push('(');
+            }
+            e.text(out);
+            if wrap {
+                out.push(')');
+            }
+        };
+        match self {
+            Expr::A(op, x) => out.push_str(&format!("a {op} {x}")),
+            Expr::B(op, x) => out.push_str(&format!("b {op} {x}")),
+            Expr::C(op, x) => out.push_str(&format!("c{op}{x:#x}")),
+            Expr::S(op, x) => out.push_str(&format!("s {op} \"{x}\"")),
+            Expr::Not(e) => {
+                out.push('!');
+                wrapped(e, out, matches!(**e, Expr::And(..) | Expr::Or(..)) || e.is_leaf());
+            }
+            Expr::And(l, r) => {
+                wrapped(l, out, matches!(**l, Expr::Or(..)));
+                out.push_str(" && ");
+                wrapped(r, out, matches!(**r, Expr::Or(..) | Expr::And(..)));
+            }
+            Expr::Or(l, r) => {
+                l.text(out);
+                out.push_str(" || ");
+                wrapped(r, out, matches!(**r, Expr::Or(..)));
+            }
+        }
+    }
+
+    fn is_leaf(&self) -> bool {
+        matches!(self, Expr::A(..) | Expr::B(..) | Expr::C(..) | Expr::S(..))
+    }
+}
+
+fn expr() -> impl Strategy<Value = Expr> {
+    let leaf = prop_oneof![
+        (prop::sample::select(&INT_OPS[..]), 0u32..6).prop_map(|(op, x)| Expr::A(op, x)),
+        (prop::sample::select(&INT_OPS[..]), -3i16..3).prop_map(|(op, x)| Expr::B(op, x)),
+        (prop::sample::select(&INT_OPS[..]), 0u64..6).prop_map(|(op, x)| Expr::C(op, x)),
+        (prop::sample::select(&STR_OPS[..]), prop::sample::select(&STRINGS[..]))
+            .prop_map(|(op, x)| Expr::S(op, x)),
+    ];
+    leaf.prop_recursive(4, 24, 2, |inner| {
+        prop_oneof![
+            inner.clone().prop_map(|e| Expr::Not(Box::new(e))),
+            (inner.clone(), inner.clone()).prop_map(|(l, r)| Expr::And(Box::new(l), Box::new(r))),
+            (inner.clone(), inner).prop_map(|(l, r)| Expr::Or(Box::new(l), Box::new(r))),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+
+    #[test]
+    fn filter_agrees_with_direct_evaluation(
+        e in expr(),
+        values in prop::collection::vec(
+            (0u32..6, -3i16..3, prop::sample::select(&STRINGS[..3]), 0u64..6), 8),
+    ) {
+        let mut text = String::new();
+        e.text(&mut text);
+        let filter = Filter::compile(FIELDS, &text).unwrap();
+        for (a, b, s, c) in values {
+            prop_assert_eq!(
+                filter.matches(&payload(a, b, s, c)), e.eval(a, b, s, c),
+                "{} with a={} b={} s={:?} c={}", text, a, b, s, c
+            );
+        }
+    }
+
+    #[test]
+    fn filter_never_panics_on_any_text_or_payload(
+        text in "[ a-c!&|=<>~()\"'0-9x*-]{0,40}",
+        bytes in prop::collection::vec(any::<u8>(), 0..40),
+    ) {
+        match Filter::compile(FIELDS, &text) {
+            Ok(f) => {
+                f.matches(&bytes);
+                prop_assert_eq!(f.text(), text.trim());
+            }
+            Err(e) => prop_assert!(e.pos <= text.len(), "{:?} for {:?}", e, text),
+        }
+    }
+}
+
+#[test]
+fn filter_text_with_any_unicode_is_refused_cleanly() {
+    for text in ["a == ü", "ü == 1", "s == \"ü\"", "a == 1 ∧ b == 2", "s ~ é*"] {
+        if let Err(e) = Filter::compile(FIELDS, text) {
+            assert!(e.pos <= text.len());
+            assert!(text.is_char_boundary(e.pos), "{text:?}: {e:?}");
+        }
+    }
+    assert!(passes("s == \"ü\"", 0, 0, "ü", 0));
+    assert!(passes("s ~ é*", 0, 0, "één", 0));
+    let _ = ToString::to_string(&refused("ü == 1"));
+}

@@ -1,0 +1,479 @@
+//! Triggers (parsing, read-back, counts, each action) and filters and triggers wired
+//! into the tracer's instances.
+
+use crate::field::{Field, FieldKind};
+use crate::trigger::{Action, Target, Trigger, TriggerCommand, TriggerError, TriggerReason};
+use crate::{
+    DescriptorKind, Dispatch, EventDescriptor, FilterError, FilterReason, HookError, HostPlatform,
+    InstanceConfig, InstanceError, Limits, Mode, STACK_TRACE, Tracer,
+};
+use core::cell::Cell;
+use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::boxed::Box;
+use std::string::{String, ToString};
+use std::vec::Vec;
+
+const N_FIELDS: &[Field<'static>] = &[Field { name: "n", kind: FieldKind::U32 }];
+
+/// A lookup that knows one event, `sys:target`.
+fn lookup(system: &str, name: &str) -> Option<&'static EventDescriptor> {
+    static TARGET: EventDescriptor =
+        EventDescriptor::new("sys", "target", "", &[], DescriptorKind::Event);
+    (system == "sys" && name == "target").then_some(&TARGET)
+}
+
+fn add(line: &str) -> Trigger {
+    match Trigger::parse(line, N_FIELDS, lookup).unwrap() {
+        TriggerCommand::Add(t) => t,
+        TriggerCommand::Remove(_) => panic!("{line}: a removal"),
+    }
+}
+
+fn refused(line: &str) -> TriggerError {
+    Trigger::parse(line, N_FIELDS, lookup).unwrap_err()
+}
+
+#[test]
+fn trigger_lines_read_back_as_ftrace_prints_them() {
+    for (line, shown) in [
+        ("traceoff", "traceoff:unlimited"),
+        ("traceon:3", "traceon:count=3"),
+        ("  snapshot:1 if n == 2 ", "snapshot:count=1 if n == 2"),
+        ("stacktrace if n > 1 && n < 9", "stacktrace:unlimited if n > 1 && n < 9"),
+        ("enable_event:sys:target", "enable_event:sys:target:unlimited"),
+        ("disable_event:sys:target:5 if n&1", "disable_event:sys:target:count=5 if n&1"),
+    ] {
+        assert_eq!(add(line).to_string(), shown, "{line}");
+    }
+    let TriggerCommand::Remove(t) = Trigger::parse("!traceoff:4", N_FIELDS, lookup).unwrap() else {
+        panic!("not a removal");
+    };
+    assert_eq!(t.action(), Action::TraceOff);
+    assert!(add("enable_event:sys:target:2").same_as(&add("enable_event:sys:target")));
+    assert!(!add("enable_event:sys:target").same_as(&add("disable_event:sys:target")));
+}
+
+#[test]
+fn trigger_errors_name_the_position_and_reason() {
+    use TriggerReason::*;
+    for (line, pos, reason) in [
+        ("", 0, Empty),
+        ("   ", 0, Empty),
+        ("nonsense", 0, UnknownCommand),
+        ("!nonsense", 1, UnknownCommand),
+        ("enable_event", 12, ExpectedEvent),
+        ("enable_event:sys", 16, ExpectedEvent),
+        ("enable_event:sys:nope", 17, UnknownEvent),
+        ("traceoff:0", 9, BadCount),
+        ("traceoff:x", 9, BadCount),
+        ("traceoff:-1", 9, BadCount),
+        ("traceoff:1:2", 11, UnexpectedText),
+        ("traceoff junk", 9, UnexpectedText),
+        ("traceoff if", 9, UnexpectedText),
+        ("traceoff iff n == 1", 9, UnexpectedText),
+        ("traceoff if x == 1", 12, Filter(FilterReason::UnknownField)),
+        ("traceoff if n == ", 16, Filter(FilterReason::ExpectedValue)),
+    ] {
+        assert_eq!(refused(line), TriggerError { pos, reason }, "{line:?}");
+    }
+    assert_eq!(refused("traceoff if x == 1").to_string(), "parse error at 12: field not found");
+    let long = "traceoff if ".to_string() + &"n == 1 || ".repeat(200) + "n == 1";
+    assert_eq!(refused(&long).reason, TooLong);
+}
+
+/// A target that records what triggers did to it.
+#[derive(Default)]
+struct Mock {
+    tracing: Cell<bool>,
+    event: Cell<bool>,
+    snapshots: Cell<u32>,
+    stacks: Cell<u32>,
+    refuse_snapshots: bool,
+}
+
+impl Target for Mock {
+    fn tracing(&self) -> bool {
+        self.tracing.get()
+    }
+    fn set_tracing(&self, on: bool) {
+        self.tracing.set(on);
+    }
+    fn snapshot(&self) -> Result<(), crate::Error> {
+        if self.refuse_snapshots {
+            return Err(crate::Error::Busy);
+        }
+        self.snapshots.set(self.snapshots.get() + 1);
+        Ok(())
+    }
+    fn stack_trace(&self) {
+        self.stacks.set(self.stacks.get() + 1);
+    }
+    fn event_enabled(&self, _: &EventDescriptor) -> bool {
+        self.event.get()
+    }
+    fn set_event(&self, _: &EventDescriptor, on: bool) {
+        self.event.set(on);
+    }
+}
+
+fn n(v: u32) -> [u8; 4] {
+    v.to_le_bytes()
+}
+
+#[test]
+fn trigger_counts_run_out_and_state_changes_count_once() {
+    let mock = Mock { tracing: Cell::new(true), ..Mock::default() };
+    let off = add("traceoff:2");
+    off.fire(&n(0), &mock);
+    assert!(!mock.tracing());
+    // Already off: no change, no count taken.
+    off.fire(&n(0), &mock);
+    assert_eq!(off.count(), Some(1));
+    mock.tracing.set(true);
+    off.fire(&n(0), &mock);
+    assert_eq!((mock.tracing(), off.count()), (false, Some(0)));
+    mock.tracing.set(true);
+    off.fire(&n(0), &mock);
+    assert!(mock.tracing(), "a count of 0 never fires");
+
+    let enable = add("enable_event:sys:target:1 if n == 7");
+    enable.fire(&n(6), &mock);
+    assert!(!mock.event.get(), "the filter rejects n == 6");
+    enable.fire(&n(7), &mock);
+    assert!(mock.event.get());
+    assert_eq!(enable.to_string(), "enable_event:sys:target:count=0 if n == 7");
+
+    let snap = add("snapshot:3");
+    for _ in 0..5 {
+        snap.fire(&n(0), &mock);
+    }
+    assert_eq!((mock.snapshots.get(), snap.count()), (3, Some(0)));
+    let stack = add("stacktrace");
+    stack.fire(&n(0), &mock);
+    stack.fire(&n(0), &mock);
+    assert_eq!((mock.stacks.get(), stack.count()), (2, None));
+}
+
+#[test]
+fn trigger_refused_snapshot_is_counted_and_keeps_its_count() {
+    let mock = Mock { refuse_snapshots: true, ..Mock::default() };
+    let snap = add("snapshot:2");
+    snap.fire(&n(0), &mock);
+    snap.fire(&n(0), &mock);
+    assert_eq!((snap.refused(), snap.count()), (2, Some(2)));
+}
+
+#[test]
+fn trigger_counts_are_exact_across_threads() {
+    /// A target counting snapshots from several threads.
+    struct Shared(AtomicU64);
+    impl Target for Shared {
+        fn tracing(&self) -> bool {
+            true
+        }
+        fn set_tracing(&self, _: bool) {}
+        fn snapshot(&self) -> Result<(), crate::Error> {
+            self.0.fetch_add(1, Relaxed);
+            Ok(())
+        }
+        fn stack_trace(&self) {}
+        fn event_enabled(&self, _: &EventDescriptor) -> bool {
+            true
+        }
+        fn set_event(&self, _: &EventDescriptor, _: bool) {}
+    }
+    let snap = add("snapshot:10000");
+    let target = Shared(AtomicU64::new(0));
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| (0..5000).for_each(|_| snap.fire(&n(0), &target)));
+        }
+    });
+    assert_eq!((target.0.load(Relaxed), snap.count()), (10000, Some(0)));
+}
+
+/// A tracer over `events` (whose systems sort after the built-in ones, so that
+/// those get the same ids in every test's tracer) with an instance `i` recording them all; CPU 0.
+fn tracer(events: &[&'static EventDescriptor]) -> &'static Tracer<HostPlatform> {
+    HostPlatform::set_cpu(0);
+    HostPlatform::set_clock(1);
+    let limits = Limits { max_instances: 4, max_total_bytes: 1 << 20 };
+    let cfg = InstanceConfig { bytes_per_cpu: 4096, mode: Mode::Overwrite, snapshot: false };
+    Box::leak(Box::new(Tracer::new(HostPlatform, 1, events, limits, cfg).unwrap()))
+}
+
+/// Whether `event` fires in `slot` (records, or runs triggers).
+fn fires_in(event: &EventDescriptor, slot: usize) -> bool {
+    event.enabled_mask() & (1 << slot) != 0
+}
+
+/// Fires `event` with a `u32` payload, as a tracepoint would.
+fn fire(t: &Tracer<HostPlatform>, event: &EventDescriptor, v: u32) {
+    t.record(event, 4, &&v.to_le_bytes()[..]);
+}
+
+/// The `u32` payloads of `id` recorded in `buffer`, oldest first.
+fn recorded(buffer: &crate::Buffer<HostPlatform>, id: u16) -> Vec<u32> {
+    crate::tests::util::events(buffer, 0)
+        .into_iter()
+        .filter(|(i, _)| *i == id)
+        .map(|(_, p)| u32::from_le_bytes(p[..4].try_into().unwrap()))
+        .collect()
+}
+
+#[test]
+fn filter_in_an_instance_records_only_what_passes() {
+    static EV: EventDescriptor =
+        EventDescriptor::new("zf1", "ev", "n={n}", N_FIELDS, DescriptorKind::Event);
+    let t = tracer(&[&EV]);
+    let i = t.get_or_create("i", InstanceConfig::default()).unwrap();
+    let top = t.top();
+    i.set_event(Some("zf1"), None, true).unwrap();
+    top.set_event(Some("zf1"), None, true).unwrap();
+    i.set_filter(&EV, "n > 2 && n != 4").unwrap();
+    assert_eq!(i.filter(&EV).as_deref(), Some("n > 2 && n != 4"));
+    assert_eq!(top.filter(&EV), None);
+    (1..=5).for_each(|v| fire(t, &EV, v));
+    assert_eq!(recorded(i.recorder().live(), EV.id()), [3, 5]);
+    assert_eq!(recorded(top.recorder().live(), EV.id()), [1, 2, 3, 4, 5]);
+
+    // A refused filter changes nothing.
+    let err = i.set_filter(&EV, "n > 2 &&").unwrap_err();
+    let expected = FilterError { pos: 8, reason: FilterReason::ExpectedField };
+    assert_eq!(err, HookError::Filter(expected));
+    assert_eq!(i.filter(&EV).as_deref(), Some("n > 2 && n != 4"));
+    fire(t, &EV, 4);
+    assert_eq!(recorded(i.recorder().live(), EV.id()), [3, 5]);
+
+    // "0" clears it; the event is recorded as before, through the unfiltered path.
+    i.set_filter(&EV, "0").unwrap();
+    assert_eq!(i.filter(&EV), None);
+    assert_eq!(EV.hooked_mask(), 0);
+    fire(t, &EV, 4);
+    assert_eq!(recorded(i.recorder().live(), EV.id()), [3, 5, 4]);
+    assert!(i.recorder().live().stats(0).unwrap().balanced());
+}
+
+#[test]
+fn filter_for_a_system_sets_the_events_it_fits() {
+    static A: EventDescriptor =
+        EventDescriptor::new("zf2", "a", "n={n}", N_FIELDS, DescriptorKind::Event);
+    static B: EventDescriptor = EventDescriptor::new(
+        "zf2",
+        "b",
+        "m={m}",
+        &[Field { name: "m", kind: FieldKind::U32 }],
+        DescriptorKind::Event,
+    );
+    let t = tracer(&[&A, &B]);
+    let top = t.top();
+    top.set_filter(&B, "m == 1").unwrap();
+    assert_eq!(top.set_system_filter("zf2", "n == 2"), Ok(1));
+    assert_eq!(top.filter(&A).as_deref(), Some("n == 2"));
+    assert_eq!(top.filter(&B).as_deref(), Some("m == 1"), "B keeps its own");
+    let err = top.set_system_filter("zf2", "q == 2").unwrap_err();
+    assert_eq!(
+        err,
+        HookError::Filter(FilterError { pos: 0, reason: FilterReason::NoEventMatches })
+    );
+    assert_eq!(
+        top.set_system_filter("nope", "n == 2"),
+        Err(HookError::Instance(InstanceError::NoSuchEvent))
+    );
+    assert_eq!(top.set_system_filter("zf2", "0"), Ok(2));
+    assert_eq!((top.filter(&A), top.filter(&B)), (None, None));
+}
+
+#[test]
+fn trigger_traceoff_stops_recording_after_the_event() {
+    static EV: EventDescriptor =
+        EventDescriptor::new("zt1", "ev", "n={n}", N_FIELDS, DescriptorKind::Event);
+    let t = tracer(&[&EV]);
+    let top = t.top();
+    top.set_event(Some("zt1"), None, true).unwrap();
+    top.set_trigger(&EV, "traceoff:1 if n == 3").unwrap();
+    (1..=5).for_each(|v| fire(t, &EV, v));
+    assert!(!top.tracing());
+    assert_eq!(recorded(top.recorder().live(), EV.id()), [1, 2, 3]);
+    assert_eq!(top.triggers(&EV), ["traceoff:count=0 if n == 3"]);
+    top.set_tracing(true);
+    fire(t, &EV, 3);
+    assert!(top.tracing(), "the count ran out");
+    // Duplicates, unknown removals and bad lines are refused and change nothing.
+    let exists = top.set_trigger(&EV, "traceoff").unwrap_err();
+    assert_eq!(exists, HookError::Trigger(TriggerError { pos: 0, reason: TriggerReason::Exists }));
+    assert!(top.set_trigger(&EV, "!snapshot").is_err());
+    assert!(top.set_trigger(&EV, "traceon:zz").is_err());
+    assert_eq!(top.triggers(&EV), ["traceoff:count=0 if n == 3"]);
+    top.set_trigger(&EV, "!traceoff").unwrap();
+    assert!(top.triggers(&EV).is_empty());
+    assert_eq!(EV.hooked_mask(), 0);
+}
+
+#[test]
+fn trigger_on_a_disabled_event_fires_without_recording_it() {
+    static EV: EventDescriptor =
+        EventDescriptor::new("zt2", "ev", "n={n}", N_FIELDS, DescriptorKind::Event);
+    static OTHER: EventDescriptor =
+        EventDescriptor::new("zt2", "other", "n={n}", N_FIELDS, DescriptorKind::Event);
+    let t = tracer(&[&EV, &OTHER]);
+    let i = t.get_or_create("i", InstanceConfig::default()).unwrap();
+    i.set_trigger(&EV, "enable_event:zt2:other:1").unwrap();
+    assert!(!i.event_enabled(&EV) && fires_in(&EV, 1));
+    fire(t, &OTHER, 1);
+    fire(t, &EV, 2);
+    fire(t, &OTHER, 3);
+    assert!(i.event_enabled(&OTHER));
+    assert_eq!(recorded(i.recorder().live(), EV.id()), Vec::<u32>::new());
+    assert_eq!(recorded(i.recorder().live(), OTHER.id()), [3]);
+    assert_eq!(i.triggers(&EV), ["enable_event:zt2:other:count=0"]);
+    // Enabling the event records it; disabling keeps it firing for its trigger.
+    i.set_event(Some("zt2"), Some("ev"), true).unwrap();
+    fire(t, &EV, 4);
+    i.set_event(Some("zt2"), Some("ev"), false).unwrap();
+    assert!(fires_in(&EV, 1));
+    i.set_trigger(&EV, "disable_event:zt2:other").unwrap();
+    fire(t, &EV, 5);
+    assert!(!i.event_enabled(&OTHER));
+    assert_eq!(recorded(i.recorder().live(), EV.id()), [4]);
+    i.clear_triggers(&EV).unwrap();
+    assert!(!fires_in(&EV, 1), "no trigger left: the event is off");
+}
+
+#[test]
+fn trigger_snapshot_keeps_the_window_up_to_the_event() {
+    static EV: EventDescriptor =
+        EventDescriptor::new("zt3", "ev", "n={n}", N_FIELDS, DescriptorKind::Event);
+    let t = tracer(&[&EV]);
+    let i = t.get_or_create("i", InstanceConfig::default()).unwrap();
+    i.set_event(Some("zt3"), None, true).unwrap();
+    assert!(!i.has_snapshot());
+    i.set_trigger(&EV, "snapshot:1 if n == 7").unwrap();
+    assert!(i.has_snapshot(), "a snapshot trigger allocates the buffer");
+    (1..=10).for_each(|v| fire(t, &EV, v));
+    let recorder = i.recorder();
+    assert_eq!(recorded(recorder.snapshot().unwrap(), EV.id()), [1, 2, 3, 4, 5, 6, 7]);
+    assert_eq!(recorded(recorder.live(), EV.id()), [8, 9, 10]);
+    i.snapshot_clear().unwrap();
+    assert_eq!(recorded(recorder.snapshot().unwrap(), EV.id()), Vec::<u32>::new());
+    // Without the buffer the trigger is refused, counted, and keeps its count.
+    i.set_trigger(&EV, "!snapshot").unwrap();
+    i.set_trigger(&EV, "snapshot:2").unwrap();
+    i.snapshot_free().unwrap();
+    fire(t, &EV, 11);
+    assert_eq!(i.triggers(&EV), ["snapshot:count=2"]);
+    assert_eq!(recorded(i.recorder().live(), EV.id()), [8, 9, 10, 11]);
+}
+
+#[test]
+fn trigger_stacktrace_records_a_stack_event() {
+    static EV: EventDescriptor =
+        EventDescriptor::new("zt4", "ev", "n={n}", N_FIELDS, DescriptorKind::Event);
+    let t = tracer(&[&EV]);
+    let top = t.top();
+    top.set_event(Some("zt4"), None, true).unwrap();
+    top.set_trigger(&EV, "stacktrace:1").unwrap();
+    fire(t, &EV, 1);
+    fire(t, &EV, 2);
+    let events = crate::tests::util::events(top.recorder().live(), 0);
+    let ids: Vec<u16> = events.iter().map(|(id, _)| *id).collect();
+    assert_eq!(ids, [EV.id(), STACK_TRACE.id(), EV.id()]);
+    // The host platform has no unwinder: depth 0, no frames.
+    let mut text = String::new();
+    crate::format::render(&mut text, STACK_TRACE.format, STACK_TRACE.fields, &events[1].1).unwrap();
+    assert_eq!(text, "depth=0 0x0 0x0 0x0 0x0 0x0 0x0 0x0 0x0");
+}
+
+#[test]
+fn filter_and_triggers_go_with_their_instance() {
+    static EV: EventDescriptor =
+        EventDescriptor::new("zt5", "ev", "n={n}", N_FIELDS, DescriptorKind::Event);
+    let t = tracer(&[&EV]);
+    let i = t.get_or_create("i", InstanceConfig::default()).unwrap();
+    i.set_filter(&EV, "n == 1").unwrap();
+    i.set_trigger(&EV, "traceoff").unwrap();
+    assert_eq!(
+        i.set_filter(&crate::log::LOG_MESSAGE, "nope == 1").unwrap_err(),
+        HookError::Filter(FilterError { pos: 0, reason: FilterReason::UnknownField })
+    );
+    drop(i);
+    t.destroy_by_name("i").unwrap();
+    assert_eq!((EV.hooked_mask(), EV.enabled_mask()), (0, 0));
+    let again = t.get_or_create("i", InstanceConfig::default()).unwrap();
+    assert_eq!((again.filter(&EV), again.triggers(&EV)), (None, Vec::<String>::new()));
+    static STRANGER: EventDescriptor =
+        EventDescriptor::new("zt5", "stranger", "", &[], DescriptorKind::Event);
+    assert_eq!(
+        again.set_filter(&STRANGER, "0"),
+        Err(HookError::Instance(InstanceError::NoSuchEvent))
+    );
+    assert_eq!(
+        again.set_trigger(&STRANGER, "traceon"),
+        Err(HookError::Instance(InstanceError::NoSuchEvent))
+    );
+}
+
+#[test]
+fn filter_and_trigger_run_in_a_nested_writer() {
+    use crate::sync::{Point, hook};
+    static EV: EventDescriptor =
+        EventDescriptor::new("zt6", "ev", "n={n}", N_FIELDS, DescriptorKind::Event);
+    let t = tracer(&[&EV]);
+    let top = t.top();
+    top.set_event(Some("zt6"), None, true).unwrap();
+    top.set_filter(&EV, "n != 1").unwrap();
+    top.set_trigger(&EV, "stacktrace:1 if n == 5").unwrap();
+    for point in [Point::Section, Point::Reserved] {
+        let mut fired = false;
+        // An "interrupt" at `point` of the outer writer fires the event twice.
+        hook::set(move |p| {
+            if p == point && !fired {
+                fired = true;
+                fire(t, &EV, 1);
+                fire(t, &EV, 5);
+            }
+        });
+        fire(t, &EV, 3);
+        hook::clear();
+    }
+    let recorder = top.recorder();
+    let ids: Vec<u16> =
+        crate::tests::util::events(recorder.live(), 0).iter().map(|e| e.0).collect();
+    let (ev, stack) = (EV.id(), STACK_TRACE.id());
+    // Interrupted before it read the hooks, the outer event comes after the nested ones;
+    // interrupted with its record reserved, before them. `n == 1` is filtered out; the
+    // stack trace fires once (its count is 1).
+    assert_eq!(ids, [ev, stack, ev, ev, ev]);
+    assert_eq!(recorded(recorder.live(), ev), [5, 3, 3, 5]);
+    assert_eq!(top.triggers(&EV), ["stacktrace:count=0 if n == 5"]);
+    assert!(recorder.live().stats(0).unwrap().balanced());
+}
+
+#[test]
+fn trigger_count_per_event_is_bounded() {
+    static EV: EventDescriptor =
+        EventDescriptor::new("zt7", "ev", "n={n}", N_FIELDS, DescriptorKind::Event);
+    static A: EventDescriptor = EventDescriptor::new("zt7", "a", "", &[], DescriptorKind::Event);
+    static B: EventDescriptor = EventDescriptor::new("zt7", "b", "", &[], DescriptorKind::Event);
+    static C: EventDescriptor = EventDescriptor::new("zt7", "c", "", &[], DescriptorKind::Event);
+    let t = tracer(&[&EV, &A, &B, &C]);
+    let top = t.top();
+    let lines = [
+        "traceon",
+        "traceoff",
+        "snapshot",
+        "stacktrace",
+        "enable_event:zt7:a",
+        "enable_event:zt7:b",
+        "disable_event:zt7:a",
+        "disable_event:zt7:b",
+    ];
+    for line in lines {
+        top.set_trigger(&EV, line).unwrap();
+    }
+    assert_eq!(crate::trigger::MAX_TRIGGERS, lines.len());
+    let too_many = top.set_trigger(&EV, "enable_event:zt7:c").unwrap_err();
+    let expected = TriggerError { pos: 0, reason: TriggerReason::TooMany };
+    assert_eq!(too_many, HookError::Trigger(expected));
+    assert_eq!(top.triggers(&EV).len(), lines.len());
+}

@@ -1,0 +1,378 @@
+//! Event triggers in ftrace's syntax (`Documentation/trace/events.rst`, "Event
+//! triggers"): an action run when an event fires in an instance.
+//!
+//! ```text
+//! [!]COMMAND[:COUNT] [if FILTER]
+//! COMMAND := traceon | traceoff | snapshot | stacktrace
+//!          | enable_event:SYSTEM:EVENT | disable_event:SYSTEM:EVENT
+//! ```
+//!
+//! `COUNT` limits how many times the trigger acts (`traceon`, `traceoff`,
+//! `enable_event` and `disable_event` count only the times they change something, as
+//! in ftrace); the count is decremented atomically, from any context. `FILTER` is an
+//! event filter ([`crate::Filter`]) on the triggering event's fields. A leading `!`
+//! removes the trigger with the same command (and target event). Read back, each
+//! trigger prints as ftrace prints it: `traceoff:count=2 if irq == 48`,
+//! `enable_event:sched:sched_switch:unlimited`.
+//!
+//! Triggers run in the context of the event that fires them, NMIs included, so every
+//! action is lock-free: `traceon`/`traceoff` store the instance's recording switch,
+//! `enable_event`/`disable_event` flip the target's enable bit, `snapshot` exchanges
+//! the live and snapshot buffers without waiting (refused, and counted in
+//! [`Trigger::refused`], while another snapshot operation of the instance runs or if
+//! the snapshot buffer was freed), and `stacktrace` records a [`STACK_TRACE`] event
+//! with the frames the platform's unwinder gives ([`crate::Platform::stack_trace`];
+//! none without one).
+
+use crate::event::{DescriptorKind, EventDescriptor};
+use crate::field::{Field, FieldKind};
+use crate::filter::{Filter, FilterReason};
+use core::fmt;
+use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// Most frames a `stacktrace` trigger records.
+pub const STACK_FRAMES: usize = 8;
+
+/// The `ftrace:kernel_stack` event a `stacktrace` trigger records: how many frames
+/// the unwinder gave, then the return addresses, innermost first (zero past `depth`).
+pub static STACK_TRACE: EventDescriptor = EventDescriptor::new(
+    "ftrace",
+    "kernel_stack",
+    "depth={depth} {ip0:#x} {ip1:#x} {ip2:#x} {ip3:#x} {ip4:#x} {ip5:#x} {ip6:#x} {ip7:#x}",
+    &[
+        Field { name: "depth", kind: FieldKind::U8 },
+        Field { name: "ip0", kind: FieldKind::U64 },
+        Field { name: "ip1", kind: FieldKind::U64 },
+        Field { name: "ip2", kind: FieldKind::U64 },
+        Field { name: "ip3", kind: FieldKind::U64 },
+        Field { name: "ip4", kind: FieldKind::U64 },
+        Field { name: "ip5", kind: FieldKind::U64 },
+        Field { name: "ip6", kind: FieldKind::U64 },
+        Field { name: "ip7", kind: FieldKind::U64 },
+    ],
+    DescriptorKind::Event,
+);
+
+/// Longest trigger line, in bytes (the filter included).
+pub const MAX_TRIGGER_LEN: usize = 1024;
+/// Most triggers on one event in one instance.
+pub const MAX_TRIGGERS: usize = 8;
+
+/// A count that never runs out.
+const UNLIMITED: u64 = u64::MAX;
+
+/// What a trigger does. Two actions are equal when they are the same command on
+/// the same target event (an event has at most one of each).
+#[derive(Clone, Copy, Debug)]
+pub enum Action {
+    /// Turns recording on in the instance.
+    TraceOn,
+    /// Turns recording off in the instance.
+    TraceOff,
+    /// Swaps the instance's live and snapshot buffers.
+    Snapshot,
+    /// Records the caller's stack as a [`STACK_TRACE`] event.
+    StackTrace,
+    /// Enables this event in the instance.
+    EnableEvent(&'static EventDescriptor),
+    /// Disables this event in the instance.
+    DisableEvent(&'static EventDescriptor),
+}
+
+impl Action {
+    /// The command's name.
+    fn name(self) -> &'static str {
+        match self {
+            Action::TraceOn => "traceon",
+            Action::TraceOff => "traceoff",
+            Action::Snapshot => "snapshot",
+            Action::StackTrace => "stacktrace",
+            Action::EnableEvent(_) => "enable_event",
+            Action::DisableEvent(_) => "disable_event",
+        }
+    }
+}
+
+impl PartialEq for Action {
+    fn eq(&self, other: &Action) -> bool {
+        match (self, other) {
+            (Action::EnableEvent(a), Action::EnableEvent(b))
+            | (Action::DisableEvent(a), Action::DisableEvent(b)) => core::ptr::eq(*a, *b),
+            (a, b) => core::mem::discriminant(a) == core::mem::discriminant(b),
+        }
+    }
+}
+
+impl Eq for Action {}
+
+/// Why a trigger line was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TriggerReason {
+    /// Nothing to parse.
+    Empty,
+    /// Longer than [`MAX_TRIGGER_LEN`].
+    TooLong,
+    /// Not one of the commands.
+    UnknownCommand,
+    /// `enable_event`/`disable_event` need `:SYSTEM:EVENT`.
+    ExpectedEvent,
+    /// The tracer has no such event.
+    UnknownEvent,
+    /// The count is not a number from 1 on.
+    BadCount,
+    /// Text where `if FILTER` or the end was expected.
+    UnexpectedText,
+    /// The filter after `if` is refused.
+    Filter(FilterReason),
+    /// The event has this trigger already.
+    Exists,
+    /// The event has no such trigger to remove.
+    NotFound,
+    /// The event has [`MAX_TRIGGERS`] triggers already.
+    TooMany,
+}
+
+/// A refused trigger line: the byte offset where the problem is, and why.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TriggerError {
+    /// Byte offset into the line as given.
+    pub pos: usize,
+    /// What is wrong there.
+    pub reason: TriggerReason,
+}
+
+impl fmt::Display for TriggerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let reason = match self.reason {
+            TriggerReason::Empty => "empty trigger",
+            TriggerReason::TooLong => "trigger too long",
+            TriggerReason::UnknownCommand => {
+                "unknown command (traceon, traceoff, snapshot, stacktrace, enable_event, \
+                 disable_event)"
+            }
+            TriggerReason::ExpectedEvent => "SYSTEM:EVENT expected",
+            TriggerReason::UnknownEvent => "no such event",
+            TriggerReason::BadCount => "count must be a number from 1 on",
+            TriggerReason::UnexpectedText => "'if FILTER' or the end expected",
+            TriggerReason::Filter(reason) => {
+                return write!(f, "parse error at {}: {reason}", self.pos);
+            }
+            TriggerReason::Exists => "the event has this trigger already",
+            TriggerReason::NotFound => "no such trigger on the event",
+            TriggerReason::TooMany => "too many triggers on the event",
+        };
+        write!(f, "parse error at {}: {reason}", self.pos)
+    }
+}
+
+/// A trigger: an action, how many times it may still act, and an optional filter.
+#[derive(Debug)]
+pub struct Trigger {
+    action: Action,
+    /// Times left ([`UNLIMITED`]: no limit).
+    count: AtomicU64,
+    filter: Option<Filter>,
+    /// Times the action could not run in the event's context.
+    refused: AtomicU64,
+}
+
+/// What a trigger line asks for.
+#[derive(Debug)]
+pub enum TriggerCommand {
+    /// Add this trigger.
+    Add(Trigger),
+    /// Remove the trigger with this one's action (`!COMMAND`).
+    Remove(Trigger),
+}
+
+/// What a firing trigger acts on: the instance the event fired in.
+pub(crate) trait Target {
+    /// Whether the instance records.
+    fn tracing(&self) -> bool;
+    /// Turns the instance's recording on or off.
+    fn set_tracing(&self, on: bool);
+    /// Swaps the live and snapshot buffers, from the event's context.
+    fn snapshot(&self) -> Result<(), crate::Error>;
+    /// Records the caller's stack.
+    fn stack_trace(&self);
+    /// Whether the instance records `event`.
+    fn event_enabled(&self, event: &EventDescriptor) -> bool;
+    /// Enables or disables `event` in the instance.
+    fn set_event(&self, event: &EventDescriptor, on: bool);
+}
+
+impl Trigger {
+    /// Parses one line written to an event's `trigger` file. `fields` are the
+    /// triggering event's (for `if FILTER`); `lookup` finds `SYSTEM:EVENT` targets.
+    pub fn parse(
+        line: &str,
+        fields: &[Field<'_>],
+        lookup: impl Fn(&str, &str) -> Option<&'static EventDescriptor>,
+    ) -> Result<TriggerCommand, TriggerError> {
+        let err = |pos: usize, reason| TriggerError { pos, reason };
+        if line.len() > MAX_TRIGGER_LEN {
+            return Err(err(MAX_TRIGGER_LEN, TriggerReason::TooLong));
+        }
+        let start = line.len() - line.trim_start().len();
+        let text = line.trim_end();
+        if start >= text.len() {
+            return Err(err(0, TriggerReason::Empty));
+        }
+        let (remove, command_at) = match text[start..].strip_prefix('!') {
+            Some(_) => (true, start + 1),
+            None => (false, start),
+        };
+        let command_end = text[command_at..]
+            .find(|c: char| c.is_ascii_whitespace())
+            .map_or(text.len(), |i| command_at + i);
+        let command = &text[command_at..command_end];
+        let mut parts = command.split(':');
+        let name = parts.next().unwrap_or_default();
+        // Where each `:`-separated part starts.
+        let mut at = command_at + name.len() + 1;
+        let mut next_part = || {
+            let part = parts.next()?;
+            let part_at = at;
+            at += part.len() + 1;
+            Some((part, part_at))
+        };
+        let action = match name {
+            "traceon" => Action::TraceOn,
+            "traceoff" => Action::TraceOff,
+            "snapshot" => Action::Snapshot,
+            "stacktrace" => Action::StackTrace,
+            "enable_event" | "disable_event" => {
+                let (Some((system, _)), Some((event, event_at))) = (next_part(), next_part())
+                else {
+                    return Err(err(command_end, TriggerReason::ExpectedEvent));
+                };
+                let target = lookup(system, event)
+                    .filter(|d| d.kind == DescriptorKind::Event)
+                    .ok_or(err(event_at, TriggerReason::UnknownEvent))?;
+                if name == "enable_event" {
+                    Action::EnableEvent(target)
+                } else {
+                    Action::DisableEvent(target)
+                }
+            }
+            _ => return Err(err(command_at, TriggerReason::UnknownCommand)),
+        };
+        let count = match next_part() {
+            None => UNLIMITED,
+            Some((count, count_at)) => count
+                .parse::<u64>()
+                .ok()
+                .filter(|&n| n != 0 && n != UNLIMITED)
+                .ok_or(err(count_at, TriggerReason::BadCount))?,
+        };
+        if let Some((_, extra_at)) = next_part() {
+            return Err(err(extra_at, TriggerReason::UnexpectedText));
+        }
+        let rest = &text[command_end..];
+        let rest_at = command_end + (rest.len() - rest.trim_start().len());
+        let rest = rest.trim_start();
+        let filter = if rest.is_empty() {
+            None
+        } else {
+            let condition = rest
+                .strip_prefix("if")
+                .filter(|c| c.starts_with(|ch: char| ch.is_ascii_whitespace()))
+                .ok_or(err(rest_at, TriggerReason::UnexpectedText))?;
+            let filter_at = rest_at + 2;
+            Some(
+                Filter::compile(fields, condition)
+                    .map_err(|e| err(filter_at + e.pos, TriggerReason::Filter(e.reason)))?,
+            )
+        };
+        let trigger =
+            Trigger { action, count: AtomicU64::new(count), filter, refused: AtomicU64::new(0) };
+        Ok(if remove { TriggerCommand::Remove(trigger) } else { TriggerCommand::Add(trigger) })
+    }
+
+    /// The action.
+    pub fn action(&self) -> Action {
+        self.action
+    }
+
+    /// How many more times the trigger acts (`None`: no limit).
+    pub fn count(&self) -> Option<u64> {
+        Some(self.count.load(Relaxed)).filter(|&n| n != UNLIMITED)
+    }
+
+    /// The filter after `if`, if any.
+    pub fn filter(&self) -> Option<&Filter> {
+        self.filter.as_ref()
+    }
+
+    /// Times the action could not run in the event's context (a `snapshot` while
+    /// another snapshot operation of the instance ran, or without a snapshot buffer).
+    pub fn refused(&self) -> u64 {
+        self.refused.load(Relaxed)
+    }
+
+    /// Whether `other` is the same trigger (same command and target event).
+    pub fn same_as(&self, other: &Trigger) -> bool {
+        self.action == other.action
+    }
+
+    /// Takes one from the count: false once it ran out. Lock-free (a CAS loop),
+    /// callable from any context.
+    fn take(&self) -> bool {
+        if self.count.load(Relaxed) == UNLIMITED {
+            return true;
+        }
+        self.count.try_update(Relaxed, Relaxed, |n| n.checked_sub(1)).is_ok()
+    }
+
+    /// Runs the trigger for an event with `payload` fired in `target`.
+    pub(crate) fn fire(&self, payload: &[u8], target: &impl Target) {
+        if self.filter.as_ref().is_some_and(|f| !f.matches(payload)) {
+            return;
+        }
+        match self.action {
+            Action::TraceOn | Action::TraceOff => {
+                let on = self.action == Action::TraceOn;
+                if target.tracing() != on && self.take() {
+                    target.set_tracing(on);
+                }
+            }
+            Action::EnableEvent(event) | Action::DisableEvent(event) => {
+                let on = matches!(self.action, Action::EnableEvent(_));
+                if target.event_enabled(event) != on && self.take() {
+                    target.set_event(event, on);
+                }
+            }
+            Action::Snapshot => {
+                if self.take() && target.snapshot().is_err() {
+                    self.refused.fetch_add(1, Relaxed);
+                    // Not acted: the count is given back.
+                    if self.count.load(Relaxed) != UNLIMITED {
+                        self.count.fetch_add(1, Relaxed);
+                    }
+                }
+            }
+            Action::StackTrace => {
+                if self.take() {
+                    target.stack_trace();
+                }
+            }
+        }
+    }
+}
+
+impl fmt::Display for Trigger {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.action.name())?;
+        if let Action::EnableEvent(event) | Action::DisableEvent(event) = self.action {
+            write!(f, ":{}:{}", event.system, event.name)?;
+        }
+        match self.count() {
+            None => f.write_str(":unlimited")?,
+            Some(n) => write!(f, ":count={n}")?,
+        }
+        if let Some(filter) = &self.filter {
+            write!(f, " if {filter}")?;
+        }
+        Ok(())
+    }
+}
