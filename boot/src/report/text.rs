@@ -23,11 +23,21 @@ pub fn write_text(trace: &Trace, out: &mut impl Write) -> io::Result<()> {
     let out = &mut io::BufWriter::new(out);
     writeln!(out, "# instance: {}", trace.instance_name())?;
     writeln!(out, "# cpus={}", trace.cpus)?;
+    // The counts cover the events listed: a dump that holds only the last N
+    // records (or lost some with a damaged chunk) says how many it left out.
     let (entries, written) = trace
         .stats
         .iter()
         .fold((0u64, 0u64), |(e, w), s| (e.saturating_add(s.entries), w.saturating_add(s.written)));
-    writeln!(out, "# entries-in-buffer/entries-written: {entries}/{written}")?;
+    let listed = trace.events.len() as u64;
+    writeln!(out, "# entries-in-buffer/entries-written: {listed}/{}", written.max(listed))?;
+    if entries > listed {
+        writeln!(
+            out,
+            "# (the dump leaves out {} of the {entries} entries in the buffer)",
+            entries - listed
+        )?;
+    }
     if let Some(p) = &trace.panic {
         let msg = p.message.replace('\n', "\n#   ");
         writeln!(out, "# panic on cpu {} at {}: {}", p.cpu, p.location, msg)?;
