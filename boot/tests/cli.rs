@@ -232,10 +232,20 @@ fn a_dump_of_the_last_records_says_how_many_it_left_out() {
 
 #[test]
 fn a_dump_without_instances_or_their_names_gets_a_sentence() {
-    // The first chunk (header, descriptors, instance names) lost: records remain.
-    let mut lines: Vec<String> = log().lines().map(String::from).collect();
-    let first = lines.iter().position(|l| l.starts_with("TD 0 ")).unwrap();
-    lines.remove(first);
+    // The first chunk (header, instance name, first records) lost: records remain.
+    let mut log = String::new();
+    let mut writer = DumpWriter::begin(|line: &str| {
+        log.push_str(line);
+        log.push('\n');
+    });
+    writer.header(1, None);
+    writer.instance(0, "");
+    for ts in 0..200 {
+        writer.record(0, 0, ts, 1, &[0; 16], None);
+    }
+    writer.finish();
+    let lines: Vec<&str> = log.lines().filter(|l| !l.starts_with("TD 0 ")).collect();
+    assert!(lines.iter().any(|l| l.starts_with("TD 2 ")), "records in several chunks");
     let path = temp("nameless.log", &lines.join("\n"));
     let out = report(&[path.to_str().unwrap(), "--format", "perfetto"]);
     let stderr = text(&out.stderr);
