@@ -9,7 +9,9 @@
 //! About 60 s by default. `REPORT_FUZZ_SECS=N` runs N seconds, `REPORT_FUZZ_EXECS=N`
 //! stops after N executions, `REPORT_FUZZ_SEED=S` varies the inputs. A failing
 //! input is written to `report-fuzz-failure.log` in the target directory, for
-//! `cargo run -- report FILE`.
+//! `cargo run -- report FILE`. A failed allocation aborts the process before
+//! that: `REPORT_FUZZ_KEEP=1` with the same seed writes every input to
+//! `report-fuzz-current.log` before running it, so the last one is left behind.
 
 mod crafted;
 
@@ -94,18 +96,58 @@ fn seeds() -> Vec<Vec<String>> {
     logs.into_iter().map(|log| log.lines().map(String::from).collect()).collect()
 }
 
+/// Where the number after `at` ends (a varint: bytes with the top bit set, then
+/// one without), or the end of `bytes`.
+fn varint_end(bytes: &[u8], at: usize) -> usize {
+    bytes[at..].iter().position(|b| b & 0x80 == 0).map_or(bytes.len(), |n| at + n + 1)
+}
+
+/// Where the first numbers of each item's body start: the instance, CPU, counts
+/// and ids the decoders check. An item is a kind byte, a varint length, a body.
+fn item_numbers(bytes: &[u8]) -> Vec<usize> {
+    let mut starts = Vec::new();
+    let mut at = 0;
+    while at + 1 < bytes.len() {
+        let body = varint_end(bytes, at + 1);
+        let mut len = 0u64;
+        for (i, b) in bytes[at + 1..body].iter().enumerate().take(9) {
+            len |= u64::from(b & 0x7f) << (7 * i);
+        }
+        let end = body.saturating_add(len as usize).min(bytes.len());
+        let mut number = body;
+        while number < end && starts.len() < 4096 {
+            starts.push(number);
+            number = varint_end(bytes, number);
+            if number - body > 24 {
+                break;
+            }
+        }
+        at = end;
+    }
+    starts
+}
+
 /// Changes the bytes of a chunk; `donor` is another chunk to take bytes from.
 fn mutate_bytes(rng: &mut Rng, bytes: &mut Vec<u8>, donor: &[u8]) {
     let at = rng.below(bytes.len() + 1);
-    match rng.below(7) {
+    match rng.below(9) {
+        7 | 8 => {
+            // A number at the front of an item replaced: what the decoders check.
+            let starts = item_numbers(bytes);
+            if !starts.is_empty() {
+                let at = starts[rng.below(starts.len())];
+                let mut number = Vec::new();
+                crafted::varint(&mut number, rng.number());
+                bytes.splice(at..varint_end(bytes, at), number);
+            }
+        }
         0 if at < bytes.len() => bytes[at] ^= 1 << rng.below(8),
         1 if at < bytes.len() => bytes[at] = INTERESTING[rng.below(12)] as u8,
         2 => {
             // Replace the varint starting here (if any) with another number.
-            let len = bytes[at..].iter().position(|b| b & 0x80 == 0).map_or(0, |n| n + 1).min(10);
             let mut number = Vec::new();
             crafted::varint(&mut number, rng.number());
-            bytes.splice(at..at + len, number);
+            bytes.splice(at..varint_end(bytes, at).min(at + 10), number);
         }
         3 => {
             let mut number = Vec::new();
@@ -270,6 +312,14 @@ fn no_mutated_log_crashes_or_bloats_the_report() {
     let budget = Duration::from_secs(env("REPORT_FUZZ_SECS").unwrap_or(60));
     let max_execs = env("REPORT_FUZZ_EXECS").unwrap_or(u64::MAX);
     let seed = env("REPORT_FUZZ_SEED").unwrap_or(0x5eed_f00d);
+    let keep = std::env::var_os("REPORT_FUZZ_KEEP")
+        .map(|_| PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("report-fuzz-current.log"));
+    // Not captured by the test harness, so it outlives an abort.
+    let _ = writeln!(
+        io::stderr().lock(),
+        "report fuzz: seed {seed:#x}; should this abort, REPORT_FUZZ_SEED={seed} \
+         REPORT_FUZZ_KEEP=1 keeps the input that did it"
+    );
     let mut rng = Rng(seed | 1);
     let start = Instant::now();
     let (mut execs, mut events, mut measured) = (0u64, 0usize, 0u64);
@@ -282,6 +332,9 @@ fn no_mutated_log_crashes_or_bloats_the_report() {
             mutate(&mut rng, &mut lines, &seeds);
         }
         let log = lines.join("\n");
+        if let Some(path) = &keep {
+            std::fs::write(path, &log).unwrap();
+        }
         let before = PeakMemory::restart();
         let began = Instant::now();
         let result = catch_unwind(AssertUnwindSafe(|| report_everything(&log)));
