@@ -126,10 +126,13 @@ mod tests {
         ];
         let text = render(&t);
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines.len(), 6, "{text}");
-        assert_eq!(lines[3], "[001]  0.000000003: unknown event id 99: 01 02 ff");
-        assert_eq!(lines[4], "CPU:0 [LOST 2 EVENTS]");
-        assert_eq!(lines[5], "[000]  0.000000004: unknown event id 98");
+        assert_eq!(lines.len(), 7, "{text}");
+        // The counts cover the two events listed; the sample's stats say 5 entries.
+        assert_eq!(lines[2], "# entries-in-buffer/entries-written: 2/33");
+        assert_eq!(lines[3], "# (the dump leaves out 3 of the 5 entries in the buffer)");
+        assert_eq!(lines[4], "[001]  0.000000003: unknown event id 99: 01 02 ff");
+        assert_eq!(lines[5], "CPU:0 [LOST 2 EVENTS]");
+        assert_eq!(lines[6], "[000]  0.000000004: unknown event id 98");
     }
 
     #[test]

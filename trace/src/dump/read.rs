@@ -126,6 +126,9 @@ pub fn parse(log: &str) -> Vec<Dump> {
     dumps
 }
 
+/// A verified chunk: its line in the log, its number, its bytes.
+type Chunk = (usize, u64, Vec<u8>);
+
 /// Finds and decodes the dumps of a log fed to it one line at a time, so a long log
 /// need not be held in memory: each dump is handed back as soon as its end marker
 /// (or the next dump's begin marker) has been read. Memory is that of the dump
@@ -135,7 +138,7 @@ pub struct Reader {
     /// Lines read so far.
     line: usize,
     /// The dump being read, and its verified chunks (line, number, bytes).
-    open: Option<(Dump, Vec<(usize, u64, Vec<u8>)>)>,
+    open: Option<(Dump, Vec<Chunk>)>,
 }
 
 impl Reader {
@@ -226,7 +229,7 @@ fn chunk_line(text: &str) -> Result<(u64, Vec<u8>), (Option<u64>, String)> {
 
 fn finish(
     mut dump: Dump,
-    mut chunks: Vec<(usize, u64, Vec<u8>)>,
+    mut chunks: Vec<Chunk>,
     ended: Option<(usize, Option<u64>)>,
 ) -> Dump {
     chunks.sort_by_key(|(_, seq, _)| *seq);
