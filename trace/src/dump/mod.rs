@@ -57,7 +57,7 @@ pub const END: &str = "<<<TRACE-DUMP v1 END";
 /// above it, is refused as damage.
 pub const MAX_CPUS: usize = 256;
 /// Most instances a dump holds: a larger instance number is refused as damage.
-pub const MAX_INSTANCES: u64 = 256;
+pub const MAX_INSTANCES: u64 = 64;
 /// Format version.
 pub const VERSION: u64 = 1;
 
