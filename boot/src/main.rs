@@ -175,6 +175,32 @@ fn report(options: &Report) -> Result<bool, String> {
     if total == 0 {
         return Err(format!("{log}: no trace dump found"));
     }
+    match (options.format, &options.output) {
+        (Format::Text | Format::Perfetto, Some(path)) => {
+            // Written beside its name and renamed into place once complete: a report
+            // that fails leaves no file behind and an older one as it was.
+            let mut partial = path.clone().into_os_string();
+            partial.push(".partial");
+            let partial = PathBuf::from(partial);
+            let file = std::fs::File::create(&partial)
+                .map_err(|e| format!("{}: {e}", partial.display()))?;
+            let result = convert(options, total, &mut BufWriter::new(file)).and_then(|clean| {
+                std::fs::rename(&partial, path).map_err(|e| format!("{}: {e}", path.display()))?;
+                Ok(clean)
+            });
+            if result.is_err() {
+                let _ = std::fs::remove_file(&partial);
+            }
+            result
+        }
+        _ => convert(options, total, &mut BufWriter::new(std::io::stdout().lock())),
+    }
+}
+
+/// Decodes the `total` dumps of the log one after the other and writes the report
+/// to `out` (CTF: to its directory).
+fn convert(options: &Report, total: usize, out: &mut impl Write) -> Result<bool, String> {
+    let log = options.log.display();
     let write_error = |e: std::io::Error| {
         // The reader went away (`report LOG | head`): stop quietly, as Unix tools do.
         if e.kind() == std::io::ErrorKind::BrokenPipe {
@@ -184,12 +210,6 @@ fn report(options: &Report) -> Result<bool, String> {
             Some(path) => format!("{}: {e}", path.display()),
             None => format!("writing the report: {e}"),
         }
-    };
-    let mut out: Box<dyn Write> = match (options.format, &options.output) {
-        (Format::Text | Format::Perfetto, Some(path)) => Box::new(BufWriter::new(
-            std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?,
-        )),
-        _ => Box::new(BufWriter::new(std::io::stdout().lock())),
     };
     let mut clean = true;
     let mut reader = trace::dump::Reader::new();
@@ -208,9 +228,9 @@ fn report(options: &Report) -> Result<bool, String> {
                 }
                 for trace in chosen(&dump, options.instance.as_deref())? {
                     if options.stat {
-                        report::write_stat(&trace, &mut out).map_err(write_error)?;
+                        report::write_stat(&trace, out).map_err(write_error)?;
                     } else {
-                        report::write_text(&trace, &mut out).map_err(write_error)?;
+                        report::write_text(&trace, out).map_err(write_error)?;
                     }
                 }
             }
@@ -226,7 +246,7 @@ fn report(options: &Report) -> Result<bool, String> {
                 match &options.output {
                     Some(dir) if options.format == Format::Ctf => report::write_ctf(&trace, dir)
                         .map_err(|e| format!("{}: {e}", dir.display()))?,
-                    _ => report::write_perfetto(&trace, &mut out).map_err(write_error)?,
+                    _ => report::write_perfetto(&trace, out).map_err(write_error)?,
                 }
             }
             Format::Perfetto | Format::Ctf => {}

@@ -184,6 +184,13 @@ fn text_goes_to_the_output_file_and_stat_refuses_other_formats() {
     let out = report(&[log.to_str().unwrap(), "--stat", "-o", file.to_str().unwrap()]);
     assert!(out.status.success() && out.stdout.is_empty());
     assert!(std::fs::read_to_string(&file).unwrap().contains("Total events: 3"));
+    // A report that fails changes nothing: the old file stays, no partial one.
+    let out =
+        report(&[log.to_str().unwrap(), "--instance", "nosuch", "-o", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(std::fs::read_to_string(&file).unwrap().contains("Total events: 3"));
+    let partial = format!("{}.partial", file.display());
+    assert!(!std::path::Path::new(&partial).exists());
     for format in ["perfetto", "ctf"] {
         let out = report(&[log.to_str().unwrap(), "--stat", "--format", format, "-o", "x"]);
         assert_eq!(out.status.code(), Some(2));

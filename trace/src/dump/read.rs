@@ -227,11 +227,7 @@ fn chunk_line(text: &str) -> Result<(u64, Vec<u8>), (Option<u64>, String)> {
     Ok((seq, bytes))
 }
 
-fn finish(
-    mut dump: Dump,
-    mut chunks: Vec<Chunk>,
-    ended: Option<(usize, Option<u64>)>,
-) -> Dump {
+fn finish(mut dump: Dump, mut chunks: Vec<Chunk>, ended: Option<(usize, Option<u64>)>) -> Dump {
     chunks.sort_by_key(|(_, seq, _)| *seq);
     // Chunks already reported as damaged are not reported again as missing.
     let damaged: BTreeSet<u64> = dump.problems.iter().filter_map(|p| p.chunk).collect();
