@@ -39,8 +39,9 @@ const REPORT_HELP: &str = "\
 Exit codes:
   0  every dump was intact
   1  a dump was damaged: its problems are on stderr, the rest was reported
-  2  nothing was reported: no dump in the log, a file that cannot be read or
-     written, or options that do not go together";
+  2  the report failed: no dump in the log, a file that cannot be read or
+     written, no such instance, or options that do not go together (a file
+     given with -o is then left as it was)";
 
 #[derive(Subcommand, Debug)]
 enum Command {
