@@ -4,7 +4,7 @@
 use boot::qemu::{Config, Outcome, Serial};
 use boot::report;
 use clap::{Parser, Subcommand, ValueEnum};
-use std::io::{BufWriter, Write};
+use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -14,7 +14,7 @@ use wait_timeout::ChildExt;
 /// terminal; Ctrl-A x quits, Ctrl-A c toggles the QEMU monitor), or read the trace
 /// dumps of a captured serial log.
 #[derive(Parser, Debug)]
-#[command(version, about)]
+#[command(version, about, after_help = RUN_HELP)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -22,9 +22,31 @@ struct Cli {
     run: Run,
 }
 
+/// What `--help` adds after the options of the runner.
+const RUN_HELP: &str = "\
+The console: Ctrl-A x quits QEMU, Ctrl-A c switches between the kernel's console and
+the QEMU monitor, Ctrl-A h lists the other keys; Ctrl-C goes to the kernel.
+
+Exit codes:
+  0  the kernel powered off (`poweroff`)
+  1  the kernel panicked or hit a fatal exception
+  2  QEMU failed (or could not be started)
+  3  --timeout expired and QEMU was killed
+  4  QEMU ended without a verdict: the guest reset, or Ctrl-A x";
+
+/// What `report --help` adds after its options.
+const REPORT_HELP: &str = "\
+Exit codes:
+  0  every dump was intact
+  1  a dump was damaged: its problems are on stderr, the rest was reported
+  2  the report failed: no dump in the log, a file that cannot be read or
+     written, no such instance, or options that do not go together (a file
+     given with -o is then left as it was)";
+
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Find the trace dumps in a serial log, verify them, and print or convert them.
+    #[command(after_help = REPORT_HELP)]
     Report(Report),
 }
 
@@ -66,14 +88,14 @@ enum Format {
 struct Report {
     /// The captured serial log (other output around the dumps is fine).
     log: PathBuf,
-    /// Summarise instead of listing events (text only).
+    /// Summarise instead of listing events (text only: an error with another format).
     #[arg(long)]
     stat: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
-    /// Output file (perfetto, default stdout; tracedat, required) or directory (ctf;
-    /// required).
+    /// Output file (text, perfetto, default stdout; tracedat, required) or directory
+    /// (ctf; required).
     #[arg(short, long, value_name = "PATH")]
     output: Option<PathBuf>,
     /// The instance to convert (perfetto, ctf, tracedat); default the top-level one. Text
@@ -109,11 +131,11 @@ fn boot(run: &Run) -> ExitCode {
             eprintln!(
                 "boot: cannot run qemu-system-x86_64: {error} (run boot/setup.sh to install it)"
             );
-            Outcome::QemuError(None)
+            return ExitCode::from(Outcome::QemuError(None).exit_code());
         }
     };
     if outcome != Outcome::Success {
-        eprintln!("boot: {outcome:?}");
+        eprintln!("boot: {outcome} (exit code {})", outcome.exit_code());
     }
     ExitCode::from(outcome.exit_code())
 }
@@ -135,87 +157,150 @@ fn run_qemu(config: &Config, timeout: Option<Duration>) -> std::io::Result<Outco
 }
 
 /// Runs `report`; `Ok(false)` when a dump had problems (reported on stderr, the rest
-/// of the output written all the same).
+/// of the output written all the same). The log is read twice, a line at a time:
+/// once to count the dumps, once to decode them one after the other, so memory
+/// holds one dump, not the log.
 fn report(options: &Report) -> Result<bool, String> {
-    let log = std::fs::read(&options.log).map_err(|e| format!("{}: {e}", options.log.display()))?;
-    let log = String::from_utf8_lossy(&log);
-    let dumps = trace::dump::parse(&log);
-    if dumps.is_empty() {
-        return Err(format!("{}: no trace dump found", options.log.display()));
+    if options.stat && options.format != Format::Text {
+        return Err(format!(
+            "--stat is a text summary; it does not go with --format {}",
+            options.format.to_possible_value().map_or_else(String::new, |v| v.get_name().into())
+        ));
     }
-    let mut clean = true;
-    for dump in &dumps {
-        for problem in &dump.problems {
-            clean = false;
-            eprintln!("report: {}:{}: {}", options.log.display(), problem.line, problem.what);
+    match (options.format, &options.output) {
+        (Format::Ctf, None) => return Err("--format ctf needs -o DIR".into()),
+        (Format::Tracedat, None) => return Err("--format tracedat needs -o FILE".into()),
+        _ => {}
+    }
+    let log = options.log.display();
+    let mut total = 0usize;
+    for_each_line(&options.log, |line| {
+        total += usize::from(line.contains(trace::dump::BEGIN));
+        Ok(())
+    })?;
+    if total == 0 {
+        return Err(format!("{log}: no trace dump found"));
+    }
+    match (options.format, &options.output) {
+        (Format::Text | Format::Perfetto | Format::Tracedat, Some(path)) => {
+            // Written beside its name and renamed into place once complete: a report
+            // that fails leaves no file behind and an older one as it was.
+            let mut partial = path.clone().into_os_string();
+            partial.push(".partial");
+            let partial = PathBuf::from(partial);
+            let file = std::fs::File::create(&partial)
+                .map_err(|e| format!("{}: {e}", partial.display()))?;
+            let result = convert(options, total, &mut BufWriter::new(file)).and_then(|clean| {
+                std::fs::rename(&partial, path).map_err(|e| format!("{}: {e}", path.display()))?;
+                Ok(clean)
+            });
+            if result.is_err() {
+                let _ = std::fs::remove_file(&partial);
+            }
+            result
         }
+        _ => convert(options, total, &mut BufWriter::new(std::io::stdout().lock())),
     }
+}
+
+/// Decodes the `total` dumps of the log one after the other and writes the report
+/// to `out` (CTF: to its directory).
+fn convert(options: &Report, total: usize, out: &mut impl Write) -> Result<bool, String> {
+    let log = options.log.display();
     let write_error = |e: std::io::Error| {
         // The reader went away (`report LOG | head`): stop quietly, as Unix tools do.
         if e.kind() == std::io::ErrorKind::BrokenPipe {
             std::process::exit(0);
         }
-        format!("writing the report: {e}")
+        match &options.output {
+            Some(path) => format!("{}: {e}", path.display()),
+            None => format!("writing the report: {e}"),
+        }
     };
-    match options.format {
-        Format::Text => {
-            let stdout = std::io::stdout();
-            let mut out = BufWriter::new(stdout.lock());
-            for (n, dump) in dumps.iter().enumerate() {
-                if dumps.len() > 1 {
-                    writeln!(out, "# dump {} of {} (line {})", n + 1, dumps.len(), dump.line)
+    let mut clean = true;
+    let mut reader = trace::dump::Reader::new();
+    let mut seen = 0;
+    let mut each = |dump: trace::dump::Dump| -> Result<(), String> {
+        seen += 1;
+        for problem in &dump.problems {
+            clean = false;
+            eprintln!("report: {log}:{}: {}", problem.line, problem.what);
+        }
+        match options.format {
+            Format::Text => {
+                if total > 1 {
+                    writeln!(out, "# dump {seen} of {total} (line {})", dump.line)
                         .map_err(write_error)?;
                 }
-                for trace in chosen(dump, options.instance.as_deref())? {
+                for trace in chosen(&dump, options.instance.as_deref())? {
                     if options.stat {
-                        report::write_stat(&trace, &mut out).map_err(write_error)?;
+                        report::write_stat(&trace, out).map_err(write_error)?;
                     } else {
-                        report::write_text(&trace, &mut out).map_err(write_error)?;
+                        report::write_text(&trace, out).map_err(write_error)?;
                     }
                 }
             }
-            out.flush().map_err(write_error)?;
-        }
-        Format::Perfetto | Format::Ctf | Format::Tracedat => {
-            let dump = dumps.last().expect("not empty");
-            if dumps.len() > 1 {
-                eprintln!(
-                    "report: {} dumps in the log; converting the last (line {})",
-                    dumps.len(),
-                    dump.line
-                );
-            }
-            let name = options.instance.as_deref().unwrap_or("top");
-            let trace = chosen(dump, Some(name))?.pop().expect("chosen returns one when named");
-            match (options.format, &options.output) {
-                (Format::Ctf, None) => return Err("--format ctf needs -o DIR".into()),
-                (Format::Tracedat, None) => return Err("--format tracedat needs -o FILE".into()),
-                (Format::Tracedat, Some(file)) => {
-                    write_file(file, |out| report::write_tracedat(&trace, out))?
+            Format::Perfetto | Format::Ctf | Format::Tracedat if seen == total => {
+                if total > 1 {
+                    eprintln!(
+                        "report: {total} dumps in the log; converting the last (line {})",
+                        dump.line
+                    );
                 }
-                (Format::Ctf, Some(dir)) => {
-                    report::write_ctf(&trace, dir).map_err(|e| format!("{}: {e}", dir.display()))?
+                let name = options.instance.as_deref().unwrap_or("top");
+                let trace = chosen(&dump, Some(name))?.swap_remove(0);
+                match (options.format, &options.output) {
+                    (Format::Ctf, Some(dir)) => report::write_ctf(&trace, dir)
+                        .map_err(|e| format!("{}: {e}", dir.display()))?,
+                    (Format::Tracedat, _) => {
+                        report::write_tracedat(&trace, out).map_err(write_error)?
+                    }
+                    _ => report::write_perfetto(&trace, out).map_err(write_error)?,
                 }
-                (_, Some(file)) => write_file(file, |out| report::write_perfetto(&trace, out))?,
-                (_, None) => report::write_perfetto(&trace, &mut std::io::stdout().lock())
-                    .map_err(write_error)?,
             }
+            Format::Perfetto | Format::Ctf | Format::Tracedat => {}
         }
+        Ok(())
+    };
+    for_each_line(&options.log, |line| reader.line(line).map_or(Ok(()), &mut each))?;
+    if let Some(dump) = reader.finish() {
+        each(dump)?;
     }
+    out.flush().map_err(write_error)?;
     Ok(clean)
 }
 
-/// The instances of `dump` to report: all, or the one named.
+/// Calls `each` with every line of the file at `path` (invalid UTF-8 replaced),
+/// reading one line at a time; stops at its first error.
+fn for_each_line(
+    path: &Path,
+    mut each: impl FnMut(&str) -> Result<(), String>,
+) -> Result<(), String> {
+    let read_error = |e: std::io::Error| format!("{}: {e}", path.display());
+    let mut file = BufReader::new(std::fs::File::open(path).map_err(read_error)?);
+    let mut line = Vec::new();
+    while file.read_until(b'\n', &mut line).map_err(read_error)? > 0 {
+        each(&String::from_utf8_lossy(&line))?;
+        line.clear();
+    }
+    Ok(())
+}
+
+/// The instances of `dump` to report: all, or the one named (never none).
 fn chosen(dump: &trace::dump::Dump, name: Option<&str>) -> Result<Vec<report::Trace>, String> {
     let traces = report::traces(dump);
     match name {
         None => Ok(traces),
+        Some(_) if traces.is_empty() => Err(format!(
+            "the dump at line {} holds no instance: the chunks that held them were lost",
+            dump.line
+        )),
         Some(name) => {
-            let known: Vec<String> = traces.iter().map(|t| t.instance.clone()).collect();
+            let known: Vec<String> = traces.iter().map(|t| format!("{:?}", t.instance)).collect();
             let found: Vec<_> = traces.into_iter().filter(|t| t.instance == name).collect();
             if found.is_empty() {
                 Err(format!(
-                    "the dump at line {} has no instance {name:?} (it has: {})",
+                    "the dump at line {} has no instance {name:?} (it has {})",
                     dump.line,
                     known.join(", ")
                 ))
@@ -224,12 +309,4 @@ fn chosen(dump: &trace::dump::Dump, name: Option<&str>) -> Result<Vec<report::Tr
             }
         }
     }
-}
-
-fn write_file(
-    path: &Path,
-    write: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
-) -> Result<(), String> {
-    let mut file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    write(&mut file).map_err(|e| format!("{}: {e}", path.display()))
 }

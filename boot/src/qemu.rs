@@ -87,6 +87,25 @@ pub enum Outcome {
     Timeout,
 }
 
+/// A sentence for the user: what the run came to.
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Success => write!(f, "the kernel powered off"),
+            Self::KernelFailure => {
+                write!(f, "the kernel panicked or hit a fatal exception (its report is above)")
+            }
+            Self::NoVerdict => write!(
+                f,
+                "QEMU ended without a verdict from the kernel: the guest reset, or QEMU was quit"
+            ),
+            Self::QemuError(Some(code)) => write!(f, "QEMU failed with exit status {code}"),
+            Self::QemuError(None) => write!(f, "QEMU was killed by a signal"),
+            Self::Timeout => write!(f, "the run outlived its time limit and QEMU was killed"),
+        }
+    }
+}
+
 impl Outcome {
     /// Interprets QEMU's exit status: the kernel writes `v` to the debug-exit port and
     /// QEMU exits with `(v << 1) | 1`.

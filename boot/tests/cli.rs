@@ -1,4 +1,7 @@
-//! `boot report` as a user runs it: on logs written with the dump writer.
+//! `boot report` as a user runs it: on logs written with the dump writer, and on
+//! crafted dumps whose checksums are valid but whose contents are absurd.
+
+mod crafted;
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -131,4 +134,178 @@ fn damaged_and_missing_dumps_get_clear_errors() {
     let out = report(&["/nonexistent/serial.log"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("/nonexistent/serial.log"));
+}
+
+/// Every output `report` writes, as arguments (the CTF directory under `dir`).
+fn every_format(dir: &std::path::Path) -> Vec<Vec<String>> {
+    let _ = std::fs::remove_dir_all(dir);
+    vec![
+        vec![],
+        vec!["--stat".into()],
+        vec!["--format".into(), "perfetto".into()],
+        vec!["--format".into(), "ctf".into(), "-o".into(), dir.to_str().unwrap().into()],
+    ]
+}
+
+#[test]
+fn crafted_dumps_with_absurd_numbers_are_refused_by_rule_in_every_format() {
+    for (i, crasher) in crafted::crashers().into_iter().enumerate() {
+        let log = temp(&format!("crafted-{i}.log"), &crasher.log);
+        let dir = std::env::temp_dir().join(format!("boot-cli-{}-crafted-ctf", std::process::id()));
+        for args in every_format(&dir) {
+            let mut all = vec![log.to_str().unwrap().to_string()];
+            all.extend(args.iter().cloned());
+            let out = report(&all.iter().map(String::as_str).collect::<Vec<_>>());
+            let stderr = text(&out.stderr);
+            // 1: the damage is reported, the rest converted; 2: nothing was left to
+            // convert (the instance list was refused).
+            assert!(
+                matches!(out.status.code(), Some(1 | 2)),
+                "{}: {args:?}: {:?}\n{stderr}",
+                crasher.name,
+                out.status
+            );
+            assert!(stderr.contains(crasher.refused), "{}: {args:?}: {stderr}", crasher.name);
+            assert!(!stderr.contains("panicked"), "{}: {args:?}: {stderr}", crasher.name);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[test]
+fn text_goes_to_the_output_file_and_stat_refuses_other_formats() {
+    let log = temp("papercuts.log", &log());
+    let file = std::env::temp_dir().join(format!("boot-cli-{}-out.txt", std::process::id()));
+    let out = report(&[log.to_str().unwrap(), "-o", file.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+    let written = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(written.lines().filter(|l| l.contains(" ping: ")).count(), 3, "{written}");
+    let out = report(&[log.to_str().unwrap(), "--stat", "-o", file.to_str().unwrap()]);
+    assert!(out.status.success() && out.stdout.is_empty());
+    assert!(std::fs::read_to_string(&file).unwrap().contains("Total events: 3"));
+    // A report that fails changes nothing: the old file stays, no partial one.
+    let out =
+        report(&[log.to_str().unwrap(), "--instance", "nosuch", "-o", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(std::fs::read_to_string(&file).unwrap().contains("Total events: 3"));
+    let partial = format!("{}.partial", file.display());
+    assert!(!std::path::Path::new(&partial).exists());
+    for format in ["perfetto", "ctf"] {
+        let out = report(&[log.to_str().unwrap(), "--stat", "--format", format, "-o", "x"]);
+        assert_eq!(out.status.code(), Some(2));
+        assert_eq!(
+            text(&out.stderr).trim(),
+            format!("report: --stat is a text summary; it does not go with --format {format}")
+        );
+    }
+}
+
+#[test]
+fn a_dump_of_the_last_records_says_how_many_it_left_out() {
+    // The buffer holds 2 + 1 entries of 7 written; the dump lists the last 2.
+    let descriptor: &EventDescriptor = PING.descriptor();
+    let mut log = String::new();
+    let mut writer = DumpWriter::begin(|line: &str| {
+        log.push_str(line);
+        log.push('\n');
+    });
+    writer.header(2, None);
+    writer.descriptor_as(1, descriptor);
+    writer.instance(0, "");
+    writer.cpu_stats(0, 0, &RingStats { written: 2, entries: 2, ..RingStats::default() });
+    writer.cpu_stats(0, 1, &RingStats { written: 5, entries: 1, ..RingStats::default() });
+    writer.record(0, 0, 10, 1, &[], None);
+    writer.record(0, 1, 20, 1, &[], None);
+    writer.skipped(0, 1);
+    writer.finish();
+    let path = temp("last.log", &log);
+    let out = report(&[path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let header: Vec<&str> = stdout.lines().filter(|l| l.starts_with('#')).collect();
+    assert_eq!(
+        header,
+        [
+            "# instance: top",
+            "# cpus=2",
+            "# entries-in-buffer/entries-written: 2/7",
+            "# (the dump leaves out 1 of the 3 entries in the buffer)",
+        ],
+        "{stdout}"
+    );
+    assert_eq!(stdout.lines().filter(|l| l.contains(" ping: ")).count(), 2, "{stdout}");
+}
+
+#[test]
+fn a_dump_without_instances_or_their_names_gets_a_sentence() {
+    // The first chunk (header, instance name, first records) lost: records remain.
+    let mut log = String::new();
+    let mut writer = DumpWriter::begin(|line: &str| {
+        log.push_str(line);
+        log.push('\n');
+    });
+    writer.header(1, None);
+    writer.instance(0, "");
+    for ts in 0..200 {
+        writer.record(0, 0, ts, 1, &[0; 16], None);
+    }
+    writer.finish();
+    let lines: Vec<&str> = log.lines().filter(|l| !l.starts_with("TD 0 ")).collect();
+    assert!(lines.iter().any(|l| l.starts_with("TD 2 ")), "records in several chunks");
+    let path = temp("nameless.log", &lines.join("\n"));
+    let out = report(&[path.to_str().unwrap(), "--format", "perfetto"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("the name of instance 0 was lost"), "{stderr}");
+    assert!(stderr.contains("has no instance \"top\" (it has \"#0\")"), "{stderr}");
+    let converted = report(&[path.to_str().unwrap(), "--format", "perfetto", "--instance", "#0"]);
+    assert_eq!(converted.status.code(), Some(1), "{}", text(&converted.stderr));
+    // Every chunk lost: no instance at all.
+    let empty =
+        temp("empty.log", &format!("{}\n{} chunks=0>>>\n", trace::dump::BEGIN, trace::dump::END));
+    let out = report(&[empty.to_str().unwrap(), "--format", "perfetto"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("holds no instance: the chunks that held them were lost"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn help_names_the_console_keys_and_the_exit_codes() {
+    let help = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_boot")).args(args).output().unwrap();
+        assert!(out.status.success());
+        text(&out.stdout)
+    };
+    let run = help(&["--help"]);
+    assert!(run.contains("Ctrl-A x quits QEMU"), "{run}");
+    for code in ["0  the kernel powered off", "1  the kernel panicked", "3  --timeout expired"] {
+        assert!(run.contains(code), "{run}");
+    }
+    let report = help(&["report", "--help"]);
+    assert!(report.contains("1  a dump was damaged"), "{report}");
+}
+
+#[test]
+fn the_runner_reports_its_outcome_as_a_sentence() {
+    // No QEMU run needed: the outcome's words are what the runner prints.
+    use boot::qemu::Outcome;
+    assert_eq!(
+        Outcome::KernelFailure.to_string(),
+        "the kernel panicked or hit a fatal exception (its report is above)"
+    );
+    for outcome in [
+        Outcome::Success,
+        Outcome::KernelFailure,
+        Outcome::NoVerdict,
+        Outcome::QemuError(Some(1)),
+        Outcome::QemuError(None),
+        Outcome::Timeout,
+    ] {
+        let words = outcome.to_string();
+        assert!(words.contains(' ') && !words.contains(&format!("{outcome:?}")), "{words}");
+    }
 }

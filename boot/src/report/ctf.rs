@@ -56,20 +56,24 @@ pub fn write_ctf(trace: &Trace, dir: &Path) -> io::Result<()> {
             ),
         ));
     }
+    for (name, bytes) in ctf_files(trace) {
+        let path = dir.join(name);
+        fs::write(&path, bytes).map_err(|e| with_path(e, "cannot write", &path))?;
+    }
+    Ok(())
+}
+
+/// The files of the CTF trace, named and in memory: `metadata`, then one stream
+/// file per CPU track (`stream_0`, ...).
+pub fn ctf_files(trace: &Trace) -> Vec<(String, Vec<u8>)> {
     let uuid = trace_uuid(trace);
-    let metadata = metadata(trace, &uuid);
-    let path = dir.join("metadata");
-    fs::write(&path, metadata).map_err(|e| with_path(e, "cannot write", &path))?;
+    let mut files = vec![(String::from("metadata"), metadata(trace, &uuid).into_bytes())];
     let mut cpus = trace.cpu_ids();
     if cpus.is_empty() {
         cpus.push(0); // babeltrace2 wants at least one stream
     }
-    for cpu in cpus {
-        let path = dir.join(format!("stream_{cpu}"));
-        fs::write(&path, stream(trace, cpu, &uuid))
-            .map_err(|e| with_path(e, "cannot write", &path))?;
-    }
-    Ok(())
+    files.extend(cpus.into_iter().map(|cpu| (format!("stream_{cpu}"), stream(trace, cpu, &uuid))));
+    files
 }
 
 fn with_path(e: io::Error, what: &str, path: &Path) -> io::Error {

@@ -75,9 +75,11 @@ pub fn traces(dump: &Dump) -> Vec<Trace> {
                 .keys()
                 .chain(instance.records.iter().map(|r| &r.cpu))
                 .max()
-                .map_or(0, |c| c + 1);
+                .map_or(0, |c| c.saturating_add(1));
             let cpus = dump.cpus.unwrap_or(max_cpu).max(max_cpu);
-            let mut stats = vec![CpuStats::default(); cpus];
+            // The parser keeps CPU numbers below `MAX_CPUS`; a dump built otherwise
+            // loses the stats of CPUs beyond it rather than sizing memory by them.
+            let mut stats = vec![CpuStats::default(); cpus.min(trace::dump::MAX_CPUS)];
             for (&cpu, s) in &instance.stats {
                 if let Some(slot) = stats.get_mut(cpu) {
                     *slot = *s;

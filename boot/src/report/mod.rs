@@ -14,7 +14,7 @@ pub mod tracedat;
 #[cfg(test)]
 mod sample;
 
-pub use ctf::write_ctf;
+pub use ctf::{ctf_files, write_ctf};
 pub use from_dump::traces;
 pub use model::{
     CpuStats, Descriptor, Event, FieldDesc, FieldKind, PanicInfo, Trace, Value, format_ts, hex_dump,

@@ -28,11 +28,21 @@ pub fn write_text(trace: &Trace, out: &mut impl Write) -> io::Result<()> {
     let out = &mut io::BufWriter::new(out);
     writeln!(out, "# instance: {}", trace.instance_name())?;
     writeln!(out, "# cpus={}", trace.cpus)?;
+    // The counts cover the events listed: a dump that holds only the last N
+    // records (or lost some with a damaged chunk) says how many it left out.
     let (entries, written) = trace
         .stats
         .iter()
         .fold((0u64, 0u64), |(e, w), s| (e.saturating_add(s.entries), w.saturating_add(s.written)));
-    writeln!(out, "# entries-in-buffer/entries-written: {entries}/{written}")?;
+    let listed = trace.events.len() as u64;
+    writeln!(out, "# entries-in-buffer/entries-written: {listed}/{}", written.max(listed))?;
+    if entries > listed {
+        writeln!(
+            out,
+            "# (the dump leaves out {} of the {entries} entries in the buffer)",
+            entries - listed
+        )?;
+    }
     if let Some(p) = &trace.panic {
         let msg = p.message.replace('\n', "\n#   ");
         writeln!(out, "# panic on cpu {} at {}: {}", p.cpu, p.location, msg)?;
@@ -134,14 +144,17 @@ mod tests {
         ];
         let text = render(&t);
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines.len(), 6, "{text}");
+        assert_eq!(lines.len(), 7, "{text}");
+        // The counts cover the two events listed; the sample's stats say 5 entries.
+        assert_eq!(lines[2], "# entries-in-buffer/entries-written: 2/33");
+        assert_eq!(lines[3], "# (the dump leaves out 3 of the 5 entries in the buffer)");
         assert_eq!(
-            lines[3],
+            lines[4],
             "          <idle>-0       [001] .....     0.000000003: unknown_event: id=99 01 02 ff"
         );
-        assert_eq!(lines[4], "CPU:0 [LOST 2 EVENTS]");
+        assert_eq!(lines[5], "CPU:0 [LOST 2 EVENTS]");
         assert_eq!(
-            lines[5],
+            lines[6],
             "           shell-1       [000] .....     0.000000004: unknown_event: id=98"
         );
     }

@@ -42,9 +42,10 @@ mod read;
 mod write;
 
 pub use read::{
-    Dump, DumpDescriptor, DumpInstance, DumpRecord, DumpStats, PanicReport, Problem, parse,
+    Dump, DumpDescriptor, DumpInstance, DumpRecord, DumpStats, PanicReport, Problem, Reader,
+    decode_chunk, parse,
 };
-pub use write::DumpWriter;
+pub use write::{DumpWriter, encode_chunk};
 
 /// Largest chunk, in bytes before base64.
 pub const CHUNK_BYTES: usize = 384;
@@ -52,6 +53,11 @@ pub const CHUNK_BYTES: usize = 384;
 pub const BEGIN: &str = "<<<TRACE-DUMP v1 BEGIN>>>";
 /// The start of the line that ends a dump.
 pub const END: &str = "<<<TRACE-DUMP v1 END";
+/// Most CPUs a dump covers: a larger count in a header, or a CPU number at or
+/// above it, is refused as damage.
+pub const MAX_CPUS: usize = 256;
+/// Most instances a dump holds: a larger instance number is refused as damage.
+pub const MAX_INSTANCES: u64 = 64;
 /// Format version.
 pub const VERSION: u64 = 1;
 

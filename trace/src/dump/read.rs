@@ -1,10 +1,10 @@
 //! Reading dumps back from a captured serial log (host side; allocates).
 
 use super::codec::{base64_decode, crc32, get_varint, unzigzag};
-use super::{BEGIN, END, VERSION, kind};
+use super::{BEGIN, END, MAX_CPUS, MAX_INSTANCES, VERSION, kind};
 use crate::event::DescriptorKind;
 use crate::field::{Decoder, Encoder, Field, FieldKind, Sink};
-use alloc::collections::BTreeMap;
+use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -120,51 +120,81 @@ pub struct Dump {
 /// Every dump in `log`, in order. Never fails: a damaged dump comes back with its
 /// problems listed and everything intact decoded.
 pub fn parse(log: &str) -> Vec<Dump> {
-    let mut dumps = Vec::new();
-    let mut lines = log.lines().enumerate().map(|(i, l)| (i + 1, l.trim_end_matches('\r')));
-    while let Some((begin, _)) = lines.by_ref().find(|(_, l)| l.contains(BEGIN)) {
-        let mut chunks: Vec<(usize, u64, Vec<u8>)> = Vec::new();
-        let mut dump = Dump { line: begin, ..Dump::default() };
-        let mut ended = None;
-        for (line, text) in lines.by_ref() {
-            if text.contains(BEGIN) {
+    let mut reader = Reader::new();
+    let mut dumps: Vec<Dump> = log.lines().filter_map(|line| reader.line(line)).collect();
+    dumps.extend(reader.finish());
+    dumps
+}
+
+/// A verified chunk: its line in the log, its number, its bytes.
+type Chunk = (usize, u64, Vec<u8>);
+
+/// Finds and decodes the dumps of a log fed to it one line at a time, so a long log
+/// need not be held in memory: each dump is handed back as soon as its end marker
+/// (or the next dump's begin marker) has been read. Memory is that of the dump
+/// being read; time is linear in the log's length.
+#[derive(Debug, Default)]
+pub struct Reader {
+    /// Lines read so far.
+    line: usize,
+    /// The dump being read, and its verified chunks (line, number, bytes).
+    open: Option<(Dump, Vec<Chunk>)>,
+}
+
+impl Reader {
+    /// A reader at the start of a log.
+    pub fn new() -> Self {
+        Reader::default()
+    }
+
+    /// Reads the next line of the log (its line ending may be left on); returns
+    /// the dump this line ends, if any.
+    pub fn line(&mut self, text: &str) -> Option<Dump> {
+        self.line += 1;
+        let line = self.line;
+        let text = text.trim_end_matches(['\r', '\n']);
+        if text.contains(BEGIN) {
+            let ended = self.open.take().map(|(mut dump, chunks)| {
                 dump.problems.push(Problem {
                     line,
                     chunk: None,
                     what: "a new dump begins before this one ended".into(),
                 });
-                // Parse the new one from its own begin line.
-                let rest: String = log.lines().skip(line - 1).collect::<Vec<_>>().join("\n");
-                let mut nested = parse(&rest);
-                for d in &mut nested {
-                    d.line += line - 1;
-                    d.problems.iter_mut().for_each(|p| p.line += line - 1);
-                }
-                finish(&mut dump, chunks, ended);
-                dumps.push(dump);
-                dumps.extend(nested);
-                return dumps;
-            }
-            if let Some(tail) = text.split(END).nth(1) {
-                ended = Some((
-                    line,
-                    tail.trim()
-                        .strip_prefix("chunks=")
-                        .and_then(|t| t.strip_suffix(">>>"))
-                        .and_then(|n| n.parse::<u64>().ok()),
-                ));
-                break;
-            }
-            let Some(at) = text.find("TD ") else { continue };
-            match chunk_line(&text[at + 3..]) {
-                Ok((seq, bytes)) => chunks.push((line, seq, bytes)),
-                Err((seq, what)) => dump.problems.push(Problem { line, chunk: seq, what }),
-            }
+                finish(dump, chunks, None)
+            });
+            self.open = Some((Dump { line, ..Dump::default() }, Vec::new()));
+            return ended;
         }
-        finish(&mut dump, chunks, ended);
-        dumps.push(dump);
+        let (dump, chunks) = self.open.as_mut()?;
+        if let Some(tail) = text.split(END).nth(1) {
+            let count = tail
+                .trim()
+                .strip_prefix("chunks=")
+                .and_then(|t| t.strip_suffix(">>>"))
+                .and_then(|n| n.parse::<u64>().ok());
+            let (dump, chunks) = self.open.take()?;
+            return Some(finish(dump, chunks, Some((line, count))));
+        }
+        let at = text.find("TD ")?;
+        match chunk_line(&text[at + 3..]) {
+            Ok((seq, bytes)) => chunks.push((line, seq, bytes)),
+            Err((seq, what)) => dump.problems.push(Problem { line, chunk: seq, what }),
+        }
+        None
     }
-    dumps
+
+    /// Ends the log: the dump still open (it has no end marker), if any.
+    pub fn finish(self) -> Option<Dump> {
+        self.open.map(|(dump, chunks)| finish(dump, chunks, None))
+    }
+}
+
+/// The number and bytes of a chunk line (`TD <seq> <base64> <crc32>`, anything
+/// before `TD ` ignored), its checksum verified; the inverse of
+/// [`super::encode_chunk`].
+pub fn decode_chunk(line: &str) -> Result<(u64, Vec<u8>), String> {
+    let at = line.find("TD ").ok_or_else(|| String::from("not a chunk line (no \"TD \")"))?;
+    chunk_line(&line[at + 3..]).map_err(|(_, what)| what)
 }
 
 /// Decodes `SEQ BASE64 CRC`.
@@ -197,31 +227,17 @@ fn chunk_line(text: &str) -> Result<(u64, Vec<u8>), (Option<u64>, String)> {
     Ok((seq, bytes))
 }
 
-fn finish(
-    dump: &mut Dump,
-    mut chunks: Vec<(usize, u64, Vec<u8>)>,
-    ended: Option<(usize, Option<u64>)>,
-) {
+fn finish(mut dump: Dump, mut chunks: Vec<Chunk>, ended: Option<(usize, Option<u64>)>) -> Dump {
     chunks.sort_by_key(|(_, seq, _)| *seq);
     // Chunks already reported as damaged are not reported again as missing.
-    let damaged: Vec<u64> = dump.problems.iter().filter_map(|p| p.chunk).collect();
-    let missing = |dump: &mut Dump, line: usize, from: u64, to: u64| {
-        let absent: Vec<u64> = (from..to).filter(|s| !damaged.contains(s)).take(1001).collect();
-        let what = match absent.as_slice() {
-            [] => return,
-            [one] => format!("chunk {one} is missing"),
-            [first, .., last] if absent.len() <= 1000 => {
-                format!("chunks {first} to {last} are missing")
-            }
-            [first, ..] => format!("chunks from {first} on are missing"),
-        };
-        dump.problems.push(Problem { line, chunk: absent.first().copied(), what });
-    };
+    let damaged: BTreeSet<u64> = dump.problems.iter().filter_map(|p| p.chunk).collect();
     let mut seen = 0u64;
     let last_line = chunks.last().map_or(dump.line, |(line, _, _)| *line);
     for (line, seq, _) in &chunks {
         if *seq > seen {
-            missing(dump, *line, seen, *seq);
+            if let Some(problem) = missing(&damaged, *line, seen, *seq) {
+                dump.problems.push(problem);
+            }
         } else if *seq < seen {
             dump.problems.push(Problem {
                 line: *line,
@@ -230,7 +246,7 @@ fn finish(
             });
             continue;
         }
-        seen = seq + 1;
+        seen = seq.saturating_add(1);
     }
     chunks.dedup_by_key(|(_, seq, _)| *seq);
     match ended {
@@ -240,7 +256,7 @@ fn finish(
             what: format!("dump truncated: no end marker after chunk {}", seen.saturating_sub(1)),
         }),
         Some((line, Some(count))) if count > seen => {
-            let what = if seen + 1 == count {
+            let what = if seen.saturating_add(1) == count {
                 format!("chunk {seen} (the last) is missing")
             } else {
                 format!("chunks {seen} to {} (the last) are missing", count - 1)
@@ -253,10 +269,12 @@ fn finish(
         Some(_) => {}
     }
     dump.chunks = chunks.len() as u64;
-    // Descriptors first, wherever they are, so records can be expanded.
-    for pass in [Pass::Descriptors, Pass::Rest] {
+    // The header and descriptors first, wherever they are, so that records can be
+    // expanded and CPU numbers checked against the CPU count.
+    let mut named = BTreeSet::new();
+    for pass in [Pass::Definitions, Pass::Rest] {
         for (line, seq, bytes) in &chunks {
-            if let Err(what) = items(dump, bytes, pass) {
+            if let Err(what) = items(&mut dump, &mut named, bytes, pass) {
                 dump.problems.push(Problem {
                     line: *line,
                     chunk: Some(*seq),
@@ -265,11 +283,58 @@ fn finish(
             }
         }
     }
+    // An instance whose name was lost is named by its number, so that it cannot
+    // pass for the top-level instance (whose name is empty).
+    for (index, instance) in &mut dump.instances {
+        if !named.contains(index) {
+            instance.name = format!("#{index}");
+            dump.problems.push(Problem {
+                line: dump.line,
+                chunk: None,
+                what: format!(
+                    "the name of instance {index} was lost with a damaged chunk; its records are reported as instance \"#{index}\""
+                ),
+            });
+        }
+    }
+    dump
+}
+
+/// The problem of chunks `from..to` being absent, those reported as damaged aside.
+/// Linear in the damaged chunks within the range.
+fn missing(damaged: &BTreeSet<u64>, line: usize, from: u64, to: u64) -> Option<Problem> {
+    let absent = (to - from) - damaged.range(from..to).count() as u64;
+    if absent == 0 {
+        return None;
+    }
+    // There is an absent chunk in the range: neither walk leaves it.
+    let mut first = from;
+    for &s in damaged.range(from..to) {
+        if s != first {
+            break;
+        }
+        first += 1;
+    }
+    let mut last = to - 1;
+    for &s in damaged.range(from..to).rev() {
+        if s != last {
+            break;
+        }
+        last -= 1;
+    }
+    let what = match absent {
+        1 => format!("chunk {first} is missing"),
+        2..=1000 => format!("chunks {first} to {last} are missing"),
+        _ => format!("chunks from {first} on are missing"),
+    };
+    Some(Problem { line, chunk: Some(first), what })
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Pass {
-    Descriptors,
+    /// The header and the descriptors.
+    Definitions,
+    /// Everything else.
     Rest,
 }
 
@@ -278,7 +343,7 @@ fn varint(input: &mut &[u8]) -> Result<u64, String> {
 }
 
 fn string(input: &mut &[u8]) -> Result<String, String> {
-    let len = varint(input)? as usize;
+    let len = length(input)?;
     if input.len() < len {
         return Err("truncated string".into());
     }
@@ -287,45 +352,58 @@ fn string(input: &mut &[u8]) -> Result<String, String> {
     core::str::from_utf8(bytes).map(String::from).map_err(|_| String::from("string is not UTF-8"))
 }
 
-fn items(dump: &mut Dump, mut chunk: &[u8], pass: Pass) -> Result<(), String> {
+fn items(
+    dump: &mut Dump,
+    named: &mut BTreeSet<u64>,
+    mut chunk: &[u8],
+    pass: Pass,
+) -> Result<(), String> {
     while let Some((&kind, rest)) = chunk.split_first() {
         chunk = rest;
-        let len = varint(&mut chunk)? as usize;
+        let len = length(&mut chunk)?;
         if chunk.len() < len {
             return Err(format!("item of kind {kind} runs past the chunk's end"));
         }
         let (mut body, rest) = chunk.split_at(len);
         chunk = rest;
         match (pass, kind) {
-            (Pass::Descriptors, kind::DESCRIPTOR) => {
+            (Pass::Definitions, kind::DESCRIPTOR) => {
                 let d = descriptor(&mut body)?;
                 dump.descriptors.insert(d.id, d);
             }
-            (Pass::Descriptors, _) | (Pass::Rest, kind::DESCRIPTOR) => {}
-            (Pass::Rest, kind::HEADER) => header(dump, &mut body)?,
+            (Pass::Definitions, kind::HEADER) => header(dump, &mut body)?,
+            (Pass::Definitions, _) | (Pass::Rest, kind::DESCRIPTOR | kind::HEADER) => {}
             (Pass::Rest, kind::INSTANCE) => {
-                let index = varint(&mut body)?;
-                dump.instances.entry(index).or_default().name = string(&mut body)?;
+                let index = instance(&mut body)?;
+                let name = string(&mut body)?;
+                named.insert(index);
+                dump.instances.entry(index).or_default().name = name;
             }
             (Pass::Rest, kind::CPU_STATS) => {
-                let mut v = [0u64; 8];
+                let index = instance(&mut body)?;
+                let cpu = cpu(dump, &mut body)?;
+                let mut v = [0u64; 6];
                 for slot in &mut v {
                     *slot = varint(&mut body)?;
                 }
                 let stats = DumpStats {
-                    written: v[2],
-                    entries: v[3],
-                    overrun: v[4],
-                    dropped: v[5],
-                    read: v[6],
-                    commit_overrun: v[7],
+                    written: v[0],
+                    entries: v[1],
+                    overrun: v[2],
+                    dropped: v[3],
+                    read: v[4],
+                    commit_overrun: v[5],
                 };
-                dump.instances.entry(v[0]).or_default().stats.insert(v[1] as usize, stats);
+                dump.instances.entry(index).or_default().stats.insert(cpu, stats);
             }
             (Pass::Rest, kind::RECORDS) => records(dump, &mut body)?,
             (Pass::Rest, kind::SKIPPED) => {
-                let index = varint(&mut body)?;
-                dump.instances.entry(index).or_default().skipped += varint(&mut body)?;
+                let index = instance(&mut body)?;
+                let count = varint(&mut body)?;
+                let skipped = &mut dump.instances.entry(index).or_default().skipped;
+                *skipped = skipped
+                    .checked_add(count)
+                    .ok_or_else(|| String::from("the count of records left out overflows"))?;
             }
             (Pass::Rest, other) => return Err(format!("unknown item kind {other}")),
         }
@@ -333,14 +411,49 @@ fn items(dump: &mut Dump, mut chunk: &[u8], pass: Pass) -> Result<(), String> {
     Ok(())
 }
 
+/// A length, which must fit in memory (the caller checks it against the input).
+fn length(input: &mut &[u8]) -> Result<usize, String> {
+    usize::try_from(varint(input)?).map_err(|_| String::from("length out of range"))
+}
+
+/// An instance number, below [`MAX_INSTANCES`].
+fn instance(input: &mut &[u8]) -> Result<u64, String> {
+    let index = varint(input)?;
+    if index >= MAX_INSTANCES {
+        return Err(format!(
+            "instance number {index} out of range (a dump holds at most {MAX_INSTANCES})"
+        ));
+    }
+    Ok(index)
+}
+
+/// A CPU number, below the header's CPU count (or [`MAX_CPUS`] without a header).
+fn cpu(dump: &Dump, input: &mut &[u8]) -> Result<usize, String> {
+    let cpu = varint(input)?;
+    let limit = dump.cpus.unwrap_or(MAX_CPUS);
+    match usize::try_from(cpu) {
+        Ok(cpu) if cpu < limit => Ok(cpu),
+        _ if dump.cpus.is_some() => {
+            Err(format!("CPU {cpu} out of range (the header says the dump covers {limit} CPUs)"))
+        }
+        _ => Err(format!("CPU {cpu} out of range (a dump covers at most {MAX_CPUS} CPUs)")),
+    }
+}
+
 fn header(dump: &mut Dump, body: &mut &[u8]) -> Result<(), String> {
     let version = varint(body)?;
     if version != VERSION {
         return Err(format!("dump format version {version}; this tool reads version {VERSION}"));
     }
-    dump.cpus = Some(varint(body)? as usize);
+    let cpus = varint(body)?;
+    match usize::try_from(cpus) {
+        Ok(n @ 1..=MAX_CPUS) => dump.cpus = Some(n),
+        _ => {
+            return Err(format!("the header gives {cpus} CPUs; a dump covers 1 to {MAX_CPUS}"));
+        }
+    }
     if varint(body)? == 1 {
-        let cpu = varint(body)? as usize;
+        let cpu = cpu(dump, body)?;
         dump.panic = Some(PanicReport { cpu, message: string(body)?, location: string(body)? });
     }
     Ok(())
@@ -372,10 +485,10 @@ fn descriptor(body: &mut &[u8]) -> Result<DumpDescriptor, String> {
 }
 
 fn records(dump: &mut Dump, body: &mut &[u8]) -> Result<(), String> {
-    let index = varint(body)?;
+    let index = instance(body)?;
     let mut ts = None::<u64>;
     while !body.is_empty() {
-        let cpu = varint(body)? as usize;
+        let cpu = cpu(dump, body)?;
         let stamp = varint(body)?;
         let now = match ts {
             None => stamp,
@@ -390,7 +503,7 @@ fn records(dump: &mut Dump, body: &mut &[u8]) -> Result<(), String> {
             })?;
             expand(d, body)?
         } else {
-            let len = varint(body)? as usize;
+            let len = length(body)?;
             if body.len() < len {
                 return Err("truncated record payload".into());
             }

@@ -1,4 +1,4 @@
-//! Writing a dump: no allocation and no lock, so it can run on the panic path.
+//! Writing a dump: the writer takes no allocation and no lock, so it can run on the panic path.
 
 use super::codec::{base64_encode, crc32, put_varint, zigzag};
 use super::{BEGIN, CHUNK_BYTES, END, VERSION, kind};
@@ -66,29 +66,8 @@ impl<W: FnMut(&str)> DumpWriter<W> {
         if self.len == 0 {
             return;
         }
-        let chunk = &self.chunk[..self.len];
-        let mut line = [0u8; 32 + CHUNK_BYTES.div_ceil(3) * 4];
-        let mut n = 0;
-        let mut push = |bytes: &[u8]| {
-            line[n..n + bytes.len()].copy_from_slice(bytes);
-            n += bytes.len();
-        };
-        push(b"TD ");
-        let mut digits = [0u8; 20];
-        push(decimal(self.seq, &mut digits));
-        push(b" ");
-        let mut text = [0u8; CHUNK_BYTES.div_ceil(3) * 4];
-        let t = base64_encode(chunk, &mut text);
-        push(&text[..t]);
-        push(b" ");
-        let crc = crc32(chunk);
-        let mut hex = [0u8; 8];
-        for (i, h) in hex.iter_mut().enumerate() {
-            *h = b"0123456789abcdef"[(crc >> (28 - 4 * i)) as usize & 15];
-        }
-        push(&hex);
-        // Only ASCII was written.
-        (self.out)(core::str::from_utf8(&line[..n]).unwrap_or("TD ?"));
+        let mut line = [0u8; line_bytes(CHUNK_BYTES)];
+        (self.out)(write_chunk(self.seq, &self.chunk[..self.len], &mut line));
         self.seq += 1;
         self.len = 0;
     }
@@ -282,6 +261,45 @@ impl<W: FnMut(&str)> DumpWriter<W> {
         }
         (self.out)(core::str::from_utf8(&line[..n]).unwrap_or(END));
     }
+}
+
+/// Most bytes of the line of a chunk of `len` bytes.
+const fn line_bytes(len: usize) -> usize {
+    "TD ".len() + 20 + 1 + len.div_ceil(3) * 4 + 1 + 8
+}
+
+/// Writes the line of chunk number `seq` holding `chunk` into `line` (at least
+/// [`line_bytes`] of the chunk's length): `TD <seq> <base64> <crc32>`.
+fn write_chunk<'a>(seq: u64, chunk: &[u8], line: &'a mut [u8]) -> &'a str {
+    let mut n = 0;
+    let mut push = |bytes: &[u8]| {
+        line[n..n + bytes.len()].copy_from_slice(bytes);
+        n += bytes.len();
+    };
+    push(b"TD ");
+    push(decimal(seq, &mut [0u8; 20]));
+    push(b" ");
+    let mut text = [0u8; 4 * 128];
+    for part in chunk.chunks(3 * 128) {
+        let t = base64_encode(part, &mut text);
+        push(&text[..t]);
+    }
+    push(b" ");
+    let crc = crc32(chunk);
+    let mut hex = [0u8; 8];
+    for (i, h) in hex.iter_mut().enumerate() {
+        *h = b"0123456789abcdef"[(crc >> (28 - 4 * i)) as usize & 15];
+    }
+    push(&hex);
+    // Only ASCII was written.
+    core::str::from_utf8(&line[..n]).unwrap_or("TD ?")
+}
+
+/// The line of chunk number `seq` holding `chunk` (of any length), exactly as a
+/// dump writer would write it: for tools and tests that craft dumps.
+pub fn encode_chunk(seq: u64, chunk: &[u8]) -> alloc::string::String {
+    let mut line = alloc::vec![0u8; line_bytes(chunk.len())];
+    write_chunk(seq, chunk, &mut line).into()
 }
 
 fn decimal(mut v: u64, buf: &mut [u8; 20]) -> &[u8] {

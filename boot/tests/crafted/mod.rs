@@ -1,0 +1,109 @@
+//! Dumps crafted byte by byte, with valid checksums, whose contents are absurd:
+//! each once crashed the report tool (or made it take seconds and gigabytes).
+//! Shared by the test binaries, each of which uses part of it.
+#![allow(dead_code)]
+
+use trace::dump::{BEGIN, END, encode_chunk};
+
+/// Item kinds of the dump format.
+const HEADER: u8 = 1;
+const INSTANCE: u8 = 3;
+const CPU_STATS: u8 = 4;
+const RECORDS: u8 = 5;
+const SKIPPED: u8 = 6;
+
+/// Appends `v` as a LEB128 varint.
+pub fn varint(out: &mut Vec<u8>, mut v: u64) {
+    loop {
+        let byte = (v & 0x7f) as u8;
+        v >>= 7;
+        out.push(byte | if v != 0 { 0x80 } else { 0 });
+        if v == 0 {
+            return;
+        }
+    }
+}
+
+/// An item: kind, length, body made of `numbers` as varints.
+fn item(kind: u8, numbers: &[u64]) -> Vec<u8> {
+    let mut body = Vec::new();
+    for &n in numbers {
+        varint(&mut body, n);
+    }
+    let mut out = vec![kind];
+    varint(&mut out, body.len() as u64);
+    out.extend(body);
+    out
+}
+
+/// A log holding one dump of a single chunk made of `items`.
+fn log(items: &[Vec<u8>]) -> String {
+    let chunk = items.concat();
+    format!("{BEGIN}\n{}\n{END} chunks=1>>>\n", encode_chunk(0, &chunk))
+}
+
+/// The top-level instance: number 0, an empty name.
+fn top() -> Vec<u8> {
+    item(INSTANCE, &[0, 0])
+}
+
+/// A raw record item of instance 0: CPU, timestamp, event id 1, empty payload.
+fn record(cpu: u64) -> Vec<u8> {
+    item(RECORDS, &[0, cpu, 1000, 1 << 1, 0])
+}
+
+/// A CPU-statistics item of instance 0.
+fn stats(cpu: u64) -> Vec<u8> {
+    item(CPU_STATS, &[0, cpu, 5, 3, 2, 0, 0, 0])
+}
+
+/// A crafted log, what it once did, and the rule its refusal names.
+pub struct Crasher {
+    /// What the log once did to the report tool.
+    pub name: &'static str,
+    /// The log.
+    pub log: String,
+    /// Part of the problem the reader reports.
+    pub refused: &'static str,
+}
+
+/// Every crafted log.
+pub fn crashers() -> Vec<Crasher> {
+    vec![
+        Crasher {
+            name: "a header CPU count of 2^64-1 (capacity overflow)",
+            log: log(&[item(HEADER, &[1, u64::MAX, 0]), top(), record(0)]),
+            refused: "the header gives 18446744073709551615 CPUs; a dump covers 1 to 256",
+        },
+        Crasher {
+            name: "a record CPU of 2^40 (a 52 TB allocation)",
+            log: log(&[item(HEADER, &[1, 2, 0]), top(), record(1 << 40)]),
+            refused: "CPU 1099511627776 out of range (the header says the dump covers 2 CPUs)",
+        },
+        Crasher {
+            name: "a stats CPU of u64::MAX (overflow of the CPU count)",
+            log: log(&[item(HEADER, &[1, 2, 0]), top(), stats(u64::MAX)]),
+            refused: "CPU 18446744073709551615 out of range",
+        },
+        Crasher {
+            name: "a 60-byte dump whose stats name CPU 10^7 (20 s, 5.2 GB)",
+            log: log(&[top(), stats(10_000_000)]),
+            refused: "CPU 10000000 out of range (a dump covers at most 256 CPUs)",
+        },
+        Crasher {
+            name: "a panic CPU beyond the CPU count",
+            log: log(&[item(HEADER, &[1, 2, 1, 7, 0, 0]), top(), record(1)]),
+            refused: "CPU 7 out of range (the header says the dump covers 2 CPUs)",
+        },
+        Crasher {
+            name: "an instance number of 2^64-1",
+            log: log(&[item(HEADER, &[1, 2, 0]), item(INSTANCE, &[u64::MAX, 0])]),
+            refused: "instance number 18446744073709551615 out of range",
+        },
+        Crasher {
+            name: "counts of records left out that overflow when added",
+            log: log(&[top(), item(SKIPPED, &[0, u64::MAX]), item(SKIPPED, &[0, 2])]),
+            refused: "the count of records left out overflows",
+        },
+    ]
+}
