@@ -6,7 +6,7 @@ use super::{Command, CommandError, Shell};
 use crate::arch::percpu;
 use crate::arch::qemu::{self, ExitCode};
 use crate::dump::{self, Cpus, DumpConfig};
-use crate::{clock, heap, memory, print, println, serial, smp, stress, timer, tracing, watchdog};
+use crate::{barrier, clock, heap, memory, print, println, serial, smp, stress, timer, tracing, watchdog};
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -113,6 +113,13 @@ pub static COMMANDS: &[Command] = &[
         help: "cost of disabled/enabled tracepoints vs the raw ring write (default 100000)",
         redirects: false,
         run: bench,
+    },
+    Command {
+        name: "barrier",
+        usage: "[MS]",
+        help: "memory barrier self-test: every CPU runs barriers at once (default 500 ms)",
+        redirects: false,
+        run: barrier,
     },
     Command {
         name: "latency",
@@ -345,6 +352,18 @@ fn bench(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), Comma
         _ => return Err(CommandError::Usage),
     };
     crate::bench::run(iterations).map_err(CommandError::from)
+}
+
+fn barrier(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
+    let ms = match args {
+        [] => 500,
+        [ms] => ms.parse().map_err(|_| CommandError::Usage)?,
+        _ => return Err(CommandError::Usage),
+    };
+    if ms == 0 || ms > barrier::MAX_MS {
+        return Err("duration must be 1 to 10000 ms".into());
+    }
+    barrier::selftest(ms).map_err(CommandError::from)
 }
 
 fn latency(_: &mut Shell, args: &[&str], _: Option<&Redirect>) -> Result<(), CommandError> {
