@@ -64,7 +64,11 @@ fn the_kernels_trace_code_is_built_optimised() {
     let elf = ElfFile::new(&bytes).expect("the kernel is an ELF file");
     let functions = functions(&elf);
     let trace: Vec<&Function<'_>> = functions.iter().filter(|f| of_trace(&f.name)).collect();
-    assert!(trace.len() >= 10, "the kernel links the trace crate's code ({} functions)", trace.len());
+    assert!(
+        trace.len() >= 10,
+        "the kernel links the trace crate's code ({} functions)",
+        trace.len()
+    );
 
     // The scan itself works: trace's functions call functions of the image.
     let everything: HashSet<u64> = functions.iter().map(|f| f.address).collect();

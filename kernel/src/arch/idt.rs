@@ -3,8 +3,8 @@
 //! and CR2 for page faults) and then panic, so they reach the panic path.
 
 use super::gdt::{DOUBLE_FAULT_IST_INDEX, NMI_IST_INDEX};
-use super::pic::PIC_BASE_VECTOR;
 use super::irq::HandlerGuard;
+use super::pic::PIC_BASE_VECTOR;
 use super::{apic, membarrier, percpu};
 use crate::events;
 use core::fmt;

@@ -6,7 +6,9 @@ use super::{Command, CommandError, Shell};
 use crate::arch::percpu;
 use crate::arch::qemu::{self, ExitCode};
 use crate::dump::{self, Cpus, DumpConfig};
-use crate::{barrier, clock, heap, memory, print, println, serial, smp, stress, timer, tracing, watchdog};
+use crate::{
+    barrier, clock, heap, memory, print, println, serial, smp, stress, timer, tracing, watchdog,
+};
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
