@@ -2,7 +2,7 @@
 # Installs what is missing, then runs every check and test: formatting, clippy on the
 # host crates and the kernel target, the trace crate's unit/property/stress tests,
 # its loom models and Miri, the host tool's tests, and the QEMU end-to-end tests
-# (dev build, plus the release build's tracepoint-section check).
+# (dev build, plus the release build's tracepoint-section and optimisation checks).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 boot/setup.sh
@@ -15,8 +15,8 @@ echo "== loom models of the ring's protocols"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -q -p trace --release --lib loom
 echo "== Miri on the trace crate's unit, property and stress tests"
 CARGO_TARGET_DIR=target/miri cargo miri test -q -p trace --lib
-echo "== release kernel keeps the tracepoint section"
-cargo test -q --release -p e2e section
+echo "== release kernel keeps the tracepoint section and has its trace code optimised"
+cargo test -q --release -p e2e -- section optimised
 echo "== host unit tests"
 cargo test --workspace --exclude e2e
 echo "== QEMU end-to-end tests"

@@ -7,6 +7,7 @@
 extern crate alloc;
 
 mod arch;
+mod barrier;
 mod bench;
 mod clock;
 mod dump;

@@ -1,7 +1,7 @@
 //! The kernel's side of the `trace` crate: the platform, and the one tracer.
 
-use crate::arch::percpu;
-use crate::clock;
+use crate::arch::{irq, membarrier, percpu};
+use crate::{barrier, clock};
 use core::fmt::{self, Write};
 use spin::Once;
 use trace::text::{self, ContextTracker, Line};
@@ -46,7 +46,8 @@ pub fn tracer() -> Option<&'static Tracer<KernelPlatform>> {
 }
 
 /// What `trace` needs from the kernel: the CPU index from per-CPU data (callable from
-/// any context) and the TSC clock in nanoseconds.
+/// any context), the TSC clock in nanoseconds, and the asymmetric memory barrier: a
+/// compiler fence for writers, an IPI to every other CPU for control operations.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct KernelPlatform;
 
@@ -59,6 +60,19 @@ impl trace::Platform for KernelPlatform {
     #[inline(always)]
     fn now(&self) -> u64 {
         clock::now_ns()
+    }
+
+    #[inline(always)]
+    fn light_barrier(&self) {
+        membarrier::light();
+    }
+
+    fn heavy_barrier(&self) {
+        barrier::all_cpus();
+    }
+
+    fn may_wait(&self) -> bool {
+        irq::may_wait()
     }
 }
 

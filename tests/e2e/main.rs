@@ -3,6 +3,7 @@
 mod dump;
 mod files;
 mod format;
+mod image;
 mod instances;
 mod pipes;
 mod shell;

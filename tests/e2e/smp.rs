@@ -129,3 +129,29 @@ fn stress_runs_on_a_single_cpu() {
     let report = machine.run("stress overwrite 200");
     assert!(report.contains("stress overwrite: PASS"), "{report}");
 }
+
+/// The heavy memory barrier (an IPI every other CPU acknowledges) run by every CPU at
+/// once: each waits for the others while they wait for it, so a CPU that stopped
+/// serving barrier IPIs while waiting would deadlock the run.
+#[test]
+fn memory_barriers_run_by_every_cpu_at_once_all_complete() {
+    let mut machine = boot_with_cpus(4);
+    let report = machine.run("barrier 500");
+    let counts: Vec<u64> = report
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("cpu")?.split_whitespace().nth(1)?.parse().ok())
+        .collect();
+    assert_eq!(counts.len(), 4, "one count per CPU:\n{report}");
+    assert!(counts.iter().all(|&n| n > 0), "every CPU completed barriers:\n{report}");
+    assert!(report.contains("barrier: ok"), "{report}");
+    assert!(!machine.transcript().contains("has not acknowledged"), "no CPU was late");
+    // Control operations wait for grace periods through the same barrier.
+    for round in 0..3 {
+        assert_eq!(machine.run(&format!("mkdir instances/b{round}")).trim(), "");
+        assert_eq!(machine.run("echo 1 > snapshot").trim(), "");
+        assert_eq!(machine.run(&format!("rmdir instances/b{round}")).trim(), "");
+    }
+    assert_eq!(machine.run("barrier 0").trim(), "barrier: duration must be 1 to 10000 ms");
+    assert_eq!(machine.run("barrier 1 2").trim(), "barrier: usage: barrier [MS]");
+    assert_eq!(machine.run_to_exit("poweroff"), Outcome::Success);
+}

@@ -3,8 +3,9 @@
 //! and CR2 for page faults) and then panic, so they reach the panic path.
 
 use super::gdt::{DOUBLE_FAULT_IST_INDEX, NMI_IST_INDEX};
+use super::irq::HandlerGuard;
 use super::pic::PIC_BASE_VECTOR;
-use super::{apic, percpu};
+use super::{apic, membarrier, percpu};
 use crate::events;
 use core::fmt;
 use spin::Lazy;
@@ -36,6 +37,7 @@ impl fmt::Display for Exception<'_> {
 }
 
 fn fatal(exception: Exception<'_>) -> ! {
+    let _handler = HandlerGuard::enter();
     let ip = exception.frame.instruction_pointer.as_u64();
     match exception.cr2 {
         Some(address) => {
@@ -51,6 +53,7 @@ fn fatal(exception: Exception<'_>) -> ! {
 /// then signals end-of-interrupt.
 #[inline(always)]
 fn device_interrupt(vector: u8, work: impl FnOnce()) {
+    let _handler = HandlerGuard::enter();
     trace::emit!(events::IRQ_ENTRY, vector);
     work();
     trace::emit!(events::IRQ_EXIT, vector);
@@ -93,6 +96,7 @@ fatal_handler!(simd_floating_point, "SIMD FLOATING POINT", 19);
 fatal_handler!(virtualization, "VIRTUALIZATION", 20);
 
 extern "x86-interrupt" fn debug(frame: InterruptStackFrame) {
+    let _handler = HandlerGuard::enter();
     crate::emergency_println!(
         "{}",
         Exception { name: "DEBUG", vector: 1, error_code: None, frame: &frame, cr2: None }
@@ -100,12 +104,14 @@ extern "x86-interrupt" fn debug(frame: InterruptStackFrame) {
 }
 
 extern "x86-interrupt" fn breakpoint(frame: InterruptStackFrame) {
+    let _handler = HandlerGuard::enter();
     let exception =
         Exception { name: "BREAKPOINT", vector: 3, error_code: None, frame: &frame, cr2: None };
     crate::emergency_println!("{exception} (recovered)");
 }
 
 extern "x86-interrupt" fn nmi(_frame: InterruptStackFrame) {
+    let _handler = HandlerGuard::enter();
     crate::smp::on_nmi();
     trace::emit!(events::NMI, false);
     crate::stress::on_nmi();
@@ -141,6 +147,7 @@ extern "x86-interrupt" fn serial(_frame: InterruptStackFrame) {
 }
 
 extern "x86-interrupt" fn call(_frame: InterruptStackFrame) {
+    let _handler = HandlerGuard::enter();
     // Signals end-of-interrupt first: a requested panic does not return.
     apic::eoi();
     trace::emit!(events::IRQ_ENTRY, apic::CALL_VECTOR);
@@ -153,6 +160,7 @@ extern "x86-interrupt" fn stress_ipi(_frame: InterruptStackFrame) {
 }
 
 extern "x86-interrupt" fn apic_error(_frame: InterruptStackFrame) {
+    let _handler = HandlerGuard::enter();
     crate::emergency_println!("local APIC error on cpu {}", percpu::index());
     apic::eoi();
 }
@@ -189,6 +197,7 @@ static IDT: Lazy<InterruptDescriptorTable> = Lazy::new(|| {
     idt[apic::SERIAL_VECTOR].set_handler_fn(serial);
     idt[apic::CALL_VECTOR].set_handler_fn(call);
     idt[apic::STRESS_VECTOR].set_handler_fn(stress_ipi);
+    idt[membarrier::VECTOR].set_handler_fn(membarrier::interrupt);
     idt[apic::ERROR_VECTOR].set_handler_fn(apic_error);
     idt[apic::SPURIOUS_VECTOR].set_handler_fn(spurious);
     idt[PIC_BASE_VECTOR + 7].set_handler_fn(spurious);

@@ -1,7 +1,10 @@
 //! Interrupt masking with proof: an [`IrqGuard`] exists only while interrupts are off
-//! on the current CPU.
+//! on the current CPU. And interrupt context: every handler holds a [`HandlerGuard`],
+//! so code can tell whether it runs inside one ([`may_wait`]).
 
+use super::percpu;
 use core::marker::PhantomData;
+use core::sync::atomic::Ordering::Relaxed;
 use x86_64::instructions::interrupts;
 
 /// Disables interrupts on this CPU for as long as it lives, then restores the state
@@ -47,4 +50,42 @@ pub fn wait_for_interrupt_unless(busy: impl FnOnce() -> bool) {
     } else {
         interrupts::enable_and_hlt();
     }
+}
+
+/// Marks this CPU as running an interrupt, exception or NMI handler for as long as it
+/// lives; every handler takes one first. `!Send`, like [`IrqGuard`].
+pub struct HandlerGuard {
+    _not_send: PhantomData<*const ()>,
+}
+
+impl HandlerGuard {
+    /// Counts one more handler running on this CPU.
+    #[inline(always)]
+    pub fn enter() -> Self {
+        let depth = &percpu::current().handler_depth;
+        // Plain load and store: handlers nest like a stack, so one that interrupts
+        // us between the two has restored the count before we resume; only this
+        // CPU touches it.
+        depth.store(depth.load(Relaxed) + 1, Relaxed);
+        Self { _not_send: PhantomData }
+    }
+}
+
+impl Drop for HandlerGuard {
+    #[inline(always)]
+    fn drop(&mut self) {
+        let depth = &percpu::current().handler_depth;
+        depth.store(depth.load(Relaxed) - 1, Relaxed);
+    }
+}
+
+/// Whether this CPU runs an interrupt, exception or NMI handler.
+pub fn in_handler() -> bool {
+    percpu::current().handler_depth.load(Relaxed) != 0
+}
+
+/// Whether the caller may wait for other CPUs: interrupts are enabled (so requests
+/// from CPUs waiting in turn for this one are served) and it is not inside a handler.
+pub fn may_wait() -> bool {
+    interrupts::are_enabled() && !in_handler()
 }

@@ -6,6 +6,7 @@ pub mod apic;
 pub mod gdt;
 pub mod idt;
 pub mod irq;
+pub mod membarrier;
 pub mod percpu;
 pub mod pic;
 pub mod pit;

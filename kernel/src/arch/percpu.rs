@@ -21,6 +21,9 @@ pub struct PerCpu {
     /// Work posted by another CPU, run by this CPU's idle loop in thread context.
     /// Never touched by interrupt handlers, so a plain spin lock is enough.
     pub work: spin::Mutex<Option<fn()>>,
+    /// Interrupt, exception and NMI handlers this CPU is running (nested); only this
+    /// CPU touches it (`irq::HandlerGuard`).
+    pub(super) handler_depth: AtomicU32,
 }
 
 static CPUS: [PerCpu; MAX_CPUS] = {
@@ -32,6 +35,7 @@ static CPUS: [PerCpu; MAX_CPUS] = {
             last_tick_ns: AtomicU64::new(0),
             request: AtomicU32::new(0),
             work: spin::Mutex::new(None),
+            handler_depth: AtomicU32::new(0),
         }
     }; MAX_CPUS];
     let mut i = 0;

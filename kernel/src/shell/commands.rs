@@ -7,7 +7,9 @@ use super::{Command, CommandError, Shell};
 use crate::arch::percpu;
 use crate::arch::qemu::{self, ExitCode};
 use crate::dump::{self, Cpus, DumpConfig};
-use crate::{clock, heap, memory, print, println, serial, smp, stress, timer, tracing, watchdog};
+use crate::{
+    barrier, clock, heap, memory, print, println, serial, smp, stress, timer, tracing, watchdog,
+};
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -136,6 +138,14 @@ pub static COMMANDS: &[Command] = &[
         redirects: false,
         pipes: false,
         run: bench,
+    },
+    Command {
+        name: "barrier",
+        usage: "[MS]",
+        help: "memory barrier self-test: every CPU runs barriers at once (default 500 ms)",
+        redirects: false,
+        pipes: false,
+        run: barrier,
     },
     Command {
         name: "latency",
@@ -453,6 +463,23 @@ fn bench(
         _ => return Err(CommandError::Usage),
     };
     crate::bench::run(iterations).map_err(CommandError::from)
+}
+
+fn barrier(
+    _: &mut Shell,
+    args: &[&str],
+    _: Option<&Redirect>,
+    _out: &mut Output,
+) -> Result<(), CommandError> {
+    let ms = match args {
+        [] => 500,
+        [ms] => ms.parse().map_err(|_| CommandError::Usage)?,
+        _ => return Err(CommandError::Usage),
+    };
+    if ms == 0 || ms > barrier::MAX_MS {
+        return Err("duration must be 1 to 10000 ms".into());
+    }
+    barrier::selftest(ms).map_err(CommandError::from)
 }
 
 fn latency(
