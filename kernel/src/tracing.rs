@@ -60,6 +60,10 @@ impl trace::Platform for KernelPlatform {
     fn now(&self) -> u64 {
         clock::now_ns()
     }
+
+    fn stack_trace(&self, frames: &mut [u64]) -> usize {
+        crate::arch::stack::stack_trace(frames)
+    }
 }
 
 /// Writes one record as ftrace's trace line (see [`trace::text`]), the context
