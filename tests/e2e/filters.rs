@@ -44,6 +44,7 @@ fn filters_keep_only_matching_records_and_refuse_bad_text() {
         m.run(&format!("echo 'vector == 49' > {filter}"));
         assert_eq!(cat(&mut m, &filter), "vector == 49");
         m.run(&format!("echo 1 > {entry}/enable"));
+        m.run(&format!("echo > {root}trace"));
         m.run("echo typed");
         let entries = irq_entries(&mut m, root);
         assert!(!entries.is_empty(), "{root}: the keys typed are recorded");
@@ -82,7 +83,7 @@ fn filters_keep_only_matching_records_and_refuse_bad_text() {
             .find(|entries| !entries.is_empty())
             .expect("timer interrupts are recorded");
         assert!(entries.iter().all(|f| f == "vector=48"), "{root}: {entries:?}");
-        let out = m.run(&format!("echo 'stopping == 1' > {system}"));
+        let out = m.run(&format!("echo 'nosuch == 1' > {system}"));
         assert!(out.contains("parse error"), "{root}: a filter no event fits: {out}");
         assert_eq!(cat(&mut m, &system), "vector == 48", "{root}: the refused filter changed it");
         m.run(&format!("echo 0 > {system}"));
