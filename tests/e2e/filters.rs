@@ -120,7 +120,7 @@ fn triggers_act_from_interrupt_context_and_count_down() {
         let out = m.run(&format!("echo 'traceof' > {trigger}"));
         assert!(out.contains("parse error at 0: unknown command"), "{root}: {out}");
         let out = m.run(&format!("echo 'traceoff if vectr == 1' > {trigger}"));
-        assert!(out.contains("field not found"), "{root}: {out}");
+        assert!(out.contains("parse error at 12: field not found"), "{root}: {out}");
         let out = m.run(&format!("echo '!snapshot' > {trigger}"));
         assert!(out.contains("no such trigger"), "{root}: {out}");
         assert_eq!(cat(&mut m, &trigger), none, "{root}: a refused line changed the triggers");

@@ -907,7 +907,7 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
         // empty write does nothing.
         File::EventTrigger(d) => match value.trim() {
             "" => Ok(()),
-            line => Ok(instance.set_trigger(d, line)?),
+            _ => Ok(instance.set_trigger(d, value)?),
         },
         File::AvailableEvents
         | File::TracePipe
