@@ -90,6 +90,37 @@ fn filters_keep_only_matching_records_and_refuse_bad_text() {
         assert_eq!(cat(&mut m, &system), "none");
         assert_eq!(cat(&mut m, &filter), "none");
         m.run(&format!("echo 0 > {entry}/enable"));
+
+        // Integer operators: `&`, `!`, `<=`, `&&` on timer:tick.
+        let tick = format!("{root}events/timer/tick");
+        m.run(&format!("echo 'tick & 1 && !(tick <= 2)' > {tick}/filter"));
+        m.run(&format!("echo 1 > {tick}/enable"));
+        m.run(&format!("echo > {root}trace"));
+        assert!(has_tick(&mut m, root), "{root}: no tick passes");
+        let ticks: Vec<u64> = trace_lines(&m.run(&format!("cat {root}trace")))
+            .iter()
+            .filter(|l| l.event == "tick")
+            .map(|l| l.fields.split_whitespace().next().unwrap()["tick=".len()..].parse().unwrap())
+            .collect();
+        assert!(ticks.iter().all(|&t| t % 2 == 1 && t > 2), "{root}: {ticks:?}");
+        m.run(&format!("echo 0 > {tick}/enable"));
+        m.run(&format!("echo 0 > {tick}/filter"));
+
+        // A glob on a string field.
+        let command = format!("{root}events/shell/command");
+        m.run(&format!("echo 'line ~ \"echo k*\"' > {command}/filter"));
+        assert_eq!(cat(&mut m, &format!("{command}/filter")), "line ~ \"echo k*\"");
+        m.run(&format!("echo 1 > {command}/enable"));
+        m.run(&format!("echo > {root}trace"));
+        m.run("echo kept");
+        m.run("echo dropped");
+        let commands: Vec<String> = trace_lines(&m.run(&format!("cat {root}trace")))
+            .into_iter()
+            .filter(|l| l.event == "command")
+            .map(|l| l.fields)
+            .collect();
+        assert_eq!(commands, ["echo kept"], "{root}");
+        m.run(&format!("echo 0 > {command}/filter"));
     }
     let listing = m.run("ls events/irq/irq_handler_entry");
     assert!(listing.contains("filter") && listing.contains("trigger"), "{listing}");
@@ -115,6 +146,13 @@ fn triggers_act_from_interrupt_context_and_count_down() {
         assert_eq!(cat(&mut m, &tracing_on), "1", "{root}: a used-up traceoff fired");
         m.run(&format!("echo '!traceoff' > {trigger}"));
         assert_eq!(cat(&mut m, &trigger), none, "{root}: !traceoff did not remove it");
+
+        // traceon: the next key typed starts recording again.
+        m.run(&format!("echo 0 > {tracing_on}"));
+        m.run(&format!("echo 'traceon if vector == 49' > {trigger}"));
+        assert_eq!(cat(&mut m, &tracing_on), "1", "{root}: traceon did not fire");
+        assert_eq!(cat(&mut m, &trigger), "traceon:unlimited if vector == 49");
+        m.run(&format!("echo '!traceon' > {trigger}"));
 
         // Bad lines name the position and reason and change nothing.
         let out = m.run(&format!("echo 'traceof' > {trigger}"));
