@@ -159,6 +159,12 @@ fn triggers_act_from_interrupt_context_and_count_down() {
         assert!(out.contains("parse error at 0: unknown command"), "{root}: {out}");
         let out = m.run(&format!("echo 'traceoff if vectr == 1' > {trigger}"));
         assert!(out.contains("parse error at 12: field not found"), "{root}: {out}");
+        let log = m.run(&format!("cat {root}error_log"));
+        let caret = format!("\n{}^", " ".repeat("  Command: ".len() + 12));
+        assert!(
+            log.contains(&format!("  Command: traceoff if vectr == 1{caret}")),
+            "{root}: {log}"
+        );
         let out = m.run(&format!("echo '!snapshot' > {trigger}"));
         assert!(out.contains("no such trigger"), "{root}: {out}");
         assert_eq!(cat(&mut m, &trigger), none, "{root}: a refused line changed the triggers");
