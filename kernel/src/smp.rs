@@ -55,6 +55,7 @@ pub fn start_application_processors(apic_ids: &[u32], low_page: x86_64::PhysAddr
         let stack: &'static mut [u8] = Vec::leak(alloc::vec![0u8; AP_STACK_SIZE]);
         let stack_top = (stack.as_ptr() as u64 + AP_STACK_SIZE as u64) & !0xf;
         percpu::get(index).expect("index below MAX_CPUS").request.store(0, Ordering::Relaxed);
+        arch::stack::set_kernel_stack(index, stack.as_ptr() as u64, stack_top);
         trampoline.start_cpu(apic_id, ap_main, index, stack_top, clock::delay_us);
         let deadline = clock::now_ns() + START_TIMEOUT_NS;
         while online() == index && clock::now_ns() < deadline {

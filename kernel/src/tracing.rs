@@ -74,6 +74,10 @@ impl trace::Platform for KernelPlatform {
     fn may_wait(&self) -> bool {
         irq::may_wait()
     }
+
+    fn stack_trace(&self, frames: &mut [u64]) -> usize {
+        crate::arch::stack::stack_trace(frames)
+    }
 }
 
 /// Writes one record as ftrace's trace line (see [`trace::text`]), the context

@@ -2,6 +2,7 @@
 
 mod dump;
 mod files;
+mod filters;
 mod format;
 mod image;
 mod instances;

@@ -50,6 +50,15 @@ static TSS: [Once<TaskStateSegment>; MAX_CPUS] = [const { Once::new() }; MAX_CPU
 static GDT: [Once<(GlobalDescriptorTable, Selectors)>; MAX_CPUS] =
     [const { Once::new() }; MAX_CPUS];
 
+/// CPU `cpu`'s interrupt stacks (double fault, NMI), each as its lowest address
+/// and one past its highest.
+pub fn interrupt_stacks(cpu: usize) -> [(u64, u64); 2] {
+    [&DOUBLE_FAULT_STACKS, &NMI_STACKS].map(|stacks| {
+        let top = stacks[cpu].top().as_u64();
+        (top - IST_STACK_SIZE as u64, top)
+    })
+}
+
 /// Builds and loads CPU `cpu`'s GDT and TSS, and reloads the segment registers.
 /// Called once on each CPU, on that CPU, before its IDT is loaded.
 pub fn init_this_cpu(cpu: usize) {

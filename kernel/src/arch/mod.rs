@@ -13,6 +13,7 @@ pub mod pit;
 pub mod port;
 pub mod qemu;
 pub mod smp;
+pub mod stack;
 
 /// Reads the CPU's time-stamp counter.
 #[inline(always)]

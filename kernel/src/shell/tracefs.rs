@@ -9,7 +9,8 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::fmt::{self, Write};
 use trace::{
-    DescriptorKind, EventDescriptor, Instance, InstanceConfig, InstanceError, Mode, Tracer,
+    DescriptorKind, EventDescriptor, HookError, Instance, InstanceConfig, InstanceError, Mode,
+    Tracer,
 };
 
 /// A file-system error, printed as the errno text a Linux shell would show.
@@ -27,6 +28,9 @@ pub enum FsError {
     Rule(&'static str),
     /// EINVAL for an instance name, with the rule for names.
     InvalidName,
+    /// EINVAL for a filter or trigger: the position and the reason
+    /// (`HookError::Filter` or `HookError::Trigger`).
+    Parse(HookError),
     /// ENOMEM: the rings would exceed the tracer's memory limit (KB in use, KB
     /// allowed).
     MemoryLimit(usize, usize),
@@ -57,6 +61,7 @@ impl fmt::Display for FsError {
             FsError::IsDir => "Is a directory",
             FsError::Invalid => "Invalid argument",
             FsError::Rule(rule) => return write!(f, "Invalid argument ({rule})"),
+            FsError::Parse(error) => return write!(f, "Invalid argument ({error})"),
             FsError::InvalidName => {
                 return write!(
                     f,
@@ -113,6 +118,27 @@ impl From<InstanceError> for FsError {
                 FsError::Rule("the size must be above 0")
             }
             InstanceError::Buffer(_) => FsError::Busy,
+        }
+    }
+}
+
+impl From<HookError> for FsError {
+    fn from(error: HookError) -> Self {
+        match error {
+            HookError::Instance(error) => error.into(),
+            error => FsError::Parse(error),
+        }
+    }
+}
+
+impl FsError {
+    /// The byte offset into the written value an error points at (the caret of
+    /// `error_log`): a filter's or trigger's position, else 0.
+    fn position(&self) -> usize {
+        match self {
+            FsError::Parse(HookError::Filter(e)) => e.pos,
+            FsError::Parse(HookError::Trigger(e)) => e.pos,
+            _ => 0,
         }
     }
 }
@@ -201,6 +227,12 @@ pub enum File {
     HeaderEvent,
     /// `events/SYS/EVENT/id`.
     EventId(&'static EventDescriptor),
+    /// `events/SYS/EVENT/filter`.
+    EventFilter(&'static EventDescriptor),
+    /// `events/SYS/filter`.
+    SystemFilter(&'static str),
+    /// `events/SYS/EVENT/trigger`.
+    EventTrigger(&'static EventDescriptor),
 }
 
 /// What a path names.
@@ -322,6 +354,7 @@ pub fn resolve(cwd: &str, path: &str) -> Result<Located, FsError> {
             match rest {
                 [] => Node::Dir(Dir::System(sys)),
                 ["enable"] => Node::File(File::Enable(Some(sys))),
+                ["filter"] => Node::File(File::SystemFilter(sys)),
                 [event, rest @ ..] => {
                     let event = events(tracer)
                         .find(|d| d.system == sys && d.name == *event)
@@ -331,6 +364,8 @@ pub fn resolve(cwd: &str, path: &str) -> Result<Located, FsError> {
                         ["enable"] => Node::File(File::EventEnable(event)),
                         ["format"] => Node::File(File::EventFormat(event)),
                         ["id"] => Node::File(File::EventId(event)),
+                        ["filter"] => Node::File(File::EventFilter(event)),
+                        ["trigger"] => Node::File(File::EventTrigger(event)),
                         _ => return Err(FsError::NotFound),
                     }
                 }
@@ -396,12 +431,12 @@ pub fn list(located: &Located) -> Result<Vec<String>, FsError> {
             names
         }
         Dir::System(sys) => {
-            let mut names: Vec<String> = ["enable".into()].into();
+            let mut names: Vec<String> = ["enable", "filter"].map(String::from).into();
             names
                 .extend(events(tracer).filter(|d| d.system == sys).map(|d| format!("{}/", d.name)));
             names
         }
-        Dir::Event => ["enable", "format", "id"].map(String::from).into(),
+        Dir::Event => ["enable", "filter", "format", "id", "trigger"].map(String::from).into(),
     };
     Ok(names)
 }
@@ -431,6 +466,12 @@ fn enable_state<'a>(
 fn write_format(out: &mut dyn Write, d: &EventDescriptor) -> fmt::Result {
     trace::format_file::write_format(out, d.name, d.id(), d.fields, d.format)
 }
+
+/// What an event's `trigger` file reads without triggers (as ftrace's).
+const AVAILABLE_TRIGGERS: &str = "\
+# Available triggers:
+# traceon traceoff snapshot stacktrace enable_event disable_event
+";
 
 /// Bytes of a ring page as `events/header_page` describes it.
 const PAGE_SIZE: usize = 4096;
@@ -480,8 +521,16 @@ tracing mini-HOWTO:
 \t\t\t  (echo > per_cpu/cpuN/trace empties that CPU's buffer)
   events/\t\t- Directory containing all trace event subsystems:
       enable\t\t- Write 0/1 to enable/disable tracing of all events
-  events/name/\t\t- Each subsystem has its own enable file and a directory
-\t\t\t  per event: enable, format, id
+  events/name/\t\t- Each subsystem has its own enable and filter files and a
+\t\t\t  directory per event: enable, filter, format, id, trigger
+      filter\t\t- If set, only events passing filter are traced
+\t\t\t  (echo 'vector == 48' > filter; echo 0 > filter clears it)
+      trigger\t\t- If set, a command to perform when event is hit
+\t\t\t  Format: <trigger>[:count][if <filter>]
+\t\t\t  trigger: traceon, traceoff, snapshot, stacktrace,
+\t\t\t           enable_event:<system>:<event>,
+\t\t\t           disable_event:<system>:<event>
+\t\t\t  To remove a trigger: echo '!<trigger>' > trigger
   available_events\t- list of all events the kernel has
   set_event\t\t- Enables events by name written into it ([!]system:event,
 \t\t\t  globs allowed; > replaces the set, >> adds to it)
@@ -495,11 +544,13 @@ tracing mini-HOWTO:
 const ERROR_LOG_ENTRIES: usize = 16;
 
 /// What the shell keeps per instance beyond the tracer's state: the timestamp
-/// precision and the error log.
+/// precision, the error log and the system filters' text.
 #[derive(Default)]
 struct Extras {
     nanoseconds: bool,
     errors: VecDeque<String>,
+    /// The filter last set on each system (`events/SYS/filter` reads it back).
+    system_filters: Vec<(&'static str, String)>,
 }
 
 /// [`Extras`] by instance name (empty: the top level). Entries of instances that
@@ -533,7 +584,9 @@ pub fn log_error(located: &Located, value: &str, error: FsError) {
     let file = located.path.rsplit('/').next().unwrap_or("");
     let mut entry = String::from("[");
     let _ = trace::text::write_timestamp(&mut entry, crate::clock::now_ns(), false);
-    let _ = write!(entry, "] {file}: error: {error}\n  Command: {value}\n           ^");
+    let caret = error.position().min(value.len());
+    let _ =
+        write!(entry, "] {file}: error: {error}\n  Command: {value}\n           {:caret$}^", "");
     with_extras(&located.instance, |extras| {
         if extras.errors.len() == ERROR_LOG_ENTRIES {
             extras.errors.pop_front();
@@ -643,6 +696,21 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
         File::HeaderPage => trace::format_file::write_header_page(out, PAGE_SIZE),
         File::HeaderEvent => trace::format_file::write_header_event(out),
         File::EventId(d) => writeln!(out, "{}", d.id()),
+        File::EventFilter(d) => {
+            writeln!(out, "{}", instance.filter(d).as_deref().unwrap_or("none"))
+        }
+        File::SystemFilter(sys) => with_extras(instance, |extras| {
+            let text = extras.system_filters.iter().find(|(s, _)| *s == sys).map(|(_, t)| t);
+            writeln!(out, "{}", text.map_or("none", String::as_str))
+        }),
+        File::EventTrigger(d) => {
+            let triggers = instance.triggers(d);
+            if triggers.is_empty() {
+                out.write_str(AVAILABLE_TRIGGERS)
+            } else {
+                triggers.iter().try_for_each(|t| writeln!(out, "{t}"))
+            }
+        }
         File::TracePipe | File::CpuTracePipe(_) => return Err(FsError::Invalid),
     };
     // The console never fails a write: a write fails only when the reader stopped
@@ -823,6 +891,24 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
         File::EventEnable(d) => {
             Ok(instance.set_event(Some(d.system), Some(d.name), switch(value)?).map(drop)?)
         }
+        File::EventFilter(d) => Ok(instance.set_filter(d, value)?),
+        File::SystemFilter(sys) => {
+            instance.set_system_filter(sys, value)?;
+            let text = value.trim();
+            with_extras(instance, |extras| {
+                extras.system_filters.retain(|(s, _)| *s != sys);
+                if text != "0" {
+                    extras.system_filters.push((sys, text.into()));
+                }
+            });
+            Ok(())
+        }
+        // As ftrace: `>` and `>>` both add one trigger (`!` removes), and an
+        // empty write does nothing.
+        File::EventTrigger(d) => match value.trim() {
+            "" => Ok(()),
+            _ => Ok(instance.set_trigger(d, value)?),
+        },
         File::AvailableEvents
         | File::TracePipe
         | File::BufferTotalSizeKb

@@ -1,0 +1,91 @@
+//! The return addresses of the running call chain, by walking saved frame pointers
+//! (the kernel's crates are built with `-C force-frame-pointers=yes`, see
+//! `.cargo/config.toml`). The walk reads only the stack the caller runs on, so it
+//! cannot fault, whatever the frames hold.
+
+use super::{MAX_CPUS, gdt, percpu};
+use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// Each CPU's kernel stack: its lowest address and one past its highest (0, 0 until
+/// recorded).
+static KERNEL_STACKS: [[AtomicU64; 2]; MAX_CPUS] =
+    [const { [AtomicU64::new(0), AtomicU64::new(0)] }; MAX_CPUS];
+
+/// Records that CPU `cpu` runs on the kernel stack `[low, high)`.
+pub fn set_kernel_stack(cpu: usize, low: u64, high: u64) {
+    if let Some([l, h]) = KERNEL_STACKS.get(cpu) {
+        l.store(low, Relaxed);
+        h.store(high, Relaxed);
+    }
+}
+
+/// Records the boot CPU's kernel stack of `size` bytes; called on it, near the top
+/// of that stack. The bootloader maps the stack up to a page boundary, so it ends at
+/// the end of the page the stack pointer is in.
+pub fn set_boot_stack(size: u64) {
+    let high = (stack_pointer() & !0xfff) + 0x1000;
+    set_kernel_stack(0, high - size, high);
+}
+
+fn stack_pointer() -> u64 {
+    let rsp: u64;
+    // SAFETY: reads the stack pointer into a register; no memory is touched.
+    unsafe {
+        core::arch::asm!("mov {}, rsp", out(reg) rsp, options(nomem, nostack, preserves_flags))
+    };
+    rsp
+}
+
+/// One past the highest address of the stack holding `rsp` on this CPU: its kernel
+/// stack or one of its interrupt stacks; `None` if `rsp` is in none of them.
+fn stack_end(rsp: u64) -> Option<u64> {
+    let cpu = percpu::index();
+    let [low, high] = KERNEL_STACKS.get(cpu)?;
+    let kernel = (low.load(Relaxed), high.load(Relaxed));
+    core::iter::once(kernel)
+        .chain(gdt::interrupt_stacks(cpu))
+        .find(|&(low, high)| (low..high).contains(&rsp))
+        .map(|(_, high)| high)
+}
+
+/// Fills `frames` with the return addresses of the call chain, innermost first (this
+/// function's caller's return address first), and returns how many it wrote. Each
+/// frame pointer followed must lie above the previous one and within the current
+/// stack, so the walk ends and never reads outside that stack.
+#[inline(never)]
+pub fn stack_trace(frames: &mut [u64]) -> usize {
+    let (rsp, mut fp): (u64, u64);
+    // SAFETY: copies the stack and frame pointers into registers; no memory is
+    // touched.
+    unsafe {
+        core::arch::asm!(
+            "mov {}, rsp", "mov {}, rbp",
+            out(reg) rsp, out(reg) fp,
+            options(nomem, nostack, preserves_flags)
+        );
+    }
+    let Some(end) = stack_end(rsp) else { return 0 };
+    let mut low = rsp;
+    let mut depth = 0;
+    while depth < frames.len()
+        && fp >= low
+        && fp % 8 == 0
+        && fp.checked_add(16).is_some_and(|e| e <= end)
+    {
+        // SAFETY: `[fp, fp + 16)` lies within `[rsp, end)`, the part of the current
+        // stack at and above this function's frame: mapped, and not written while
+        // this function runs (interrupts write only below `rsp`).
+        let (next, ret) = unsafe {
+            let frame = fp as *const u64;
+            (frame.read_volatile(), frame.add(1).read_volatile())
+        };
+        if ret == 0 {
+            break;
+        }
+        frames[depth] = ret;
+        depth += 1;
+        low = fp + 16;
+        fp = next;
+    }
+    depth
+}

@@ -1,0 +1,224 @@
+//! Event filters and triggers through tracefs (`events/SYS/EVENT/filter`,
+//! `events/SYS/filter`, `events/SYS/EVENT/trigger`), at the top level and in an
+//! instance. Every key typed at the shell raises the serial interrupt (vector 49);
+//! the timer's is vector 48.
+
+use e2e::{Machine, trace_lines};
+
+/// The instance roots each check runs in: the top level and a named instance.
+const ROOTS: [&str; 2] = ["", "instances/f/"];
+
+/// Boots and creates the named instance of [`ROOTS`].
+fn boot() -> Machine {
+    let mut m = Machine::boot();
+    m.run("mkdir instances/f");
+    m
+}
+
+/// The `irq_handler_entry` records of `root`'s trace, as their fields.
+fn irq_entries(m: &mut Machine, root: &str) -> Vec<String> {
+    let lines = trace_lines(&m.run(&format!("cat {root}trace")));
+    lines.into_iter().filter(|l| l.event == "irq_handler_entry").map(|l| l.fields).collect()
+}
+
+/// Whether a `timer:tick` record shows up in `root`'s trace (polled: ticks come
+/// at the timer's pace).
+fn has_tick(m: &mut Machine, root: &str) -> bool {
+    (0..300)
+        .any(|_| trace_lines(&m.run(&format!("cat {root}trace"))).iter().any(|l| l.event == "tick"))
+}
+
+fn cat(m: &mut Machine, path: &str) -> String {
+    m.run(&format!("cat {path}")).trim().to_string()
+}
+
+#[test]
+fn filters_keep_only_matching_records_and_refuse_bad_text() {
+    let mut m = boot();
+    for root in ROOTS {
+        let entry = format!("{root}events/irq/irq_handler_entry");
+        let filter = format!("{entry}/filter");
+        assert_eq!(cat(&mut m, &filter), "none", "{root}: no filter at first");
+
+        // Only the serial interrupts (the keys typed) are kept.
+        m.run(&format!("echo 'vector == 49' > {filter}"));
+        assert_eq!(cat(&mut m, &filter), "vector == 49");
+        m.run(&format!("echo 1 > {entry}/enable"));
+        m.run(&format!("echo > {root}trace"));
+        m.run("echo typed");
+        let entries = irq_entries(&mut m, root);
+        assert!(!entries.is_empty(), "{root}: the keys typed are recorded");
+        assert!(entries.iter().all(|f| f == "vector=49"), "{root}: {entries:?}");
+
+        // A bad filter names the position and reason, is logged with a caret under
+        // that position, and leaves the filter as it was.
+        let bad = "vector == 49 && vectr == 1";
+        let out = m.run(&format!("echo '{bad}' > {filter}"));
+        assert!(out.contains("parse error at 16: field not found"), "{root}: {out}");
+        assert_eq!(cat(&mut m, &filter), "vector == 49", "{root}: the refused filter changed it");
+        let log = m.run(&format!("cat {root}error_log"));
+        let caret = format!("\n{}^", " ".repeat("  Command: ".len() + 16));
+        assert!(log.contains(&format!("  Command: {bad}{caret}")), "{root}: {log}");
+
+        // `0` clears it.
+        m.run(&format!("echo 0 > {filter}"));
+        assert_eq!(cat(&mut m, &filter), "none");
+
+        // A system filter binds to the events of the system it fits (not irq:nmi,
+        // which has no `vector`).
+        let system = format!("{root}events/irq/filter");
+        assert_eq!(cat(&mut m, &system), "none");
+        m.run(&format!("echo 'vector == 48' > {system}"));
+        assert_eq!(cat(&mut m, &system), "vector == 48");
+        assert_eq!(cat(&mut m, &filter), "vector == 48");
+        assert_eq!(
+            cat(&mut m, &format!("{root}events/irq/irq_handler_exit/filter")),
+            "vector == 48"
+        );
+        assert_eq!(cat(&mut m, &format!("{root}events/irq/nmi/filter")), "none");
+        m.run(&format!("echo > {root}trace"));
+        // Keys are typed all along, yet only timer interrupts are recorded.
+        let entries = (0..300)
+            .map(|_| irq_entries(&mut m, root))
+            .find(|entries| !entries.is_empty())
+            .expect("timer interrupts are recorded");
+        assert!(entries.iter().all(|f| f == "vector=48"), "{root}: {entries:?}");
+        let out = m.run(&format!("echo 'nosuch == 1' > {system}"));
+        assert!(out.contains("parse error"), "{root}: a filter no event fits: {out}");
+        assert_eq!(cat(&mut m, &system), "vector == 48", "{root}: the refused filter changed it");
+        m.run(&format!("echo 0 > {system}"));
+        assert_eq!(cat(&mut m, &system), "none");
+        assert_eq!(cat(&mut m, &filter), "none");
+        m.run(&format!("echo 0 > {entry}/enable"));
+
+        // Integer operators: `&`, `!`, `<=`, `&&` on timer:tick.
+        let tick = format!("{root}events/timer/tick");
+        m.run(&format!("echo 'tick & 1 && !(tick <= 2)' > {tick}/filter"));
+        m.run(&format!("echo 1 > {tick}/enable"));
+        m.run(&format!("echo > {root}trace"));
+        assert!(has_tick(&mut m, root), "{root}: no tick passes");
+        let ticks: Vec<u64> = trace_lines(&m.run(&format!("cat {root}trace")))
+            .iter()
+            .filter(|l| l.event == "tick")
+            .map(|l| l.fields.split_whitespace().next().unwrap()["tick=".len()..].parse().unwrap())
+            .collect();
+        assert!(ticks.iter().all(|&t| t % 2 == 1 && t > 2), "{root}: {ticks:?}");
+        m.run(&format!("echo 0 > {tick}/enable"));
+        m.run(&format!("echo 0 > {tick}/filter"));
+
+        // A glob on a string field.
+        let command = format!("{root}events/shell/command");
+        m.run(&format!("echo 'line ~ \"echo k*\"' > {command}/filter"));
+        assert_eq!(cat(&mut m, &format!("{command}/filter")), "line ~ \"echo k*\"");
+        m.run(&format!("echo 1 > {command}/enable"));
+        m.run(&format!("echo > {root}trace"));
+        m.run("echo kept");
+        m.run("echo dropped");
+        let commands: Vec<String> = trace_lines(&m.run(&format!("cat {root}trace")))
+            .into_iter()
+            .filter(|l| l.event == "command")
+            .map(|l| l.fields)
+            .collect();
+        assert_eq!(commands, ["echo kept"], "{root}");
+        m.run(&format!("echo 0 > {command}/filter"));
+    }
+    let listing = m.run("ls events/irq/irq_handler_entry");
+    assert!(listing.contains("filter") && listing.contains("trigger"), "{listing}");
+    assert!(m.run("ls instances/f/events/irq").contains("filter"));
+}
+
+#[test]
+fn triggers_act_from_interrupt_context_and_count_down() {
+    let mut m = boot();
+    for root in ROOTS {
+        let trigger = format!("{root}events/irq/irq_handler_entry/trigger");
+        let tracing_on = format!("{root}tracing_on");
+        let none = cat(&mut m, &trigger);
+        assert!(none.starts_with("# Available triggers:"), "{root}: {none}");
+
+        // traceoff, once: the next key typed stops recording.
+        m.run(&format!("echo 'traceoff:1 if vector == 49' > {trigger}"));
+        assert_eq!(cat(&mut m, &tracing_on), "0", "{root}: traceoff did not fire");
+        assert_eq!(cat(&mut m, &trigger), "traceoff:count=0 if vector == 49");
+        // Its count is used up: recording stays on.
+        m.run(&format!("echo 1 > {tracing_on}"));
+        m.run("echo more keys");
+        assert_eq!(cat(&mut m, &tracing_on), "1", "{root}: a used-up traceoff fired");
+        m.run(&format!("echo '!traceoff' > {trigger}"));
+        assert_eq!(cat(&mut m, &trigger), none, "{root}: !traceoff did not remove it");
+
+        // traceon: the next key typed starts recording again.
+        m.run(&format!("echo 0 > {tracing_on}"));
+        m.run(&format!("echo 'traceon if vector == 49' > {trigger}"));
+        assert_eq!(cat(&mut m, &tracing_on), "1", "{root}: traceon did not fire");
+        assert_eq!(cat(&mut m, &trigger), "traceon:unlimited if vector == 49");
+        m.run(&format!("echo '!traceon' > {trigger}"));
+
+        // Bad lines name the position and reason and change nothing.
+        let out = m.run(&format!("echo 'traceof' > {trigger}"));
+        assert!(out.contains("parse error at 0: unknown command"), "{root}: {out}");
+        let out = m.run(&format!("echo 'traceoff if vectr == 1' > {trigger}"));
+        assert!(out.contains("parse error at 12: field not found"), "{root}: {out}");
+        let log = m.run(&format!("cat {root}error_log"));
+        let caret = format!("\n{}^", " ".repeat("  Command: ".len() + 12));
+        assert!(
+            log.contains(&format!("  Command: traceoff if vectr == 1{caret}")),
+            "{root}: {log}"
+        );
+        let out = m.run(&format!("echo '!snapshot' > {trigger}"));
+        assert!(out.contains("no such trigger"), "{root}: {out}");
+        assert_eq!(cat(&mut m, &trigger), none, "{root}: a refused line changed the triggers");
+
+        // snapshot, once: the key typed next keeps the window in `snapshot`.
+        assert!(m.run(&format!("cat {root}snapshot")).contains("Snapshot is freed"));
+        m.run(&format!("echo 1 > {root}events/timer/tick/enable"));
+        assert!(has_tick(&mut m, root), "{root}: no tick recorded");
+        m.run(&format!("echo 'snapshot:1 if vector == 49' > {trigger}"));
+        let snapshot = m.run(&format!("cat {root}snapshot"));
+        assert!(snapshot.contains("Snapshot is allocated"), "{root}: {snapshot}");
+        assert!(
+            trace_lines(&snapshot).iter().any(|l| l.event == "tick"),
+            "{root}: the snapshot holds the window: {snapshot}"
+        );
+        assert_eq!(cat(&mut m, &trigger), "snapshot:count=0 if vector == 49");
+        m.run(&format!("echo '!snapshot' > {trigger}"));
+        m.run(&format!("echo 0 > {root}snapshot"));
+
+        // disable_event and enable_event flip another event from the interrupt.
+        let tick = format!("{root}events/timer/tick/enable");
+        m.run(&format!("echo 'disable_event:timer:tick if vector == 49' > {trigger}"));
+        assert_eq!(cat(&mut m, &tick), "0", "{root}: disable_event did not fire");
+        assert_eq!(cat(&mut m, &trigger), "disable_event:timer:tick:unlimited if vector == 49");
+        m.run(&format!("echo '!disable_event:timer:tick' > {trigger}"));
+        m.run(&format!("echo > {root}trace"));
+        m.run(&format!("echo 'enable_event:timer:tick:2 if vector == 49' > {trigger}"));
+        assert_eq!(cat(&mut m, &tick), "1", "{root}: enable_event did not fire");
+        // It took one of its two: the event was off once.
+        assert_eq!(cat(&mut m, &trigger), "enable_event:timer:tick:count=1 if vector == 49");
+        assert!(has_tick(&mut m, root), "{root}: no tick recorded after enable_event");
+        m.run(&format!("echo '!enable_event:timer:tick' > {trigger}"));
+        m.run(&format!("echo 0 > {tick}"));
+        assert_eq!(cat(&mut m, &trigger), none);
+    }
+}
+
+#[test]
+fn stacktrace_records_the_interrupted_call_chain() {
+    let mut m = boot();
+    for root in ROOTS {
+        let trigger = format!("{root}events/irq/irq_handler_entry/trigger");
+        m.run(&format!("echo 'stacktrace:1 if vector == 49' > {trigger}"));
+        let lines = trace_lines(&m.run(&format!("cat {root}trace")));
+        let stack = lines.iter().find(|l| l.event == "kernel_stack").expect("a stack is recorded");
+        let mut fields = stack.fields.split_whitespace();
+        let depth: usize =
+            fields.next().and_then(|d| d.strip_prefix("depth=")?.parse().ok()).unwrap();
+        let ips: Vec<u64> = fields
+            .map(|ip| u64::from_str_radix(ip.trim_start_matches("0x"), 16).unwrap())
+            .collect();
+        // The serial interrupt's handler, its entry and the code it interrupted.
+        assert!(depth >= 3, "{root}: {}", stack.fields);
+        assert!(ips[..depth.min(ips.len())].iter().all(|&ip| ip != 0), "{root}: {}", stack.fields);
+        assert_eq!(cat(&mut m, &trigger), "stacktrace:count=0 if vector == 49");
+    }
+}
