@@ -1,4 +1,4 @@
-//! A demo driver that uses the tracer's in-kernel API the way seed 000 describes: it
+//! A demo driver that uses the tracer's in-kernel API as a driver author would: it
 //! watches for an anomaly it can really detect (a periodic timer tick that arrives
 //! late), keeps its own instance so other events cannot overwrite its records, turns
 //! on more events when the anomaly happens, and after a window of ticks turns them
