@@ -199,7 +199,13 @@ fn tracer(events: &[&'static EventDescriptor]) -> &'static Tracer<HostPlatform> 
     HostPlatform::set_clock(1);
     let limits = Limits { max_instances: 4, max_total_bytes: 1 << 20 };
     let cfg = InstanceConfig { bytes_per_cpu: 4096, mode: Mode::Overwrite, snapshot: false };
-    Box::leak(Box::new(Tracer::new(HostPlatform, 1, events, limits, cfg).unwrap()))
+    // Each tracer lives as long as the test process (the descriptors it numbers are
+    // statics); a static keeps it reachable, so Miri's leak check holds.
+    static KEPT: std::sync::Mutex<Vec<&'static Tracer<HostPlatform>>> =
+        std::sync::Mutex::new(Vec::new());
+    let tracer = Box::leak(Box::new(Tracer::new(HostPlatform, 1, events, limits, cfg).unwrap()));
+    KEPT.lock().unwrap().push(tracer);
+    tracer
 }
 
 /// Whether `event` fires in `slot` (records, or runs triggers).
