@@ -28,7 +28,7 @@ trace::event! {
     pub IPI_SEND = "smp":"ipi_send" { target_apic: u32, kind: &str } => "target_apic={target_apic} kind={kind}";
     /// The shell starts a command.
     pub SHELL_COMMAND = "shell":"command" { line: &str } => "{line}";
-    /// The `bench` command's event (two integers, the reference shape).
+    /// The `bench` command's event (two integers, the shape the benchmarks measure).
     pub BENCH = "bench":"event" { a: u64, b: u64 } => "a={a} b={b}";
     /// A `stress` command event: the writer's local APIC id, where it was written
     /// from (0 thread, 1 timer, 2 IPI, 3 NMI), and its sequence number there.

@@ -305,8 +305,8 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
     }
 
     /// Replaces an instance's recorder with `build(old)`, within the memory limit.
-    /// Each CPU's slot switches under its write lock, so no writer is in the old
-    /// recorder's slot when it changes.
+    /// The slot switches to the new recorder, and the old one is dropped only after a
+    /// grace period, when no writer can still be in it.
     pub(crate) fn replace_recorder(
         &self,
         state: &InstanceState<P>,

@@ -353,4 +353,60 @@ mod tracer {
             assert_eq!(live.written + frozen.written, 2);
         });
     }
+
+    /// A filter replaced while a writer records the event it filters: the writer
+    /// uses the old filter or the new one, never a freed one (the old hook table goes
+    /// after a grace period), and once `set_filter` returns the new one applies.
+    #[test]
+    fn loom_filter_replaced_vs_writer() {
+        use crate::{Field, FieldKind};
+        static EVF: crate::EventDescriptor = crate::EventDescriptor::new(
+            "f",
+            "e",
+            "n={n}",
+            &[Field { name: "n", kind: FieldKind::U32 }],
+            DescriptorKind::Event,
+        );
+        model(3, || {
+            hook::clear();
+            let limits = Limits { max_instances: 3, max_total_bytes: 1 << 20 };
+            let cfg = InstanceConfig { bytes_per_cpu: 64, mode: Mode::Overwrite, snapshot: false };
+            let t = Tracer::new(LoomPlatform, 2, &[&EVF], limits, cfg).unwrap();
+            let t: &'static Tracer<LoomPlatform> = std::boxed::Box::leak(std::boxed::Box::new(t));
+            let a = t.get_or_create("a", cfg).unwrap();
+            a.set_event(Some("f"), None, true).unwrap();
+            a.set_filter(&EVF, "n == 1").unwrap();
+            drop(a);
+            // As in the destroy model: loom cannot see the enable and hooked masks,
+            // so the control side starts once the writer is inside its section.
+            let entered = Arc::new(loom::sync::atomic::AtomicBool::new(false));
+            let w = {
+                let entered = entered.clone();
+                loom::thread::spawn(move || {
+                    CPU.with(|c| c.set(0));
+                    hook::set(move |p| {
+                        if p == Point::Section {
+                            entered.store(true, loom::sync::atomic::Ordering::Release);
+                        }
+                    });
+                    crate::dispatch::Dispatch::record(t, &EVF, 4, &&2u32.to_le_bytes()[..]);
+                    hook::clear();
+                })
+            };
+            CPU.with(|c| c.set(1));
+            while !entered.load(loom::sync::atomic::Ordering::Acquire) {
+                loom::thread::yield_now();
+            }
+            let a = t.lookup("a").unwrap();
+            a.set_filter(&EVF, "n == 2").unwrap();
+            w.join().unwrap();
+            let before = a.stats(0).unwrap().written;
+            assert!(before <= 1, "{before}");
+            // After `set_filter` returned, the new filter applies.
+            CPU.with(|c| c.set(0));
+            crate::dispatch::Dispatch::record(t, &EVF, 4, &&2u32.to_le_bytes()[..]);
+            assert_eq!(a.stats(0).unwrap().written, before + 1);
+            assert_eq!(a.filter(&EVF).as_deref(), Some("n == 2"));
+        });
+    }
 }
