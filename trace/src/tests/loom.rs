@@ -276,6 +276,32 @@ mod tracer {
         std::boxed::Box::leak(std::boxed::Box::new(t))
     }
 
+    /// Runs `record` as a writer on CPU 0 and returns once that writer is inside its
+    /// section, the caller now on CPU 1. The descriptors' enable and hooked masks are
+    /// statics with `core` atomics, which loom cannot see: without this the control
+    /// side's race with the writer's mask load is never explored.
+    fn writer_in_section(record: impl FnOnce() + Send + 'static) -> loom::thread::JoinHandle<()> {
+        let entered = Arc::new(loom::sync::atomic::AtomicBool::new(false));
+        let w = {
+            let entered = entered.clone();
+            loom::thread::spawn(move || {
+                CPU.with(|c| c.set(0));
+                hook::set(move |p| {
+                    if p == Point::Section {
+                        entered.store(true, loom::sync::atomic::Ordering::Release);
+                    }
+                });
+                record();
+                hook::clear();
+            })
+        };
+        CPU.with(|c| c.set(1));
+        while !entered.load(loom::sync::atomic::Ordering::Acquire) {
+            loom::thread::yield_now();
+        }
+        w
+    }
+
     /// A writer records into instance "a" while the control side destroys it and
     /// creates "b" in the same slot: the writer's event lands in "a" (counted there)
     /// or nowhere, never in "b", which did not enable it.
@@ -289,27 +315,9 @@ mod tracer {
             a.set_event(Some("t"), None, true).unwrap();
             let slot = a.state.slot;
             drop(a);
-            // The event's enable mask is not a loom atomic (descriptors are statics),
-            // so loom cannot see its race with destroy: the control side starts once
-            // the writer is inside its section, before it loads the mask.
-            let entered = Arc::new(loom::sync::atomic::AtomicBool::new(false));
-            let w = {
-                let entered = entered.clone();
-                loom::thread::spawn(move || {
-                    CPU.with(|c| c.set(0));
-                    hook::set(move |p| {
-                        if p == Point::Section {
-                            entered.store(true, loom::sync::atomic::Ordering::Release);
-                        }
-                    });
-                    crate::dispatch::Dispatch::record(t, &EV, 8, &&[1u8; 8][..]);
-                    hook::clear();
-                })
-            };
-            CPU.with(|c| c.set(1));
-            while !entered.load(loom::sync::atomic::Ordering::Acquire) {
-                loom::thread::yield_now();
-            }
+            let w = writer_in_section(move || {
+                crate::dispatch::Dispatch::record(t, &EV, 8, &&[1u8; 8][..]);
+            });
             t.destroy_by_name("a").unwrap();
             let b = t.get_or_create("b", cfg).unwrap();
             assert_eq!(b.state.slot, slot, "the slot is reused");
@@ -377,26 +385,9 @@ mod tracer {
             a.set_event(Some("f"), None, true).unwrap();
             a.set_filter(&EVF, "n == 1").unwrap();
             drop(a);
-            // As in the destroy model: loom cannot see the enable and hooked masks,
-            // so the control side starts once the writer is inside its section.
-            let entered = Arc::new(loom::sync::atomic::AtomicBool::new(false));
-            let w = {
-                let entered = entered.clone();
-                loom::thread::spawn(move || {
-                    CPU.with(|c| c.set(0));
-                    hook::set(move |p| {
-                        if p == Point::Section {
-                            entered.store(true, loom::sync::atomic::Ordering::Release);
-                        }
-                    });
-                    crate::dispatch::Dispatch::record(t, &EVF, 4, &&2u32.to_le_bytes()[..]);
-                    hook::clear();
-                })
-            };
-            CPU.with(|c| c.set(1));
-            while !entered.load(loom::sync::atomic::Ordering::Acquire) {
-                loom::thread::yield_now();
-            }
+            let w = writer_in_section(move || {
+                crate::dispatch::Dispatch::record(t, &EVF, 4, &&2u32.to_le_bytes()[..]);
+            });
             let a = t.lookup("a").unwrap();
             a.set_filter(&EVF, "n == 2").unwrap();
             w.join().unwrap();
