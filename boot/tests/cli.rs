@@ -6,7 +6,7 @@ mod crafted;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use trace::dump::DumpWriter;
-use trace::{EventDescriptor, RingStats};
+use trace::{Context, EventDescriptor, RecordRef, RingStats};
 
 trace::event! {
     /// A test event.
@@ -36,11 +36,16 @@ fn log() -> String {
         use trace::FieldValue;
         seq.encode(&mut enc);
         host.encode(&mut enc);
-        writer.record(0, cpu, 1_000 * u64::from(seq), 1, enc.bytes(), Some(descriptor));
+        writer.record(0, &record(cpu, 1_000 * u64::from(seq), enc.bytes()), Some(descriptor));
     }
     writer.finish();
     out.push_str("after the dump\n");
     out
+}
+
+/// A record of event 1 written by CPU `cpu`'s thread at `ts`.
+fn record(cpu: usize, ts: u64, payload: &[u8]) -> RecordRef<'_> {
+    RecordRef { cpu, ts, id: 1, context: Context::TASK, lost: 0, payload }
 }
 
 fn temp(name: &str, contents: &str) -> PathBuf {
@@ -215,8 +220,8 @@ fn a_dump_of_the_last_records_says_how_many_it_left_out() {
     writer.instance(0, "");
     writer.cpu_stats(0, 0, &RingStats { written: 2, entries: 2, ..RingStats::default() });
     writer.cpu_stats(0, 1, &RingStats { written: 5, entries: 1, ..RingStats::default() });
-    writer.record(0, 0, 10, 1, &[], None);
-    writer.record(0, 1, 20, 1, &[], None);
+    writer.record(0, &record(0, 10, &[]), None);
+    writer.record(0, &record(1, 20, &[]), None);
     writer.skipped(0, 1);
     writer.finish();
     let path = temp("last.log", &log);
@@ -248,7 +253,7 @@ fn a_dump_without_instances_or_their_names_gets_a_sentence() {
     writer.header(1, None);
     writer.instance(0, "");
     for ts in 0..200 {
-        writer.record(0, 0, ts, 1, &[0; 16], None);
+        writer.record(0, &record(0, ts, &[0; 16]), None);
     }
     writer.finish();
     let lines: Vec<&str> = log.lines().filter(|l| !l.starts_with("TD 0 ")).collect();
@@ -308,4 +313,21 @@ fn the_runner_reports_its_outcome_as_a_sentence() {
         let words = outcome.to_string();
         assert!(words.contains(' ') && !words.contains(&format!("{outcome:?}")), "{words}");
     }
+}
+
+/// A dump written before records kept their writer's context (item kind 5) still
+/// reads, every line saying the context is unknown; a new one shows each record's.
+#[test]
+fn an_old_dump_reads_with_its_context_unknown() {
+    let old = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/panic-shell.log");
+    let out = report(&[old]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> =
+        stdout.lines().filter(|l| !l.starts_with('#') && !l.starts_with("CPU:")).collect();
+    assert!(lines.len() > 10, "{stdout}");
+    assert!(lines.iter().all(|l| l.trim_start().starts_with("<...>-0 ")), "{stdout}");
+    let new = temp("context.log", &log());
+    let stdout = text(&report(&[new.to_str().unwrap()]).stdout);
+    assert!(stdout.lines().any(|l| l.trim_start().starts_with("shell-1 ")), "{stdout}");
 }

@@ -145,9 +145,8 @@ fn write(
                 );
             }
         }
-        let mut tracker = trace::text::ContextTracker::new();
         match records(tracer, &view, config, |record| {
-            let _ = tracing::write_record(out, tracer, &mut tracker, record, true);
+            let _ = tracing::write_record(out, tracer, record, true);
         }) {
             Some(0) => {}
             Some(skipped) => {
@@ -178,7 +177,7 @@ fn write(
             }
         }
         let skipped = records(tracer, &view, config, |r| {
-            writer.record(index, r.cpu, r.ts, r.id, r.payload, tracer.descriptor(r.id));
+            writer.record(index, r, tracer.descriptor(r.id));
         });
         if let Some(skipped) = skipped.filter(|&s| s > 0) {
             writer.skipped(index, skipped);

@@ -47,6 +47,8 @@ const COM1_IRQ: u8 = 4;
 fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     // The local APIC id is not known before ACPI; 0 until `percpu` is set again below.
     percpu::init_this_cpu(0, 0);
+    // The boot CPU's thread never idles: it starts the kernel, then runs the shell.
+    percpu::current().busy.store(true, core::sync::atomic::Ordering::Relaxed);
     arch::stack::set_boot_stack(BOOTLOADER_CONFIG.kernel_stack_size);
     serial::init();
     arch::gdt::init_this_cpu(0);

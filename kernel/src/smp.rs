@@ -85,7 +85,9 @@ extern "C" fn ap_main(index: usize) -> ! {
         match work {
             Some(work) => {
                 x86_64::instructions::interrupts::enable();
+                cpu.busy.store(true, Ordering::Relaxed);
                 work();
+                cpu.busy.store(false, Ordering::Relaxed);
             }
             None => {
                 crate::watchdog::run_deferred();

@@ -3,10 +3,12 @@
 use crate::arch::{irq, membarrier, percpu};
 use crate::{barrier, clock};
 use core::fmt::{self, Write};
+use core::sync::atomic::Ordering::Relaxed;
 use spin::Once;
-use trace::text::{self, ContextTracker, Line};
+use trace::text::{self, Line};
 use trace::{
-    Buffer, DescriptorKind, Instance, InstanceConfig, Limits, Mode, RecordRef, Tracer, TracerError,
+    Activity, Buffer, Context, DescriptorKind, Instance, InstanceConfig, Limits, Mode, RecordRef,
+    Tracer, TracerError,
 };
 
 /// The top-level instance's buffer: per CPU.
@@ -46,8 +48,10 @@ pub fn tracer() -> Option<&'static Tracer<KernelPlatform>> {
 }
 
 /// What `trace` needs from the kernel: the CPU index from per-CPU data (callable from
-/// any context), the TSC clock in nanoseconds, and the asymmetric memory barrier: a
-/// compiler fence for writers, an IPI to every other CPU for control operations.
+/// any context), the TSC clock in nanoseconds, the writer's context (handlers open on
+/// the CPU, whether its thread is busy, the interrupt flag), and the asymmetric memory
+/// barrier: a compiler fence for writers, an IPI to every other CPU for control
+/// operations.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct KernelPlatform;
 
@@ -75,27 +79,37 @@ impl trace::Platform for KernelPlatform {
         irq::may_wait()
     }
 
+    #[inline(always)]
+    fn context(&self) -> Context {
+        let handlers = irq::handlers();
+        let activity = match handlers {
+            irq::Handlers { nmi: true, irqs } => Activity::Nmi { in_irq: irqs > 0 },
+            irq::Handlers { irqs: 0, .. } if percpu::current().busy.load(Relaxed) => Activity::Task,
+            irq::Handlers { irqs: 0, .. } => Activity::Idle,
+            irq::Handlers { irqs, .. } => Activity::Irq { depth: irqs.min(3) as u8 },
+        };
+        Context::new(activity, irq::irqs_off())
+    }
+
     fn stack_trace(&self, frames: &mut [u64]) -> usize {
         crate::arch::stack::stack_trace(frames)
     }
 }
 
-/// Writes one record as ftrace's trace line (see [`trace::text`]), the context
-/// followed by `tracker`, the fields formatted now from the event's descriptor
-/// (deferred formatting); timestamps in microseconds, or nanoseconds.
+/// Writes one record as ftrace's trace line (see [`trace::text`]), the fields
+/// formatted now from the event's descriptor (deferred formatting); timestamps in
+/// microseconds, or nanoseconds.
 pub fn write_record(
     out: &mut dyn Write,
     tracer: &Tracer<KernelPlatform>,
-    tracker: &mut ContextTracker,
     record: &RecordRef<'_>,
     nanoseconds: bool,
 ) -> fmt::Result {
     let descriptor = tracer.descriptor(record.id);
-    let (system, name) = descriptor.map_or(("", ""), |d| (d.system, d.name));
     let line = Line {
         cpu: record.cpu,
         ts: record.ts,
-        context: tracker.next(record.cpu, system, name, record.lost),
+        context: record.context,
         name: descriptor.map_or(Some("unknown_event"), |d| text::event_name(d.system, d.name)),
         lost: record.lost,
     };
@@ -171,7 +185,6 @@ fn write_records(
     header: impl FnOnce(&mut dyn Write) -> fmt::Result,
 ) -> fmt::Result {
     let out = core::cell::RefCell::new(out);
-    let mut tracker = ContextTracker::new();
     let result = core::cell::Cell::new(Ok(()));
     let read = for_each_record(
         buffer,
@@ -179,11 +192,7 @@ fn write_records(
         || result.set(header(&mut **out.borrow_mut())),
         |record| {
             let out = &mut **out.borrow_mut();
-            result.set(
-                result
-                    .get()
-                    .and_then(|()| write_record(out, tracer, &mut tracker, record, nanoseconds)),
-            );
+            result.set(result.get().and_then(|()| write_record(out, tracer, record, nanoseconds)));
             result.get().is_ok()
         },
     );
@@ -265,12 +274,11 @@ pub fn stream_pipe(
         consumers.push(recorder.live().consumer(cpu).map_err(|_| "trace_pipe is open already")?);
     }
     let mut merged = trace::Merged::new(consumers);
-    let mut tracker = ContextTracker::new();
     loop {
         let mut stopped = stop();
         while !stopped {
             let Some(record) = merged.next_record() else { break };
-            stopped = write_record(out, tracer, &mut tracker, &record, nanoseconds).is_err();
+            stopped = write_record(out, tracer, &record, nanoseconds).is_err();
             stopped |= stop();
         }
         if stopped {

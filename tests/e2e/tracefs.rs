@@ -97,6 +97,76 @@ fn tracing_on_switches_recording_on_any_number_but_zero() {
     }
 }
 
+/// The task and flags columns come from the context each record keeps, not from
+/// other events: with the interrupt entry/exit events off, ticks and serial input
+/// still show as interrupts; `stress` writes from the application processors'
+/// posted work, their timer and IPI handlers and NMIs, and each line says which.
+#[test]
+fn each_line_shows_the_context_its_record_was_written_in() {
+    let mut m = Machine::boot();
+    assert_eq!(m.run("echo 0 > events/irq/enable"), "");
+    assert_eq!(m.run("echo > trace"), "");
+    assert_eq!(m.run("mkdir instances/ctx"), "");
+    assert_eq!(m.run("echo stress:event > instances/ctx/set_event"), "");
+    assert_eq!(m.run("mkdir instances/nmi"), "");
+    assert_eq!(m.run("echo irq:nmi > instances/nmi/set_event"), "");
+    let report = m.run("stress overwrite 300");
+    assert!(report.contains("stress overwrite: PASS"), "{report}");
+    for _ in 0..3 {
+        m.run("uptime");
+    }
+
+    let top = trace_lines(&m.run("cat trace"));
+    assert!(top.iter().all(|l| !l.event.starts_with("irq_handler")), "irq events are off");
+    let (mut commands, mut interrupts) = (0, 0);
+    for line in &top {
+        match line.event.as_str() {
+            "command" => {
+                assert!(
+                    line.task == "shell-1" && line.flags == "....." && line.cpu == 0,
+                    "{line:?}"
+                );
+                commands += 1;
+            }
+            "tick" | "rx" => {
+                assert!(line.task == "<irq>-0" && line.flags.starts_with("d.h"), "{line:?}");
+                interrupts += 1;
+            }
+            _ => {}
+        }
+    }
+    assert!(commands >= 4 && interrupts > 10, "commands {commands}, interrupts {interrupts}");
+
+    let mut seen = [0usize; 4];
+    for line in trace_lines(&m.run("cat instances/ctx/trace")) {
+        let source: usize = line
+            .fields
+            .split("source=")
+            .nth(1)
+            .and_then(|s| s.split_whitespace().next()?.parse().ok())
+            .unwrap_or_else(|| panic!("a stress event: {line:?}"));
+        let thread = match line.cpu {
+            0 => "shell-1".to_string(),
+            cpu => format!("work/{cpu}-{}", cpu + 1),
+        };
+        let ok = match source {
+            0 => line.task == thread && line.flags == ".....",
+            1 | 2 => line.task == "<irq>-0" && line.flags.starts_with("d.h"),
+            3 => line.task == "<nmi>-0" && (line.flags == "d.z1." || line.flags == "d.Z2."),
+            _ => false,
+        };
+        assert!(ok, "source {source} shown as {line:?}");
+        seen[source] += 1;
+    }
+    assert!(seen[0] > 0 && seen[1] + seen[2] > 0, "thread and interrupt writers: {seen:?}");
+    let nmis = trace_lines(&m.run("cat instances/nmi/trace"));
+    assert!(!nmis.is_empty(), "stress sends NMIs");
+    for line in nmis {
+        assert!(line.cpu > 0 && line.task == "<nmi>-0", "{line:?}");
+        assert!(line.flags == "d.z1." || line.flags == "d.Z2.", "{line:?}");
+    }
+}
+
 #[test]
 fn trace_shows_real_kernel_events_merged_in_time_order() {
     let mut m = Machine::boot();

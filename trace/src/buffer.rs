@@ -6,7 +6,7 @@ extern crate alloc;
 use crate::error::{Error, WriteError};
 use crate::platform::Platform;
 use crate::reader::{Consumer, Merged, RingIter};
-use crate::record::{MAX_EVENT_ID, Mode};
+use crate::record::{MAX_EVENT_ID, Mode, Tag};
 use crate::ring::{RecordWriter, Refusal, Ring, words_for};
 use crate::stats::RingStats;
 use crate::sync::{AtomicBool, AtomicU8, Ordering::*};
@@ -189,7 +189,8 @@ impl<P: Platform> Buffer<P> {
         if len > ring.max_payload() {
             return Err(self.refuse(cpu, Refusal::TooLarge));
         }
-        ring.write_with(self.mode(), || self.platform.now(), id, len, limit, fill)
+        let tag = Tag { id, ctx: self.platform.context() };
+        ring.write_with(self.mode(), || self.platform.now(), tag, len, limit, fill)
     }
 
     #[cold]

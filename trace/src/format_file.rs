@@ -14,9 +14,9 @@
 //! | offset | field |
 //! |---|---|
 //! | 0 | `unsigned short common_type`: the event id |
-//! | 2 | `unsigned char common_flags` (0) |
-//! | 3 | `unsigned char common_preempt_count` (0) |
-//! | 4 | `int common_pid` (0) |
+//! | 2 | `unsigned char common_flags`: Linux's bits from the writer's context (irqs off 0x01, hardirq 0x08, NMI 0x40) |
+//! | 3 | `unsigned char common_preempt_count`: the interrupt nesting depth |
+//! | 4 | `int common_pid`: the task id of the text's task column ([`crate::text::Task`]) |
 //! | 8.. | the fields in declaration order, each at its natural (C) alignment |
 //! | end of the fixed part | string bytes, each followed by a NUL |
 //!
@@ -38,8 +38,10 @@
 //! `__data_loc char[] msg` field holding the rendered text ([`write_text_format`],
 //! [`encode_text_record`]).
 
+use crate::context::{Activity, Context};
 use crate::field::{Field, FieldKind, Value};
 use crate::format::{Piece, Spec, pieces};
+use crate::text::Task;
 use alloc::vec::Vec;
 use core::fmt::{self, Write};
 
@@ -284,10 +286,32 @@ impl fmt::Display for LayoutError {
     }
 }
 
-fn common(id: u16, out: &mut Vec<u8>) {
+/// Where a record was written, for its common fields: the writer's context and CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Origin {
+    /// The writer's context.
+    pub context: Context,
+    /// The writer's CPU.
+    pub cpu: usize,
+}
+
+/// Linux's `common_flags` bits.
+const FLAG_IRQS_OFF: u8 = 0x01;
+const FLAG_HARDIRQ: u8 = 0x08;
+const FLAG_NMI: u8 = 0x40;
+
+fn common(id: u16, origin: Origin, out: &mut Vec<u8>) {
+    let context = origin.context;
+    let flags = match context.activity() {
+        Activity::Irq { .. } => FLAG_HARDIRQ,
+        Activity::Nmi { in_irq: false } => FLAG_NMI,
+        Activity::Nmi { in_irq: true } => FLAG_NMI | FLAG_HARDIRQ,
+        Activity::Idle | Activity::Task | Activity::Unknown => 0,
+    } | if context.irqs_off() { FLAG_IRQS_OFF } else { 0 };
     out.extend_from_slice(&id.to_le_bytes());
-    out.extend_from_slice(&[0, 0]); // flags, preempt count
-    out.extend_from_slice(&0i32.to_le_bytes()); // pid
+    out.extend_from_slice(&[flags, context.depth()]);
+    let pid = Task::of(context, origin.cpu).pid;
+    out.extend_from_slice(&i32::try_from(pid).unwrap_or(i32::MAX).to_le_bytes());
 }
 
 /// The bytes of a fixed-size value (little endian, signed ones sign-extended), or
@@ -315,10 +339,12 @@ fn scalar_bytes(kind: FieldKind, value: &Value<'_>) -> Option<[u8; 8]> {
     Some(raw.to_le_bytes())
 }
 
-/// Appends the record of event `id` in its ftrace layout: the common fields, the
-/// values in their slots, then the strings. Nothing is appended on error.
+/// Appends the record of event `id` written at `origin` in its ftrace layout: the
+/// common fields, the values in their slots, then the strings. Nothing is appended
+/// on error.
 pub fn encode_record(
     id: u16,
+    origin: Origin,
     fields: &[Field<'_>],
     values: &[Value<'_>],
     out: &mut Vec<u8>,
@@ -327,7 +353,7 @@ pub fn encode_record(
         return Err(LayoutError::Count);
     }
     let start = out.len();
-    let result = encode_into(id, fields, values, start, out);
+    let result = encode_into(id, origin, fields, values, start, out);
     if result.is_err() {
         out.truncate(start);
     }
@@ -336,13 +362,14 @@ pub fn encode_record(
 
 fn encode_into(
     id: u16,
+    origin: Origin,
     fields: &[Field<'_>],
     values: &[Value<'_>],
     start: usize,
     out: &mut Vec<u8>,
 ) -> Result<(), LayoutError> {
     let fixed = fixed_size(fields);
-    common(id, out);
+    common(id, origin, out);
     out.resize(start + fixed, 0);
     let mut dynamic = fixed;
     for ((field, slot), value) in fields.iter().zip(slots(fields)).zip(values) {
@@ -372,15 +399,15 @@ fn encode_into(
     Ok(())
 }
 
-/// Appends the record of text event `id` holding `text` (cut at a character
-/// boundary to what a `__data_loc` can address).
-pub fn encode_text_record(id: u16, text: &str, out: &mut Vec<u8>) {
+/// Appends the record of text event `id` written at `origin` holding `text` (cut at
+/// a character boundary to what a `__data_loc` can address).
+pub fn encode_text_record(id: u16, origin: Origin, text: &str, out: &mut Vec<u8>) {
     let mut end = text.len().min(0xffff - COMMON_SIZE - 5);
     while !text.is_char_boundary(end) {
         end -= 1;
     }
     let start = out.len();
-    common(id, out);
+    common(id, origin, out);
     let loc = (COMMON_SIZE + 4) as u32 | ((end as u32 + 1) << 16);
     out.extend_from_slice(&loc.to_le_bytes());
     out.extend_from_slice(&text.as_bytes()[..end]);
@@ -489,10 +516,12 @@ mod tests {
             Value::Bytes(&[0xde, 0xad, 0xbe]),
         ];
         let mut out = vec![0xaa];
-        encode_record(9, &FIELDS, &values, &mut out).unwrap();
+        let origin = Origin { context: Context::new(Activity::Irq { depth: 2 }, true), cpu: 1 };
+        encode_record(9, origin, &FIELDS, &values, &mut out).unwrap();
         let rec = &out[1..];
         assert_eq!(rec.len(), 35 + 4);
-        assert_eq!(&rec[..8], &[9, 0, 0, 0, 0, 0, 0, 0]);
+        // Irqs off and hardirq, two handlers deep, pid 0 (the handler's).
+        assert_eq!(&rec[..8], &[9, 0, 0x09, 2, 0, 0, 0, 0]);
         assert_eq!(rec[8], 48);
         assert_eq!(&rec[16..24], &0x1122_3344_5566_7788u64.to_le_bytes());
         let loc = u32::from_le_bytes(rec[24..28].try_into().unwrap());
@@ -502,43 +531,49 @@ mod tests {
         assert_eq!(&rec[32..35], &[0xde, 0xad, 0xbe]);
 
         let mut text = Vec::new();
-        encode_text_record(3, "hello", &mut text);
-        assert_eq!(&text[..8], &[3, 0, 0, 0, 0, 0, 0, 0]);
+        let origin = Origin { context: Context::new(Activity::Task, false), cpu: 2 };
+        encode_text_record(3, origin, "hello", &mut text);
+        assert_eq!(&text[..8], &[3, 0, 0, 0, 3, 0, 0, 0], "thread context, pid 3 (work/2)");
         let loc = u32::from_le_bytes(text[8..12].try_into().unwrap());
         assert_eq!(loc, 12 | (6 << 16));
         assert_eq!(&text[12..], b"hello\0");
     }
 
+    const ORIGIN: Origin = Origin { context: Context::TASK, cpu: 0 };
+
     #[test]
     fn mismatched_values_are_refused_and_append_nothing() {
         let mut out = vec![1, 2];
         let fields = &FIELDS[..1];
-        assert_eq!(encode_record(1, fields, &[], &mut out), Err(LayoutError::Count));
+        assert_eq!(encode_record(1, ORIGIN, fields, &[], &mut out), Err(LayoutError::Count));
         let bad = [Value::Signed(1), Value::Unsigned(256), Value::Str("x"), Value::Bytes(&[1, 2])];
         for value in bad {
-            assert_eq!(encode_record(1, fields, &[value], &mut out), Err(LayoutError::Type));
+            assert_eq!(
+                encode_record(1, ORIGIN, fields, &[value], &mut out),
+                Err(LayoutError::Type)
+            );
         }
         let head = [Field { name: "h", kind: FieldKind::Bytes(3) }];
         assert_eq!(
-            encode_record(1, &head, &[Value::Bytes(&[1])], &mut out),
+            encode_record(1, ORIGIN, &head, &[Value::Bytes(&[1])], &mut out),
             Err(LayoutError::Type)
         );
         let small = [Field { name: "s", kind: FieldKind::I8 }];
         assert_eq!(
-            encode_record(1, &small, &[Value::Signed(-129)], &mut out),
+            encode_record(1, ORIGIN, &small, &[Value::Signed(-129)], &mut out),
             Err(LayoutError::Type)
         );
-        assert!(encode_record(1, &small, &[Value::Signed(-128)], &mut out).is_ok());
+        assert!(encode_record(1, ORIGIN, &small, &[Value::Signed(-128)], &mut out).is_ok());
         assert_eq!(out[..2], [1, 2]);
         let long = "x".repeat(70_000);
         let text = [Field { name: "s", kind: FieldKind::Str }];
         let mut out = Vec::new();
         assert_eq!(
-            encode_record(1, &text, &[Value::Str(&long)], &mut out),
+            encode_record(1, ORIGIN, &text, &[Value::Str(&long)], &mut out),
             Err(LayoutError::TooLong)
         );
         assert!(out.is_empty());
-        encode_text_record(1, &long, &mut out);
+        encode_text_record(1, ORIGIN, &long, &mut out);
         let loc = u32::from_le_bytes(out[8..12].try_into().unwrap()) as usize;
         assert_eq!((loc & 0xffff) + (loc >> 16), out.len());
     }

@@ -62,6 +62,7 @@
 extern crate alloc;
 
 mod buffer;
+mod context;
 mod dispatch;
 pub mod dump;
 mod error;
@@ -89,6 +90,7 @@ mod trigger;
 mod tests;
 
 pub use buffer::{Buffer, Config};
+pub use context::{Activity, Context};
 pub use dispatch::{Dispatch, Payload, install};
 pub use error::{Error, WriteError};
 pub use event::{Args, DescriptorKind, Event, EventDescriptor, FieldArg, MAX_EVENT_PAYLOAD, glob};

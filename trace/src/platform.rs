@@ -1,9 +1,11 @@
-//! What the kernel supplies: the current CPU and a clock.
+//! What the kernel supplies: the current CPU, a clock and the caller's context.
 //!
 //! The writer is lock-free and nests like a stack, so it needs neither interrupt
 //! save/restore nor a lock. It does need the caller to stay on one CPU for the
 //! duration of a write (preemption or migration disabled, as in any kernel's per-CPU
 //! code); interrupts may stay enabled.
+
+use crate::context::Context;
 
 /// The kernel's side of the tracer.
 ///
@@ -46,6 +48,14 @@ pub trait Platform {
     fn stack_trace(&self, frames: &mut [u64]) -> usize {
         let _ = frames;
         0
+    }
+
+    /// What the caller is running (thread, interrupt, NMI) and whether interrupts are
+    /// off, kept in each record it writes. Callable from any context; should be a
+    /// few instructions. The default says thread context with interrupts on.
+    #[inline(always)]
+    fn context(&self) -> Context {
+        Context::TASK
     }
 
     /// Whether the caller may wait for other CPUs: thread context with interrupts

@@ -3,6 +3,7 @@
 
 extern crate alloc;
 
+use crate::context::Context;
 use crate::error::Error;
 use crate::record::MAX_PAYLOAD;
 use crate::ring::{Copied, Found, Peeked, Ring};
@@ -18,6 +19,8 @@ pub struct RecordRef<'a> {
     pub ts: u64,
     /// Event id.
     pub id: u16,
+    /// What the CPU was running when it wrote the event.
+    pub context: Context,
     /// Events of this CPU lost (overwritten) since the previous record this reader
     /// returned for the CPU (consuming reader only; always 0 for iterators).
     pub lost: u64,
@@ -54,6 +57,8 @@ pub struct Meta {
     pub ts: u64,
     /// Event id.
     pub id: u16,
+    /// The writer's context.
+    pub context: Context,
     /// Payload length.
     pub len: usize,
     /// Events lost before this one (see [`RecordRef::lost`]).
@@ -88,7 +93,14 @@ impl<'a> RingIter<'a> {
     /// The next event, or `None` at the end.
     pub fn next_record(&mut self) -> Option<RecordRef<'_>> {
         let m = self.fetch()?;
-        Some(RecordRef { cpu: m.cpu, ts: m.ts, id: m.id, lost: 0, payload: &self.buf[..m.len] })
+        Some(RecordRef {
+            cpu: m.cpu,
+            ts: m.ts,
+            id: m.id,
+            context: m.context,
+            lost: 0,
+            payload: &self.buf[..m.len],
+        })
     }
 }
 
@@ -119,8 +131,8 @@ impl Cursor for RingIter<'_> {
             }
             let at = self.pos;
             (self.pos, self.hi) = found.next(at, self.hi);
-            if let Found::Event { id, len, ts, .. } = found {
-                return Some(Meta { cpu: self.cpu, ts, id, len, lost: 0 });
+            if let Found::Event { id, ctx, len, ts, .. } = found {
+                return Some(Meta { cpu: self.cpu, ts, id, context: ctx, len, lost: 0 });
             }
         }
     }
@@ -156,6 +168,7 @@ impl<'a> Consumer<'a> {
             cpu: m.cpu,
             ts: m.ts,
             id: m.id,
+            context: m.context,
             lost: m.lost,
             payload: &self.buf[..m.len],
         }))
@@ -184,10 +197,10 @@ impl<'a> Consumer<'a> {
 
     fn take(&mut self) -> Result<Option<Meta>, Error> {
         self.pending = None;
-        let Some(Copied { id, len, ts }) = self.ring.consume(&mut self.buf)? else {
+        let Some(Copied { id, ctx, len, ts }) = self.ring.consume(&mut self.buf)? else {
             return Ok(None);
         };
-        Ok(Some(Meta { cpu: self.cpu, ts, id, len, lost: self.count_lost() }))
+        Ok(Some(Meta { cpu: self.cpu, ts, id, context: ctx, len, lost: self.count_lost() }))
     }
 
     /// Lost events (overwritten or dropped) counted since the last record any
@@ -215,13 +228,13 @@ impl Cursor for Consumer<'_> {
     fn fetch(&mut self) -> Option<Meta> {
         loop {
             let peeked = self.ring.peek(&mut self.buf).ok().flatten()?;
-            let Some(Copied { id, len, ts }) = peeked.event else {
+            let Some(Copied { id, ctx, len, ts }) = peeked.event else {
                 // An anchor or padding: take it and look further.
                 self.ring.claim(&peeked);
                 continue;
             };
             self.pending = Some(peeked);
-            return Some(Meta { cpu: self.cpu, ts, id, len, lost: 0 });
+            return Some(Meta { cpu: self.cpu, ts, id, context: ctx, len, lost: 0 });
         }
     }
 
@@ -279,6 +292,7 @@ impl<C: Cursor> Merged<C> {
                 cpu: m.cpu,
                 ts: m.ts,
                 id: m.id,
+                context: m.context,
                 lost,
                 payload: &c.payload()[..m.len],
             });

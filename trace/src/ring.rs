@@ -20,11 +20,12 @@
 
 extern crate alloc;
 
+use crate::context::Context;
 use crate::error::{Error, WriteError};
 use crate::field::Sink;
 use crate::record::{
-    ANCHOR_ID, ANCHOR_WORDS, Header, MAX_PAYLOAD, Mode, PAD_ID, header, pack_tail, record_words,
-    ts_hi, ts_join, unpack_tail,
+    ANCHOR_ID, ANCHOR_WORDS, Header, MAX_PAYLOAD, Mode, PAD_ID, Tag, header, pack_tail,
+    record_words, ts_hi, ts_join, unpack_tail,
 };
 use crate::stats::{DepthCounters, MAX_DEPTH, Refused, RingStats};
 use crate::sync::{
@@ -36,8 +37,9 @@ use alloc::vec::Vec;
 
 /// Smallest ring, in words (so that the largest anchor + record pair fits).
 pub(crate) const MIN_WORDS: u64 = 8;
-/// Largest ring, in words (2^35 words = 256 GiB; far below the 40-bit position field).
-pub(crate) const MAX_WORDS: u64 = 1 << 35;
+/// Largest ring, in words (2^34 words = 128 GiB; within the 36-bit position field's
+/// reach of 2^35 words either side).
+pub(crate) const MAX_WORDS: u64 = 1 << 34;
 
 /// State only the writers of the ring's CPU write.
 struct WriterLocal {
@@ -88,7 +90,7 @@ impl Refusal {
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Found {
     /// An event: id, payload length (copied to the caller's buffer), full timestamp.
-    Event { id: u16, len: usize, ts: u64, words: u64 },
+    Event { id: u16, ctx: Context, len: usize, ts: u64, words: u64 },
     /// An anchor: the hi in effect after it.
     Anchor { hi: u64, words: u64 },
     /// An abandoned reservation.
@@ -119,10 +121,11 @@ pub(crate) struct Peeked {
     pub(crate) event: Option<Copied>,
 }
 
-/// One event a reader copied out: id, payload length, full timestamp.
+/// One event a reader copied out: id, context, payload length, full timestamp.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Copied {
     pub(crate) id: u16,
+    pub(crate) ctx: Context,
     pub(crate) len: usize,
     pub(crate) ts: u64,
 }
@@ -239,12 +242,12 @@ impl Ring {
         &self,
         mode: Mode,
         now: F,
-        id: u16,
+        tag: Tag,
         len: usize,
         limit: usize,
         fill: impl FnOnce(&mut RecordWriter<'_>),
     ) -> Result<(), WriteError> {
-        let (depth, hdr) = self.reserve(mode, now, id, len)?;
+        let (depth, hdr) = self.reserve(mode, now, tag, len)?;
         // If `fill` unwinds (host builds), the reservation becomes padding rather than
         // leaving the ring's nesting depth raised.
         let abandon = Abandon { ring: self, depth, hdr };
@@ -270,7 +273,8 @@ impl Ring {
         self.w.refused[why as usize].fetch_add(1, Relaxed);
     }
 
-    /// Reserves space for a record of `len` payload bytes and writes its header (and
+    /// Reserves space for a record of `len` payload bytes tagged `tag` and writes
+    /// its header (and
     /// an anchor before it if needed). Returns the writer's depth and the header's
     /// position; the caller fills the payload and calls [`Ring::commit_event`] or
     /// [`Ring::abandon`]. On error nothing is reserved and the depth is left.
@@ -279,7 +283,7 @@ impl Ring {
         &self,
         mode: Mode,
         now: F,
-        id: u16,
+        tag: Tag,
         len: usize,
     ) -> Result<(usize, u64), WriteError> {
         let w = &self.w;
@@ -345,11 +349,11 @@ impl Ring {
         let data = &*self.data;
         let mut p = pos;
         if anchor {
-            at(data, p).store(header(ANCHOR_ID, 8, ts), Relaxed);
+            at(data, p).store(header(Tag { id: ANCHOR_ID, ..tag }, 8, ts), Relaxed);
             at(data, p + 1).store(ts, Relaxed);
             p += ANCHOR_WORDS;
         }
-        at(data, p).store(header(id, len, ts), Relaxed);
+        at(data, p).store(header(tag, len, ts), Relaxed);
         preempt_point(Point::Reserved);
         Ok((depth, p))
     }
@@ -357,7 +361,7 @@ impl Ring {
     /// Turns the reservation at `hdr` into padding and finishes it (not an event).
     fn abandon(&self, depth: usize, hdr: u64) {
         let h = Header::decode(self.slot(hdr).load(Relaxed));
-        self.slot(hdr).store(header(PAD_ID, h.len, h.ts_lo), Relaxed);
+        self.slot(hdr).store(header(Tag { id: PAD_ID, ctx: h.ctx }, h.len, h.ts_lo), Relaxed);
         self.leave(depth);
     }
 
@@ -486,7 +490,13 @@ impl Ring {
             PAD_ID => Found::Pad { words },
             id => {
                 let Some(out) = out else {
-                    return Found::Event { id, len: h.len, ts: ts_join(hi, h.ts_lo), words };
+                    return Found::Event {
+                        id,
+                        ctx: h.ctx,
+                        len: h.len,
+                        ts: ts_join(hi, h.ts_lo),
+                        words,
+                    };
                 };
                 let Some(dst) = out.get_mut(..h.len) else { return Found::Bad };
                 let mut p = pos + 1;
@@ -499,7 +509,7 @@ impl Ring {
                     let n = rest.len();
                     rest.copy_from_slice(&self.slot(p).load(Relaxed).to_le_bytes()[..n]);
                 }
-                Found::Event { id, len: h.len, ts: ts_join(hi, h.ts_lo), words }
+                Found::Event { id, ctx: h.ctx, len: h.len, ts: ts_join(hi, h.ts_lo), words }
             }
         }
     }
@@ -530,7 +540,7 @@ impl Ring {
             }
             let (next, next_hi) = found.next(tail, hi);
             let event = match found {
-                Found::Event { id, len, ts, .. } => Some(Copied { id, len, ts }),
+                Found::Event { id, ctx, len, ts, .. } => Some(Copied { id, ctx, len, ts }),
                 _ => None,
             };
             return Ok(Some(Peeked { old, new: pack_tail(next, next_hi), event }));

@@ -14,17 +14,14 @@
 //! #                              |||| /     delay
 //! #           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION
 //! #              | |         |   |||||     |         |
-//!           <idle>-0       [001] d.h1.    69.267965: irq_handler_entry: vector=48
+//!            <irq>-0       [001] d.h1.    69.267965: irq_handler_entry: vector=48
 //!            shell-1       [000] .....    70.000012: tracing_mark_write: hello
 //! ```
 //!
-//! Records carry no context of their own, so the context is derived while reading,
-//! oldest first, by [`ContextTracker`]: between a CPU's `irq:irq_handler_entry` and
-//! `irq:irq_handler_exit` records the CPU is in a hard interrupt (nested entries
-//! count the depth); `irq:nmi` is written in an NMI; anything else runs in thread
-//! context. The boot CPU's thread is the kernel's console shell (`shell-1`), the
-//! other CPUs' their idle loop (`<idle>-0`), as in this project's kernel.
+//! The task and flags columns come from the [`Context`] each record keeps: what the
+//! CPU was running and whether interrupts were off when it wrote the record.
 
+use crate::context::{Activity, Context};
 use core::fmt::{self, Write};
 
 /// Writes ftrace's `trace` header: the tracer (`nop`), the entries in the buffer
@@ -47,88 +44,67 @@ const LEGEND: &str = "\
 #              | |         |   |||||     |         |
 ";
 
-/// What a CPU was running when it wrote a record.
+/// The task column of a record: the thread (or handler) that wrote it and its id.
+/// The boot CPU's thread is the kernel's console shell (`shell-1`), another CPU's
+/// thread the work posted to it (`work/N-N+1`), as in this project's kernel; in an
+/// interrupt handler the column names the handler (`<irq>-0`, `<nmi>-0`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Context {
-    /// Thread context (interrupts enabled).
-    Thread,
-    /// A hard interrupt handler, `depth` interrupts deep (1: not nested).
-    Irq {
-        /// Interrupt handlers open on the CPU.
-        depth: u8,
-    },
-    /// A non-maskable interrupt, over `depth` open interrupt handlers.
-    Nmi {
-        /// Interrupt handlers open on the CPU when the NMI arrived.
-        depth: u8,
-    },
+pub struct Task {
+    prefix: &'static str,
+    cpu: Option<usize>,
+    /// The task's id (ftrace's PID column).
+    pub pid: u32,
 }
 
-impl Context {
-    /// The task column: name and id.
-    fn task(self, cpu: usize) -> (&'static str, u32) {
-        match self {
-            Context::Thread if cpu == 0 => ("shell", 1),
-            Context::Thread => ("<idle>", 0),
-            Context::Irq { .. } => ("<irq>", 0),
-            Context::Nmi { .. } => ("<nmi>", 0),
-        }
-    }
-
-    /// ftrace's five flag characters: irqs-off, need-resched, hardirq/NMI,
-    /// nesting depth (hex, `.` for none), migrate-disable.
-    pub fn flags(self) -> [char; 5] {
-        let digit = |depth: u8| match depth {
-            0 => '.',
-            d => char::from_digit(u32::from(d.min(15)), 16).unwrap_or('f'),
+impl Task {
+    /// The task that wrote a record in `context` on CPU `cpu`.
+    pub fn of(context: Context, cpu: usize) -> Task {
+        let (prefix, pid) = match context.activity() {
+            Activity::Idle => ("<idle>", 0),
+            Activity::Task if cpu == 0 => ("shell", 1),
+            Activity::Task => {
+                let pid = u32::try_from(cpu).map_or(u32::MAX, |c| c.saturating_add(1));
+                return Task { prefix: "work/", cpu: Some(cpu), pid };
+            }
+            Activity::Irq { .. } => ("<irq>", 0),
+            Activity::Nmi { .. } => ("<nmi>", 0),
+            Activity::Unknown => ("<...>", 0),
         };
-        match self {
-            Context::Thread => ['.'; 5],
-            Context::Irq { depth } => ['d', '.', 'h', digit(depth), '.'],
-            Context::Nmi { depth: 0 } => ['d', '.', 'z', '1', '.'],
-            Context::Nmi { depth } => ['d', '.', 'Z', digit(depth.saturating_add(1)), '.'],
+        Task { prefix, cpu: None, pid }
+    }
+
+    /// Characters of the name.
+    fn name_len(&self) -> usize {
+        self.prefix.len() + self.cpu.map_or(0, |c| c.checked_ilog10().unwrap_or(0) as usize + 1)
+    }
+}
+
+impl fmt::Display for Task {
+    /// The task's name.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.prefix)?;
+        match self.cpu {
+            Some(cpu) => write!(f, "{cpu}"),
+            None => Ok(()),
         }
     }
 }
 
-/// Derives each record's [`Context`] from the interrupt entry and exit records of
-/// its CPU, fed in each CPU's order (see the module documentation).
-#[derive(Clone, Debug, Default)]
-pub struct ContextTracker {
-    /// Open interrupt handlers per CPU (a map: CPU numbers read from a damaged
-    /// dump may be anything).
-    depth: alloc::collections::BTreeMap<usize, u8>,
-}
-
-impl ContextTracker {
-    /// A tracker with no interrupt open on any CPU.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// The context of CPU `cpu`'s next record, an event `system:name`; `lost`
-    /// events before it on that CPU forget what was open.
-    pub fn next(&mut self, cpu: usize, system: &str, name: &str, lost: u64) -> Context {
-        let depth = self.depth.entry(cpu).or_insert(0);
-        if lost > 0 {
-            *depth = 0;
-        }
-        match (system, name) {
-            ("irq", "irq_handler_entry") => {
-                *depth = depth.saturating_add(1);
-                Context::Irq { depth: *depth }
-            }
-            ("irq", "irq_handler_exit") if *depth > 0 => {
-                let context = Context::Irq { depth: *depth };
-                *depth -= 1;
-                context
-            }
-            ("irq", "irq_handler_exit") => Context::Irq { depth: 1 },
-            ("irq", "nmi") => Context::Nmi { depth: *depth },
-            _ if *depth > 0 => Context::Irq { depth: *depth },
-            _ => Context::Thread,
-        }
-    }
+/// ftrace's five flag characters for `context`: irqs-off (`d`), need-resched
+/// (never set here), hardirq (`h`) or NMI (`z`, `Z` over a hardirq), the interrupt
+/// nesting depth (hex, `.` for none), migrate-disable (never set here).
+pub fn flags(context: Context) -> [char; 5] {
+    let level = match context.activity() {
+        Activity::Irq { .. } => 'h',
+        Activity::Nmi { in_irq: false } => 'z',
+        Activity::Nmi { in_irq: true } => 'Z',
+        Activity::Idle | Activity::Task | Activity::Unknown => '.',
+    };
+    let depth = match context.depth() {
+        0 => '.',
+        d => char::from_digit(u32::from(d), 16).unwrap_or('f'),
+    };
+    [if context.irqs_off() { 'd' } else { '.' }, '.', level, depth, '.']
 }
 
 /// The name a record's event is shown under, as in Linux: the event's name without
@@ -180,10 +156,10 @@ pub fn write_line(
     if line.lost > 0 {
         writeln!(out, "CPU:{} [LOST {} EVENTS]", line.cpu, line.lost)?;
     }
-    let (task, pid) = line.context.task(line.cpu);
-    let flags: [char; 5] = line.context.flags();
-    write!(out, "{task:>16}-{pid:<7} [{:03}] ", line.cpu)?;
-    flags.iter().try_for_each(|&c| out.write_char(c))?;
+    let task = Task::of(line.context, line.cpu);
+    let pad = 16usize.saturating_sub(task.name_len());
+    write!(out, "{:pad$}{task}-{:<7} [{:03}] ", "", task.pid, line.cpu)?;
+    flags(line.context).iter().try_for_each(|&c| out.write_char(c))?;
     out.write_char(' ')?;
     write_timestamp(out, line.ts, nanoseconds)?;
     out.write_str(": ")?;
@@ -228,38 +204,37 @@ mod tests {
 
     #[test]
     fn lines_have_ftrace_columns() {
+        let irq = Context::new(Activity::Irq { depth: 1 }, true);
         assert_eq!(
-            line(Context::Irq { depth: 1 }, 1, "vector=48", false),
+            line(irq, 1, "vector=48", false),
             "           <irq>-0       [001] d.h1.    69.267965: irq_handler_entry: vector=48\n"
         );
         assert_eq!(
-            line(Context::Thread, 0, "", true),
+            line(Context::TASK, 0, "", true),
             "           shell-1       [000] .....    69.267965338: irq_handler_entry\n"
         );
+        let nmi = Context::new(Activity::Nmi { in_irq: true }, true);
         assert_eq!(
-            line(Context::Nmi { depth: 2 }, 3, "x", false),
-            "           <nmi>-0       [003] d.Z3.    69.267965: irq_handler_entry: x\n"
+            line(nmi, 3, "x", false),
+            "           <nmi>-0       [003] d.Z2.    69.267965: irq_handler_entry: x\n"
+        );
+        let work = Context::new(Activity::Task, false);
+        assert!(line(work, 12, "", false).starts_with("         work/12-13      [012] ....."));
+        let idle = Context::new(Activity::Idle, true);
+        assert!(line(idle, 2, "", false).starts_with("          <idle>-0       [002] d...."));
+        assert!(
+            line(Context::UNKNOWN, 2, "", false)
+                .starts_with("           <...>-0       [002] .....")
         );
     }
 
     #[test]
-    fn context_follows_interrupt_nesting_per_cpu() {
-        let mut t = ContextTracker::new();
-        assert_eq!(t.next(1, "timer", "tick", 0), Context::Thread);
-        assert_eq!(t.next(1, "irq", "irq_handler_entry", 0), Context::Irq { depth: 1 });
-        assert_eq!(t.next(0, "shell", "command", 0), Context::Thread);
-        assert_eq!(t.next(1, "irq", "irq_handler_entry", 0), Context::Irq { depth: 2 });
-        assert_eq!(t.next(1, "irq", "nmi", 0), Context::Nmi { depth: 2 });
-        assert_eq!(t.next(1, "irq", "irq_handler_exit", 0), Context::Irq { depth: 2 });
-        assert_eq!(t.next(1, "timer", "tick", 0), Context::Irq { depth: 1 });
-        assert_eq!(t.next(1, "irq", "irq_handler_exit", 0), Context::Irq { depth: 1 });
-        assert_eq!(t.next(1, "timer", "tick", 0), Context::Thread);
-        // An exit whose entry was overwritten is still an interrupt.
-        assert_eq!(t.next(1, "irq", "irq_handler_exit", 0), Context::Irq { depth: 1 });
-        assert_eq!(t.next(1, "irq", "irq_handler_entry", 0), Context::Irq { depth: 1 });
-        // Lost events forget what was open.
-        assert_eq!(t.next(1, "timer", "tick", 3), Context::Thread);
-        assert_eq!(t.next(usize::MAX, "irq", "irq_handler_entry", 0), Context::Irq { depth: 1 });
+    fn flags_show_each_context() {
+        let f = |a, off| flags(Context::new(a, off)).iter().collect::<String>();
+        assert_eq!(f(Activity::Irq { depth: 3 }, true), "d.h3.");
+        assert_eq!(f(Activity::Irq { depth: 2 }, false), "..h2.");
+        assert_eq!(f(Activity::Nmi { in_irq: false }, true), "d.z1.");
+        assert_eq!(f(Activity::Task, true), "d....");
     }
 
     #[test]

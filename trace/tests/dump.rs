@@ -2,7 +2,7 @@
 
 use proptest::prelude::*;
 use trace::dump::{self, DumpWriter};
-use trace::{EventDescriptor, RingStats};
+use trace::{Context, EventDescriptor, RecordRef, RingStats};
 
 trace::event! {
     /// Integers of every width and sign.
@@ -67,11 +67,18 @@ fn write(sample: &Sample, panic: Option<(usize, &str, &str)>) -> String {
     }
     for (cpu, ts, id, payload) in &sample.records {
         let d = ids.iter().find(|(i, _)| i == id).map(|(_, d)| *d);
-        writer.record(0, *cpu, *ts, *id, payload, d);
+        let record =
+            RecordRef { cpu: *cpu, ts: *ts, id: *id, context: context_of(*ts), lost: 0, payload };
+        writer.record(0, &record, d);
     }
     writer.finish();
     out.push_str("more output after it\n");
     out
+}
+
+/// The context the sample gives a record at `ts`: every one of the 16 codes.
+fn context_of(ts: u64) -> Context {
+    Context::from_bits((ts >> 1) as u8 & 0xf)
 }
 
 fn sample() -> Sample {
@@ -119,6 +126,8 @@ fn a_dump_round_trips_through_text() {
     let got: Vec<_> =
         instance.records.iter().map(|r| (r.cpu, r.ts, r.id, r.payload.clone())).collect();
     assert_eq!(got, sample.records);
+    assert!(instance.records.iter().all(|r| r.context == context_of(r.ts)));
+    assert!(instance.records.iter().any(|r| r.context.bits() == 0b1101));
 }
 
 #[test]

@@ -592,6 +592,7 @@ mod tests {
         // A descriptor whose own id disagrees with its key: the key wins.
         t.descriptors.get_mut(&4).unwrap().id = 1;
         let ev = |cpu, ts, id, values| Event {
+            context: trace::Context::TASK,
             cpu,
             ts,
             id,

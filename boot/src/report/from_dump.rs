@@ -90,7 +90,15 @@ pub fn traces(dump: &Dump) -> Vec<Trace> {
                 .iter()
                 .map(|r| {
                     let (values, text) = decode(dump.descriptors.get(&r.id), &r.payload);
-                    Event { cpu: r.cpu, ts: r.ts, id: r.id, values, lost_before: 0, text }
+                    Event {
+                        cpu: r.cpu,
+                        ts: r.ts,
+                        id: r.id,
+                        context: r.context,
+                        values,
+                        lost_before: 0,
+                        text,
+                    }
                 })
                 .collect();
             Trace {

@@ -34,6 +34,7 @@ mod tests {
     #[test]
     fn no_backend_panics_on_odd_traces() {
         let ev = |cpu, ts, id, values, lost_before| Event {
+            context: trace::Context::TASK,
             cpu,
             ts,
             id,

@@ -60,6 +60,8 @@ pub struct Event {
     pub ts: u64,
     /// Event id (key into [`Trace::descriptors`]).
     pub id: u16,
+    /// What the CPU was running when it recorded the event.
+    pub context: trace::Context,
     /// One value per descriptor field, same order.
     pub values: Vec<Value>,
     /// Events of this CPU lost just before this one (0 normally).
@@ -208,6 +210,7 @@ mod tests {
         t.stats = vec![CpuStats::default(); 3];
         assert_eq!(t.cpu_ids(), [0, 1, 2]);
         t.events.push(Event {
+            context: trace::Context::TASK,
             cpu: 5000,
             ts: 0,
             id: 0,

@@ -340,6 +340,7 @@ mod tests {
             t.descriptors.insert(desc.id, desc);
         }
         let ev = |cpu, ts, id, values: Vec<Value>, text: &str| Event {
+            context: trace::Context::TASK,
             cpu,
             ts,
             id,
@@ -429,6 +430,7 @@ mod tests {
     fn unknown_ids_and_mismatched_values_do_not_panic() {
         let mut t = sample();
         t.events.push(Event {
+            context: trace::Context::TASK,
             cpu: 0,
             ts: 13_000_000_000,
             id: 99,
@@ -438,6 +440,7 @@ mod tests {
         });
         // More values than the descriptor has fields.
         t.events.push(Event {
+            context: trace::Context::TASK,
             cpu: 0,
             ts: 13_000_000_001,
             id: 4,

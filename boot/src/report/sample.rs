@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::model::{CpuStats, Descriptor, Event, FieldDesc, FieldKind, PanicInfo, Trace, Value};
+use trace::{Activity, Context};
 
 fn field(name: &str, kind: FieldKind) -> FieldDesc {
     FieldDesc { name: name.into(), kind }
@@ -19,11 +20,23 @@ fn descriptor(
 }
 
 fn event(cpu: usize, ts: u64, id: u16, values: Vec<Value>, lost_before: u64, text: &str) -> Event {
-    Event { cpu, ts, id, values, lost_before, text: text.into() }
+    Event { context: context(cpu, id), cpu, ts, id, values, lost_before, text: text.into() }
+}
+
+/// The sample's contexts: interrupt events in a handler, the rest in CPU 0's thread
+/// (the shell) or CPU 1's idle loop.
+fn context(cpu: usize, id: u16) -> Context {
+    let activity = match (id, cpu) {
+        (1 | 4, _) => Activity::Irq { depth: 1 },
+        (_, 0) => Activity::Task,
+        _ => Activity::Idle,
+    };
+    Context::new(activity, id == 1 || id == 4)
 }
 
 /// Two CPUs, four event types (one without fields), five events, a lost-events
-/// marker on CPU 1, and a panic on CPU 1.
+/// marker on CPU 1, and a panic on CPU 1. Interrupt events are written in a handler
+/// with interrupts off, CPU 1's others in its idle loop.
 ///
 /// CPU 0: written 10 = entries 3 + read 2 + overrun 5.
 /// CPU 1: written 23 = entries 2 + overrun 17 + dropped 4; the 17 overwritten

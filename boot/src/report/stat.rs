@@ -253,6 +253,7 @@ mod tests {
     fn unknown_ids_and_stray_cpus_are_counted() {
         let mut t = sample();
         t.events.push(Event {
+            context: trace::Context::TASK,
             cpu: 3,
             ts: 5,
             id: 77,

@@ -15,7 +15,7 @@
 use std::fmt;
 use std::io::{self, Write};
 
-use trace::text::{self, ContextTracker, Line};
+use trace::text::{self, Line};
 
 use super::model::{Trace, hex_dump};
 
@@ -47,7 +47,6 @@ pub fn write_text(trace: &Trace, out: &mut impl Write) -> io::Result<()> {
         let msg = p.message.replace('\n', "\n#   ");
         writeln!(out, "# panic on cpu {} at {}: {}", p.cpu, p.location, msg)?;
     }
-    let mut tracker = ContextTracker::new();
     let mut line = String::new();
     for ev in &trace.events {
         let descriptor = trace.descriptor(ev.id);
@@ -55,7 +54,7 @@ pub fn write_text(trace: &Trace, out: &mut impl Write) -> io::Result<()> {
         let text_line = Line {
             cpu: ev.cpu,
             ts: ev.ts,
-            context: tracker.next(ev.cpu, system, name, ev.lost_before),
+            context: ev.context,
             name: descriptor.map_or(Some("unknown_event"), |_| text::event_name(system, name)),
             lost: ev.lost_before,
         };
@@ -100,8 +99,7 @@ mod tests {
             lines[3],
             r#"# panic on cpu 1 at kernel/src/main.rs:42:5: boom "quoted" \ back"#
         );
-        // Interrupt context follows CPU 0's entry records (no exit between the two
-        // entries: nested); CPU 1 writes in thread context.
+        // Each line shows the context its record keeps (see sample()).
         assert_eq!(
             lines[4],
             "           <irq>-0       [000] d.h1.     1.000000500: irq_handler_entry: vector=48 error=0x2"
@@ -118,11 +116,11 @@ mod tests {
         );
         assert_eq!(
             lines[8],
-            "           <irq>-0       [000] d.h2.     2.000000000: irq_handler_entry: vector=32 error=0x0"
+            "           <irq>-0       [000] d.h1.     2.000000000: irq_handler_entry: vector=32 error=0x0"
         );
         assert_eq!(
             lines[9],
-            "           <irq>-0       [000] d.h2.    12.345678901: irq_handler_exit"
+            "           <irq>-0       [000] d.h1.    12.345678901: irq_handler_exit"
         );
         assert_eq!(lines.len(), 10);
     }
@@ -133,6 +131,7 @@ mod tests {
         t.panic = None;
         t.events = vec![
             Event {
+                context: trace::Context::new(trace::Activity::Idle, false),
                 cpu: 1,
                 ts: 3,
                 id: 99,
@@ -140,7 +139,15 @@ mod tests {
                 lost_before: 0,
                 text: String::new(),
             },
-            Event { cpu: 0, ts: 4, id: 98, values: vec![], lost_before: 2, text: String::new() },
+            Event {
+                context: trace::Context::TASK,
+                cpu: 0,
+                ts: 4,
+                id: 98,
+                values: vec![],
+                lost_before: 2,
+                text: String::new(),
+            },
         ];
         let text = render(&t);
         let lines: Vec<&str> = text.lines().collect();

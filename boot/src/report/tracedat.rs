@@ -29,6 +29,7 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use trace::format_file::{self, LayoutError};
+use trace::text;
 
 use super::model::{Descriptor, Event, MAX_CPUS, Trace, Value, hex_dump};
 
@@ -105,11 +106,32 @@ fn fields(d: &Descriptor) -> Vec<trace::Field<'_>> {
     d.fields.iter().map(|f| trace::Field { name: &f.name, kind: f.kind }).collect()
 }
 
+/// The saved command lines: `PID NAME` for each task id the events carry (pid 0
+/// is `<idle>` to trace-cmd without one).
+fn cmdlines(trace: &Trace) -> String {
+    let tasks: BTreeMap<u32, text::Task> = trace
+        .events
+        .iter()
+        .map(|ev| text::Task::of(ev.context, ev.cpu))
+        .filter(|task| task.pid != 0)
+        .map(|task| (task.pid, task))
+        .collect();
+    tasks.iter().fold(String::new(), |mut out, (pid, task)| {
+        let _ = writeln!(out, "{pid} {task}");
+        out
+    })
+}
+
+/// Where an event was written, for its record's common fields.
+fn origin(ev: &Event) -> format_file::Origin {
+    format_file::Origin { context: ev.context, cpu: ev.cpu }
+}
+
 /// Appends an event's record in the ftrace layout.
 fn encode_fields(d: &Descriptor, ev: &Event, out: &mut Vec<u8>) -> Result<(), LayoutError> {
     let values: Vec<trace::Value<'_>> = ev.values.iter().map(borrowed).collect();
     let start = out.len();
-    format_file::encode_record(ev.id, &fields(d), &values, out)?;
+    format_file::encode_record(ev.id, origin(ev), &fields(d), &values, out)?;
     if out.len() - start > MAX_RECORD {
         out.truncate(start);
         return Err(LayoutError::TooLong);
@@ -286,7 +308,7 @@ pub fn write_tracedat(trace: &Trace, out: &mut impl Write) -> io::Result<()> {
                 while !text.is_char_boundary(end) {
                     end -= 1;
                 }
-                format_file::encode_text_record(ev.id, &text[..end], &mut record);
+                format_file::encode_text_record(ev.id, origin(ev), &text[..end], &mut record);
             }
         }
         pages[ev.cpu].push(ev.ts, ev.lost_before, &record);
@@ -328,7 +350,7 @@ pub fn write_tracedat(trace: &Trace, out: &mut impl Write) -> io::Result<()> {
     }
     put_u32(&mut head, 0); // kallsyms
     put_u32(&mut head, 0); // printk formats
-    put_sized(&mut head, b""); // saved command lines
+    put_sized(&mut head, cmdlines(trace).as_bytes()); // saved command lines
     put_u32(&mut head, cpus as u32);
 
     head.extend_from_slice(b"options  \0");
@@ -402,7 +424,15 @@ mod tests {
     }
 
     fn event(cpu: usize, ts: u64, id: u16, values: Vec<Value>, text: &str) -> Event {
-        Event { cpu, ts, id, values, lost_before: 0, text: text.into() }
+        Event {
+            context: trace::Context::TASK,
+            cpu,
+            ts,
+            id,
+            values,
+            lost_before: 0,
+            text: text.into(),
+        }
     }
 
     /// Every field kind, a printk-like event whose values its descriptor does not

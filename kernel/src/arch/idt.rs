@@ -111,7 +111,7 @@ extern "x86-interrupt" fn breakpoint(frame: InterruptStackFrame) {
 }
 
 extern "x86-interrupt" fn nmi(_frame: InterruptStackFrame) {
-    let _handler = HandlerGuard::enter();
+    let _handler = HandlerGuard::enter_nmi();
     crate::smp::on_nmi();
     trace::emit!(events::NMI, false);
     crate::stress::on_nmi();

@@ -52,22 +52,38 @@ pub fn wait_for_interrupt_unless(busy: impl FnOnce() -> bool) {
     }
 }
 
+/// What one NMI adds to a CPU's handler count (interrupts and exceptions add 1): the
+/// count's low 16 bits are the interrupt handlers open, the rest the NMIs.
+const NMI_UNIT: u32 = 1 << 16;
+
 /// Marks this CPU as running an interrupt, exception or NMI handler for as long as it
 /// lives; every handler takes one first. `!Send`, like [`IrqGuard`].
 pub struct HandlerGuard {
+    unit: u32,
     _not_send: PhantomData<*const ()>,
 }
 
 impl HandlerGuard {
-    /// Counts one more handler running on this CPU.
+    /// Counts one more interrupt or exception handler running on this CPU.
     #[inline(always)]
     pub fn enter() -> Self {
+        Self::count(1)
+    }
+
+    /// Counts one more NMI handler running on this CPU.
+    #[inline(always)]
+    pub fn enter_nmi() -> Self {
+        Self::count(NMI_UNIT)
+    }
+
+    #[inline(always)]
+    fn count(unit: u32) -> Self {
         let depth = &percpu::current().handler_depth;
         // Plain load and store: handlers nest like a stack, so one that interrupts
         // us between the two has restored the count before we resume; only this
         // CPU touches it.
-        depth.store(depth.load(Relaxed) + 1, Relaxed);
-        Self { _not_send: PhantomData }
+        depth.store(depth.load(Relaxed) + unit, Relaxed);
+        Self { unit, _not_send: PhantomData }
     }
 }
 
@@ -75,8 +91,30 @@ impl Drop for HandlerGuard {
     #[inline(always)]
     fn drop(&mut self) {
         let depth = &percpu::current().handler_depth;
-        depth.store(depth.load(Relaxed) - 1, Relaxed);
+        depth.store(depth.load(Relaxed) - self.unit, Relaxed);
     }
+}
+
+/// The handlers this CPU is running, as [`handlers`] reads them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Handlers {
+    /// Interrupt and exception handlers open (nested), NMIs not counted.
+    pub irqs: u32,
+    /// Whether an NMI handler is running.
+    pub nmi: bool,
+}
+
+/// The handlers this CPU is running. Callable from any context.
+#[inline(always)]
+pub fn handlers() -> Handlers {
+    let depth = percpu::current().handler_depth.load(Relaxed);
+    Handlers { irqs: depth % NMI_UNIT, nmi: depth >= NMI_UNIT }
+}
+
+/// Whether interrupts are disabled on this CPU.
+#[inline(always)]
+pub fn irqs_off() -> bool {
+    !interrupts::are_enabled()
 }
 
 /// Whether this CPU runs an interrupt, exception or NMI handler.

@@ -3,7 +3,7 @@
 //! (thread, IRQ, NMI, panic) on any CPU may read it.
 
 use super::MAX_CPUS;
-use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use x86_64::VirtAddr;
 use x86_64::registers::model_specific::GsBase;
 
@@ -24,6 +24,9 @@ pub struct PerCpu {
     /// Interrupt, exception and NMI handlers this CPU is running (nested); only this
     /// CPU touches it (`irq::HandlerGuard`).
     pub(super) handler_depth: AtomicU32,
+    /// Whether this CPU's thread is doing work (the boot CPU's shell, or work posted
+    /// to an application processor) rather than idling; only this CPU writes it.
+    pub busy: AtomicBool,
 }
 
 static CPUS: [PerCpu; MAX_CPUS] = {
@@ -36,6 +39,7 @@ static CPUS: [PerCpu; MAX_CPUS] = {
             request: AtomicU32::new(0),
             work: spin::Mutex::new(None),
             handler_depth: AtomicU32::new(0),
+            busy: AtomicBool::new(false),
         }
     }; MAX_CPUS];
     let mut i = 0;

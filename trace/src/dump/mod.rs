@@ -25,8 +25,12 @@
 //! | 2 | descriptor | id, kind (0 event, 1 printk), system, name, format, field count, fields (name, type tag, for byte arrays the length) |
 //! | 3 | instance | instance number, name |
 //! | 4 | CPU statistics | instance, CPU, written, entries, overrun, dropped, read, commit overrun |
-//! | 5 | records | instance, then records to the end of the item: CPU, timestamp (the first absolute, then zigzag deltas from the previous record), `id << 1 \| compact`, payload |
+//! | 5 | records (without context) | instance, then records to the end of the item: CPU, timestamp (the first absolute, then zigzag deltas from the previous record), `id << 1 \| compact`, payload |
 //! | 6 | skipped | instance, number of older records left out by the cap on the last N |
+//! | 7 | records | as kind 5, each record's tag being `id << 5 \| context << 1 \| compact` (the writer's [`crate::Context`], four bits) |
+//!
+//! Writers write kind 7; dumps written before records kept their context have kind 5,
+//! whose records read back with [`crate::Context::UNKNOWN`].
 //!
 //! A writer may repeat descriptors (the kernel writes them before and after the
 //! records) so that one damaged chunk costs no record; the parser keeps one of each.
@@ -67,6 +71,7 @@ mod kind {
     pub const DESCRIPTOR: u8 = 2;
     pub const INSTANCE: u8 = 3;
     pub const CPU_STATS: u8 = 4;
-    pub const RECORDS: u8 = 5;
+    pub const RECORDS_WITHOUT_CONTEXT: u8 = 5;
     pub const SKIPPED: u8 = 6;
+    pub const RECORDS: u8 = 7;
 }

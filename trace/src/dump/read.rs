@@ -2,6 +2,7 @@
 
 use super::codec::{base64_decode, crc32, get_varint, unzigzag};
 use super::{BEGIN, END, MAX_CPUS, MAX_INSTANCES, VERSION, kind};
+use crate::context::Context;
 use crate::event::DescriptorKind;
 use crate::field::{Decoder, Encoder, Field, FieldKind, Sink};
 use alloc::collections::{BTreeMap, BTreeSet};
@@ -70,6 +71,8 @@ pub struct DumpRecord {
     pub ts: u64,
     /// Event id.
     pub id: u16,
+    /// What the CPU was running when it wrote the record.
+    pub context: Context,
     /// The payload.
     pub payload: Vec<u8>,
 }
@@ -396,7 +399,8 @@ fn items(
                 };
                 dump.instances.entry(index).or_default().stats.insert(cpu, stats);
             }
-            (Pass::Rest, kind::RECORDS) => records(dump, &mut body)?,
+            (Pass::Rest, kind::RECORDS) => records(dump, &mut body, true)?,
+            (Pass::Rest, kind::RECORDS_WITHOUT_CONTEXT) => records(dump, &mut body, false)?,
             (Pass::Rest, kind::SKIPPED) => {
                 let index = instance(&mut body)?;
                 let count = varint(&mut body)?;
@@ -484,7 +488,8 @@ fn descriptor(body: &mut &[u8]) -> Result<DumpDescriptor, String> {
     Ok(DumpDescriptor { id, kind, system, name, format, fields })
 }
 
-fn records(dump: &mut Dump, body: &mut &[u8]) -> Result<(), String> {
+/// A records item; `with_context`: each tag carries the writer's context (kind 7).
+fn records(dump: &mut Dump, body: &mut &[u8], with_context: bool) -> Result<(), String> {
     let index = instance(body)?;
     let mut ts = None::<u64>;
     while !body.is_empty() {
@@ -496,7 +501,11 @@ fn records(dump: &mut Dump, body: &mut &[u8]) -> Result<(), String> {
         };
         ts = Some(now);
         let tagged = varint(body)?;
-        let id = u16::try_from(tagged >> 1).map_err(|_| String::from("event id out of range"))?;
+        let (id, context) = match with_context {
+            true => (tagged >> 5, Context::from_bits((tagged >> 1) as u8)),
+            false => (tagged >> 1, Context::UNKNOWN),
+        };
+        let id = u16::try_from(id).map_err(|_| String::from("event id out of range"))?;
         let payload = if tagged & 1 == 1 {
             let d = dump.descriptors.get(&id).ok_or_else(|| {
                 format!("compact record of event id {id}, whose descriptor is missing")
@@ -515,6 +524,7 @@ fn records(dump: &mut Dump, body: &mut &[u8]) -> Result<(), String> {
             cpu,
             ts: now,
             id,
+            context,
             payload,
         });
     }

@@ -4,6 +4,7 @@ use super::codec::{base64_encode, crc32, put_varint, zigzag};
 use super::{BEGIN, CHUNK_BYTES, END, VERSION, kind};
 use crate::event::{DescriptorKind, EventDescriptor};
 use crate::field::{Decoder, FieldKind, Value};
+use crate::reader::RecordRef;
 use crate::stats::RingStats;
 
 /// Most bytes one item takes: a record with the largest payload and its framing.
@@ -182,28 +183,28 @@ impl<W: FnMut(&str)> DumpWriter<W> {
         }
     }
 
-    /// Writes one record of instance `instance`; `descriptor` (if known) lets its
-    /// payload be stored compactly. A record too large for a chunk is left out.
+    /// Writes one record of instance `instance` (its `lost` count is not kept);
+    /// `descriptor` (if known) lets its payload be stored compactly. A record too
+    /// large for a chunk is left out.
     pub fn record(
         &mut self,
         instance: usize,
-        cpu: usize,
-        ts: u64,
-        id: u16,
-        payload: &[u8],
+        record: &RecordRef<'_>,
         descriptor: Option<&EventDescriptor>,
     ) {
+        let &RecordRef { cpu, ts, id, context, payload, .. } = record;
         let mut body = Item::new();
+        let tag = u64::from(id) << 5 | u64::from(context.bits()) << 1;
         match descriptor
             .filter(|d| d.kind == DescriptorKind::Event)
             .and_then(|d| compact(d, payload))
         {
             Some(fields) => {
-                body.varint(u64::from(id) << 1 | 1);
+                body.varint(tag | 1);
                 body.put(&fields.bytes[..fields.len]);
             }
             None => {
-                body.varint(u64::from(id) << 1);
+                body.varint(tag);
                 body.varint(payload.len() as u64);
                 body.put(payload);
             }

@@ -33,7 +33,9 @@ fn write_then_read_back_in_order() {
 fn timestamps_are_reconstructed_across_hi_changes() {
     let b = buffer(1, 4096, Mode::Overwrite);
     let mut want = Vec::new();
-    for (i, t) in [5u64, 6, (1 << 36) - 1, 1 << 36, (3 << 36) + 17, 1 << 50].into_iter().enumerate()
+    for (i, t) in [5u64, 6, (1 << 32) - 1, 1 << 32, (3 << 36) + 17, 1 << 50, (1 << 60) - 1]
+        .into_iter()
+        .enumerate()
     {
         HostPlatform::set_clock(t);
         b.write(i as u16, &[]).unwrap();
@@ -48,6 +50,51 @@ fn timestamps_are_reconstructed_across_hi_changes() {
     let mut c = b.consumer(0).unwrap();
     for t in want {
         assert_eq!(c.next_record().unwrap().unwrap().ts, t);
+    }
+}
+
+/// A platform whose context is whatever the test last set.
+struct Contextual(std::cell::Cell<crate::Context>);
+
+impl Platform for Contextual {
+    fn cpu(&self) -> usize {
+        0
+    }
+
+    fn now(&self) -> u64 {
+        HostPlatform.now()
+    }
+
+    fn context(&self) -> crate::Context {
+        self.0.get()
+    }
+}
+
+#[test]
+fn records_keep_the_writers_context() {
+    use crate::{Activity, Context};
+    let platform = Contextual(std::cell::Cell::new(Context::TASK));
+    let b = Buffer::new(platform, Config { cpus: 1, bytes_per_cpu: 4096, mode: Mode::Overwrite })
+        .unwrap();
+    let contexts = [
+        Context::new(Activity::Idle, false),
+        Context::new(Activity::Irq { depth: 2 }, true),
+        Context::new(Activity::Nmi { in_irq: true }, true),
+        Context::new(Activity::Task, true),
+    ];
+    for (i, &c) in contexts.iter().enumerate() {
+        b.platform().0.set(c);
+        b.write(i as u16, &[i as u8; 9]).unwrap();
+    }
+    let mut it = b.iter(0).unwrap();
+    let mut seen = Vec::new();
+    while let Some(r) = it.next_record() {
+        seen.push(r.context);
+    }
+    assert_eq!(seen, contexts);
+    let mut c = b.consumer(0).unwrap();
+    for want in contexts {
+        assert_eq!(c.next_record().unwrap().unwrap().context, want);
     }
 }
 
@@ -476,7 +523,10 @@ fn corruption_turns_the_ring_off_and_says_so() {
     // Break the second record's header (an anchor precedes the first record: 2 + 3
     // words): make it claim a payload running past the commit position.
     let ring = b.ring(0).unwrap();
-    ring.slot(5).store(crate::record::header(2, 4000, 0), crate::sync::Ordering::Relaxed);
+    ring.slot(5).store(
+        crate::record::header(crate::record::Tag { id: 2, ctx: crate::Context::TASK }, 4000, 0),
+        crate::sync::Ordering::Relaxed,
+    );
     let mut c = b.consumer(0).unwrap();
     assert_eq!(c.next_record().unwrap().map(|r| r.id), Some(1));
     assert_eq!(c.next_record().err(), Some(Error::Corrupt));
