@@ -356,7 +356,11 @@ fn chosen(
             Buffers::Live => format!("no live buffer of instance {name:?}"),
             Buffers::All => format!("no instance {name:?}"),
         };
-        return Err(format!("the dump at line {} has {what} (it has {})", dump.line, known.join(", ")));
+        return Err(format!(
+            "the dump at line {} has {what} (it has {})",
+            dump.line,
+            known.join(", ")
+        ));
     }
     Ok(found)
 }

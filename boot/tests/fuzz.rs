@@ -92,6 +92,12 @@ fn seeds() -> Vec<Vec<String>> {
         .map(|path| String::from_utf8_lossy(&std::fs::read(path).unwrap()).into_owned())
         .collect();
     assert!(!logs.is_empty(), "no real panic logs in {}", dir.display());
+    let snapshot = |log: &String| {
+        trace::dump::parse(log)
+            .iter()
+            .any(|d| d.instances.values().any(|s| s.buffer == trace::dump::BufferKind::Snapshot))
+    };
+    assert!(logs.iter().any(snapshot), "no real log in {} has a snapshot section", dir.display());
     logs.extend(crafted::crashers().into_iter().map(|c| c.log));
     logs.into_iter().map(|log| log.lines().map(String::from).collect()).collect()
 }

@@ -150,7 +150,17 @@ fn perfetto_shows_each_buffer_as_a_process_and_ctf_takes_one() {
     let _ = std::fs::remove_dir_all(&dir);
     let dir_arg = dir.to_str().unwrap();
     let ctf = |buffer: &str| {
-        report(&[log, "--format", "ctf", "--instance", "latency", "--buffer", buffer, "-o", dir_arg])
+        report(&[
+            log,
+            "--format",
+            "ctf",
+            "--instance",
+            "latency",
+            "--buffer",
+            buffer,
+            "-o",
+            dir_arg,
+        ])
     };
     let all = ctf("all");
     assert_eq!(all.status.code(), Some(2));
@@ -208,4 +218,17 @@ fn dumps_of_format_version_1_still_read_as_live_buffers() {
         assert!(!text(&out.stdout).contains("(snapshot)"), "{name}");
     }
     assert_eq!(read, 4, "one dump, two dumps, one dump");
+}
+
+#[test]
+fn a_real_panic_dump_of_version_2_carries_the_latency_snapshot() {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/panic-latency-snapshot.log");
+    let dump = trace::dump::parse(&std::fs::read_to_string(&path).unwrap()).remove(0);
+    assert!(dump.problems.is_empty(), "{:?}", dump.problems);
+    assert_eq!(dump.version, Some(2));
+    let out = report(&[path.to_str().unwrap(), "--stat"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let headings: Vec<String> = sections(&text(&out.stdout)).into_iter().map(|s| s.0).collect();
+    assert_eq!(headings, ["top", "latency", "latency (snapshot)"]);
 }

@@ -228,7 +228,9 @@ fn the_crash_day_a_panic_dump_keeps_the_watchdogs_snapshot_and_report_shows_it()
         .iter()
         .find(|t| t.instance == "latency" && t.buffer == report::BufferKind::Snapshot)
         .expect("the panic dump carries the latency instance's snapshot");
-    assert!(sections.iter().any(|t| t.instance == "latency" && t.buffer == report::BufferKind::Live));
+    assert!(
+        sections.iter().any(|t| t.instance == "latency" && t.buffer == report::BufferKind::Live)
+    );
     assert_eq!(snapshot.events, live_dump[0].events, "the snapshot is frozen");
     // The snapshot's own statistics agree with its records.
     for cpu in 0..4 {

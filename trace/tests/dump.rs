@@ -288,7 +288,11 @@ fn a_dump_carries_a_snapshot_section_beside_the_live_one_with_its_own_stats() {
     writer.cpu_stats(0, 0, &RingStats { written: 5, entries: 1, ..RingStats::default() });
     writer.record(0, 0, 100, 1, &numbers(1, 2, 3, 4, 5, 6), Some(numbers_d));
     writer.section(1, "latency", dump::BufferKind::Snapshot);
-    writer.cpu_stats(1, 1, &RingStats { written: 9, entries: 2, overrun: 7, ..RingStats::default() });
+    writer.cpu_stats(
+        1,
+        1,
+        &RingStats { written: 9, entries: 2, overrun: 7, ..RingStats::default() },
+    );
     writer.record(1, 1, 50, 1, &numbers(7, 8, 9, 10, -1, -2), Some(numbers_d));
     writer.record(1, 1, 60, 1, &numbers(0, 0, 0, 0, 0, 0), Some(numbers_d));
     writer.finish();
@@ -332,7 +336,8 @@ fn a_version_1_dump_still_parses_its_sections_as_live_buffers() {
 fn dump_versions_and_buffers_out_of_range_are_named_damage() {
     let future = dump::VERSION as u8 + 1;
     let d = &dump::parse(&crafted_dump(&[(1, &[future, 2, 0])]))[0];
-    let expected = format!("dump format version {future}; this tool reads versions 1 to {}", dump::VERSION);
+    let expected =
+        format!("dump format version {future}; this tool reads versions 1 to {}", dump::VERSION);
     assert!(d.problems.iter().any(|p| p.what.contains(&expected)), "{:?}", d.problems);
     assert_eq!(d.cpus, None, "nothing of a header it cannot read is taken");
     let d = &dump::parse(&crafted_dump(&[(3, &[0, 0, 2])]))[0];
@@ -346,7 +351,9 @@ fn dump_versions_and_buffers_out_of_range_are_named_damage() {
     assert_eq!(beyond, 128);
     let d = &dump::parse(&crafted_dump(&[(3, &[0x80, 0x01, 0, 1])]))[0];
     assert!(
-        d.problems.iter().any(|p| p.what.contains(&format!("section number {beyond} out of range"))),
+        d.problems
+            .iter()
+            .any(|p| p.what.contains(&format!("section number {beyond} out of range"))),
         "{:?}",
         d.problems
     );

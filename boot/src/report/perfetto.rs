@@ -142,10 +142,8 @@ pub fn perfetto_json_of(traces: &[Trace]) -> Json {
             })
             .collect()
     };
-    let buffers: Vec<Json> = traces
-        .iter()
-        .map(|t| json!({"buffer": t.buffer.name(), "cpu_stats": stats(t)}))
-        .collect();
+    let buffers: Vec<Json> =
+        traces.iter().map(|t| json!({"buffer": t.buffer.name(), "cpu_stats": stats(t)})).collect();
     let first = traces.first();
     json!({
         "traceEvents": events,

@@ -2,7 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use super::model::{CpuStats, Descriptor, Event, FieldDesc, FieldKind, PanicInfo, Trace, Value};
+use super::model::{
+    BufferKind, CpuStats, Descriptor, Event, FieldDesc, FieldKind, PanicInfo, Trace, Value,
+};
 
 fn field(name: &str, kind: FieldKind) -> FieldDesc {
     FieldDesc { name: name.into(), kind }
@@ -115,6 +117,7 @@ pub fn sample() -> Trace {
     ];
     Trace {
         instance: String::new(),
+        buffer: BufferKind::Live,
         cpus: 2,
         descriptors,
         events,
