@@ -401,12 +401,13 @@ fn dump_options(mut args: &[&str], base: DumpConfig) -> Result<DumpConfig, Comma
     let mut names: Vec<String> = Vec::new();
     while let Some((&word, rest)) = args.split_first() {
         args = rest;
+        if let Some(buffers) = Buffers::from_name(word) {
+            config.buffers = buffers;
+            continue;
+        }
         match word {
             "all" => config.cpus = Cpus::All,
             "orig_cpu" => config.cpus = Cpus::Origin,
-            word if Buffers::from_name(word).is_some() => {
-                config.buffers = Buffers::from_name(word).unwrap_or(config.buffers);
-            }
             "last" | "instance" => {
                 let (&value, rest) = args.split_first().ok_or(CommandError::Usage)?;
                 args = rest;

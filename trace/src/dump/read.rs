@@ -287,7 +287,7 @@ fn finish(mut dump: Dump, mut chunks: Vec<Chunk>, ended: Option<(usize, Option<u
             }
         }
     }
-    // An instance whose name was lost is named by its number, so that it cannot
+    // A section whose name was lost is named by its number, so that it cannot
     // pass for the top-level instance (whose name is empty).
     for (index, instance) in &mut dump.instances {
         if !named.contains(index) {
@@ -296,7 +296,7 @@ fn finish(mut dump: Dump, mut chunks: Vec<Chunk>, ended: Option<(usize, Option<u
                 line: dump.line,
                 chunk: None,
                 what: format!(
-                    "the name of instance {index} was lost with a damaged chunk; its records are reported as instance \"#{index}\""
+                    "the name and buffer of section {index} were lost with a damaged chunk; its records are reported as instance \"#{index}\" (live)"
                 ),
             });
         }
