@@ -268,6 +268,33 @@ fn the_crash_day_a_panic_dump_keeps_the_watchdogs_snapshot_and_report_shows_it()
     assert!(!live_text.contains(": anomaly: "), "{live_text}");
     // The human-readable part of the dump heads the snapshot too.
     assert!(m.transcript().contains("# instance latency (snapshot)\n"));
+    // `--stat` heads it the same way.
+    let mut stat = Vec::new();
+    report::write_stat(snapshot, &mut stat).unwrap();
+    let stat = String::from_utf8(stat).unwrap();
+    assert!(stat.starts_with("# instance: latency (snapshot)\n"), "{stat}");
+    assert!(stat.contains("latency:anomaly"), "{stat}");
+    // Perfetto shows both buffers apart; the anomaly is in the snapshot's process.
+    let latency: Vec<report::Trace> =
+        sections.iter().filter(|t| t.instance == "latency").cloned().collect();
+    let json = report::perfetto_json_of(&latency);
+    let events = json["traceEvents"].as_array().unwrap();
+    let snapshot_pid = events
+        .iter()
+        .find(|e| e["name"] == "process_name" && e["args"]["name"] == "kernel (snapshot)")
+        .map(|e| e["pid"].clone())
+        .expect("a process for the snapshot");
+    assert!(events.iter().any(|e| e["name"] == "latency:anomaly" && e["pid"] == snapshot_pid));
+    // babeltrace2 reads the snapshot's CTF, anomaly included.
+    let dir = std::env::temp_dir().join(format!("e2e-snapshot-ctf-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    report::write_ctf(snapshot, &dir).expect("CTF written");
+    let out = Command::new("babeltrace2").arg(&dir).output().expect("babeltrace2 runs");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(stdout.lines().filter(|l| l.contains(": {")).count(), snapshot.events.len());
+    assert!(stdout.contains("latency:anomaly"), "{stdout}");
 }
 
 #[test]
