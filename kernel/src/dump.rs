@@ -1,7 +1,9 @@
 //! The trace dump: on panic (and on the `dump` command) the recorded events go to
 //! the serial line twice: as human-readable lines merged in time order, then as the
 //! compact, checksummed machine-readable block (`trace::dump`) that
-//! `cargo run -- report LOG` reads. The panic path takes no lock that another CPU
+//! `cargo run -- report LOG` reads. Each instance's live buffer is a section of the
+//! dump, and its snapshot (when one holds data) another beside it, as
+//! [`DumpConfig::buffers`] chooses. The panic path takes no lock that another CPU
 //! may hold and writes through the emergency console.
 
 use crate::sync::IrqMutex;
@@ -64,7 +66,7 @@ pub struct DumpConfig {
     pub cpus: Cpus,
     /// Which buffers of each instance.
     pub buffers: Buffers,
-    /// At most this many of the newest records per instance (`None`: all).
+    /// At most this many of the newest records per section (`None`: all).
     pub last: Option<u64>,
     /// Only these instances (`None`: all; the top-level one is named `top`).
     pub instances: Option<Vec<String>>,
