@@ -183,23 +183,28 @@ fn records(
 ) -> Option<u64> {
     let cpus = cpus(tracer, config);
     let only = (cpus.len() == 1).then_some(cpus.start);
-    // Counted once the window is fixed, so `last` is exact for the records listed.
-    let skip = core::cell::Cell::new(0);
-    let count = || {
-        let total: u64 =
-            cpus.clone().filter_map(|cpu| section.stats(cpu).ok()).map(|s| s.entries).sum();
-        skip.set(config.last.map_or(0, |last| total.saturating_sub(last)));
-    };
+    // Counted before the window is fixed, and capped at `last` while listing: events
+    // recorded in between (the live dump's interrupts) neither push records out of
+    // the window listed nor make it longer than `last`.
+    let total: u64 =
+        cpus.clone().filter_map(|cpu| section.stats(cpu).ok()).map(|s| s.entries).sum();
+    let skip = config.last.map_or(0, |last| total.saturating_sub(last));
     let mut seen = 0u64;
-    tracing::for_each_record(section.buffer, only, count, |record| {
-        if seen >= skip.get() {
-            each(record);
-        }
-        seen += 1;
-        true
-    })
+    let mut listed = 0u64;
+    tracing::for_each_record(
+        section.buffer,
+        only,
+        || {},
+        |record| {
+            if seen >= skip {
+                each(record);
+                listed += 1;
+            }
+            seen += 1;
+            config.last.is_none_or(|last| listed < last)
+        },
+    )
     .ok()?;
-    let skip = skip.get();
     Some(skip.min(seen))
 }
 
