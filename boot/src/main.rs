@@ -83,6 +83,27 @@ enum Format {
     Tracedat,
 }
 
+/// Which buffers of an instance `report` reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Buffers {
+    /// The live buffer.
+    Live,
+    /// The snapshot the instance kept.
+    Snapshot,
+    /// Both: the live buffer and the snapshot, each apart.
+    All,
+}
+
+impl Buffers {
+    fn wants(self, buffer: report::BufferKind) -> bool {
+        match self {
+            Buffers::All => true,
+            Buffers::Live => buffer == report::BufferKind::Live,
+            Buffers::Snapshot => buffer == report::BufferKind::Snapshot,
+        }
+    }
+}
+
 /// `report` options.
 #[derive(Parser, Debug)]
 struct Report {
@@ -102,6 +123,11 @@ struct Report {
     /// reports every instance unless this is given.
     #[arg(long, value_name = "NAME")]
     instance: Option<String>,
+    /// Which buffers of each instance: its live buffer, the snapshot it kept, or all
+    /// (each apart: a section each in text, a process each in perfetto). Default all
+    /// for text and perfetto; ctf and tracedat hold one buffer: default live.
+    #[arg(long, value_enum, value_name = "BUFFER")]
+    buffer: Option<Buffers>,
 }
 
 fn main() -> ExitCode {
@@ -164,7 +190,15 @@ fn report(options: &Report) -> Result<bool, String> {
     if options.stat && options.format != Format::Text {
         return Err(format!(
             "--stat is a text summary; it does not go with --format {}",
-            options.format.to_possible_value().map_or_else(String::new, |v| v.get_name().into())
+            format_name(options.format)
+        ));
+    }
+    if matches!(options.format, Format::Ctf | Format::Tracedat)
+        && options.buffer == Some(Buffers::All)
+    {
+        return Err(format!(
+            "--format {} holds one buffer; choose --buffer live or --buffer snapshot",
+            format_name(options.format)
         ));
     }
     match (options.format, &options.output) {
@@ -232,7 +266,8 @@ fn convert(options: &Report, total: usize, out: &mut impl Write) -> Result<bool,
                     writeln!(out, "# dump {seen} of {total} (line {})", dump.line)
                         .map_err(write_error)?;
                 }
-                for trace in chosen(&dump, options.instance.as_deref())? {
+                let buffers = options.buffer.unwrap_or(Buffers::All);
+                for trace in chosen(&dump, options.instance.as_deref(), buffers)? {
                     if options.stat {
                         report::write_stat(&trace, out).map_err(write_error)?;
                     } else {
@@ -248,14 +283,18 @@ fn convert(options: &Report, total: usize, out: &mut impl Write) -> Result<bool,
                     );
                 }
                 let name = options.instance.as_deref().unwrap_or("top");
-                let trace = chosen(&dump, Some(name))?.swap_remove(0);
+                let buffers = options.buffer.unwrap_or(match options.format {
+                    Format::Perfetto => Buffers::All,
+                    _ => Buffers::Live,
+                });
+                let traces = chosen(&dump, Some(name), buffers)?;
                 match (options.format, &options.output) {
-                    (Format::Ctf, Some(dir)) => report::write_ctf(&trace, dir)
+                    (Format::Ctf, Some(dir)) => report::write_ctf(&traces[0], dir)
                         .map_err(|e| format!("{}: {e}", dir.display()))?,
                     (Format::Tracedat, _) => {
-                        report::write_tracedat(&trace, out).map_err(write_error)?
+                        report::write_tracedat(&traces[0], out).map_err(write_error)?
                     }
-                    _ => report::write_perfetto(&trace, out).map_err(write_error)?,
+                    _ => report::write_perfetto_of(&traces, out).map_err(write_error)?,
                 }
             }
             Format::Perfetto | Format::Ctf | Format::Tracedat => {}
@@ -286,27 +325,42 @@ fn for_each_line(
     Ok(())
 }
 
-/// The instances of `dump` to report: all, or the one named (never none).
-fn chosen(dump: &trace::dump::Dump, name: Option<&str>) -> Result<Vec<report::Trace>, String> {
+/// The name of a format, as `--format` takes it.
+fn format_name(format: Format) -> String {
+    format.to_possible_value().map_or_else(String::new, |v| v.get_name().into())
+}
+
+/// The sections of `dump` to report: the buffers chosen of every instance, or of
+/// the one named (then never none).
+fn chosen(
+    dump: &trace::dump::Dump,
+    name: Option<&str>,
+    buffers: Buffers,
+) -> Result<Vec<report::Trace>, String> {
     let traces = report::traces(dump);
-    match name {
-        None => Ok(traces),
-        Some(_) if traces.is_empty() => Err(format!(
+    let Some(name) = name else {
+        return Ok(traces.into_iter().filter(|t| buffers.wants(t.buffer)).collect());
+    };
+    if traces.is_empty() {
+        return Err(format!(
             "the dump at line {} holds no instance: the chunks that held them were lost",
             dump.line
-        )),
-        Some(name) => {
-            let known: Vec<String> = traces.iter().map(|t| format!("{:?}", t.instance)).collect();
-            let found: Vec<_> = traces.into_iter().filter(|t| t.instance == name).collect();
-            if found.is_empty() {
-                Err(format!(
-                    "the dump at line {} has no instance {name:?} (it has {})",
-                    dump.line,
-                    known.join(", ")
-                ))
-            } else {
-                Ok(found)
-            }
-        }
+        ));
     }
+    let known: Vec<String> = traces.iter().map(|t| format!("{:?}", t.heading())).collect();
+    let found: Vec<_> =
+        traces.into_iter().filter(|t| t.instance == name && buffers.wants(t.buffer)).collect();
+    if found.is_empty() {
+        let what = match buffers {
+            Buffers::Snapshot => format!("no snapshot of instance {name:?}"),
+            Buffers::Live => format!("no live buffer of instance {name:?}"),
+            Buffers::All => format!("no instance {name:?}"),
+        };
+        return Err(format!(
+            "the dump at line {} has {what} (it has {})",
+            dump.line,
+            known.join(", ")
+        ));
+    }
+    Ok(found)
 }

@@ -262,7 +262,7 @@ fn a_dump_without_instances_or_their_names_gets_a_sentence() {
     let out = report(&[path.to_str().unwrap(), "--format", "perfetto"]);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("the name of instance 0 was lost"), "{stderr}");
+    assert!(stderr.contains("the name and buffer of section 0 were lost"), "{stderr}");
     assert!(stderr.contains("has no instance \"top\" (it has \"#0\")"), "{stderr}");
     let converted = report(&[path.to_str().unwrap(), "--format", "perfetto", "--instance", "#0"]);
     assert_eq!(converted.status.code(), Some(1), "{}", text(&converted.stderr));

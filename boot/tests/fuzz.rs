@@ -92,6 +92,12 @@ fn seeds() -> Vec<Vec<String>> {
         .map(|path| String::from_utf8_lossy(&std::fs::read(path).unwrap()).into_owned())
         .collect();
     assert!(!logs.is_empty(), "no real panic logs in {}", dir.display());
+    let snapshot = |log: &String| {
+        trace::dump::parse(log)
+            .iter()
+            .any(|d| d.instances.values().any(|s| s.buffer == trace::dump::BufferKind::Snapshot))
+    };
+    assert!(logs.iter().any(snapshot), "no real log in {} has a snapshot section", dir.display());
     logs.extend(crafted::crashers().into_iter().map(|c| c.log));
     logs.into_iter().map(|log| log.lines().map(String::from).collect()).collect()
 }
@@ -245,12 +251,15 @@ fn mutate(rng: &mut Rng, lines: &mut Vec<String>, seeds: &[Vec<String>]) {
 }
 
 /// What `report` does to a log, every format at once: reads its dumps one at a
-/// time and writes each instance as text, `--stat`, Perfetto JSON and CTF files.
+/// time and writes each section (an instance's live buffer or snapshot) as text,
+/// `--stat`, Perfetto JSON and CTF files, and all of them as one Perfetto document.
 /// Returns the number of events converted.
 fn report_everything(log: &str) -> usize {
     let mut events = 0;
     let mut convert = |dump: Dump| {
-        for trace in boot::report::traces(&dump) {
+        let traces = boot::report::traces(&dump);
+        boot::report::write_perfetto_of(&traces, &mut io::sink()).unwrap();
+        for trace in traces {
             events += trace.events.len();
             boot::report::write_text(&trace, &mut io::sink()).unwrap();
             boot::report::write_stat(&trace, &mut io::sink()).unwrap();

@@ -1,7 +1,9 @@
 //! The trace dump: on panic (and on the `dump` command) the recorded events go to
 //! the serial line twice: as human-readable lines merged in time order, then as the
 //! compact, checksummed machine-readable block (`trace::dump`) that
-//! `cargo run -- report LOG` reads. The panic path takes no lock that another CPU
+//! `cargo run -- report LOG` reads. Each instance's live buffer is a section of the
+//! dump, and its snapshot (when one holds data) another beside it, as
+//! [`DumpConfig::buffers`] chooses. The panic path takes no lock that another CPU
 //! may hold and writes through the emergency console.
 
 use crate::sync::IrqMutex;
@@ -9,8 +11,8 @@ use crate::tracing::{self, KernelPlatform};
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::Write;
-use trace::dump::DumpWriter;
-use trace::{InstanceView, RecordRef, Tracer};
+use trace::dump::{BufferKind, DumpWriter};
+use trace::{Buffer, InstanceView, RecordRef, RingStats, Tracer};
 
 /// Which CPUs' records a dump carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,19 +23,58 @@ pub enum Cpus {
     Origin,
 }
 
+/// Which buffers of each instance a dump carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Buffers {
+    /// The live buffers only.
+    Live,
+    /// The snapshots only (of the instances that have one holding data).
+    Snapshot,
+    /// Both: each instance's live buffer, then its snapshot if it holds data.
+    Both,
+}
+
+impl Buffers {
+    /// The words that choose the buffers, as the shell takes them.
+    const NAMES: [(&str, Buffers); 3] =
+        [("live", Buffers::Live), ("snapshot", Buffers::Snapshot), ("both", Buffers::Both)];
+
+    /// The buffers word `name` chooses, if any.
+    pub fn from_name(name: &str) -> Option<Buffers> {
+        Self::NAMES.iter().find(|(n, _)| *n == name).map(|(_, buffers)| *buffers)
+    }
+
+    /// The word for these buffers.
+    pub fn name(self) -> &'static str {
+        Self::NAMES.iter().find(|(_, b)| *b == self).map_or("both", |(name, _)| name)
+    }
+
+    fn wants(self, buffer: BufferKind) -> bool {
+        matches!(
+            (self, buffer),
+            (Buffers::Both, _)
+                | (Buffers::Live, BufferKind::Live)
+                | (Buffers::Snapshot, BufferKind::Snapshot)
+        )
+    }
+}
+
 /// What a dump carries.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DumpConfig {
     /// Which CPUs.
     pub cpus: Cpus,
-    /// At most this many of the newest records per instance (`None`: all).
+    /// Which buffers of each instance.
+    pub buffers: Buffers,
+    /// At most this many of the newest records per section (`None`: all).
     pub last: Option<u64>,
     /// Only these instances (`None`: all; the top-level one is named `top`).
     pub instances: Option<Vec<String>>,
 }
 
 impl DumpConfig {
-    const DEFAULT: DumpConfig = DumpConfig { cpus: Cpus::All, last: None, instances: None };
+    const DEFAULT: DumpConfig =
+        DumpConfig { cpus: Cpus::All, buffers: Buffers::Both, last: None, instances: None };
 
     fn wants(&self, name: &str) -> bool {
         let name = if name.is_empty() { "top" } else { name };
@@ -81,34 +122,89 @@ fn cpus(tracer: &Tracer<KernelPlatform>, config: &DumpConfig) -> core::ops::Rang
     }
 }
 
-/// Calls `each` with every record of `view` to dump, oldest first: the CPUs chosen,
-/// merged in time order, the newest `config.last`. Returns how many older records
-/// were left out, or `None` if the records could not be read (no memory).
-fn records(
+/// One buffer of an instance, as a dump section.
+struct Section<'a> {
+    view: &'a InstanceView<'a, KernelPlatform>,
+    kind: BufferKind,
+    buffer: &'a Buffer<KernelPlatform>,
+}
+
+impl Section<'_> {
+    /// CPU `cpu`'s statistics: the instance's own for the live buffer (events refused
+    /// for a bad CPU count there), the snapshot ring's for the snapshot.
+    fn stats(&self, cpu: usize) -> Result<RingStats, trace::Error> {
+        match self.kind {
+            BufferKind::Live => self.view.stats(cpu),
+            BufferKind::Snapshot => self.buffer.stats(cpu),
+        }
+    }
+
+    /// The name it goes by in the human-readable part, in two pieces: `top`, ``;
+    /// `latency`, ` (snapshot)`.
+    fn heading(&self) -> (&str, &'static str) {
+        let name = if self.view.name.is_empty() { "top" } else { self.view.name };
+        match self.kind {
+            BufferKind::Live => (name, ""),
+            BufferKind::Snapshot => (name, " (snapshot)"),
+        }
+    }
+}
+
+/// Calls `each` with the sections of `view` a dump carries: its live buffer, then
+/// its snapshot if one is allocated and holds data (something was written to it).
+fn sections(
     tracer: &Tracer<KernelPlatform>,
     view: &InstanceView<'_, KernelPlatform>,
+    config: &DumpConfig,
+    mut each: impl FnMut(&Section<'_>),
+) {
+    if !config.wants(view.name) {
+        return;
+    }
+    if config.buffers.wants(BufferKind::Live) {
+        each(&Section { view, kind: BufferKind::Live, buffer: view.recorder.live() });
+    }
+    if config.buffers.wants(BufferKind::Snapshot)
+        && let Some(buffer) = view.recorder.snapshot()
+        && (0..tracer.cpus()).any(|cpu| buffer.stats(cpu).is_ok_and(|s| s.written > 0))
+    {
+        each(&Section { view, kind: BufferKind::Snapshot, buffer });
+    }
+}
+
+/// Calls `each` with every record of `section` to dump, oldest first: the CPUs
+/// chosen, merged in time order, the newest `config.last`. Returns how many older
+/// records were left out, or `None` if the records could not be read (no memory).
+fn records(
+    tracer: &Tracer<KernelPlatform>,
+    section: &Section<'_>,
     config: &DumpConfig,
     mut each: impl FnMut(&RecordRef<'_>),
 ) -> Option<u64> {
     let cpus = cpus(tracer, config);
     let only = (cpus.len() == 1).then_some(cpus.start);
-    // Counted once the window is fixed, so `last` is exact for the records listed.
-    let skip = core::cell::Cell::new(0);
-    let count = || {
-        let total: u64 =
-            cpus.clone().filter_map(|cpu| view.stats(cpu).ok()).map(|s| s.entries).sum();
-        skip.set(config.last.map_or(0, |last| total.saturating_sub(last)));
-    };
+    // Counted before the window is fixed, and capped at `last` while listing: events
+    // recorded in between (the live dump's interrupts) neither push records out of
+    // the window listed nor make it longer than `last`.
+    let total: u64 =
+        cpus.clone().filter_map(|cpu| section.stats(cpu).ok()).map(|s| s.entries).sum();
+    let skip = config.last.map_or(0, |last| total.saturating_sub(last));
     let mut seen = 0u64;
-    tracing::for_each_record(view.recorder.live(), only, count, |record| {
-        if seen >= skip.get() {
-            each(record);
-        }
-        seen += 1;
-        true
-    })
+    let mut listed = 0u64;
+    tracing::for_each_record(
+        section.buffer,
+        only,
+        || {},
+        |record| {
+            if seen >= skip {
+                each(record);
+                listed += 1;
+            }
+            seen += 1;
+            config.last.is_none_or(|last| listed < last)
+        },
+    )
     .ok()?;
-    let skip = skip.get();
     Some(skip.min(seen))
 }
 
@@ -131,31 +227,30 @@ fn write(
         let _ = writeln!(out, "# panic on cpu {cpu} at {location}: {message}");
     }
     tracer.visit_instances(|view| {
-        if !config.wants(view.name) {
-            return;
-        }
-        let name = if view.name.is_empty() { "top" } else { view.name };
-        let _ = writeln!(out, "# instance {name}");
-        for cpu in cpus.clone() {
-            if let Ok(s) = view.stats(cpu) {
-                let _ = writeln!(
-                    out,
-                    "# cpu{cpu}: written {} entries {} overrun {} dropped {} read {}",
-                    s.written, s.entries, s.overrun, s.dropped, s.read
-                );
+        sections(tracer, &view, config, |section| {
+            let (name, buffer) = section.heading();
+            let _ = writeln!(out, "# instance {name}{buffer}");
+            for cpu in cpus.clone() {
+                if let Ok(s) = section.stats(cpu) {
+                    let _ = writeln!(
+                        out,
+                        "# cpu{cpu}: written {} entries {} overrun {} dropped {} read {}",
+                        s.written, s.entries, s.overrun, s.dropped, s.read
+                    );
+                }
             }
-        }
-        match records(tracer, &view, config, |record| {
-            let _ = tracing::write_record(out, tracer, record, true);
-        }) {
-            Some(0) => {}
-            Some(skipped) => {
-                let _ = writeln!(out, "# ({skipped} older records left out)");
+            match records(tracer, section, config, |record| {
+                let _ = tracing::write_record(out, tracer, record, true);
+            }) {
+                Some(0) => {}
+                Some(skipped) => {
+                    let _ = writeln!(out, "# ({skipped} older records left out)");
+                }
+                None => {
+                    let _ = writeln!(out, "# (records unreadable: no memory)");
+                }
             }
-            None => {
-                let _ = writeln!(out, "# (records unreadable: no memory)");
-            }
-        }
+        });
     });
     // Machine-readable part.
     let mut writer = DumpWriter::begin(|line: &str| {
@@ -167,22 +262,21 @@ fn write(
     }
     let mut index = 0;
     tracer.visit_instances(|view| {
-        if !config.wants(view.name) {
-            return;
-        }
-        writer.instance(index, view.name);
-        for cpu in cpus.clone() {
-            if let Ok(stats) = view.stats(cpu) {
-                writer.cpu_stats(index, cpu, &stats);
+        sections(tracer, &view, config, |section| {
+            writer.section(index, view.name, section.kind);
+            for cpu in cpus.clone() {
+                if let Ok(stats) = section.stats(cpu) {
+                    writer.cpu_stats(index, cpu, &stats);
+                }
             }
-        }
-        let skipped = records(tracer, &view, config, |r| {
-            writer.record(index, r, tracer.descriptor(r.id));
+            let skipped = records(tracer, section, config, |r| {
+                writer.record(index, r, tracer.descriptor(r.id));
+            });
+            if let Some(skipped) = skipped.filter(|&s| s > 0) {
+                writer.skipped(index, skipped);
+            }
+            index += 1;
         });
-        if let Some(skipped) = skipped.filter(|&s| s > 0) {
-            writer.skipped(index, skipped);
-        }
-        index += 1;
     });
     // The descriptors again: a damaged chunk of the first copy costs no record.
     for descriptor in tracer.events() {

@@ -133,7 +133,11 @@ fn the_live_dump_command_takes_options() {
     }
     m.run("dump");
     m.run("dump orig_cpu last 4 instance top");
-    assert!(m.run("dump sideways").contains("usage"));
+    assert!(
+        m.run("dump sideways").contains(
+            "dump: unknown option \"sideways\" (accepted: all or orig_cpu; live, snapshot or both; last N; instance NAME)"
+        )
+    );
     assert!(m.run("dump last 0").contains("usage"));
     let dumps = m.dumps();
     assert_eq!(dumps.len(), 2);
@@ -177,4 +181,141 @@ fn babeltrace2_reads_the_ctf_output_and_perfetto_json_parses() {
     let json = report::perfetto_json(&trace);
     let events = json["traceEvents"].as_array().unwrap();
     assert!(events.iter().any(|e| e["name"] == "ftrace:print" && e["args"]["buf"] == "marker-2"));
+}
+
+/// Boots, sets the latency watchdog's threshold, spikes the boot CPU's tick by
+/// 300 ms and waits until the watchdog has frozen its window in its snapshot.
+fn captured() -> Machine {
+    let mut m = Machine::boot();
+    // A threshold well above scheduling noise on a busy host, and a spike above it.
+    m.run("latency threshold 200");
+    m.run("latency spike 300");
+    // The window records serial and shell events, the test's own keystrokes among
+    // them: polled as fast as the host can type, they can fill the boot CPU's ring and
+    // overwrite the anomaly before the window closes. Each poll here also holds the
+    // boot CPU for 20 ms (a spike below the threshold, ignored while capturing), so
+    // the window's 20 ticks take a few dozen keystrokes, not thousands.
+    let captured = (0..500).any(|_| m.run("latency spike 20").contains("state: Captured"));
+    assert!(captured, "the watchdog never captured:\n{}", m.run("latency"));
+    m
+}
+
+/// The report of one section as `report` prints it.
+fn text_of(trace: &report::Trace) -> String {
+    let mut text = Vec::new();
+    report::write_text(trace, &mut text).unwrap();
+    String::from_utf8(text).unwrap()
+}
+
+/// The interval the watchdog's anomaly line gives, in ns (`... interval=Nns ...`).
+fn anomaly_interval(line: &str) -> u64 {
+    line.split("interval=").nth(1).unwrap().split("ns").next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn the_crash_day_a_panic_dump_keeps_the_watchdogs_snapshot_and_report_shows_it() {
+    let mut m = captured();
+    assert!(m.run("dump on-panic").contains("buffers both"), "both buffers by default");
+    // The live dump of the snapshot alone.
+    m.run("dump instance latency snapshot");
+    assert_eq!(m.run_to_exit("panic"), Outcome::KernelFailure);
+    let dumps = m.dumps();
+    assert_eq!(dumps.len(), 2);
+    assert!(dumps.iter().all(|d| d.problems.is_empty()), "{:?}", dumps[1].problems);
+    let live_dump = report::traces(&dumps[0]);
+    assert_eq!(
+        live_dump.iter().map(|t| (t.instance.as_str(), t.buffer)).collect::<Vec<_>>(),
+        [("latency", report::BufferKind::Snapshot)]
+    );
+    // The panic dump: every instance's live buffer and the latency snapshot beside.
+    let sections = report::traces(&dumps[1]);
+    let snapshot = sections
+        .iter()
+        .find(|t| t.instance == "latency" && t.buffer == report::BufferKind::Snapshot)
+        .expect("the panic dump carries the latency instance's snapshot");
+    assert!(
+        sections.iter().any(|t| t.instance == "latency" && t.buffer == report::BufferKind::Live)
+    );
+    assert_eq!(snapshot.events, live_dump[0].events, "the snapshot is frozen");
+    // The snapshot's own statistics agree with its records.
+    for cpu in 0..4 {
+        let events = snapshot.events.iter().filter(|e| e.cpu == cpu).count() as u64;
+        assert_eq!(events, snapshot.stats[cpu].entries, "cpu{cpu}");
+    }
+    // What the report prints: a section headed as the snapshot, the anomaly in it,
+    // the flight recorder's ticks before it, the printk and the window after it.
+    let text = text_of(snapshot);
+    assert!(text.starts_with("# instance: latency (snapshot)\n"), "{text}");
+    assert!(text.contains("# panic on cpu 0"), "{text}");
+    let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    let anomaly = lines
+        .iter()
+        .position(|l| l.contains(": anomaly: tick="))
+        .unwrap_or_else(|| panic!("the anomaly is in the snapshot's report:\n{text}"));
+    assert!(anomaly_interval(lines[anomaly]) >= 300_000_000, "{}", lines[anomaly]);
+    assert!(lines[..anomaly].iter().any(|l| l.contains(": tick: ")), "ticks before it:\n{text}");
+    assert!(
+        lines[anomaly..].iter().any(|l| l.contains(": bprint: ") && l.contains("ns late")),
+        "the watchdog's printk after it:\n{text}"
+    );
+    assert!(
+        lines[anomaly..].iter().any(|l| l.contains(": command: ")),
+        "the window's shell commands after it:\n{text}"
+    );
+    // The live buffer's section says the snapshot was taken; it is not the window.
+    let live = sections
+        .iter()
+        .find(|t| t.instance == "latency" && t.buffer == report::BufferKind::Live)
+        .unwrap();
+    let live_text = text_of(live);
+    assert!(live_text.starts_with("# instance: latency\n"), "{live_text}");
+    assert!(live_text.contains("latency watchdog: snapshot taken"), "{live_text}");
+    assert!(!live_text.contains(": anomaly: "), "{live_text}");
+    // The human-readable part of the dump heads the snapshot too.
+    assert!(m.transcript().contains("# instance latency (snapshot)\n"));
+    // `--stat` heads it the same way.
+    let mut stat = Vec::new();
+    report::write_stat(snapshot, &mut stat).unwrap();
+    let stat = String::from_utf8(stat).unwrap();
+    assert!(stat.starts_with("# instance: latency (snapshot)\n"), "{stat}");
+    assert!(stat.contains("latency:anomaly"), "{stat}");
+    // Perfetto shows both buffers apart; the anomaly is in the snapshot's process.
+    let latency: Vec<report::Trace> =
+        sections.iter().filter(|t| t.instance == "latency").cloned().collect();
+    let json = report::perfetto_json_of(&latency);
+    let events = json["traceEvents"].as_array().unwrap();
+    let snapshot_pid = events
+        .iter()
+        .find(|e| e["name"] == "process_name" && e["args"]["name"] == "kernel (snapshot)")
+        .map(|e| e["pid"].clone())
+        .expect("a process for the snapshot");
+    assert!(events.iter().any(|e| e["name"] == "latency:anomaly" && e["pid"] == snapshot_pid));
+    // babeltrace2 reads the snapshot's CTF, anomaly included.
+    let dir = std::env::temp_dir().join(format!("e2e-snapshot-ctf-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    report::write_ctf(snapshot, &dir).expect("CTF written");
+    let out = Command::new("babeltrace2").arg(&dir).output().expect("babeltrace2 runs");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(stdout.lines().filter(|l| l.contains(": {")).count(), snapshot.events.len());
+    assert!(stdout.contains("latency:anomaly"), "{stdout}");
+}
+
+#[test]
+fn dump_on_panic_live_leaves_the_snapshots_out_and_a_bad_value_changes_nothing() {
+    let mut m = captured();
+    assert!(m.run("dump on-panic live").contains("buffers live"));
+    let refused = m.run("dump on-panic spare");
+    assert!(
+        refused.contains("dump: unknown option \"spare\" (accepted: all or orig_cpu; live, snapshot or both; last N; instance NAME)"),
+        "{refused}"
+    );
+    assert!(m.run("dump on-panic").contains("buffers live"), "the refusal changed nothing");
+    assert_eq!(m.run_to_exit("panic"), Outcome::KernelFailure);
+    let dump = m.dumps().pop().unwrap();
+    assert!(dump.problems.is_empty(), "{:?}", dump.problems);
+    assert!(dump.instances.values().all(|s| s.buffer == trace::dump::BufferKind::Live));
+    assert!(dump.instances.values().any(|s| s.name == "latency"), "its live buffer is there");
+    assert!(!m.transcript().contains("(snapshot)"));
 }

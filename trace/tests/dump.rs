@@ -67,13 +67,18 @@ fn write(sample: &Sample, panic: Option<(usize, &str, &str)>) -> String {
     }
     for (cpu, ts, id, payload) in &sample.records {
         let d = ids.iter().find(|(i, _)| i == id).map(|(_, d)| *d);
-        let record =
-            RecordRef { cpu: *cpu, ts: *ts, id: *id, context: context_of(*ts), lost: 0, payload };
+        let record = RecordRef { id: *id, ..record(*cpu, *ts, payload) };
         writer.record(0, &record, d);
     }
     writer.finish();
     out.push_str("more output after it\n");
     out
+}
+
+/// A record of event 1 written by CPU `cpu` at `ts`, in the context the sample
+/// gives it ([`context_of`]).
+fn record(cpu: usize, ts: u64, payload: &[u8]) -> RecordRef<'_> {
+    RecordRef { cpu, ts, id: 1, context: context_of(ts), lost: 0, payload }
 }
 
 /// The context the sample gives a record at `ts`: every one of the 16 codes.
@@ -281,6 +286,92 @@ fn chunk_numbers_at_the_limits_are_damage_not_overflow() {
     assert_eq!(d.problems.iter().filter(|p| p.what.contains("invalid base64")).count(), 49_995);
     // The chunk numbered u64::MAX is read; the end marker's count says 3.
     assert_eq!(dump::decode_chunk(&chunk(u64::MAX)), Ok((u64::MAX, vec![3, 2, 0, 0])));
+}
+
+#[test]
+fn a_dump_carries_a_snapshot_section_beside_the_live_one_with_its_own_stats() {
+    let [numbers_d, _] = descriptors();
+    let mut out = String::new();
+    let mut writer = DumpWriter::begin(|line: &str| {
+        out.push_str(line);
+        out.push('\n');
+    });
+    writer.header(2, None);
+    writer.descriptor_as(1, numbers_d);
+    writer.instance(0, "latency");
+    writer.cpu_stats(0, 0, &RingStats { written: 5, entries: 1, ..RingStats::default() });
+    writer.record(0, &record(0, 100, &numbers(1, 2, 3, 4, 5, 6)), Some(numbers_d));
+    writer.section(1, "latency", dump::BufferKind::Snapshot);
+    writer.cpu_stats(
+        1,
+        1,
+        &RingStats { written: 9, entries: 2, overrun: 7, ..RingStats::default() },
+    );
+    writer.record(1, &record(1, 50, &numbers(7, 8, 9, 10, -1, -2)), Some(numbers_d));
+    writer.record(1, &record(1, 60, &numbers(0, 0, 0, 0, 0, 0)), Some(numbers_d));
+    writer.finish();
+    let d = &dump::parse(&out)[0];
+    assert!(d.problems.is_empty(), "{:?}", d.problems);
+    assert_eq!(d.version, Some(dump::VERSION));
+    let (live, snapshot) = (&d.instances[&0], &d.instances[&1]);
+    assert_eq!((live.name.as_str(), live.buffer), ("latency", dump::BufferKind::Live));
+    assert_eq!((snapshot.name.as_str(), snapshot.buffer), ("latency", dump::BufferKind::Snapshot));
+    assert_eq!(live.records.len(), 1);
+    assert_eq!(snapshot.records.iter().map(|r| r.ts).collect::<Vec<_>>(), [50, 60]);
+    assert_eq!(live.stats.keys().collect::<Vec<_>>(), [&0]);
+    assert_eq!(snapshot.stats[&1].overrun, 7, "the snapshot's own statistics");
+}
+
+/// A one-chunk dump of `items` (kind, body), as an older writer could have written it.
+fn crafted_dump(items: &[(u8, &[u8])]) -> String {
+    let mut chunk = Vec::new();
+    for (kind, body) in items {
+        chunk.push(*kind);
+        chunk.push(body.len() as u8);
+        chunk.extend_from_slice(body);
+    }
+    format!("{}\n{}\n{} chunks=1>>>\n", dump::BEGIN, dump::encode_chunk(0, &chunk), dump::END)
+}
+
+#[test]
+fn a_version_1_dump_still_parses_its_sections_as_live_buffers() {
+    // Header: version 1, 2 CPUs, no panic. Section 0 named "a", no buffer field.
+    // Records of section 0: CPU 1, timestamp 7, id 3 raw, empty payload.
+    let log = crafted_dump(&[(1, &[1, 2, 0]), (3, &[0, 1, b'a']), (5, &[0, 1, 7, 6, 0])]);
+    let d = &dump::parse(&log)[0];
+    assert!(d.problems.is_empty(), "{:?}", d.problems);
+    assert_eq!(d.version, Some(1));
+    assert_eq!(d.instances[&0].name, "a");
+    assert_eq!(d.instances[&0].buffer, dump::BufferKind::Live);
+    assert_eq!(d.instances[&0].records.len(), 1);
+}
+
+#[test]
+fn dump_versions_and_buffers_out_of_range_are_named_damage() {
+    let future = dump::VERSION as u8 + 1;
+    let d = &dump::parse(&crafted_dump(&[(1, &[future, 2, 0])]))[0];
+    let expected =
+        format!("dump format version {future}; this tool reads versions 1 to {}", dump::VERSION);
+    assert!(d.problems.iter().any(|p| p.what.contains(&expected)), "{:?}", d.problems);
+    assert_eq!(d.cpus, None, "nothing of a header it cannot read is taken");
+    let d = &dump::parse(&crafted_dump(&[(3, &[0, 0, 2])]))[0];
+    assert!(
+        d.problems.iter().any(|p| p.what.contains("unknown buffer 2 (0 live, 1 snapshot)")),
+        "{:?}",
+        d.problems
+    );
+    // The first section number beyond the bound, 128: a two-byte varint.
+    let beyond = dump::MAX_SECTIONS;
+    assert_eq!(beyond, 128);
+    let d = &dump::parse(&crafted_dump(&[(3, &[0x80, 0x01, 0, 1])]))[0];
+    assert!(
+        d.problems
+            .iter()
+            .any(|p| p.what.contains(&format!("section number {beyond} out of range"))),
+        "{:?}",
+        d.problems
+    );
+    assert!(d.instances.is_empty());
 }
 
 proptest! {

@@ -88,6 +88,7 @@ fn trace_uuid(trace: &Trace) -> [u8; 16] {
         let mut h = DefaultHasher::new();
         half.hash(&mut h);
         trace.instance.hash(&mut h);
+        trace.buffer.hash(&mut h);
         trace.cpus.hash(&mut h);
         for d in trace.descriptors.values() {
             (d.id, &d.system, &d.name).hash(&mut h);
@@ -206,6 +207,7 @@ fn metadata(trace: &Trace, uuid: &[u8; 16]) -> String {
     );
     m.push_str("env {\n\tdomain = \"kernel\";\n\ttracer_name = \"flight-recorder\";\n");
     let _ = writeln!(m, "\tinstance = {};", tsdl_string(trace.instance_name()));
+    let _ = writeln!(m, "\tbuffer = {};", tsdl_string(trace.buffer.name()));
     let _ = writeln!(m, "\tcpus = {};", trace.cpus);
     if let Some(p) = &trace.panic {
         let _ = writeln!(m, "\tpanic_cpu = {};", p.cpu);

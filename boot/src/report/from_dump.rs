@@ -1,5 +1,5 @@
 //! Turning a parsed dump (`trace::dump`) into the report model, one [`Trace`] per
-//! instance. Fields are decoded and rendered with the dump's own descriptors.
+//! section (an instance's live buffer or its snapshot). Fields are decoded and rendered with the dump's own descriptors.
 
 use super::model::{CpuStats, Descriptor, Event, FieldDesc, PanicInfo, Trace, Value};
 use std::collections::BTreeMap;
@@ -58,7 +58,8 @@ fn decode(d: Option<&DumpDescriptor>, payload: &[u8]) -> (Vec<Value>, String) {
     (values, text)
 }
 
-/// The instances of `dump`, each as a [`Trace`].
+/// The sections of `dump` (each instance's live buffer, and its snapshot if the
+/// dump carries one), each as a [`Trace`], in the dump's order.
 pub fn traces(dump: &Dump) -> Vec<Trace> {
     let descriptors: BTreeMap<u16, Descriptor> =
         dump.descriptors.iter().map(|(id, d)| (*id, descriptor(d))).collect();
@@ -107,6 +108,7 @@ pub fn traces(dump: &Dump) -> Vec<Trace> {
                 } else {
                     instance.name.clone()
                 },
+                buffer: instance.buffer,
                 cpus,
                 descriptors: descriptors.clone(),
                 events,

@@ -17,9 +17,10 @@ mod sample;
 pub use ctf::{ctf_files, write_ctf};
 pub use from_dump::traces;
 pub use model::{
-    CpuStats, Descriptor, Event, FieldDesc, FieldKind, PanicInfo, Trace, Value, format_ts, hex_dump,
+    BufferKind, CpuStats, Descriptor, Event, FieldDesc, FieldKind, PanicInfo, Trace, Value,
+    format_ts, hex_dump,
 };
-pub use perfetto::{perfetto_json, write_perfetto};
+pub use perfetto::{perfetto_json, perfetto_json_of, write_perfetto, write_perfetto_of};
 pub use stat::{CpuSummary, Summary, summarize, write_stat};
 pub use text::write_text;
 pub use tracedat::write_tracedat;

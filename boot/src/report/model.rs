@@ -12,6 +12,8 @@ pub const MAX_CPUS: usize = 4096;
 pub struct Trace {
     /// Instance name, `""` or `"top"` for the top-level instance.
     pub instance: String,
+    /// Which of the instance's buffers: live, or its snapshot.
+    pub buffer: BufferKind,
     /// Number of CPUs the dump covers.
     pub cpus: usize,
     /// Event id -> descriptor.
@@ -90,6 +92,9 @@ pub enum Value {
 /// Per-CPU ring statistics carried in the dump: the parser's own.
 pub use trace::dump::DumpStats as CpuStats;
 
+/// Which buffer of an instance a trace holds: the dump's own.
+pub use trace::dump::BufferKind;
+
 /// Where and why the kernel panicked.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PanicInfo {
@@ -105,6 +110,14 @@ impl Trace {
     /// The instance name for display: `"top"` for the top-level instance.
     pub fn instance_name(&self) -> &str {
         if self.instance.is_empty() { "top" } else { &self.instance }
+    }
+
+    /// The instance and buffer for headings: `top`, `latency (snapshot)`.
+    pub fn heading(&self) -> String {
+        match self.buffer {
+            BufferKind::Live => self.instance_name().into(),
+            BufferKind::Snapshot => format!("{} (snapshot)", self.instance_name()),
+        }
     }
 
     /// The descriptor of an event id, if the dump carries one.

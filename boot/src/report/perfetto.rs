@@ -1,6 +1,7 @@
 //! Chrome Trace Event Format JSON, for ui.perfetto.dev (and chrome://tracing).
 //!
-//! One process "kernel" (pid 0) with one thread track per CPU (tid = CPU, named
+//! One process "kernel" (pid 0; several buffers: one process each, see
+//! [`perfetto_json_of`]) with one thread track per CPU (tid = CPU, named
 //! `cpuN`). Paired events become slices (`"ph":"X"` with a duration) on their CPU's
 //! track: `irq:irq_handler_entry`/`irq:irq_handler_exit` with the same vector, and
 //! `shell:command`/`shell:command_done`; a slice is named after its kind and the
@@ -18,7 +19,7 @@ use std::io::{self, Write};
 
 use serde_json::{Map, Value as Json, json};
 
-use super::model::{Event, Trace, Value, hex_bytes, hex_dump};
+use super::model::{BufferKind, Event, Trace, Value, hex_bytes, hex_dump};
 
 /// A kind of slice: the events that begin and end it, and the field that must
 /// match between them.
@@ -106,17 +107,73 @@ fn described(trace: &Trace, ev: &Event) -> (String, String, Map<String, Json>) {
 
 /// Builds the Chrome Trace Event JSON document of a trace.
 pub fn perfetto_json(trace: &Trace) -> Json {
+    perfetto_json_of(std::slice::from_ref(trace))
+}
+
+/// Builds one document of several buffers of an instance (its live buffer and its
+/// snapshot): each is its own process, pid its position, named `kernel` for the live
+/// buffer and `kernel (snapshot)` for the snapshot, so the viewer shows them apart.
+/// `otherData` holds the first's statistics as `cpu_stats` and every buffer's under
+/// `buffers`.
+pub fn perfetto_json_of(traces: &[Trace]) -> Json {
+    let mut events = Vec::new();
+    for (pid, trace) in traces.iter().enumerate() {
+        buffer_events(trace, pid, &mut events);
+    }
+    // One panic marker: every buffer of a dump carries the same panic.
+    if let Some(trace) = traces.iter().find(|t| t.panic.is_some())
+        && let Some(p) = &trace.panic
+    {
+        let last = traces.iter().flat_map(|t| &t.events).map(|e| e.ts).max().unwrap_or(0);
+        events.push(json!({
+            "ph": "i", "s": "g", "name": "panic", "cat": "panic", "pid": 0, "tid": p.cpu,
+            "ts": micros(last), "args": {"cpu": p.cpu, "message": p.message, "location": p.location}
+        }));
+    }
+    let stats = |trace: &Trace| -> Vec<Json> {
+        trace
+            .stats
+            .iter()
+            .map(|s| {
+                json!({
+                    "written": s.written, "entries": s.entries, "overrun": s.overrun,
+                    "dropped": s.dropped, "read": s.read, "commit_overrun": s.commit_overrun
+                })
+            })
+            .collect()
+    };
+    let buffers: Vec<Json> =
+        traces.iter().map(|t| json!({"buffer": t.buffer.name(), "cpu_stats": stats(t)})).collect();
+    let first = traces.first();
+    json!({
+        "traceEvents": events,
+        "displayTimeUnit": "ns",
+        "otherData": {
+            "instance": first.map_or("top", |t| t.instance_name()),
+            "cpus": traces.iter().map(|t| t.cpus).max().unwrap_or(0),
+            "cpu_stats": first.map(stats).unwrap_or_default(),
+            "buffers": buffers
+        }
+    })
+}
+
+/// Appends the events of one buffer as process `pid`.
+fn buffer_events(trace: &Trace, pid: usize, events: &mut Vec<Json>) {
     let cpus = trace.cpu_ids();
-    let mut events = Vec::with_capacity(trace.events.len() + 2 * cpus.len() + 2);
+    events.reserve(trace.events.len() + 2 * cpus.len() + 1);
+    let process = match trace.buffer {
+        BufferKind::Live => "kernel",
+        BufferKind::Snapshot => "kernel (snapshot)",
+    };
     events.push(json!({
-        "ph": "M", "name": "process_name", "pid": 0, "tid": 0, "args": {"name": "kernel"}
+        "ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": process}
     }));
     for cpu in cpus {
         events.push(json!({
-            "ph": "M", "name": "thread_name", "pid": 0, "tid": cpu, "args": {"name": format!("cpu{cpu}")}
+            "ph": "M", "name": "thread_name", "pid": pid, "tid": cpu, "args": {"name": format!("cpu{cpu}")}
         }));
         events.push(json!({
-            "ph": "M", "name": "thread_sort_index", "pid": 0, "tid": cpu, "args": {"sort_index": cpu}
+            "ph": "M", "name": "thread_sort_index", "pid": pid, "tid": cpu, "args": {"sort_index": cpu}
         }));
     }
     let paired = slices(trace);
@@ -125,7 +182,7 @@ pub fn perfetto_json(trace: &Trace) -> Json {
         let ts = micros(ev.ts);
         if ev.lost_before > 0 {
             events.push(json!({
-                "ph": "i", "s": "t", "name": "lost events", "cat": "lost", "pid": 0, "tid": ev.cpu,
+                "ph": "i", "s": "t", "name": "lost events", "cat": "lost", "pid": pid, "tid": ev.cpu,
                 "ts": ts, "args": {"count": ev.lost_before}
             }));
         }
@@ -146,44 +203,27 @@ pub fn perfetto_json(trace: &Trace) -> Json {
             args.insert("begin".into(), json!(name));
             args.insert("end".into(), json!(end_name));
             events.push(json!({
-                "ph": "X", "name": slice, "cat": cat, "pid": 0, "tid": ev.cpu, "ts": ts,
+                "ph": "X", "name": slice, "cat": cat, "pid": pid, "tid": ev.cpu, "ts": ts,
                 "dur": micros(end.ts.saturating_sub(ev.ts)), "args": args
             }));
             continue;
         }
         events.push(json!({
-            "ph": "i", "s": "t", "name": name, "cat": cat, "pid": 0, "tid": ev.cpu, "ts": ts,
+            "ph": "i", "s": "t", "name": name, "cat": cat, "pid": pid, "tid": ev.cpu, "ts": ts,
             "args": args
         }));
     }
-    if let Some(p) = &trace.panic {
-        let last = trace.events.iter().map(|e| e.ts).max().unwrap_or(0);
-        events.push(json!({
-            "ph": "i", "s": "g", "name": "panic", "cat": "panic", "pid": 0, "tid": p.cpu,
-            "ts": micros(last), "args": {"cpu": p.cpu, "message": p.message, "location": p.location}
-        }));
-    }
-    let stats: Vec<Json> = trace
-        .stats
-        .iter()
-        .map(|s| {
-            json!({
-                "written": s.written, "entries": s.entries, "overrun": s.overrun,
-                "dropped": s.dropped, "read": s.read, "commit_overrun": s.commit_overrun
-            })
-        })
-        .collect();
-    json!({
-        "traceEvents": events,
-        "displayTimeUnit": "ns",
-        "otherData": {"instance": trace.instance_name(), "cpus": trace.cpus, "cpu_stats": stats}
-    })
 }
 
 /// Writes the Chrome Trace Event JSON of a trace.
 pub fn write_perfetto(trace: &Trace, out: &mut impl Write) -> io::Result<()> {
+    write_perfetto_of(std::slice::from_ref(trace), out)
+}
+
+/// Writes the Chrome Trace Event JSON of several buffers (see [`perfetto_json_of`]).
+pub fn write_perfetto_of(traces: &[Trace], out: &mut impl Write) -> io::Result<()> {
     let mut out = io::BufWriter::new(out);
-    serde_json::to_writer(&mut out, &perfetto_json(trace))?;
+    serde_json::to_writer(&mut out, &perfetto_json_of(traces))?;
     writeln!(out)?;
     out.flush()
 }

@@ -2,7 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use super::model::{CpuStats, Descriptor, Event, FieldDesc, FieldKind, PanicInfo, Trace, Value};
+use super::model::{
+    BufferKind, CpuStats, Descriptor, Event, FieldDesc, FieldKind, PanicInfo, Trace, Value,
+};
 use trace::{Activity, Context};
 
 fn field(name: &str, kind: FieldKind) -> FieldDesc {
@@ -128,6 +130,7 @@ pub fn sample() -> Trace {
     ];
     Trace {
         instance: String::new(),
+        buffer: BufferKind::Live,
         cpus: 2,
         descriptors,
         events,

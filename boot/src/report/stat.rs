@@ -78,7 +78,7 @@ pub fn summarize(trace: &Trace) -> Summary {
 pub fn write_stat(trace: &Trace, out: &mut impl Write) -> io::Result<()> {
     let out = &mut io::BufWriter::new(out);
     let s = summarize(trace);
-    writeln!(out, "# instance: {}", trace.instance_name())?;
+    writeln!(out, "# instance: {}", trace.heading())?;
     writeln!(out, "# cpus={}", trace.cpus)?;
     if let Some(p) = &trace.panic {
         let msg = p.message.replace('\n', "\n#   ");

@@ -26,7 +26,7 @@ use super::model::{Trace, hex_dump};
 /// ftrace's `CPU:N [LOST M EVENTS]` form.
 pub fn write_text(trace: &Trace, out: &mut impl Write) -> io::Result<()> {
     let out = &mut io::BufWriter::new(out);
-    writeln!(out, "# instance: {}", trace.instance_name())?;
+    writeln!(out, "# instance: {}", trace.heading())?;
     writeln!(out, "# cpus={}", trace.cpus)?;
     // The counts cover the events listed: a dump that holds only the last N
     // records (or lost some with a damaged chunk) says how many it left out.

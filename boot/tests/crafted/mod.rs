@@ -7,7 +7,7 @@ use trace::dump::{BEGIN, END, encode_chunk};
 
 /// Item kinds of the dump format.
 const HEADER: u8 = 1;
-const INSTANCE: u8 = 3;
+const SECTION: u8 = 3;
 const CPU_STATS: u8 = 4;
 const RECORDS: u8 = 5;
 const SKIPPED: u8 = 6;
@@ -42,9 +42,9 @@ fn log(items: &[Vec<u8>]) -> String {
     format!("{BEGIN}\n{}\n{END} chunks=1>>>\n", encode_chunk(0, &chunk))
 }
 
-/// The top-level instance: number 0, an empty name.
+/// The top-level instance's live buffer: section 0, an empty name.
 fn top() -> Vec<u8> {
-    item(INSTANCE, &[0, 0])
+    item(SECTION, &[0, 0])
 }
 
 /// A raw record item of instance 0: CPU, timestamp, event id 1, empty payload.
@@ -96,9 +96,29 @@ pub fn crashers() -> Vec<Crasher> {
             refused: "CPU 7 out of range (the header says the dump covers 2 CPUs)",
         },
         Crasher {
-            name: "an instance number of 2^64-1",
-            log: log(&[item(HEADER, &[1, 2, 0]), item(INSTANCE, &[u64::MAX, 0])]),
-            refused: "instance number 18446744073709551615 out of range",
+            name: "a section number of 2^64-1",
+            log: log(&[item(HEADER, &[1, 2, 0]), item(SECTION, &[u64::MAX, 0])]),
+            refused: "section number 18446744073709551615 out of range",
+        },
+        Crasher {
+            name: "a snapshot section numbered at the bound on sections",
+            log: log(&[item(HEADER, &[2, 2, 0]), item(SECTION, &[128, 0, 1]), record(0)]),
+            refused: "section number 128 out of range (a dump holds at most 128)",
+        },
+        Crasher {
+            name: "a section whose buffer is 2^64-1",
+            log: log(&[item(HEADER, &[2, 2, 0]), item(SECTION, &[0, 0, u64::MAX]), record(0)]),
+            refused: "unknown buffer 18446744073709551615 (0 live, 1 snapshot)",
+        },
+        Crasher {
+            name: "a snapshot section whose stats name CPU 10^7",
+            log: log(&[item(SECTION, &[0, 0, 1]), stats(10_000_000)]),
+            refused: "CPU 10000000 out of range (a dump covers at most 256 CPUs)",
+        },
+        Crasher {
+            name: "a header of a format version to come",
+            log: log(&[item(HEADER, &[u64::MAX, 2, 0]), top(), record(0)]),
+            refused: "dump format version 18446744073709551615; this tool reads versions 1 to",
         },
         Crasher {
             name: "counts of records left out that overflow when added",

@@ -6,7 +6,7 @@ use super::tracefs::{self, File, Node};
 use super::{Command, CommandError, Shell};
 use crate::arch::percpu;
 use crate::arch::qemu::{self, ExitCode};
-use crate::dump::{self, Cpus, DumpConfig};
+use crate::dump::{self, Buffers, Cpus, DumpConfig};
 use crate::{
     barrier, clock, heap, memory, print, println, serial, smp, stress, timer, tracing, watchdog,
 };
@@ -125,8 +125,8 @@ pub static COMMANDS: &[Command] = &[
     },
     Command {
         name: "dump",
-        usage: "[on-panic] [all|orig_cpu] [last N] [instance NAME]...",
-        help: "print the panic-format trace dump now; 'on-panic' sets what a panic dumps",
+        usage: "[on-panic] [all|orig_cpu] [live|snapshot|both] [last N] [instance NAME]...",
+        help: "print the panic-format trace dump now; 'on-panic' sets (or shows) what a panic dumps",
         redirects: false,
         pipes: true,
         run: dump,
@@ -394,12 +394,17 @@ fn stress(
     Ok(())
 }
 
-/// Parses dump options over `base`: `all`/`orig_cpu`, `last N`, `instance NAME`.
+/// Parses dump options over `base`: `all`/`orig_cpu`, `live`/`snapshot`/`both`,
+/// `last N`, `instance NAME`. An unknown word is refused, naming the options.
 fn dump_options(mut args: &[&str], base: DumpConfig) -> Result<DumpConfig, CommandError> {
     let mut config = base;
     let mut names: Vec<String> = Vec::new();
     while let Some((&word, rest)) = args.split_first() {
         args = rest;
+        if let Some(buffers) = Buffers::from_name(word) {
+            config.buffers = buffers;
+            continue;
+        }
         match word {
             "all" => config.cpus = Cpus::All,
             "orig_cpu" => config.cpus = Cpus::Origin,
@@ -415,7 +420,11 @@ fn dump_options(mut args: &[&str], base: DumpConfig) -> Result<DumpConfig, Comma
                     names.push(value.into());
                 }
             }
-            _ => return Err(CommandError::Usage),
+            _ => {
+                return Err(CommandError::Failed(format!(
+                    "unknown option {word:?} (accepted: all or orig_cpu; live, snapshot or both; last N; instance NAME)"
+                )));
+            }
         }
     }
     if !names.is_empty() {
@@ -436,8 +445,9 @@ fn dump(
             let instances = config.instances.as_ref().map_or(String::from("all"), |n| n.join(" "));
             let last = config.last.map_or(String::from("all"), |n| format!("{n}"));
             println!(
-                "on panic: cpus {:?}, last {last} records, instances {instances}",
-                config.cpus
+                "on panic: cpus {:?}, last {last} records, instances {instances}, buffers {}",
+                config.cpus,
+                config.buffers.name()
             );
             dump::set_on_panic(config);
             Ok(())

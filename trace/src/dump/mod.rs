@@ -23,14 +23,27 @@
 //! |---|---|---|
 //! | 1 | header | version, CPU count, panic flag, then if set: CPU, message, location |
 //! | 2 | descriptor | id, kind (0 event, 1 printk), system, name, format, field count, fields (name, type tag, for byte arrays the length) |
-//! | 3 | instance | instance number, name |
-//! | 4 | CPU statistics | instance, CPU, written, entries, overrun, dropped, read, commit overrun |
-//! | 5 | records (without context) | instance, then records to the end of the item: CPU, timestamp (the first absolute, then zigzag deltas from the previous record), `id << 1 \| compact`, payload |
-//! | 6 | skipped | instance, number of older records left out by the cap on the last N |
+//! | 3 | section | section number, instance name, buffer (0 live, 1 snapshot; absent in version 1: live) |
+//! | 4 | CPU statistics | section, CPU, written, entries, overrun, dropped, read, commit overrun |
+//! | 5 | records (without context) | section, then records to the end of the item: CPU, timestamp (the first absolute, then zigzag deltas from the previous record), `id << 1 \| compact`, payload |
+//! | 6 | skipped | section, number of older records left out by the cap on the last N |
 //! | 7 | records | as kind 5, each record's tag being `id << 5 \| context << 1 \| compact` (the writer's [`crate::Context`], four bits) |
 //!
 //! Writers write kind 7; dumps written before records kept their context have kind 5,
 //! whose records read back with [`crate::Context::UNKNOWN`].
+//!
+//! A *section* is one buffer of one instance: its live buffer, or the snapshot it
+//! keeps (ftrace's `snapshot` file). Each has its own number, statistics and
+//! records, so an instance with a snapshot takes two sections, both under its name.
+//!
+//! The markers' `v1` is the version of the line framing (markers and chunk lines);
+//! the version of the items is the header's ([`VERSION`]); the reader takes every
+//! version in [`VERSIONS`]:
+//!
+//! | version | change |
+//! |---|---|
+//! | 1 | the first |
+//! | 2 | a section item ends with its buffer: snapshots are dumped beside live buffers; records carry their writer's context (kind 7) |
 //!
 //! A writer may repeat descriptors (the kernel writes them before and after the
 //! records) so that one damaged chunk costs no record; the parser keeps one of each.
@@ -60,16 +73,58 @@ pub const END: &str = "<<<TRACE-DUMP v1 END";
 /// Most CPUs a dump covers: a larger count in a header, or a CPU number at or
 /// above it, is refused as damage.
 pub const MAX_CPUS: usize = 256;
-/// Most instances a dump holds: a larger instance number is refused as damage.
+/// Most instances a dump holds.
 pub const MAX_INSTANCES: u64 = 64;
-/// Format version.
-pub const VERSION: u64 = 1;
+/// Most sections a dump holds (each instance's live buffer and snapshot): a larger
+/// section number is refused as damage.
+pub const MAX_SECTIONS: u64 = 2 * MAX_INSTANCES;
+/// The format version writers write.
+pub const VERSION: u64 = 2;
+/// The format versions the reader takes (see the table above).
+pub const VERSIONS: core::ops::RangeInclusive<u64> = 1..=VERSION;
+
+/// Which buffer of an instance a section holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum BufferKind {
+    /// The live buffer, where writers record.
+    #[default]
+    Live,
+    /// The snapshot: the buffer a snapshot swapped out of recording.
+    Snapshot,
+}
+
+impl BufferKind {
+    /// Its code in a section item.
+    const fn code(self) -> u64 {
+        match self {
+            BufferKind::Live => 0,
+            BufferKind::Snapshot => 1,
+        }
+    }
+
+    /// The buffer of code `code`, if there is one.
+    const fn from_code(code: u64) -> Option<Self> {
+        match code {
+            0 => Some(BufferKind::Live),
+            1 => Some(BufferKind::Snapshot),
+            _ => None,
+        }
+    }
+
+    /// Its name: `live` or `snapshot`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            BufferKind::Live => "live",
+            BufferKind::Snapshot => "snapshot",
+        }
+    }
+}
 
 /// Item kinds.
 mod kind {
     pub const HEADER: u8 = 1;
     pub const DESCRIPTOR: u8 = 2;
-    pub const INSTANCE: u8 = 3;
+    pub const SECTION: u8 = 3;
     pub const CPU_STATS: u8 = 4;
     pub const RECORDS_WITHOUT_CONTEXT: u8 = 5;
     pub const SKIPPED: u8 = 6;

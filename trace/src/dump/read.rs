@@ -1,7 +1,7 @@
 //! Reading dumps back from a captured serial log (host side; allocates).
 
 use super::codec::{base64_decode, crc32, get_varint, unzigzag};
-use super::{BEGIN, END, MAX_CPUS, MAX_INSTANCES, VERSION, kind};
+use super::{BEGIN, BufferKind, END, MAX_CPUS, MAX_SECTIONS, VERSION, VERSIONS, kind};
 use crate::context::Context;
 use crate::event::DescriptorKind;
 use crate::field::{Decoder, Encoder, Field, FieldKind, Sink};
@@ -77,11 +77,13 @@ pub struct DumpRecord {
     pub payload: Vec<u8>,
 }
 
-/// One instance's part of a dump.
+/// One section of a dump: one buffer (live or snapshot) of an instance.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DumpInstance {
-    /// Its name (empty: the top-level instance).
+    /// The instance's name (empty: the top-level instance).
     pub name: String,
+    /// Which of the instance's buffers this is.
+    pub buffer: BufferKind,
     /// Statistics per CPU.
     pub stats: BTreeMap<usize, DumpStats>,
     /// Records, oldest first.
@@ -106,13 +108,15 @@ pub struct Problem {
 pub struct Dump {
     /// 1-based line of its begin marker.
     pub line: usize,
+    /// Format version (from the header).
+    pub version: Option<u64>,
     /// CPU count (from the header).
     pub cpus: Option<usize>,
     /// Where the kernel panicked; `None` for a live dump.
     pub panic: Option<PanicReport>,
     /// Descriptors by id.
     pub descriptors: BTreeMap<u16, DumpDescriptor>,
-    /// Instances, by their number in the dump.
+    /// Sections (instances' buffers), by their number in the dump.
     pub instances: BTreeMap<u64, DumpInstance>,
     /// Chunks read and verified.
     pub chunks: u64,
@@ -286,7 +290,7 @@ fn finish(mut dump: Dump, mut chunks: Vec<Chunk>, ended: Option<(usize, Option<u
             }
         }
     }
-    // An instance whose name was lost is named by its number, so that it cannot
+    // A section whose name was lost is named by its number, so that it cannot
     // pass for the top-level instance (whose name is empty).
     for (index, instance) in &mut dump.instances {
         if !named.contains(index) {
@@ -295,7 +299,7 @@ fn finish(mut dump: Dump, mut chunks: Vec<Chunk>, ended: Option<(usize, Option<u
                 line: dump.line,
                 chunk: None,
                 what: format!(
-                    "the name of instance {index} was lost with a damaged chunk; its records are reported as instance \"#{index}\""
+                    "the name and buffer of section {index} were lost with a damaged chunk; its records are reported as instance \"#{index}\" (live)"
                 ),
             });
         }
@@ -376,11 +380,21 @@ fn items(
             }
             (Pass::Definitions, kind::HEADER) => header(dump, &mut body)?,
             (Pass::Definitions, _) | (Pass::Rest, kind::DESCRIPTOR | kind::HEADER) => {}
-            (Pass::Rest, kind::INSTANCE) => {
+            (Pass::Rest, kind::SECTION) => {
                 let index = instance(&mut body)?;
                 let name = string(&mut body)?;
+                // Version 1 has no buffer: its sections are live buffers.
+                let buffer = if body.is_empty() {
+                    BufferKind::Live
+                } else {
+                    let code = varint(&mut body)?;
+                    BufferKind::from_code(code)
+                        .ok_or_else(|| format!("unknown buffer {code} (0 live, 1 snapshot)"))?
+                };
                 named.insert(index);
-                dump.instances.entry(index).or_default().name = name;
+                let section = dump.instances.entry(index).or_default();
+                section.name = name;
+                section.buffer = buffer;
             }
             (Pass::Rest, kind::CPU_STATS) => {
                 let index = instance(&mut body)?;
@@ -420,12 +434,12 @@ fn length(input: &mut &[u8]) -> Result<usize, String> {
     usize::try_from(varint(input)?).map_err(|_| String::from("length out of range"))
 }
 
-/// An instance number, below [`MAX_INSTANCES`].
+/// A section number, below [`MAX_SECTIONS`].
 fn instance(input: &mut &[u8]) -> Result<u64, String> {
     let index = varint(input)?;
-    if index >= MAX_INSTANCES {
+    if index >= MAX_SECTIONS {
         return Err(format!(
-            "instance number {index} out of range (a dump holds at most {MAX_INSTANCES})"
+            "section number {index} out of range (a dump holds at most {MAX_SECTIONS})"
         ));
     }
     Ok(index)
@@ -446,9 +460,13 @@ fn cpu(dump: &Dump, input: &mut &[u8]) -> Result<usize, String> {
 
 fn header(dump: &mut Dump, body: &mut &[u8]) -> Result<(), String> {
     let version = varint(body)?;
-    if version != VERSION {
-        return Err(format!("dump format version {version}; this tool reads version {VERSION}"));
+    if !VERSIONS.contains(&version) {
+        return Err(format!(
+            "dump format version {version}; this tool reads versions {} to {VERSION}",
+            VERSIONS.start()
+        ));
     }
+    dump.version = Some(version);
     let cpus = varint(body)?;
     match usize::try_from(cpus) {
         Ok(n @ 1..=MAX_CPUS) => dump.cpus = Some(n),

@@ -1,7 +1,7 @@
 //! Writing a dump: the writer takes no allocation and no lock, so it can run on the panic path.
 
 use super::codec::{base64_encode, crc32, put_varint, zigzag};
-use super::{BEGIN, CHUNK_BYTES, END, VERSION, kind};
+use super::{BEGIN, BufferKind, CHUNK_BYTES, END, VERSION, kind};
 use crate::event::{DescriptorKind, EventDescriptor};
 use crate::field::{Decoder, FieldKind, Value};
 use crate::reader::RecordRef;
@@ -140,15 +140,21 @@ impl<W: FnMut(&str)> DumpWriter<W> {
         self.item(kind::DESCRIPTOR, &item);
     }
 
-    /// Names instance number `index` of this dump.
+    /// Makes section number `index` of this dump instance `name`'s live buffer.
     pub fn instance(&mut self, index: usize, name: &str) {
+        self.section(index, name, BufferKind::Live);
+    }
+
+    /// Makes section number `index` of this dump buffer `buffer` of instance `name`.
+    pub fn section(&mut self, index: usize, name: &str, buffer: BufferKind) {
         let mut item = Item::new();
         item.varint(index as u64);
         item.str(name);
-        self.item(kind::INSTANCE, &item);
+        item.varint(buffer.code());
+        self.item(kind::SECTION, &item);
     }
 
-    /// Writes one CPU's statistics for an instance.
+    /// Writes one CPU's statistics for section `instance`.
     pub fn cpu_stats(&mut self, instance: usize, cpu: usize, s: &RingStats) {
         let mut item = Item::new();
         for v in [
@@ -166,7 +172,7 @@ impl<W: FnMut(&str)> DumpWriter<W> {
         self.item(kind::CPU_STATS, &item);
     }
 
-    /// Notes that `count` older records of an instance were left out (the cap).
+    /// Notes that `count` older records of a section were left out (the cap).
     pub fn skipped(&mut self, instance: usize, count: u64) {
         let mut item = Item::new();
         item.varint(instance as u64);
@@ -183,7 +189,7 @@ impl<W: FnMut(&str)> DumpWriter<W> {
         }
     }
 
-    /// Writes one record of instance `instance` (its `lost` count is not kept);
+    /// Writes one record of section `instance` (its `lost` count is not kept);
     /// `descriptor` (if known) lets its payload be stored compactly. A record too
     /// large for a chunk is left out.
     pub fn record(
