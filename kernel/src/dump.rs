@@ -101,7 +101,12 @@ pub fn panic_dump(cpu: usize, message: &str, location: &str) {
     let Some(tracer) = tracing::tracer() else { return };
     tracer.stop_all();
     let config = ON_PANIC.try_lock().map_or(DumpConfig::DEFAULT, |c| c.clone());
-    write(tracer, &config, Some((cpu, message, location)), &mut crate::serial::EmergencyConsole);
+    write(
+        tracer,
+        &config,
+        Some((cpu, message, location)),
+        &mut crate::arch::uart::EmergencyConsole,
+    );
 }
 
 /// A live dump to `out` (the `dump` command); recording goes on.

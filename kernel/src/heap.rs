@@ -7,6 +7,7 @@ use crate::sync::{IrqMutex, IrqMutexGuard};
 use bootloader_api::info::{MemoryRegionKind, MemoryRegions};
 use core::alloc::{GlobalAlloc, Layout};
 use core::ptr::{self, NonNull};
+use core::sync::atomic::{AtomicBool, Ordering};
 use linked_list_allocator::Heap;
 
 struct KernelHeap(IrqMutex<Heap>);
@@ -14,12 +15,20 @@ struct KernelHeap(IrqMutex<Heap>);
 #[global_allocator]
 static HEAP: KernelHeap = KernelHeap(IrqMutex::new(Heap::empty()));
 
+/// Set once a panic starts: from then on the heap never waits for its lock.
+static NEVER_WAIT: AtomicBool = AtomicBool::new(false);
+
+/// Makes the heap never wait for its lock again (the panic path: the lock may be
+/// held by the panicking code or by a stopped CPU); an allocation that would wait
+/// fails instead (and the dump says so) and a free leaks.
+pub fn stop_waiting() {
+    NEVER_WAIT.store(true, Ordering::SeqCst);
+}
+
 impl KernelHeap {
-    /// The heap, locked. While panicking it never waits: the lock may be held by the
-    /// panicking code or by a stopped CPU; then an allocation fails (and the dump says
-    /// so) and a free leaks.
+    /// The heap, locked; `None` if it is held and [`stop_waiting`] was called.
     fn lock(&self) -> Option<IrqMutexGuard<'_, Heap>> {
-        if crate::panic::in_progress() { self.0.try_lock() } else { Some(self.0.lock()) }
+        if NEVER_WAIT.load(Ordering::Relaxed) { self.0.try_lock() } else { Some(self.0.lock()) }
     }
 }
 

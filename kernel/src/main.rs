@@ -1,5 +1,7 @@
 //! A small x86_64 kernel that uses the `trace` flight recorder for real: interrupts,
-//! timer, SMP, serial console shell.
+//! timer, SMP, serial console shell. `unsafe` lives in `arch` (the hardware) and
+//! `memory` (page tables and physical memory) and in the heap and ACPI glue that the
+//! allocator and `acpi` crates' traits require; every other module denies it.
 #![no_std]
 #![no_main]
 #![feature(abi_x86_interrupt)]
@@ -7,22 +9,36 @@
 extern crate alloc;
 
 mod arch;
+#[deny(unsafe_code)]
 mod barrier;
-mod bench;
+#[deny(unsafe_code)]
 mod clock;
+#[deny(unsafe_code)]
 mod dump;
+#[deny(unsafe_code)]
 mod events;
 mod firmware;
 mod heap;
+#[deny(unsafe_code)]
+mod idle;
 mod memory;
+#[deny(unsafe_code)]
 mod panic;
+#[deny(unsafe_code)]
+mod selftest;
+#[deny(unsafe_code)]
 mod serial;
+#[deny(unsafe_code)]
 mod shell;
+#[deny(unsafe_code)]
 mod smp;
-mod stress;
+#[deny(unsafe_code)]
 mod sync;
+#[deny(unsafe_code)]
 mod timer;
+#[deny(unsafe_code)]
 mod tracing;
+#[deny(unsafe_code)]
 mod watchdog;
 
 use arch::apic::{self, IoApic};
@@ -66,7 +82,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     percpu::init_this_cpu(0, apic::id());
     let (apic_timer_hz, tsc_hz) = apic::calibrate_timer_and_tsc();
     clock::init(tsc_hz);
-    timer::init(apic_timer_hz);
+    timer::init(apic_timer_hz).expect("the timer interrupt takes a hook");
     timer::start_this_cpu();
 
     let com1 = machine.isa_route(COM1_IRQ);
@@ -78,6 +94,8 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
         .map(|&(phys, gsi_base)| IoApic { base: memory::phys_to_virt(phys).as_u64(), gsi_base })
         .expect("an I/O APIC serves COM1's interrupt");
     io_apic.route(com1, apic::SERIAL_VECTOR, apic::id());
+    smp::init().expect("the call IPI and the NMI take hooks");
+    selftest::init().expect("the timer, the test IPI and the NMI take the self-tests' hooks");
     x86_64::instructions::interrupts::enable();
 
     match low_page {

@@ -86,3 +86,27 @@ pub fn identity_map(page: PhysAddr) -> Result<(), &'static str> {
     flush.flush();
     Ok(())
 }
+
+/// Identity-maps the low page at `page` (found by [`low_page`], used by nothing
+/// else) and installs the application processors' start-up trampoline in it.
+pub fn install_trampoline(page: PhysAddr) -> Result<crate::arch::smp::Trampoline, &'static str> {
+    identity_map(page)?;
+    let window = phys_to_virt(page.as_u64()).as_mut_ptr();
+    // SAFETY: the low page is usable memory that nothing else uses, mapped writable in
+    // the physical-memory window at `window` and now identity-mapped too.
+    Ok(unsafe { crate::arch::smp::Trampoline::install(page, window) })
+}
+
+/// Reads `addr` if it is canonical and unmapped, which raises a page fault (the
+/// `fault page` command): the handler reports it and panics.
+pub fn read_unmapped(addr: u64) -> Result<(), &'static str> {
+    let addr = VirtAddr::try_new(addr).map_err(|_| "address is not canonical")?;
+    if is_mapped(addr) {
+        return Err("address is mapped; it would not fault");
+    }
+    crate::println!("reading unmapped address {:#x}", addr.as_u64());
+    // SAFETY: deliberately faults: the address was just checked to be unmapped, so the
+    // read raises #PF and the handler does not return.
+    unsafe { core::ptr::read_volatile(addr.as_ptr::<u64>()) };
+    Ok(())
+}

@@ -53,11 +53,6 @@ static STAGE: AtomicU8 = AtomicU8::new(Stage::Running as u8);
 /// The CPU that owns the panic.
 static OWNER: AtomicUsize = AtomicUsize::new(usize::MAX);
 
-/// Whether a panic is in progress (the heap then never waits for its lock).
-pub fn in_progress() -> bool {
-    STAGE.load(Ordering::Relaxed) != Stage::Running as u8
-}
-
 fn location(info: &PanicInfo<'_>) -> Truncated {
     let mut location = Truncated::new();
     if let Some(at) = info.location() {
@@ -81,6 +76,8 @@ fn stop_dump_and_exit(cpu: usize, message: &str, location: &str) -> ! {
 #[panic_handler]
 fn panic(info: &PanicInfo<'_>) -> ! {
     x86_64::instructions::interrupts::disable();
+    // The heap's lock may be held by this code or by a CPU about to be stopped.
+    crate::heap::stop_waiting();
     let cpu = percpu::index();
     let first = STAGE.compare_exchange(
         Stage::Running as u8,

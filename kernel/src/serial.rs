@@ -1,32 +1,19 @@
 //! COM1, the console. Output goes through a lock shared with interrupt handlers;
-//! input arrives by interrupt into a bounded queue that the shell drains; and an
-//! emergency writer takes no lock at all, for panics and fatal exceptions (which may
-//! strike while the console lock is held).
+//! input arrives by interrupt into a bounded queue that the shell drains. (The
+//! emergency writer, which takes no lock, is `arch::uart`'s.)
 
-use crate::arch::irq;
+use crate::arch::idt;
+use crate::arch::uart::{Crlf, Uart, com1};
+use crate::idle;
 use crate::sync::IrqMutex;
 use core::fmt::{self, Write};
-use uart_16550::backend::PioBackend;
 use uart_16550::spec::registers::{IER, LSR};
-use uart_16550::{BaudRate, Config, Uart16550};
+use uart_16550::{BaudRate, Config};
 
-/// I/O port base of COM1.
-const COM1_PORT: u16 = 0x3f8;
 /// Bytes of input buffered. When the queue is full the receive interrupt is turned
 /// off, so further input waits in the UART (and QEMU holds it back) instead of being
 /// dropped; it is turned on again once the shell has read half the queue.
 const RX_CAPACITY: usize = 4096;
-
-type Uart = Uart16550<PioBackend>;
-
-const fn com1() -> Uart {
-    // SAFETY: 0x3f8..0x400 are COM1's registers on every PC; this module is their only
-    // user apart from the emergency writer, which only polls LSR and writes THR.
-    match unsafe { Uart16550::new_port(COM1_PORT) } {
-        Ok(uart) => uart,
-        Err(_) => panic!("COM1's port range is valid"),
-    }
-}
 
 static PORT: IrqMutex<Uart> = IrqMutex::new(com1());
 static RX: IrqMutex<RxQueue> = IrqMutex::new(RxQueue::new());
@@ -72,11 +59,14 @@ pub fn init() {
     if PORT.lock().init(config).is_err() {
         crate::emergency_println!("serial: COM1 did not initialise; input may not work");
     }
+    if let Err(error) = idt::SERIAL.add(on_receive_interrupt) {
+        crate::emergency_println!("serial: {error}; input will not work");
+    }
 }
 
 /// The COM1 interrupt: moves the bytes the UART holds into the input queue, as many
 /// as fit; when it is full, turns the receive interrupt off (see [`RX_CAPACITY`]).
-pub fn on_receive_interrupt() {
+fn on_receive_interrupt() {
     let mut port = PORT.lock();
     let mut rx = RX.lock();
     while rx.len < RX_CAPACITY {
@@ -100,8 +90,7 @@ pub fn read_byte() -> u8 {
         if let Some(byte) = try_read_byte() {
             return byte;
         }
-        crate::watchdog::run_deferred();
-        irq::wait_for_interrupt_unless(input_pending);
+        idle::wait_unless(input_pending);
     }
 }
 
@@ -145,21 +134,6 @@ pub fn rx_overruns() -> u64 {
     RX.lock().overruns
 }
 
-/// Formats onto a UART, turning `\n` into `\r\n` as a terminal expects.
-struct Crlf<'a>(&'a mut Uart);
-
-impl Write for Crlf<'_> {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        for (i, line) in s.split('\n').enumerate() {
-            if i > 0 {
-                self.0.send_bytes_exact(b"\r\n");
-            }
-            self.0.send_bytes_exact(line.as_bytes());
-        }
-        Ok(())
-    }
-}
-
 /// Prints to the console under its lock, so lines from different CPUs do not mix.
 pub fn print_fmt(args: fmt::Arguments<'_>) {
     let _ = Crlf(&mut PORT.lock()).write_fmt(args);
@@ -181,22 +155,6 @@ impl Write for Console {
     }
 }
 
-/// Prints through a polled COM1 writer of its own that takes no lock and does not
-/// allocate. For panics and fatal exceptions only: it may interleave with other
-/// output.
-pub fn emergency_print_fmt(args: fmt::Arguments<'_>) {
-    let _ = Crlf(&mut com1()).write_fmt(args);
-}
-
-/// The emergency console as a `fmt::Write` (see [`emergency_print_fmt`]).
-pub struct EmergencyConsole;
-
-impl Write for EmergencyConsole {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        Crlf(&mut com1()).write_str(s)
-    }
-}
-
 /// Prints to the console.
 #[macro_export]
 macro_rules! print {
@@ -208,12 +166,4 @@ macro_rules! print {
 macro_rules! println {
     () => { $crate::print!("\n") };
     ($($arg:tt)*) => { $crate::serial::print_fmt(format_args!("{}\n", format_args!($($arg)*))) };
-}
-
-/// Prints a line without taking the console lock (panic and exception paths).
-#[macro_export]
-macro_rules! emergency_println {
-    ($($arg:tt)*) => {
-        $crate::serial::emergency_print_fmt(format_args!("{}\n", format_args!($($arg)*)))
-    };
 }

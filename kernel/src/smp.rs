@@ -3,8 +3,7 @@
 
 use crate::arch::apic::{self, Destination, Ipi};
 use crate::arch::percpu;
-use crate::arch::smp::Trampoline;
-use crate::{arch, clock, memory, timer};
+use crate::{arch, clock, idle, memory, timer};
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -41,14 +40,13 @@ pub fn start_application_processors(apic_ids: &[u32], low_page: x86_64::PhysAddr
     if ids.is_empty() {
         return 0;
     }
-    if let Err(reason) = memory::identity_map(low_page) {
-        crate::println!("smp: cannot start other CPUs: {reason}");
-        return 0;
-    }
-    let window = memory::phys_to_virt(low_page.as_u64()).as_mut_ptr();
-    // SAFETY: the low page is usable memory that nothing else uses, mapped writable in
-    // the physical-memory window at `window` and now identity-mapped too.
-    let trampoline = unsafe { Trampoline::install(low_page, window) };
+    let trampoline = match memory::install_trampoline(low_page) {
+        Ok(trampoline) => trampoline,
+        Err(reason) => {
+            crate::println!("smp: cannot start other CPUs: {reason}");
+            return 0;
+        }
+    };
     let mut started = 0;
     for apic_id in ids.into_iter().take(arch::MAX_CPUS - 1) {
         let index = online();
@@ -89,10 +87,7 @@ extern "C" fn ap_main(index: usize) -> ! {
                 work();
                 cpu.busy.store(false, Ordering::Relaxed);
             }
-            None => {
-                crate::watchdog::run_deferred();
-                arch::irq::wait_for_interrupt_unless(|| cpu.work.lock().is_some());
-            }
+            None => idle::wait_unless(|| cpu.work.lock().is_some()),
         }
     }
 }
@@ -128,8 +123,15 @@ pub fn call(index: usize, request: Request) -> Result<(), &'static str> {
     Ok(())
 }
 
+/// Adds the call IPI's and the NMI's hooks (before any other NMI hook: a CPU told
+/// to stop parks first).
+pub fn init() -> Result<(), &'static str> {
+    arch::idt::CALL.add(on_call_interrupt)?;
+    arch::idt::NMI.add(on_nmi)
+}
+
 /// The call IPI's handler: carries out this CPU's pending request.
-pub fn on_call_interrupt() {
+fn on_call_interrupt() {
     let request = percpu::current().request.swap(0, Ordering::AcqRel);
     if request == Request::Panic as u32 {
         panic!("deliberate panic requested on cpu {}", percpu::index());
@@ -152,10 +154,12 @@ pub fn stop_other_cpus() -> usize {
     STOPPED.load(Ordering::Acquire)
 }
 
-/// The NMI handler's work: once a CPU panics, an NMI parks the CPU that takes it.
-pub fn on_nmi() {
+/// The NMI handler's work: once a CPU panics, an NMI parks the CPU that takes it;
+/// otherwise the NMI is traced.
+fn on_nmi() {
     if STOPPING.load(Ordering::SeqCst) {
         STOPPED.fetch_add(1, Ordering::Release);
         arch::halt_forever();
     }
+    trace::emit!(crate::events::NMI, false);
 }

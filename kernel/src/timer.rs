@@ -1,6 +1,8 @@
-//! The periodic tick from each CPU's local APIC timer.
+//! The periodic tick from each CPU's local APIC timer. Drivers and self-tests that
+//! want the tick add a hook to [`TICK`].
 
-use crate::arch::{apic, percpu};
+use crate::arch::hooks::Hooks;
+use crate::arch::{apic, idt, percpu};
 use core::sync::atomic::{AtomicU64, Ordering};
 
 /// Timer interrupts per second on each CPU.
@@ -10,9 +12,24 @@ pub const HZ: u64 = 100;
 /// CPU's timer runs at the same rate.
 static APIC_TIMER_HZ: AtomicU64 = AtomicU64::new(0);
 
-/// Records the APIC timer rate measured at boot.
-pub fn init(apic_timer_hz: u64) {
+/// One timer interrupt, as the tick hooks see it.
+#[derive(Clone, Copy, Debug)]
+pub struct Tick {
+    /// The CPU that took it.
+    pub cpu: usize,
+    /// Timer interrupts this CPU has taken, this one included.
+    pub count: u64,
+    /// Nanoseconds since this CPU's previous one.
+    pub interval_ns: u64,
+}
+
+/// Hooks run on every CPU's timer interrupt, in the order added.
+pub static TICK: Hooks<fn(Tick), 4> = Hooks::new();
+
+/// Records the APIC timer rate measured at boot and takes the timer interrupt.
+pub fn init(apic_timer_hz: u64) -> Result<(), &'static str> {
     APIC_TIMER_HZ.store(apic_timer_hz, Ordering::Relaxed);
+    idt::TIMER.add(on_tick)
 }
 
 /// Starts this CPU's periodic tick.
@@ -21,28 +38,15 @@ pub fn start_this_cpu() {
     apic::start_periodic_timer(u32::try_from(period).unwrap_or(u32::MAX));
 }
 
-/// Set by `panic irq`: the boot CPU's next tick panics (in interrupt context).
-static PANIC_ON_TICK: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
-
-/// Makes the boot CPU's next timer interrupt panic.
-pub fn panic_on_next_tick() {
-    PANIC_ON_TICK.store(true, Ordering::Relaxed);
-}
-
 /// The timer interrupt handler's work.
-pub fn on_tick() {
+fn on_tick() {
     let cpu = percpu::current();
-    let tick = cpu.ticks.fetch_add(1, Ordering::Relaxed) + 1;
+    let count = cpu.ticks.fetch_add(1, Ordering::Relaxed) + 1;
     let now = crate::clock::now_ns();
-    let interval = now - cpu.last_tick_ns.swap(now, Ordering::Relaxed);
-    trace::emit!(crate::events::TIMER_TICK, tick, interval);
-    if percpu::index() == 0 {
-        if PANIC_ON_TICK.swap(false, Ordering::Relaxed) {
-            panic!("deliberate panic in the timer interrupt (tick {tick})");
-        }
-        crate::watchdog::on_tick(tick, interval);
-    }
-    crate::stress::on_timer();
+    let interval_ns = now - cpu.last_tick_ns.swap(now, Ordering::Relaxed);
+    trace::emit!(crate::events::TIMER_TICK, count, interval_ns);
+    let tick = Tick { cpu: percpu::index(), count, interval_ns };
+    TICK.for_each(|hook| hook(tick));
 }
 
 /// Timer interrupts taken by CPU `cpu` since boot.

@@ -11,8 +11,8 @@ pub const TIMER_VECTOR: u8 = 0x30;
 pub const SERIAL_VECTOR: u8 = 0x31;
 /// Vector of the "look at your request slot" IPI.
 pub const CALL_VECTOR: u8 = 0xf0;
-/// Vector of the stress test's IPI hammer.
-pub const STRESS_VECTOR: u8 = 0xf1;
+/// The test IPI: free for self-tests to hammer CPUs with (they add its hooks).
+pub const TEST_VECTOR: u8 = 0xf1;
 /// Vector of local APIC errors.
 pub const ERROR_VECTOR: u8 = 0xfe;
 /// Vector of spurious local APIC interrupts (low nibble all ones, as required).

@@ -1,8 +1,11 @@
 //! The interrupt descriptor table: CPU exceptions, device interrupts and the local
 //! APIC's own vectors. Fatal exceptions are reported (name, vector, error code, RIP,
-//! and CR2 for page faults) and then panic, so they reach the panic path.
+//! and CR2 for page faults) and then panic, so they reach the panic path. What a
+//! device interrupt, an IPI or an NMI does is up to the code above `arch`: it adds
+//! its hooks to [`TIMER`], [`SERIAL`], [`CALL`], [`TEST`] and [`NMI`].
 
 use super::gdt::{DOUBLE_FAULT_IST_INDEX, NMI_IST_INDEX};
+use super::hooks::Hooks;
 use super::irq::HandlerGuard;
 use super::pic::PIC_BASE_VECTOR;
 use super::{apic, membarrier, percpu};
@@ -11,6 +14,17 @@ use core::fmt;
 use spin::Lazy;
 use x86_64::registers::control::Cr2;
 use x86_64::structures::idt::{InterruptDescriptorTable, InterruptStackFrame, PageFaultErrorCode};
+
+/// Hooks of the local APIC timer's interrupt.
+pub static TIMER: Hooks<fn(), 1> = Hooks::new();
+/// Hooks of the serial line's receive interrupt.
+pub static SERIAL: Hooks<fn(), 1> = Hooks::new();
+/// Hooks of the call IPI (another CPU's request).
+pub static CALL: Hooks<fn(), 1> = Hooks::new();
+/// Hooks of the test IPI ([`apic::TEST_VECTOR`]).
+pub static TEST: Hooks<fn(), 2> = Hooks::new();
+/// Hooks of the non-maskable interrupt, run in the order added.
+pub static NMI: Hooks<fn(), 4> = Hooks::new();
 
 /// What the CPU told us about an exception.
 struct Exception<'a> {
@@ -112,9 +126,7 @@ extern "x86-interrupt" fn breakpoint(frame: InterruptStackFrame) {
 
 extern "x86-interrupt" fn nmi(_frame: InterruptStackFrame) {
     let _handler = HandlerGuard::enter_nmi();
-    crate::smp::on_nmi();
-    trace::emit!(events::NMI, false);
-    crate::stress::on_nmi();
+    NMI.for_each(|hook| hook());
 }
 
 extern "x86-interrupt" fn double_fault(frame: InterruptStackFrame, code: u64) -> ! {
@@ -139,11 +151,11 @@ extern "x86-interrupt" fn page_fault(frame: InterruptStackFrame, code: PageFault
 }
 
 extern "x86-interrupt" fn timer(_frame: InterruptStackFrame) {
-    device_interrupt(apic::TIMER_VECTOR, crate::timer::on_tick);
+    device_interrupt(apic::TIMER_VECTOR, || TIMER.for_each(|hook| hook()));
 }
 
 extern "x86-interrupt" fn serial(_frame: InterruptStackFrame) {
-    device_interrupt(apic::SERIAL_VECTOR, crate::serial::on_receive_interrupt);
+    device_interrupt(apic::SERIAL_VECTOR, || SERIAL.for_each(|hook| hook()));
 }
 
 extern "x86-interrupt" fn call(_frame: InterruptStackFrame) {
@@ -151,12 +163,12 @@ extern "x86-interrupt" fn call(_frame: InterruptStackFrame) {
     // Signals end-of-interrupt first: a requested panic does not return.
     apic::eoi();
     trace::emit!(events::IRQ_ENTRY, apic::CALL_VECTOR);
-    crate::smp::on_call_interrupt();
+    CALL.for_each(|hook| hook());
     trace::emit!(events::IRQ_EXIT, apic::CALL_VECTOR);
 }
 
-extern "x86-interrupt" fn stress_ipi(_frame: InterruptStackFrame) {
-    device_interrupt(apic::STRESS_VECTOR, crate::stress::on_ipi);
+extern "x86-interrupt" fn test_ipi(_frame: InterruptStackFrame) {
+    device_interrupt(apic::TEST_VECTOR, || TEST.for_each(|hook| hook()));
 }
 
 extern "x86-interrupt" fn apic_error(_frame: InterruptStackFrame) {
@@ -196,7 +208,7 @@ static IDT: Lazy<InterruptDescriptorTable> = Lazy::new(|| {
     idt[apic::TIMER_VECTOR].set_handler_fn(timer);
     idt[apic::SERIAL_VECTOR].set_handler_fn(serial);
     idt[apic::CALL_VECTOR].set_handler_fn(call);
-    idt[apic::STRESS_VECTOR].set_handler_fn(stress_ipi);
+    idt[apic::TEST_VECTOR].set_handler_fn(test_ipi);
     idt[membarrier::VECTOR].set_handler_fn(membarrier::interrupt);
     idt[apic::ERROR_VECTOR].set_handler_fn(apic_error);
     idt[apic::SPURIOUS_VECTOR].set_handler_fn(spurious);

@@ -3,7 +3,9 @@
 //! functions exported here.
 
 pub mod apic;
+pub mod fault;
 pub mod gdt;
+pub mod hooks;
 pub mod idt;
 pub mod irq;
 pub mod membarrier;
@@ -14,6 +16,7 @@ pub mod port;
 pub mod qemu;
 pub mod smp;
 pub mod stack;
+pub mod uart;
 
 /// Reads the CPU's time-stamp counter.
 #[inline(always)]

@@ -96,6 +96,8 @@ ap_trampoline_end:
     options(att_syntax)
 );
 
+// SAFETY: these are labels of the `global_asm!` block above (bytes of kernel text,
+// never written through these names); only their addresses are taken.
 unsafe extern "C" {
     static ap_trampoline_start: u8;
     static ap_trampoline_end: u8;

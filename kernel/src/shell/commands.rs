@@ -4,18 +4,16 @@ use super::parse::Redirect;
 use super::pipe::Output;
 use super::tracefs::{self, File, Node};
 use super::{Command, CommandError, Shell};
-use crate::arch::percpu;
 use crate::arch::qemu::{self, ExitCode};
+use crate::arch::{self, percpu};
 use crate::dump::{self, Buffers, Cpus, DumpConfig};
-use crate::{
-    barrier, clock, heap, memory, print, println, serial, smp, stress, timer, tracing, watchdog,
-};
+use crate::selftest::{bench, fault, stress};
+use crate::{barrier, clock, heap, memory, print, println, serial, smp, timer, tracing, watchdog};
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::Write;
 use trace::Mode;
-use x86_64::VirtAddr;
 
 /// Every command, in the order `help` lists them.
 pub static COMMANDS: &[Command] = &[
@@ -472,7 +470,7 @@ fn bench(
         }
         _ => return Err(CommandError::Usage),
     };
-    crate::bench::run(iterations).map_err(CommandError::from)
+    bench::run(iterations).map_err(CommandError::from)
 }
 
 fn barrier(
@@ -552,7 +550,7 @@ fn panic(
         [] => panic!("deliberate panic from the shell"),
         ["irq"] => {
             println!("the next timer interrupt on cpu{} panics", percpu::index());
-            timer::panic_on_next_tick();
+            fault::panic_on_next_tick();
             loop {
                 x86_64::instructions::hlt();
             }
@@ -592,24 +590,17 @@ fn fault(
         }
         ["gp"] => {
             println!("reading non-canonical address 0x8000000000000000");
-            // SAFETY: deliberately faults: the address is non-canonical, so the CPU
-            // raises #GP before any memory is read.
-            unsafe { core::ptr::read_volatile(0x8000_0000_0000_0000 as *const u64) };
+            arch::fault::general_protection();
             Ok(())
         }
         ["ud"] => {
             println!("executing ud2");
-            // SAFETY: deliberately raises #UD; the handler does not return.
-            unsafe { core::arch::asm!("ud2") };
+            arch::fault::invalid_opcode();
             Ok(())
         }
         ["de"] => {
             println!("dividing by zero");
-            // SAFETY: deliberately raises #DE with a 64-bit `div` by zero; only
-            // registers are touched.
-            unsafe {
-                core::arch::asm!("div {0}", in(reg) 0u64, inout("rax") 1u64 => _, inout("rdx") 0u64 => _)
-            };
+            arch::fault::divide_error();
             Ok(())
         }
         ["bp"] => {
@@ -628,16 +619,7 @@ fn fault(
 }
 
 fn page_fault(addr: u64) -> Result<(), CommandError> {
-    let addr =
-        VirtAddr::try_new(addr).map_err(|_| CommandError::from("address is not canonical"))?;
-    if memory::is_mapped(addr) {
-        return Err("address is mapped; it would not fault".into());
-    }
-    println!("reading unmapped address {:#x}", addr.as_u64());
-    // SAFETY: deliberately faults: the address was just checked to be unmapped, so the
-    // read raises #PF and the handler does not return.
-    unsafe { core::ptr::read_volatile(addr.as_ptr::<u64>()) };
-    Ok(())
+    memory::read_unmapped(addr).map_err(CommandError::from)
 }
 
 /// Recurses until the stack's guard page stops it (a double fault on the IST stack).

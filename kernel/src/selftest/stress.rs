@@ -8,10 +8,10 @@
 //! counts of what was attempted and consumed.
 
 use crate::arch::apic::{self, Destination, Ipi};
-use crate::arch::{MAX_CPUS, percpu};
+use crate::arch::{MAX_CPUS, idt, percpu};
 use crate::events::STRESS;
 use crate::tracing::{self, KernelPlatform};
-use crate::{clock, println, smp};
+use crate::{clock, println, smp, timer};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -75,19 +75,12 @@ fn hook(source: Source) {
     }
 }
 
-/// Timer interrupt hook.
-pub fn on_timer() {
-    hook(Source::Timer);
-}
-
-/// Hammer IPI hook.
-pub fn on_ipi() {
-    hook(Source::Ipi);
-}
-
-/// NMI hook.
-pub fn on_nmi() {
-    hook(Source::Nmi);
+/// Adds the hooks that write from the timer interrupt, the test IPI and the NMI
+/// (they write only while a run is published).
+pub fn init() -> Result<(), &'static str> {
+    timer::TICK.add(|_| hook(Source::Timer))?;
+    idt::TEST.add(|| hook(Source::Ipi))?;
+    idt::NMI.add(|| hook(Source::Nmi))
 }
 
 /// The writer loop each application processor runs.
@@ -158,7 +151,7 @@ pub fn run(mode: Mode, ms: u64) -> Result<bool, &'static str> {
             if cpus > 1 {
                 let target =
                     percpu::get(1 + round % (cpus - 1)).expect("online CPUs have per-CPU data");
-                let ipi = if round % 8 == 7 { Ipi::Nmi } else { Ipi::Fixed(apic::STRESS_VECTOR) };
+                let ipi = if round % 8 == 7 { Ipi::Nmi } else { Ipi::Fixed(apic::TEST_VECTOR) };
                 apic::send_ipi(Destination::Apic(target.apic_id()), ipi);
             }
             round += 1;

@@ -1,0 +1,13 @@
+//! Self-tests the shell runs: `stress` (the ring under real concurrency), `bench`
+//! (tracepoint costs) and fault injection (`panic irq`). They add their hooks at
+//! start-up; nothing below them knows them.
+
+pub mod bench;
+pub mod fault;
+pub mod stress;
+
+/// Adds the self-tests' hooks to the timer, the test IPI and the NMI.
+pub fn init() -> Result<(), &'static str> {
+    stress::init()?;
+    fault::init()
+}
