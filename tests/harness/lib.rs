@@ -47,7 +47,12 @@ impl Machine {
 
     /// Boots with `config` (its serial wiring is forced to pipes) and waits for the
     /// prompt.
-    pub fn boot_with(mut config: Config) -> Self {
+    pub fn boot_with(config: Config) -> Self {
+        Self::boot_within(config, BOOT_TIMEOUT)
+    }
+
+    /// [`Machine::boot_with`], waiting up to `timeout` for the prompt.
+    pub fn boot_within(mut config: Config, timeout: Duration) -> Self {
         config.serial = boot::qemu::Serial::Pipe;
         let start = Instant::now();
         let mut child = config
@@ -79,7 +84,7 @@ impl Machine {
         });
         let mut machine =
             Self { child, stdin, transcript, cursor: 0, boot_time: Duration::ZERO, outcome: None };
-        machine.wait_for_prompt(BOOT_TIMEOUT);
+        machine.wait_for_prompt(timeout);
         machine.boot_time = start.elapsed();
         machine
     }

@@ -1,0 +1,35 @@
+//! `--kvm`: the image boots to the prompt under KVM and traces there as under TCG.
+//! Runs where `/dev/kvm` can be opened; otherwise it says why and passes.
+
+use boot::qemu::Config;
+use e2e::{Machine, trace_lines};
+use std::time::Duration;
+
+/// Time allowed to reach the prompt: about 12 s on the development VM (whose KVM
+/// is itself virtualised), most of it in the BIOS and the bootloader's real-mode
+/// stages; under load it has taken up to 2 min there.
+const KVM_BOOT_TIMEOUT: Duration = Duration::from_secs(300);
+
+#[test]
+fn the_image_boots_and_traces_under_kvm() {
+    if let Err(error) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/kvm") {
+        println!("skipped: /dev/kvm cannot be opened ({error}); KVM is not usable here");
+        return;
+    }
+    let config = Config { kvm: true, ..Config::default() };
+    let mut m = Machine::boot_within(config, KVM_BOOT_TIMEOUT);
+    println!("KVM boot to the prompt: {:.1} s", m.boot_time().as_secs_f64());
+    let banner = m.transcript();
+    let mhz: u64 = banner
+        .split(" MHz")
+        .next()
+        .and_then(|s| s.rsplit("TSC ").next())
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or_else(|| panic!("the banner gives the TSC rate: {banner}"));
+    assert!((500..10_000).contains(&mhz), "a plausible TSC calibration: {mhz} MHz");
+    assert!(banner.contains("4 of 4 CPU(s) online"), "{banner}");
+    m.run("uptime");
+    let lines = trace_lines(&m.run("cat trace"));
+    assert!(lines.iter().any(|l| l.event == "tick" && l.cpu == 1), "ticks on cpu1");
+    assert!(lines.iter().any(|l| l.event == "command" && l.fields == "uptime"), "the command");
+}
