@@ -40,7 +40,8 @@ Exit codes:
   0  every dump was intact
   1  a dump was damaged: its problems are on stderr, the rest was reported
   2  the report failed: no dump in the log, a file that cannot be read or
-     written, no such instance, or options that do not go together (a file
+     written, an --elf file that is not a kernel ELF with a symbol table, no
+     such instance, or options that do not go together (a file
      given with -o is then left as it was)";
 
 #[derive(Subcommand, Debug)]
@@ -102,6 +103,10 @@ struct Report {
     /// reports every instance unless this is given.
     #[arg(long, value_name = "NAME")]
     instance: Option<String>,
+    /// The kernel ELF the dump's kernel ran: stack frames print as `function+0xoffset`
+    /// (addresses otherwise). Without PATH, the kernel this build boots.
+    #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = boot::KERNEL_ELF)]
+    elf: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -172,6 +177,7 @@ fn report(options: &Report) -> Result<bool, String> {
         (Format::Tracedat, None) => return Err("--format tracedat needs -o FILE".into()),
         _ => {}
     }
+    let symbols = options.elf.as_deref().map(report::Symbols::read).transpose()?;
     let log = options.log.display();
     let mut total = 0usize;
     for_each_line(&options.log, |line| {
@@ -190,22 +196,31 @@ fn report(options: &Report) -> Result<bool, String> {
             let partial = PathBuf::from(partial);
             let file = std::fs::File::create(&partial)
                 .map_err(|e| format!("{}: {e}", partial.display()))?;
-            let result = convert(options, total, &mut BufWriter::new(file)).and_then(|clean| {
-                std::fs::rename(&partial, path).map_err(|e| format!("{}: {e}", path.display()))?;
-                Ok(clean)
-            });
+            let result = convert(options, symbols.as_ref(), total, &mut BufWriter::new(file))
+                .and_then(|clean| {
+                    std::fs::rename(&partial, path)
+                        .map_err(|e| format!("{}: {e}", path.display()))?;
+                    Ok(clean)
+                });
             if result.is_err() {
                 let _ = std::fs::remove_file(&partial);
             }
             result
         }
-        _ => convert(options, total, &mut BufWriter::new(std::io::stdout().lock())),
+        _ => {
+            convert(options, symbols.as_ref(), total, &mut BufWriter::new(std::io::stdout().lock()))
+        }
     }
 }
 
 /// Decodes the `total` dumps of the log one after the other and writes the report
-/// to `out` (CTF: to its directory).
-fn convert(options: &Report, total: usize, out: &mut impl Write) -> Result<bool, String> {
+/// to `out` (CTF: to its directory), stack frames symbolised with `symbols`.
+fn convert(
+    options: &Report,
+    symbols: Option<&report::Symbols>,
+    total: usize,
+    out: &mut impl Write,
+) -> Result<bool, String> {
     let log = options.log.display();
     let write_error = |e: std::io::Error| {
         // The reader went away (`report LOG | head`): stop quietly, as Unix tools do.
@@ -232,7 +247,7 @@ fn convert(options: &Report, total: usize, out: &mut impl Write) -> Result<bool,
                     writeln!(out, "# dump {seen} of {total} (line {})", dump.line)
                         .map_err(write_error)?;
                 }
-                for trace in chosen(&dump, options.instance.as_deref())? {
+                for trace in chosen(&dump, options.instance.as_deref(), symbols)? {
                     if options.stat {
                         report::write_stat(&trace, out).map_err(write_error)?;
                     } else {
@@ -248,7 +263,7 @@ fn convert(options: &Report, total: usize, out: &mut impl Write) -> Result<bool,
                     );
                 }
                 let name = options.instance.as_deref().unwrap_or("top");
-                let trace = chosen(&dump, Some(name))?.swap_remove(0);
+                let trace = chosen(&dump, Some(name), symbols)?.swap_remove(0);
                 match (options.format, &options.output) {
                     (Format::Ctf, Some(dir)) => report::write_ctf(&trace, dir)
                         .map_err(|e| format!("{}: {e}", dir.display()))?,
@@ -286,9 +301,17 @@ fn for_each_line(
     Ok(())
 }
 
-/// The instances of `dump` to report: all, or the one named (never none).
-fn chosen(dump: &trace::dump::Dump, name: Option<&str>) -> Result<Vec<report::Trace>, String> {
-    let traces = report::traces(dump);
+/// The instances of `dump` to report: all, or the one named (never none), their
+/// stacks symbolised with `symbols` if given.
+fn chosen(
+    dump: &trace::dump::Dump,
+    name: Option<&str>,
+    symbols: Option<&report::Symbols>,
+) -> Result<Vec<report::Trace>, String> {
+    let mut traces = report::traces(dump);
+    if let Some(symbols) = symbols {
+        traces.iter_mut().for_each(|t| symbols.symbolize(t));
+    }
     match name {
         None => Ok(traces),
         Some(_) if traces.is_empty() => Err(format!(

@@ -48,6 +48,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     // The local APIC id is not known before ACPI; 0 until `percpu` is set again below.
     percpu::init_this_cpu(0, 0);
     arch::stack::set_boot_stack(BOOTLOADER_CONFIG.kernel_stack_size);
+    arch::stack::set_image_offset(boot_info.kernel_image_offset);
     serial::init();
     arch::gdt::init_this_cpu(0);
     arch::idt::init_this_cpu();

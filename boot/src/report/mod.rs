@@ -1,13 +1,15 @@
 //! Output side of `cargo run -- report`: renders a decoded dump ([`Trace`]) as
 //! `trace-cmd report`-style text, a `--stat` summary, Chrome Trace Event JSON for
 //! ui.perfetto.dev, a CTF 1.8 trace directory for babeltrace2, or a trace-cmd
-//! `trace.dat` for trace-cmd and KernelShark.
+//! `trace.dat` for trace-cmd and KernelShark; stack frames symbolised from the
+//! kernel ELF ([`Symbols`]).
 
 pub mod ctf;
 pub mod from_dump;
 pub mod model;
 pub mod perfetto;
 pub mod stat;
+pub mod symbols;
 pub mod text;
 pub mod tracedat;
 
@@ -21,6 +23,7 @@ pub use model::{
 };
 pub use perfetto::{perfetto_json, write_perfetto};
 pub use stat::{CpuSummary, Summary, summarize, write_stat};
+pub use symbols::Symbols;
 pub use text::write_text;
 pub use tracedat::write_tracedat;
 
