@@ -78,6 +78,8 @@ enum Format {
     Text,
     /// Chrome Trace Event JSON for ui.perfetto.dev.
     Perfetto,
+    /// Perfetto's protobuf trace format for ui.perfetto.dev (smaller than the JSON).
+    PerfettoProto,
     /// A CTF 1.8 trace directory for babeltrace2.
     Ctf,
     /// A trace-cmd trace.dat (file format 6) for trace-cmd and KernelShark.
@@ -95,11 +97,11 @@ struct Report {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
-    /// Output file (text, perfetto, default stdout; tracedat, required) or directory
-    /// (ctf; required).
+    /// Output file (text, perfetto, default stdout; perfetto-proto, tracedat, required)
+    /// or directory (ctf; required).
     #[arg(short, long, value_name = "PATH")]
     output: Option<PathBuf>,
-    /// The instance to convert (perfetto, ctf, tracedat); default the top-level one. Text
+    /// The instance to convert (perfetto*, ctf, tracedat); default the top-level one. Text
     /// reports every instance unless this is given.
     #[arg(long, value_name = "NAME")]
     instance: Option<String>,
@@ -175,6 +177,9 @@ fn report(options: &Report) -> Result<bool, String> {
     match (options.format, &options.output) {
         (Format::Ctf, None) => return Err("--format ctf needs -o DIR".into()),
         (Format::Tracedat, None) => return Err("--format tracedat needs -o FILE".into()),
+        (Format::PerfettoProto, None) => {
+            return Err("--format perfetto-proto needs -o FILE".into());
+        }
         _ => {}
     }
     let symbols = options.elf.as_deref().map(report::Symbols::read).transpose()?;
@@ -188,7 +193,10 @@ fn report(options: &Report) -> Result<bool, String> {
         return Err(format!("{log}: no trace dump found"));
     }
     match (options.format, &options.output) {
-        (Format::Text | Format::Perfetto | Format::Tracedat, Some(path)) => {
+        (
+            Format::Text | Format::Perfetto | Format::PerfettoProto | Format::Tracedat,
+            Some(path),
+        ) => {
             // Written beside its name and renamed into place once complete: a report
             // that fails leaves no file behind and an older one as it was.
             let mut partial = path.clone().into_os_string();
@@ -255,7 +263,9 @@ fn convert(
                     }
                 }
             }
-            Format::Perfetto | Format::Ctf | Format::Tracedat if seen == total => {
+            Format::Perfetto | Format::PerfettoProto | Format::Ctf | Format::Tracedat
+                if seen == total =>
+            {
                 if total > 1 {
                     eprintln!(
                         "report: {total} dumps in the log; converting the last (line {})",
@@ -270,10 +280,13 @@ fn convert(
                     (Format::Tracedat, _) => {
                         report::write_tracedat(&trace, out).map_err(write_error)?
                     }
+                    (Format::PerfettoProto, _) => {
+                        report::write_perfetto_proto(&trace, out).map_err(write_error)?
+                    }
                     _ => report::write_perfetto(&trace, out).map_err(write_error)?,
                 }
             }
-            Format::Perfetto | Format::Ctf | Format::Tracedat => {}
+            Format::Perfetto | Format::PerfettoProto | Format::Ctf | Format::Tracedat => {}
         }
         Ok(())
     };

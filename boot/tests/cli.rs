@@ -140,13 +140,21 @@ fn damaged_and_missing_dumps_get_clear_errors() {
     assert!(text(&out.stderr).contains("/nonexistent/serial.log"));
 }
 
-/// Every output `report` writes, as arguments (the CTF directory under `dir`).
+/// Every output `report` writes, as arguments (the CTF directory is `dir`, the
+/// Perfetto protobuf file beside it).
 fn every_format(dir: &std::path::Path) -> Vec<Vec<String>> {
     let _ = std::fs::remove_dir_all(dir);
+    let proto = dir.with_extension("perfetto-trace");
     vec![
         vec![],
         vec!["--stat".into()],
         vec!["--format".into(), "perfetto".into()],
+        vec![
+            "--format".into(),
+            "perfetto-proto".into(),
+            "-o".into(),
+            proto.to_str().unwrap().into(),
+        ],
         vec!["--format".into(), "ctf".into(), "-o".into(), dir.to_str().unwrap().into()],
     ]
 }
@@ -173,6 +181,7 @@ fn crafted_dumps_with_absurd_numbers_are_refused_by_rule_in_every_format() {
             assert!(!stderr.contains("panicked"), "{}: {args:?}: {stderr}", crasher.name);
         }
         let _ = std::fs::remove_dir_all(&dir);
+        let _ = std::fs::remove_file(dir.with_extension("perfetto-trace"));
     }
 }
 
