@@ -11,6 +11,7 @@
 
 use object::read::elf::ElfFile64;
 use object::{Endianness, Object, ObjectSection, ObjectSymbol, SectionKind, SymbolKind};
+use std::io::Read;
 use std::path::Path;
 
 use super::model::{FieldKind, Trace, Value};
@@ -39,19 +40,24 @@ impl Symbols {
     /// and what is wrong with it.
     pub fn read(path: &Path) -> Result<Symbols, String> {
         let name = path.display();
-        let size = std::fs::metadata(path).map_err(|e| format!("{name}: {e}"))?.len();
+        let too_big = || format!("{name}: an ELF of more than {MAX_ELF_BYTES} bytes is refused");
+        let file = std::fs::File::open(path).map_err(|e| format!("{name}: {e}"))?;
+        let size = file.metadata().map_err(|e| format!("{name}: {e}"))?.len();
         if size > MAX_ELF_BYTES {
-            return Err(format!(
-                "{name}: {size} bytes; an ELF of more than {MAX_ELF_BYTES} bytes is refused"
-            ));
+            return Err(too_big());
         }
-        let data = std::fs::read(path).map_err(|e| format!("{name}: {e}"))?;
+        let mut data = Vec::new();
+        file.take(MAX_ELF_BYTES + 1).read_to_end(&mut data).map_err(|e| format!("{name}: {e}"))?;
+        if data.len() as u64 > MAX_ELF_BYTES {
+            return Err(too_big());
+        }
         Symbols::parse(&data).map_err(|e| format!("{name}: {e}"))
     }
 
     /// The functions of an ELF64 image: its `STT_FUNC` symbols, and its untyped
     /// symbols in code sections (assembly labels). A symbol of size 0 reaches to the
-    /// next one.
+    /// next one or the end of its section, whichever comes first; one of size 0
+    /// outside any section covers nothing.
     pub fn parse(data: &[u8]) -> Result<Symbols, String> {
         const HEADER: usize = 64;
         if data.len() < 4 || data[..4] != *b"\x7fELF" {
@@ -73,12 +79,12 @@ impl Symbols {
         }
         let mut found = Vec::new();
         for symbol in elf.symbols() {
+            let section = symbol.section_index().and_then(|i| elf.section_by_index(i).ok());
             let code = match symbol.kind() {
                 SymbolKind::Text => true,
-                SymbolKind::Unknown => symbol
-                    .section_index()
-                    .and_then(|i| elf.section_by_index(i).ok())
-                    .is_some_and(|s| s.kind() == SectionKind::Text),
+                SymbolKind::Unknown => {
+                    section.as_ref().is_some_and(|s| s.kind() == SectionKind::Text)
+                }
                 _ => false,
             };
             if !code || symbol.is_undefined() {
@@ -89,21 +95,30 @@ impl Symbols {
                 continue;
             }
             let name = format!("{:#}", rustc_demangle::demangle(raw));
-            found.push((symbol.address(), symbol.size(), name));
+            let sized = symbol.size() > 0;
+            let size = match (symbol.size(), section) {
+                // Up to the next symbol, within its section.
+                (0, Some(s)) => {
+                    s.address().saturating_add(s.size()).saturating_sub(symbol.address())
+                }
+                (size, _) => size,
+            };
+            found.push((symbol.address(), sized, size, name));
         }
         if found.is_empty() {
             return Err("no function symbols in the symbol table".into());
         }
-        // Aliases at one address: the sized one, then the first name.
-        found.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        // Aliases at one address: a sized one (a function rather than a label),
+        // the largest, then the first name.
+        found.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(b.2.cmp(&a.2)));
         found.dedup_by_key(|f| f.0);
         let starts: Vec<u64> = found.iter().map(|f| f.0).collect();
         let functions = found
             .into_iter()
             .enumerate()
-            .map(|(i, (start, size, name))| {
+            .map(|(i, (start, _, size, name))| {
                 let next = starts.get(i + 1).copied().unwrap_or(u64::MAX);
-                let end = if size == 0 { next } else { start.saturating_add(size).min(next) };
+                let end = start.saturating_add(size).min(next);
                 Function { start, end, name }
             })
             .collect();
