@@ -421,6 +421,23 @@ fn report_elf_prints_stack_frames_as_functions() {
     assert_eq!(stack["args"]["ip1"], "0x10");
     assert_eq!(stack["args"]["ip2"], "");
 
+    // Perfetto's protobuf carries them as the event's callstack, outermost first
+    // (protoc, installed by boot/setup.sh, decodes it).
+    let pf = std::env::temp_dir().join(format!("boot-cli-{}-stack.pftrace", std::process::id()));
+    let pf = pf.to_str().unwrap();
+    let out = report(&[log, "--elf", boot::KERNEL_ELF, "--format", "perfetto-proto", "-o", pf]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = Command::new("protoc")
+        .args(["--decode=perfetto.protos.Trace", "perfetto_trace.proto", "--proto_path"])
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data"))
+        .stdin(std::fs::File::open(pf).unwrap())
+        .output()
+        .expect("protoc runs");
+    let decoded = text(&out.stdout);
+    let frames: Vec<&str> =
+        decoded.lines().filter_map(|l| l.trim().strip_prefix("function_name: ")).collect();
+    assert_eq!(frames, ["\"0x10\"".to_string(), format!("\"{name}+0x1a\"")], "{decoded}");
+
     // trace-cmd (boot/setup.sh installs it) reads the frames from a trace.dat.
     let dat = std::env::temp_dir().join(format!("boot-cli-{}-stack.dat", std::process::id()));
     let dat = dat.to_str().unwrap();

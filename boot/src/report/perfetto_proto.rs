@@ -12,12 +12,13 @@
 //! `count`, a panic an instant on the root track at the last timestamp. Fields are
 //! debug annotations. All packets form one sequence: the first clears its incremental
 //! state, and event names, categories and annotation names are interned (each sent
-//! once, in the first packet that uses it). Timestamps are nanoseconds.
+//! once, in the first packet that uses it). A `stacktrace` event also carries its
+//! frames as the track event's callstack. Timestamps are nanoseconds.
 
 use std::collections::HashMap;
 use std::io::{self, Write};
 
-use super::model::{Trace, Value, hex_bytes};
+use super::model::{Event, Trace, Value, hex_bytes};
 use super::perfetto::{described, slice_name, slices};
 
 /// `Trace.packet`.
@@ -55,6 +56,10 @@ mod event {
     pub const TYPE: u32 = 9;
     pub const NAME_IID: u32 = 10;
     pub const TRACK_UUID: u32 = 11;
+    pub const CALLSTACK: u32 = 55;
+    /// `TrackEvent.Callstack.frames`, and `Frame.function_name`.
+    pub const FRAMES: u32 = 1;
+    pub const FUNCTION_NAME: u32 = 1;
     pub const SLICE_BEGIN: u64 = 1;
     pub const SLICE_END: u64 = 2;
     pub const INSTANT: u64 = 3;
@@ -149,6 +154,8 @@ struct TrackEvent<'a> {
     /// Name and category (none for a slice's end).
     name: Option<(&'a str, &'a str)>,
     args: &'a [(String, Value)],
+    /// A stack's frames, outermost first.
+    frames: Vec<String>,
 }
 
 /// Writes packets to `out`, interning as it goes.
@@ -200,6 +207,15 @@ impl<W: Write> Writer<W> {
             }
             te.message(event::DEBUG_ANNOTATIONS, &a);
         }
+        if !e.frames.is_empty() {
+            let mut callstack = Message::default();
+            for f in &e.frames {
+                let mut frame = Message::default();
+                frame.string(event::FUNCTION_NAME, f);
+                callstack.message(event::FRAMES, &frame);
+            }
+            te.message(event::CALLSTACK, &callstack);
+        }
         let mut p = Message::default();
         p.uint(packet::TIMESTAMP, e.ts);
         p.uint(packet::TRUSTED_PACKET_SEQUENCE_ID, SEQUENCE);
@@ -210,6 +226,34 @@ impl<W: Write> Writer<W> {
         p.message(packet::TRACK_EVENT, &te);
         self.packet(&p)
     }
+}
+
+/// The frames of a `stacktrace` event (`ftrace:kernel_stack`), outermost first as
+/// Perfetto orders a callstack: `function+0xoffset` once symbolised
+/// ([`super::Symbols::symbolize`]), the address otherwise. None for other events.
+fn stack_frames(trace: &Trace, ev: &Event) -> Vec<String> {
+    let stack = (trace::STACK_TRACE.system, trace::STACK_TRACE.name);
+    match trace.descriptor(ev.id) {
+        Some(d) if (d.system.as_str(), d.name.as_str()) == stack => {}
+        _ => return Vec::new(),
+    }
+    let depth = match ev.values.first() {
+        Some(Value::Unsigned(d)) => usize::try_from(*d).unwrap_or(usize::MAX),
+        _ => 0,
+    };
+    let mut frames: Vec<String> = ev
+        .values
+        .iter()
+        .skip(1)
+        .take(depth)
+        .filter_map(|v| match v {
+            Value::Unsigned(ip) => Some(format!("{ip:#x}")),
+            Value::Str(s) if !s.is_empty() => Some(s.clone()),
+            _ => None,
+        })
+        .collect();
+    frames.reverse();
+    frames
 }
 
 /// Writes the trace as a Perfetto protobuf trace (`.perfetto-trace`).
@@ -242,7 +286,14 @@ pub fn write_perfetto_proto(trace: &Trace, out: &mut impl Write) -> io::Result<(
         if ev.lost_before > 0 {
             let args = [("count".to_string(), Value::Unsigned(ev.lost_before))];
             let name = Some(("lost events", "lost"));
-            w.event(&TrackEvent { ts: ev.ts, track, kind: event::INSTANT, name, args: &args })?;
+            w.event(&TrackEvent {
+                ts: ev.ts,
+                track,
+                kind: event::INSTANT,
+                name,
+                args: &args,
+                frames: vec![],
+            })?;
         }
         let (name, cat, mut args) = described(trace, ev);
         if let Some((begin, begin_keys)) = ends.remove(&i) {
@@ -260,15 +311,31 @@ pub fn write_perfetto_proto(trace: &Trace, out: &mut impl Write) -> io::Result<(
                 kind: event::SLICE_END,
                 name: None,
                 args: &args,
+                frames: vec![],
             })?;
         } else if let Some(&end) = paired.get(&i) {
             let slice = slice_name(&name, ev);
             ends.insert(end, (name, args.iter().map(|a| a.0.clone()).collect()));
             let name = Some((slice.as_str(), cat.as_str()));
-            w.event(&TrackEvent { ts: ev.ts, track, kind: event::SLICE_BEGIN, name, args: &args })?;
+            w.event(&TrackEvent {
+                ts: ev.ts,
+                track,
+                kind: event::SLICE_BEGIN,
+                name,
+                args: &args,
+                frames: vec![],
+            })?;
         } else {
             let name = Some((name.as_str(), cat.as_str()));
-            w.event(&TrackEvent { ts: ev.ts, track, kind: event::INSTANT, name, args: &args })?;
+            let frames = stack_frames(trace, ev);
+            w.event(&TrackEvent {
+                ts: ev.ts,
+                track,
+                kind: event::INSTANT,
+                name,
+                args: &args,
+                frames,
+            })?;
         }
     }
     if let Some(p) = &trace.panic {
@@ -285,6 +352,7 @@ pub fn write_perfetto_proto(trace: &Trace, out: &mut impl Write) -> io::Result<(
             kind: event::INSTANT,
             name,
             args: &args,
+            frames: vec![],
         })?;
     }
     w.out.flush()
@@ -312,6 +380,40 @@ mod tests {
         big.uint(60, u64::MAX);
         assert_eq!(big.0[..2], [0xe0, 0x03]);
         assert_eq!(big.0.len(), 2 + 10);
+    }
+
+    #[test]
+    fn a_stack_is_the_events_callstack_outermost_first() {
+        use crate::report::model::{Descriptor, FieldDesc};
+        let stack = &trace::STACK_TRACE;
+        let mut t = Trace { cpus: 1, ..Trace::default() };
+        let fields = stack.fields.iter().map(|f| FieldDesc { name: f.name.into(), kind: f.kind });
+        let d = Descriptor {
+            id: 7,
+            system: stack.system.into(),
+            name: stack.name.into(),
+            format: String::new(),
+            fields: fields.collect(),
+        };
+        t.descriptors.insert(7, d);
+        let mut values = vec![Value::Unsigned(2), Value::Str("a+0x1".into()), Value::Unsigned(0xb)];
+        values.resize(9, Value::Unsigned(0));
+        t.events.push(Event { cpu: 0, ts: 5, id: 7, values, lost_before: 0, text: String::new() });
+        let mut out = Vec::new();
+        write_perfetto_proto(&t, &mut out).unwrap();
+        // callstack (55) { frames (1) { function_name (1): "0xb" } frames { "a+0x1" } }
+        let frame = |name: &str| {
+            let mut f = Message::default();
+            f.string(event::FUNCTION_NAME, name);
+            f
+        };
+        let mut callstack = Message::default();
+        callstack.message(event::FRAMES, &frame("0xb"));
+        callstack.message(event::FRAMES, &frame("a+0x1"));
+        let mut expected = Message::default();
+        expected.message(event::CALLSTACK, &callstack);
+        assert_eq!(expected.0[..3], [0xba, 0x03, 16]);
+        assert!(out.windows(expected.0.len()).any(|w| w == expected.0), "{out:x?}");
     }
 
     #[test]
