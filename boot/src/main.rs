@@ -101,8 +101,8 @@ struct Report {
     /// or directory (ctf; required).
     #[arg(short, long, value_name = "PATH")]
     output: Option<PathBuf>,
-    /// The instance to convert (perfetto*, ctf, tracedat); default the top-level one. Text
-    /// reports every instance unless this is given.
+    /// The instance to convert (perfetto, perfetto-proto, ctf, tracedat); default the
+    /// top-level one. Text reports every instance unless this is given.
     #[arg(long, value_name = "NAME")]
     instance: Option<String>,
     /// The kernel ELF the dump's kernel ran: stack frames print as `function+0xoffset`

@@ -407,6 +407,10 @@ fn report_elf_prints_stack_frames_as_functions() {
     let lines: Vec<&str> = symbolised.lines().skip_while(|l| !l.contains("kernel_stack")).collect();
     assert!(lines[0].ends_with("kernel_stack: depth=2"), "{symbolised}");
     assert_eq!(lines[1..], [format!(" => {name}+0x1a"), " => 0x10".to_string()], "{symbolised}");
+    // Without a path, `--elf` takes the kernel this build boots.
+    let default = report(&[log, "--elf"]);
+    assert!(default.status.success(), "{}", text(&default.stderr));
+    assert_eq!(text(&default.stdout), symbolised);
 
     let out = report(&[log, "--elf", boot::KERNEL_ELF, "--format", "perfetto"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
