@@ -460,8 +460,25 @@ fn a_bad_elf_is_refused_with_the_reason_and_nothing_is_written() {
     let kernel = std::fs::read(boot::KERNEL_ELF).unwrap();
     let mut class32 = kernel[..64].to_vec();
     class32[4] = 1;
+    // Stripped: the symbol table's section header made SHT_NULL (its sh_type, the
+    // header's second word).
+    let mut stripped = kernel.clone();
+    {
+        use object::read::elf::{FileHeader, SectionHeader};
+        let header = object::elf::FileHeader64::<object::Endianness>::parse(&*kernel).unwrap();
+        let endian = header.endian().unwrap();
+        let sections = header.sections(endian, &*kernel).unwrap();
+        let (index, _) = sections
+            .iter()
+            .enumerate()
+            .find(|(_, s)| s.sh_type(endian) == object::elf::SHT_SYMTAB)
+            .expect("the kernel has a symbol table");
+        let at = header.e_shoff(endian) as usize + index * usize::from(header.e_shentsize(endian));
+        stripped[at + 4..at + 8].fill(0);
+    }
     let missing = std::env::temp_dir().join(format!("boot-cli-{}-no-such-elf", std::process::id()));
-    let cases: [(PathBuf, &str); 6] = [
+    let cases: [(PathBuf, &str); 7] = [
+        (temp_bytes("elf-stripped", &stripped), "no symbol table"),
         (log.clone(), "not an ELF file"),
         (temp_bytes("elf-empty", b""), "not an ELF file"),
         (temp_bytes("elf-32", &class32), "not a 64-bit ELF file"),
