@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs whatever the project needs and this machine lacks: the pinned Rust
-# toolchain (rust-toolchain.toml) and the host packages QEMU, babeltrace2 and
-# trace-cmd.
+# toolchain (rust-toolchain.toml) and the host packages QEMU, babeltrace2,
+# trace-cmd and protoc.
 # Idempotent; quick when everything is present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +19,8 @@ command -v qemu-system-x86_64 >/dev/null || missing+=(qemu-system-x86)
 command -v babeltrace2 >/dev/null || missing+=(babeltrace2)
 # And the trace.dat output with trace-cmd.
 command -v trace-cmd >/dev/null || missing+=(trace-cmd)
+# And the Perfetto protobuf output with protoc --decode.
+command -v protoc >/dev/null || missing+=(protobuf-compiler)
 if [ ${#missing[@]} -gt 0 ]; then
     sudo=()
     [ "$(id -u)" -eq 0 ] || sudo=(sudo)

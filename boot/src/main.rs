@@ -40,7 +40,8 @@ Exit codes:
   0  every dump was intact
   1  a dump was damaged: its problems are on stderr, the rest was reported
   2  the report failed: no dump in the log, a file that cannot be read or
-     written, no such instance, or options that do not go together (a file
+     written, an --elf file that is not a kernel ELF with a symbol table, no
+     such instance, or options that do not go together (a file
      given with -o is then left as it was)";
 
 #[derive(Subcommand, Debug)]
@@ -77,6 +78,8 @@ enum Format {
     Text,
     /// Chrome Trace Event JSON for ui.perfetto.dev.
     Perfetto,
+    /// Perfetto's protobuf trace format for ui.perfetto.dev (smaller than the JSON).
+    PerfettoProto,
     /// A CTF 1.8 trace directory for babeltrace2.
     Ctf,
     /// A trace-cmd trace.dat (file format 6) for trace-cmd and KernelShark.
@@ -115,19 +118,24 @@ struct Report {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
-    /// Output file (text, perfetto, default stdout; tracedat, required) or directory
-    /// (ctf; required).
+    /// Output file (text, perfetto, default stdout; perfetto-proto, tracedat, required)
+    /// or directory (ctf; required).
     #[arg(short, long, value_name = "PATH")]
     output: Option<PathBuf>,
-    /// The instance to convert (perfetto, ctf, tracedat); default the top-level one. Text
-    /// reports every instance unless this is given.
+    /// The instance to convert (perfetto, perfetto-proto, ctf, tracedat); default the
+    /// top-level one. Text reports every instance unless this is given.
     #[arg(long, value_name = "NAME")]
     instance: Option<String>,
     /// Which buffers of each instance: its live buffer, the snapshot it kept, or all
     /// (each apart: a section each in text, a process each in perfetto). Default all
-    /// for text and perfetto; ctf and tracedat hold one buffer: default live.
+    /// for text and perfetto; ctf, tracedat and perfetto-proto hold one buffer:
+    /// default live.
     #[arg(long, value_enum, value_name = "BUFFER")]
     buffer: Option<Buffers>,
+    /// The kernel ELF the dump's kernel ran: stack frames print as `function+0xoffset`
+    /// (addresses otherwise). Without PATH, the kernel this build boots.
+    #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = boot::KERNEL_ELF)]
+    elf: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -193,7 +201,7 @@ fn report(options: &Report) -> Result<bool, String> {
             format_name(options.format)
         ));
     }
-    if matches!(options.format, Format::Ctf | Format::Tracedat)
+    if matches!(options.format, Format::Ctf | Format::Tracedat | Format::PerfettoProto)
         && options.buffer == Some(Buffers::All)
     {
         return Err(format!(
@@ -204,8 +212,12 @@ fn report(options: &Report) -> Result<bool, String> {
     match (options.format, &options.output) {
         (Format::Ctf, None) => return Err("--format ctf needs -o DIR".into()),
         (Format::Tracedat, None) => return Err("--format tracedat needs -o FILE".into()),
+        (Format::PerfettoProto, None) => {
+            return Err("--format perfetto-proto needs -o FILE".into());
+        }
         _ => {}
     }
+    let symbols = options.elf.as_deref().map(report::Symbols::read).transpose()?;
     let log = options.log.display();
     let mut total = 0usize;
     for_each_line(&options.log, |line| {
@@ -216,7 +228,10 @@ fn report(options: &Report) -> Result<bool, String> {
         return Err(format!("{log}: no trace dump found"));
     }
     match (options.format, &options.output) {
-        (Format::Text | Format::Perfetto | Format::Tracedat, Some(path)) => {
+        (
+            Format::Text | Format::Perfetto | Format::PerfettoProto | Format::Tracedat,
+            Some(path),
+        ) => {
             // Written beside its name and renamed into place once complete: a report
             // that fails leaves no file behind and an older one as it was.
             let mut partial = path.clone().into_os_string();
@@ -224,22 +239,31 @@ fn report(options: &Report) -> Result<bool, String> {
             let partial = PathBuf::from(partial);
             let file = std::fs::File::create(&partial)
                 .map_err(|e| format!("{}: {e}", partial.display()))?;
-            let result = convert(options, total, &mut BufWriter::new(file)).and_then(|clean| {
-                std::fs::rename(&partial, path).map_err(|e| format!("{}: {e}", path.display()))?;
-                Ok(clean)
-            });
+            let result = convert(options, symbols.as_ref(), total, &mut BufWriter::new(file))
+                .and_then(|clean| {
+                    std::fs::rename(&partial, path)
+                        .map_err(|e| format!("{}: {e}", path.display()))?;
+                    Ok(clean)
+                });
             if result.is_err() {
                 let _ = std::fs::remove_file(&partial);
             }
             result
         }
-        _ => convert(options, total, &mut BufWriter::new(std::io::stdout().lock())),
+        _ => {
+            convert(options, symbols.as_ref(), total, &mut BufWriter::new(std::io::stdout().lock()))
+        }
     }
 }
 
 /// Decodes the `total` dumps of the log one after the other and writes the report
-/// to `out` (CTF: to its directory).
-fn convert(options: &Report, total: usize, out: &mut impl Write) -> Result<bool, String> {
+/// to `out` (CTF: to its directory), stack frames symbolised with `symbols`.
+fn convert(
+    options: &Report,
+    symbols: Option<&report::Symbols>,
+    total: usize,
+    out: &mut impl Write,
+) -> Result<bool, String> {
     let log = options.log.display();
     let write_error = |e: std::io::Error| {
         // The reader went away (`report LOG | head`): stop quietly, as Unix tools do.
@@ -267,7 +291,7 @@ fn convert(options: &Report, total: usize, out: &mut impl Write) -> Result<bool,
                         .map_err(write_error)?;
                 }
                 let buffers = options.buffer.unwrap_or(Buffers::All);
-                for trace in chosen(&dump, options.instance.as_deref(), buffers)? {
+                for trace in chosen(&dump, options.instance.as_deref(), buffers, symbols)? {
                     if options.stat {
                         report::write_stat(&trace, out).map_err(write_error)?;
                     } else {
@@ -275,7 +299,9 @@ fn convert(options: &Report, total: usize, out: &mut impl Write) -> Result<bool,
                     }
                 }
             }
-            Format::Perfetto | Format::Ctf | Format::Tracedat if seen == total => {
+            Format::Perfetto | Format::PerfettoProto | Format::Ctf | Format::Tracedat
+                if seen == total =>
+            {
                 if total > 1 {
                     eprintln!(
                         "report: {total} dumps in the log; converting the last (line {})",
@@ -287,17 +313,20 @@ fn convert(options: &Report, total: usize, out: &mut impl Write) -> Result<bool,
                     Format::Perfetto => Buffers::All,
                     _ => Buffers::Live,
                 });
-                let traces = chosen(&dump, Some(name), buffers)?;
+                let traces = chosen(&dump, Some(name), buffers, symbols)?;
                 match (options.format, &options.output) {
                     (Format::Ctf, Some(dir)) => report::write_ctf(&traces[0], dir)
                         .map_err(|e| format!("{}: {e}", dir.display()))?,
                     (Format::Tracedat, _) => {
                         report::write_tracedat(&traces[0], out).map_err(write_error)?
                     }
+                    (Format::PerfettoProto, _) => {
+                        report::write_perfetto_proto(&traces[0], out).map_err(write_error)?
+                    }
                     _ => report::write_perfetto_of(&traces, out).map_err(write_error)?,
                 }
             }
-            Format::Perfetto | Format::Ctf | Format::Tracedat => {}
+            Format::Perfetto | Format::PerfettoProto | Format::Ctf | Format::Tracedat => {}
         }
         Ok(())
     };
@@ -331,13 +360,17 @@ fn format_name(format: Format) -> String {
 }
 
 /// The sections of `dump` to report: the buffers chosen of every instance, or of
-/// the one named (then never none).
+/// the one named (then never none), their stacks symbolised with `symbols` if given.
 fn chosen(
     dump: &trace::dump::Dump,
     name: Option<&str>,
     buffers: Buffers,
+    symbols: Option<&report::Symbols>,
 ) -> Result<Vec<report::Trace>, String> {
-    let traces = report::traces(dump);
+    let mut traces = report::traces(dump);
+    if let Some(symbols) = symbols {
+        traces.iter_mut().for_each(|t| symbols.symbolize(t));
+    }
     let Some(name) = name else {
         return Ok(traces.into_iter().filter(|t| buffers.wants(t.buffer)).collect());
     };

@@ -49,6 +49,10 @@ fn record(cpu: usize, ts: u64, payload: &[u8]) -> RecordRef<'_> {
 }
 
 fn temp(name: &str, contents: &str) -> PathBuf {
+    temp_bytes(name, contents.as_bytes())
+}
+
+fn temp_bytes(name: &str, contents: &[u8]) -> PathBuf {
     let path = std::env::temp_dir().join(format!("boot-cli-{}-{name}", std::process::id()));
     std::fs::write(&path, contents).unwrap();
     path
@@ -141,13 +145,21 @@ fn damaged_and_missing_dumps_get_clear_errors() {
     assert!(text(&out.stderr).contains("/nonexistent/serial.log"));
 }
 
-/// Every output `report` writes, as arguments (the CTF directory under `dir`).
+/// Every output `report` writes, as arguments (the CTF directory is `dir`, the
+/// Perfetto protobuf file beside it).
 fn every_format(dir: &std::path::Path) -> Vec<Vec<String>> {
     let _ = std::fs::remove_dir_all(dir);
+    let proto = dir.with_extension("perfetto-trace");
     vec![
         vec![],
         vec!["--stat".into()],
         vec!["--format".into(), "perfetto".into()],
+        vec![
+            "--format".into(),
+            "perfetto-proto".into(),
+            "-o".into(),
+            proto.to_str().unwrap().into(),
+        ],
         vec!["--format".into(), "ctf".into(), "-o".into(), dir.to_str().unwrap().into()],
     ]
 }
@@ -174,6 +186,7 @@ fn crafted_dumps_with_absurd_numbers_are_refused_by_rule_in_every_format() {
             assert!(!stderr.contains("panicked"), "{}: {args:?}: {stderr}", crasher.name);
         }
         let _ = std::fs::remove_dir_all(&dir);
+        let _ = std::fs::remove_file(dir.with_extension("perfetto-trace"));
     }
 }
 
@@ -330,4 +343,186 @@ fn an_old_dump_reads_with_its_context_unknown() {
     let new = temp("context.log", &log());
     let stdout = text(&report(&[new.to_str().unwrap()]).stdout);
     assert!(stdout.lines().any(|l| l.trim_start().starts_with("shell-1 ")), "{stdout}");
+}
+
+/// The kernel ELF's functions with code, as its symbol table lists them: demangled
+/// name, address, size.
+fn kernel_functions() -> Vec<(String, u64, u64)> {
+    use object::{Object, ObjectSymbol, SymbolKind};
+    let data = std::fs::read(boot::KERNEL_ELF).expect("the build's kernel ELF");
+    let elf = object::read::elf::ElfFile64::<object::Endianness>::parse(&*data).unwrap();
+    elf.symbols()
+        .filter(|s| s.kind() == SymbolKind::Text && s.size() > 0)
+        .map(|s| {
+            (format!("{:#}", rustc_demangle::demangle(s.name().unwrap())), s.address(), s.size())
+        })
+        .collect()
+}
+
+/// A log holding one `ftrace:kernel_stack` record of the frames `ips`.
+fn stack_log(ips: &[u64]) -> String {
+    use trace::FieldValue;
+    let mut out = String::new();
+    let mut writer = DumpWriter::begin(|line: &str| {
+        out.push_str(line);
+        out.push('\n');
+    });
+    writer.header(1, None);
+    writer.descriptor_as(1, &trace::STACK_TRACE);
+    writer.instance(0, "");
+    writer.cpu_stats(0, 0, &RingStats { written: 1, entries: 1, ..RingStats::default() });
+    let mut buf = [0u8; 128];
+    let mut enc = trace::Encoder::new(&mut buf);
+    (ips.len() as u8).encode(&mut enc);
+    for i in 0..trace::STACK_FRAMES {
+        ips.get(i).copied().unwrap_or(0).encode(&mut enc);
+    }
+    writer.record(0, &record(0, 1_000, enc.bytes()), Some(&trace::STACK_TRACE));
+    writer.finish();
+    out
+}
+
+#[test]
+fn the_kernel_elf_names_every_function_and_only_its_bytes() {
+    let symbols = boot::report::Symbols::read(std::path::Path::new(boot::KERNEL_ELF)).unwrap();
+    let functions = kernel_functions();
+    assert!(functions.len() > 500, "{} functions", functions.len());
+    let mut starts: Vec<u64> = functions.iter().map(|f| f.1).collect();
+    starts.sort_unstable();
+    for (name, address, size) in &functions {
+        // Aliases share an address: any of their names will do, but one that is
+        // alone at its address must be the one found.
+        let alone = starts.iter().filter(|&&s| s == *address).count() == 1;
+        let (found, offset) = symbols.lookup(address + size - 1).expect(name);
+        assert_eq!(offset, size - 1, "{name}");
+        if alone {
+            assert_eq!(found, name);
+            assert_eq!(symbols.frame(address + size), format!("{name}+{size:#x}"));
+        }
+    }
+    // Nothing below the first function.
+    assert_eq!(symbols.lookup(starts[0] - 1), None);
+    assert_eq!(symbols.frame(starts[0]), format!("{:#x}", starts[0]));
+}
+
+#[test]
+fn report_elf_prints_stack_frames_as_functions() {
+    let functions = kernel_functions();
+    let (name, serial, _) = functions
+        .iter()
+        .find(|f| f.0 == "kernel::arch::idt::serial")
+        .expect("the serial interrupt's handler");
+    let log = temp("stack.log", &stack_log(&[serial + 0x1a, 0x10]));
+    let log = log.to_str().unwrap();
+
+    let out = report(&[log]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let plain = text(&out.stdout);
+    assert!(
+        plain.contains(&format!("kernel_stack: depth=2 {:#x} 0x10 0x0", serial + 0x1a)),
+        "{plain}"
+    );
+
+    let out = report(&[log, "--elf", boot::KERNEL_ELF]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let symbolised = text(&out.stdout);
+    let lines: Vec<&str> = symbolised.lines().skip_while(|l| !l.contains("kernel_stack")).collect();
+    assert!(lines[0].ends_with("kernel_stack: depth=2"), "{symbolised}");
+    assert_eq!(lines[1..], [format!(" => {name}+0x1a"), " => 0x10".to_string()], "{symbolised}");
+    // Without a path, `--elf` takes the kernel this build boots.
+    let default = report(&[log, "--elf"]);
+    assert!(default.status.success(), "{}", text(&default.stderr));
+    assert_eq!(text(&default.stdout), symbolised);
+
+    let out = report(&[log, "--elf", boot::KERNEL_ELF, "--format", "perfetto"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let stack = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "ftrace:kernel_stack")
+        .expect("the stack event");
+    assert_eq!(stack["args"]["ip0"], format!("{name}+0x1a"));
+    assert_eq!(stack["args"]["ip1"], "0x10");
+    assert_eq!(stack["args"]["ip2"], "");
+
+    // Perfetto's protobuf carries them as the event's callstack, outermost first
+    // (protoc, installed by boot/setup.sh, decodes it).
+    let pf = std::env::temp_dir().join(format!("boot-cli-{}-stack.pftrace", std::process::id()));
+    let pf = pf.to_str().unwrap();
+    let out = report(&[log, "--elf", boot::KERNEL_ELF, "--format", "perfetto-proto", "-o", pf]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = Command::new("protoc")
+        .args(["--decode=perfetto.protos.Trace", "perfetto_trace.proto", "--proto_path"])
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data"))
+        .stdin(std::fs::File::open(pf).unwrap())
+        .output()
+        .expect("protoc runs");
+    let decoded = text(&out.stdout);
+    let frames: Vec<&str> =
+        decoded.lines().filter_map(|l| l.trim().strip_prefix("function_name: ")).collect();
+    assert_eq!(frames, ["\"0x10\"".to_string(), format!("\"{name}+0x1a\"")], "{decoded}");
+
+    // trace-cmd (boot/setup.sh installs it) reads the frames from a trace.dat.
+    let dat = std::env::temp_dir().join(format!("boot-cli-{}-stack.dat", std::process::id()));
+    let dat = dat.to_str().unwrap();
+    let out = report(&[log, "--elf", boot::KERNEL_ELF, "--format", "tracedat", "-o", dat]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = Command::new("trace-cmd").args(["report", dat]).output().expect("trace-cmd runs");
+    let read = text(&out.stdout);
+    let line =
+        read.lines().find(|l| l.contains(" stacktrace: ")).unwrap_or_else(|| panic!("{read}"));
+    assert!(line.contains(&format!(" depth=2 {name}+0x1a 0x10 ")), "{read}");
+}
+
+#[test]
+fn a_bad_elf_is_refused_with_the_reason_and_nothing_is_written() {
+    let log = temp("elf.log", &stack_log(&[0x1234]));
+    let kernel = std::fs::read(boot::KERNEL_ELF).unwrap();
+    let mut class32 = kernel[..64].to_vec();
+    class32[4] = 1;
+    // Stripped: the symbol table's section header made SHT_NULL (its sh_type, the
+    // header's second word).
+    let mut stripped = kernel.clone();
+    {
+        use object::read::elf::{FileHeader, SectionHeader};
+        let header = object::elf::FileHeader64::<object::Endianness>::parse(&*kernel).unwrap();
+        let endian = header.endian().unwrap();
+        let sections = header.sections(endian, &*kernel).unwrap();
+        let (index, _) = sections
+            .iter()
+            .enumerate()
+            .find(|(_, s)| s.sh_type(endian) == object::elf::SHT_SYMTAB)
+            .expect("the kernel has a symbol table");
+        let at = header.e_shoff(endian) as usize + index * usize::from(header.e_shentsize(endian));
+        stripped[at + 4..at + 8].fill(0);
+    }
+    let missing = std::env::temp_dir().join(format!("boot-cli-{}-no-such-elf", std::process::id()));
+    let cases: [(PathBuf, &str); 7] = [
+        (temp_bytes("elf-stripped", &stripped), "no symbol table"),
+        (log.clone(), "not an ELF file"),
+        (temp_bytes("elf-empty", b""), "not an ELF file"),
+        (temp_bytes("elf-32", &class32), "not a 64-bit ELF file"),
+        (temp_bytes("elf-header", &kernel[..40]), "truncated: 40 bytes"),
+        (temp_bytes("elf-half", &kernel[..kernel.len() / 2]), "damaged ELF64 file"),
+        (missing, "No such file"),
+    ];
+    let output = std::env::temp_dir().join(format!("boot-cli-{}-elf-out.txt", std::process::id()));
+    for (elf, reason) in &cases {
+        let out = report(&[
+            log.to_str().unwrap(),
+            "--elf",
+            elf.to_str().unwrap(),
+            "-o",
+            output.to_str().unwrap(),
+        ]);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{elf:?}: {stderr}");
+        assert!(
+            stderr.starts_with(&format!("report: {}: ", elf.display())) && stderr.contains(reason),
+            "{elf:?}: {stderr}"
+        );
+        assert!(!output.exists(), "{elf:?}: an output was written");
+    }
 }

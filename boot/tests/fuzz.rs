@@ -252,7 +252,8 @@ fn mutate(rng: &mut Rng, lines: &mut Vec<String>, seeds: &[Vec<String>]) {
 
 /// What `report` does to a log, every format at once: reads its dumps one at a
 /// time and writes each section (an instance's live buffer or snapshot) as text,
-/// `--stat`, Perfetto JSON and CTF files, and all of them as one Perfetto document.
+/// `--stat`, Perfetto JSON and protobuf, trace.dat and CTF files, and all of them
+/// as one Perfetto document.
 /// Returns the number of events converted.
 fn report_everything(log: &str) -> usize {
     let mut events = 0;
@@ -264,6 +265,7 @@ fn report_everything(log: &str) -> usize {
             boot::report::write_text(&trace, &mut io::sink()).unwrap();
             boot::report::write_stat(&trace, &mut io::sink()).unwrap();
             boot::report::write_perfetto(&trace, &mut io::sink()).unwrap();
+            boot::report::write_perfetto_proto(&trace, &mut io::sink()).unwrap();
             boot::report::write_tracedat(&trace, &mut io::sink()).unwrap();
             let files = boot::report::ctf_files(&trace);
             assert!(files.len() >= 2, "metadata and at least one stream");

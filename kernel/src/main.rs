@@ -66,6 +66,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     // The boot CPU's thread never idles: it starts the kernel, then runs the shell.
     percpu::current().busy.store(true, core::sync::atomic::Ordering::Relaxed);
     arch::stack::set_boot_stack(BOOTLOADER_CONFIG.kernel_stack_size);
+    arch::stack::set_image_offset(boot_info.kernel_image_offset);
     serial::init();
     arch::gdt::init_this_cpu(0);
     arch::idt::init_this_cpu();

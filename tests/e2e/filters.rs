@@ -3,6 +3,7 @@
 //! instance. Every key typed at the shell raises the serial interrupt (vector 49);
 //! the timer's is vector 48.
 
+use boot::report;
 use e2e::{Machine, trace_lines};
 
 /// The instance roots each check runs in: the top level and a named instance.
@@ -221,4 +222,37 @@ fn stacktrace_records_the_interrupted_call_chain() {
         assert!(ips[..depth.min(ips.len())].iter().all(|&ip| ip != 0), "{root}: {}", stack.fields);
         assert_eq!(cat(&mut m, &trigger), "stacktrace:count=0 if vector == 49");
     }
+}
+
+#[test]
+fn report_elf_names_the_interrupt_handler_in_a_recorded_stack() {
+    let mut m = Machine::boot();
+    let trigger = "events/irq/irq_handler_entry/trigger";
+    // The key typed next records the serial interrupt's stack.
+    m.run(&format!("echo 'stacktrace:1 if vector == 49' > {trigger}"));
+    assert_eq!(cat(&mut m, trigger), "stacktrace:count=0 if vector == 49");
+    m.run("dump instance top");
+    let dumps = m.dumps();
+    let dump = dumps.last().expect("the dump");
+    assert!(dump.problems.is_empty(), "{:?}", dump.problems);
+
+    // What `report --elf` does with the kernel ELF the image was built from.
+    let symbols = report::Symbols::read(std::path::Path::new(boot::KERNEL_ELF)).unwrap();
+    let mut trace = report::traces(dump).into_iter().find(|t| t.instance == "top").unwrap();
+    symbols.symbolize(&mut trace);
+    let mut out = Vec::new();
+    report::write_text(&trace, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let mut lines = text.lines().skip_while(|l| !l.contains(": kernel_stack: depth="));
+    let head = lines.next().unwrap_or_else(|| panic!("no stack in:\n{text}"));
+    let depth: usize = head.rsplit_once("depth=").unwrap().1.parse().unwrap();
+    let frames: Vec<&str> = lines.take_while(|l| l.starts_with(" => ")).map(|l| &l[4..]).collect();
+    assert_eq!(frames.len(), depth, "{text}");
+    // Every frame is code of the kernel (none left as an address), and one of them
+    // is the handler of the serial interrupt.
+    assert!(frames.iter().all(|f| f.contains("+0x") && !f.starts_with("0x")), "{text}");
+    assert!(
+        frames.iter().any(|f| f.starts_with("kernel::arch::idt::serial+0x")),
+        "the serial handler is on the stack:\n{text}"
+    );
 }

@@ -1,13 +1,16 @@
 //! Output side of `cargo run -- report`: renders a decoded dump ([`Trace`]) as
-//! `trace-cmd report`-style text, a `--stat` summary, Chrome Trace Event JSON for
-//! ui.perfetto.dev, a CTF 1.8 trace directory for babeltrace2, or a trace-cmd
-//! `trace.dat` for trace-cmd and KernelShark.
+//! `trace-cmd report`-style text, a `--stat` summary, Chrome Trace Event JSON or
+//! Perfetto's protobuf trace for ui.perfetto.dev, a CTF 1.8 trace directory for
+//! babeltrace2, or a trace-cmd `trace.dat` for trace-cmd and KernelShark; stack
+//! frames symbolised from the kernel ELF ([`Symbols`]).
 
 pub mod ctf;
 pub mod from_dump;
 pub mod model;
 pub mod perfetto;
+pub mod perfetto_proto;
 pub mod stat;
+pub mod symbols;
 pub mod text;
 pub mod tracedat;
 
@@ -21,7 +24,9 @@ pub use model::{
     format_ts, hex_dump,
 };
 pub use perfetto::{perfetto_json, perfetto_json_of, write_perfetto, write_perfetto_of};
+pub use perfetto_proto::write_perfetto_proto;
 pub use stat::{CpuSummary, Summary, summarize, write_stat};
+pub use symbols::Symbols;
 pub use text::write_text;
 pub use tracedat::write_tracedat;
 
@@ -83,6 +88,24 @@ mod tests {
             let mut out = Vec::new();
             write_tracedat(trace, &mut out).unwrap();
             assert!(out.starts_with(b"\x17\x08\x44tracing6\0"));
+            let mut out = Vec::new();
+            write_perfetto_proto(trace, &mut out).unwrap();
+            // A packet per track and per event at least, each `0x0a LEN PACKET`.
+            let (mut at, mut packets) = (0, 0);
+            while at < out.len() {
+                assert_eq!(out[at], 0x0a);
+                let (mut len, mut shift) = (0usize, 0);
+                at += 1;
+                while out[at] & 0x80 != 0 {
+                    len |= usize::from(out[at] & 0x7f) << shift;
+                    (at, shift) = (at + 1, shift + 7);
+                }
+                len |= usize::from(out[at]) << shift;
+                at += 1 + len;
+                packets += 1;
+            }
+            assert_eq!(at, out.len());
+            assert!(packets >= 1 + trace.cpu_ids().len() + trace.events.len());
             let mut out = Vec::new();
             write_perfetto(trace, &mut out).unwrap();
             let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();

@@ -50,7 +50,7 @@ fn field<'a>(trace: &Trace, ev: &'a Event, name: &str) -> Option<&'a Value> {
 
 /// Pairs begins with ends: for each event index that begins a slice, the index of
 /// the event that ends it.
-fn slices(trace: &Trace) -> BTreeMap<usize, usize> {
+pub(super) fn slices(trace: &Trace) -> BTreeMap<usize, usize> {
     // The role of each event id: (pair, is begin).
     let mut roles: BTreeMap<u16, (usize, bool)> = BTreeMap::new();
     for (&id, d) in &trace.descriptors {
@@ -85,24 +85,44 @@ fn slices(trace: &Trace) -> BTreeMap<usize, usize> {
     paired
 }
 
-/// An event's name, category and args.
-fn described(trace: &Trace, ev: &Event) -> (String, String, Map<String, Json>) {
+/// An event's name, category and fields as (name, value): the descriptor's fields,
+/// or for an id without one its `id` and the hex of its `data`.
+pub(super) fn described(trace: &Trace, ev: &Event) -> (String, String, Vec<(String, Value)>) {
     match trace.descriptor(ev.id) {
         Some(d) => {
-            let mut args = Map::new();
-            for (i, v) in ev.values.iter().enumerate() {
-                let key = d.fields.get(i).map_or_else(|| format!("arg{i}"), |f| f.name.clone());
-                args.insert(key, value_json(v));
-            }
+            let args = ev
+                .values
+                .iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    let key = d.fields.get(i).map_or_else(|| format!("arg{i}"), |f| f.name.clone());
+                    (key, v.clone())
+                })
+                .collect();
             (d.full_name(), d.system.clone(), args)
         }
-        None => {
-            let mut args = Map::new();
-            args.insert("id".into(), json!(ev.id));
-            args.insert("data".into(), json!(hex_dump(&ev.values)));
-            (format!("unknown event id {}", ev.id), "unknown".to_string(), args)
-        }
+        None => (
+            format!("unknown event id {}", ev.id),
+            "unknown".to_string(),
+            vec![
+                ("id".into(), Value::Unsigned(u64::from(ev.id))),
+                ("data".into(), Value::Str(hex_dump(&ev.values))),
+            ],
+        ),
     }
+}
+
+/// The name of the slice that the event `begin`, named `name`, begins: its kind and
+/// its text (`irq vector=48`, `command ls`).
+pub(super) fn slice_name(name: &str, begin: &Event) -> String {
+    let label = PAIRS.iter().find(|p| p.begin == name).map_or("", |p| p.label);
+    if begin.text.is_empty() { label.to_string() } else { format!("{label} {}", begin.text) }
+}
+
+/// An event's name, category and args as JSON.
+fn described_json(trace: &Trace, ev: &Event) -> (String, String, Map<String, Json>) {
+    let (name, cat, fields) = described(trace, ev);
+    (name, cat, fields.into_iter().map(|(k, v)| (k, value_json(&v))).collect())
 }
 
 /// Builds the Chrome Trace Event JSON document of a trace.
@@ -189,13 +209,11 @@ fn buffer_events(trace: &Trace, pid: usize, events: &mut Vec<Json>) {
         if ends.contains(&i) {
             continue;
         }
-        let (name, cat, mut args) = described(trace, ev);
+        let (name, cat, mut args) = described_json(trace, ev);
         if let Some(&end) = paired.get(&i) {
             let end = &trace.events[end];
-            let label = PAIRS.iter().find(|p| p.begin == name).map_or("", |p| p.label);
-            let slice =
-                if ev.text.is_empty() { label.to_string() } else { format!("{label} {}", ev.text) };
-            let (end_name, _, end_args) = described(trace, end);
+            let slice = slice_name(&name, ev);
+            let (end_name, _, end_args) = described_json(trace, end);
             for (key, value) in end_args {
                 let key = if args.contains_key(&key) { format!("end_{key}") } else { key };
                 args.insert(key, value);

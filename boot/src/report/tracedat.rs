@@ -81,8 +81,10 @@ fn too_many_cpus(cpu: usize) -> io::Error {
 }
 
 /// An event name libtraceevent gives a meaning of its own (`ftrace:bprint` records
-/// carry a binary printk format and arguments), and the name written instead.
-const RESERVED: [(&str, &str, &str); 1] = [("ftrace", "bprint", "printk")];
+/// carry a binary printk format and arguments; trace-cmd prints `ftrace:kernel_stack`
+/// from a `caller` array), and the name written instead.
+const RESERVED: [(&str, &str, &str); 2] =
+    [("ftrace", "bprint", "printk"), ("ftrace", "kernel_stack", "stacktrace")];
 
 /// `system` or `name` as libtraceevent reads a name: letters, digits and `_`.
 fn c_name(name: &str) -> String {

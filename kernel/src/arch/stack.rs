@@ -1,7 +1,10 @@
 //! The return addresses of the running call chain, by walking saved frame pointers
 //! (the kernel's crates are built with `-C force-frame-pointers=yes`, see
 //! `.cargo/config.toml`). The walk reads only the stack the caller runs on, so it
-//! cannot fault, whatever the frames hold.
+//! cannot fault, whatever the frames hold. The kernel is position-independent and
+//! the bootloader relocates it, so the addresses are given as in the kernel ELF (the
+//! image's load offset subtracted): `report --elf` and `addr2line -e` read them as
+//! they are.
 
 use super::{MAX_CPUS, gdt, percpu};
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -10,6 +13,14 @@ use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 /// recorded).
 static KERNEL_STACKS: [[AtomicU64; 2]; MAX_CPUS] =
     [const { [AtomicU64::new(0), AtomicU64::new(0)] }; MAX_CPUS];
+
+/// How far the bootloader moved the kernel image from the addresses of its ELF.
+static IMAGE_OFFSET: AtomicU64 = AtomicU64::new(0);
+
+/// Records the kernel image's load offset (the bootloader's `kernel_image_offset`).
+pub fn set_image_offset(offset: u64) {
+    IMAGE_OFFSET.store(offset, Relaxed);
+}
 
 /// Records that CPU `cpu` runs on the kernel stack `[low, high)`.
 pub fn set_kernel_stack(cpu: usize, low: u64, high: u64) {
@@ -49,7 +60,8 @@ fn stack_end(rsp: u64) -> Option<u64> {
 }
 
 /// Fills `frames` with the return addresses of the call chain, innermost first (this
-/// function's caller's return address first), and returns how many it wrote. Each
+/// function's caller's return address first), as addresses in the kernel ELF, and
+/// returns how many it wrote. Each
 /// frame pointer followed must lie above the previous one and within the current
 /// stack, so the walk ends and never reads outside that stack.
 #[inline(never)]
@@ -65,6 +77,7 @@ pub fn stack_trace(frames: &mut [u64]) -> usize {
         );
     }
     let Some(end) = stack_end(rsp) else { return 0 };
+    let offset = IMAGE_OFFSET.load(Relaxed);
     let mut low = rsp;
     let mut depth = 0;
     while depth < frames.len()
@@ -82,7 +95,7 @@ pub fn stack_trace(frames: &mut [u64]) -> usize {
         if ret == 0 {
             break;
         }
-        frames[depth] = ret;
+        frames[depth] = ret.wrapping_sub(offset);
         depth += 1;
         low = fp + 16;
         fp = next;

@@ -1,0 +1,439 @@
+//! Perfetto's own trace format: a protobuf `Trace` of `TracePacket`s, encoded by hand
+//! (varints and length-delimited fields) with the field numbers of Perfetto's
+//! `protos/perfetto/trace/` (`trace.proto`, `trace_packet.proto`,
+//! `track_event/track_event.proto`, `track_event/track_descriptor.proto`,
+//! `track_event/debug_annotation.proto`, `interned_data/interned_data.proto`).
+//!
+//! The picture is the JSON's ([`super::perfetto`]): a root track `kernel` with one
+//! track per CPU (`cpuN`, in CPU order) under it; paired events are slices
+//! (`TYPE_SLICE_BEGIN` with the begin event's fields, `TYPE_SLICE_END` with the end
+//! event's, `end_`-prefixed where the begin has the same, and the two events' names), every other event an instant named
+//! `system:name` in category `system`, lost events `lost events` instants with their
+//! `count`, a panic an instant on the root track at the last timestamp. Fields are
+//! debug annotations. All packets form one sequence: the first clears its incremental
+//! state, and event names, categories and annotation names are interned (each sent
+//! once, in the first packet that uses it). A `stacktrace` event also carries its
+//! frames as the track event's callstack. Timestamps are nanoseconds.
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+
+use super::model::{Event, Trace, Value, hex_bytes};
+use super::perfetto::{described, slice_name, slices};
+
+/// `Trace.packet`.
+const TRACE_PACKET: u32 = 1;
+
+/// `TracePacket` fields.
+mod packet {
+    pub const TIMESTAMP: u32 = 8;
+    pub const TRUSTED_PACKET_SEQUENCE_ID: u32 = 10;
+    pub const TRACK_EVENT: u32 = 11;
+    pub const INTERNED_DATA: u32 = 12;
+    pub const SEQUENCE_FLAGS: u32 = 13;
+    pub const TRACK_DESCRIPTOR: u32 = 60;
+    /// `SequenceFlags.SEQ_INCREMENTAL_STATE_CLEARED`.
+    pub const SEQ_INCREMENTAL_STATE_CLEARED: u64 = 1;
+    /// `SequenceFlags.SEQ_NEEDS_INCREMENTAL_STATE`.
+    pub const SEQ_NEEDS_INCREMENTAL_STATE: u64 = 2;
+}
+
+/// `TrackDescriptor` fields.
+mod track {
+    pub const UUID: u32 = 1;
+    pub const NAME: u32 = 2;
+    pub const PARENT_UUID: u32 = 5;
+    pub const CHILD_ORDERING: u32 = 11;
+    pub const SIBLING_ORDER_RANK: u32 = 12;
+    /// `ChildTracksOrdering.EXPLICIT`: by `sibling_order_rank`.
+    pub const EXPLICIT: u64 = 3;
+}
+
+/// `TrackEvent` fields and types.
+mod event {
+    pub const CATEGORY_IIDS: u32 = 3;
+    pub const DEBUG_ANNOTATIONS: u32 = 4;
+    pub const TYPE: u32 = 9;
+    pub const NAME_IID: u32 = 10;
+    pub const TRACK_UUID: u32 = 11;
+    pub const CALLSTACK: u32 = 55;
+    /// `TrackEvent.Callstack.frames`, and `Frame.function_name`.
+    pub const FRAMES: u32 = 1;
+    pub const FUNCTION_NAME: u32 = 1;
+    pub const SLICE_BEGIN: u64 = 1;
+    pub const SLICE_END: u64 = 2;
+    pub const INSTANT: u64 = 3;
+}
+
+/// `DebugAnnotation` fields.
+mod annotation {
+    pub const NAME_IID: u32 = 1;
+    pub const BOOL_VALUE: u32 = 2;
+    pub const UINT_VALUE: u32 = 3;
+    pub const INT_VALUE: u32 = 4;
+    pub const STRING_VALUE: u32 = 6;
+}
+
+/// `InternedData` fields; each entry is `{iid = 1, name = 2}`.
+mod interned {
+    pub const EVENT_CATEGORIES: u32 = 1;
+    pub const EVENT_NAMES: u32 = 2;
+    pub const DEBUG_ANNOTATION_NAMES: u32 = 3;
+    pub const IID: u32 = 1;
+    pub const NAME: u32 = 2;
+}
+
+/// The one packet sequence's id.
+const SEQUENCE: u64 = 1;
+/// The root track's uuid; CPU `n`'s is `CPU_TRACKS + n`.
+const ROOT_TRACK: u64 = 1;
+const CPU_TRACKS: u64 = 2;
+
+/// A protobuf message being encoded.
+#[derive(Default)]
+struct Message(Vec<u8>);
+
+impl Message {
+    fn varint(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.0.push(v as u8 | 0x80);
+            v >>= 7;
+        }
+        self.0.push(v as u8);
+    }
+
+    /// A varint field (`uint64`, `uint32`, `bool`, an enum; `int64` as its two's
+    /// complement).
+    fn uint(&mut self, field: u32, v: u64) {
+        self.varint(u64::from(field) << 3);
+        self.varint(v);
+    }
+
+    /// A length-delimited field.
+    fn bytes(&mut self, field: u32, bytes: &[u8]) {
+        self.varint(u64::from(field) << 3 | 2);
+        self.varint(bytes.len() as u64);
+        self.0.extend_from_slice(bytes);
+    }
+
+    fn string(&mut self, field: u32, s: &str) {
+        self.bytes(field, s.as_bytes());
+    }
+
+    fn message(&mut self, field: u32, m: &Message) {
+        self.bytes(field, &m.0);
+    }
+}
+
+/// One table of interned strings: string -> iid (from 1).
+#[derive(Default)]
+struct Table(HashMap<String, u64>);
+
+impl Table {
+    /// The iid of `s`; a string seen for the first time is added to `new`, the
+    /// packet's `InternedData`, as field `field`.
+    fn iid(&mut self, s: &str, field: u32, new: &mut Message) -> u64 {
+        if let Some(&iid) = self.0.get(s) {
+            return iid;
+        }
+        let iid = self.0.len() as u64 + 1;
+        self.0.insert(s.to_string(), iid);
+        let mut entry = Message::default();
+        entry.uint(interned::IID, iid);
+        entry.string(interned::NAME, s);
+        new.message(field, &entry);
+        iid
+    }
+}
+
+/// What a track event packet says.
+struct TrackEvent<'a> {
+    ts: u64,
+    track: u64,
+    kind: u64,
+    /// Name and category (none for a slice's end).
+    name: Option<(&'a str, &'a str)>,
+    args: &'a [(String, Value)],
+    /// A stack's frames, outermost first.
+    frames: Vec<String>,
+}
+
+/// Writes packets to `out`, interning as it goes.
+struct Writer<W: Write> {
+    out: W,
+    names: Table,
+    categories: Table,
+    arg_names: Table,
+}
+
+impl<W: Write> Writer<W> {
+    fn packet(&mut self, packet: &Message) -> io::Result<()> {
+        let mut framed = Message::default();
+        framed.message(TRACE_PACKET, packet);
+        self.out.write_all(&framed.0)
+    }
+
+    fn track(&mut self, descriptor: &Message, first: bool) -> io::Result<()> {
+        let mut p = Message::default();
+        p.uint(packet::TRUSTED_PACKET_SEQUENCE_ID, SEQUENCE);
+        if first {
+            p.uint(packet::SEQUENCE_FLAGS, packet::SEQ_INCREMENTAL_STATE_CLEARED);
+        }
+        p.message(packet::TRACK_DESCRIPTOR, descriptor);
+        self.packet(&p)
+    }
+
+    fn event(&mut self, e: &TrackEvent<'_>) -> io::Result<()> {
+        let mut new = Message::default();
+        let mut te = Message::default();
+        te.uint(event::TYPE, e.kind);
+        te.uint(event::TRACK_UUID, e.track);
+        if let Some((name, category)) = e.name {
+            let cat = self.categories.iid(category, interned::EVENT_CATEGORIES, &mut new);
+            te.uint(event::CATEGORY_IIDS, cat);
+            te.uint(event::NAME_IID, self.names.iid(name, interned::EVENT_NAMES, &mut new));
+        }
+        for (key, value) in e.args {
+            let mut a = Message::default();
+            let iid = self.arg_names.iid(key, interned::DEBUG_ANNOTATION_NAMES, &mut new);
+            a.uint(annotation::NAME_IID, iid);
+            match value {
+                Value::Unsigned(v) => a.uint(annotation::UINT_VALUE, *v),
+                Value::Signed(v) => a.uint(annotation::INT_VALUE, *v as u64),
+                Value::Bool(v) => a.uint(annotation::BOOL_VALUE, u64::from(*v)),
+                Value::Char(c) => a.string(annotation::STRING_VALUE, c.encode_utf8(&mut [0; 4])),
+                Value::Bytes(b) => a.string(annotation::STRING_VALUE, &hex_bytes(b)),
+                Value::Str(s) => a.string(annotation::STRING_VALUE, s),
+            }
+            te.message(event::DEBUG_ANNOTATIONS, &a);
+        }
+        if !e.frames.is_empty() {
+            let mut callstack = Message::default();
+            for f in &e.frames {
+                let mut frame = Message::default();
+                frame.string(event::FUNCTION_NAME, f);
+                callstack.message(event::FRAMES, &frame);
+            }
+            te.message(event::CALLSTACK, &callstack);
+        }
+        let mut p = Message::default();
+        p.uint(packet::TIMESTAMP, e.ts);
+        p.uint(packet::TRUSTED_PACKET_SEQUENCE_ID, SEQUENCE);
+        p.uint(packet::SEQUENCE_FLAGS, packet::SEQ_NEEDS_INCREMENTAL_STATE);
+        if !new.0.is_empty() {
+            p.message(packet::INTERNED_DATA, &new);
+        }
+        p.message(packet::TRACK_EVENT, &te);
+        self.packet(&p)
+    }
+}
+
+/// The frames of a `stacktrace` event (`ftrace:kernel_stack`), outermost first as
+/// Perfetto orders a callstack: `function+0xoffset` once symbolised
+/// ([`super::Symbols::symbolize`]), the address otherwise. None for other events.
+fn stack_frames(trace: &Trace, ev: &Event) -> Vec<String> {
+    let stack = (trace::STACK_TRACE.system, trace::STACK_TRACE.name);
+    match trace.descriptor(ev.id) {
+        Some(d) if (d.system.as_str(), d.name.as_str()) == stack => {}
+        _ => return Vec::new(),
+    }
+    let depth = match ev.values.first() {
+        Some(Value::Unsigned(d)) => usize::try_from(*d).unwrap_or(usize::MAX),
+        _ => 0,
+    };
+    let mut frames: Vec<String> = ev
+        .values
+        .iter()
+        .skip(1)
+        .take(depth)
+        .filter_map(|v| match v {
+            Value::Unsigned(ip) => Some(format!("{ip:#x}")),
+            Value::Str(s) if !s.is_empty() => Some(s.clone()),
+            _ => None,
+        })
+        .collect();
+    frames.reverse();
+    frames
+}
+
+/// Writes the trace as a Perfetto protobuf trace (`.perfetto-trace`).
+pub fn write_perfetto_proto(trace: &Trace, out: &mut impl Write) -> io::Result<()> {
+    let mut w = Writer {
+        out: io::BufWriter::new(out),
+        names: Table::default(),
+        categories: Table::default(),
+        arg_names: Table::default(),
+    };
+    let mut root = Message::default();
+    root.uint(track::UUID, ROOT_TRACK);
+    root.string(track::NAME, "kernel");
+    root.uint(track::CHILD_ORDERING, track::EXPLICIT);
+    w.track(&root, true)?;
+    let cpu_track = |cpu: usize| CPU_TRACKS.saturating_add(cpu as u64);
+    for cpu in trace.cpu_ids() {
+        let mut t = Message::default();
+        t.uint(track::UUID, cpu_track(cpu));
+        t.uint(track::PARENT_UUID, ROOT_TRACK);
+        t.string(track::NAME, &format!("cpu{cpu}"));
+        t.uint(track::SIBLING_ORDER_RANK, i32::try_from(cpu).unwrap_or(i32::MAX) as u64);
+        w.track(&t, false)?;
+    }
+    let paired = slices(trace);
+    // Slice end event index -> its begin event's name and field names.
+    let mut ends: HashMap<usize, (String, Vec<String>)> = HashMap::new();
+    for (i, ev) in trace.events.iter().enumerate() {
+        let track = cpu_track(ev.cpu);
+        if ev.lost_before > 0 {
+            let args = [("count".to_string(), Value::Unsigned(ev.lost_before))];
+            let name = Some(("lost events", "lost"));
+            w.event(&TrackEvent {
+                ts: ev.ts,
+                track,
+                kind: event::INSTANT,
+                name,
+                args: &args,
+                frames: vec![],
+            })?;
+        }
+        let (name, cat, mut args) = described(trace, ev);
+        if let Some((begin, begin_keys)) = ends.remove(&i) {
+            // The viewer merges the two events' args, as the JSON's slice has them.
+            for arg in &mut args {
+                if begin_keys.contains(&arg.0) {
+                    arg.0.insert_str(0, "end_");
+                }
+            }
+            args.push(("begin".into(), Value::Str(begin)));
+            args.push(("end".into(), Value::Str(name)));
+            w.event(&TrackEvent {
+                ts: ev.ts,
+                track,
+                kind: event::SLICE_END,
+                name: None,
+                args: &args,
+                frames: vec![],
+            })?;
+        } else if let Some(&end) = paired.get(&i) {
+            let slice = slice_name(&name, ev);
+            ends.insert(end, (name, args.iter().map(|a| a.0.clone()).collect()));
+            let name = Some((slice.as_str(), cat.as_str()));
+            w.event(&TrackEvent {
+                ts: ev.ts,
+                track,
+                kind: event::SLICE_BEGIN,
+                name,
+                args: &args,
+                frames: vec![],
+            })?;
+        } else {
+            let name = Some((name.as_str(), cat.as_str()));
+            let frames = stack_frames(trace, ev);
+            w.event(&TrackEvent {
+                ts: ev.ts,
+                track,
+                kind: event::INSTANT,
+                name,
+                args: &args,
+                frames,
+            })?;
+        }
+    }
+    if let Some(p) = &trace.panic {
+        let last = trace.events.iter().map(|e| e.ts).max().unwrap_or(0);
+        let args = [
+            ("cpu".to_string(), Value::Unsigned(p.cpu as u64)),
+            ("message".to_string(), Value::Str(p.message.clone())),
+            ("location".to_string(), Value::Str(p.location.clone())),
+        ];
+        let name = Some(("panic", "panic"));
+        w.event(&TrackEvent {
+            ts: last,
+            track: ROOT_TRACK,
+            kind: event::INSTANT,
+            name,
+            args: &args,
+            frames: vec![],
+        })?;
+    }
+    w.out.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varints_and_fields_are_encoded_as_protobuf_does() {
+        let mut m = Message::default();
+        m.uint(1, 0);
+        m.uint(1, 300);
+        m.uint(4, -1i64 as u64);
+        m.string(2, "hi");
+        assert_eq!(
+            m.0,
+            [
+                0x08, 0x00, 0x08, 0xac, 0x02, 0x20, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                0xff, 0x01, 0x12, 0x02, b'h', b'i'
+            ]
+        );
+        let mut big = Message::default();
+        big.uint(60, u64::MAX);
+        assert_eq!(big.0[..2], [0xe0, 0x03]);
+        assert_eq!(big.0.len(), 2 + 10);
+    }
+
+    #[test]
+    fn a_stack_is_the_events_callstack_outermost_first() {
+        use crate::report::model::{Descriptor, FieldDesc};
+        let stack = &trace::STACK_TRACE;
+        let mut t = Trace { cpus: 1, ..Trace::default() };
+        let fields = stack.fields.iter().map(|f| FieldDesc { name: f.name.into(), kind: f.kind });
+        let d = Descriptor {
+            id: 7,
+            system: stack.system.into(),
+            name: stack.name.into(),
+            format: String::new(),
+            fields: fields.collect(),
+        };
+        t.descriptors.insert(7, d);
+        let mut values = vec![Value::Unsigned(2), Value::Str("a+0x1".into()), Value::Unsigned(0xb)];
+        values.resize(9, Value::Unsigned(0));
+        t.events.push(Event {
+            context: trace::Context::TASK,
+            cpu: 0,
+            ts: 5,
+            id: 7,
+            values,
+            lost_before: 0,
+            text: String::new(),
+        });
+        let mut out = Vec::new();
+        write_perfetto_proto(&t, &mut out).unwrap();
+        // callstack (55) { frames (1) { function_name (1): "0xb" } frames { "a+0x1" } }
+        let frame = |name: &str| {
+            let mut f = Message::default();
+            f.string(event::FUNCTION_NAME, name);
+            f
+        };
+        let mut callstack = Message::default();
+        callstack.message(event::FRAMES, &frame("0xb"));
+        callstack.message(event::FRAMES, &frame("a+0x1"));
+        let mut expected = Message::default();
+        expected.message(event::CALLSTACK, &callstack);
+        assert_eq!(expected.0[..3], [0xba, 0x03, 16]);
+        assert!(out.windows(expected.0.len()).any(|w| w == expected.0), "{out:x?}");
+    }
+
+    #[test]
+    fn each_string_is_interned_once() {
+        let mut table = Table::default();
+        let mut new = Message::default();
+        assert_eq!(table.iid("irq", interned::EVENT_CATEGORIES, &mut new), 1);
+        assert_eq!(table.iid("timer", interned::EVENT_CATEGORIES, &mut new), 2);
+        let sent = new.0.len();
+        assert_eq!(table.iid("irq", interned::EVENT_CATEGORIES, &mut new), 1);
+        assert_eq!(new.0.len(), sent, "a known string is not sent again");
+        // {1: {1: 1, 2: "irq"}}
+        assert_eq!(new.0[..9], [0x0a, 0x07, 0x08, 0x01, 0x12, 0x03, b'i', b'r', b'q']);
+    }
+}

@@ -1,0 +1,121 @@
+//! `boot report --format perfetto-proto` read back by `protoc --decode` (Debian's
+//! protobuf-compiler, installed by boot/setup.sh) against Perfetto's message
+//! definitions (`tests/data/perfetto_trace.proto`, their field numbers and types), on
+//! the serial log of a real QEMU panic: every field is one Perfetto defines, every
+//! interned id is defined before use, and the slices and instants are the JSON's.
+
+use std::collections::BTreeMap;
+use std::process::{Command, Output, Stdio};
+
+/// A serial log captured from `cargo run` (4 CPUs): events enabled, a few shell
+/// commands and markers, then `panic`.
+const PANIC_LOG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/panic-serial.txt");
+const PROTO_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
+
+fn boot(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_boot")).args(args).output().expect("the boot binary runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// `protoc --decode=perfetto.protos.Trace` of `trace`, as text.
+fn decode(trace: &[u8]) -> String {
+    use std::io::Write;
+    let mut child = Command::new("protoc")
+        .args(["--decode=perfetto.protos.Trace", "--proto_path", PROTO_DIR, "perfetto_trace.proto"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("protoc runs (boot/setup.sh installs protobuf-compiler)");
+    child.stdin.take().unwrap().write_all(trace).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "protoc failed: {}", text(&out.stderr));
+    text(&out.stdout)
+}
+
+/// The values of `key: VALUE` lines in `text` (indentation ignored).
+fn values<'a>(text: &'a str, key: &str) -> Vec<&'a str> {
+    text.lines().filter_map(|l| l.trim_start().strip_prefix(key)?.strip_prefix(": ")).collect()
+}
+
+#[test]
+fn protoc_reads_a_real_panic_with_perfettos_field_numbers() {
+    let file = std::env::temp_dir().join(format!("boot-perfetto-{}.pftrace", std::process::id()));
+    let path = file.to_str().unwrap();
+    let out = boot(&["report", "--format", "perfetto-proto", "-o", path, PANIC_LOG]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let bytes = std::fs::read(&file).unwrap();
+    let _ = std::fs::remove_file(&file);
+    let decoded = decode(&bytes);
+
+    // A field protoc does not know prints as its number.
+    let unknown: Vec<&str> = decoded
+        .lines()
+        .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+        .collect();
+    assert!(unknown.is_empty(), "fields Perfetto does not define: {unknown:?}");
+
+    // The first packet clears the sequence's state; the tracks follow.
+    let packets: Vec<&str> = decoded.split("packet {").skip(1).collect();
+    assert_eq!(values(packets[0], "sequence_flags"), ["1"]);
+    assert_eq!(values(packets[0], "name"), ["\"kernel\""]);
+    let tracks: Vec<&str> = packets[1..5].iter().flat_map(|p| values(p, "name")).collect();
+    assert_eq!(tracks, ["\"cpu0\"", "\"cpu1\"", "\"cpu2\"", "\"cpu3\""]);
+
+    // Every interned id is defined once, in or before the first packet using it:
+    // the track event's own fields are indented by 4, its annotations' by 6.
+    let tables = [
+        ("event_categories {", "    category_iids: "),
+        ("event_names {", "    name_iid: "),
+        ("debug_annotation_names {", "      name_iid: "),
+    ];
+    let mut defined: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for packet in &packets {
+        let (event, interned) = packet.split_once("interned_data {").unwrap_or((packet, ""));
+        for (table, used) in tables {
+            let names = defined.entry(table).or_default();
+            for block in interned.split(table).skip(1) {
+                assert_eq!(values(block, "iid")[0], (names.len() + 1).to_string(), "iids count up");
+                let name = values(block, "name")[0];
+                assert!(!names.contains(&name), "{name} is sent once");
+                names.push(name);
+            }
+            let most = event
+                .lines()
+                .filter_map(|l| l.strip_prefix(used)?.parse::<usize>().ok())
+                .max()
+                .unwrap_or(0);
+            assert!(most <= names.len(), "{table} {most} used before defined: {packet}");
+        }
+    }
+    assert!(defined["event_names {"].contains(&"\"irq vector=48\""), "{defined:?}");
+    assert!(defined["event_names {"].contains(&"\"timer:tick\""), "{defined:?}");
+
+    // The same slices and instants as the JSON.
+    let json = boot(&["report", "--format", "perfetto", PANIC_LOG]);
+    let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let count =
+        |ph: &str| doc["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == ph).count();
+    let types = values(&decoded, "type");
+    let kind = |t: &str| types.iter().filter(|&&v| v == t).count();
+    assert!(count("X") > 100, "a real trace has slices");
+    assert_eq!(kind("TYPE_SLICE_BEGIN"), count("X"));
+    assert_eq!(kind("TYPE_SLICE_END"), count("X"));
+    assert_eq!(kind("TYPE_INSTANT"), count("i"));
+    assert!(
+        bytes.len() < json.stdout.len() / 2,
+        "{} vs {} bytes of JSON",
+        bytes.len(),
+        json.stdout.len()
+    );
+}
+
+#[test]
+fn perfetto_proto_needs_an_output_file() {
+    let out = boot(&["report", "--format", "perfetto-proto", PANIC_LOG]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--format perfetto-proto needs -o FILE"));
+}
