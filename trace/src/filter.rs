@@ -124,16 +124,19 @@ enum IntOp {
 }
 
 impl IntOp {
-    #[inline]
-    fn test<T: Ord + Copy + core::ops::BitAnd<Output = T> + Default>(self, v: T, x: T) -> bool {
+    /// Which outcomes of comparing the (adjusted) field with the operand pass: bit 0
+    /// greater, bit 1 equal, bit 2 less. `&` compares `field & operand` with 0.
+    fn outcomes(self) -> u8 {
+        const GT: u8 = 1;
+        const EQ: u8 = 2;
+        const LT: u8 = 4;
         match self {
-            IntOp::Eq => v == x,
-            IntOp::Ne => v != x,
-            IntOp::Lt => v < x,
-            IntOp::Le => v <= x,
-            IntOp::Gt => v > x,
-            IntOp::Ge => v >= x,
-            IntOp::BitAnd => v & x != T::default(),
+            IntOp::Eq => EQ,
+            IntOp::Ne | IntOp::BitAnd => LT | GT,
+            IntOp::Lt => LT,
+            IntOp::Le => LT | EQ,
+            IntOp::Gt => GT,
+            IntOp::Ge => GT | EQ,
         }
     }
 }
@@ -153,13 +156,39 @@ enum Op {
     Str(StrOp),
 }
 
-/// What a predicate compares its field with.
+/// What a predicate does with its field.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Test {
-    Unsigned(IntOp, u64),
-    Signed(IntOp, i64),
+    /// Every integer comparison, as one unsigned comparison: the field's stored bits
+    /// `v` become `(sign_extend(v, shift) ^ flip) & mask`, compared with `operand`;
+    /// the outcome (greater, equal, less) passes if its bit is in `outcomes`. Signed
+    /// ordering flips the sign bit of both sides; `&` masks with its operand and
+    /// compares with 0.
+    Int { shift: u8, flip: u64, mask: u64, operand: u64, outcomes: u8 },
     /// The operand is `text[range]`.
     Str(StrOp, Range<usize>),
+}
+
+impl Test {
+    /// The test of `op` with `value` on an integer field of `width` bytes.
+    fn int(op: IntOp, value: u64, width: u8, signed: bool) -> Test {
+        let shift = if signed { 64 - 8 * width } else { 0 };
+        let ordered = !matches!(op, IntOp::BitAnd);
+        let flip = if signed && ordered { 1 << 63 } else { 0 };
+        let (mask, operand) = if ordered { (u64::MAX, value ^ flip) } else { (value, 0) };
+        Test::Int { shift, flip, mask, operand, outcomes: op.outcomes() }
+    }
+}
+
+/// Where a predicate's field is, for each source of values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct FieldRef {
+    /// The field's index in the event's fields (typed arguments are read by it).
+    pub(crate) index: u16,
+    /// Where it sits in an encoded payload.
+    location: Location,
+    /// Bytes of an integer field (0 for a string).
+    width: u8,
 }
 
 /// Where a predicate's field sits in the payload.
@@ -168,7 +197,7 @@ enum Location {
     /// At this byte offset (every field before it has a fixed size).
     Fixed(u16),
     /// After a string: found by decoding the fields before it, in order.
-    Walk(u16),
+    Walk,
 }
 
 /// Verdict targets: past every node index.
@@ -179,12 +208,20 @@ const REJECT: u16 = u16::MAX - 1;
 /// of lower index, or a verdict).
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Node {
-    location: Location,
-    /// Bytes of an integer field (0 for a string).
-    width: u8,
+    field: FieldRef,
     test: Test,
     on_true: u16,
     on_false: u16,
+}
+
+/// An event's values as a filter reads them: from an encoded payload, or from the
+/// arguments of a tracepoint before anything is encoded. Both give what the record
+/// holds (or would hold).
+pub(crate) trait Fields {
+    /// The integer field's stored bits, zero-extended (`None`: the payload lacks it).
+    fn int(&self, field: &FieldRef) -> Option<u64>;
+    /// The string field (`None`: the payload lacks it).
+    fn str(&self, field: &FieldRef) -> Option<&str>;
 }
 
 /// A compiled filter for one event's fields.
@@ -266,62 +303,82 @@ impl Filter {
 
     /// Whether a payload of the event the filter was compiled for passes. Callable
     /// from any context: no lock, no allocation.
-    #[inline]
     pub fn matches(&self, payload: &[u8]) -> bool {
+        self.eval(&Encoded { payload, kinds: &self.kinds })
+    }
+
+    /// Whether the event whose values `fields` gives passes: a walk of the nodes,
+    /// short-circuiting as written, each integer comparison a few instructions
+    /// without a branch. Callable from any context: no lock, no allocation.
+    #[inline(always)]
+    pub(crate) fn eval<F: Fields + ?Sized>(&self, fields: &F) -> bool {
         let mut at = self.entry;
-        loop {
-            match at {
-                ACCEPT => return true,
-                REJECT => return false,
-                _ => {}
-            }
-            let Some(node) = self.nodes.get(usize::from(at)) else {
-                return false;
-            };
-            at = if self.test(node, payload) { node.on_true } else { node.on_false };
-        }
-    }
-
-    #[inline(always)]
-    fn test(&self, node: &Node, payload: &[u8]) -> bool {
-        let Some(at) = self.offset(node.location, payload) else { return false };
-        match &node.test {
-            Test::Unsigned(op, x) => {
-                int_at(payload, at, node.width).is_some_and(|v| op.test(v, *x))
-            }
-            Test::Signed(op, x) => int_at(payload, at, node.width).is_some_and(|v| {
-                // Sign-extends the field's width to 64 bits.
-                let shift = 64 - 8 * u32::from(node.width);
-                op.test(((v << shift) as i64) >> shift, *x)
-            }),
-            Test::Str(op, range) => {
-                let Some(s) = str_at(payload, at) else { return false };
-                let operand = self.text.get(range.clone()).unwrap_or_default();
-                match op {
-                    StrOp::Eq => s == operand,
-                    StrOp::Ne => s != operand,
-                    StrOp::Glob => glob(operand, s),
+        // Every jump goes to a lower index or to a verdict, past every index.
+        while let Some(node) = self.nodes.get(usize::from(at)) {
+            let pass = match &node.test {
+                &Test::Int { shift, flip, mask, operand, outcomes } => {
+                    fields.int(&node.field).is_some_and(|v| {
+                        let v = ((((v << shift) as i64) >> shift) as u64 ^ flip) & mask;
+                        let outcome = (u32::from(v < operand) << 1) | u32::from(v == operand);
+                        (outcomes >> outcome) & 1 != 0
+                    })
                 }
-            }
+                Test::Str(op, range) => {
+                    fields.str(&node.field).is_some_and(|s| self.str_test(*op, range, s))
+                }
+            };
+            at = if pass { node.on_true } else { node.on_false };
         }
+        at == ACCEPT
     }
 
-    /// Where a field starts in `payload`: fixed, or past the strings before it.
+    /// A string comparison with the operand `text[operand]`.
+    #[inline(never)]
+    fn str_test(&self, op: StrOp, operand: &Range<usize>, s: &str) -> bool {
+        let operand = self.text.get(operand.clone()).unwrap_or_default();
+        match op {
+            StrOp::Eq => s == operand,
+            StrOp::Ne => s != operand,
+            StrOp::Glob => glob(operand, s),
+        }
+    }
+}
+
+/// An encoded payload of an event whose fields have `kinds`.
+struct Encoded<'a> {
+    payload: &'a [u8],
+    kinds: &'a [FieldKind],
+}
+
+impl Encoded<'_> {
+    /// Where a field starts: fixed, or past the strings before it.
     #[inline(always)]
-    fn offset(&self, location: Location, payload: &[u8]) -> Option<usize> {
-        match location {
+    fn offset(&self, field: &FieldRef) -> Option<usize> {
+        match field.location {
             Location::Fixed(at) => Some(usize::from(at)),
-            Location::Walk(index) => {
+            Location::Walk => {
                 let mut at = 0;
-                for kind in self.kinds.get(..usize::from(index))? {
+                for kind in self.kinds.get(..usize::from(field.index))? {
                     at += match kind.fixed_size() {
                         Some(size) => size,
-                        None => 2 + usize::from(u16::from_le_bytes(array_at(payload, at)?)),
+                        None => 2 + usize::from(u16::from_le_bytes(array_at(self.payload, at)?)),
                     };
                 }
                 Some(at)
             }
         }
+    }
+}
+
+impl Fields for Encoded<'_> {
+    #[inline(always)]
+    fn int(&self, field: &FieldRef) -> Option<u64> {
+        int_at(self.payload, self.offset(field)?, field.width)
+    }
+
+    #[inline(always)]
+    fn str(&self, field: &FieldRef) -> Option<&str> {
+        str_at(self.payload, self.offset(field)?)
     }
 }
 
@@ -421,7 +478,14 @@ impl<'t> Parsed<'t> {
             let kind = fields[index].kind;
             let location = match offsets[index] {
                 Some(at) if at <= usize::from(u16::MAX) => Location::Fixed(at as u16),
-                _ => Location::Walk(index as u16),
+                _ => Location::Walk,
+            };
+            let width = kind.fixed_size().unwrap_or(0) as u8;
+            let field = FieldRef {
+                index: u16::try_from(index)
+                    .map_err(|_| err(pred.field.start, FilterReason::UnknownField))?,
+                location,
+                width,
             };
             let value = &self.text[pred.value.clone()];
             let bad_number = err(pred.value.start, FilterReason::BadNumber);
@@ -438,12 +502,13 @@ impl<'t> Parsed<'t> {
                 (_, Op::Str(_)) => return Err(err(pred.op_pos, FilterReason::GlobOnInteger)),
                 (_, Op::Int(_)) if pred.quoted => return Err(bad_number),
                 (FieldKind::I8 | FieldKind::I16 | FieldKind::I32 | FieldKind::I64, Op::Int(op)) => {
-                    Test::Signed(op, parse_signed(value).ok_or(bad_number)?)
+                    Test::int(op, parse_signed(value).ok_or(bad_number)? as u64, width, true)
                 }
-                (_, Op::Int(op)) => Test::Unsigned(op, parse_unsigned(value).ok_or(bad_number)?),
+                (_, Op::Int(op)) => {
+                    Test::int(op, parse_unsigned(value).ok_or(bad_number)?, width, false)
+                }
             };
-            let width = kind.fixed_size().unwrap_or(0) as u8;
-            bound.push((location, width, test));
+            bound.push((field, test));
         }
         let mut nodes = Vec::with_capacity(bound.len());
         let entry = emit(&self.ast, &bound, &mut nodes, ACCEPT, REJECT);
@@ -461,15 +526,15 @@ impl<'t> Parsed<'t> {
 /// verdict): evaluation ends. Each predicate is emitted once.
 fn emit(
     ast: &Ast,
-    bound: &[(Location, u8, Test)],
+    bound: &[(FieldRef, Test)],
     nodes: &mut Vec<Node>,
     on_true: u16,
     on_false: u16,
 ) -> u16 {
     match ast {
         Ast::Pred(i) => {
-            let (location, width, test) = bound[*i].clone();
-            nodes.push(Node { location, width, test, on_true, on_false });
+            let (field, test) = bound[*i].clone();
+            nodes.push(Node { field, test, on_true, on_false });
             (nodes.len() - 1) as u16
         }
         Ast::Not(inner) => emit(inner, bound, nodes, on_false, on_true),
