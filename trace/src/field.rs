@@ -220,8 +220,9 @@ pub trait FieldValue {
     const KIND: FieldKind;
     /// Appends the value's raw representation.
     fn encode<S: Sink>(&self, out: &mut S);
-    /// An integer's stored bits, zero-extended (`bool` and `char` included): what a
-    /// filter compares. `None` for strings and byte arrays.
+    /// An integer's value, sign-extended if signed and zero-extended otherwise
+    /// (`bool` and `char` included): what a filter compares. `None` for strings and
+    /// byte arrays.
     fn int_value(&self) -> Option<u64>;
     /// A string, as a filter compares it. `None` for every other kind.
     fn str_value(&self) -> Option<&str>;
@@ -242,7 +243,7 @@ macro_rules! integer_field {
             }
             #[inline(always)]
             fn int_value(&self) -> Option<u64> {
-                Some((*self as $wire as u64) & (u64::MAX >> (64 - 8 * size_of::<$wire>())))
+                Some(*self as $wire as i128 as u64)
             }
             #[inline(always)]
             fn str_value(&self) -> Option<&str> {

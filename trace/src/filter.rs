@@ -123,24 +123,6 @@ enum IntOp {
     BitAnd,
 }
 
-impl IntOp {
-    /// Which outcomes of comparing the (adjusted) field with the operand pass: bit 0
-    /// greater, bit 1 equal, bit 2 less. `&` compares `field & operand` with 0.
-    fn outcomes(self) -> u8 {
-        const GT: u8 = 1;
-        const EQ: u8 = 2;
-        const LT: u8 = 4;
-        match self {
-            IntOp::Eq => EQ,
-            IntOp::Ne | IntOp::BitAnd => LT | GT,
-            IntOp::Lt => LT,
-            IntOp::Le => LT | EQ,
-            IntOp::Gt => GT,
-            IntOp::Ge => GT | EQ,
-        }
-    }
-}
-
 /// A string comparison.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum StrOp {
@@ -159,24 +141,32 @@ enum Op {
 /// What a predicate does with its field.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Test {
-    /// Every integer comparison, as one unsigned comparison: the field's stored bits
-    /// `v` become `(sign_extend(v, shift) ^ flip) & mask`, compared with `operand`;
-    /// the outcome (greater, equal, less) passes if its bit is in `outcomes`. Signed
-    /// ordering flips the sign bit of both sides; `&` masks with its operand and
-    /// compares with 0.
-    Int { shift: u8, flip: u64, mask: u64, operand: u64, outcomes: u8 },
+    /// Every integer comparison as one range check: the field's value `v` (sign-
+    /// extended if signed) passes if `(v & mask) - lo <= span` (wrapping). Signed
+    /// ordering is unsigned ordering with the sign bit of both sides flipped, and
+    /// flipping the top bit is adding 2^63, so it is folded into `lo`; `&` masks with
+    /// its operand; a negated comparison (`!=`, `<`, `>`) swaps the node's targets.
+    Int { mask: u64, lo: u64, span: u64 },
     /// The operand is `text[range]`.
     Str(StrOp, Range<usize>),
 }
 
 impl Test {
-    /// The test of `op` with `value` on an integer field of `width` bytes.
-    fn int(op: IntOp, value: u64, width: u8, signed: bool) -> Test {
-        let shift = if signed { 64 - 8 * width } else { 0 };
-        let ordered = !matches!(op, IntOp::BitAnd);
-        let flip = if signed && ordered { 1 << 63 } else { 0 };
-        let (mask, operand) = if ordered { (u64::MAX, value ^ flip) } else { (value, 0) };
-        Test::Int { shift, flip, mask, operand, outcomes: op.outcomes() }
+    /// The test of `op` with `value` (sign-extended if `signed`) on an integer field,
+    /// and whether its targets are swapped.
+    fn int(op: IntOp, value: u64, signed: bool) -> (Test, bool) {
+        let flip = if signed { 1 << 63 } else { 0 };
+        let x = value ^ flip;
+        let (flip, mask, lo, span, negated) = match op {
+            // `v & value != 0`: not in [0, 0] after masking.
+            IntOp::BitAnd => (0, value, 0, 0, true),
+            IntOp::Eq | IntOp::Ne => (flip, u64::MAX, x, 0, op == IntOp::Ne),
+            // `v >= x`, or not (`<`).
+            IntOp::Ge | IntOp::Lt => (flip, u64::MAX, x, u64::MAX - x, op == IntOp::Lt),
+            // `v <= x`, or not (`>`).
+            IntOp::Le | IntOp::Gt => (flip, u64::MAX, 0, x, op == IntOp::Gt),
+        };
+        (Test::Int { mask, lo: lo.wrapping_sub(flip), span }, negated)
     }
 }
 
@@ -189,6 +179,8 @@ pub(crate) struct FieldRef {
     location: Location,
     /// Bytes of an integer field (0 for a string).
     width: u8,
+    /// Whether the integer is signed (sign-extended when read).
+    signed: bool,
 }
 
 /// Where a predicate's field sits in the payload.
@@ -218,7 +210,8 @@ struct Node {
 /// arguments of a tracepoint before anything is encoded. Both give what the record
 /// holds (or would hold).
 pub(crate) trait Fields {
-    /// The integer field's stored bits, zero-extended (`None`: the payload lacks it).
+    /// The integer field's value: sign-extended if signed, zero-extended otherwise
+    /// (`None`: the payload lacks it).
     fn int(&self, field: &FieldRef) -> Option<u64>;
     /// The string field (`None`: the payload lacks it).
     fn str(&self, field: &FieldRef) -> Option<&str>;
@@ -316,12 +309,8 @@ impl Filter {
         // Every jump goes to a lower index or to a verdict, past every index.
         while let Some(node) = self.nodes.get(usize::from(at)) {
             let pass = match &node.test {
-                &Test::Int { shift, flip, mask, operand, outcomes } => {
-                    fields.int(&node.field).is_some_and(|v| {
-                        let v = ((((v << shift) as i64) >> shift) as u64 ^ flip) & mask;
-                        let outcome = (u32::from(v < operand) << 1) | u32::from(v == operand);
-                        (outcomes >> outcome) & 1 != 0
-                    })
+                &Test::Int { mask, lo, span } => {
+                    fields.int(&node.field).is_some_and(|v| (v & mask).wrapping_sub(lo) <= span)
                 }
                 Test::Str(op, range) => {
                     fields.str(&node.field).is_some_and(|s| self.str_test(*op, range, s))
@@ -373,7 +362,12 @@ impl Encoded<'_> {
 impl Fields for Encoded<'_> {
     #[inline(always)]
     fn int(&self, field: &FieldRef) -> Option<u64> {
-        int_at(self.payload, self.offset(field)?, field.width)
+        let v = int_at(self.payload, self.offset(field)?, field.width)?;
+        if !field.signed {
+            return Some(v);
+        }
+        let shift = 64 - 8 * u32::from(field.width);
+        Some((((v << shift) as i64) >> shift) as u64)
     }
 
     #[inline(always)]
@@ -486,29 +480,35 @@ impl<'t> Parsed<'t> {
                     .map_err(|_| err(pred.field.start, FilterReason::UnknownField))?,
                 location,
                 width,
+                signed: matches!(
+                    kind,
+                    FieldKind::I8 | FieldKind::I16 | FieldKind::I32 | FieldKind::I64
+                ),
             };
             let value = &self.text[pred.value.clone()];
             let bad_number = err(pred.value.start, FilterReason::BadNumber);
-            let test = match (kind, pred.op) {
+            let (test, negated) = match (kind, pred.op) {
                 (FieldKind::Bytes(_), _) => {
                     return Err(err(pred.field.start, FilterReason::UnfilterableField));
                 }
-                (FieldKind::Str, Op::Str(op)) => Test::Str(op, pred.value.clone()),
-                (FieldKind::Str, Op::Int(IntOp::Eq)) => Test::Str(StrOp::Eq, pred.value.clone()),
-                (FieldKind::Str, Op::Int(IntOp::Ne)) => Test::Str(StrOp::Ne, pred.value.clone()),
+                (FieldKind::Str, Op::Str(op)) => (Test::Str(op, pred.value.clone()), false),
+                (FieldKind::Str, Op::Int(IntOp::Eq)) => {
+                    (Test::Str(StrOp::Eq, pred.value.clone()), false)
+                }
+                (FieldKind::Str, Op::Int(IntOp::Ne)) => {
+                    (Test::Str(StrOp::Ne, pred.value.clone()), false)
+                }
                 (FieldKind::Str, Op::Int(_)) => {
                     return Err(err(pred.op_pos, FilterReason::OrderOnString));
                 }
                 (_, Op::Str(_)) => return Err(err(pred.op_pos, FilterReason::GlobOnInteger)),
                 (_, Op::Int(_)) if pred.quoted => return Err(bad_number),
                 (FieldKind::I8 | FieldKind::I16 | FieldKind::I32 | FieldKind::I64, Op::Int(op)) => {
-                    Test::int(op, parse_signed(value).ok_or(bad_number)? as u64, width, true)
+                    Test::int(op, parse_signed(value).ok_or(bad_number)? as u64, true)
                 }
-                (_, Op::Int(op)) => {
-                    Test::int(op, parse_unsigned(value).ok_or(bad_number)?, width, false)
-                }
+                (_, Op::Int(op)) => Test::int(op, parse_unsigned(value).ok_or(bad_number)?, false),
             };
-            bound.push((field, test));
+            bound.push((field, test, negated));
         }
         let mut nodes = Vec::with_capacity(bound.len());
         let entry = emit(&self.ast, &bound, &mut nodes, ACCEPT, REJECT);
@@ -526,14 +526,16 @@ impl<'t> Parsed<'t> {
 /// verdict): evaluation ends. Each predicate is emitted once.
 fn emit(
     ast: &Ast,
-    bound: &[(FieldRef, Test)],
+    bound: &[(FieldRef, Test, bool)],
     nodes: &mut Vec<Node>,
     on_true: u16,
     on_false: u16,
 ) -> u16 {
     match ast {
         Ast::Pred(i) => {
-            let (field, test) = bound[*i].clone();
+            let (field, test, negated) = bound[*i].clone();
+            let (on_true, on_false) =
+                if negated { (on_false, on_true) } else { (on_true, on_false) };
             nodes.push(Node { field, test, on_true, on_false });
             (nodes.len() - 1) as u16
         }

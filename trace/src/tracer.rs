@@ -358,7 +358,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         if descriptor.hooked_mask() & mask != 0 {
             return self.record_with_hooks(&section, cpu, mask, descriptor, len, payload);
         }
-        self.record_each::<false>(&section, cpu, mask, descriptor, len, payload);
+        self.record_each(&section, cpu, mask, descriptor, len, payload);
     }
 
     /// [`Tracer::record_into`] when some instance has a filter or triggers for the
@@ -375,11 +375,38 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         len: usize,
         payload: &dyn Payload,
     ) {
-        self.record_each::<true>(section, cpu, mask, descriptor, len, payload);
+        let hooked = descriptor.hooked_mask() & mask;
+        let mut record = mask & !hooked;
+        let mut rest = hooked;
+        while rest != 0 {
+            let slot = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            if self.admits(section, slot, descriptor, payload) {
+                record |= 1 << slot;
+            }
+        }
+        if record != 0 {
+            self.record_admitted(section, cpu, record, descriptor, len, payload);
+        }
         let triggered = descriptor.triggered_mask() & mask;
         if triggered != 0 {
             self.fire_triggers(section, cpu, triggered, descriptor, payload);
         }
+    }
+
+    /// [`Tracer::record_each`] for the instances whose hooks admitted the event,
+    /// kept apart so that a rejected event runs none of its code.
+    #[inline(never)]
+    fn record_admitted(
+        &self,
+        section: &SectionGuard<'_>,
+        cpu: usize,
+        mask: u64,
+        descriptor: &EventDescriptor,
+        len: usize,
+        payload: &dyn Payload,
+    ) {
+        self.record_each(section, cpu, mask, descriptor, len, payload);
     }
 
     /// Whether the instance in `slot`, which has a filter or triggers for the event,
@@ -442,10 +469,9 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         table.get(self.index_of(descriptor)?)?.as_deref()
     }
 
-    /// Records the event into each instance of `mask`; with `HOOKS`, those with a
-    /// filter or triggers for it only if they admit it ([`Tracer::admits`]).
+    /// Records the event into each instance of `mask`.
     #[inline(always)]
-    fn record_each<const HOOKS: bool>(
+    fn record_each(
         &self,
         section: &SectionGuard<'_>,
         cpu: usize,
@@ -455,17 +481,12 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         payload: &dyn Payload,
     ) {
         let id = descriptor.id();
-        let hooked = if HOOKS { descriptor.hooked_mask() } else { 0 };
         let cpu_bit = 1u64.checked_shl(cpu as u32).unwrap_or(0);
         while mask != 0 {
             let slot = mask.trailing_zeros() as usize;
             mask &= mask - 1;
             // A CPU outside the instance's cpumask: not recorded, not counted.
             if self.cpumask[slot].load(Relaxed) & cpu_bit == 0 && cpu_bit != 0 {
-                continue;
-            }
-            if HOOKS && hooked & (1 << slot) != 0 && !self.admits(section, slot, descriptor, payload)
-            {
                 continue;
             }
             if let Some(recorder) = self.slots[slot].read(section) {
