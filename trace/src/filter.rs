@@ -204,6 +204,9 @@ struct Node {
     test: Test,
     on_true: u16,
     on_false: u16,
+    /// Where a payload that lacks the field goes (the comparison as written is
+    /// false: for a negated one, `on_true`).
+    on_missing: u16,
 }
 
 /// An event's values as a filter reads them: from an encoded payload, or from the
@@ -309,12 +312,20 @@ impl Filter {
         // Every jump goes to a lower index or to a verdict, past every index.
         while let Some(node) = self.nodes.get(usize::from(at)) {
             let pass = match &node.test {
-                &Test::Int { mask, lo, span } => {
-                    fields.int(&node.field).is_some_and(|v| (v & mask).wrapping_sub(lo) <= span)
-                }
-                Test::Str(op, range) => {
-                    fields.str(&node.field).is_some_and(|s| self.str_test(*op, range, s))
-                }
+                &Test::Int { mask, lo, span } => match fields.int(&node.field) {
+                    Some(v) => (v & mask).wrapping_sub(lo) <= span,
+                    None => {
+                        at = node.on_missing;
+                        continue;
+                    }
+                },
+                Test::Str(op, range) => match fields.str(&node.field) {
+                    Some(s) => self.str_test(*op, range, s),
+                    None => {
+                        at = node.on_missing;
+                        continue;
+                    }
+                },
             };
             at = if pass { node.on_true } else { node.on_false };
         }
@@ -534,9 +545,11 @@ fn emit(
     match ast {
         Ast::Pred(i) => {
             let (field, test, negated) = bound[*i].clone();
+            // A field the payload lacks makes the comparison as written false.
+            let on_missing = on_false;
             let (on_true, on_false) =
                 if negated { (on_false, on_true) } else { (on_true, on_false) };
-            nodes.push(Node { field, test, on_true, on_false });
+            nodes.push(Node { field, test, on_true, on_false, on_missing });
             (nodes.len() - 1) as u16
         }
         Ast::Not(inner) => emit(inner, bound, nodes, on_false, on_true),
