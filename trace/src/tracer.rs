@@ -356,6 +356,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         let mask = mask();
         // The one check an event without filters or triggers pays.
         if descriptor.hooked_mask() & mask != 0 {
+            core::hint::cold_path();
             return self.record_with_hooks(&section, cpu, mask, descriptor, len, payload);
         }
         self.record_each(&section, cpu, mask, descriptor, len, payload);
@@ -364,8 +365,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
     /// [`Tracer::record_into`] when some instance has a filter or triggers for the
     /// event: the event is recorded where it passes its filter (judged on its values:
     /// nothing is encoded before that), then the triggers run.
-    #[cold]
-    #[inline(never)]
+    #[inline(always)]
     fn record_with_hooks(
         &self,
         section: &SectionGuard<'_>,
