@@ -336,8 +336,8 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
 
     /// Records an event of `len` payload bytes into every instance of the mask
     /// `mask` gives: one section, the CPU read once, each record filled in place by
-    /// `payload`. Instances with a filter or triggers for the event take
-    /// [`Tracer::record_with_hooks`].
+    /// `payload`. Instances with a filter or triggers for the event are judged
+    /// first ([`Tracer::apply_hooks`]).
     #[inline(always)]
     fn record_into(
         &self,
@@ -353,29 +353,35 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         // The mask is read inside the section: destroy clears a slot's bits and waits
         // for a grace period before the slot can hold another instance, so a bit seen
         // here names the instance that set it.
-        let mask = mask();
+        let mut mask = mask();
         // The one check an event without filters or triggers pays.
-        if descriptor.hooked_mask() & mask != 0 {
+        let hooked = descriptor.hooked_mask() & mask;
+        if hooked != 0 {
             core::hint::cold_path();
-            return self.record_with_hooks(&section, cpu, mask, descriptor, len, payload);
+            mask = self.apply_hooks(&section, cpu, mask, hooked, descriptor, len, payload);
+            if mask == 0 {
+                return;
+            }
         }
         self.record_each(&section, cpu, mask, descriptor, len, payload);
     }
 
-    /// [`Tracer::record_into`] when some instance has a filter or triggers for the
-    /// event: the event is recorded where it passes its filter (judged on its values:
-    /// nothing is encoded before that), then the triggers run.
+    /// [`Tracer::record_into`] when the instances in `hooked` have a filter or
+    /// triggers for the event: judges the event in each (on its values: nothing is
+    /// encoded before that) and returns the instances of `mask` left to record it.
+    /// With triggers to run, records it first and runs them, and returns none.
     #[inline(always)]
-    fn record_with_hooks(
+    #[allow(clippy::too_many_arguments, reason = "the record path's state, kept in registers")]
+    fn apply_hooks(
         &self,
         section: &SectionGuard<'_>,
         cpu: usize,
         mask: u64,
+        hooked: u64,
         descriptor: &EventDescriptor,
         len: usize,
         payload: &dyn Payload,
-    ) {
-        let hooked = descriptor.hooked_mask() & mask;
+    ) -> u64 {
         let mut record = mask & !hooked;
         let mut rest = hooked;
         while rest != 0 {
@@ -385,17 +391,20 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
                 record |= 1 << slot;
             }
         }
+        let triggered = descriptor.triggered_mask() & mask;
+        if triggered == 0 {
+            return record;
+        }
+        // The event is recorded before its triggers act.
         if record != 0 {
             self.record_admitted(section, cpu, record, descriptor, len, payload);
         }
-        let triggered = descriptor.triggered_mask() & mask;
-        if triggered != 0 {
-            self.fire_triggers(section, cpu, triggered, descriptor, payload);
-        }
+        self.fire_triggers(section, cpu, triggered, descriptor, payload);
+        0
     }
 
-    /// [`Tracer::record_each`] for the instances whose hooks admitted the event,
-    /// kept apart so that a rejected event runs none of its code.
+    /// [`Tracer::record_each`] for the instances that admitted an event with
+    /// triggers, before the triggers run.
     #[inline(never)]
     fn record_admitted(
         &self,
