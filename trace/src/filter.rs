@@ -17,8 +17,11 @@
 //!
 //! A filter compiles to a flat array of predicates, each naming the predicate to test
 //! next when it is true and when it is false (or the verdict): evaluation walks it
-//! with two loads per step, no stack, no lock, no allocation, short-circuiting as
-//! written. A field the payload lacks (cut short) makes its comparison false.
+//! with no stack, no lock, no allocation, short-circuiting as written. Every integer
+//! comparison is one range check (see `Test`). A filter reads an event's values
+//! either from an encoded payload or, on a tracepoint's path, from its arguments
+//! before anything is encoded (`Fields`); both give the same verdict. A field the
+//! payload lacks (cut short) makes its comparison false.
 
 extern crate alloc;
 

@@ -47,7 +47,11 @@ type Decl = (u32, i16, &'static str, u64, bool, char, [u8; 2]);
 fn judge(filter: &Filter, a: u32, b: i16, s: &str, c: u64) -> bool {
     let typed = Encode::<_, Decl>::new((a, b, s, c, true, 'x', [1u8, 2]));
     let verdict = typed.passes(filter);
-    assert_eq!(verdict, filter.matches(&payload(a, b, s, c)), "{filter} on a={a} b={b} s={s:?} c={c}");
+    assert_eq!(
+        verdict,
+        filter.matches(&payload(a, b, s, c)),
+        "{filter} on a={a} b={b} s={s:?} c={c}"
+    );
     verdict
 }
 
