@@ -8,7 +8,8 @@
 //! `disabled` (a disabled tracepoint), `raw` (`Buffer::write` of the 16-byte record),
 //! `enabled` (a tracepoint with two `u64` into one instance), `enabled2` (into two),
 //! `filter-pass` / `filter-reject` (`enabled` with a two-term integer filter that
-//! passes / fails at its first term).
+//! passes / fails at its first term), `trigger-idle` (`enabled` with a `traceon`
+//! trigger while recording is on: it has nothing to do).
 
 use std::hint::black_box;
 mod common;
@@ -70,6 +71,11 @@ fn main() {
                 _ => "a == 0xffffffffff && b == 0",
             };
             instance.set_filter(BENCH.descriptor(), filter).expect("filter");
+            (0..n).for_each(|i| trace::emit!(BENCH, black_box(i), i));
+        }
+        "trigger-idle" => {
+            instance.set_event(Some("bench"), None, true).expect("enable");
+            instance.set_trigger(BENCH.descriptor(), "traceon").expect("trigger");
             (0..n).for_each(|i| trace::emit!(BENCH, black_box(i), i));
         }
         other => panic!("unknown mode {other}"),

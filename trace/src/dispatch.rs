@@ -1,7 +1,7 @@
 //! Where tracepoints send their records: the one tracer the kernel installed.
 
 use crate::event::EventDescriptor;
-use crate::field::Encoder;
+use crate::filter::Filter;
 use crate::ring::RecordWriter;
 use spin::Once;
 
@@ -10,9 +10,9 @@ pub trait Payload {
     /// Writes the payload into `out`, a record reserved for it.
     fn write(&self, out: &mut RecordWriter<'_>);
 
-    /// Writes the same payload into a buffer (where a filtered event is encoded
-    /// before its filter decides).
-    fn encode(&self, out: &mut Encoder<'_>);
+    /// Whether the payload passes `filter` (compiled for the event's fields), judged
+    /// on the values the record holds. Callable from any context.
+    fn passes(&self, filter: &Filter) -> bool;
 }
 
 impl Payload for &[u8] {
@@ -21,8 +21,8 @@ impl Payload for &[u8] {
         crate::field::Sink::put(out, self);
     }
 
-    fn encode(&self, out: &mut Encoder<'_>) {
-        crate::field::Sink::put(out, self);
+    fn passes(&self, filter: &Filter) -> bool {
+        filter.matches(self)
     }
 }
 

@@ -7,7 +7,8 @@
 //! records one: when no instance has the event enabled it costs one load and a
 //! not-taken branch, and evaluates no argument.
 
-use crate::field::{Field, FieldValue, Measure, Sink};
+use crate::field::{Encoder, Field, FieldValue, Measure, Sink};
+use crate::filter::{FieldRef, Fields, Filter};
 
 use core::marker::PhantomData;
 use core::sync::atomic::{AtomicU16, AtomicU64, Ordering::Relaxed};
@@ -112,6 +113,12 @@ impl EventDescriptor {
         (self.enabled.load(Relaxed) & !self.soft.load(Relaxed)) & (1 << slot) != 0
     }
 
+    /// Which instance slots have triggers on the event.
+    #[inline(always)]
+    pub(crate) fn triggered_mask(&self) -> u64 {
+        self.triggered.load(Relaxed)
+    }
+
     /// Enables or disables recording in `slot`; lock-free, so an `enable_event`
     /// trigger calls it from any context. An event with triggers in the slot keeps
     /// firing for them when disabled.
@@ -199,7 +206,7 @@ pub fn glob(pattern: &str, text: &str) -> bool {
 /// An argument passed for a field declared as `Decl`. The same type as declared,
 /// except that a `&str` field (declared `&'static str` in the event's static) takes a
 /// string of any lifetime: it is copied into the record.
-pub trait FieldArg<Decl> {
+pub trait FieldArg<Decl>: FieldValue {
     /// Appends the value's raw representation.
     fn encode_arg<S: Sink>(&self, out: &mut S);
 }
@@ -245,6 +252,12 @@ pub trait Args<Decl> {
         self.encode(&mut measure);
         measure.len
     }
+
+    /// Field `index`'s integer, as a filter compares it ([`FieldValue::int_value`]).
+    fn int_value(&self, index: usize) -> Option<u64>;
+
+    /// Field `index`'s string, as a filter compares it ([`FieldValue::str_value`]).
+    fn str_value(&self, index: usize) -> Option<&str>;
 }
 
 macro_rules! tuple_args {
@@ -255,6 +268,34 @@ macro_rules! tuple_args {
             fn encode<S: Sink>(&self, _out: &mut S) {
                 let ($($arg,)*) = self;
                 $($arg.encode_arg(_out);)*
+            }
+
+            #[allow(non_snake_case, unused_assignments, reason = "the type parameters name the values")]
+            #[inline(always)]
+            fn int_value(&self, _index: usize) -> Option<u64> {
+                let ($($arg,)*) = self;
+                let mut _at = 0;
+                $(
+                    if _index == _at {
+                        return $arg.int_value();
+                    }
+                    _at += 1;
+                )*
+                None
+            }
+
+            #[allow(non_snake_case, unused_assignments, reason = "the type parameters name the values")]
+            #[inline(always)]
+            fn str_value(&self, _index: usize) -> Option<&str> {
+                let ($($arg,)*) = self;
+                let mut _at = 0;
+                $(
+                    if _index == _at {
+                        return $arg.str_value();
+                    }
+                    _at += 1;
+                )*
+                None
             }
         }
     )*};
@@ -302,12 +343,20 @@ impl<A> Event<A> {
     #[inline(never)]
     pub fn record<T: Args<A>>(&'static self, args: T) {
         let len = args.payload_len();
-        crate::dispatch::record(&self.descriptor, len, &Encode::<T, A>(args, PhantomData));
+        crate::dispatch::record(&self.descriptor, len, &Encode::<T, A>::new(args));
     }
 }
 
-/// An event's arguments as the tracer sees them: written into each reserved record.
-struct Encode<T, A>(T, PhantomData<fn(A)>);
+/// An event's arguments as the tracer sees them: written into each reserved record,
+/// and read by filters as they are, before anything is encoded.
+pub(crate) struct Encode<T, A>(T, PhantomData<fn(A)>);
+
+impl<T: Args<A>, A> Encode<T, A> {
+    /// Wraps `args`.
+    pub(crate) fn new(args: T) -> Self {
+        Encode(args, PhantomData)
+    }
+}
 
 impl<T: Args<A>, A> crate::dispatch::Payload for Encode<T, A> {
     #[inline]
@@ -315,8 +364,28 @@ impl<T: Args<A>, A> crate::dispatch::Payload for Encode<T, A> {
         self.0.encode(out);
     }
 
-    fn encode(&self, out: &mut crate::field::Encoder<'_>) {
-        self.0.encode(out);
+    fn passes(&self, filter: &Filter) -> bool {
+        // A payload that fits whole (a constant check when every field has a fixed
+        // size) holds the arguments as they are; one cut short is encoded as recorded.
+        if self.0.payload_len() < MAX_EVENT_PAYLOAD {
+            return filter.eval(self);
+        }
+        let mut buf = [0u8; MAX_EVENT_PAYLOAD];
+        let mut encoder = Encoder::new(&mut buf);
+        self.0.encode(&mut encoder);
+        filter.matches(encoder.bytes())
+    }
+}
+
+impl<T: Args<A>, A> Fields for Encode<T, A> {
+    #[inline(always)]
+    fn int(&self, field: &FieldRef) -> Option<u64> {
+        self.0.int_value(usize::from(field.index))
+    }
+
+    #[inline(always)]
+    fn str(&self, field: &FieldRef) -> Option<&str> {
+        self.0.str_value(usize::from(field.index))
     }
 }
 

@@ -220,6 +220,12 @@ pub trait FieldValue {
     const KIND: FieldKind;
     /// Appends the value's raw representation.
     fn encode<S: Sink>(&self, out: &mut S);
+    /// An integer's value, sign-extended if signed and zero-extended otherwise
+    /// (`bool` and `char` included): what a filter compares. `None` for strings and
+    /// byte arrays.
+    fn int_value(&self) -> Option<u64>;
+    /// A string, as a filter compares it. `None` for every other kind.
+    fn str_value(&self) -> Option<&str>;
 }
 
 macro_rules! integer_field {
@@ -235,6 +241,14 @@ macro_rules! integer_field {
                     out.put(&v.to_le_bytes());
                 }
             }
+            #[inline(always)]
+            fn int_value(&self) -> Option<u64> {
+                Some(*self as $wire as i128 as u64)
+            }
+            #[inline(always)]
+            fn str_value(&self) -> Option<&str> {
+                None
+            }
         }
     )*};
 }
@@ -249,12 +263,24 @@ impl FieldValue for bool {
     fn encode<S: Sink>(&self, out: &mut S) {
         out.put(&[u8::from(*self)]);
     }
+    fn int_value(&self) -> Option<u64> {
+        Some(u64::from(*self))
+    }
+    fn str_value(&self) -> Option<&str> {
+        None
+    }
 }
 
 impl FieldValue for char {
     const KIND: FieldKind = FieldKind::Char;
     fn encode<S: Sink>(&self, out: &mut S) {
         out.put(&u32::from(*self).to_le_bytes());
+    }
+    fn int_value(&self) -> Option<u64> {
+        Some(u64::from(*self))
+    }
+    fn str_value(&self) -> Option<&str> {
+        None
     }
 }
 
@@ -263,12 +289,24 @@ impl<const N: usize> FieldValue for [u8; N] {
     fn encode<S: Sink>(&self, out: &mut S) {
         out.put(self);
     }
+    fn int_value(&self) -> Option<u64> {
+        None
+    }
+    fn str_value(&self) -> Option<&str> {
+        None
+    }
 }
 
 impl FieldValue for &str {
     const KIND: FieldKind = FieldKind::Str;
     fn encode<S: Sink>(&self, out: &mut S) {
         out.put_str(self);
+    }
+    fn int_value(&self) -> Option<u64> {
+        None
+    }
+    fn str_value(&self) -> Option<&str> {
+        Some(self)
     }
 }
 

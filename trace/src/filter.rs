@@ -17,8 +17,11 @@
 //!
 //! A filter compiles to a flat array of predicates, each naming the predicate to test
 //! next when it is true and when it is false (or the verdict): evaluation walks it
-//! with two loads per step, no stack, no lock, no allocation, short-circuiting as
-//! written. A field the payload lacks (cut short) makes its comparison false.
+//! with no stack, no lock, no allocation, short-circuiting as written. Every integer
+//! comparison is one range check (see `Test`). A filter reads an event's values
+//! either from an encoded payload or, on a tracepoint's path, from its arguments
+//! before anything is encoded (`Fields`); both give the same verdict. A field the
+//! payload lacks (cut short) makes its comparison false.
 
 extern crate alloc;
 
@@ -123,21 +126,6 @@ enum IntOp {
     BitAnd,
 }
 
-impl IntOp {
-    #[inline]
-    fn test<T: Ord + Copy + core::ops::BitAnd<Output = T> + Default>(self, v: T, x: T) -> bool {
-        match self {
-            IntOp::Eq => v == x,
-            IntOp::Ne => v != x,
-            IntOp::Lt => v < x,
-            IntOp::Le => v <= x,
-            IntOp::Gt => v > x,
-            IntOp::Ge => v >= x,
-            IntOp::BitAnd => v & x != T::default(),
-        }
-    }
-}
-
 /// A string comparison.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum StrOp {
@@ -153,13 +141,49 @@ enum Op {
     Str(StrOp),
 }
 
-/// What a predicate compares its field with.
+/// What a predicate does with its field.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Test {
-    Unsigned(IntOp, u64),
-    Signed(IntOp, i64),
+    /// Every integer comparison as one range check: the field's value `v` (sign-
+    /// extended if signed) passes if `(v & mask) - lo <= span` (wrapping). Signed
+    /// ordering is unsigned ordering with the sign bit of both sides flipped, and
+    /// flipping the top bit is adding 2^63, so it is folded into `lo`; `&` masks with
+    /// its operand; a negated comparison (`!=`, `<`, `>`) swaps the node's targets.
+    Int { mask: u64, lo: u64, span: u64 },
     /// The operand is `text[range]`.
     Str(StrOp, Range<usize>),
+}
+
+impl Test {
+    /// The test of `op` with `value` (sign-extended if `signed`) on an integer field,
+    /// and whether its targets are swapped.
+    fn int(op: IntOp, value: u64, signed: bool) -> (Test, bool) {
+        let flip = if signed { 1 << 63 } else { 0 };
+        let x = value ^ flip;
+        let (flip, mask, lo, span, negated) = match op {
+            // `v & value != 0`: not in [0, 0] after masking.
+            IntOp::BitAnd => (0, value, 0, 0, true),
+            IntOp::Eq | IntOp::Ne => (flip, u64::MAX, x, 0, op == IntOp::Ne),
+            // `v >= x`, or not (`<`).
+            IntOp::Ge | IntOp::Lt => (flip, u64::MAX, x, u64::MAX - x, op == IntOp::Lt),
+            // `v <= x`, or not (`>`).
+            IntOp::Le | IntOp::Gt => (flip, u64::MAX, 0, x, op == IntOp::Gt),
+        };
+        (Test::Int { mask, lo: lo.wrapping_sub(flip), span }, negated)
+    }
+}
+
+/// Where a predicate's field is, for each source of values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct FieldRef {
+    /// The field's index in the event's fields (typed arguments are read by it).
+    pub(crate) index: u16,
+    /// Where it sits in an encoded payload.
+    location: Location,
+    /// Bytes of an integer field (0 for a string).
+    width: u8,
+    /// Whether the integer is signed (sign-extended when read).
+    signed: bool,
 }
 
 /// Where a predicate's field sits in the payload.
@@ -168,7 +192,7 @@ enum Location {
     /// At this byte offset (every field before it has a fixed size).
     Fixed(u16),
     /// After a string: found by decoding the fields before it, in order.
-    Walk(u16),
+    Walk,
 }
 
 /// Verdict targets: past every node index.
@@ -179,12 +203,24 @@ const REJECT: u16 = u16::MAX - 1;
 /// of lower index, or a verdict).
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Node {
-    location: Location,
-    /// Bytes of an integer field (0 for a string).
-    width: u8,
+    field: FieldRef,
     test: Test,
     on_true: u16,
     on_false: u16,
+    /// Where a payload that lacks the field goes (the comparison as written is
+    /// false: for a negated one, `on_true`).
+    on_missing: u16,
+}
+
+/// An event's values as a filter reads them: from an encoded payload, or from the
+/// arguments of a tracepoint before anything is encoded. Both give what the record
+/// holds (or would hold).
+pub(crate) trait Fields {
+    /// The integer field's value: sign-extended if signed, zero-extended otherwise
+    /// (`None`: the payload lacks it).
+    fn int(&self, field: &FieldRef) -> Option<u64>;
+    /// The string field (`None`: the payload lacks it).
+    fn str(&self, field: &FieldRef) -> Option<&str>;
 }
 
 /// A compiled filter for one event's fields.
@@ -266,62 +302,91 @@ impl Filter {
 
     /// Whether a payload of the event the filter was compiled for passes. Callable
     /// from any context: no lock, no allocation.
-    #[inline]
     pub fn matches(&self, payload: &[u8]) -> bool {
+        self.eval(&Encoded { payload, kinds: &self.kinds })
+    }
+
+    /// Whether the event whose values `fields` gives passes: a walk of the nodes,
+    /// short-circuiting as written, each integer comparison a few instructions
+    /// without a branch. Callable from any context: no lock, no allocation.
+    #[inline(always)]
+    pub(crate) fn eval<F: Fields + ?Sized>(&self, fields: &F) -> bool {
         let mut at = self.entry;
-        loop {
-            match at {
-                ACCEPT => return true,
-                REJECT => return false,
-                _ => {}
-            }
-            let Some(node) = self.nodes.get(usize::from(at)) else {
-                return false;
+        // Every jump goes to a lower index or to a verdict, past every index.
+        while let Some(node) = self.nodes.get(usize::from(at)) {
+            let pass = match &node.test {
+                &Test::Int { mask, lo, span } => match fields.int(&node.field) {
+                    Some(v) => (v & mask).wrapping_sub(lo) <= span,
+                    None => {
+                        at = node.on_missing;
+                        continue;
+                    }
+                },
+                Test::Str(op, range) => match fields.str(&node.field) {
+                    Some(s) => self.str_test(*op, range, s),
+                    None => {
+                        at = node.on_missing;
+                        continue;
+                    }
+                },
             };
-            at = if self.test(node, payload) { node.on_true } else { node.on_false };
+            at = if pass { node.on_true } else { node.on_false };
         }
+        at == ACCEPT
     }
 
-    #[inline(always)]
-    fn test(&self, node: &Node, payload: &[u8]) -> bool {
-        let Some(at) = self.offset(node.location, payload) else { return false };
-        match &node.test {
-            Test::Unsigned(op, x) => {
-                int_at(payload, at, node.width).is_some_and(|v| op.test(v, *x))
-            }
-            Test::Signed(op, x) => int_at(payload, at, node.width).is_some_and(|v| {
-                // Sign-extends the field's width to 64 bits.
-                let shift = 64 - 8 * u32::from(node.width);
-                op.test(((v << shift) as i64) >> shift, *x)
-            }),
-            Test::Str(op, range) => {
-                let Some(s) = str_at(payload, at) else { return false };
-                let operand = self.text.get(range.clone()).unwrap_or_default();
-                match op {
-                    StrOp::Eq => s == operand,
-                    StrOp::Ne => s != operand,
-                    StrOp::Glob => glob(operand, s),
-                }
-            }
+    /// A string comparison with the operand `text[operand]`.
+    #[inline(never)]
+    fn str_test(&self, op: StrOp, operand: &Range<usize>, s: &str) -> bool {
+        let operand = self.text.get(operand.clone()).unwrap_or_default();
+        match op {
+            StrOp::Eq => s == operand,
+            StrOp::Ne => s != operand,
+            StrOp::Glob => glob(operand, s),
         }
     }
+}
 
-    /// Where a field starts in `payload`: fixed, or past the strings before it.
+/// An encoded payload of an event whose fields have `kinds`.
+struct Encoded<'a> {
+    payload: &'a [u8],
+    kinds: &'a [FieldKind],
+}
+
+impl Encoded<'_> {
+    /// Where a field starts: fixed, or past the strings before it.
     #[inline(always)]
-    fn offset(&self, location: Location, payload: &[u8]) -> Option<usize> {
-        match location {
+    fn offset(&self, field: &FieldRef) -> Option<usize> {
+        match field.location {
             Location::Fixed(at) => Some(usize::from(at)),
-            Location::Walk(index) => {
+            Location::Walk => {
                 let mut at = 0;
-                for kind in self.kinds.get(..usize::from(index))? {
+                for kind in self.kinds.get(..usize::from(field.index))? {
                     at += match kind.fixed_size() {
                         Some(size) => size,
-                        None => 2 + usize::from(u16::from_le_bytes(array_at(payload, at)?)),
+                        None => 2 + usize::from(u16::from_le_bytes(array_at(self.payload, at)?)),
                     };
                 }
                 Some(at)
             }
         }
+    }
+}
+
+impl Fields for Encoded<'_> {
+    #[inline(always)]
+    fn int(&self, field: &FieldRef) -> Option<u64> {
+        let v = int_at(self.payload, self.offset(field)?, field.width)?;
+        if !field.signed {
+            return Some(v);
+        }
+        let shift = 64 - 8 * u32::from(field.width);
+        Some((((v << shift) as i64) >> shift) as u64)
+    }
+
+    #[inline(always)]
+    fn str(&self, field: &FieldRef) -> Option<&str> {
+        str_at(self.payload, self.offset(field)?)
     }
 }
 
@@ -421,29 +486,43 @@ impl<'t> Parsed<'t> {
             let kind = fields[index].kind;
             let location = match offsets[index] {
                 Some(at) if at <= usize::from(u16::MAX) => Location::Fixed(at as u16),
-                _ => Location::Walk(index as u16),
+                _ => Location::Walk,
+            };
+            let width = kind.fixed_size().unwrap_or(0) as u8;
+            let field = FieldRef {
+                index: u16::try_from(index)
+                    .map_err(|_| err(pred.field.start, FilterReason::UnknownField))?,
+                location,
+                width,
+                signed: matches!(
+                    kind,
+                    FieldKind::I8 | FieldKind::I16 | FieldKind::I32 | FieldKind::I64
+                ),
             };
             let value = &self.text[pred.value.clone()];
             let bad_number = err(pred.value.start, FilterReason::BadNumber);
-            let test = match (kind, pred.op) {
+            let (test, negated) = match (kind, pred.op) {
                 (FieldKind::Bytes(_), _) => {
                     return Err(err(pred.field.start, FilterReason::UnfilterableField));
                 }
-                (FieldKind::Str, Op::Str(op)) => Test::Str(op, pred.value.clone()),
-                (FieldKind::Str, Op::Int(IntOp::Eq)) => Test::Str(StrOp::Eq, pred.value.clone()),
-                (FieldKind::Str, Op::Int(IntOp::Ne)) => Test::Str(StrOp::Ne, pred.value.clone()),
+                (FieldKind::Str, Op::Str(op)) => (Test::Str(op, pred.value.clone()), false),
+                (FieldKind::Str, Op::Int(IntOp::Eq)) => {
+                    (Test::Str(StrOp::Eq, pred.value.clone()), false)
+                }
+                (FieldKind::Str, Op::Int(IntOp::Ne)) => {
+                    (Test::Str(StrOp::Ne, pred.value.clone()), false)
+                }
                 (FieldKind::Str, Op::Int(_)) => {
                     return Err(err(pred.op_pos, FilterReason::OrderOnString));
                 }
                 (_, Op::Str(_)) => return Err(err(pred.op_pos, FilterReason::GlobOnInteger)),
                 (_, Op::Int(_)) if pred.quoted => return Err(bad_number),
                 (FieldKind::I8 | FieldKind::I16 | FieldKind::I32 | FieldKind::I64, Op::Int(op)) => {
-                    Test::Signed(op, parse_signed(value).ok_or(bad_number)?)
+                    Test::int(op, parse_signed(value).ok_or(bad_number)? as u64, true)
                 }
-                (_, Op::Int(op)) => Test::Unsigned(op, parse_unsigned(value).ok_or(bad_number)?),
+                (_, Op::Int(op)) => Test::int(op, parse_unsigned(value).ok_or(bad_number)?, false),
             };
-            let width = kind.fixed_size().unwrap_or(0) as u8;
-            bound.push((location, width, test));
+            bound.push((field, test, negated));
         }
         let mut nodes = Vec::with_capacity(bound.len());
         let entry = emit(&self.ast, &bound, &mut nodes, ACCEPT, REJECT);
@@ -461,15 +540,19 @@ impl<'t> Parsed<'t> {
 /// verdict): evaluation ends. Each predicate is emitted once.
 fn emit(
     ast: &Ast,
-    bound: &[(Location, u8, Test)],
+    bound: &[(FieldRef, Test, bool)],
     nodes: &mut Vec<Node>,
     on_true: u16,
     on_false: u16,
 ) -> u16 {
     match ast {
         Ast::Pred(i) => {
-            let (location, width, test) = bound[*i].clone();
-            nodes.push(Node { location, width, test, on_true, on_false });
+            let (field, test, negated) = bound[*i].clone();
+            // A field the payload lacks makes the comparison as written false.
+            let on_missing = on_false;
+            let (on_true, on_false) =
+                if negated { (on_false, on_true) } else { (on_true, on_false) };
+            nodes.push(Node { field, test, on_true, on_false, on_missing });
             (nodes.len() - 1) as u16
         }
         Ast::Not(inner) => emit(inner, bound, nodes, on_false, on_true),

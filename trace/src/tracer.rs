@@ -12,7 +12,7 @@ extern crate alloc;
 use crate::buffer::Config;
 use crate::dispatch::{Dispatch, Payload};
 use crate::event::{DescriptorKind, EventDescriptor, MAX_EVENT_PAYLOAD};
-use crate::field::{Encoder, Field, FieldKind, Sink};
+use crate::field::{Field, FieldKind, Sink};
 use crate::filter::Filter;
 use crate::instance::{Instance, InstanceConfig, InstanceError, InstanceState, valid_name};
 use crate::platform::Platform;
@@ -336,8 +336,8 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
 
     /// Records an event of `len` payload bytes into every instance of the mask
     /// `mask` gives: one section, the CPU read once, each record filled in place by
-    /// `payload`. Instances with a filter or triggers for the event take
-    /// [`Tracer::record_hooked`].
+    /// `payload`. Instances with a filter or triggers for the event are judged
+    /// first ([`Tracer::apply_hooks`]).
     #[inline(always)]
     fn record_into(
         &self,
@@ -353,19 +353,60 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         // The mask is read inside the section: destroy clears a slot's bits and waits
         // for a grace period before the slot can hold another instance, so a bit seen
         // here names the instance that set it.
-        let mask = mask();
+        let mut mask = mask();
         // The one check an event without filters or triggers pays.
-        if descriptor.hooked_mask() & mask != 0 {
-            return self.record_with_hooks(&section, cpu, mask, descriptor, len, payload);
+        let hooked = descriptor.hooked_mask() & mask;
+        if hooked != 0 {
+            core::hint::cold_path();
+            mask = self.apply_hooks(&section, cpu, mask, hooked, descriptor, len, payload);
+            if mask == 0 {
+                return;
+            }
         }
-        self.record_each::<false>(&section, cpu, mask, descriptor, len, payload);
+        self.record_each(&section, cpu, mask, descriptor, len, payload);
     }
 
-    /// [`Tracer::record_into`] when some instance has a filter or triggers for the
-    /// event.
-    #[cold]
+    /// [`Tracer::record_into`] when the instances in `hooked` have a filter or
+    /// triggers for the event: judges the event in each (on its values: nothing is
+    /// encoded before that) and returns the instances of `mask` left to record it.
+    /// With triggers to run, records it first and runs them, and returns none.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments, reason = "the record path's state, kept in registers")]
+    fn apply_hooks(
+        &self,
+        section: &SectionGuard<'_>,
+        cpu: usize,
+        mask: u64,
+        hooked: u64,
+        descriptor: &EventDescriptor,
+        len: usize,
+        payload: &dyn Payload,
+    ) -> u64 {
+        let mut record = mask & !hooked;
+        let mut rest = hooked;
+        while rest != 0 {
+            let slot = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            if self.admits(section, slot, descriptor, payload) {
+                record |= 1 << slot;
+            }
+        }
+        let triggered = descriptor.triggered_mask() & mask;
+        if triggered == 0 {
+            return record;
+        }
+        // The event is recorded before its triggers act.
+        if record != 0 {
+            self.record_admitted(section, cpu, record, descriptor, len, payload);
+        }
+        self.fire_triggers(section, cpu, triggered, descriptor, payload);
+        0
+    }
+
+    /// [`Tracer::record_each`] for the instances that admitted an event with
+    /// triggers, before the triggers run.
     #[inline(never)]
-    fn record_with_hooks(
+    fn record_admitted(
         &self,
         section: &SectionGuard<'_>,
         cpu: usize,
@@ -374,13 +415,72 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         len: usize,
         payload: &dyn Payload,
     ) {
-        self.record_each::<true>(section, cpu, mask, descriptor, len, payload);
+        self.record_each(section, cpu, mask, descriptor, len, payload);
     }
 
-    /// Records the event into each instance of `mask`; with `HOOKS`, those with a
-    /// filter or triggers for it go through [`Tracer::record_hooked`].
+    /// Whether the instance in `slot`, which has a filter or triggers for the event,
+    /// records it: the event is not enabled there for its triggers only, and the
+    /// filter passes.
     #[inline(always)]
-    fn record_each<const HOOKS: bool>(
+    fn admits(
+        &self,
+        section: &SectionGuard<'_>,
+        slot: usize,
+        descriptor: &EventDescriptor,
+        payload: &dyn Payload,
+    ) -> bool {
+        if !descriptor.recording_in(slot) {
+            return false;
+        }
+        // No hooks (the table changed since the bit was read): recorded as without.
+        let filter = self.hooks_in(section, slot, descriptor).and_then(|h| h.filter.as_deref());
+        filter.is_none_or(|f| payload.passes(f))
+    }
+
+    /// Runs the triggers of the event in each instance of `mask`.
+    #[cold]
+    #[inline(never)]
+    fn fire_triggers(
+        &self,
+        section: &SectionGuard<'_>,
+        cpu: usize,
+        mut mask: u64,
+        descriptor: &EventDescriptor,
+        payload: &dyn Payload,
+    ) {
+        let cpu_bit = 1u64.checked_shl(cpu as u32).unwrap_or(0);
+        while mask != 0 {
+            let slot = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            // A CPU outside the instance's cpumask: no trigger.
+            if self.cpumask[slot].load(Relaxed) & cpu_bit == 0 && cpu_bit != 0 {
+                continue;
+            }
+            let (Some(recorder), Some(hooks)) =
+                (self.slots[slot].read(section), self.hooks_in(section, slot, descriptor))
+            else {
+                continue;
+            };
+            let target = FireTarget { tracer: self, section, cpu, slot, recorder };
+            hooks.triggers.iter().for_each(|trigger| trigger.fire(payload, &target));
+        }
+    }
+
+    /// The hooks of `slot`'s instance for `descriptor`, as writers reach them.
+    #[inline(always)]
+    fn hooks_in<'a>(
+        &'a self,
+        section: &'a SectionGuard<'_>,
+        slot: usize,
+        descriptor: &EventDescriptor,
+    ) -> Option<&'a EventHooks> {
+        let table = self.hooks[slot].read(section)?;
+        table.get(self.index_of(descriptor)?)?.as_deref()
+    }
+
+    /// Records the event into each instance of `mask`.
+    #[inline(always)]
+    fn record_each(
         &self,
         section: &SectionGuard<'_>,
         cpu: usize,
@@ -390,7 +490,6 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         payload: &dyn Payload,
     ) {
         let id = descriptor.id();
-        let hooked = if HOOKS { descriptor.hooked_mask() } else { 0 };
         let cpu_bit = 1u64.checked_shl(cpu as u32).unwrap_or(0);
         while mask != 0 {
             let slot = mask.trailing_zeros() as usize;
@@ -399,55 +498,11 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
             if self.cpumask[slot].load(Relaxed) & cpu_bit == 0 && cpu_bit != 0 {
                 continue;
             }
-            if HOOKS && hooked & (1 << slot) != 0 {
-                if len <= 64 {
-                    self.record_hooked::<64>(section, cpu, slot, descriptor, payload);
-                } else {
-                    self.record_hooked::<MAX_EVENT_PAYLOAD>(
-                        section, cpu, slot, descriptor, payload,
-                    );
-                }
-                continue;
-            }
             if let Some(recorder) = self.slots[slot].read(section) {
                 let fill = |w: &mut RecordWriter<'_>| payload.write(w);
                 // Refusals and drops are counted by the ring; `Off` is not an error.
                 let _ = recorder.write_in(section, cpu, id, len, MAX_EVENT_PAYLOAD, fill);
             }
-        }
-    }
-
-    /// Records an event into an instance with a filter or triggers for it: encodes
-    /// the payload (of at most `N` bytes) once on the stack, records it if the filter
-    /// passes (and the event is not enabled for its triggers only), then runs the
-    /// triggers.
-    fn record_hooked<const N: usize>(
-        &self,
-        section: &SectionGuard<'_>,
-        cpu: usize,
-        slot: usize,
-        descriptor: &EventDescriptor,
-        payload: &dyn Payload,
-    ) {
-        let Some(recorder) = self.slots[slot].read(section) else { return };
-        let mut buf = [0u8; N];
-        let mut encoder = Encoder::new(&mut buf);
-        payload.encode(&mut encoder);
-        let bytes = encoder.bytes();
-        let hooks = self.hooks[slot]
-            .read(section)
-            .zip(self.index_of(descriptor))
-            .and_then(|(table, index)| table.get(index)?.as_deref());
-        let filter = hooks.and_then(|h| h.filter.as_deref());
-        if descriptor.recording_in(slot) && filter.is_none_or(|f| f.matches(bytes)) {
-            let fill = |w: &mut RecordWriter<'_>| w.put(bytes);
-            let _ =
-                recorder.write_in(section, cpu, descriptor.id(), bytes.len(), bytes.len(), fill);
-        }
-        let triggers = hooks.map_or(&[][..], |h| &h.triggers);
-        if !triggers.is_empty() {
-            let target = FireTarget { tracer: self, section, cpu, slot, recorder };
-            triggers.iter().for_each(|trigger| trigger.fire(bytes, &target));
         }
     }
 

@@ -24,6 +24,7 @@
 //! with the frames the platform's unwinder gives ([`crate::Platform::stack_trace`];
 //! none without one).
 
+use crate::dispatch::Payload;
 use crate::event::{DescriptorKind, EventDescriptor};
 use crate::field::{Field, FieldKind};
 use crate::filter::{Filter, FilterReason};
@@ -325,8 +326,8 @@ impl Trigger {
     }
 
     /// Runs the trigger for an event with `payload` fired in `target`.
-    pub(crate) fn fire(&self, payload: &[u8], target: &impl Target) {
-        if self.filter.as_ref().is_some_and(|f| !f.matches(payload)) {
+    pub(crate) fn fire(&self, payload: &dyn Payload, target: &impl Target) {
+        if self.filter.as_ref().is_some_and(|f| !payload.passes(f)) {
             return;
         }
         match self.action {

@@ -1,6 +1,8 @@
 //! Event filters: the syntax, every operator on every field kind, errors with their
 //! positions, and a property test against a direct evaluation of random expressions.
 
+use crate::dispatch::Payload;
+use crate::event::Encode;
 use crate::field::{Encoder, Field, FieldKind, FieldValue};
 use crate::filter::{Filter, FilterError, FilterReason, MAX_FILTER_LEN, MAX_PREDICATES};
 use crate::{DescriptorKind, EventDescriptor};
@@ -35,8 +37,26 @@ fn payload(a: u32, b: i16, s: &str, c: u64) -> Vec<u8> {
     e.bytes().to_vec()
 }
 
+/// The arguments of a tracepoint with [`FIELDS`], as the tracer hands them to filters
+/// before encoding.
+type Decl = (u32, i16, &'static str, u64, bool, char, [u8; 2]);
+
+/// Whether `filter` passes the arguments `a, b, s, c` (and the constant rest) as a
+/// tracepoint's filter judges them (typed), asserting that the encoded payload gets
+/// the same verdict.
+fn judge(filter: &Filter, a: u32, b: i16, s: &str, c: u64) -> bool {
+    let typed = Encode::<_, Decl>::new((a, b, s, c, true, 'x', [1u8, 2]));
+    let verdict = typed.passes(filter);
+    assert_eq!(
+        verdict,
+        filter.matches(&payload(a, b, s, c)),
+        "{filter} on a={a} b={b} s={s:?} c={c}"
+    );
+    verdict
+}
+
 fn passes(filter: &str, a: u32, b: i16, s: &str, c: u64) -> bool {
-    Filter::compile(FIELDS, filter).unwrap().matches(&payload(a, b, s, c))
+    judge(&Filter::compile(FIELDS, filter).unwrap(), a, b, s, c)
 }
 
 fn refused(filter: &str) -> FilterError {
@@ -281,11 +301,24 @@ impl Expr {
     }
 }
 
+/// Small values (likely to be equal to an operand) and the extremes of each type.
+fn a_value() -> impl Strategy<Value = u32> {
+    prop_oneof![0u32..6, Just(u32::MAX), Just(u32::MAX - 1), any::<u32>()]
+}
+
+fn b_value() -> impl Strategy<Value = i16> {
+    prop_oneof![-3i16..3, Just(i16::MIN), Just(i16::MAX), any::<i16>()]
+}
+
+fn c_value() -> impl Strategy<Value = u64> {
+    prop_oneof![0u64..6, Just(u64::MAX), Just(1 << 63), any::<u64>()]
+}
+
 fn expr() -> impl Strategy<Value = Expr> {
     let leaf = prop_oneof![
-        (prop::sample::select(&INT_OPS[..]), 0u32..6).prop_map(|(op, x)| Expr::A(op, x)),
-        (prop::sample::select(&INT_OPS[..]), -3i16..3).prop_map(|(op, x)| Expr::B(op, x)),
-        (prop::sample::select(&INT_OPS[..]), 0u64..6).prop_map(|(op, x)| Expr::C(op, x)),
+        (prop::sample::select(&INT_OPS[..]), a_value()).prop_map(|(op, x)| Expr::A(op, x)),
+        (prop::sample::select(&INT_OPS[..]), b_value()).prop_map(|(op, x)| Expr::B(op, x)),
+        (prop::sample::select(&INT_OPS[..]), c_value()).prop_map(|(op, x)| Expr::C(op, x)),
         (prop::sample::select(&STR_OPS[..]), prop::sample::select(&STRINGS[..]))
             .prop_map(|(op, x)| Expr::S(op, x)),
     ];
@@ -309,14 +342,14 @@ proptest! {
     fn filter_agrees_with_direct_evaluation(
         e in expr(),
         values in prop::collection::vec(
-            (0u32..6, -3i16..3, prop::sample::select(&STRINGS[..3]), 0u64..6), 8),
+            (a_value(), b_value(), prop::sample::select(&STRINGS[..3]), c_value()), 8),
     ) {
         let mut text = String::new();
         e.text(&mut text);
         let filter = Filter::compile(FIELDS, &text).unwrap();
         for (a, b, s, c) in values {
             prop_assert_eq!(
-                filter.matches(&payload(a, b, s, c)), e.eval(a, b, s, c),
+                judge(&filter, a, b, s, c), e.eval(a, b, s, c),
                 "{} with a={} b={} s={:?} c={}", text, a, b, s, c
             );
         }
@@ -333,6 +366,26 @@ proptest! {
                 prop_assert_eq!(f.text(), text.trim());
             }
             Err(e) => prop_assert!(e.pos <= text.len(), "{:?} for {:?}", e, text),
+        }
+    }
+}
+
+#[test]
+fn filter_integer_comparisons_hold_at_the_extremes() {
+    let unsigned = [0, 1, 2, u64::MAX / 2, 1 << 63, u64::MAX - 1, u64::MAX];
+    let signed = [i16::MIN, i16::MIN + 1, -2, -1, 0, 1, i16::MAX - 1, i16::MAX];
+    for op in INT_OPS {
+        for &x in &unsigned {
+            let filter = Filter::compile(FIELDS, &format!("c {op} {x}")).unwrap();
+            for &c in &unsigned {
+                assert_eq!(judge(&filter, 0, 0, "", c), int_op(op, c, x), "c={c} {op} {x}");
+            }
+        }
+        for &x in &signed {
+            let filter = Filter::compile(FIELDS, &format!("b {op} {x}")).unwrap();
+            for &b in &signed {
+                assert_eq!(judge(&filter, 0, b, "", 0), int_op(op, b, x), "b={b} {op} {x}");
+            }
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Triggers (parsing, read-back, counts, each action) and filters and triggers wired
 //! into the tracer's instances.
 
+use crate::event::Encode;
 use crate::field::{Field, FieldKind};
 use crate::trigger::{Action, Target, Trigger, TriggerCommand, TriggerError, TriggerReason};
 use crate::{
@@ -116,8 +117,9 @@ impl Target for Mock {
     }
 }
 
-fn n(v: u32) -> [u8; 4] {
-    v.to_le_bytes()
+/// The arguments of an event with [`N_FIELDS`].
+fn n(v: u32) -> Encode<(u32,), (u32,)> {
+    Encode::new((v,))
 }
 
 #[test]
