@@ -1,6 +1,5 @@
 //! The commands of the shell.
 
-use super::parse::Redirect;
 use super::pipe::Output;
 use super::tracefs::{self, File, Node};
 use super::{Command, CommandError, Shell};
@@ -13,6 +12,7 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::Write;
+use shell_core::parse::Redirect;
 use trace::Mode;
 
 /// Every command, in the order `help` lists them.

@@ -2,17 +2,15 @@
 //! commands, over a tracefs-like tree of the tracer's instances.
 
 mod commands;
-mod line;
-mod parse;
 mod pipe;
 pub mod tracefs;
 
 use crate::{print, println, serial};
 use alloc::string::String;
 use alloc::vec::Vec;
-use line::{Input, LineEditor, MAX_LINE};
-use parse::{CommandLine, Redirect};
 use pipe::{Output, Stopped};
+use shell_core::line::{Input, LineEditor, MAX_LINE};
+use shell_core::parse::{self, CommandLine, Redirect};
 
 /// Why a command failed; printed as `NAME: MESSAGE`.
 pub enum CommandError {

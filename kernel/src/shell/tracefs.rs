@@ -5,9 +5,10 @@
 use crate::tracing::{self, KernelPlatform};
 use alloc::collections::VecDeque;
 use alloc::format;
-use alloc::string::{String, ToString};
+use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::{self, Write};
+use shell_core::path::normalize;
 use trace::{
     DescriptorKind, EventDescriptor, HookError, Instance, InstanceConfig, InstanceError, Mode,
     Tracer,
@@ -257,22 +258,6 @@ pub struct Located {
 /// The tracer, or the error every tracefs operation gives without one.
 pub fn tracer() -> Result<&'static Tracer<KernelPlatform>, FsError> {
     tracing::tracer().ok_or(FsError::NoTracer)
-}
-
-/// Joins `path` to `cwd` and removes `.`, `..` and empty components.
-pub fn normalize(cwd: &str, path: &str) -> Vec<String> {
-    let mut parts: Vec<String> = Vec::new();
-    let joined = if path.starts_with('/') { path.to_string() } else { format!("{cwd}/{path}") };
-    for part in joined.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                parts.pop();
-            }
-            part => parts.push(part.to_string()),
-        }
-    }
-    parts
 }
 
 /// The events of the tracer that tracefs shows (printk sites are not events).

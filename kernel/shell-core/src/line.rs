@@ -61,6 +61,12 @@ pub struct LineEditor {
     submitted: String,
 }
 
+impl Default for LineEditor {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl LineEditor {
     /// An empty line and history.
     pub fn new() -> Self {
@@ -286,5 +292,87 @@ impl LineEditor {
             }
             _ => Input::Pending,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::string::ToString;
+    use alloc::vec;
+
+    /// Feeds `bytes` to `editor`, returning what the last byte amounted to (as an
+    /// owned line) and the echo.
+    fn feed(editor: &mut LineEditor, bytes: &[u8]) -> (Option<String>, String) {
+        let mut echo = String::new();
+        let complete = |line: &str| -> Vec<String> {
+            ["cat", "cd", "echo"]
+                .iter()
+                .filter(|c| c.starts_with(line))
+                .map(|c| c.to_string())
+                .collect()
+        };
+        let mut last = None;
+        for &byte in bytes {
+            last = match editor.feed(byte, &mut echo, &complete, "$ ") {
+                Input::Line(line) => Some(line.to_string()),
+                Input::Cancelled => Some("<cancelled>".into()),
+                Input::TooLong => Some("<too long>".into()),
+                Input::Pending => None,
+            };
+        }
+        (last, echo)
+    }
+
+    fn line(bytes: &[u8]) -> Option<String> {
+        feed(&mut LineEditor::new(), bytes).0
+    }
+
+    #[test]
+    fn typing_and_editing() {
+        assert_eq!(line(b"uptime\r").as_deref(), Some("uptime"));
+        assert_eq!(line(b"uptx\x7fime\n").as_deref(), Some("uptime"));
+        // Left twice, insert, right, end of line.
+        assert_eq!(line(b"ac\x1b[D\x1b[Db\r").as_deref(), Some("bac"));
+        assert_eq!(line(b"ac\x1b[Db\x1b[Cd\r").as_deref(), Some("abcd"));
+        // Ctrl-W erases the word before the cursor; Ctrl-U the line.
+        assert_eq!(line(b"echo hello\x17world\r").as_deref(), Some("echo world"));
+        assert_eq!(line(b"junk\x15ls\r").as_deref(), Some("ls"));
+        assert_eq!(line(b"cat tr\x03").as_deref(), Some("<cancelled>"));
+    }
+
+    #[test]
+    fn crlf_is_one_line_end_and_bytes_beyond_ascii_ring_the_bell() {
+        let mut editor = LineEditor::new();
+        assert_eq!(feed(&mut editor, b"a\r").0.as_deref(), Some("a"));
+        // The LF of a CRLF submits nothing more.
+        assert_eq!(feed(&mut editor, b"\n").0, None);
+        let (got, echo) = feed(&mut editor, "é\r".as_bytes());
+        assert_eq!(got.as_deref(), Some(""));
+        assert!(echo.contains('\x07'), "{echo:?}");
+    }
+
+    #[test]
+    fn history_and_completion() {
+        let mut editor = LineEditor::new();
+        feed(&mut editor, b"first\r");
+        feed(&mut editor, b"second\r");
+        assert_eq!(feed(&mut editor, b"\x1b[A\x1b[A\r").0.as_deref(), Some("first"));
+        assert_eq!(feed(&mut editor, b"\x1b[A\x1b[B\r").0.as_deref(), Some(""));
+        assert_eq!(feed(&mut editor, b"ec\t\r").0.as_deref(), Some("echo "));
+        // Two candidates: listed, the line kept.
+        let (got, echo) = feed(&mut editor, b"c\t\r");
+        assert_eq!(got.as_deref(), Some("c"));
+        assert!(echo.contains("cat") && echo.contains("cd"), "{echo:?}");
+    }
+
+    #[test]
+    fn a_line_over_the_limit_is_discarded() {
+        let mut bytes = vec![b'x'; MAX_LINE + 1];
+        bytes.push(b'\r');
+        assert_eq!(line(&bytes).as_deref(), Some("<too long>"));
+        let mut bytes = vec![b'y'; MAX_LINE];
+        bytes.push(b'\r');
+        assert_eq!(line(&bytes).map(|l| l.len()), Some(MAX_LINE));
     }
 }

@@ -106,3 +106,50 @@ pub fn parse(line: &str) -> Result<CommandLine, &'static str> {
     }
     Ok(CommandLine { words, redirect, pipeline })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::string::ToString;
+    use alloc::vec;
+
+    fn words(line: &str) -> Vec<String> {
+        parse(line).unwrap().words
+    }
+
+    #[test]
+    fn words_split_on_blanks_and_quotes_hold_them_together() {
+        assert_eq!(words("  echo   hello  "), ["echo", "hello"]);
+        assert_eq!(words("echo 'a b' \"c d\" e'f g'h"), ["echo", "a b", "c d", "ef gh"]);
+        assert_eq!(words(r#"echo "say \"hi\" \\ \n""#), ["echo", r#"say "hi" \ \n"#]);
+        assert_eq!(words("echo 'x > y | z'"), ["echo", "x > y | z"]);
+        assert!(words("").is_empty());
+    }
+
+    #[test]
+    fn redirections_and_pipes() {
+        let line = parse("echo 1 > tracing_on").unwrap();
+        assert_eq!(line.words, ["echo", "1"]);
+        assert_eq!(line.redirect, Some(Redirect { path: "tracing_on".to_string(), append: false }));
+        let line = parse("echo irq:*>>set_event").unwrap();
+        assert_eq!(line.redirect, Some(Redirect { path: "set_event".to_string(), append: true }));
+        let line = parse("cat trace | grep -v tick | head -n 3").unwrap();
+        assert_eq!(line.words, ["cat", "trace"]);
+        assert_eq!(line.pipeline, [vec!["grep", "-v", "tick"], vec!["head", "-n", "3"]]);
+    }
+
+    #[test]
+    fn bad_lines_name_the_rule() {
+        let error = |line| parse(line).unwrap_err();
+        assert_eq!(error("echo 'open"), "syntax error: unterminated quote");
+        assert_eq!(error("echo \"open"), "syntax error: unterminated quote");
+        assert_eq!(error("echo x >"), "syntax error: missing file after redirection");
+        assert_eq!(error("echo x > a > b"), "syntax error: more than one redirection");
+        assert_eq!(error("| head"), "syntax error: empty command before '|'");
+        assert_eq!(error("cat trace |"), "syntax error: empty command after '|'");
+        assert_eq!(error("cat trace | | head"), "syntax error: empty command before '|'");
+        let both = "syntax error: a command cannot both redirect and pipe";
+        assert_eq!(error("cat trace > f | head"), both);
+        assert_eq!(error("cat trace | head > f"), both);
+    }
+}

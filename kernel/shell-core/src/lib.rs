@@ -1,0 +1,13 @@
+//! The kernel shell's pure logic, kept apart from the kernel so it is unit-tested on
+//! the host: the line editor ([`line`]), the command-line parser ([`parse`]) and
+//! path normalisation ([`path`]). No I/O: the kernel feeds bytes in and writes what
+//! comes out to the serial console.
+#![no_std]
+
+extern crate alloc;
+#[cfg(test)]
+extern crate std;
+
+pub mod line;
+pub mod parse;
+pub mod path;
