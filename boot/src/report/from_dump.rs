@@ -112,6 +112,7 @@ pub fn traces(dump: &Dump) -> Vec<Trace> {
                 cpus,
                 descriptors: descriptors.clone(),
                 events,
+                skipped: instance.skipped,
                 stats,
                 panic: panic.clone(),
             }

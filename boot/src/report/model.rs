@@ -20,6 +20,8 @@ pub struct Trace {
     pub descriptors: BTreeMap<u16, Descriptor>,
     /// All events, merged in timestamp order (ties: lower CPU first).
     pub events: Vec<Event>,
+    /// Older records the kernel left out of the dump (`dump last N`).
+    pub skipped: u64,
     /// One entry per CPU, index = CPU.
     pub stats: Vec<CpuStats>,
     /// The panic that produced the dump; `None` for a live `dump`.

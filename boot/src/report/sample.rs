@@ -134,6 +134,7 @@ pub fn sample() -> Trace {
         cpus: 2,
         descriptors,
         events,
+        skipped: 0,
         stats,
         panic: Some(PanicInfo {
             cpu: 1,

@@ -36,11 +36,23 @@ pub fn write_text(trace: &Trace, out: &mut impl Write) -> io::Result<()> {
         .fold((0u64, 0u64), |(e, w), s| (e.saturating_add(s.entries), w.saturating_add(s.written)));
     let listed = trace.events.len() as u64;
     writeln!(out, "# entries-in-buffer/entries-written: {listed}/{}", written.max(listed))?;
+    // Of those left out, the kernel's cap (`dump last N`) says how many it skipped;
+    // the rest went with damaged chunks.
+    let capped = match trace.skipped {
+        0 => String::new(),
+        n => format!("; its `last N` cap skipped {n}"),
+    };
     if entries > listed {
         writeln!(
             out,
-            "# (the dump leaves out {} of the {entries} entries in the buffer)",
+            "# (the dump leaves out {} of the {entries} entries in the buffer{capped})",
             entries - listed
+        )?;
+    } else if trace.skipped > 0 {
+        writeln!(
+            out,
+            "# (the dump leaves out {} older records by its `last N` cap)",
+            trace.skipped
         )?;
     }
     if let Some(p) = &trace.panic {
