@@ -9,7 +9,7 @@ use std::process::{Command, Output, Stdio};
 
 /// A serial log captured from `cargo run` (4 CPUs): events enabled, a few shell
 /// commands and markers, then `panic`.
-const PANIC_LOG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/panic-serial.txt");
+const PANIC_LOG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/panic-timeline.log");
 const PROTO_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
 
 fn boot(args: &[&str]) -> Output {
@@ -92,7 +92,7 @@ fn protoc_reads_a_real_panic_with_perfettos_field_numbers() {
         }
     }
     assert!(defined["event_names {"].contains(&"\"irq vector=48\""), "{defined:?}");
-    assert!(defined["event_names {"].contains(&"\"timer:tick\""), "{defined:?}");
+    assert!(defined["event_names {"].contains(&"\"serial:rx\""), "{defined:?}");
 
     // The same slices and instants as the JSON.
     let json = boot(&["report", "--format", "perfetto", PANIC_LOG]);
@@ -105,6 +105,12 @@ fn protoc_reads_a_real_panic_with_perfettos_field_numbers() {
     assert_eq!(kind("TYPE_SLICE_BEGIN"), count("X"));
     assert_eq!(kind("TYPE_SLICE_END"), count("X"));
     assert_eq!(kind("TYPE_INSTANT"), count("i"));
+    // Each tick's two fields are two counter values (one counter track each).
+    assert!(count("C") > 100, "the ticks are counters");
+    assert_eq!(kind("TYPE_COUNTER"), 2 * count("C"));
+    assert_eq!(values(&decoded, "counter_value").len(), 2 * count("C"));
+    let counter_tracks = decoded.matches("counter {").count();
+    assert_eq!(counter_tracks, 2 * 4, "a track per CPU and field: {counter_tracks}");
     assert!(
         bytes.len() < json.stdout.len() / 2,
         "{} vs {} bytes of JSON",

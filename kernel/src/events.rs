@@ -1,16 +1,20 @@
 //! The kernel's tracepoints, by subsystem (Linux keeps these in
 //! `include/trace/events/`). Each is found by the tracer at boot through the
-//! `trace_events` linker section.
+//! `trace_events` linker section. Interrupt handlers and shell commands are slices
+//! on a timeline (`begin`/`end`), timer ticks a counter.
 
 trace::event! {
     /// A device or IPI interrupt handler starts.
-    pub IRQ_ENTRY = "irq":"irq_handler_entry" { vector: u8 } => "vector={vector}";
+    pub IRQ_ENTRY = "irq":"irq_handler_entry" { vector: u8 } => "vector={vector}",
+        begin "irq" key vector;
     /// A device or IPI interrupt handler returns.
-    pub IRQ_EXIT = "irq":"irq_handler_exit" { vector: u8 } => "vector={vector}";
+    pub IRQ_EXIT = "irq":"irq_handler_exit" { vector: u8 } => "vector={vector}",
+        end "irq" key vector;
     /// A non-maskable interrupt arrived.
     pub NMI = "irq":"nmi" { stopping: bool } => "stopping={stopping}";
     /// A CPU's periodic timer interrupt, with the time since its previous one.
-    pub TIMER_TICK = "timer":"tick" { tick: u64, interval_ns: u64 } => "tick={tick} interval={interval_ns}ns";
+    pub TIMER_TICK = "timer":"tick" { tick: u64, interval_ns: u64 } => "tick={tick} interval={interval_ns}ns",
+        counter;
     /// A byte arrived on the serial line.
     pub SERIAL_RX = "serial":"rx" { byte: u8 } => "byte={byte:#x}";
     /// The UART reported a receive overrun (input lost in the hardware).
@@ -27,7 +31,7 @@ trace::event! {
     /// An inter-processor interrupt was sent.
     pub IPI_SEND = "smp":"ipi_send" { target_apic: u32, kind: &str } => "target_apic={target_apic} kind={kind}";
     /// The shell starts a command.
-    pub SHELL_COMMAND = "shell":"command" { line: &str } => "{line}";
+    pub SHELL_COMMAND = "shell":"command" { line: &str } => "{line}", begin "command";
     /// The `bench` command's event (two integers, the shape the benchmarks measure).
     pub BENCH = "bench":"event" { a: u64, b: u64 } => "a={a} b={b}";
     /// A `stress` command event: the writer's local APIC id, where it was written
@@ -37,5 +41,6 @@ trace::event! {
     /// hex (shown as Linux shows raw markers).
     pub RAW_DATA = "ftrace":"raw_data" { id: u32, buf: &str } => "# {id:x} buf:{buf}";
     /// The shell finished a command.
-    pub SHELL_DONE = "shell":"command_done" { ok: bool, duration_ns: u64 } => "ok={ok} duration={duration_ns}ns";
+    pub SHELL_DONE = "shell":"command_done" { ok: bool, duration_ns: u64 } => "ok={ok} duration={duration_ns}ns",
+        end "command";
 }

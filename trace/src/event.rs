@@ -26,6 +26,32 @@ pub enum DescriptorKind {
     Printk,
 }
 
+/// What an event is on a timeline (Perfetto draws it so). `S` is the string type:
+/// `&'static str` in a descriptor, `String` where a dump's reader owns it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Timeline<S = &'static str> {
+    /// A moment (the default).
+    #[default]
+    Instant,
+    /// Begins a slice named `label`, ended by the next event on the same CPU that
+    /// ends `label` with the same value of field `key` (if given); slices nest.
+    Begin {
+        /// The slice's kind, shared by the begin and end events.
+        label: S,
+        /// A field both events have, whose values must match.
+        key: Option<S>,
+    },
+    /// Ends the slice `label` (see [`Timeline::Begin`]).
+    End {
+        /// The slice's kind.
+        label: S,
+        /// The field whose value must match the begin's.
+        key: Option<S>,
+    },
+    /// Its integer fields are counters: each a value over time, per CPU.
+    Counter,
+}
+
 /// A static description of an event: who it is, its fields, how to print it, and
 /// which instances record it.
 #[derive(Debug)]
@@ -40,6 +66,9 @@ pub struct EventDescriptor {
     pub fields: &'static [Field<'static>],
     /// Tracepoint or printk call site.
     pub kind: DescriptorKind,
+    /// What the event is on a timeline (an instant, a slice's begin or end, a
+    /// counter), for tools that draw one.
+    pub timeline: Timeline,
     /// Record id, assigned at boot by [`crate::Tracer`] (0: not yet).
     id: AtomicU16,
     /// Bit `s` set: the event fires in the instance in slot `s` (records, or runs
@@ -70,12 +99,19 @@ impl EventDescriptor {
             format,
             fields,
             kind,
+            timeline: Timeline::Instant,
             id: AtomicU16::new(0),
             enabled: AtomicU64::new(0),
             hooked: AtomicU64::new(0),
             triggered: AtomicU64::new(0),
             soft: AtomicU64::new(0),
         }
+    }
+
+    /// The descriptor, drawn as `timeline` on a timeline.
+    pub const fn on_timeline(mut self, timeline: Timeline) -> Self {
+        self.timeline = timeline;
+        self
     }
 
     /// The record id (0 until the tracer numbered it).
@@ -389,12 +425,20 @@ impl<T: Args<A>, A> Fields for Encode<T, A> {
     }
 }
 
-/// Declares a tracepoint.
+/// Declares a tracepoint. After its format it may say what it is on a timeline
+/// ([`Timeline`]): `begin "LABEL"` / `end "LABEL"`, optionally `key FIELD` (the two
+/// events of a slice), or `counter`.
 ///
 /// ```text
 /// trace::event! {
 ///     /// An interrupt handler starts.
-///     pub IRQ_ENTRY = "irq":"irq_handler_entry" { vector: u8 } => "vector={vector}";
+///     pub IRQ_ENTRY = "irq":"irq_handler_entry" { vector: u8 } => "vector={vector}",
+///         begin "irq" key vector;
+///     /// It returns.
+///     pub IRQ_EXIT = "irq":"irq_handler_exit" { vector: u8 } => "vector={vector}",
+///         end "irq" key vector;
+///     /// A queue's depth, drawn as a counter.
+///     pub DEPTH = "net":"queue" { depth: u32 } => "depth={depth}", counter;
 /// }
 /// trace::emit!(IRQ_ENTRY, vector);
 /// ```
@@ -403,7 +447,7 @@ macro_rules! event {
     ($(
         $(#[$meta:meta])*
         $vis:vis $ident:ident = $system:literal : $name:literal { $($field:ident : $ty:ty),* $(,)? }
-            => $format:literal;
+            => $format:literal $(, $timeline:ident $($label:literal $(key $key:ident)?)?)?;
     )*) => {$(
         $(#[$meta])*
         $vis static $ident: $crate::Event<($($ty,)*)> = $crate::Event::new($crate::EventDescriptor::new(
@@ -412,13 +456,39 @@ macro_rules! event {
             $format,
             &[$($crate::Field { name: stringify!($field), kind: <$ty as $crate::FieldValue>::KIND }),*],
             $crate::DescriptorKind::Event,
-        ));
+        ).on_timeline($crate::timeline!($($timeline $($label $(key $key)?)?)?)));
         const _: () = {
             #[used]
             #[unsafe(link_section = "trace_events")]
             static DESCRIPTOR: &$crate::EventDescriptor = $ident.descriptor();
         };
     )*};
+}
+
+/// The [`Timeline`] an [`event!`](crate::event) declares after its format:
+/// nothing (an instant), `begin "LABEL"`, `end "LABEL"` (each optionally followed by
+/// `key FIELD`), or `counter`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! timeline {
+    () => {
+        $crate::Timeline::Instant
+    };
+    (counter) => {
+        $crate::Timeline::Counter
+    };
+    (begin $label:literal $(key $key:ident)?) => {
+        $crate::Timeline::Begin { label: $label, key: $crate::timeline!(@key $($key)?) }
+    };
+    (end $label:literal $(key $key:ident)?) => {
+        $crate::Timeline::End { label: $label, key: $crate::timeline!(@key $($key)?) }
+    };
+    (@key) => {
+        None
+    };
+    (@key $key:ident) => {
+        Some(stringify!($key))
+    };
 }
 
 /// The descriptors the linker collected in the `trace_events` section of the

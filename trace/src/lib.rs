@@ -93,7 +93,9 @@ pub use buffer::{Buffer, Config};
 pub use context::{Activity, Context};
 pub use dispatch::{Dispatch, Payload, install};
 pub use error::{Error, WriteError};
-pub use event::{Args, DescriptorKind, Event, EventDescriptor, FieldArg, MAX_EVENT_PAYLOAD, glob};
+pub use event::{
+    Args, DescriptorKind, Event, EventDescriptor, FieldArg, MAX_EVENT_PAYLOAD, Timeline, glob,
+};
 pub use field::{DecodeError, Decoder, Encoder, Field, FieldKind, FieldValue, Sink, Value};
 pub use filter::{Filter, FilterError, FilterReason, MAX_FILTER_LEN, MAX_PREDICATES};
 pub use instance::{HookError, Instance, InstanceConfig, InstanceError, MAX_NAME};

@@ -410,3 +410,45 @@ proptest! {
         prop_assert_eq!(got, sample.records);
     }
 }
+
+trace::event! {
+    /// A test slice's begin.
+    pub OPEN = "io":"open" { fd: u32 } => "fd={fd}", begin "io" key fd;
+    /// Its end.
+    pub CLOSE = "io":"close" { fd: u32 } => "fd={fd}", end "io" key fd;
+    /// A test counter.
+    pub DEPTH = "io":"depth" { depth: u64 } => "depth={depth}", counter;
+    /// A plain event.
+    pub NOTE = "io":"note" { n: u8 } => "n={n}";
+}
+
+#[test]
+fn descriptors_carry_their_timeline_through_a_dump() {
+    use trace::Timeline;
+    let mut out = String::new();
+    let mut writer = DumpWriter::begin(|line: &str| {
+        out.push_str(line);
+        out.push('\n');
+    });
+    writer.header(1, None);
+    for (id, event) in [
+        (1, OPEN.descriptor()),
+        (2, CLOSE.descriptor()),
+        (3, DEPTH.descriptor()),
+        (4, NOTE.descriptor()),
+    ] {
+        writer.descriptor_as(id, event);
+    }
+    writer.finish();
+    let d = &dump::parse(&out)[0];
+    assert!(d.problems.is_empty(), "{:?}", d.problems);
+    let key = Some("fd".to_string());
+    assert_eq!(
+        d.descriptors[&1].timeline,
+        Timeline::Begin { label: "io".into(), key: key.clone() }
+    );
+    assert_eq!(d.descriptors[&2].timeline, Timeline::End { label: "io".into(), key });
+    assert_eq!(d.descriptors[&3].timeline, Timeline::Counter);
+    assert_eq!(d.descriptors[&4].timeline, Timeline::Instant);
+    assert_eq!(OPEN.descriptor().timeline, Timeline::Begin { label: "io", key: Some("fd") });
+}

@@ -589,6 +589,7 @@ mod tests {
                 .iter()
                 .map(|n| FieldDesc { name: n.to_string(), kind: FieldKind::U8 })
                 .collect(),
+            timeline: Default::default(),
         };
         t.descriptors.insert(7, odd);
         // A descriptor whose own id disagrees with its key: the key wins.

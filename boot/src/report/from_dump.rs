@@ -28,6 +28,7 @@ fn descriptor(d: &DumpDescriptor) -> Descriptor {
             .iter()
             .map(|(name, kind)| FieldDesc { name: name.clone(), kind: *kind })
             .collect(),
+        timeline: d.timeline.clone(),
     }
 }
 

@@ -41,7 +41,12 @@ pub struct Descriptor {
     pub format: String,
     /// The event's fields, in record order.
     pub fields: Vec<FieldDesc>,
+    /// What the event is on a timeline, as its `event!` declared.
+    pub timeline: Timeline,
 }
+
+/// A descriptor's timeline role (the dump's own, its strings owned).
+pub type Timeline = trace::Timeline<String>;
 
 /// One field of a descriptor.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,10 +3,12 @@
 //! One process "kernel" (pid 0; several buffers: one process each, see
 //! [`perfetto_json_of`]) with one thread track per CPU (tid = CPU, named
 //! `cpuN`). Paired events become slices (`"ph":"X"` with a duration) on their CPU's
-//! track: `irq:irq_handler_entry`/`irq:irq_handler_exit` with the same vector, and
-//! `shell:command`/`shell:command_done`; a slice is named after its kind and the
-//! begin event's text (`irq vector=48`, `command ls`) and carries both events'
-//! fields. A begin is paired with the nearest later end of the same CPU and key,
+//! track: the events an `event!` declares `begin "LABEL"` and `end "LABEL"`
+//! ([`trace::Timeline`]; in the kernel `irq:irq_handler_entry`/`irq_handler_exit`
+//! with the same vector, and `shell:command`/`shell:command_done`); a slice is named
+//! after its label and the begin event's text (`irq vector=48`, `command ls`) and
+//! carries both events' fields. An event declared a `counter` becomes a counter
+//! (`"ph":"C"`, named `system:name cpuN`) of its integer fields. A begin is paired with the nearest later end of the same CPU and key,
 //! innermost first; lost events on a CPU close no slice: what is open there stays
 //! unpaired. Every other event, and a begin or end left unpaired, is a
 //! thread-scoped instant (`"ph":"i","s":"t"`) named `system:name` with category
@@ -19,28 +21,7 @@ use std::io::{self, Write};
 
 use serde_json::{Map, Value as Json, json};
 
-use super::model::{BufferKind, Event, Trace, Value, hex_bytes, hex_dump};
-
-/// A kind of slice: the events that begin and end it, and the field that must
-/// match between them.
-struct Pair {
-    /// The slice's name, before the begin event's text.
-    label: &'static str,
-    begin: &'static str,
-    end: &'static str,
-    key: Option<&'static str>,
-}
-
-/// The paired events.
-const PAIRS: [Pair; 2] = [
-    Pair {
-        label: "irq",
-        begin: "irq:irq_handler_entry",
-        end: "irq:irq_handler_exit",
-        key: Some("vector"),
-    },
-    Pair { label: "command", begin: "shell:command", end: "shell:command_done", key: None },
-];
+use super::model::{BufferKind, Event, Timeline, Trace, Value, hex_bytes, hex_dump};
 
 /// The value of field `name` of an event, if its descriptor has one.
 fn field<'a>(trace: &Trace, ev: &'a Event, name: &str) -> Option<&'a Value> {
@@ -48,41 +29,43 @@ fn field<'a>(trace: &Trace, ev: &'a Event, name: &str) -> Option<&'a Value> {
     ev.values.get(d.fields.iter().position(|f| f.name == name)?)
 }
 
-/// Pairs begins with ends: for each event index that begins a slice, the index of
+/// Pairs begins with ends, as the events' descriptors declare them
+/// ([`trace::Timeline`]): for each event index that begins a slice, the index of
 /// the event that ends it.
 pub(super) fn slices(trace: &Trace) -> BTreeMap<usize, usize> {
-    // The role of each event id: (pair, is begin).
-    let mut roles: BTreeMap<u16, (usize, bool)> = BTreeMap::new();
-    for (&id, d) in &trace.descriptors {
-        let name = d.full_name();
-        for (p, pair) in PAIRS.iter().enumerate() {
-            if name == pair.begin {
-                roles.insert(id, (p, true));
-            } else if name == pair.end {
-                roles.insert(id, (p, false));
-            }
-        }
-    }
-    let mut open: BTreeMap<(usize, usize), Vec<usize>> = BTreeMap::new();
+    let mut open: BTreeMap<(usize, &str), Vec<usize>> = BTreeMap::new();
     let mut paired = BTreeMap::new();
     for (i, ev) in trace.events.iter().enumerate() {
         if ev.lost_before > 0 {
             open.retain(|&(cpu, _), _| cpu != ev.cpu);
         }
-        let Some(&(p, begins)) = roles.get(&ev.id) else { continue };
-        let stack = open.entry((ev.cpu, p)).or_default();
-        if begins {
-            stack.push(i);
-            continue;
-        }
-        let key = |ev| PAIRS[p].key.map(|k| field(trace, ev, k));
-        let found = stack.iter().rposition(|&b| key(&trace.events[b]) == key(ev));
-        if let Some(at) = found {
-            let begin = stack.remove(at);
-            paired.insert(begin, i);
+        let Some(d) = trace.descriptor(ev.id) else { continue };
+        match &d.timeline {
+            Timeline::Begin { label, .. } => open.entry((ev.cpu, label)).or_default().push(i),
+            Timeline::End { label, key } => {
+                let Some(stack) = open.get_mut(&(ev.cpu, label.as_str())) else { continue };
+                let key = |ev| key.as_ref().map(|k| field(trace, ev, k));
+                let found = stack.iter().rposition(|&b| key(&trace.events[b]) == key(ev));
+                if let Some(at) = found {
+                    paired.insert(stack.remove(at), i);
+                }
+            }
+            Timeline::Instant | Timeline::Counter => {}
         }
     }
     paired
+}
+
+/// The integer fields of an event its descriptor declares a counter
+/// ([`trace::Timeline::Counter`]), as (field name, value); `None` for other events.
+pub(super) fn counters(trace: &Trace, ev: &Event) -> Option<Vec<(String, i64)>> {
+    let d = trace.descriptor(ev.id).filter(|d| d.timeline == Timeline::Counter)?;
+    let values = d.fields.iter().zip(&ev.values).filter_map(|(f, v)| match v {
+        Value::Unsigned(u) => Some((f.name.clone(), i64::try_from(*u).unwrap_or(i64::MAX))),
+        Value::Signed(i) => Some((f.name.clone(), *i)),
+        _ => None,
+    });
+    Some(values.collect())
 }
 
 /// An event's name, category and fields as (name, value): the descriptor's fields,
@@ -112,10 +95,13 @@ pub(super) fn described(trace: &Trace, ev: &Event) -> (String, String, Vec<(Stri
     }
 }
 
-/// The name of the slice that the event `begin`, named `name`, begins: its kind and
-/// its text (`irq vector=48`, `command ls`).
-pub(super) fn slice_name(name: &str, begin: &Event) -> String {
-    let label = PAIRS.iter().find(|p| p.begin == name).map_or("", |p| p.label);
+/// The name of the slice that the event `begin` begins: its label and its text
+/// (`irq vector=48`, `command ls`).
+pub(super) fn slice_name(trace: &Trace, begin: &Event) -> String {
+    let label = match trace.descriptor(begin.id).map(|d| &d.timeline) {
+        Some(Timeline::Begin { label, .. }) => label.as_str(),
+        _ => "",
+    };
     if begin.text.is_empty() { label.to_string() } else { format!("{label} {}", begin.text) }
 }
 
@@ -209,10 +195,20 @@ fn buffer_events(trace: &Trace, pid: usize, events: &mut Vec<Json>) {
         if ends.contains(&i) {
             continue;
         }
+        if let Some(values) = counters(trace, ev) {
+            // One counter per CPU: Chrome's counters are keyed by process and name.
+            let name = trace.descriptor(ev.id).map_or_else(String::new, |d| d.full_name());
+            let args: Map<String, Json> = values.into_iter().map(|(k, v)| (k, json!(v))).collect();
+            events.push(json!({
+                "ph": "C", "name": format!("{name} cpu{}", ev.cpu), "pid": pid, "tid": ev.cpu,
+                "ts": ts, "args": args
+            }));
+            continue;
+        }
         let (name, cat, mut args) = described_json(trace, ev);
         if let Some(&end) = paired.get(&i) {
             let end = &trace.events[end];
-            let slice = slice_name(&name, ev);
+            let slice = slice_name(trace, ev);
             let (end_name, _, end_args) = described_json(trace, end);
             for (key, value) in end_args {
                 let key = if args.contains_key(&key) { format!("end_{key}") } else { key };
@@ -343,7 +339,7 @@ mod tests {
         let mut slices = Vec::new();
         for e in doc["traceEvents"].as_array().unwrap() {
             let ph = e["ph"].as_str().unwrap();
-            assert!(["M", "i", "X"].contains(&ph), "unexpected phase {e}");
+            assert!(["M", "i", "X", "C"].contains(&ph), "unexpected phase {e}");
             if ph == "M" {
                 continue;
             }
@@ -373,7 +369,7 @@ mod tests {
     fn paired_events_become_nested_slices_and_the_rest_stay_instants() {
         use crate::report::model::{Descriptor, FieldDesc, FieldKind};
         let mut t = Trace { cpus: 2, ..Trace::default() };
-        let d = |id, system: &str, name: &str, fields: &[(&str, FieldKind)]| Descriptor {
+        let d = |id, system: &str, name: &str, fields: &[(&str, FieldKind)], timeline| Descriptor {
             id,
             system: system.into(),
             name: name.into(),
@@ -382,18 +378,29 @@ mod tests {
                 .iter()
                 .map(|&(name, kind)| FieldDesc { name: name.into(), kind })
                 .collect(),
+            timeline,
+        };
+        let irq = || Some("vector".to_string());
+        let (begin, end) = (
+            Timeline::Begin { label: "irq".into(), key: irq() },
+            Timeline::End { label: "irq".into(), key: irq() },
+        );
+        let command = |begins| match begins {
+            true => Timeline::Begin { label: "command".into(), key: None },
+            false => Timeline::End { label: "command".into(), key: None },
         };
         for desc in [
-            d(1, "irq", "irq_handler_entry", &[("vector", FieldKind::U8)]),
-            d(2, "irq", "irq_handler_exit", &[("vector", FieldKind::U8)]),
-            d(3, "shell", "command", &[("line", FieldKind::Str)]),
+            d(1, "irq", "irq_handler_entry", &[("vector", FieldKind::U8)], begin),
+            d(2, "irq", "irq_handler_exit", &[("vector", FieldKind::U8)], end),
+            d(3, "shell", "command", &[("line", FieldKind::Str)], command(true)),
             d(
                 4,
                 "shell",
                 "command_done",
                 &[("ok", FieldKind::Bool), ("duration_ns", FieldKind::U64)],
+                command(false),
             ),
-            d(5, "timer", "tick", &[]),
+            d(5, "timer", "tick", &[], Timeline::Instant),
         ] {
             t.descriptors.insert(desc.id, desc);
         }
@@ -455,10 +462,11 @@ mod tests {
         );
     }
 
-    /// The serial log of a real QEMU panic: every paired event of it becomes a slice.
+    /// The serial log of a real QEMU panic: every event pair its descriptors declare
+    /// becomes a slice, and the timer ticks counters.
     #[test]
     fn a_real_panic_gives_slices_for_its_paired_events() {
-        let log = include_str!("../../tests/data/panic-serial.txt");
+        let log = include_str!("../../tests/data/panic-timeline.log");
         let dump = trace::dump::parse(log).pop().expect("a dump");
         let trace = crate::report::traces(&dump).into_iter().find(|t| t.instance == "top").unwrap();
         let slices = check_structure(&parsed(&trace));
@@ -473,6 +481,20 @@ mod tests {
         let commands = slices.iter().filter(|s| s.1.starts_with("command ")).count();
         assert_eq!(commands, count("shell:command_done"), "every finished command is a slice");
         assert_eq!(count("shell:command"), commands + 1, "all but the panic command finished");
+        let doc = perfetto_json(&trace);
+        let counters = doc["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "C");
+        let ticks = counters.filter(|e| e["args"]["interval_ns"].as_i64().is_some()).count();
+        assert_eq!(ticks, count("timer:tick"), "every tick is a counter value");
+    }
+
+    /// A dump written before descriptors declared their timeline draws instants only.
+    #[test]
+    fn an_old_dump_has_no_slices() {
+        let log = include_str!("../../tests/data/panic-serial.txt");
+        let dump = trace::dump::parse(log).pop().expect("a dump");
+        let trace = crate::report::traces(&dump).into_iter().find(|t| t.instance == "top").unwrap();
+        assert!(trace.descriptors.values().all(|d| d.timeline == Timeline::Instant));
+        assert!(check_structure(&parsed(&trace)).is_empty());
     }
 
     #[test]

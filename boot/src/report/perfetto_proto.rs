@@ -8,7 +8,9 @@
 //! track per CPU (`cpuN`, in CPU order) under it; paired events are slices
 //! (`TYPE_SLICE_BEGIN` with the begin event's fields, `TYPE_SLICE_END` with the end
 //! event's, `end_`-prefixed where the begin has the same, and the two events' names), every other event an instant named
-//! `system:name` in category `system`, lost events `lost events` instants with their
+//! `system:name` in category `system`, an event declared a counter a value on a
+//! counter track per CPU and integer field (`system:name field`, under the CPU's
+//! track), lost events `lost events` instants with their
 //! `count`, a panic an instant on the root track at the last timestamp. Fields are
 //! debug annotations. All packets form one sequence: the first clears its incremental
 //! state, and event names, categories and annotation names are interned (each sent
@@ -19,7 +21,7 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 
 use super::model::{Event, Trace, Value, hex_bytes};
-use super::perfetto::{described, slice_name, slices};
+use super::perfetto::{counters, described, slice_name, slices};
 
 /// `Trace.packet`.
 const TRACE_PACKET: u32 = 1;
@@ -43,6 +45,7 @@ mod track {
     pub const UUID: u32 = 1;
     pub const NAME: u32 = 2;
     pub const PARENT_UUID: u32 = 5;
+    pub const COUNTER: u32 = 8;
     pub const CHILD_ORDERING: u32 = 11;
     pub const SIBLING_ORDER_RANK: u32 = 12;
     /// `ChildTracksOrdering.EXPLICIT`: by `sibling_order_rank`.
@@ -56,6 +59,7 @@ mod event {
     pub const TYPE: u32 = 9;
     pub const NAME_IID: u32 = 10;
     pub const TRACK_UUID: u32 = 11;
+    pub const COUNTER_VALUE: u32 = 30;
     pub const CALLSTACK: u32 = 55;
     /// `TrackEvent.Callstack.frames`, and `Frame.function_name`.
     pub const FRAMES: u32 = 1;
@@ -63,6 +67,7 @@ mod event {
     pub const SLICE_BEGIN: u64 = 1;
     pub const SLICE_END: u64 = 2;
     pub const INSTANT: u64 = 3;
+    pub const COUNTER: u64 = 4;
 }
 
 /// `DebugAnnotation` fields.
@@ -183,6 +188,18 @@ impl<W: Write> Writer<W> {
         self.packet(&p)
     }
 
+    fn counter(&mut self, ts: u64, track: u64, value: i64) -> io::Result<()> {
+        let mut te = Message::default();
+        te.uint(event::TYPE, event::COUNTER);
+        te.uint(event::TRACK_UUID, track);
+        te.uint(event::COUNTER_VALUE, value as u64);
+        let mut p = Message::default();
+        p.uint(packet::TIMESTAMP, ts);
+        p.uint(packet::TRUSTED_PACKET_SEQUENCE_ID, SEQUENCE);
+        p.message(packet::TRACK_EVENT, &te);
+        self.packet(&p)
+    }
+
     fn event(&mut self, e: &TrackEvent<'_>) -> io::Result<()> {
         let mut new = Message::default();
         let mut te = Message::default();
@@ -278,6 +295,10 @@ pub fn write_perfetto_proto(trace: &Trace, out: &mut impl Write) -> io::Result<(
         t.uint(track::SIBLING_ORDER_RANK, i32::try_from(cpu).unwrap_or(i32::MAX) as u64);
         w.track(&t, false)?;
     }
+    // Counter tracks, made when first used: (CPU, event id, field) -> uuid, after
+    // the CPU tracks' uuids.
+    let mut counter_tracks: HashMap<(usize, u16, String), u64> = HashMap::new();
+    let first_counter = cpu_track(trace.cpu_ids().last().copied().unwrap_or(0)).saturating_add(1);
     let paired = slices(trace);
     // Slice end event index -> its begin event's name and field names.
     let mut ends: HashMap<usize, (String, Vec<String>)> = HashMap::new();
@@ -294,6 +315,26 @@ pub fn write_perfetto_proto(trace: &Trace, out: &mut impl Write) -> io::Result<(
                 args: &args,
                 frames: vec![],
             })?;
+        }
+        if let Some(values) = counters(trace, ev) {
+            let name = trace.descriptor(ev.id).map_or_else(String::new, |d| d.full_name());
+            for (field, value) in values {
+                let next = first_counter.saturating_add(counter_tracks.len() as u64);
+                let uuid = match counter_tracks.entry((ev.cpu, ev.id, field.clone())) {
+                    std::collections::hash_map::Entry::Occupied(e) => *e.get(),
+                    std::collections::hash_map::Entry::Vacant(e) => {
+                        let mut t = Message::default();
+                        t.uint(track::UUID, next);
+                        t.uint(track::PARENT_UUID, track);
+                        t.string(track::NAME, &format!("{name} {field}"));
+                        t.message(track::COUNTER, &Message::default());
+                        w.track(&t, false)?;
+                        *e.insert(next)
+                    }
+                };
+                w.counter(ev.ts, uuid, value)?;
+            }
+            continue;
         }
         let (name, cat, mut args) = described(trace, ev);
         if let Some((begin, begin_keys)) = ends.remove(&i) {
@@ -314,7 +355,7 @@ pub fn write_perfetto_proto(trace: &Trace, out: &mut impl Write) -> io::Result<(
                 frames: vec![],
             })?;
         } else if let Some(&end) = paired.get(&i) {
-            let slice = slice_name(&name, ev);
+            let slice = slice_name(trace, ev);
             ends.insert(end, (name, args.iter().map(|a| a.0.clone()).collect()));
             let name = Some((slice.as_str(), cat.as_str()));
             w.event(&TrackEvent {
@@ -384,7 +425,7 @@ mod tests {
 
     #[test]
     fn a_stack_is_the_events_callstack_outermost_first() {
-        use crate::report::model::{Descriptor, FieldDesc};
+        use crate::report::model::{Descriptor, FieldDesc, Timeline};
         let stack = &trace::STACK_TRACE;
         let mut t = Trace { cpus: 1, ..Trace::default() };
         let fields = stack.fields.iter().map(|f| FieldDesc { name: f.name.into(), kind: f.kind });
@@ -394,6 +435,7 @@ mod tests {
             name: stack.name.into(),
             format: String::new(),
             fields: fields.collect(),
+            timeline: Timeline::Instant,
         };
         t.descriptors.insert(7, d);
         let mut values = vec![Value::Unsigned(2), Value::Str("a+0x1".into()), Value::Unsigned(0xb)];

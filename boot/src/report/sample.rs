@@ -3,7 +3,8 @@
 use std::collections::BTreeMap;
 
 use super::model::{
-    BufferKind, CpuStats, Descriptor, Event, FieldDesc, FieldKind, PanicInfo, Trace, Value,
+    BufferKind, CpuStats, Descriptor, Event, FieldDesc, FieldKind, PanicInfo, Timeline, Trace,
+    Value,
 };
 use trace::{Activity, Context};
 
@@ -18,7 +19,21 @@ fn descriptor(
     format: &str,
     fields: Vec<FieldDesc>,
 ) -> Descriptor {
-    Descriptor { id, system: system.into(), name: name.into(), format: format.into(), fields }
+    // The kernel's declarations: interrupt handlers are slices keyed by vector.
+    let vector = || Some("vector".to_string());
+    let timeline = match (system, name) {
+        ("irq", "irq_handler_entry") => Timeline::Begin { label: "irq".into(), key: vector() },
+        ("irq", "irq_handler_exit") => Timeline::End { label: "irq".into(), key: vector() },
+        _ => Timeline::Instant,
+    };
+    Descriptor {
+        id,
+        system: system.into(),
+        name: name.into(),
+        format: format.into(),
+        fields,
+        timeline,
+    }
 }
 
 fn event(cpu: usize, ts: u64, id: u16, values: Vec<Value>, lost_before: u64, text: &str) -> Event {

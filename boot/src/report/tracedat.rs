@@ -422,6 +422,7 @@ mod tests {
                 .iter()
                 .map(|&(name, kind)| FieldDesc { name: name.into(), kind })
                 .collect(),
+            timeline: Default::default(),
         }
     }
 

@@ -3,7 +3,7 @@
 use super::codec::{base64_decode, crc32, get_varint, unzigzag};
 use super::{BEGIN, BufferKind, END, MAX_CPUS, MAX_SECTIONS, VERSION, VERSIONS, kind};
 use crate::context::Context;
-use crate::event::DescriptorKind;
+use crate::event::{DescriptorKind, Timeline};
 use crate::field::{Decoder, Encoder, Field, FieldKind, Sink};
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::format;
@@ -36,6 +36,8 @@ pub struct DumpDescriptor {
     pub format: String,
     /// Fields in payload order.
     pub fields: Vec<(String, FieldKind)>,
+    /// What the event is on a timeline (an instant in dumps that do not say).
+    pub timeline: Timeline<String>,
 }
 
 impl DumpDescriptor {
@@ -503,7 +505,25 @@ fn descriptor(body: &mut &[u8]) -> Result<DumpDescriptor, String> {
         };
         fields.push((field, kind));
     }
-    Ok(DumpDescriptor { id, kind, system, name, format, fields })
+    // Dumps written before descriptors said it end here: an instant.
+    let timeline = match body.is_empty() {
+        true => Timeline::Instant,
+        false => match varint(body)? {
+            0 => Timeline::Instant,
+            code @ (1 | 2) => {
+                let label = string(body)?;
+                let key = Some(string(body)?).filter(|k| !k.is_empty());
+                if code == 1 {
+                    Timeline::Begin { label, key }
+                } else {
+                    Timeline::End { label, key }
+                }
+            }
+            3 => Timeline::Counter,
+            other => return Err(format!("unknown timeline kind {other}")),
+        },
+    };
+    Ok(DumpDescriptor { id, kind, system, name, format, fields, timeline })
 }
 
 /// A records item; `with_context`: each tag carries the writer's context (kind 7).

@@ -2,7 +2,7 @@
 
 use super::codec::{base64_encode, crc32, put_varint, zigzag};
 use super::{BEGIN, BufferKind, CHUNK_BYTES, END, VERSION, kind};
-use crate::event::{DescriptorKind, EventDescriptor};
+use crate::event::{DescriptorKind, EventDescriptor, Timeline};
 use crate::field::{Decoder, FieldKind, Value};
 use crate::reader::RecordRef;
 use crate::stats::RingStats;
@@ -136,6 +136,15 @@ impl<W: FnMut(&str)> DumpWriter<W> {
             if let FieldKind::Bytes(n) = field.kind {
                 item.varint(u64::from(n));
             }
+        }
+        match d.timeline {
+            Timeline::Instant => item.varint(0),
+            Timeline::Begin { label, key } | Timeline::End { label, key } => {
+                item.varint(if matches!(d.timeline, Timeline::Begin { .. }) { 1 } else { 2 });
+                item.str(label);
+                item.str(key.unwrap_or(""));
+            }
+            Timeline::Counter => item.varint(3),
         }
         self.item(kind::DESCRIPTOR, &item);
     }
