@@ -6,6 +6,7 @@ mod filters;
 mod format;
 mod image;
 mod instances;
+mod persist;
 mod pipes;
 mod shell;
 mod smp;

@@ -204,6 +204,11 @@ impl<'a> Region<'a> {
         Ok(Region { words, slots, ring_words })
     }
 
+    /// The region's words.
+    pub fn words(&self) -> &'a [AtomicU64] {
+        self.words
+    }
+
     /// Words per ring.
     pub fn ring_words(&self) -> usize {
         self.ring_words
