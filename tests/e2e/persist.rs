@@ -129,3 +129,27 @@ fn a_scribbled_region_is_discarded_with_the_reason() {
     let boot = m.run_to_reboot("reboot");
     assert!(previous_line(&boot).starts_with("trace: previous boot's trace: "), "{boot}");
 }
+
+/// Fills boot_map's four rings (the stress events), reboots: the whole region is
+/// validated and kept. The boot line gives the validation time (`--nocapture`).
+#[test]
+fn a_full_region_is_validated_and_kept_whole() {
+    let mut m = rebooting();
+    m.run("echo 1 > instances/boot_map/events/stress/enable");
+    let out = m.run("stress overwrite 300");
+    assert!(!out.contains("FAIL"), "{out}");
+    let root = "instances/boot_map/";
+    for cpu in 0..4 {
+        let (bytes, capacity) = (m.cpu_stat(root, cpu, "bytes:"), 256 * 1024);
+        assert!(bytes * 10 >= capacity * 9, "cpu{cpu}'s ring is full: {bytes} bytes");
+    }
+    let boot = m.run_to_reboot("reboot");
+    let line = previous_line(&boot);
+    assert!(line.starts_with("trace: previous boot's trace: "), "{line}");
+    println!("{line}");
+    for cpu in 0..4 {
+        let bytes = m.cpu_stat("instances/last_boot/", cpu, "bytes:");
+        assert!(bytes * 10 >= 256 * 1024 * 9, "cpu{cpu}'s saved ring is whole: {bytes} bytes");
+    }
+    stats_balanced_on_every_cpu(&mut m);
+}
