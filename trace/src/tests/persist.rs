@@ -31,10 +31,18 @@ impl Rng {
     }
 }
 
+/// Damaged copies the big test checks (fewer under Miri, which is slow).
+const DAMAGED: u64 = if cfg!(miri) { 200 } else { 100_000 };
+
+/// A region that lives as long as the test process (lent memory is `'static`); a
+/// static keeps it reachable, so Miri's leak check holds.
 fn leaked_region() -> &'static [AtomicU64] {
+    static KEPT: std::sync::Mutex<Vec<&'static [AtomicU64]>> = std::sync::Mutex::new(Vec::new());
     let words: Vec<AtomicU64> =
         (0..HEADER_WORDS + CPUS * RING_WORDS).map(|_| AtomicU64::new(0)).collect();
-    Vec::leak(words)
+    let words = Vec::leak(words);
+    KEPT.lock().unwrap().push(words);
+    words
 }
 
 /// Records `n` events per CPU (wrapping the rings, crossing 2^32 ns so anchors are
@@ -125,7 +133,7 @@ fn a_set_over_other_memory_is_not_saved() {
     assert_eq!(region.validate(BUILD), Err(Rejected::Absent));
 }
 
-/// 10^5 damaged copies of a saved region: flipped bits, overwritten words, words
+/// 10^5 damaged copies of a saved region (200 under Miri): flipped bits, overwritten words, words
 /// copied from elsewhere, in the header, the per-CPU entries and the records. The
 /// validator never panics, and whatever it accepts restores only written records.
 #[test]
@@ -137,7 +145,7 @@ fn damaged_regions_are_rejected_or_hold_only_written_records() {
     let damaged: Vec<AtomicU64> = pristine.iter().map(|&w| AtomicU64::new(w)).collect();
     let region = Region::new(&damaged, CPUS).unwrap();
     let (mut accepted, mut rejected) = (0u64, 0u64);
-    for _ in 0..100_000 {
+    for _ in 0..DAMAGED {
         for (d, &p) in damaged.iter().zip(&pristine) {
             d.store(p, Relaxed);
         }
@@ -168,5 +176,5 @@ fn damaged_regions_are_rejected_or_hold_only_written_records() {
     }
     // Damage outside the live records is harmless; inside, it must be caught.
     std::eprintln!("accepted {accepted}, rejected {rejected}");
-    assert!(accepted > 0 && rejected > 50_000, "accepted {accepted}, rejected {rejected}");
+    assert!(accepted > 0 && rejected > DAMAGED / 2, "accepted {accepted}, rejected {rejected}");
 }
