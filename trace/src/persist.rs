@@ -284,6 +284,24 @@ impl<'a> Region<'a> {
         Ok(())
     }
 
+    /// Test aid: recomputes the saved checksums (records and header) over whatever the
+    /// region holds now, so that tests can put arbitrary content past them and before
+    /// the structural checks.
+    #[cfg(test)]
+    pub(crate) fn reseal(&self) {
+        let cpus = (self.header(W_CPUS) as usize).min(self.slots);
+        for cpu in 0..cpus {
+            let Some(ring) = self.ring(cpu) else { return };
+            let commit = self.entry(cpu, 1);
+            let (tail, _) = unpack_tail(commit, self.entry(cpu, 0));
+            if tail <= commit && commit - tail <= ring.len() as u64 {
+                let sum = Self::data_checksum(ring, cpu, tail, commit);
+                self.words[FIXED_WORDS + cpu * CPU_WORDS + 5].store(sum, Relaxed);
+            }
+        }
+        self.words[W_CHECKSUM].store(self.header_checksum(cpus), Relaxed);
+    }
+
     /// Clears the magic: the region holds no saved trace any more.
     pub fn forget(&self) {
         self.words[W_MAGIC].store(0, Relaxed);
