@@ -66,6 +66,11 @@ struct Run {
     /// Copy everything the kernel writes to the serial line into FILE.
     #[arg(long, value_name = "FILE")]
     serial_log: Option<PathBuf>,
+    /// A guest reset (`reboot`, a panic with `panic_reboot 1`, a triple fault) reboots
+    /// the guest with its memory kept, so `instances/last_boot` holds the previous
+    /// boot's trace; without it a reset ends QEMU (exit code 4).
+    #[arg(long)]
+    reboot: bool,
     /// Kill QEMU after SECONDS (exit code 3).
     #[arg(long, value_name = "SECONDS")]
     timeout: Option<u64>,
@@ -158,6 +163,7 @@ fn boot(run: &Run) -> ExitCode {
         memory_mib: run.memory,
         kvm: run.kvm,
         serial: Serial::Terminal { log: run.serial_log.clone() },
+        reboot: run.reboot,
     };
     let outcome = match run_qemu(&config, run.timeout.map(Duration::from_secs)) {
         Ok(outcome) => outcome,

@@ -28,11 +28,14 @@ pub struct Config {
     pub kvm: bool,
     /// Serial line wiring.
     pub serial: Serial,
+    /// A guest reset reboots the guest, its memory kept (QEMU's default), instead of
+    /// ending QEMU (`-no-reboot`, the runner's default).
+    pub reboot: bool,
 }
 
 impl Default for Config {
     fn default() -> Self {
-        Self { smp: 4, memory_mib: 256, kvm: false, serial: Serial::Pipe }
+        Self { smp: 4, memory_mib: 256, kvm: false, serial: Serial::Pipe, reboot: false }
     }
 }
 
@@ -46,7 +49,8 @@ impl Config {
         command
             .arg("-drive")
             .arg(format!("format=raw,file={image},snapshot=on"))
-            .args(["-display", "none", "-no-reboot", "-nic", "none"])
+            .args(["-display", "none", "-nic", "none"])
+            .args(if self.reboot { &[][..] } else { &["-no-reboot"][..] })
             .arg("-device")
             .arg(format!("isa-debug-exit,iobase={DEBUG_EXIT_PORT:#x},iosize=0x04"))
             .args(["-smp", &self.smp.to_string()])

@@ -4,7 +4,7 @@
 
 use crate::memory;
 use crate::sync::{IrqMutex, IrqMutexGuard};
-use bootloader_api::info::{MemoryRegionKind, MemoryRegions};
+use bootloader_api::info::MemoryRegions;
 use core::alloc::{GlobalAlloc, Layout};
 use core::ptr::{self, NonNull};
 use core::sync::atomic::{AtomicBool, Ordering};
@@ -57,18 +57,18 @@ unsafe impl GlobalAlloc for KernelHeap {
     }
 }
 
-/// Gives the heap the largest usable region of `regions`; returns its size in bytes.
+/// Gives the heap the largest usable range of `regions` (outside the persistent trace
+/// region); returns its size in bytes.
 pub fn init(regions: &MemoryRegions) -> u64 {
-    let largest = regions
-        .iter()
-        .filter(|region| region.kind == MemoryRegionKind::Usable)
-        .max_by_key(|region| region.end - region.start)
+    let largest = memory::usable(regions)
+        .max_by_key(|range| range.end - range.start)
         .expect("the boot memory map has usable memory");
     let start = memory::phys_to_virt(largest.start);
     let size = largest.end - largest.start;
-    // SAFETY: the bootloader reports the region as usable (not used by the kernel
+    // SAFETY: the bootloader reports the range as usable (not used by the kernel
     // image, its stack, the page tables or boot info), it is mapped writable in the
-    // physical-memory window, and nothing else in the kernel uses it.
+    // physical-memory window, and nothing else in the kernel uses it (`usable` leaves
+    // the persistent trace region out).
     unsafe { HEAP.0.lock().init(start.as_mut_ptr(), size as usize) };
     size
 }

@@ -25,6 +25,8 @@ mod memory;
 #[deny(unsafe_code)]
 mod panic;
 #[deny(unsafe_code)]
+mod persist;
+#[deny(unsafe_code)]
 mod selftest;
 #[deny(unsafe_code)]
 mod serial;
@@ -73,6 +75,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     let offset = boot_info.physical_memory_offset.into_option();
     memory::init(offset.expect("the bootloader maps physical memory (BOOTLOADER_CONFIG)"));
     let low_page = memory::low_page(&boot_info.memory_regions);
+    let persistent = memory::persistent_region(&boot_info.memory_regions);
     let heap_bytes = heap::init(&boot_info.memory_regions);
     let rsdp = boot_info.rsdp_addr.into_option().expect("the bootloader finds the ACPI RSDP");
     let machine = firmware::discover(rsdp).unwrap_or_else(|reason| panic!("ACPI: {reason}"));
@@ -112,6 +115,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     match tracing::init(smp::online()) {
         Ok(tracer) => {
             println!("trace: {} events, {} CPU(s)", tracer.events().len(), tracer.cpus());
+            persist::init(tracer, persistent);
             if let Err(error) = watchdog::init() {
                 println!("latency watchdog: not started: {error}");
             }

@@ -1,9 +1,12 @@
 //! Physical memory as the kernel sees it: the bootloader maps all of it (at least the
 //! first 4 GiB, so MMIO too) at one offset. Also the one page table edit the kernel
-//! makes: an identity mapping for the application processors' start-up page.
+//! makes: an identity mapping for the application processors' start-up page; and the
+//! persistent trace region, a fixed physical range kept out of every other use.
 
 use alloc::boxed::Box;
 use bootloader_api::info::{MemoryRegionKind, MemoryRegions};
+use core::ops::Range;
+use core::sync::atomic::AtomicU64;
 use spin::Once;
 use x86_64::structures::paging::{
     FrameAllocator, Mapper, OffsetPageTable, PageTable, PageTableFlags, PhysFrame, Size4KiB,
@@ -43,12 +46,58 @@ pub fn is_mapped(addr: VirtAddr) -> bool {
     unsafe { active_page_table() }.translate_addr(addr).is_some()
 }
 
+/// Bytes of the persistent trace region per CPU slot.
+pub const PERSIST_BYTES_PER_CPU: u64 = 256 * 1024;
+/// The persistent trace region: a header page, then one ring per possible CPU. It
+/// lies at 224 MiB, below the top of a 256 MiB machine (where the firmware keeps its
+/// ACPI tables) and far above where the bootloader loads the kernel and builds its
+/// page tables, so the same range is usable memory on every boot.
+pub const PERSIST: Range<u64> = {
+    let start = 0x0e00_0000;
+    let bytes = (trace::persist::HEADER_WORDS as u64) * 8
+        + PERSIST_BYTES_PER_CPU * crate::arch::MAX_CPUS as u64;
+    start..start + bytes
+};
+
+/// The usable ranges of the boot memory map, without the persistent trace region:
+/// all that the heap and the start-up page may take.
+pub fn usable(regions: &MemoryRegions) -> impl Iterator<Item = Range<u64>> + '_ {
+    regions.iter().filter(|region| region.kind == MemoryRegionKind::Usable).flat_map(|region| {
+        let below = region.start..region.end.min(PERSIST.start);
+        let above = region.start.max(PERSIST.end)..region.end;
+        [below, above].into_iter().filter(|range| range.start < range.end)
+    })
+}
+
+/// The persistent trace region as words, if the boot memory map reports all of it
+/// usable (then [`usable`] keeps everyone else out of it). Its content is whatever
+/// the previous boot left there.
+pub fn persistent_region(regions: &MemoryRegions) -> Result<&'static [AtomicU64], &'static str> {
+    let covered = regions.iter().any(|region| {
+        region.kind == MemoryRegionKind::Usable
+            && region.start <= PERSIST.start
+            && PERSIST.end <= region.end
+    });
+    if !covered {
+        return Err("its physical range is not usable memory on this machine");
+    }
+    let words = ((PERSIST.end - PERSIST.start) / 8) as usize;
+    let start = phys_to_virt(PERSIST.start).as_ptr::<AtomicU64>();
+    // SAFETY: 1. the range is usable RAM (checked above), mapped writable in the
+    // physical-memory window, 8-byte aligned; 2. nothing else uses it: `usable`, the
+    // only source of memory for the heap and the start-up page, leaves it out, and
+    // the bootloader reported it usable, so it holds none of its own data; 3. it is
+    // only ever accessed through these atomics (any bit pattern is a valid
+    // `AtomicU64`), and shared references to atomics may alias.
+    Ok(unsafe { core::slice::from_raw_parts(start, words) })
+}
+
 /// A usable 4 KiB page below 1 MiB (above the real-mode IVT and BDA), for code that
 /// must start in real mode. The heap never takes low memory.
 pub fn low_page(regions: &MemoryRegions) -> Option<PhysAddr> {
-    regions.iter().filter(|region| region.kind == MemoryRegionKind::Usable).find_map(|region| {
-        let start = region.start.max(0x1000).next_multiple_of(0x1000);
-        (start + 0x1000 <= region.end.min(0x10_0000)).then(|| PhysAddr::new(start))
+    usable(regions).find_map(|range| {
+        let start = range.start.max(0x1000).next_multiple_of(0x1000);
+        (start + 0x1000 <= range.end.min(0x10_0000)).then(|| PhysAddr::new(start))
     })
 }
 

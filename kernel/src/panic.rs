@@ -1,5 +1,6 @@
 //! The panic handler: report on the emergency console (no lock, no allocation), stop
-//! the other CPUs, dump the trace, and leave QEMU with the failure code. A panic
+//! the other CPUs, dump the trace, and leave QEMU with the failure code (or, with
+//! `panic_reboot` on, save `instances/boot_map` and reset the machine). A panic
 //! while reporting the first one still dumps; a panic during the dump gives up with
 //! a minimal message.
 
@@ -70,6 +71,9 @@ fn stop_dump_and_exit(cpu: usize, message: &str, location: &str) -> ! {
         crate::emergency_println!("panic: stopped {stopped} of {others} other CPU(s)");
     }
     crate::dump::panic_dump(cpu, message, location);
+    if crate::persist::panic_reboot() {
+        crate::persist::panic_save_and_reset();
+    }
     qemu::exit(qemu::ExitCode::Failure)
 }
 

@@ -33,13 +33,18 @@ pub fn init(cpus: usize) -> Result<&'static Tracer<KernelPlatform>, TracerError>
     if trace::install(tracer).is_ok() {
         let _ = log::set_logger(&trace::log::LOGGER);
         log::set_max_level(log::LevelFilter::Info);
-        let top = tracer.top();
-        let _ = top.set_event(None, None, true);
-        let _ = top.set_event(Some("kmem"), None, false);
-        let _ = top.set_event(Some("bench"), None, false);
-        let _ = top.set_event(Some("stress"), None, false);
+        default_events(&tracer.top());
     }
     Ok(tracer)
+}
+
+/// Enables the default events in `instance`: every event but the (very noisy) heap
+/// events and the benchmark's and stress test's.
+pub fn default_events(instance: &Instance<'_, KernelPlatform>) {
+    let _ = instance.set_event(None, None, true);
+    let _ = instance.set_event(Some("kmem"), None, false);
+    let _ = instance.set_event(Some("bench"), None, false);
+    let _ = instance.set_event(Some("stress"), None, false);
 }
 
 /// The tracer, once `init` has run.

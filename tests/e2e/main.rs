@@ -7,6 +7,7 @@ mod format;
 mod image;
 mod instances;
 mod kvm;
+mod persist;
 mod pipes;
 mod shell;
 mod smp;

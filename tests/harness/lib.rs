@@ -188,6 +188,16 @@ impl Machine {
         self.wait_for_prompt(STEP_TIMEOUT)
     }
 
+    /// Types `line` and Enter, and waits for the kernel to boot again to its prompt (a
+    /// machine booted with `reboot` set in its configuration); returns everything
+    /// from the command's output to the new prompt, boot lines included.
+    pub fn run_to_reboot(&mut self, line: &str) -> String {
+        self.send(line.as_bytes());
+        self.send(b"\r");
+        self.wait_for(&format!("{line}\r\n"), STEP_TIMEOUT);
+        self.wait_for_prompt(BOOT_TIMEOUT)
+    }
+
     /// Types `line` and Enter, and waits for QEMU to exit; returns the outcome.
     pub fn run_to_exit(&mut self, line: &str) -> Outcome {
         self.send(line.as_bytes());

@@ -9,7 +9,7 @@ use crate::reader::{Consumer, Merged, RingIter};
 use crate::record::{MAX_EVENT_ID, Mode, Tag};
 use crate::ring::{RecordWriter, Refusal, Ring, words_for};
 use crate::stats::RingStats;
-use crate::sync::{AtomicBool, AtomicU8, Ordering::*};
+use crate::sync::{AtomicBool, AtomicU8, AtomicU64, Ordering::*};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
@@ -55,6 +55,44 @@ impl<P: Platform> Buffer<P> {
             state: AtomicU8::new(RECORDING),
             overwrite: AtomicBool::new(config.mode == Mode::Overwrite),
         })
+    }
+
+    /// A set over lent per-CPU words, one slice per CPU (each a power of two of at
+    /// least 64 bytes), recording on. What the words hold is ignored: the rings start
+    /// empty. The set cannot be resized nor get a snapshot spare ([`Error::Fixed`]).
+    pub fn over(
+        platform: P,
+        mode: Mode,
+        per_cpu: impl IntoIterator<Item = &'static [AtomicU64]>,
+    ) -> Result<Self, Error> {
+        let mut rings = Vec::new();
+        for words in per_cpu {
+            rings.try_reserve(1).map_err(|_| Error::NoMemory)?;
+            rings.push(Arc::new(Ring::borrowed(words)?));
+        }
+        Self::with_rings(platform, mode, rings)
+    }
+
+    /// A set of the given rings, recording on (`ZeroSize` without rings).
+    pub(crate) fn with_rings(
+        platform: P,
+        mode: Mode,
+        rings: Vec<Arc<Ring>>,
+    ) -> Result<Self, Error> {
+        if rings.is_empty() {
+            return Err(Error::ZeroSize);
+        }
+        Ok(Buffer {
+            platform,
+            rings,
+            state: AtomicU8::new(RECORDING),
+            overwrite: AtomicBool::new(mode == Mode::Overwrite),
+        })
+    }
+
+    /// Whether the set's rings live in lent memory (see [`Buffer::over`]).
+    pub fn is_borrowed(&self) -> bool {
+        self.rings.iter().any(|r| r.is_borrowed())
     }
 
     /// A set with no rings (an unallocated spare): writes fail with `BadCpu`.

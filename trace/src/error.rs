@@ -23,6 +23,9 @@ pub enum Error {
     WouldDeadlock,
     /// A ring's structure is inconsistent; tracing turned itself off.
     Corrupt,
+    /// The set's rings live in lent memory of a fixed size: they cannot be resized
+    /// nor given a snapshot spare.
+    Fixed,
 }
 
 /// Why a write recorded nothing.
@@ -54,6 +57,9 @@ impl fmt::Display for Error {
             Error::NoSpare => "no spare buffer allocated",
             Error::WouldDeadlock => "called from inside a writer on this CPU",
             Error::Corrupt => "ring buffer corrupt; tracing disabled",
+            Error::Fixed => {
+                "the buffer lives in reserved memory: its size is fixed, and it has no snapshot"
+            }
         })
     }
 }

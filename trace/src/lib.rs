@@ -73,6 +73,7 @@ pub mod format;
 pub mod format_file;
 mod instance;
 pub mod log;
+pub mod persist;
 mod platform;
 mod rcu;
 mod reader;

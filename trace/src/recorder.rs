@@ -48,6 +48,13 @@ impl<P: Platform + Clone> Recorder<P> {
         Ok(Self::with_sets(Arc::new(live), spare, sections))
     }
 
+    /// A recorder whose live set is `live` (no spare), for writers that enter
+    /// `sections` (a tracer's).
+    pub(crate) fn over(live: Buffer<P>, sections: Arc<Sections>) -> Self {
+        let platform = live.platform().clone();
+        Self::with_sets(Arc::new(live), Buffer::empty(platform), sections)
+    }
+
     fn with_sets(live: Arc<Buffer<P>>, spare: Buffer<P>, sections: Arc<Sections>) -> Self {
         spare.set_recording(false);
         Recorder {
@@ -56,6 +63,11 @@ impl<P: Platform + Clone> Recorder<P> {
             sections,
             control: AtomicBool::new(false),
         }
+    }
+
+    /// `Err(Fixed)` if the live set lives in lent memory (see [`Buffer::over`]).
+    fn resizable(&self) -> Result<(), Error> {
+        if self.live().is_borrowed() { Err(Error::Fixed) } else { Ok(()) }
     }
 
     fn config(&self) -> Config {
@@ -67,6 +79,7 @@ impl<P: Platform + Clone> Recorder<P> {
     /// like it (recording off). Writers may keep using this recorder's live set
     /// meanwhile; the caller switches them over.
     pub fn with_spare(&self) -> Result<Self, Error> {
+        self.resizable()?;
         let live = Arc::clone(self.live_set());
         let spare = Buffer::new(live.platform().clone(), self.config())?;
         Ok(Self::with_sets(live, spare, Arc::clone(&self.sections)))
@@ -83,6 +96,7 @@ impl<P: Platform + Clone> Recorder<P> {
     /// A recorder whose live set (and spare, if any) keeps this one's rings but CPU
     /// `cpu`'s, which is new, empty and `bytes` long. On error nothing was allocated.
     pub fn resized_cpu(&self, cpu: usize, bytes: usize) -> Result<Self, Error> {
+        self.resizable()?;
         let live = Arc::new(self.live().with_ring_resized(cpu, bytes)?);
         let spare = match self.snapshot() {
             Some(spare) => spare.with_ring_resized(cpu, bytes)?,
@@ -95,6 +109,7 @@ impl<P: Platform + Clone> Recorder<P> {
     /// has one), empty, keeping the recording switch and mode. On error nothing was
     /// allocated.
     pub fn resized(&self, bytes_per_cpu: usize) -> Result<Self, Error> {
+        self.resizable()?;
         let config = Config { bytes_per_cpu, ..self.config() };
         let live = self.live();
         let new_live = Buffer::new(live.platform().clone(), config)?;

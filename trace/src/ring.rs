@@ -137,7 +137,7 @@ pub(crate) struct Ring {
     commit: CachePadded<AtomicU64>,
     tail: CachePadded<AtomicU64>,
     reader: CachePadded<ReaderSide>,
-    data: Box<[AtomicU64]>,
+    data: Words,
     mask: u64,
     /// Extra words an overwriting writer reclaims beyond its need, to amortise the CAS.
     slack: u64,
@@ -170,6 +170,27 @@ pub(crate) fn words_for(bytes: usize) -> Result<u64, Error> {
     Ok(words.next_power_of_two())
 }
 
+/// A ring's data words: its own allocation, or memory the caller lends for the
+/// program's lifetime (a region reserved at a fixed physical address, say).
+pub(crate) enum Words {
+    /// Allocated by the ring.
+    Owned(Box<[AtomicU64]>),
+    /// Lent by the caller.
+    Borrowed(&'static [AtomicU64]),
+}
+
+impl core::ops::Deref for Words {
+    type Target = [AtomicU64];
+
+    #[inline(always)]
+    fn deref(&self) -> &[AtomicU64] {
+        match self {
+            Words::Owned(words) => words,
+            Words::Borrowed(words) => words,
+        }
+    }
+}
+
 impl Ring {
     /// A ring of `words` words (a power of two, from [`words_for`]), allocated fallibly.
     pub(crate) fn new(words: u64) -> Result<Ring, Error> {
@@ -177,7 +198,23 @@ impl Ring {
         let mut data = Vec::new();
         data.try_reserve_exact(n).map_err(|_| Error::NoMemory)?;
         data.resize_with(n, || AtomicU64::new(0));
-        Ok(Ring {
+        Ok(Ring::over(Words::Owned(data.into_boxed_slice())))
+    }
+
+    /// A ring over lent words; their length must be a power of two of at least
+    /// [`MIN_WORDS`] and at most [`MAX_WORDS`] (`Err(TooBig)` otherwise). What the words
+    /// hold is ignored: the ring starts empty.
+    pub(crate) fn borrowed(data: &'static [AtomicU64]) -> Result<Ring, Error> {
+        let words = data.len() as u64;
+        if !words.is_power_of_two() || !(MIN_WORDS..=MAX_WORDS).contains(&words) {
+            return Err(Error::TooBig);
+        }
+        Ok(Ring::over(Words::Borrowed(data)))
+    }
+
+    fn over(data: Words) -> Ring {
+        let words = data.len() as u64;
+        Ring {
             w: CachePadded(WriterLocal {
                 head: AtomicU64::new(0),
                 nest: AtomicUsize::new(0),
@@ -194,11 +231,53 @@ impl Ring {
                 consumer: AtomicBool::new(false),
                 lost_reported: AtomicU64::new(0),
             }),
-            data: data.into_boxed_slice(),
+            data,
             mask: words - 1,
             slack: slack_for(words),
             max_payload: (((words - ANCHOR_WORDS - 1) * 8) as usize).min(MAX_PAYLOAD),
-        })
+        }
+    }
+
+    /// Whether the ring's words are lent (see [`Ring::borrowed`]).
+    pub(crate) fn is_borrowed(&self) -> bool {
+        matches!(self.data, Words::Borrowed(_))
+    }
+
+    /// The ring's data words (slot `p & mask` holds position `p`).
+    pub(crate) fn data(&self) -> &[AtomicU64] {
+        &self.data
+    }
+
+    /// The positions and loss counters a quiescent ring would save: the tail word,
+    /// the commit position, and the events overwritten, dropped and read.
+    pub(crate) fn saved_state(&self) -> [u64; 5] {
+        let s = self.counts();
+        [self.tail.load(Relaxed), self.commit.load(Relaxed), s.overrun, s.dropped, s.read]
+    }
+
+    /// A ring of `src.len()` words holding a copy of `src`, with the positions and loss
+    /// counters of [`Ring::saved_state`] and `entries` events between tail and commit,
+    /// so that its statistics balance. Nobody writes to it (its writers would find it
+    /// as it was saved, and go on from there).
+    pub(crate) fn restored(
+        src: &[AtomicU64],
+        state: [u64; 5],
+        entries: u64,
+    ) -> Result<Ring, Error> {
+        let ring = Ring::new(src.len() as u64)?;
+        for (dst, word) in ring.data.iter().zip(src) {
+            dst.store(word.load(Relaxed), Relaxed);
+        }
+        let [tail, commit, overrun, dropped, read] = state;
+        ring.w.head.store(commit, Relaxed);
+        ring.commit.store(commit, Relaxed);
+        ring.tail.store(tail, Relaxed);
+        let counters = &ring.counters[0];
+        counters.committed.store(entries + overrun + read, Relaxed);
+        counters.overrun.store(overrun, Relaxed);
+        counters.dropped.store(dropped, Relaxed);
+        ring.reader.read.store(read, Relaxed);
+        Ok(ring)
     }
 
     /// Capacity in words.

@@ -9,7 +9,7 @@
 
 extern crate alloc;
 
-use crate::buffer::Config;
+use crate::buffer::{Buffer, Config};
 use crate::dispatch::{Dispatch, Payload};
 use crate::event::{DescriptorKind, EventDescriptor, MAX_EVENT_PAYLOAD};
 use crate::field::{Field, FieldKind, Sink};
@@ -292,6 +292,50 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
             config.snapshot,
             Arc::clone(&self.sections),
         )?);
+        Ok(self.install(&mut registry, name, slot, recorder))
+    }
+
+    /// Creates the instance `name` over `live`, a buffer set built by the caller (over
+    /// lent memory, or restored from it), one ring per CPU of the tracer, within the
+    /// memory limit. `Busy` if the name is taken.
+    pub fn create_over(
+        &self,
+        name: &str,
+        live: Buffer<P>,
+    ) -> Result<Instance<'_, P>, InstanceError> {
+        if !valid_name(name) {
+            return Err(InstanceError::InvalidName);
+        }
+        if live.cpus() != self.cpus {
+            return Err(InstanceError::Buffer(crate::Error::BadCpu));
+        }
+        let mut registry = self.registry.lock();
+        if registry.instances.iter().flatten().any(|s| s.slot != TOP_SLOT && s.name == name) {
+            return Err(InstanceError::Busy);
+        }
+        if registry.instances.iter().flatten().count() >= self.limits.max_instances {
+            return Err(InstanceError::TooManyInstances);
+        }
+        let slot = registry
+            .instances
+            .iter()
+            .position(Option::is_none)
+            .ok_or(InstanceError::TooManyInstances)?;
+        if registry.total_bytes + live.total_bytes() > self.limits.max_total_bytes {
+            return Err(InstanceError::MemoryLimit);
+        }
+        let recorder = Arc::new(Recorder::over(live, Arc::clone(&self.sections)));
+        Ok(self.install(&mut registry, String::from(name), slot, recorder))
+    }
+
+    /// Puts a new instance's recorder in its (empty) slot.
+    fn install(
+        &self,
+        registry: &mut Registry<P>,
+        name: String,
+        slot: usize,
+        recorder: Arc<Recorder<P>>,
+    ) -> Instance<'_, P> {
         registry.total_bytes += footprint(&recorder);
         self.bad_cpu[slot].store(0, Relaxed);
         self.cpumask[slot].store(u64::MAX, Relaxed);
@@ -301,7 +345,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         self.slots[slot].install(Arc::clone(&recorder));
         let state = Arc::new(InstanceState { name, slot, recorder: spin::Mutex::new(recorder) });
         registry.instances[slot] = Some(Arc::clone(&state));
-        Ok(Instance { tracer: self, state })
+        Instance { tracer: self, state }
     }
 
     /// Replaces an instance's recorder with `build(old)`, within the memory limit.

@@ -35,3 +35,25 @@ pub fn halt_forever() -> ! {
 
 /// The most CPUs the kernel brings up; per-CPU tables are sized by it.
 pub const MAX_CPUS: usize = 16;
+
+/// Resets the machine, keeping its memory (a warm reset): the keyboard controller's
+/// reset line (port 0x64, command 0xFE), then, if that did nothing, a triple fault.
+pub fn reset() -> ! {
+    x86_64::instructions::interrupts::disable();
+    // SAFETY: 0xFE to the 8042 controller's command port pulses the CPU reset line;
+    // no memory is touched, and nothing is expected to run after it.
+    unsafe { port::outb(0x64, 0xfe) };
+    for _ in 0..1_000_000 {
+        core::hint::spin_loop();
+    }
+    static EMPTY: x86_64::structures::DescriptorTablePointer =
+        x86_64::structures::DescriptorTablePointer { limit: 0, base: x86_64::VirtAddr::zero() };
+    // SAFETY: loading an empty IDT makes the next exception a triple fault, which
+    // resets the CPU: the intended effect. Interrupts are off, so only the `int3`
+    // below raises one.
+    unsafe {
+        x86_64::instructions::tables::lidt(&EMPTY);
+        core::arch::asm!("int3");
+    }
+    halt_forever()
+}

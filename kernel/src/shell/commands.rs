@@ -7,7 +7,9 @@ use crate::arch::qemu::{self, ExitCode};
 use crate::arch::{self, percpu};
 use crate::dump::{self, Buffers, Cpus, DumpConfig};
 use crate::selftest::{bench, fault, stress};
-use crate::{barrier, clock, heap, memory, print, println, serial, smp, timer, tracing, watchdog};
+use crate::{
+    barrier, clock, heap, memory, persist, print, println, serial, smp, timer, tracing, watchdog,
+};
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -152,6 +154,30 @@ pub static COMMANDS: &[Command] = &[
         redirects: false,
         pipes: false,
         run: latency,
+    },
+    Command {
+        name: "reboot",
+        usage: "",
+        help: "warm reset: save instances/boot_map, reset keeping memory",
+        redirects: false,
+        pipes: false,
+        run: reboot,
+    },
+    Command {
+        name: "panic_reboot",
+        usage: "[0 | 1]",
+        help: "show or set whether a panic saves boot_map and reboots after its dump",
+        redirects: false,
+        pipes: true,
+        run: panic_reboot,
+    },
+    Command {
+        name: "scribble",
+        usage: "CPU",
+        help: "test aid: save boot_map, overwrite CPU's saved ring, reboot",
+        redirects: false,
+        pipes: false,
+        run: scribble,
     },
     Command {
         name: "poweroff",
@@ -538,6 +564,43 @@ impl core::fmt::Display for PanicsWhenShown {
     fn fmt(&self, _: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         panic!("formatting the panic message panicked")
     }
+}
+
+fn reboot(
+    _: &mut Shell,
+    args: &[&str],
+    _: Option<&Redirect>,
+    _out: &mut Output,
+) -> Result<(), CommandError> {
+    no_args(args)?;
+    persist::reboot()
+}
+
+fn panic_reboot(
+    _: &mut Shell,
+    args: &[&str],
+    _: Option<&Redirect>,
+    out: &mut Output,
+) -> Result<(), CommandError> {
+    match args {
+        [] => {}
+        ["0"] => persist::set_panic_reboot(false),
+        ["1"] => persist::set_panic_reboot(true),
+        _ => return Err(CommandError::Usage),
+    }
+    let _ = writeln!(out, "{}", u8::from(persist::panic_reboot()));
+    Ok(())
+}
+
+fn scribble(
+    _: &mut Shell,
+    args: &[&str],
+    _: Option<&Redirect>,
+    _out: &mut Output,
+) -> Result<(), CommandError> {
+    let [cpu] = args else { return Err(CommandError::Usage) };
+    let cpu = cpu.parse().map_err(|_| CommandError::Usage)?;
+    match persist::scribble_and_reboot(cpu)? {}
 }
 
 fn panic(

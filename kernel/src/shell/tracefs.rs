@@ -52,6 +52,10 @@ pub enum FsError {
     NotPermitted,
     /// Tracing did not start at boot.
     NoTracer,
+    /// EACCES: the instance holds the previous boot's trace and is read-only.
+    PreviousBoot,
+    /// EPERM: the instance records into the persistent region.
+    Persistent,
 }
 
 impl fmt::Display for FsError {
@@ -93,6 +97,13 @@ impl fmt::Display for FsError {
             FsError::NoSpace => "No space left on device (too many instances)",
             FsError::NotPermitted => "Operation not permitted",
             FsError::NoTracer => "tracing is not available",
+            FsError::PreviousBoot => {
+                "Permission denied (last_boot holds the previous boot's trace: read-only)"
+            }
+            FsError::Persistent => {
+                "Operation not permitted (boot_map records into the persistent region: it \
+                 stays, with its size, and has no snapshot)"
+            }
         })
     }
 }
@@ -118,6 +129,7 @@ impl From<InstanceError> for FsError {
             InstanceError::Buffer(trace::Error::ZeroSize) => {
                 FsError::Rule("the size must be above 0")
             }
+            InstanceError::Buffer(trace::Error::Fixed) => FsError::Persistent,
             InstanceError::Buffer(_) => FsError::Busy,
         }
     }
@@ -759,6 +771,9 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
     let Node::File(file) = located.node else { return Err(FsError::IsDir) };
     let tracer = tracer()?;
     let instance = &located.instance;
+    if instance.name() == crate::persist::LAST_BOOT {
+        return Err(FsError::PreviousBoot);
+    }
     match file {
         File::SetEvent => {
             if !append {
@@ -931,6 +946,7 @@ pub fn rmdir(cwd: &str, path: &str) -> Result<(), FsError> {
     let tracer = tracer()?;
     let parts = normalize(cwd, path);
     match parts.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        ["instances", crate::persist::BOOT_MAP] => Err(FsError::Persistent),
         ["instances", name] => {
             tracer.destroy_by_name(name).map_err(FsError::from)?;
             EXTRAS.lock().retain(|(n, _)| n != name);

@@ -10,6 +10,8 @@ mod loom;
 #[cfg(not(loom))]
 mod model;
 #[cfg(not(loom))]
+mod persist;
+#[cfg(not(loom))]
 mod regress;
 #[cfg(not(loom))]
 mod stress;
