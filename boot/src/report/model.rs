@@ -51,7 +51,7 @@ pub struct FieldDesc {
 }
 
 /// The type of an event field: the tracer's own.
-pub use trace::FieldKind;
+pub use trace::field::FieldKind;
 
 /// One decoded event.
 #[derive(Debug, Clone, PartialEq, Eq)]
