@@ -12,7 +12,7 @@
 //! module, each layer using only those below it:
 //!
 //! - [`event!`] / [`emit!`] / [`printk!`]: static tracepoints, collected by the linker
-//!   in the `trace_events` section ([`linked_events!`]) and recorded raw; [`event`]
+//!   in the `trace_events` section ([`linked_events!`]) and recorded raw; [`event`](mod@event)
 //!   has the descriptors, filters, dispatch, and read-time formatting.
 //! - [`Tracer`], [`install`], [`Instance`]: the descriptors numbered at boot, and named
 //!   instances with the `trace_array_*` API; [`tracer`] has triggers and the rest.
@@ -36,26 +36,27 @@
 //! let cpus = 1;
 //! let limits = Limits { max_instances: 4, max_total_bytes: 1 << 20 };
 //! let top = InstanceConfig { bytes_per_cpu: 4096, mode: Mode::Overwrite, snapshot: false };
-//! let tracer = Tracer::new(HostPlatform, cpus, trace::linked_events!(), limits, top)?;
+//! let events = trace::linked_events!(); // every `event!` linked into this binary
+//! let tracer = Tracer::new(HostPlatform, cpus, events, limits, top).expect("valid events");
 //! let tracer = Box::leak(Box::new(tracer)); // the kernel keeps it in a static
-//! trace::install(tracer)?;
+//! trace::install(tracer).expect("first install");
 //!
-//! let net = tracer.get_or_create("net", top)?; // an instance, like instances/net
-//! net.set_event(Some("net"), Some("rx"), true)?;
+//! let net = tracer.get_or_create("net", top).expect("room"); // like instances/net
+//! net.set_event(Some("net"), Some("rx"), true).expect("a known event");
 //! trace::emit!(RX, 0, 1500); // one load and a branch when no instance enabled it
 //!
 //! let recorder = net.recorder();
-//! let mut records = recorder.live().merged_iter()?;
+//! let mut records = recorder.live().merged_iter().expect("memory");
 //! let record = records.next_record().expect("one record");
 //! let descriptor = tracer.descriptor(record.id).expect("a known id");
 //! let mut text = String::new();
-//! trace::event::format::render(&mut text, descriptor.format, descriptor.fields, record.payload)?;
+//! let (format, fields) = (descriptor.format, descriptor.fields);
+//! trace::event::format::render(&mut text, format, fields, record.payload).expect("valid");
 //! assert_eq!(text, "queue=0 len=1500");
-//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 // `no_std` on bare metal; on a host the crate also offers `HostPlatform` (std).
 #![cfg_attr(any(target_os = "none", target_os = "uefi"), no_std)]
-// Safe Rust but for one module, `rcu` (see there and DESIGN.md for why).
+// Safe Rust but for one module, `tracer::rcu` (see there and DESIGN.md for why).
 #![deny(unsafe_code)]
 
 extern crate alloc;

@@ -1,6 +1,6 @@
 //! Static event descriptors and the tracepoint macros.
 //!
-//! [`event!`](crate::event) declares an event `SYSTEM:NAME` with typed fields and a
+//! [`event!`](macro@crate::event) declares an event `SYSTEM:NAME` with typed fields and a
 //! format string. It emits a static [`Event`] and a pointer to its descriptor in the
 //! `trace_events` linker section, so the kernel finds every event of every crate at
 //! boot by walking that section: no registration calls. [`emit!`](crate::emit)
@@ -8,7 +8,7 @@
 //! not-taken branch, and evaluates no argument.
 //!
 //! Inside: `dispatch` hands each emitted record to the installed tracer, `filter`
-//! compiles and evaluates ftrace's event filters on an event's fields, [`format`]
+//! compiles and evaluates ftrace's event filters on an event's fields, [`format`](mod@format)
 //! renders a record with its descriptor's format string, [`format_file`] writes
 //! tracefs's `format` files, [`log`] bridges the `log` crate.
 
@@ -333,7 +333,7 @@ pub struct Event<A> {
 }
 
 impl<A> Event<A> {
-    /// Wraps a descriptor (used by [`event!`](crate::event)).
+    /// Wraps a descriptor (used by [`event!`](macro@crate::event)).
     pub const fn new(descriptor: EventDescriptor) -> Self {
         Event { descriptor, _args: PhantomData }
     }
@@ -435,7 +435,7 @@ macro_rules! event {
 }
 
 /// The descriptors the linker collected in the `trace_events` section of the
-/// calling binary: every [`event!`](crate::event) and [`printk!`](crate::printk) of
+/// calling binary: every [`event!`](macro@crate::event) and [`printk!`](crate::printk) of
 /// every crate linked in. Expands to the one `unsafe` walk of the section, in the
 /// caller's crate (the kernel's), since it relies on the linker's
 /// `__start_`/`__stop_` symbols.
@@ -458,7 +458,7 @@ macro_rules! linked_events {
     }};
 }
 
-/// Records a tracepoint declared with [`event!`](crate::event), with its arguments
+/// Records a tracepoint declared with [`event!`](macro@crate::event), with its arguments
 /// in declaration order. The arguments are evaluated only if the event is enabled.
 #[macro_export]
 macro_rules! emit {

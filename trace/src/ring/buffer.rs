@@ -1,5 +1,5 @@
 //! A buffer set: one ring per CPU, with the set's recording switch and mode. Each
-//! instance owns one (two with a snapshot spare, see [`crate::ring::Recorder`]).
+//! instance owns one (two with a snapshot spare, in a recorder).
 
 extern crate alloc;
 

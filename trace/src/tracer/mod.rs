@@ -2,7 +2,7 @@
 //! routes each tracepoint's record to the instances that enabled it.
 //!
 //! A writer enters its CPU's section once per event, then finds each enabled
-//! instance's recorder through a slot it reads with a single load (an [`RcuCell`]).
+//! instance's recorder through a slot it reads with a single load (an `RcuCell`).
 //! Control operations (create, destroy, resize, snapshot allocation) publish a new
 //! recorder in the slot and wait for a grace period before the old one can go. See
 //! DESIGN.md, "The per-CPU section" and "Instances".
