@@ -6,7 +6,7 @@ mod crafted;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use trace::dump::DumpWriter;
-use trace::{Context, EventDescriptor, RecordRef, RingStats};
+use trace::{Context, event::EventDescriptor, ring::RecordRef, ring::RingStats};
 
 trace::event! {
     /// A test event.
@@ -32,8 +32,8 @@ fn log() -> String {
     );
     for (cpu, seq, host) in [(0usize, 1u32, "alpha"), (1, 2, "beta"), (0, 3, "gamma")] {
         let mut buf = [0u8; 64];
-        let mut enc = trace::Encoder::new(&mut buf);
-        use trace::FieldValue;
+        let mut enc = trace::field::Encoder::new(&mut buf);
+        use trace::field::FieldValue;
         seq.encode(&mut enc);
         host.encode(&mut enc);
         writer.record(0, &record(cpu, 1_000 * u64::from(seq), enc.bytes()), Some(descriptor));
@@ -361,23 +361,23 @@ fn kernel_functions() -> Vec<(String, u64, u64)> {
 
 /// A log holding one `ftrace:kernel_stack` record of the frames `ips`.
 fn stack_log(ips: &[u64]) -> String {
-    use trace::FieldValue;
+    use trace::field::FieldValue;
     let mut out = String::new();
     let mut writer = DumpWriter::begin(|line: &str| {
         out.push_str(line);
         out.push('\n');
     });
     writer.header(1, None);
-    writer.descriptor_as(1, &trace::STACK_TRACE);
+    writer.descriptor_as(1, &trace::tracer::STACK_TRACE);
     writer.instance(0, "");
     writer.cpu_stats(0, 0, &RingStats { written: 1, entries: 1, ..RingStats::default() });
     let mut buf = [0u8; 128];
-    let mut enc = trace::Encoder::new(&mut buf);
+    let mut enc = trace::field::Encoder::new(&mut buf);
     (ips.len() as u8).encode(&mut enc);
-    for i in 0..trace::STACK_FRAMES {
+    for i in 0..trace::tracer::STACK_FRAMES {
         ips.get(i).copied().unwrap_or(0).encode(&mut enc);
     }
-    writer.record(0, &record(0, 1_000, enc.bytes()), Some(&trace::STACK_TRACE));
+    writer.record(0, &record(0, 1_000, enc.bytes()), Some(&trace::tracer::STACK_TRACE));
     writer.finish();
     out
 }

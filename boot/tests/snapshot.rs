@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use trace::dump::{BufferKind, DumpWriter};
-use trace::{Context, EventDescriptor, RecordRef, RingStats};
+use trace::{Context, event::EventDescriptor, ring::RecordRef, ring::RingStats};
 
 trace::event! {
     /// A test event.
@@ -30,8 +30,8 @@ fn log() -> String {
     writer.descriptor_as(1, descriptor);
     let ping = |seq: u32| {
         let mut buf = [0u8; 64];
-        let mut enc = trace::Encoder::new(&mut buf);
-        use trace::FieldValue;
+        let mut enc = trace::field::Encoder::new(&mut buf);
+        use trace::field::FieldValue;
         seq.encode(&mut enc);
         "host".encode(&mut enc);
         enc.bytes().to_vec()

@@ -12,7 +12,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::Write;
 use trace::dump::{BufferKind, DumpWriter};
-use trace::{Buffer, InstanceView, RecordRef, RingStats, Tracer};
+use trace::{Tracer, ring::Buffer, ring::RecordRef, ring::RingStats, tracer::InstanceView};
 
 /// Which CPUs' records a dump carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -54,7 +54,7 @@ pub const PERSIST_BYTES_PER_CPU: u64 = 256 * 1024;
 /// page tables, so the same range is usable memory on every boot.
 pub const PERSIST: Range<u64> = {
     let start = 0x0e00_0000;
-    let bytes = (trace::persist::HEADER_WORDS as u64) * 8
+    let bytes = (trace::ring::persist::HEADER_WORDS as u64) * 8
         + PERSIST_BYTES_PER_CPU * crate::arch::MAX_CPUS as u64;
     start..start + bytes
 };

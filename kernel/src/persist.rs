@@ -9,8 +9,9 @@ use crate::{arch, clock, println, smp};
 use alloc::sync::Arc;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use spin::Once;
-use trace::persist::Region;
-use trace::{Buffer, Mode, Recorder, Tracer};
+use trace::ring::persist::Region;
+use trace::ring::{Buffer, Recorder};
+use trace::{Mode, Tracer};
 
 include!(concat!(env!("OUT_DIR"), "/build_id.rs"));
 

@@ -7,8 +7,8 @@ use core::sync::atomic::Ordering::Relaxed;
 use spin::Once;
 use trace::text::{self, Line};
 use trace::{
-    Activity, Buffer, Context, DescriptorKind, Instance, InstanceConfig, Limits, Mode, RecordRef,
-    Tracer, TracerError,
+    Activity, Context, Instance, InstanceConfig, Limits, Mode, Tracer, TracerError,
+    event::DescriptorKind, ring::Buffer, ring::RecordRef,
 };
 
 /// The top-level instance's buffer: per CPU.
@@ -31,7 +31,7 @@ pub fn init(cpus: usize) -> Result<&'static Tracer<KernelPlatform>, TracerError>
     let tracer = Tracer::new(KernelPlatform, cpus, trace::linked_events!(), limits, top)?;
     let tracer = TRACER.call_once(|| tracer);
     if trace::install(tracer).is_ok() {
-        let _ = log::set_logger(&trace::log::LOGGER);
+        let _ = log::set_logger(&trace::event::log::LOGGER);
         log::set_max_level(log::LevelFilter::Info);
         default_events(&tracer.top());
     }
@@ -120,9 +120,9 @@ pub fn write_record(
     };
     text::write_line(out, &line, nanoseconds, |out| match descriptor {
         Some(d) if d.kind == DescriptorKind::Event => {
-            trace::format::render(out, d.format, d.fields, record.payload)
+            trace::event::format::render(out, d.format, d.fields, record.payload)
         }
-        Some(d) => trace::format::render_tagged(out, d.format, record.payload),
+        Some(d) => trace::event::format::render_tagged(out, d.format, record.payload),
         None => write!(out, "id={}", record.id),
     })
 }
@@ -278,7 +278,7 @@ pub fn stream_pipe(
     for &cpu in &cpus {
         consumers.push(recorder.live().consumer(cpu).map_err(|_| "trace_pipe is open already")?);
     }
-    let mut merged = trace::Merged::new(consumers);
+    let mut merged = trace::ring::Merged::new(consumers);
     loop {
         let mut stopped = stop();
         while !stopped {

@@ -22,10 +22,10 @@ fn format_and_header_files_are_what_trace_dat_carries() {
     let mut formats = Vec::new();
     for root in ["", "instances/t1/"] {
         let mut page = String::new();
-        trace::format_file::write_header_page(&mut page, 4096).unwrap();
+        trace::event::format_file::write_header_page(&mut page, 4096).unwrap();
         assert_eq!(unix(&m.run(&format!("cat {root}events/header_page"))), page);
         let mut header = String::new();
-        trace::format_file::write_header_event(&mut header).unwrap();
+        trace::event::format_file::write_header_event(&mut header).unwrap();
         assert_eq!(unix(&m.run(&format!("cat {root}events/header_event"))), header);
         let listing = m.run(&format!("ls {root}events"));
         assert!(listing.contains("header_page") && listing.contains("header_event"), "{listing}");
@@ -45,8 +45,14 @@ fn format_and_header_files_are_what_trace_dat_carries() {
             .find(|d| format!("{}:{}", d.system, d.name) == event)
             .unwrap_or_else(|| panic!("the dump describes {event}"));
         let mut expected = String::new();
-        trace::format_file::write_format(&mut expected, &d.name, d.id, &d.fields(), &d.format)
-            .unwrap();
+        trace::event::format_file::write_format(
+            &mut expected,
+            &d.name,
+            d.id,
+            &d.fields(),
+            &d.format,
+        )
+        .unwrap();
         assert_eq!(text, expected, "{event}");
         assert!(text.contains("\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"));
         assert!(text.contains("\nprint fmt: \""), "{text}");

@@ -24,7 +24,7 @@ use crossbeam_queue::ArrayQueue;
 use ringbuf::HeapRb;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
-use trace::{Buffer, Config, Mode, Recorder};
+use trace::{Mode, ring::Buffer, ring::Config, ring::Recorder};
 
 mod common;
 use common::{BenchPlatform, tsc};

@@ -6,110 +6,79 @@
 //! small platform trait.
 //!
 //! The core is lock-free and safe Rust but for one small module (the read-copy-update
-//! cell writers read instance slots through; see `DESIGN.md`):
+//! cell writers read instance slots through; see `DESIGN.md`).
 //!
-//! - [`Platform`]: what the kernel supplies (current CPU, clock, the two halves of an
-//!   asymmetric barrier).
-//! - [`Buffer`]: a buffer set, one ring per CPU: [`Buffer::write`], [`Buffer::write_with`],
-//!   readers ([`Buffer::iter`], [`Buffer::consumer`], [`Buffer::merged_iter`],
-//!   [`Buffer::merged_consumer`]), [`Buffer::stats`], clear and resize.
-//! - [`Recorder`]: a live set plus a spare, with [`Recorder::swap`] for snapshots.
-//! - [`event!`] / [`emit!`]: static tracepoints, collected by the linker in the
-//!   `trace_events` section, recorded raw and formatted at read time ([`format`]).
-//! - [`Tracer`] and [`Instance`]: the descriptors numbered at boot, and named
-//!   instances with the `trace_array_*` API; [`printk!`] and the [`log`] bridge.
-//! - [`Filter`] and [`Trigger`]: ftrace's event filters and triggers, per event per
-//!   instance ([`Instance::set_filter`], [`Instance::set_trigger`]), compiled when set
-//!   and evaluated from any context.
+//! The root holds what a driver author and the kernel need; the rest sits in its
+//! module, each layer using only those below it:
 //!
-//! The ring's design (record format, protocols, memory orderings) is in `DESIGN.md`.
+//! - [`event!`] / [`emit!`] / [`printk!`]: static tracepoints, collected by the linker
+//!   in the `trace_events` section ([`linked_events!`]) and recorded raw; [`event`](mod@event)
+//!   has the descriptors, filters, dispatch, and read-time formatting.
+//! - [`Tracer`], [`install`], [`Instance`]: the descriptors numbered at boot, and named
+//!   instances with the `trace_array_*` API; [`tracer`] has triggers and the rest.
+//! - [`Platform`]: what the kernel supplies (current CPU, clock, context, the two
+//!   halves of an asymmetric barrier).
+//! - [`ring`]: the low-level per-CPU rings and snapshot recorder, usable alone.
+//! - [`field`]: the payload encoding; [`dump`]: the crash dump format; [`text`]: the
+//!   trace line format, shared by the kernel and the host.
+//!
+//! A driver's path: declare a tracepoint, build the tracer over every linked
+//! descriptor, install it, emit, and read an instance:
 //!
 //! ```
-//! use trace::{Buffer, Config, Mode, Platform, Recorder, Sink};
+//! use trace::{HostPlatform, InstanceConfig, Limits, Mode, Tracer};
 //!
-//! /// The kernel's platform: here a single CPU and a counter for a clock.
-//! #[derive(Clone)]
-//! struct Kernel(core::cell::Cell<u64>);
-//! impl Platform for Kernel {
-//!     fn cpu(&self) -> usize { 0 } // e.g. read from the GS-based per-CPU area
-//!     fn now(&self) -> u64 { let t = self.0.get() + 1; self.0.set(t); t } // e.g. scaled TSC
+//! trace::event! {
+//!     /// A packet arrived.
+//!     pub RX = "net":"rx" { queue: u8, len: u32 } => "queue={queue} len={len}";
 //! }
 //!
-//! let cfg = Config { cpus: 1, bytes_per_cpu: 4096, mode: Mode::Overwrite };
-//! let rec = Recorder::new(Kernel(Default::default()), cfg, true)?;
-//! rec.write(7, &[1, 2, 3]).unwrap(); // from any context: thread, IRQ, NMI
-//! rec.write_with(8, 16, |r| { // or fill the record in place
-//!     r.put_u64(0xdead);
-//!     r.put_u64(0xbeef);
-//! }).unwrap();
+//! let cpus = 1;
+//! let limits = Limits { max_instances: 4, max_total_bytes: 1 << 20 };
+//! let top = InstanceConfig { bytes_per_cpu: 4096, mode: Mode::Overwrite, snapshot: false };
+//! let events = trace::linked_events!(); // every `event!` linked into this binary
+//! let tracer = Tracer::new(HostPlatform, cpus, events, limits, top).expect("valid events");
+//! let tracer = Box::leak(Box::new(tracer)); // the kernel keeps it in a static
+//! trace::install(tracer).expect("first install");
 //!
-//! rec.swap()?; // snapshot: the old live set is now frozen in `rec.snapshot()`
-//! let snap = rec.snapshot().unwrap();
-//! let mut it = snap.merged_iter()?; // all CPUs, in timestamp order
-//! while let Some(e) = it.next_record() {
-//!     println!("cpu{} {} id={} {:?}", e.cpu, e.ts, e.id, e.payload);
-//! }
-//! let mut pipe = rec.live().consumer(0)?; // trace_pipe: consuming, with lost counts
-//! assert!(pipe.next_record()?.is_none());
-//! assert!(snap.stats(0)?.balanced());
-//! # Ok::<(), trace::Error>(())
+//! let net = tracer.get_or_create("net", top).expect("room"); // like instances/net
+//! net.set_event(Some("net"), Some("rx"), true).expect("a known event");
+//! trace::emit!(RX, 0, 1500); // one load and a branch when no instance enabled it
+//!
+//! let recorder = net.recorder();
+//! let mut records = recorder.live().merged_iter().expect("memory");
+//! let record = records.next_record().expect("one record");
+//! let descriptor = tracer.descriptor(record.id).expect("a known id");
+//! let mut text = String::new();
+//! let (format, fields) = (descriptor.format, descriptor.fields);
+//! trace::event::format::render(&mut text, format, fields, record.payload).expect("valid");
+//! assert_eq!(text, "queue=0 len=1500");
 //! ```
 // `no_std` on bare metal; on a host the crate also offers `HostPlatform` (std).
 #![cfg_attr(any(target_os = "none", target_os = "uefi"), no_std)]
-// Safe Rust but for one module, `rcu` (see there and DESIGN.md for why).
+// Safe Rust but for one module, `tracer::rcu` (see there and DESIGN.md for why).
 #![deny(unsafe_code)]
 
 extern crate alloc;
 
-mod buffer;
 mod context;
-mod dispatch;
 pub mod dump;
 mod error;
-mod event;
-mod field;
-mod filter;
-pub mod format;
-pub mod format_file;
-mod instance;
-pub mod log;
-pub mod persist;
+pub mod event;
+pub mod field;
 mod platform;
-mod rcu;
-mod reader;
-mod record;
-mod recorder;
-mod ring;
-mod section;
-mod stats;
+pub mod ring;
 mod sync;
 pub mod text;
-mod tracer;
-mod trigger;
+pub mod tracer;
 
 #[cfg(test)]
 mod tests;
 
-pub use buffer::{Buffer, Config};
 pub use context::{Activity, Context};
-pub use dispatch::{Dispatch, Payload, install};
-pub use error::{Error, WriteError};
-pub use event::{
-    Args, DescriptorKind, Event, EventDescriptor, FieldArg, MAX_EVENT_PAYLOAD, Timeline, glob,
-};
-pub use field::{DecodeError, Decoder, Encoder, Field, FieldKind, FieldValue, Sink, Value};
-pub use filter::{Filter, FilterError, FilterReason, MAX_FILTER_LEN, MAX_PREDICATES};
-pub use instance::{HookError, Instance, InstanceConfig, InstanceError, MAX_NAME};
+pub use error::Error;
 #[cfg(not(any(target_os = "none", target_os = "uefi")))]
 pub use platform::HostPlatform;
 pub use platform::Platform;
-pub use reader::{Consumer, Cursor, Merged, Meta, RecordRef, RingIter};
-pub use record::{ANCHOR_ID, MAX_EVENT_ID, MAX_PAYLOAD, Mode, PAD_ID};
-pub use recorder::Recorder;
-pub use ring::RecordWriter;
-pub use stats::{MAX_DEPTH, Refused, RingStats};
-pub use tracer::{InstanceView, Limits, MARKER, MAX_INSTANCES, Tracer, TracerError};
-pub use trigger::{
-    Action, MAX_TRIGGER_LEN, MAX_TRIGGERS, STACK_FRAMES, STACK_TRACE, Trigger, TriggerCommand,
-    TriggerError, TriggerReason,
-};
+pub use ring::Mode;
+pub use tracer::{Instance, InstanceConfig, InstanceError, Limits, Tracer, TracerError, install};

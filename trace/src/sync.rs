@@ -73,7 +73,7 @@ pub(crate) enum Point {
     Committed,
     /// Between the load and the store of a single-writer counter.
     Bump,
-    /// A writer has entered its CPU's section (see `section.rs`).
+    /// A writer has entered its CPU's section (see `ring/section.rs`).
     Section,
 }
 

@@ -2,7 +2,7 @@
 
 use proptest::prelude::*;
 use trace::dump::{self, DumpWriter};
-use trace::{Context, EventDescriptor, RecordRef, RingStats};
+use trace::{Context, event::EventDescriptor, ring::RecordRef, ring::RingStats};
 
 trace::event! {
     /// Integers of every width and sign.
@@ -19,8 +19,8 @@ fn descriptors() -> [&'static EventDescriptor; 2] {
 /// A payload of NUMBERS built by the event's own encoder.
 fn numbers(a: u8, b: u16, c: u32, d: u64, e: i8, f: i64) -> Vec<u8> {
     let mut buf = [0u8; 64];
-    let mut enc = trace::Encoder::new(&mut buf);
-    use trace::FieldValue;
+    let mut enc = trace::field::Encoder::new(&mut buf);
+    use trace::field::FieldValue;
     a.encode(&mut enc);
     b.encode(&mut enc);
     c.encode(&mut enc);
@@ -32,8 +32,8 @@ fn numbers(a: u8, b: u16, c: u32, d: u64, e: i8, f: i64) -> Vec<u8> {
 
 fn text(flag: bool, letter: char, bytes: [u8; 3], s: &str) -> Vec<u8> {
     let mut buf = [0u8; 256];
-    let mut enc = trace::Encoder::new(&mut buf);
-    use trace::FieldValue;
+    let mut enc = trace::field::Encoder::new(&mut buf);
+    use trace::field::FieldValue;
     flag.encode(&mut enc);
     letter.encode(&mut enc);
     bytes.encode(&mut enc);
@@ -153,7 +153,7 @@ fn the_machine_block_is_far_smaller_than_text_lines() {
             desc.system,
             desc.name
         );
-        trace::format::render(&mut line, &desc.format, &desc.fields(), &r.payload).unwrap();
+        trace::event::format::render(&mut line, &desc.format, &desc.fields(), &r.payload).unwrap();
         text_bytes += line.len() + 1;
     }
     // The descriptors and stats ride along in the block, so this bounds it from above.
@@ -424,7 +424,7 @@ trace::event! {
 
 #[test]
 fn descriptors_carry_their_timeline_through_a_dump() {
-    use trace::Timeline;
+    use trace::event::Timeline;
     let mut out = String::new();
     let mut writer = DumpWriter::begin(|line: &str| {
         out.push_str(line);

@@ -1,7 +1,9 @@
 //! Tracepoints, the linker section, instances and snapshots, on the host.
 
 use std::sync::{Mutex, MutexGuard};
-use trace::{EventDescriptor, HostPlatform, InstanceConfig, InstanceError, Limits, Mode, Tracer};
+use trace::{
+    HostPlatform, InstanceConfig, InstanceError, Limits, Mode, Tracer, event::EventDescriptor,
+};
 
 trace::event! {
     /// A test event with two integers.
@@ -48,15 +50,16 @@ fn rendered(
         let descriptor = tracer.descriptor(record.id).expect("known id");
         let mut text = format!("{}:{}: ", descriptor.system, descriptor.name);
         match descriptor.kind {
-            trace::DescriptorKind::Event => trace::format::render(
+            trace::event::DescriptorKind::Event => trace::event::format::render(
                 &mut text,
                 descriptor.format,
                 descriptor.fields,
                 record.payload,
             )
             .unwrap(),
-            trace::DescriptorKind::Printk => {
-                trace::format::render_tagged(&mut text, descriptor.format, record.payload).unwrap()
+            trace::event::DescriptorKind::Printk => {
+                trace::event::format::render_tagged(&mut text, descriptor.format, record.payload)
+                    .unwrap()
             }
         }
         lines.push(text);
@@ -259,7 +262,7 @@ fn misuse_gets_typed_errors_and_changes_nothing() {
 #[test]
 fn the_log_bridge_records_log_calls() {
     let tracer = tracer();
-    let _ = log::set_logger(&trace::log::LOGGER);
+    let _ = log::set_logger(&trace::event::log::LOGGER);
     log::set_max_level(log::LevelFilter::Trace);
     let top = tracer.top();
     top.set_event(Some("log"), None, true).unwrap();

@@ -3,17 +3,17 @@
 
 use super::model::{CpuStats, Descriptor, Event, FieldDesc, PanicInfo, Trace, Value};
 use std::collections::BTreeMap;
-use trace::DescriptorKind;
 use trace::dump::{Dump, DumpDescriptor};
+use trace::event::DescriptorKind;
 
-fn value(value: trace::Value<'_>) -> Value {
+fn value(value: trace::field::Value<'_>) -> Value {
     match value {
-        trace::Value::Unsigned(v) => Value::Unsigned(v),
-        trace::Value::Signed(v) => Value::Signed(v),
-        trace::Value::Bool(v) => Value::Bool(v),
-        trace::Value::Char(v) => Value::Char(v),
-        trace::Value::Bytes(v) => Value::Bytes(v.to_vec()),
-        trace::Value::Str(v) => Value::Str(v.into()),
+        trace::field::Value::Unsigned(v) => Value::Unsigned(v),
+        trace::field::Value::Signed(v) => Value::Signed(v),
+        trace::field::Value::Bool(v) => Value::Bool(v),
+        trace::field::Value::Char(v) => Value::Char(v),
+        trace::field::Value::Bytes(v) => Value::Bytes(v.to_vec()),
+        trace::field::Value::Str(v) => Value::Str(v.into()),
     }
 }
 
@@ -39,21 +39,21 @@ fn decode(d: Option<&DumpDescriptor>, payload: &[u8]) -> (Vec<Value>, String) {
     let mut values = Vec::new();
     match d.kind {
         DescriptorKind::Event => {
-            let mut decoder = trace::Decoder::new(payload);
+            let mut decoder = trace::field::Decoder::new(payload);
             for (_, k) in &d.fields {
                 match decoder.value(*k) {
                     Ok(v) => values.push(value(v)),
                     Err(_) => break,
                 }
             }
-            let _ = trace::format::render(&mut text, &d.format, &d.fields(), payload);
+            let _ = trace::event::format::render(&mut text, &d.format, &d.fields(), payload);
         }
         DescriptorKind::Printk => {
-            let mut decoder = trace::Decoder::new(payload);
+            let mut decoder = trace::field::Decoder::new(payload);
             while let Ok((_, v)) = decoder.tagged() {
                 values.push(value(v));
             }
-            let _ = trace::format::render_tagged(&mut text, &d.format, payload);
+            let _ = trace::event::format::render_tagged(&mut text, &d.format, payload);
         }
     }
     (values, text)

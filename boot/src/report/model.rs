@@ -46,7 +46,7 @@ pub struct Descriptor {
 }
 
 /// A descriptor's timeline role (the dump's own, its strings owned).
-pub type Timeline = trace::Timeline<String>;
+pub type Timeline = trace::event::Timeline<String>;
 
 /// One field of a descriptor.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,7 +58,7 @@ pub struct FieldDesc {
 }
 
 /// The type of an event field: the tracer's own.
-pub use trace::FieldKind;
+pub use trace::field::FieldKind;
 
 /// One decoded event.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,7 +4,7 @@
 //! [`perfetto_json_of`]) with one thread track per CPU (tid = CPU, named
 //! `cpuN`). Paired events become slices (`"ph":"X"` with a duration) on their CPU's
 //! track: the events an `event!` declares `begin "LABEL"` and `end "LABEL"`
-//! ([`trace::Timeline`]; in the kernel `irq:irq_handler_entry`/`irq_handler_exit`
+//! ([`trace::event::Timeline`]; in the kernel `irq:irq_handler_entry`/`irq_handler_exit`
 //! with the same vector, and `shell:command`/`shell:command_done`); a slice is named
 //! after its label and the begin event's text (`irq vector=48`, `command ls`) and
 //! carries both events' fields. An event declared a `counter` becomes a counter
@@ -30,7 +30,7 @@ fn field<'a>(trace: &Trace, ev: &'a Event, name: &str) -> Option<&'a Value> {
 }
 
 /// Pairs begins with ends, as the events' descriptors declare them
-/// ([`trace::Timeline`]): for each event index that begins a slice, the index of
+/// ([`trace::event::Timeline`]): for each event index that begins a slice, the index of
 /// the event that ends it.
 pub(super) fn slices(trace: &Trace) -> BTreeMap<usize, usize> {
     let mut open: BTreeMap<(usize, &str), Vec<usize>> = BTreeMap::new();
@@ -57,7 +57,7 @@ pub(super) fn slices(trace: &Trace) -> BTreeMap<usize, usize> {
 }
 
 /// The integer fields of an event its descriptor declares a counter
-/// ([`trace::Timeline::Counter`]), as (field name, value); `None` for other events.
+/// ([`trace::event::Timeline::Counter`]), as (field name, value); `None` for other events.
 pub(super) fn counters(trace: &Trace, ev: &Event) -> Option<Vec<(String, i64)>> {
     let d = trace.descriptor(ev.id).filter(|d| d.timeline == Timeline::Counter)?;
     let values = d.fields.iter().zip(&ev.values).filter_map(|(f, v)| match v {

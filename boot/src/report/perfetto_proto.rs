@@ -249,7 +249,7 @@ impl<W: Write> Writer<W> {
 /// Perfetto orders a callstack: `function+0xoffset` once symbolised
 /// ([`super::Symbols::symbolize`]), the address otherwise. None for other events.
 fn stack_frames(trace: &Trace, ev: &Event) -> Vec<String> {
-    let stack = (trace::STACK_TRACE.system, trace::STACK_TRACE.name);
+    let stack = (trace::tracer::STACK_TRACE.system, trace::tracer::STACK_TRACE.name);
     match trace.descriptor(ev.id) {
         Some(d) if (d.system.as_str(), d.name.as_str()) == stack => {}
         _ => return Vec::new(),
@@ -426,7 +426,7 @@ mod tests {
     #[test]
     fn a_stack_is_the_events_callstack_outermost_first() {
         use crate::report::model::{Descriptor, FieldDesc, Timeline};
-        let stack = &trace::STACK_TRACE;
+        let stack = &trace::tracer::STACK_TRACE;
         let mut t = Trace { cpus: 1, ..Trace::default() };
         let fields = stack.fields.iter().map(|f| FieldDesc { name: f.name.into(), kind: f.kind });
         let d = Descriptor {

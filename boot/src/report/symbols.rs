@@ -145,7 +145,7 @@ impl Symbols {
     /// `ipN` fields become strings (`function+0xoffset`, empty past `depth`), and
     /// their text lists the frames as ftrace does, one ` => frame` line each.
     pub fn symbolize(&self, trace: &mut Trace) {
-        let (system, name) = (trace::STACK_TRACE.system, trace::STACK_TRACE.name);
+        let (system, name) = (trace::tracer::STACK_TRACE.system, trace::tracer::STACK_TRACE.name);
         let ids: Vec<u16> = trace
             .descriptors
             .values()

@@ -6,7 +6,7 @@
 //! 1. the magic, `tracing`, `6`, the endianness, the long size and the page size;
 //! 2. `header_page` and `header_event`, and every event's `format` file (the `ftrace`
 //!    system's in their own section, the others by system), as the kernel's tracefs
-//!    shows them ([`trace::format_file`]); empty kallsyms and printk formats; the
+//!    shows them ([`trace::event::format_file`]); empty kallsyms and printk formats; the
 //!    saved command lines;
 //! 3. the CPU count and options: the trace clock (the kernel's `local`: nanoseconds
 //!    since boot) and each CPU's ring statistics (`trace-cmd report --stat`);
@@ -28,7 +28,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use trace::format_file::{self, LayoutError};
+use trace::event::format_file::{self, LayoutError};
 use trace::text;
 
 use super::model::{Descriptor, Event, MAX_CPUS, Trace, Value, hex_dump};
@@ -93,19 +93,19 @@ fn c_name(name: &str) -> String {
     if clean.is_empty() { "_".into() } else { clean }
 }
 
-fn borrowed(value: &Value) -> trace::Value<'_> {
+fn borrowed(value: &Value) -> trace::field::Value<'_> {
     match value {
-        Value::Unsigned(v) => trace::Value::Unsigned(*v),
-        Value::Signed(v) => trace::Value::Signed(*v),
-        Value::Bool(v) => trace::Value::Bool(*v),
-        Value::Char(v) => trace::Value::Char(*v),
-        Value::Bytes(v) => trace::Value::Bytes(v),
-        Value::Str(v) => trace::Value::Str(v),
+        Value::Unsigned(v) => trace::field::Value::Unsigned(*v),
+        Value::Signed(v) => trace::field::Value::Signed(*v),
+        Value::Bool(v) => trace::field::Value::Bool(*v),
+        Value::Char(v) => trace::field::Value::Char(*v),
+        Value::Bytes(v) => trace::field::Value::Bytes(v),
+        Value::Str(v) => trace::field::Value::Str(v),
     }
 }
 
-fn fields(d: &Descriptor) -> Vec<trace::Field<'_>> {
-    d.fields.iter().map(|f| trace::Field { name: &f.name, kind: f.kind }).collect()
+fn fields(d: &Descriptor) -> Vec<trace::field::Field<'_>> {
+    d.fields.iter().map(|f| trace::field::Field { name: &f.name, kind: f.kind }).collect()
 }
 
 /// The saved command lines: `PID NAME` for each task id the events carry (pid 0
@@ -131,7 +131,7 @@ fn origin(ev: &Event) -> format_file::Origin {
 
 /// Appends an event's record in the ftrace layout.
 fn encode_fields(d: &Descriptor, ev: &Event, out: &mut Vec<u8>) -> Result<(), LayoutError> {
-    let values: Vec<trace::Value<'_>> = ev.values.iter().map(borrowed).collect();
+    let values: Vec<trace::field::Value<'_>> = ev.values.iter().map(borrowed).collect();
     let start = out.len();
     format_file::encode_record(ev.id, origin(ev), &fields(d), &values, out)?;
     if out.len() - start > MAX_RECORD {

@@ -179,7 +179,7 @@ pub fn run(mode: Mode, ms: u64) -> Result<bool, &'static str> {
 
 /// Consumes up to `limit` records (0: all) from one ring, checking each.
 fn drain(
-    consumer: &mut trace::Consumer<'_>,
+    consumer: &mut trace::ring::Consumer<'_>,
     cpu: usize,
     seen: &mut Consumed,
     limit: usize,

@@ -10,8 +10,8 @@ use alloc::vec::Vec;
 use core::fmt::{self, Write};
 use shell_core::path::normalize;
 use trace::{
-    DescriptorKind, EventDescriptor, HookError, Instance, InstanceConfig, InstanceError, Mode,
-    Tracer,
+    Instance, InstanceConfig, InstanceError, Mode, Tracer, event::DescriptorKind,
+    event::EventDescriptor, tracer::HookError,
 };
 
 /// A file-system error, printed as the errno text a Linux shell would show.
@@ -72,7 +72,7 @@ impl fmt::Display for FsError {
                     f,
                     "Invalid argument (instance names are 1 to {} characters of A-Z a-z 0-9 _ - ., \
                      not . or ..)",
-                    trace::MAX_NAME
+                    trace::tracer::MAX_NAME
                 );
             }
             FsError::MemoryLimit(used, max) => {
@@ -459,9 +459,9 @@ fn enable_state<'a>(
 }
 
 /// Writes the `format` file of an event (libtraceevent's syntax; see
-/// [`trace::format_file`] for the record layout it describes).
+/// [`trace::event::format_file`] for the record layout it describes).
 fn write_format(out: &mut dyn Write, d: &EventDescriptor) -> fmt::Result {
-    trace::format_file::write_format(out, d.name, d.id(), d.fields, d.format)
+    trace::event::format_file::write_format(out, d.name, d.id(), d.fields, d.format)
 }
 
 /// What an event's `trigger` file reads without triggers (as ftrace's).
@@ -690,8 +690,8 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
         }
         File::EventEnable(d) => writeln!(out, "{}", u8::from(instance.event_enabled(d))),
         File::EventFormat(d) => write_format(out, d),
-        File::HeaderPage => trace::format_file::write_header_page(out, PAGE_SIZE),
-        File::HeaderEvent => trace::format_file::write_header_event(out),
+        File::HeaderPage => trace::event::format_file::write_header_page(out, PAGE_SIZE),
+        File::HeaderEvent => trace::event::format_file::write_header_event(out),
         File::EventId(d) => writeln!(out, "{}", d.id()),
         File::EventFilter(d) => {
             writeln!(out, "{}", instance.filter(d).as_deref().unwrap_or("none"))
@@ -753,7 +753,7 @@ fn size_kb(value: &str) -> Result<usize, FsError> {
 }
 
 /// Longest data `trace_marker_raw` takes (its bytes are kept as hex text).
-const MAX_RAW: usize = (trace::MAX_EVENT_PAYLOAD - 16) / 3;
+const MAX_RAW: usize = (trace::event::MAX_EVENT_PAYLOAD - 16) / 3;
 const _: () = assert!(MAX_RAW == 80, "the error text of trace_marker_raw names the limit");
 
 /// Writes `value` to a file (`append` for `>>`). On error nothing changed, but for
@@ -848,8 +848,8 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
                 let _ = write!(hex, " {byte:02x}");
             }
             instance.printk(crate::events::RAW_DATA.descriptor(), |encoder| {
-                trace::FieldValue::encode(&id, encoder);
-                trace::FieldValue::encode(&hex.as_str(), encoder);
+                trace::field::FieldValue::encode(&id, encoder);
+                trace::field::FieldValue::encode(&hex.as_str(), encoder);
             });
             Ok(())
         }

@@ -41,7 +41,7 @@ pub struct DumpDescriptor {
 }
 
 impl DumpDescriptor {
-    /// The fields as [`Field`]s, for [`crate::format::render`].
+    /// The fields as [`Field`]s, for [`crate::event::format::render`].
     pub fn fields(&self) -> Vec<Field<'_>> {
         self.fields.iter().map(|(name, kind)| Field { name, kind: *kind }).collect()
     }

@@ -4,8 +4,8 @@ use super::codec::{base64_encode, crc32, put_varint, zigzag};
 use super::{BEGIN, BufferKind, CHUNK_BYTES, END, VERSION, kind};
 use crate::event::{DescriptorKind, EventDescriptor, Timeline};
 use crate::field::{Decoder, FieldKind, Value};
-use crate::reader::RecordRef;
-use crate::stats::RingStats;
+use crate::ring::reader::RecordRef;
+use crate::ring::stats::RingStats;
 
 /// Most bytes one item takes: a record with the largest payload and its framing.
 const ITEM_BYTES: usize = CHUNK_BYTES - 8;

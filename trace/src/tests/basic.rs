@@ -5,7 +5,8 @@ use super::util::{buffer, consume, events};
 use crate::field::Sink;
 use crate::sync::{Point, hook};
 use crate::{
-    Buffer, Config, Error, HostPlatform, MAX_EVENT_ID, Mode, Platform, Recorder, WriteError,
+    Error, HostPlatform, Mode, Platform, ring::Buffer, ring::Config, ring::MAX_EVENT_ID,
+    ring::Recorder, ring::WriteError,
 };
 use std::rc::Rc;
 use std::vec;
@@ -417,7 +418,7 @@ fn arm(b: Rc<Buffer<HostPlatform>>, level: u16, last: u16) {
 #[test]
 fn writers_nest_several_levels_deep() {
     let b = Rc::new(buffer(1, 4096, Mode::Overwrite));
-    let levels = crate::MAX_DEPTH as u16; // the outer writer is depth 0
+    let levels = crate::ring::MAX_DEPTH as u16; // the outer writer is depth 0
     arm(b.clone(), 1, levels);
     b.write(1, b"outer").unwrap();
     hook::clear();
@@ -524,7 +525,11 @@ fn corruption_turns_the_ring_off_and_says_so() {
     // words): make it claim a payload running past the commit position.
     let ring = b.ring(0).unwrap();
     ring.slot(5).store(
-        crate::record::header(crate::record::Tag { id: 2, ctx: crate::Context::TASK }, 4000, 0),
+        crate::ring::record::header(
+            crate::ring::record::Tag { id: 2, ctx: crate::Context::TASK },
+            4000,
+            0,
+        ),
         crate::sync::Ordering::Relaxed,
     );
     let mut c = b.consumer(0).unwrap();

@@ -1,11 +1,11 @@
 //! Event filters: the syntax, every operator on every field kind, errors with their
 //! positions, and a property test against a direct evaluation of random expressions.
 
-use crate::dispatch::Payload;
 use crate::event::Encode;
+use crate::event::dispatch::Payload;
+use crate::event::filter::{Filter, FilterError, FilterReason, MAX_FILTER_LEN, MAX_PREDICATES};
 use crate::field::{Encoder, Field, FieldKind, FieldValue};
-use crate::filter::{Filter, FilterError, FilterReason, MAX_FILTER_LEN, MAX_PREDICATES};
-use crate::{DescriptorKind, EventDescriptor};
+use crate::{event::DescriptorKind, event::EventDescriptor};
 use proptest::prelude::*;
 use std::format;
 use std::string::{String, ToString};
@@ -255,7 +255,7 @@ impl Expr {
             Expr::S(op, x) => match *op {
                 "==" => s == *x,
                 "!=" => s != *x,
-                _ => crate::glob(x, s),
+                _ => crate::event::glob(x, s),
             },
             Expr::Not(e) => !e.eval(a, b, s, c),
             Expr::And(l, r) => l.eval(a, b, s, c) && r.eval(a, b, s, c),

@@ -9,7 +9,7 @@
 //! write-path hook at a chosen point, one model per point.
 
 use crate::sync::{Point, hook};
-use crate::{Buffer, Config, Mode, Platform, Recorder, WriteError};
+use crate::{Mode, Platform, ring::Buffer, ring::Config, ring::Recorder, ring::WriteError};
 use loom::cell::Cell;
 use loom::sync::Arc;
 use std::vec::Vec;
@@ -71,7 +71,7 @@ fn counted(r: Result<(), WriteError>) -> u64 {
 
 /// Consumes everything with `c`; checks payloads (the id repeated) and returns the
 /// ids read and the events lost (reported, plus pending at the end).
-fn drain_with(c: &mut crate::Consumer<'_>) -> (Vec<u16>, u64) {
+fn drain_with(c: &mut crate::ring::Consumer<'_>) -> (Vec<u16>, u64) {
     let (mut ids, mut lost) = (Vec::new(), 0);
     while let Some(r) = c.next_record().unwrap() {
         assert_eq!(r.payload, &u64::from(r.id).to_le_bytes(), "torn record");
@@ -265,8 +265,8 @@ mod tracer {
     use super::*;
     use crate::{InstanceConfig, Limits, Tracer, event::DescriptorKind};
 
-    static EV: crate::EventDescriptor =
-        crate::EventDescriptor::new("t", "e", "", &[], DescriptorKind::Event);
+    static EV: crate::event::EventDescriptor =
+        crate::event::EventDescriptor::new("t", "e", "", &[], DescriptorKind::Event);
 
     fn tracer() -> &'static Tracer<LoomPlatform> {
         let limits = Limits { max_instances: 3, max_total_bytes: 1 << 20 };
@@ -316,7 +316,7 @@ mod tracer {
             let slot = a.state.slot;
             drop(a);
             let w = writer_in_section(move || {
-                crate::dispatch::Dispatch::record(t, &EV, 8, &&[1u8; 8][..]);
+                crate::event::dispatch::Dispatch::record(t, &EV, 8, &&[1u8; 8][..]);
             });
             t.destroy_by_name("a").unwrap();
             let b = t.get_or_create("b", cfg).unwrap();
@@ -343,10 +343,10 @@ mod tracer {
                 hook::set(move |p| {
                     if p == Point::Section && !fired {
                         fired = true;
-                        crate::dispatch::Dispatch::record(t, &EV, 8, &&[2u8; 8][..]);
+                        crate::event::dispatch::Dispatch::record(t, &EV, 8, &&[2u8; 8][..]);
                     }
                 });
-                crate::dispatch::Dispatch::record(t, &EV, 8, &&[1u8; 8][..]);
+                crate::event::dispatch::Dispatch::record(t, &EV, 8, &&[1u8; 8][..]);
                 hook::clear();
             });
             CPU.with(|c| c.set(1));
@@ -367,8 +367,8 @@ mod tracer {
     /// after a grace period), and once `set_filter` returns the new one applies.
     #[test]
     fn loom_filter_replaced_vs_writer() {
-        use crate::{Field, FieldKind};
-        static EVF: crate::EventDescriptor = crate::EventDescriptor::new(
+        use crate::{field::Field, field::FieldKind};
+        static EVF: crate::event::EventDescriptor = crate::event::EventDescriptor::new(
             "f",
             "e",
             "n={n}",
@@ -386,7 +386,7 @@ mod tracer {
             a.set_filter(&EVF, "n == 1").unwrap();
             drop(a);
             let w = writer_in_section(move || {
-                crate::dispatch::Dispatch::record(t, &EVF, 4, &&2u32.to_le_bytes()[..]);
+                crate::event::dispatch::Dispatch::record(t, &EVF, 4, &&2u32.to_le_bytes()[..]);
             });
             let a = t.lookup("a").unwrap();
             a.set_filter(&EVF, "n == 2").unwrap();
@@ -395,7 +395,7 @@ mod tracer {
             assert!(before <= 1, "{before}");
             // After `set_filter` returned, the new filter applies.
             CPU.with(|c| c.set(0));
-            crate::dispatch::Dispatch::record(t, &EVF, 4, &&2u32.to_le_bytes()[..]);
+            crate::event::dispatch::Dispatch::record(t, &EVF, 4, &&2u32.to_le_bytes()[..]);
             assert_eq!(a.stats(0).unwrap().written, before + 1);
             assert_eq!(a.filter(&EVF).as_deref(), Some("n == 2"));
         });

@@ -20,7 +20,7 @@ mod trigger;
 
 #[cfg(not(loom))]
 pub(crate) mod util {
-    use crate::{Buffer, Config, HostPlatform, Mode};
+    use crate::{HostPlatform, Mode, ring::Buffer, ring::Config};
     use std::vec::Vec;
 
     /// A host buffer set; the calling thread is CPU 0 with a manual clock.

@@ -4,10 +4,10 @@
 //! records with word positions, and the same counters.
 
 use super::util::buffer;
-use crate::record::record_words;
-use crate::ring::slack_for;
+use crate::ring::per_cpu::slack_for;
+use crate::ring::record::record_words;
 use crate::sync::{Point, hook};
-use crate::{Buffer, HostPlatform, Mode};
+use crate::{HostPlatform, Mode, ring::Buffer};
 use proptest::prelude::*;
 use std::collections::VecDeque;
 use std::rc::Rc;

@@ -2,9 +2,10 @@
 //! exactly; randomly damaged copies are either rejected or restore only records
 //! that were written.
 
-use crate::persist::{HEADER_WORDS, Region, Rejected};
+use crate::ring::Buffer;
+use crate::ring::persist::{HEADER_WORDS, Region, Rejected};
 use crate::sync::{AtomicU64, Ordering::Relaxed};
-use crate::{Buffer, HostPlatform, Mode};
+use crate::{HostPlatform, Mode};
 use std::collections::HashSet;
 use std::vec::Vec;
 

@@ -4,7 +4,7 @@
 use super::util::{buffer, consume};
 use crate::field::Sink;
 use crate::sync::{Point, hook};
-use crate::{Buffer, Config, HostPlatform, Mode, Recorder, WriteError};
+use crate::{HostPlatform, Mode, ring::Buffer, ring::Config, ring::Recorder, ring::WriteError};
 use std::rc::Rc;
 use std::vec::Vec;
 
@@ -44,7 +44,7 @@ fn reclaim_walk_raced_by_a_nested_reclaim_walks_again() {
 fn consumer_reports_every_loss() {
     let b = Rc::new(buffer(1, 4096, Mode::Discard));
     // A writer nested deeper than MAX_DEPTH: dropped.
-    let depth = crate::MAX_DEPTH;
+    let depth = crate::ring::MAX_DEPTH;
     nest(b.clone(), 1, depth as u16);
     b.write(1, b"outer").unwrap();
     hook::clear();

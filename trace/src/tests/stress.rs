@@ -5,7 +5,7 @@
 //! test does the same through a `Recorder` while another thread keeps swapping.
 
 use crate::sync::{Point, hook};
-use crate::{Buffer, Config, HostPlatform, Mode, Recorder, WriteError};
+use crate::{HostPlatform, Mode, ring::Buffer, ring::Config, ring::Recorder, ring::WriteError};
 use std::cell::Cell;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering::*};
@@ -252,7 +252,7 @@ fn tracer_events() -> u64 {
 #[test]
 fn tracer_control_operations_under_nested_writers_account_exactly() {
     use crate::event::DescriptorKind;
-    use crate::{EventDescriptor, InstanceConfig, Limits, Tracer};
+    use crate::{InstanceConfig, Limits, Tracer, event::EventDescriptor};
     static EV: EventDescriptor = EventDescriptor::new("s", "e", "", &[], DescriptorKind::Event);
     let limits = Limits { max_instances: 4, max_total_bytes: 64 << 20 };
     let cfg = InstanceConfig { bytes_per_cpu: 4096, mode: Mode::Overwrite, snapshot: true };
@@ -275,12 +275,12 @@ fn tracer_control_operations_under_nested_writers_account_exactly() {
                         hook::set(move |p| {
                             if p == Point::Section && !fired {
                                 fired = true;
-                                crate::dispatch::record(&EV, 8, &&[3u8; 8][..]);
+                                crate::event::dispatch::record(&EV, 8, &&[3u8; 8][..]);
                             }
                         });
                         events += 1;
                     }
-                    crate::dispatch::record(&EV, 8, &&i.to_le_bytes()[..]);
+                    crate::event::dispatch::record(&EV, 8, &&i.to_le_bytes()[..]);
                     hook::clear();
                     events += 1;
                 }

@@ -3,10 +3,13 @@
 
 use crate::event::Encode;
 use crate::field::{Field, FieldKind};
-use crate::trigger::{Action, Target, Trigger, TriggerCommand, TriggerError, TriggerReason};
+use crate::tracer::trigger::{
+    Action, Target, Trigger, TriggerCommand, TriggerError, TriggerReason,
+};
 use crate::{
-    DescriptorKind, Dispatch, EventDescriptor, FilterError, FilterReason, HookError, HostPlatform,
-    InstanceConfig, InstanceError, Limits, Mode, STACK_TRACE, Tracer,
+    HostPlatform, InstanceConfig, InstanceError, Limits, Mode, Tracer, event::DescriptorKind,
+    event::EventDescriptor, event::FilterError, event::FilterReason, event::dispatch::Dispatch,
+    tracer::HookError, tracer::STACK_TRACE,
 };
 use core::cell::Cell;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -221,7 +224,7 @@ fn fire(t: &Tracer<HostPlatform>, event: &EventDescriptor, v: u32) {
 }
 
 /// The `u32` payloads of `id` recorded in `buffer`, oldest first.
-fn recorded(buffer: &crate::Buffer<HostPlatform>, id: u16) -> Vec<u32> {
+fn recorded(buffer: &crate::ring::Buffer<HostPlatform>, id: u16) -> Vec<u32> {
     crate::tests::util::events(buffer, 0)
         .into_iter()
         .filter(|(i, _)| *i == id)
@@ -388,7 +391,8 @@ fn trigger_stacktrace_records_a_stack_event() {
     assert_eq!(ids, [EV.id(), STACK_TRACE.id(), EV.id()]);
     // The host platform has no unwinder: depth 0, no frames.
     let mut text = String::new();
-    crate::format::render(&mut text, STACK_TRACE.format, STACK_TRACE.fields, &events[1].1).unwrap();
+    crate::event::format::render(&mut text, STACK_TRACE.format, STACK_TRACE.fields, &events[1].1)
+        .unwrap();
     assert_eq!(text, "depth=0 0x0 0x0 0x0 0x0 0x0 0x0 0x0 0x0");
 }
 
@@ -401,7 +405,7 @@ fn filter_and_triggers_go_with_their_instance() {
     i.set_filter(&EV, "n == 1").unwrap();
     i.set_trigger(&EV, "traceoff").unwrap();
     assert_eq!(
-        i.set_filter(&crate::log::LOG_MESSAGE, "nope == 1").unwrap_err(),
+        i.set_filter(&crate::event::log::LOG_MESSAGE, "nope == 1").unwrap_err(),
         HookError::Filter(FilterError { pos: 0, reason: FilterReason::UnknownField })
     );
     drop(i);
@@ -479,7 +483,7 @@ fn trigger_count_per_event_is_bounded() {
     for line in lines {
         top.set_trigger(&EV, line).unwrap();
     }
-    assert_eq!(crate::trigger::MAX_TRIGGERS, lines.len());
+    assert_eq!(crate::tracer::trigger::MAX_TRIGGERS, lines.len());
     let too_many = top.set_trigger(&EV, "enable_event:zt7:c").unwrap_err();
     let expected = TriggerError { pos: 0, reason: TriggerReason::TooMany };
     assert_eq!(too_many, HookError::Trigger(expected));

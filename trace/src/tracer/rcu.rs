@@ -16,7 +16,7 @@
 extern crate alloc;
 
 use crate::platform::Platform;
-use crate::section::{Grace, SectionGuard};
+use crate::ring::section::{Grace, SectionGuard};
 use crate::sync::{AtomicPtr, Ordering::*};
 use alloc::sync::Arc;
 use core::marker::PhantomData;

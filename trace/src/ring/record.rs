@@ -32,9 +32,9 @@ const TS_SHIFT: u32 = LEN_BITS + ID_BITS + CTX_BITS;
 /// Largest payload of one record, in bytes.
 pub const MAX_PAYLOAD: usize = (1 << LEN_BITS) - 1;
 /// Reserved id: an anchor record carrying the full timestamp.
-pub const ANCHOR_ID: u16 = 0xffff;
+pub(crate) const ANCHOR_ID: u16 = 0xffff;
 /// Reserved id: a record abandoned by its writer (reserved, never committed).
-pub const PAD_ID: u16 = 0xfffe;
+pub(crate) const PAD_ID: u16 = 0xfffe;
 /// Largest event id a caller may use.
 pub const MAX_EVENT_ID: u16 = 0xfffd;
 

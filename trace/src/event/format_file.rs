@@ -39,8 +39,8 @@
 //! [`encode_text_record`]).
 
 use crate::context::{Activity, Context};
+use crate::event::format::{Piece, Spec, pieces};
 use crate::field::{Field, FieldKind, Value};
-use crate::format::{Piece, Spec, pieces};
 use crate::text::Task;
 use alloc::vec::Vec;
 use core::fmt::{self, Write};
@@ -164,7 +164,7 @@ pub fn write_format(
     }
     write!(out, "\nprint fmt: \"")?;
     let mut args = Vec::new();
-    if format.is_empty() || crate::format::validate(format, fields).is_err() {
+    if format.is_empty() || crate::event::format::validate(format, fields).is_err() {
         for (i, field) in fields.iter().enumerate() {
             let sep = if i == 0 { "" } else { " " };
             write!(out, "{sep}{}=", escaped(field.name))?;

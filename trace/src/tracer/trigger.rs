@@ -10,7 +10,7 @@
 //! `COUNT` limits how many times the trigger acts (`traceon`, `traceoff`,
 //! `enable_event` and `disable_event` count only the times they change something, as
 //! in ftrace); the count is decremented atomically, from any context. `FILTER` is an
-//! event filter ([`crate::Filter`]) on the triggering event's fields. A leading `!`
+//! event filter ([`crate::event::Filter`]) on the triggering event's fields. A leading `!`
 //! removes the trigger with the same command (and target event). Read back, each
 //! trigger prints as ftrace prints it: `traceoff:count=2 if irq == 48`,
 //! `enable_event:sched:sched_switch:unlimited`.
@@ -24,10 +24,10 @@
 //! with the frames the platform's unwinder gives ([`crate::Platform::stack_trace`];
 //! none without one).
 
-use crate::dispatch::Payload;
+use crate::event::dispatch::Payload;
+use crate::event::filter::{Filter, FilterReason};
 use crate::event::{DescriptorKind, EventDescriptor};
 use crate::field::{Field, FieldKind};
-use crate::filter::{Filter, FilterReason};
 use core::fmt;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 

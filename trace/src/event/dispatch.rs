@@ -1,12 +1,12 @@
 //! Where tracepoints send their records: the one tracer the kernel installed.
 
 use crate::event::EventDescriptor;
-use crate::filter::Filter;
-use crate::ring::RecordWriter;
+use crate::event::filter::Filter;
+use crate::ring::per_cpu::RecordWriter;
 use spin::Once;
 
 /// A payload the tracer writes into each record it reserves for an event.
-pub trait Payload {
+pub(crate) trait Payload {
     /// Writes the payload into `out`, a record reserved for it.
     fn write(&self, out: &mut RecordWriter<'_>);
 
@@ -26,8 +26,8 @@ impl Payload for &[u8] {
     }
 }
 
-/// What records events for tracepoints (implemented by [`crate::Tracer`]).
-pub trait Dispatch: Sync {
+/// What records events for tracepoints (implemented by [`crate::Tracer`], installed by [`crate::install`]).
+pub(crate) trait Dispatch: Sync {
     /// Records an event of `descriptor` with a payload of `len` bytes in every
     /// instance that has it enabled, with `payload` writing each record in place.
     /// Callable from any context; never blocks or allocates.
@@ -38,7 +38,7 @@ static DISPATCH: Once<&'static dyn Dispatch> = Once::new();
 
 /// Makes `tracer` the destination of every tracepoint. Once per boot: a second call
 /// fails and changes nothing.
-pub fn install(tracer: &'static dyn Dispatch) -> Result<(), &'static str> {
+pub(crate) fn install(tracer: &'static dyn Dispatch) -> Result<(), &'static str> {
     let mut installed = false;
     DISPATCH.call_once(|| {
         installed = true;

@@ -1,14 +1,14 @@
 //! A buffer set: one ring per CPU, with the set's recording switch and mode. Each
-//! instance owns one (two with a snapshot spare, see [`crate::Recorder`]).
+//! instance owns one (two with a snapshot spare, in a recorder).
 
 extern crate alloc;
 
 use crate::error::{Error, WriteError};
 use crate::platform::Platform;
-use crate::reader::{Consumer, Merged, RingIter};
-use crate::record::{MAX_EVENT_ID, Mode, Tag};
-use crate::ring::{RecordWriter, Refusal, Ring, words_for};
-use crate::stats::RingStats;
+use crate::ring::per_cpu::{RecordWriter, Refusal, Ring, words_for};
+use crate::ring::reader::{Consumer, Merged, RingIter};
+use crate::ring::record::{MAX_EVENT_ID, Mode, Tag};
+use crate::ring::stats::RingStats;
 use crate::sync::{AtomicBool, AtomicU8, AtomicU64, Ordering::*};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -187,7 +187,7 @@ impl<P: Platform> Buffer<P> {
     }
 
     /// Records event `id` with a payload of `len` bytes that `fill` writes in place
-    /// (through [`crate::Sink`]); bytes it leaves unwritten are zero. The record is
+    /// (through [`crate::field::Sink`]); bytes it leaves unwritten are zero. The record is
     /// committed when `fill` returns: a reservation cannot outlive it. Interrupts may
     /// write meanwhile. Callable from any context, including NMI.
     #[inline]

@@ -7,16 +7,18 @@
 extern crate alloc;
 
 use crate::error::Error;
+use crate::event::filter::{Filter, FilterError};
 use crate::event::{DescriptorKind, EventDescriptor};
 use crate::field::{Encoder, Sink};
-use crate::filter::{Filter, FilterError};
 use crate::platform::Platform;
-use crate::record::Mode;
-use crate::recorder::Recorder;
-use crate::stats::RingStats;
+use crate::ring::record::Mode;
+use crate::ring::recorder::Recorder;
+use crate::ring::stats::RingStats;
 use crate::tracer::EventHooks;
 use crate::tracer::Tracer;
-use crate::trigger::{Action, MAX_TRIGGERS, Trigger, TriggerCommand, TriggerError, TriggerReason};
+use crate::tracer::trigger::{
+    Action, MAX_TRIGGERS, Trigger, TriggerCommand, TriggerError, TriggerReason,
+};
 use alloc::string::{String, ToString};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -264,7 +266,7 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
     }
 
     /// Adds a trigger to `event` in this instance, or removes one with a leading `!`
-    /// (a line written to `events/SYSTEM/EVENT/trigger`; see [`crate::Trigger`]). A
+    /// (a line written to `events/SYSTEM/EVENT/trigger`; see [`crate::tracer::Trigger`]). A
     /// trigger on an event this instance does not record makes the event fire for
     /// its triggers without being recorded. A `snapshot` trigger allocates the
     /// snapshot buffer. Refused lines (`HookError::Trigger`, with the position
@@ -480,19 +482,19 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
 #[macro_export]
 macro_rules! printk {
     ($instance:expr, $format:literal $(, $arg:expr)* $(,)?) => {{
-        static SITE: $crate::EventDescriptor = $crate::EventDescriptor::new(
+        static SITE: $crate::event::EventDescriptor = $crate::event::EventDescriptor::new(
             "ftrace",
             "bprint",
             $format,
             &[],
-            $crate::DescriptorKind::Printk,
+            $crate::event::DescriptorKind::Printk,
         );
         const _: () = {
             #[used]
             #[unsafe(link_section = "trace_events")]
-            static DESCRIPTOR: &$crate::EventDescriptor = &SITE;
+            static DESCRIPTOR: &$crate::event::EventDescriptor = &SITE;
         };
-        $instance.printk(&SITE, |_encoder| { $($crate::Sink::put_tagged(_encoder, &$arg);)* });
+        $instance.printk(&SITE, |_encoder| { $($crate::field::Sink::put_tagged(_encoder, &$arg);)* });
     }};
 }
 

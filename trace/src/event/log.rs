@@ -64,7 +64,7 @@ impl log::Log for Logger {
         encoder.put_str(record.level().as_str());
         encoder.put_str(record.target());
         encoder.put_str(message);
-        crate::dispatch::record(&LOG_MESSAGE, encoder.bytes().len(), &encoder.bytes());
+        crate::event::dispatch::record(&LOG_MESSAGE, encoder.bytes().len(), &encoder.bytes());
     }
 
     fn flush(&self) {}

@@ -1,11 +1,11 @@
 //! The recorder: an instance's live buffer set and an optional spare for snapshots,
 //! switched under the per-CPU section's grace periods.
 
-use crate::buffer::{Buffer, Config};
 use crate::error::{Error, WriteError};
 use crate::platform::Platform;
-use crate::ring::RecordWriter;
-use crate::section::{SectionGuard, Sections};
+use crate::ring::buffer::{Buffer, Config};
+use crate::ring::per_cpu::RecordWriter;
+use crate::ring::section::{SectionGuard, Sections};
 use crate::sync::{AtomicBool, AtomicUsize, Ordering::*};
 
 extern crate alloc;

@@ -21,11 +21,11 @@
 
 extern crate alloc;
 
-use crate::buffer::Buffer;
 use crate::error::Error;
 use crate::platform::Platform;
-use crate::record::{ANCHOR_ID, Header, Mode, PAD_ID, ts_hi, ts_join, unpack_tail};
-use crate::ring::{MAX_WORDS, MIN_WORDS, Ring};
+use crate::ring::buffer::Buffer;
+use crate::ring::per_cpu::{MAX_WORDS, MIN_WORDS, Ring};
+use crate::ring::record::{ANCHOR_ID, Header, Mode, PAD_ID, ts_hi, ts_join, unpack_tail};
 use crate::sync::{AtomicU64, Ordering::Relaxed};
 use alloc::sync::Arc;
 use alloc::vec::Vec;

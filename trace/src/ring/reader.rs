@@ -5,8 +5,8 @@ extern crate alloc;
 
 use crate::context::Context;
 use crate::error::Error;
-use crate::record::MAX_PAYLOAD;
-use crate::ring::{Copied, Found, Peeked, Ring};
+use crate::ring::per_cpu::{Copied, Found, Peeked, Ring};
+use crate::ring::record::MAX_PAYLOAD;
 use crate::sync::{Ordering::Acquire, fence};
 use alloc::vec::Vec;
 

@@ -1,14 +1,27 @@
 //! Static event descriptors and the tracepoint macros.
 //!
-//! [`event!`](crate::event) declares an event `SYSTEM:NAME` with typed fields and a
+//! [`event!`](macro@crate::event) declares an event `SYSTEM:NAME` with typed fields and a
 //! format string. It emits a static [`Event`] and a pointer to its descriptor in the
 //! `trace_events` linker section, so the kernel finds every event of every crate at
 //! boot by walking that section: no registration calls. [`emit!`](crate::emit)
 //! records one: when no instance has the event enabled it costs one load and a
 //! not-taken branch, and evaluates no argument.
+//!
+//! Inside: `dispatch` hands each emitted record to the installed tracer, `filter`
+//! compiles and evaluates ftrace's event filters on an event's fields, [`format`](mod@format)
+//! renders a record with its descriptor's format string, [`format_file`] writes
+//! tracefs's `format` files, [`log`] bridges the `log` crate.
 
+pub(crate) mod dispatch;
+pub(crate) mod filter;
+pub mod format;
+pub mod format_file;
+pub mod log;
+
+pub use filter::{Filter, FilterError, FilterReason, MAX_FILTER_LEN, MAX_PREDICATES};
+
+use crate::event::filter::{FieldRef, Fields};
 use crate::field::{Encoder, Field, FieldValue, Measure, Sink};
-use crate::filter::{FieldRef, Fields, Filter};
 
 use core::marker::PhantomData;
 use core::sync::atomic::{AtomicU16, AtomicU64, Ordering::Relaxed};
@@ -60,7 +73,7 @@ pub struct EventDescriptor {
     pub system: &'static str,
     /// The event's name within its system.
     pub name: &'static str,
-    /// The format string, rendered at read time (see [`crate::format`]).
+    /// The format string, rendered at read time (see [`crate::event::format`]).
     pub format: &'static str,
     /// The fields, in payload order.
     pub fields: &'static [Field<'static>],
@@ -212,7 +225,7 @@ impl EventDescriptor {
 }
 
 /// Shell-style glob: `*` any run, `?` any one character.
-pub fn glob(pattern: &str, text: &str) -> bool {
+pub(crate) fn glob(pattern: &str, text: &str) -> bool {
     let (p, t) = (pattern.as_bytes(), text.as_bytes());
     let (mut pi, mut ti) = (0, 0);
     let mut star: Option<(usize, usize)> = None;
@@ -356,7 +369,7 @@ pub struct Event<A> {
 }
 
 impl<A> Event<A> {
-    /// Wraps a descriptor (used by [`event!`](crate::event)).
+    /// Wraps a descriptor (used by [`event!`](macro@crate::event)).
     pub const fn new(descriptor: EventDescriptor) -> Self {
         Event { descriptor, _args: PhantomData }
     }
@@ -379,7 +392,7 @@ impl<A> Event<A> {
     #[inline(never)]
     pub fn record<T: Args<A>>(&'static self, args: T) {
         let len = args.payload_len();
-        crate::dispatch::record(&self.descriptor, len, &Encode::<T, A>::new(args));
+        crate::event::dispatch::record(&self.descriptor, len, &Encode::<T, A>::new(args));
     }
 }
 
@@ -394,9 +407,9 @@ impl<T: Args<A>, A> Encode<T, A> {
     }
 }
 
-impl<T: Args<A>, A> crate::dispatch::Payload for Encode<T, A> {
+impl<T: Args<A>, A> crate::event::dispatch::Payload for Encode<T, A> {
     #[inline]
-    fn write(&self, out: &mut crate::ring::RecordWriter<'_>) {
+    fn write(&self, out: &mut crate::ring::per_cpu::RecordWriter<'_>) {
         self.0.encode(out);
     }
 
@@ -450,17 +463,17 @@ macro_rules! event {
             => $format:literal $(, $timeline:ident $($label:literal $(key $key:ident)?)?)?;
     )*) => {$(
         $(#[$meta])*
-        $vis static $ident: $crate::Event<($($ty,)*)> = $crate::Event::new($crate::EventDescriptor::new(
+        $vis static $ident: $crate::event::Event<($($ty,)*)> = $crate::event::Event::new($crate::event::EventDescriptor::new(
             $system,
             $name,
             $format,
-            &[$($crate::Field { name: stringify!($field), kind: <$ty as $crate::FieldValue>::KIND }),*],
-            $crate::DescriptorKind::Event,
+            &[$($crate::field::Field { name: stringify!($field), kind: <$ty as $crate::field::FieldValue>::KIND }),*],
+            $crate::event::DescriptorKind::Event,
         ).on_timeline($crate::timeline!($($timeline $($label $(key $key)?)?)?)));
         const _: () = {
             #[used]
             #[unsafe(link_section = "trace_events")]
-            static DESCRIPTOR: &$crate::EventDescriptor = $ident.descriptor();
+            static DESCRIPTOR: &$crate::event::EventDescriptor = $ident.descriptor();
         };
     )*};
 }
@@ -472,16 +485,16 @@ macro_rules! event {
 #[macro_export]
 macro_rules! timeline {
     () => {
-        $crate::Timeline::Instant
+        $crate::event::Timeline::Instant
     };
     (counter) => {
-        $crate::Timeline::Counter
+        $crate::event::Timeline::Counter
     };
     (begin $label:literal $(key $key:ident)?) => {
-        $crate::Timeline::Begin { label: $label, key: $crate::timeline!(@key $($key)?) }
+        $crate::event::Timeline::Begin { label: $label, key: $crate::timeline!(@key $($key)?) }
     };
     (end $label:literal $(key $key:ident)?) => {
-        $crate::Timeline::End { label: $label, key: $crate::timeline!(@key $($key)?) }
+        $crate::event::Timeline::End { label: $label, key: $crate::timeline!(@key $($key)?) }
     };
     (@key) => {
         None
@@ -492,7 +505,7 @@ macro_rules! timeline {
 }
 
 /// The descriptors the linker collected in the `trace_events` section of the
-/// calling binary: every [`event!`](crate::event) and [`printk!`](crate::printk) of
+/// calling binary: every [`event!`](macro@crate::event) and [`printk!`](crate::printk) of
 /// every crate linked in. Expands to the one `unsafe` walk of the section, in the
 /// caller's crate (the kernel's), since it relies on the linker's
 /// `__start_`/`__stop_` symbols.
@@ -503,8 +516,10 @@ macro_rules! linked_events {
             static __start_trace_events: u8;
             static __stop_trace_events: u8;
         }
-        let start = (&raw const __start_trace_events).cast::<&'static $crate::EventDescriptor>();
-        let stop = (&raw const __stop_trace_events).cast::<&'static $crate::EventDescriptor>();
+        let start =
+            (&raw const __start_trace_events).cast::<&'static $crate::event::EventDescriptor>();
+        let stop =
+            (&raw const __stop_trace_events).cast::<&'static $crate::event::EventDescriptor>();
         // SAFETY: the linker places every `&'static EventDescriptor` that `event!` and
         // `printk!` put in the `trace_events` section contiguously (each is pointer
         // sized and aligned, and nothing else goes there) between these two symbols;
@@ -513,7 +528,7 @@ macro_rules! linked_events {
     }};
 }
 
-/// Records a tracepoint declared with [`event!`](crate::event), with its arguments
+/// Records a tracepoint declared with [`event!`](macro@crate::event), with its arguments
 /// in declaration order. The arguments are evaluated only if the event is enabled.
 #[macro_export]
 macro_rules! emit {

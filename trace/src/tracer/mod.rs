@@ -2,25 +2,39 @@
 //! routes each tracepoint's record to the instances that enabled it.
 //!
 //! A writer enters its CPU's section once per event, then finds each enabled
-//! instance's recorder through a slot it reads with a single load (an [`RcuCell`]).
+//! instance's recorder through a slot it reads with a single load (an `RcuCell`).
 //! Control operations (create, destroy, resize, snapshot allocation) publish a new
 //! recorder in the slot and wait for a grace period before the old one can go. See
 //! DESIGN.md, "The per-CPU section" and "Instances".
+//!
+//! Inside: `instance` is the handle a caller works with ([`Instance`]), `rcu` the
+//! cell each instance slot is read through, `trigger` ftrace's event triggers.
 
 extern crate alloc;
 
-use crate::buffer::{Buffer, Config};
-use crate::dispatch::{Dispatch, Payload};
+mod instance;
+// The one module of the crate with `unsafe` (its `allow` is inside; see DESIGN.md).
+mod rcu;
+pub(crate) mod trigger;
+
+pub use instance::{HookError, Instance, InstanceConfig, InstanceError, MAX_NAME};
+pub use trigger::{
+    Action, MAX_TRIGGER_LEN, MAX_TRIGGERS, STACK_FRAMES, STACK_TRACE, Trigger, TriggerCommand,
+    TriggerError, TriggerReason,
+};
+
+use crate::event::dispatch::{Dispatch, Payload};
+use crate::event::filter::Filter;
 use crate::event::{DescriptorKind, EventDescriptor, MAX_EVENT_PAYLOAD};
 use crate::field::{Field, FieldKind, Sink};
-use crate::filter::Filter;
-use crate::instance::{Instance, InstanceConfig, InstanceError, InstanceState, valid_name};
 use crate::platform::Platform;
-use crate::rcu::RcuCell;
-use crate::recorder::Recorder;
-use crate::ring::RecordWriter;
-use crate::section::{SectionGuard, Sections};
-use crate::trigger::{STACK_FRAMES, STACK_TRACE, Target, Trigger};
+use crate::ring::buffer::{Buffer, Config};
+use crate::ring::per_cpu::RecordWriter;
+use crate::ring::recorder::Recorder;
+use crate::ring::section::{SectionGuard, Sections};
+use crate::tracer::instance::{InstanceState, valid_name};
+use crate::tracer::rcu::RcuCell;
+use crate::tracer::trigger::Target;
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -33,7 +47,7 @@ pub const MAX_INSTANCES: usize = 64;
 pub(crate) const TOP_SLOT: usize = 0;
 
 /// The `ftrace:print` event that `trace_marker` writes.
-pub static MARKER: EventDescriptor = EventDescriptor::new(
+pub(crate) static MARKER: EventDescriptor = EventDescriptor::new(
     "ftrace",
     "print",
     "{buf}",
@@ -43,7 +57,7 @@ pub static MARKER: EventDescriptor = EventDescriptor::new(
 
 /// Descriptors the tracer provides itself, besides those found in the section.
 fn builtin() -> [&'static EventDescriptor; 3] {
-    [&MARKER, &crate::log::LOG_MESSAGE, &STACK_TRACE]
+    [&MARKER, &crate::event::log::LOG_MESSAGE, &STACK_TRACE]
 }
 
 /// An event's filter and triggers in one instance.
@@ -128,12 +142,12 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         events.sort_by(|a, b| (a.system, a.name, a.format).cmp(&(b.system, b.name, b.format)));
         // A descriptor may be listed twice (a section seen through two symbols).
         events.dedup_by(|a, b| core::ptr::eq(*a, *b));
-        if events.len() > usize::from(crate::record::MAX_EVENT_ID) {
+        if events.len() > usize::from(crate::ring::record::MAX_EVENT_ID) {
             return Err(TracerError::TooManyEvents);
         }
         for (i, descriptor) in events.iter().enumerate() {
             if descriptor.kind == DescriptorKind::Event {
-                crate::format::validate(descriptor.format, descriptor.fields)
+                crate::event::format::validate(descriptor.format, descriptor.fields)
                     .map_err(|_| TracerError::BadFormat(descriptor))?;
             }
             descriptor.set_id(i as u16 + 1);
@@ -278,7 +292,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         let buffer =
             Config { cpus: self.cpus, bytes_per_cpu: config.bytes_per_cpu, mode: config.mode };
         let mut registry = self.registry.lock();
-        let ring_bytes = crate::ring::words_for(config.bytes_per_cpu)? as usize * 8;
+        let ring_bytes = crate::ring::per_cpu::words_for(config.bytes_per_cpu)? as usize * 8;
         let wanted = ring_bytes * self.cpus * (1 + usize::from(config.snapshot));
         if registry.total_bytes + wanted > self.limits.max_total_bytes {
             return Err(InstanceError::MemoryLimit);
@@ -670,6 +684,14 @@ impl<P: Platform + Clone + Send + Sync> Dispatch for Tracer<P> {
     }
 }
 
+/// Makes `tracer` the destination of every tracepoint ([`emit!`](crate::emit),
+/// [`log`](crate::event::log)). Once per boot: a second call fails and changes nothing.
+pub fn install<P: Platform + Clone + Send + Sync + 'static>(
+    tracer: &'static Tracer<P>,
+) -> Result<(), &'static str> {
+    crate::event::dispatch::install(tracer)
+}
+
 /// What a trigger fired in the instance in `slot` acts on, from the event's context.
 struct FireTarget<'a, P> {
     tracer: &'a Tracer<P>,
@@ -724,7 +746,7 @@ pub struct InstanceView<'a, P> {
 
 impl<P: Platform + Clone + Send + Sync> InstanceView<'_, P> {
     /// CPU `cpu`'s statistics, as [`crate::Instance::stats`] gives them.
-    pub fn stats(&self, cpu: usize) -> Result<crate::RingStats, crate::Error> {
+    pub fn stats(&self, cpu: usize) -> Result<crate::ring::RingStats, crate::Error> {
         let mut stats = self.recorder.live().stats(cpu)?;
         if cpu == 0 {
             let bad_cpu = self.tracer.bad_cpu(self.slot);

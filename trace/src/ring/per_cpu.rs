@@ -23,11 +23,11 @@ extern crate alloc;
 use crate::context::Context;
 use crate::error::{Error, WriteError};
 use crate::field::Sink;
-use crate::record::{
+use crate::ring::record::{
     ANCHOR_ID, ANCHOR_WORDS, Header, MAX_PAYLOAD, Mode, PAD_ID, Tag, header, pack_tail,
     record_words, ts_hi, ts_join, unpack_tail,
 };
-use crate::stats::{DepthCounters, MAX_DEPTH, Refused, RingStats};
+use crate::ring::stats::{DepthCounters, MAX_DEPTH, Refused, RingStats};
 use crate::sync::{
     AtomicBool, AtomicU64, AtomicUsize, CachePadded, Ordering::*, Point, bump, fence,
     preempt_point, signal_fence,
@@ -799,7 +799,7 @@ impl Drop for Abandon<'_> {
 
 /// A record reserved in a ring, filled in place: payload bytes go straight into the
 /// ring's words. It exists only while the write that reserved it runs (the closure of
-/// [`crate::Buffer::write_with`], or a tracepoint's encoder), so it cannot be kept,
+/// [`crate::ring::Buffer::write_with`], or a tracepoint's encoder), so it cannot be kept,
 /// leaked or finished out of order.
 pub struct RecordWriter<'a> {
     data: &'a [AtomicU64],
