@@ -76,9 +76,15 @@ impl DumpConfig {
     const DEFAULT: DumpConfig =
         DumpConfig { cpus: Cpus::All, buffers: Buffers::Both, last: None, instances: None };
 
+    /// Whether the dump carries instance `name`: the ones named, or without names
+    /// every instance but `boot_map` (the top level's events again, already in
+    /// memory that survives the reboot; `dump instance boot_map` dumps it).
     fn wants(&self, name: &str) -> bool {
         let name = if name.is_empty() { "top" } else { name };
-        self.instances.as_ref().is_none_or(|names| names.iter().any(|n| n == name))
+        match &self.instances {
+            Some(names) => names.iter().any(|n| n == name),
+            None => name != crate::persist::BOOT_MAP,
+        }
     }
 }
 

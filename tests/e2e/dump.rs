@@ -115,7 +115,7 @@ fn a_corrupted_chunk_is_named_and_the_rest_is_still_reported() {
     assert_eq!(damaged.problems[0].chunk, Some(middle));
     assert_eq!(damaged.problems[0].line, target + 1, "the problem names the line");
     assert!(damaged.problems[0].what.contains(&format!("chunk {middle}: checksum mismatch")));
-    // Every instance's events: the chunk may hold the top level's or boot_map's.
+    // Every instance's events: the chunk may hold any instance's.
     let events = |dump| report::traces(dump).into_iter().flat_map(|t| t.events).collect::<Vec<_>>();
     let (before, after) = (events(&intact), events(damaged));
     assert!(
