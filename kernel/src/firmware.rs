@@ -3,29 +3,9 @@
 
 use crate::arch::apic::Route;
 use crate::memory;
+use acpi::InterruptModel;
 use acpi::platform::interrupt::{Polarity, TriggerMode};
-use acpi::{AcpiHandler, AcpiTables, InterruptModel, PhysicalMapping};
 use alloc::vec::Vec;
-use core::ptr::NonNull;
-
-/// Maps ACPI tables through the physical-memory window: nothing to map or unmap.
-#[derive(Clone, Copy)]
-struct PhysicalWindow;
-
-impl AcpiHandler for PhysicalWindow {
-    unsafe fn map_physical_region<T>(
-        &self,
-        physical: usize,
-        size: usize,
-    ) -> PhysicalMapping<Self, T> {
-        let virt = memory::phys_to_virt(physical as u64).as_mut_ptr::<T>();
-        // SAFETY: all physical memory below 4 GiB (where firmware puts ACPI tables) is
-        // mapped at the window's offset, so `virt` is valid and non-null for `size`.
-        unsafe { PhysicalMapping::new(physical, NonNull::new_unchecked(virt), size, size, *self) }
-    }
-
-    fn unmap_physical_region<T>(_region: &PhysicalMapping<Self, T>) {}
-}
 
 /// The interrupt hardware and processors of this machine.
 pub struct Machine {
@@ -51,10 +31,7 @@ impl Machine {
 
 /// Reads the MADT through the RSDP the bootloader found.
 pub fn discover(rsdp: u64) -> Result<Machine, &'static str> {
-    // SAFETY: the bootloader passes the address of a valid RSDP, and the handler maps
-    // physical memory through the window.
-    let tables = unsafe { AcpiTables::from_rsdp(PhysicalWindow, rsdp as usize) }
-        .map_err(|_| "ACPI tables are invalid")?;
+    let tables = memory::acpi::tables(rsdp)?;
     let platform = tables.platform_info().map_err(|_| "the MADT cannot be read")?;
     let InterruptModel::Apic(apic) = platform.interrupt_model else {
         return Err("the machine has no APIC");

@@ -1,7 +1,7 @@
 //! A small x86_64 kernel that uses the `trace` flight recorder for real: interrupts,
 //! timer, SMP, serial console shell. `unsafe` lives in `arch` (the hardware) and
-//! `memory` (page tables and physical memory) and in the heap and ACPI glue that the
-//! allocator and `acpi` crates' traits require; every other module denies it.
+//! `memory` (page tables, physical memory, the heap allocator and the ACPI mapping
+//! handler); every other module denies it.
 #![no_std]
 #![no_main]
 #![feature(abi_x86_interrupt)]
@@ -17,8 +17,8 @@ mod clock;
 mod dump;
 #[deny(unsafe_code)]
 mod events;
+#[deny(unsafe_code)]
 mod firmware;
-mod heap;
 #[deny(unsafe_code)]
 mod idle;
 mod memory;
@@ -76,7 +76,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     memory::init(offset.expect("the bootloader maps physical memory (BOOTLOADER_CONFIG)"));
     let low_page = memory::low_page(&boot_info.memory_regions);
     let persistent = memory::persistent_region(&boot_info.memory_regions);
-    let heap_bytes = heap::init(&boot_info.memory_regions);
+    let heap_bytes = memory::heap::init(&boot_info.memory_regions);
     let rsdp = boot_info.rsdp_addr.into_option().expect("the bootloader finds the ACPI RSDP");
     let machine = firmware::discover(rsdp).unwrap_or_else(|reason| panic!("ACPI: {reason}"));
 

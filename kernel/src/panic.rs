@@ -81,7 +81,7 @@ fn stop_dump_and_exit(cpu: usize, message: &str, location: &str) -> ! {
 fn panic(info: &PanicInfo<'_>) -> ! {
     x86_64::instructions::interrupts::disable();
     // The heap's lock may be held by this code or by a CPU about to be stopped.
-    crate::heap::stop_waiting();
+    crate::memory::heap::stop_waiting();
     let cpu = percpu::index();
     let first = STAGE.compare_exchange(
         Stage::Running as u8,

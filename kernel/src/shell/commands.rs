@@ -8,7 +8,7 @@ use crate::arch::{self, percpu};
 use crate::dump::{self, Buffers, Cpus, DumpConfig};
 use crate::selftest::{bench, fault, stress};
 use crate::{
-    barrier, clock, heap, memory, persist, print, println, serial, smp, timer, tracing, watchdog,
+    barrier, clock, memory, persist, print, println, serial, smp, timer, tracing, watchdog,
 };
 use alloc::format;
 use alloc::string::String;
@@ -364,7 +364,7 @@ fn uptime(
 ) -> Result<(), CommandError> {
     no_args(args)?;
     let ns = clock::now_ns();
-    let (used, size) = heap::usage();
+    let (used, size) = memory::heap::usage();
     let _ = writeln!(out, "up {}.{:09} s", ns / 1_000_000_000, ns % 1_000_000_000);
     let _ = writeln!(out, "timer ticks: {} on cpu0 ({} Hz per CPU)", timer::ticks(0), timer::HZ);
     let _ = writeln!(out, "tsc: {} kHz", clock::tsc_hz() / 1000);

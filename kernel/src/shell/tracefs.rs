@@ -122,7 +122,7 @@ impl From<InstanceError> for FsError {
             }
             InstanceError::TopLevel => FsError::NotPermitted,
             InstanceError::Buffer(trace::Error::NoMemory | trace::Error::TooBig) => {
-                let (heap_used, heap) = crate::heap::usage();
+                let (heap_used, heap) = crate::memory::heap::usage();
                 let (used, max) = tracer().map_or((0, 0), |t| t.memory());
                 FsError::HeapFull(heap_used / 1024, heap / 1024, used / 1024, max / 1024)
             }

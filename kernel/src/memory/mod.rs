@@ -3,6 +3,9 @@
 //! makes: an identity mapping for the application processors' start-up page; and the
 //! persistent trace region, a fixed physical range kept out of every other use.
 
+pub mod acpi;
+pub mod heap;
+
 use alloc::boxed::Box;
 use bootloader_api::info::{MemoryRegionKind, MemoryRegions};
 use core::ops::Range;
