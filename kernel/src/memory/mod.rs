@@ -150,13 +150,14 @@ pub fn install_trampoline(page: PhysAddr) -> Result<crate::arch::smp::Trampoline
 }
 
 /// Reads `addr` if it is canonical and unmapped, which raises a page fault (the
-/// `fault page` command): the handler reports it and panics.
-pub fn read_unmapped(addr: u64) -> Result<(), &'static str> {
+/// `fault page` command): the handler reports it and panics. `before` runs just
+/// before the read.
+pub fn read_unmapped(addr: u64, before: impl FnOnce(VirtAddr)) -> Result<(), &'static str> {
     let addr = VirtAddr::try_new(addr).map_err(|_| "address is not canonical")?;
     if is_mapped(addr) {
         return Err("address is mapped; it would not fault");
     }
-    crate::println!("reading unmapped address {:#x}", addr.as_u64());
+    before(addr);
     // SAFETY: deliberately faults: the address was just checked to be unmapped, so the
     // read raises #PF and the handler does not return.
     unsafe { core::ptr::read_volatile(addr.as_ptr::<u64>()) };

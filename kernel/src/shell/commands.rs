@@ -682,7 +682,8 @@ fn fault(
 }
 
 fn page_fault(addr: u64) -> Result<(), CommandError> {
-    memory::read_unmapped(addr).map_err(CommandError::from)
+    let announce = |addr: x86_64::VirtAddr| println!("reading unmapped address {:#x}", addr);
+    memory::read_unmapped(addr, announce).map_err(CommandError::from)
 }
 
 /// Recurses until the stack's guard page stops it (a double fault on the IST stack).
