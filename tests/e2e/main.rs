@@ -9,4 +9,5 @@ mod instances;
 mod pipes;
 mod shell;
 mod smp;
+mod stream;
 mod tracefs;
