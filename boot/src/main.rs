@@ -1,5 +1,6 @@
 //! `cargo run`: boot the kernel in QEMU with the serial line on the terminal.
 //! `cargo run -- report LOG`: read the trace dumps in a captured serial log.
+//! `cargo run -- record -o FILE`: boot, stream `trace_pipe_raw` and report it.
 
 use boot::qemu::{Config, Outcome, Serial};
 use boot::report;
@@ -44,8 +45,25 @@ Exit codes:
      such instance, or options that do not go together (a file
      given with -o is then left as it was)";
 
+/// What `record --help` adds after its options.
+const RECORD_HELP: &str = "\
+The kernel boots headless with its serial line on a pipe; the setup commands run in
+its shell, then `cat trace_pipe_raw` (of the instance, or of one CPU) streams the
+records until --duration has passed, when a key ends the stream; the kernel is then
+powered off and the stream reported as `report` would.
+
+Exit codes:
+  0  the stream was recorded intact and reported
+  1  the stream was damaged: its problems are on stderr, the rest was reported
+  2  the recording failed: QEMU could not run or exited, the kernel refused a
+     command or the file to stream, or the report could not be written";
+
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Boot the kernel, stream its records live over the serial line
+    /// (`trace_pipe_raw`) and write them in any report format.
+    #[command(after_help = RECORD_HELP)]
+    Record(Record),
     /// Find the trace dumps in a serial log, verify them, and print or convert them.
     #[command(after_help = REPORT_HELP)]
     Report(Report),
@@ -112,6 +130,34 @@ impl Buffers {
     }
 }
 
+/// `record` options.
+#[derive(Parser, Debug)]
+struct Record {
+    /// Output file (text, perfetto, tracedat) or directory (ctf).
+    #[arg(short, long, value_name = "PATH")]
+    output: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+    /// The instance to stream; default the top-level one.
+    #[arg(long, value_name = "NAME")]
+    instance: Option<String>,
+    /// Stream one CPU's records only.
+    #[arg(long, value_name = "N")]
+    cpu: Option<usize>,
+    /// A shell command to run before streaming (repeatable, in order), e.g.
+    /// 'echo 1 > events/enable'.
+    #[arg(long, value_name = "COMMAND")]
+    setup: Vec<String>,
+    /// How long to stream, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10)]
+    duration: u64,
+    /// How to boot (its --serial-log keeps the run's serial log, which `report`
+    /// reads again).
+    #[command(flatten)]
+    run: Run,
+}
+
 /// `report` options.
 #[derive(Parser, Debug)]
 struct Report {
@@ -153,8 +199,161 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        Some(Command::Record(options)) => match record(&options) {
+            Ok(clean) => ExitCode::from(if clean { 0 } else { 1 }),
+            Err(error) => {
+                eprintln!("record: {error}");
+                ExitCode::from(2)
+            }
+        },
         None => boot(&cli.run),
     }
+}
+
+/// Runs `record`: boots, streams, reports; `Ok(false)` when the stream was damaged.
+fn record(options: &Record) -> Result<bool, String> {
+    if options.run.timeout.is_some() {
+        return Err("--timeout does not apply to record: --duration says how long".into());
+    }
+    let mut file = String::new();
+    if let Some(name) = &options.instance {
+        file += &format!("instances/{name}/");
+    }
+    if let Some(cpu) = options.cpu {
+        file += &format!("per_cpu/cpu{cpu}/");
+    }
+    file += "trace_pipe_raw";
+    let config = Config {
+        smp: options.run.smp,
+        memory_mib: options.run.memory,
+        kvm: options.run.kvm,
+        reboot: options.run.reboot,
+        serial: Serial::Pipe,
+    };
+    let mut child = config
+        .command(boot::BIOS_IMAGE)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run qemu-system-x86_64: {e} (run boot/setup.sh)"))?;
+    let result = stream(options, &file, &mut child);
+    let _ = child.kill();
+    let _ = child.wait();
+    let log = result?;
+    let report_options = Report {
+        log: log.clone(),
+        stat: false,
+        format: options.format,
+        output: Some(options.output.clone()),
+        instance: options.instance.clone().or_else(|| Some("top".into())),
+        buffer: None,
+        elf: None,
+    };
+    let reported = report(&report_options);
+    if options.run.serial_log.is_none() {
+        let _ = std::fs::remove_file(&log);
+    }
+    reported
+}
+
+/// Drives the kernel's shell over the serial pipe of `child`: setup commands, then
+/// `cat FILE` for the duration; returns the path of the serial log holding the
+/// stream.
+fn stream(
+    options: &Record,
+    file: &str,
+    child: &mut std::process::Child,
+) -> Result<PathBuf, String> {
+    use std::io::Read;
+    let mut stdin = child.stdin.take().ok_or("QEMU's serial input is not a pipe")?;
+    let mut stdout = child.stdout.take().ok_or("QEMU's serial output is not a pipe")?;
+    let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n @ 1..) = stdout.read(&mut buf) {
+            if tx.send(buf[..n].to_vec()).is_err() {
+                return;
+            }
+        }
+    });
+    let log_path = options.run.serial_log.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("record-{}.serial", std::process::id()))
+    });
+    let log_error = |e: std::io::Error| format!("{}: {e}", log_path.display());
+    let mut log = BufWriter::new(std::fs::File::create(&log_path).map_err(log_error)?);
+    let mut text = String::new();
+    // Reads the serial line (into the log) until `done` accepts the text read since
+    // the last call, which it returns; `None` when `limit` passed first.
+    let mut until = |what: &str,
+                     limit: Duration,
+                     done: &dyn Fn(&str) -> bool|
+     -> Result<Option<String>, String> {
+        let deadline = std::time::Instant::now() + limit;
+        loop {
+            if done(&text) {
+                return Ok(Some(std::mem::take(&mut text)));
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(bytes) => {
+                    log.write_all(&bytes).map_err(log_error)?;
+                    text.push_str(&String::from_utf8_lossy(&bytes).replace("\r\n", "\n"));
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) if left.is_zero() => {
+                    return Ok(None);
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                Err(_) => return Err(format!("QEMU exited while waiting for {what}")),
+            }
+        }
+    };
+    let prompt = |t: &str| {
+        t.ends_with("# ") && t.rsplit('\n').next().is_some_and(|l| l.starts_with("tracefs:"))
+    };
+    let step = Duration::from_secs(60);
+    let got = |read: Option<String>, what: &str| {
+        read.ok_or_else(|| format!("no {what} after {}s", step.as_secs()))
+    };
+    got(until("shell prompt", step, &prompt)?, "shell prompt")?;
+    let mut send = |line: &str| {
+        stdin
+            .write_all(line.as_bytes())
+            .and_then(|()| stdin.flush())
+            .map_err(|e| format!("writing to QEMU: {e}"))
+    };
+    for command in &options.setup {
+        send(&format!("{command}\r"))?;
+        let output = got(
+            until("prompt after the setup command", step, &prompt)?,
+            "prompt after the setup command",
+        )?;
+        // The echoed command line, what it printed, the next prompt.
+        let printed = output.split_once('\n').map_or("", |(_, rest)| rest);
+        let printed = printed.rsplit_once('\n').map_or("", |(shown, _)| shown);
+        if !printed.trim().is_empty() {
+            return Err(format!("the setup command {command:?} said: {}", printed.trim()));
+        }
+    }
+    send(&format!("cat {file}\r"))?;
+    let begun = got(
+        until("stream", step, &|t: &str| t.contains(trace::dump::BEGIN) || prompt(t))?,
+        "stream",
+    )?;
+    if !begun.contains(trace::dump::BEGIN) {
+        let said = begun.lines().nth(1).unwrap_or("nothing");
+        return Err(format!("the kernel did not stream {file}: {said}"));
+    }
+    until("the end of the duration", Duration::from_secs(options.duration), &|_| false)?;
+    send("q")?;
+    got(
+        until("end of the stream", step, &|t: &str| t.contains(trace::dump::END))?,
+        "end of the stream",
+    )?;
+    send("poweroff\r")?;
+    // QEMU exits when the kernel is off: the line closes.
+    let _ = until("power off", step, &|_| false);
+    log.flush().map_err(log_error)?;
+    Ok(log_path)
 }
 
 fn boot(run: &Run) -> ExitCode {

@@ -295,3 +295,64 @@ fn write(
     }
     writer.finish();
 }
+
+/// Streams `trace_pipe_raw` (all CPUs of `instance`, or one) to `out` as a dump that
+/// grows while it is read: the header, descriptors, the instance's section and its
+/// statistics first, so the stream describes itself, then its records chunk by
+/// chunk as a consuming reader takes them (as `trace_pipe` does), each CPU's lost
+/// events as lost items. The partial chunk is flushed whenever the reader waits, so
+/// events reach the host promptly. Ends when `stop` says so (the shell stops on a key
+/// press) or a write fails, with the final statistics, the descriptors again and
+/// the end marker. Returns an error text if the rings cannot be read.
+pub fn stream_raw(
+    out: &mut dyn Write,
+    instance: &trace::Instance<'_, KernelPlatform>,
+    cpu: Option<usize>,
+    stop: impl FnMut() -> bool,
+) -> Result<(), &'static str> {
+    let tracer = instance.tracer();
+    let cpus = cpu.map_or(0..tracer.cpus(), |cpu| cpu..cpu + 1);
+    let failed = core::cell::Cell::new(false);
+    let writer = core::cell::RefCell::new(DumpWriter::begin(|line: &str| {
+        failed.set(failed.get() || writeln!(out, "{line}").is_err());
+    }));
+    let stats = |writer: &mut DumpWriter<_>| {
+        for cpu in cpus.clone() {
+            if let Ok(stats) = instance.stats(cpu) {
+                writer.cpu_stats(0, cpu, &stats);
+            }
+        }
+    };
+    {
+        let mut w = writer.borrow_mut();
+        w.header(tracer.cpus(), None);
+        for descriptor in tracer.events() {
+            w.descriptor(descriptor);
+        }
+        w.section(0, instance.name(), BufferKind::Live);
+        stats(&mut w);
+        w.flush();
+    }
+    let read = tracing::consume(
+        instance,
+        cpu,
+        stop,
+        |record| {
+            let mut w = writer.borrow_mut();
+            w.lost(0, record.cpu, record.lost);
+            w.record(0, record, tracer.descriptor(record.id));
+            !failed.get()
+        },
+        || writer.borrow_mut().flush(),
+    );
+    let mut writer = writer.into_inner();
+    for &(cpu, lost) in read.as_deref().unwrap_or_default() {
+        writer.lost(0, cpu, lost);
+    }
+    stats(&mut writer);
+    for descriptor in tracer.events() {
+        writer.descriptor(descriptor);
+    }
+    writer.finish();
+    read.map(drop)
+}

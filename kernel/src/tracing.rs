@@ -266,8 +266,29 @@ pub fn stream_pipe(
     instance: &Instance<'_, KernelPlatform>,
     cpu: Option<usize>,
     nanoseconds: bool,
-    mut stop: impl FnMut() -> bool,
+    stop: impl FnMut() -> bool,
 ) -> Result<(), &'static str> {
+    let tracer = instance.tracer();
+    let each = |record: &RecordRef<'_>| write_record(out, tracer, record, nanoseconds).is_ok();
+    for (cpu, lost) in consume(instance, cpu, stop, each, || {})? {
+        let _ = writeln!(out, "CPU:{cpu} [LOST {lost} EVENTS]");
+    }
+    Ok(())
+}
+
+/// The consuming reader behind the pipes: takes the records of `instance` (all
+/// CPUs, or one) in time order as they come and hands each to `each` (which returns
+/// false to end), calling `idle` before it waits for more, until `stop` says so
+/// (checked between records). Returns each CPU's events lost after the last record
+/// returned (a writer that raced the end), or an error text if the rings cannot be
+/// read (another consuming reader has them).
+pub fn consume(
+    instance: &Instance<'_, KernelPlatform>,
+    cpu: Option<usize>,
+    mut stop: impl FnMut() -> bool,
+    mut each: impl FnMut(&RecordRef<'_>) -> bool,
+    mut idle: impl FnMut(),
+) -> Result<alloc::vec::Vec<(usize, u64)>, &'static str> {
     let tracer = instance.tracer();
     let recorder = instance.recorder();
     let cpus: alloc::vec::Vec<usize> = match cpu {
@@ -283,19 +304,14 @@ pub fn stream_pipe(
         let mut stopped = stop();
         while !stopped {
             let Some(record) = merged.next_record() else { break };
-            stopped = write_record(out, tracer, &record, nanoseconds).is_err();
+            stopped = !each(&record);
             stopped |= stop();
         }
         if stopped {
-            // Losses after the last record returned (a writer that raced the end).
-            for consumer in merged.cursors_mut() {
-                let lost = consumer.take_lost();
-                if lost > 0 {
-                    let _ = writeln!(out, "CPU:{} [LOST {lost} EVENTS]", consumer.cpu());
-                }
-            }
-            return Ok(());
+            let lost = merged.cursors_mut().map(|c| (c.cpu(), c.take_lost()));
+            return Ok(lost.filter(|&(_, count)| count > 0).collect());
         }
+        idle();
         crate::arch::irq::wait_for_interrupt_unless(crate::serial::input_pending);
     }
 }

@@ -11,4 +11,5 @@ mod persist;
 mod pipes;
 mod shell;
 mod smp;
+mod stream;
 mod tracefs;

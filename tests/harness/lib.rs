@@ -158,6 +158,19 @@ impl Machine {
         })
     }
 
+    /// Waits until `done` accepts the unread transcript (CRLF as LF); returns it,
+    /// consumed.
+    pub fn wait_for_text(
+        &mut self,
+        what: &str,
+        timeout: Duration,
+        done: impl Fn(&str) -> bool,
+    ) -> String {
+        self.wait_until(what, timeout, |unread| {
+            done(&String::from_utf8_lossy(unread).replace("\r\n", "\n")).then_some(unread.len())
+        })
+    }
+
     /// Waits for the shell's prompt; returns the text before it.
     pub fn wait_for_prompt(&mut self, timeout: Duration) -> String {
         let text = self.wait_until("the prompt", timeout, |unread| {

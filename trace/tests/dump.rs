@@ -322,6 +322,35 @@ fn a_dump_carries_a_snapshot_section_beside_the_live_one_with_its_own_stats() {
     assert_eq!(snapshot.stats[&1].overrun, 7, "the snapshot's own statistics");
 }
 
+#[test]
+fn a_stream_flushes_partial_chunks_and_carries_lost_counts_per_cpu() {
+    let [numbers_d, _] = descriptors();
+    let lines = std::cell::RefCell::new(Vec::<String>::new());
+    let mut writer = DumpWriter::begin(|line: &str| lines.borrow_mut().push(line.into()));
+    writer.header(2, None);
+    writer.descriptor_as(1, numbers_d);
+    writer.instance(0, "");
+    writer.record(0, &record(0, 100, &numbers(1, 2, 3, 4, 5, 6)), Some(numbers_d));
+    writer.flush();
+    // A flushed chunk is whole on the line already: it decodes before the end.
+    let flushed = lines.borrow().len();
+    assert_eq!(flushed, 2, "the begin line and one chunk");
+    writer.lost(0, 1, 0);
+    writer.lost(0, 1, 7);
+    writer.record(0, &record(1, 120, &numbers(0, 0, 0, 0, 0, 0)), Some(numbers_d));
+    writer.lost(0, 1, 3);
+    writer.flush();
+    writer.flush();
+    assert_eq!(lines.borrow().len(), flushed + 1, "an empty flush writes nothing");
+    writer.finish();
+    let log = lines.borrow().join("\n");
+    let d = &dump::parse(&log)[0];
+    assert!(d.problems.is_empty(), "{:?}", d.problems);
+    let top = &d.instances[&0];
+    assert_eq!(top.records.iter().map(|r| (r.cpu, r.ts)).collect::<Vec<_>>(), [(0, 100), (1, 120)]);
+    assert_eq!(top.lost.iter().collect::<Vec<_>>(), [(&1, &10)], "lost counts summed per CPU");
+}
+
 /// A one-chunk dump of `items` (kind, body), as an older writer could have written it.
 fn crafted_dump(items: &[(u8, &[u8])]) -> String {
     let mut chunk = Vec::new();

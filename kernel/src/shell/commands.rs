@@ -288,13 +288,15 @@ fn cat(
     }
     for path in args {
         let located = tracefs::resolve(shell.cwd(), path).map_err(|e| fs_error(path, e))?;
-        let pipe_cpu = match located.node {
-            Node::File(File::TracePipe) => Some(None),
-            Node::File(File::CpuTracePipe(cpu)) => Some(Some(cpu)),
+        let pipe = match located.node {
+            Node::File(File::TracePipe) => Some((None, false)),
+            Node::File(File::CpuTracePipe(cpu)) => Some((Some(cpu), false)),
+            Node::File(File::TracePipeRaw) => Some((None, true)),
+            Node::File(File::CpuTracePipeRaw(cpu)) => Some((Some(cpu), true)),
             _ => None,
         };
-        match pipe_cpu {
-            Some(cpu) => {
+        match pipe {
+            Some((cpu, raw)) => {
                 // Streams until any key; the key is consumed (Ctrl-C shows as such).
                 let nanoseconds = tracefs::nanoseconds(&located.instance);
                 let mut interrupted = false;
@@ -305,7 +307,11 @@ fn cat(
                     }
                     None => false,
                 };
-                let read = tracing::stream_pipe(out, &located.instance, cpu, nanoseconds, stop);
+                let read = if raw {
+                    crate::dump::stream_raw(out, &located.instance, cpu, stop)
+                } else {
+                    tracing::stream_pipe(out, &located.instance, cpu, nanoseconds, stop)
+                };
                 if interrupted {
                     out.interrupt();
                 }

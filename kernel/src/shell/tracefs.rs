@@ -226,6 +226,10 @@ pub enum File {
     CpuStats(usize),
     /// `per_cpu/cpuN/trace`.
     CpuTrace(usize),
+    /// `trace_pipe_raw` (consuming, the records as a growing dump).
+    TracePipeRaw,
+    /// `per_cpu/cpuN/trace_pipe_raw`.
+    CpuTracePipeRaw(usize),
     /// `per_cpu/cpuN/trace_pipe`.
     CpuTracePipe(usize),
     /// `events/enable`, `events/SYS/enable`.
@@ -314,6 +318,7 @@ pub fn resolve(cwd: &str, path: &str) -> Result<Located, FsError> {
         ["tracing_on"] => Node::File(File::TracingOn),
         ["trace"] => Node::File(File::Trace),
         ["trace_pipe"] => Node::File(File::TracePipe),
+        ["trace_pipe_raw"] => Node::File(File::TracePipeRaw),
         ["snapshot"] => Node::File(File::Snapshot),
         ["buffer_size_kb"] => Node::File(File::BufferSizeKb),
         ["buffer_total_size_kb"] => Node::File(File::BufferTotalSizeKb),
@@ -338,6 +343,7 @@ pub fn resolve(cwd: &str, path: &str) -> Result<Located, FsError> {
                 ["stats"] => Node::File(File::CpuStats(cpu)),
                 ["trace"] => Node::File(File::CpuTrace(cpu)),
                 ["trace_pipe"] => Node::File(File::CpuTracePipe(cpu)),
+                ["trace_pipe_raw"] => Node::File(File::CpuTracePipeRaw(cpu)),
                 ["buffer_size_kb"] => Node::File(File::CpuBufferSizeKb(cpu)),
                 _ => return Err(FsError::NotFound),
             }
@@ -374,7 +380,7 @@ pub fn resolve(cwd: &str, path: &str) -> Result<Located, FsError> {
 }
 
 /// The entries of an instance's root, and whether only the top level has them.
-const ROOT_FILES: [(&str, bool); 22] = [
+const ROOT_FILES: [(&str, bool); 23] = [
     ("README", true),
     ("available_events", false),
     ("available_tracers", false),
@@ -395,6 +401,7 @@ const ROOT_FILES: [(&str, bool); 22] = [
     ("trace_marker", false),
     ("trace_marker_raw", false),
     ("trace_pipe", false),
+    ("trace_pipe_raw", false),
     ("tracing_cpumask", false),
     ("tracing_on", false),
 ];
@@ -415,7 +422,9 @@ pub fn list(located: &Located) -> Result<Vec<String>, FsError> {
         Dir::Instances => tracer.instance_names().into_iter().map(|n| n + "/").collect(),
         Dir::Options => ["nanoseconds", "overwrite"].map(String::from).into(),
         Dir::PerCpu => (0..tracer.cpus()).map(|cpu| format!("cpu{cpu}/")).collect(),
-        Dir::Cpu => ["buffer_size_kb", "stats", "trace", "trace_pipe"].map(String::from).into(),
+        Dir::Cpu => ["buffer_size_kb", "stats", "trace", "trace_pipe", "trace_pipe_raw"]
+            .map(String::from)
+            .into(),
         Dir::Events => {
             let mut names: Vec<String> =
                 ["enable", "header_event", "header_page"].map(String::from).into();
@@ -493,6 +502,7 @@ tracing mini-HOWTO:
   trace\t\t\t- The static contents of the buffer
 \t\t\t  To clear the buffer write into this file: echo > trace
   trace_pipe\t\t- A consuming read to see the contents of the buffer
+  trace_pipe_raw\t- A consuming read streaming the records as a dump (report reads it)
 \t\t\t  (cat stops at a key press)
   current_tracer\t- function and latency tracers (only nop here)
   available_tracers\t- list of configured tracers for current_tracer
@@ -514,7 +524,7 @@ tracing mini-HOWTO:
   printk_formats\t- the format strings of the kernel's trace::printk! sites
   snapshot\t\t- Like 'trace' but shows the content of the static
 \t\t\t  snapshot buffer. Read the contents for more information
-  per_cpu/cpuN/\t\t- trace, trace_pipe, stats and buffer_size_kb of one CPU
+  per_cpu/cpuN/\t\t- trace, trace_pipe(_raw), stats and buffer_size_kb of one CPU
 \t\t\t  (echo > per_cpu/cpuN/trace empties that CPU's buffer)
   events/\t\t- Directory containing all trace event subsystems:
       enable\t\t- Write 0/1 to enable/disable tracing of all events
@@ -708,7 +718,9 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
                 triggers.iter().try_for_each(|t| writeln!(out, "{t}"))
             }
         }
-        File::TracePipe | File::CpuTracePipe(_) => return Err(FsError::Invalid),
+        File::TracePipe | File::CpuTracePipe(_) | File::TracePipeRaw | File::CpuTracePipeRaw(_) => {
+            return Err(FsError::Invalid);
+        }
     };
     // The console never fails a write: a write fails only when the reader stopped
     // (Ctrl-C, or a pipe that has all it wants), which is no error of the file.
@@ -914,6 +926,8 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
         | File::BufferTotalSizeKb
         | File::CpuStats(_)
         | File::CpuTracePipe(_)
+        | File::TracePipeRaw
+        | File::CpuTracePipeRaw(_)
         | File::EventFormat(_)
         | File::HeaderPage
         | File::HeaderEvent

@@ -28,9 +28,14 @@
 //! | 5 | records (without context) | section, then records to the end of the item: CPU, timestamp (the first absolute, then zigzag deltas from the previous record), `id << 1 \| compact`, payload |
 //! | 6 | skipped | section, number of older records left out by the cap on the last N |
 //! | 7 | records | as kind 5, each record's tag being `id << 5 \| context << 1 \| compact` (the writer's [`crate::Context`], four bits) |
+//! | 8 | lost | section, CPU, number of that CPU's events lost (overwritten before a consuming reader got them) |
 //!
 //! Writers write kind 7; dumps written before records kept their context have kind 5,
 //! whose records read back with [`crate::Context::UNKNOWN`].
+//!
+//! A *stream* (`trace_pipe_raw`) is a dump written while a consuming reader runs: the
+//! header, descriptors and sections first, then records and lost items chunk by chunk
+//! as events arrive, with partial chunks flushed whenever the reader waits.
 //!
 //! A *section* is one buffer of one instance: its live buffer, or the snapshot it
 //! keeps (ftrace's `snapshot` file). Each has its own number, statistics and
@@ -129,4 +134,5 @@ mod kind {
     pub const RECORDS_WITHOUT_CONTEXT: u8 = 5;
     pub const SKIPPED: u8 = 6;
     pub const RECORDS: u8 = 7;
+    pub const LOST: u8 = 8;
 }

@@ -92,6 +92,9 @@ pub struct DumpInstance {
     pub records: Vec<DumpRecord>,
     /// Older records left out by the dump's cap.
     pub skipped: u64,
+    /// Events lost per CPU (overwritten before a consuming reader got them): the
+    /// lost items of a stream, summed.
+    pub lost: BTreeMap<usize, u64>,
 }
 
 /// Something wrong with a dump, and where.
@@ -424,6 +427,15 @@ fn items(
                 *skipped = skipped
                     .checked_add(count)
                     .ok_or_else(|| String::from("the count of records left out overflows"))?;
+            }
+            (Pass::Rest, kind::LOST) => {
+                let index = instance(&mut body)?;
+                let cpu = cpu(dump, &mut body)?;
+                let count = varint(&mut body)?;
+                let lost = dump.instances.entry(index).or_default().lost.entry(cpu).or_default();
+                *lost = lost
+                    .checked_add(count)
+                    .ok_or_else(|| String::from("the count of lost events overflows"))?;
             }
             (Pass::Rest, other) => return Err(format!("unknown item kind {other}")),
         }

@@ -62,7 +62,9 @@ impl<W: FnMut(&str)> DumpWriter<W> {
         DumpWriter { out, chunk: [0; CHUNK_BYTES], len: 0, seq: 0, run: None }
     }
 
-    fn flush(&mut self) {
+    /// Writes the pending partial chunk now (a stream does so when it waits for
+    /// events, so they reach the reader promptly).
+    pub fn flush(&mut self) {
         self.close_run();
         if self.len == 0 {
             return;
@@ -198,7 +200,21 @@ impl<W: FnMut(&str)> DumpWriter<W> {
         }
     }
 
-    /// Writes one record of section `instance` (its `lost` count is not kept);
+    /// Writes that `count` events of CPU `cpu` in section `instance` were lost
+    /// (overwritten before a consuming reader got them); a zero count writes nothing.
+    pub fn lost(&mut self, instance: usize, cpu: usize, count: u64) {
+        if count == 0 {
+            return;
+        }
+        let mut item = Item::new();
+        item.varint(instance as u64);
+        item.varint(cpu as u64);
+        item.varint(count);
+        self.item(kind::LOST, &item);
+    }
+
+    /// Writes one record of section `instance` (its `lost` count is not kept: see
+    /// [`DumpWriter::lost`]);
     /// `descriptor` (if known) lets its payload be stored compactly. A record too
     /// large for a chunk is left out.
     pub fn record(
