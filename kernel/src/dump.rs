@@ -301,7 +301,8 @@ fn write(
 /// statistics first, so the stream describes itself, then its records chunk by
 /// chunk as a consuming reader takes them (as `trace_pipe` does), each CPU's lost
 /// events as lost items. The partial chunk is flushed whenever the reader waits, so
-/// events reach the host promptly. Ends when `stop` says so (the shell stops on a key
+/// events reach the host promptly; `wait` then waits for more (see
+/// [`tracing::consume`]). Ends when `stop` says so (the shell stops on a key
 /// press) or a write fails, with the final statistics, the descriptors again and
 /// the end marker. Returns an error text if the rings cannot be read.
 pub fn stream_raw(
@@ -309,6 +310,7 @@ pub fn stream_raw(
     instance: &trace::Instance<'_, KernelPlatform>,
     cpu: Option<usize>,
     stop: impl FnMut() -> bool,
+    mut wait: impl FnMut(),
 ) -> Result<(), &'static str> {
     let tracer = instance.tracer();
     let cpus = cpu.map_or(0..tracer.cpus(), |cpu| cpu..cpu + 1);
@@ -343,7 +345,10 @@ pub fn stream_raw(
             w.record(0, record, tracer.descriptor(record.id));
             !failed.get()
         },
-        || writer.borrow_mut().flush(),
+        || {
+            writer.borrow_mut().flush();
+            wait();
+        },
     );
     let mut writer = writer.into_inner();
     for &(cpu, lost) in read.as_deref().unwrap_or_default() {

@@ -307,10 +307,12 @@ fn cat(
                     }
                     None => false,
                 };
+                // Between records: idle work, then sleep until an interrupt or a key.
+                let wait = || crate::idle::wait_unless(serial::input_pending);
                 let read = if raw {
-                    crate::dump::stream_raw(out, &located.instance, cpu, stop)
+                    crate::dump::stream_raw(out, &located.instance, cpu, stop, wait)
                 } else {
-                    tracing::stream_pipe(out, &located.instance, cpu, nanoseconds, stop)
+                    tracing::stream_pipe(out, &located.instance, cpu, nanoseconds, stop, wait)
                 };
                 if interrupted {
                     out.interrupt();

@@ -1,105 +1,12 @@
-//! The kernel's side of the `trace` crate: the platform, and the one tracer.
+//! The readers behind the `trace`, `snapshot`, `per_cpu/*/stats` and `trace_pipe`
+//! files: ftrace's text from an instance's rings, and the consuming reader the
+//! pipes (text and raw) share.
 
-use crate::arch::{irq, membarrier, percpu};
-use crate::{barrier, clock};
+use super::KernelPlatform;
+use crate::clock;
 use core::fmt::{self, Write};
-use core::sync::atomic::Ordering::Relaxed;
-use spin::Once;
 use trace::text::{self, Line};
-use trace::{
-    Activity, Context, Instance, InstanceConfig, Limits, Mode, Tracer, TracerError,
-    event::DescriptorKind, ring::Buffer, ring::RecordRef,
-};
-
-/// The top-level instance's buffer: per CPU.
-const TOP_BYTES_PER_CPU: usize = 256 * 1024;
-/// Ring buffer memory all instances together may use.
-const MAX_TRACE_BYTES: usize = 64 << 20;
-/// Most instances, the top-level one included.
-const MAX_INSTANCES: usize = 16;
-
-static TRACER: Once<Tracer<KernelPlatform>> = Once::new();
-
-/// Builds the tracer over every descriptor the linker collected, installs it as
-/// the destination of all tracepoints and of the `log` crate, and enables every
-/// event in the top-level instance but the (very noisy) heap events and the
-/// benchmark's and stress test's.
-pub fn init(cpus: usize) -> Result<&'static Tracer<KernelPlatform>, TracerError> {
-    let limits = Limits { max_instances: MAX_INSTANCES, max_total_bytes: MAX_TRACE_BYTES };
-    let top =
-        InstanceConfig { bytes_per_cpu: TOP_BYTES_PER_CPU, mode: Mode::Overwrite, snapshot: false };
-    let tracer = Tracer::new(KernelPlatform, cpus, trace::linked_events!(), limits, top)?;
-    let tracer = TRACER.call_once(|| tracer);
-    if trace::install(tracer).is_ok() {
-        let _ = log::set_logger(&trace::event::log::LOGGER);
-        log::set_max_level(log::LevelFilter::Info);
-        default_events(&tracer.top());
-    }
-    Ok(tracer)
-}
-
-/// Enables the default events in `instance`: every event but the (very noisy) heap
-/// events and the benchmark's and stress test's.
-pub fn default_events(instance: &Instance<'_, KernelPlatform>) {
-    let _ = instance.set_event(None, None, true);
-    let _ = instance.set_event(Some("kmem"), None, false);
-    let _ = instance.set_event(Some("bench"), None, false);
-    let _ = instance.set_event(Some("stress"), None, false);
-}
-
-/// The tracer, once `init` has run.
-pub fn tracer() -> Option<&'static Tracer<KernelPlatform>> {
-    TRACER.get()
-}
-
-/// What `trace` needs from the kernel: the CPU index from per-CPU data (callable from
-/// any context), the TSC clock in nanoseconds, the writer's context (handlers open on
-/// the CPU, whether its thread is busy, the interrupt flag), and the asymmetric memory
-/// barrier: a compiler fence for writers, an IPI to every other CPU for control
-/// operations.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct KernelPlatform;
-
-impl trace::Platform for KernelPlatform {
-    #[inline(always)]
-    fn cpu(&self) -> usize {
-        percpu::index()
-    }
-
-    #[inline(always)]
-    fn now(&self) -> u64 {
-        clock::now_ns()
-    }
-
-    #[inline(always)]
-    fn light_barrier(&self) {
-        membarrier::light();
-    }
-
-    fn heavy_barrier(&self) {
-        barrier::all_cpus();
-    }
-
-    fn may_wait(&self) -> bool {
-        irq::may_wait()
-    }
-
-    #[inline(always)]
-    fn context(&self) -> Context {
-        let handlers = irq::handlers();
-        let activity = match handlers {
-            irq::Handlers { nmi: true, irqs } => Activity::Nmi { in_irq: irqs > 0 },
-            irq::Handlers { irqs: 0, .. } if percpu::current().busy.load(Relaxed) => Activity::Task,
-            irq::Handlers { irqs: 0, .. } => Activity::Idle,
-            irq::Handlers { irqs, .. } => Activity::Irq { depth: irqs.min(3) as u8 },
-        };
-        Context::new(activity, irq::irqs_off())
-    }
-
-    fn stack_trace(&self, frames: &mut [u64]) -> usize {
-        crate::arch::stack::stack_trace(frames)
-    }
-}
+use trace::{Instance, Tracer, event::DescriptorKind, ring::Buffer, ring::RecordRef};
 
 /// Writes one record as ftrace's trace line (see [`trace::text`]), the fields
 /// formatted now from the event's descriptor (deferred formatting); timestamps in
@@ -259,18 +166,19 @@ pub fn write_cpu_stats(
 
 /// Streams `trace_pipe` (all CPUs, or one): consumes and prints records as they come,
 /// until `stop` says so (checked between records: the shell stops on a key press) or
-/// a write fails (a pipe that has all it wants). Returns an error text if the rings
-/// cannot be read.
+/// a write fails (a pipe that has all it wants); `wait` waits for more (see
+/// [`consume`]). Returns an error text if the rings cannot be read.
 pub fn stream_pipe(
     out: &mut dyn Write,
     instance: &Instance<'_, KernelPlatform>,
     cpu: Option<usize>,
     nanoseconds: bool,
     stop: impl FnMut() -> bool,
+    wait: impl FnMut(),
 ) -> Result<(), &'static str> {
     let tracer = instance.tracer();
     let each = |record: &RecordRef<'_>| write_record(out, tracer, record, nanoseconds).is_ok();
-    for (cpu, lost) in consume(instance, cpu, stop, each, || {})? {
+    for (cpu, lost) in consume(instance, cpu, stop, each, wait)? {
         let _ = writeln!(out, "CPU:{cpu} [LOST {lost} EVENTS]");
     }
     Ok(())
@@ -278,8 +186,9 @@ pub fn stream_pipe(
 
 /// The consuming reader behind the pipes: takes the records of `instance` (all
 /// CPUs, or one) in time order as they come and hands each to `each` (which returns
-/// false to end), calling `idle` before it waits for more, until `stop` says so
-/// (checked between records). Returns each CPU's events lost after the last record
+/// false to end), calling `wait` when none is left (it returns when there may be
+/// more, or when `stop` may have changed its mind), until `stop` says so (checked
+/// between records). Returns each CPU's events lost after the last record
 /// returned (a writer that raced the end), or an error text if the rings cannot be
 /// read (another consuming reader has them).
 pub fn consume(
@@ -287,7 +196,7 @@ pub fn consume(
     cpu: Option<usize>,
     mut stop: impl FnMut() -> bool,
     mut each: impl FnMut(&RecordRef<'_>) -> bool,
-    mut idle: impl FnMut(),
+    mut wait: impl FnMut(),
 ) -> Result<alloc::vec::Vec<(usize, u64)>, &'static str> {
     let tracer = instance.tracer();
     let recorder = instance.recorder();
@@ -311,7 +220,6 @@ pub fn consume(
             let lost = merged.cursors_mut().map(|c| (c.cpu(), c.take_lost()));
             return Ok(lost.filter(|&(_, count)| count > 0).collect());
         }
-        idle();
-        crate::arch::irq::wait_for_interrupt_unless(crate::serial::input_pending);
+        wait();
     }
 }

@@ -1,0 +1,105 @@
+//! The kernel's side of the `trace` crate: the platform, the one tracer and its
+//! default events; the trace files' readers are in [`files`].
+
+mod files;
+
+pub use files::{
+    consume, for_each_record, stream_pipe, write_cpu_stats, write_record, write_snapshot,
+    write_trace,
+};
+
+use crate::arch::{irq, membarrier, percpu};
+use crate::{barrier, clock};
+use core::sync::atomic::Ordering::Relaxed;
+use spin::Once;
+use trace::{Activity, Context, Instance, InstanceConfig, Limits, Mode, Tracer, TracerError};
+
+/// The top-level instance's buffer: per CPU.
+const TOP_BYTES_PER_CPU: usize = 256 * 1024;
+/// Ring buffer memory all instances together may use.
+const MAX_TRACE_BYTES: usize = 64 << 20;
+/// Most instances, the top-level one included.
+const MAX_INSTANCES: usize = 16;
+
+static TRACER: Once<Tracer<KernelPlatform>> = Once::new();
+
+/// Builds the tracer over every descriptor the linker collected, installs it as
+/// the destination of all tracepoints and of the `log` crate, and enables every
+/// event in the top-level instance but the (very noisy) heap events and the
+/// benchmark's and stress test's.
+pub fn init(cpus: usize) -> Result<&'static Tracer<KernelPlatform>, TracerError> {
+    let limits = Limits { max_instances: MAX_INSTANCES, max_total_bytes: MAX_TRACE_BYTES };
+    let top =
+        InstanceConfig { bytes_per_cpu: TOP_BYTES_PER_CPU, mode: Mode::Overwrite, snapshot: false };
+    let tracer = Tracer::new(KernelPlatform, cpus, trace::linked_events!(), limits, top)?;
+    let tracer = TRACER.call_once(|| tracer);
+    if trace::install(tracer).is_ok() {
+        let _ = log::set_logger(&trace::event::log::LOGGER);
+        log::set_max_level(log::LevelFilter::Info);
+        default_events(&tracer.top());
+    }
+    Ok(tracer)
+}
+
+/// Enables the default events in `instance`: every event but the (very noisy) heap
+/// events and the benchmark's and stress test's.
+pub fn default_events(instance: &Instance<'_, KernelPlatform>) {
+    let _ = instance.set_event(None, None, true);
+    let _ = instance.set_event(Some("kmem"), None, false);
+    let _ = instance.set_event(Some("bench"), None, false);
+    let _ = instance.set_event(Some("stress"), None, false);
+}
+
+/// The tracer, once `init` has run.
+pub fn tracer() -> Option<&'static Tracer<KernelPlatform>> {
+    TRACER.get()
+}
+
+/// What `trace` needs from the kernel: the CPU index from per-CPU data (callable from
+/// any context), the TSC clock in nanoseconds, the writer's context (handlers open on
+/// the CPU, whether its thread is busy, the interrupt flag), and the asymmetric memory
+/// barrier: a compiler fence for writers, an IPI to every other CPU for control
+/// operations.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct KernelPlatform;
+
+impl trace::Platform for KernelPlatform {
+    #[inline(always)]
+    fn cpu(&self) -> usize {
+        percpu::index()
+    }
+
+    #[inline(always)]
+    fn now(&self) -> u64 {
+        clock::now_ns()
+    }
+
+    #[inline(always)]
+    fn light_barrier(&self) {
+        membarrier::light();
+    }
+
+    fn heavy_barrier(&self) {
+        barrier::all_cpus();
+    }
+
+    fn may_wait(&self) -> bool {
+        irq::may_wait()
+    }
+
+    #[inline(always)]
+    fn context(&self) -> Context {
+        let handlers = irq::handlers();
+        let activity = match handlers {
+            irq::Handlers { nmi: true, irqs } => Activity::Nmi { in_irq: irqs > 0 },
+            irq::Handlers { irqs: 0, .. } if percpu::current().busy.load(Relaxed) => Activity::Task,
+            irq::Handlers { irqs: 0, .. } => Activity::Idle,
+            irq::Handlers { irqs, .. } => Activity::Irq { depth: irqs.min(3) as u8 },
+        };
+        Context::new(activity, irq::irqs_off())
+    }
+
+    fn stack_trace(&self, frames: &mut [u64]) -> usize {
+        crate::arch::stack::stack_trace(frames)
+    }
+}
