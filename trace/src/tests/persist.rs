@@ -33,7 +33,7 @@ impl Rng {
 }
 
 /// Damaged copies the big test checks (fewer under Miri, which is slow).
-const DAMAGED: u64 = if cfg!(miri) { 200 } else { 100_000 };
+const DAMAGED: u64 = 100_000;
 
 /// A region that lives as long as the test process (lent memory is `'static`); a
 /// static keeps it reachable, so Miri's leak check holds.
@@ -138,6 +138,7 @@ fn a_set_over_other_memory_is_not_saved() {
 /// copied from elsewhere, in the header, the per-CPU entries and the records. The
 /// validator never panics, and whatever it accepts restores only written records.
 #[test]
+#[cfg_attr(miri, ignore = "10^5 damaged copies: safe code, run natively")]
 fn damaged_regions_are_rejected_or_hold_only_written_records() {
     let words = leaked_region();
     let mut rng = Rng(0x5eed);
@@ -185,6 +186,7 @@ fn damaged_regions_are_rejected_or_hold_only_written_records() {
 /// panic, and an accepted copy reads back whole (every saved event, in timestamp
 /// order per CPU, no ring found corrupt).
 #[test]
+#[cfg_attr(miri, ignore = "10^5 damaged copies: safe code, run natively")]
 fn resealed_damage_meets_the_structural_checks() {
     let words = leaked_region();
     let mut rng = Rng(0xfeed);
