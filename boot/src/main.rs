@@ -121,11 +121,11 @@ enum Buffers {
 }
 
 impl Buffers {
-    fn wants(self, buffer: report::BufferKind) -> bool {
+    fn wants(self, buffer: trace::dump::BufferKind) -> bool {
         match self {
             Buffers::All => true,
-            Buffers::Live => buffer == report::BufferKind::Live,
-            Buffers::Snapshot => buffer == report::BufferKind::Snapshot,
+            Buffers::Live => buffer == trace::dump::BufferKind::Live,
+            Buffers::Snapshot => buffer == trace::dump::BufferKind::Snapshot,
         }
     }
 }
@@ -571,8 +571,8 @@ fn chosen(
     name: Option<&str>,
     buffers: Buffers,
     symbols: Option<&report::Symbols>,
-) -> Result<Vec<report::Trace>, String> {
-    let mut traces = report::traces(dump);
+) -> Result<Vec<trace::dump::Section>, String> {
+    let mut traces = dump.sections();
     if let Some(symbols) = symbols {
         traces.iter_mut().for_each(|t| symbols.symbolize(t));
     }

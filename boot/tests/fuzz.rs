@@ -258,7 +258,7 @@ fn mutate(rng: &mut Rng, lines: &mut Vec<String>, seeds: &[Vec<String>]) {
 fn report_everything(log: &str) -> usize {
     let mut events = 0;
     let mut convert = |dump: Dump| {
-        let traces = boot::report::traces(&dump);
+        let traces = dump.sections();
         boot::report::write_perfetto_of(&traces, &mut io::sink()).unwrap();
         for trace in traces {
             events += trace.events.len();

@@ -68,10 +68,8 @@ fn trace_cmd_reads_every_event_of_a_real_panic_with_its_fields() {
     let log = std::fs::read_to_string(PANIC_LOG).unwrap();
     let dump = trace::dump::parse(&log).pop().expect("the log holds a dump");
     assert!(dump.problems.is_empty(), "{:?}", dump.problems);
-    let trace = boot::report::traces(&dump)
-        .into_iter()
-        .find(|t| t.instance == "top")
-        .expect("the top-level instance");
+    let trace =
+        dump.sections().into_iter().find(|t| t.instance == "top").expect("the top-level instance");
     assert!(trace.events.len() > 100, "a real trace: {} events", trace.events.len());
 
     let file = temp("panic.dat");

@@ -24,8 +24,8 @@ fn one_dump(m: &Machine) -> trace::dump::Dump {
     dump
 }
 
-fn top(dump: &trace::dump::Dump) -> report::Trace {
-    report::traces(dump).into_iter().find(|t| t.instance == "top").expect("the top-level instance")
+fn top(dump: &trace::dump::Dump) -> trace::dump::Section {
+    dump.sections().into_iter().find(|t| t.instance == "top").expect("the top-level instance")
 }
 
 #[test]
@@ -116,7 +116,9 @@ fn a_corrupted_chunk_is_named_and_the_rest_is_still_reported() {
     assert_eq!(damaged.problems[0].line, target + 1, "the problem names the line");
     assert!(damaged.problems[0].what.contains(&format!("chunk {middle}: checksum mismatch")));
     // Every instance's events: the chunk may hold any instance's.
-    let events = |dump| report::traces(dump).into_iter().flat_map(|t| t.events).collect::<Vec<_>>();
+    let events = |dump: &trace::dump::Dump| {
+        dump.sections().into_iter().flat_map(|t| t.events).collect::<Vec<_>>()
+    };
     let (before, after) = (events(&intact), events(damaged));
     assert!(
         after.len() < before.len() && after.len() > before.len() / 2,
@@ -144,10 +146,10 @@ fn the_live_dump_command_takes_options() {
     let dumps = m.dumps();
     assert_eq!(dumps.len(), 2);
     assert!(dumps.iter().all(|d| d.problems.is_empty() && d.panic.is_none()));
-    let full = report::traces(&dumps[0]);
+    let full = dumps[0].sections();
     assert!(full.iter().any(|t| t.instance == "latency"), "every instance by default");
     assert!(top(&dumps[0]).events.iter().any(|e| e.text == "live-3"));
-    let small = report::traces(&dumps[1]);
+    let small = dumps[1].sections();
     assert_eq!(small.len(), 1, "only the top-level instance");
     assert_eq!(small[0].events.len(), 4, "the last 4 records");
     assert!(small[0].events.iter().all(|e| e.cpu == 0), "only the dumping CPU");
@@ -203,7 +205,7 @@ fn captured() -> Machine {
 }
 
 /// The report of one section as `report` prints it.
-fn text_of(trace: &report::Trace) -> String {
+fn text_of(trace: &trace::dump::Section) -> String {
     let mut text = Vec::new();
     report::write_text(trace, &mut text).unwrap();
     String::from_utf8(text).unwrap()
@@ -224,19 +226,21 @@ fn the_crash_day_a_panic_dump_keeps_the_watchdogs_snapshot_and_report_shows_it()
     let dumps = m.dumps();
     assert_eq!(dumps.len(), 2);
     assert!(dumps.iter().all(|d| d.problems.is_empty()), "{:?}", dumps[1].problems);
-    let live_dump = report::traces(&dumps[0]);
+    let live_dump = dumps[0].sections();
     assert_eq!(
         live_dump.iter().map(|t| (t.instance.as_str(), t.buffer)).collect::<Vec<_>>(),
-        [("latency", report::BufferKind::Snapshot)]
+        [("latency", trace::dump::BufferKind::Snapshot)]
     );
     // The panic dump: every instance's live buffer and the latency snapshot beside.
-    let sections = report::traces(&dumps[1]);
+    let sections = dumps[1].sections();
     let snapshot = sections
         .iter()
-        .find(|t| t.instance == "latency" && t.buffer == report::BufferKind::Snapshot)
+        .find(|t| t.instance == "latency" && t.buffer == trace::dump::BufferKind::Snapshot)
         .expect("the panic dump carries the latency instance's snapshot");
     assert!(
-        sections.iter().any(|t| t.instance == "latency" && t.buffer == report::BufferKind::Live)
+        sections
+            .iter()
+            .any(|t| t.instance == "latency" && t.buffer == trace::dump::BufferKind::Live)
     );
     assert_eq!(snapshot.events, live_dump[0].events, "the snapshot is frozen");
     // The snapshot's own statistics agree with its records.
@@ -267,7 +271,7 @@ fn the_crash_day_a_panic_dump_keeps_the_watchdogs_snapshot_and_report_shows_it()
     // The live buffer's section says the snapshot was taken; it is not the window.
     let live = sections
         .iter()
-        .find(|t| t.instance == "latency" && t.buffer == report::BufferKind::Live)
+        .find(|t| t.instance == "latency" && t.buffer == trace::dump::BufferKind::Live)
         .unwrap();
     let live_text = text_of(live);
     assert!(live_text.starts_with("# instance: latency\n"), "{live_text}");
@@ -282,7 +286,7 @@ fn the_crash_day_a_panic_dump_keeps_the_watchdogs_snapshot_and_report_shows_it()
     assert!(stat.starts_with("# instance: latency (snapshot)\n"), "{stat}");
     assert!(stat.contains("latency:anomaly"), "{stat}");
     // Perfetto shows both buffers apart; the anomaly is in the snapshot's process.
-    let latency: Vec<report::Trace> =
+    let latency: Vec<trace::dump::Section> =
         sections.iter().filter(|t| t.instance == "latency").cloned().collect();
     let json = report::perfetto_json_of(&latency);
     let events = json["traceEvents"].as_array().unwrap();

@@ -238,7 +238,7 @@ fn report_elf_names_the_interrupt_handler_in_a_recorded_stack() {
 
     // What `report --elf` does with the kernel ELF the image was built from.
     let symbols = report::Symbols::read(std::path::Path::new(boot::KERNEL_ELF)).unwrap();
-    let mut trace = report::traces(dump).into_iter().find(|t| t.instance == "top").unwrap();
+    let mut trace = dump.sections().into_iter().find(|t| t.instance == "top").unwrap();
     symbols.symbolize(&mut trace);
     let mut out = Vec::new();
     report::write_text(&trace, &mut out).unwrap();

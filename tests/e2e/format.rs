@@ -58,7 +58,7 @@ fn format_and_header_files_are_what_trace_dat_carries() {
         assert!(text.contains("\nprint fmt: \""), "{text}");
     }
     // The real parser: trace-cmd reads a trace.dat carrying exactly these files.
-    let trace = report::traces(&dump).into_iter().find(|t| t.instance == "top").unwrap();
+    let trace = dump.sections().into_iter().find(|t| t.instance == "top").unwrap();
     let path = std::env::temp_dir().join(format!("e2e-format-{}.dat", std::process::id()));
     report::write_tracedat(&trace, &mut std::fs::File::create(&path).unwrap()).unwrap();
     let out = Command::new("trace-cmd")

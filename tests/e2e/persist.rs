@@ -103,7 +103,7 @@ fn a_panic_with_panic_reboot_leaves_its_events_in_last_boot() {
     // That panic's dump carries last_boot, which the host tool reads like any instance.
     let dumps = m.dumps();
     let dump = dumps.last().expect("the second panic's dump");
-    let traces = boot::report::traces(dump);
+    let traces = dump.sections();
     let last_boot = traces.iter().find(|t| t.instance == "last_boot");
     assert!(last_boot.is_some_and(|t| !t.events.is_empty()), "last_boot is in the dump");
 }

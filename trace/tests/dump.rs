@@ -349,6 +349,13 @@ fn a_stream_flushes_partial_chunks_and_carries_lost_counts_per_cpu() {
     let top = &d.instances[&0];
     assert_eq!(top.records.iter().map(|r| (r.cpu, r.ts)).collect::<Vec<_>>(), [(0, 100), (1, 120)]);
     assert_eq!(top.lost.iter().collect::<Vec<_>>(), [(&1, &10)], "lost counts summed per CPU");
+    // The losses reported before a record are its `lost_before`; those after the
+    // last record of a CPU are in the total only.
+    assert_eq!(top.records.iter().map(|r| r.lost_before).collect::<Vec<_>>(), [0, 7]);
+    let section = &d.sections()[0];
+    assert_eq!(section.instance, "top");
+    assert_eq!(section.events.iter().map(|e| e.lost_before).collect::<Vec<_>>(), [0, 7]);
+    assert_eq!(section.events[1].values.len(), 6, "decoded with the dump's descriptor");
 }
 
 /// A one-chunk dump of `items` (kind, body), as an older writer could have written it.

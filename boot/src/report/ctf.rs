@@ -30,7 +30,8 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io::{self, ErrorKind};
 use std::path::Path;
 
-use super::model::{Descriptor, Event, FieldKind, Trace, Value};
+use trace::dump::{DumpDescriptor, Event, Section, Value};
+use trace::field::FieldKind;
 
 /// Event class id of events whose id has no descriptor (above any `u16` id).
 pub const UNKNOWN_EVENT_CLASS_ID: u32 = 0x1_0000;
@@ -45,7 +46,7 @@ const PACKET_HEADER_BYTES: usize = 4 + 16 + 4 + 5 * 8 + 4;
 
 /// Writes the trace as a CTF 1.8 trace into `dir`, which is created if missing
 /// and must otherwise be empty (stale stream files would be read as part of it).
-pub fn write_ctf(trace: &Trace, dir: &Path) -> io::Result<()> {
+pub fn write_ctf(trace: &Section, dir: &Path) -> io::Result<()> {
     fs::create_dir_all(dir).map_err(|e| with_path(e, "cannot create CTF directory", dir))?;
     if fs::read_dir(dir).map_err(|e| with_path(e, "cannot read", dir))?.next().is_some() {
         return Err(io::Error::new(
@@ -65,7 +66,7 @@ pub fn write_ctf(trace: &Trace, dir: &Path) -> io::Result<()> {
 
 /// The files of the CTF trace, named and in memory: `metadata`, then one stream
 /// file per CPU track (`stream_0`, ...).
-pub fn ctf_files(trace: &Trace) -> Vec<(String, Vec<u8>)> {
+pub fn ctf_files(trace: &Section) -> Vec<(String, Vec<u8>)> {
     let uuid = trace_uuid(trace);
     let mut files = vec![(String::from("metadata"), metadata(trace, &uuid).into_bytes())];
     let mut cpus = trace.cpu_ids();
@@ -82,7 +83,7 @@ fn with_path(e: io::Error, what: &str, path: &Path) -> io::Error {
 
 /// A UUID derived from the trace's content (so equal dumps give equal traces),
 /// with the RFC 4122 version-4 and variant bits set.
-fn trace_uuid(trace: &Trace) -> [u8; 16] {
+fn trace_uuid(trace: &Section) -> [u8; 16] {
     let mut bytes = [0u8; 16];
     for (half, chunk) in bytes.chunks_mut(8).enumerate() {
         let mut h = DefaultHasher::new();
@@ -133,7 +134,7 @@ fn tsdl_string(s: &str) -> String {
 /// TSDL field names of a descriptor: `_` + the name with anything but ASCII
 /// alphanumerics and `_` replaced by `_` (babeltrace2 strips the leading `_`,
 /// which also keeps names clear of TSDL keywords), made unique.
-fn field_names(d: &Descriptor) -> Vec<String> {
+fn field_names(d: &DumpDescriptor) -> Vec<String> {
     let mut seen = BTreeSet::new();
     d.fields
         .iter()
@@ -173,7 +174,7 @@ fn tsdl_type(kind: FieldKind) -> &'static str {
     }
 }
 
-fn metadata(trace: &Trace, uuid: &[u8; 16]) -> String {
+fn metadata(trace: &Section, uuid: &[u8; 16]) -> String {
     let uuid = uuid_string(uuid);
     let mut m = String::from("/* CTF 1.8 */\n\n");
     for (bits, signed) in [(8, false), (16, false), (32, false), (64, false)].into_iter().chain([
@@ -206,7 +207,7 @@ fn metadata(trace: &Trace, uuid: &[u8; 16]) -> String {
          }};\n\n"
     );
     m.push_str("env {\n\tdomain = \"kernel\";\n\ttracer_name = \"flight-recorder\";\n");
-    let _ = writeln!(m, "\tinstance = {};", tsdl_string(trace.instance_name()));
+    let _ = writeln!(m, "\tinstance = {};", tsdl_string(trace.instance.as_str()));
     let _ = writeln!(m, "\tbuffer = {};", tsdl_string(trace.buffer.name()));
     let _ = writeln!(m, "\tcpus = {};", trace.cpus);
     if let Some(p) = &trace.panic {
@@ -299,7 +300,7 @@ fn as_bits(v: Option<&Value>) -> u64 {
 /// Appends one event's fields in the layout the metadata declares. Values that
 /// do not match their field's kind are coerced (missing ones are zero/empty), so
 /// a malformed event still yields a readable stream.
-fn encode_fields(buf: &mut Vec<u8>, d: &Descriptor, values: &[Value]) {
+fn encode_fields(buf: &mut Vec<u8>, d: &DumpDescriptor, values: &[Value]) {
     for (i, f) in d.fields.iter().enumerate() {
         let v = values.get(i);
         let bits = as_bits(v);
@@ -331,7 +332,7 @@ fn encode_fields(buf: &mut Vec<u8>, d: &Descriptor, values: &[Value]) {
     }
 }
 
-fn encode_event(buf: &mut Vec<u8>, trace: &Trace, ev: &Event, ts: u64) {
+fn encode_event(buf: &mut Vec<u8>, trace: &Section, ev: &Event, ts: u64) {
     match trace.descriptor(ev.id) {
         Some(d) => {
             buf.extend_from_slice(&u32::from(ev.id).to_le_bytes());
@@ -402,7 +403,7 @@ impl StreamWriter<'_> {
 /// event with `lost_before` (and the first event, when overruns precede it) is a
 /// packet of its own, so its losses are reported between the previous event and
 /// it.
-fn stream(trace: &Trace, cpu: usize, uuid: &[u8; 16]) -> Vec<u8> {
+fn stream(trace: &Section, cpu: usize, uuid: &[u8; 16]) -> Vec<u8> {
     let stats = trace.cpu_stats(cpu);
     let events: Vec<&Event> = trace.events.iter().filter(|e| e.cpu == cpu).collect();
     let reported = events.iter().map(|e| e.lost_before).fold(0u64, u64::saturating_add);
@@ -454,8 +455,8 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
-    use crate::report::model::{FieldDesc, PanicInfo};
     use crate::report::sample::sample;
+    use trace::dump::{DumpField, PanicReport};
 
     /// A fresh, unique path under the system temp directory, removed on drop.
     struct TempDir(PathBuf);
@@ -580,14 +581,15 @@ mod tests {
     #[test]
     fn unknown_ids_and_malformed_events_stay_readable() {
         let mut t = sample();
-        let odd = Descriptor {
+        let odd = DumpDescriptor {
+            kind: trace::event::DescriptorKind::Event,
             id: 7,
             system: "odd".into(),
             name: "names".into(),
             format: String::new(),
             fields: ["a-b", "a_b", "", "struct"]
                 .iter()
-                .map(|n| FieldDesc { name: n.to_string(), kind: FieldKind::U8 })
+                .map(|n| DumpField { name: n.to_string(), kind: FieldKind::U8 })
                 .collect(),
             timeline: Default::default(),
         };
@@ -618,7 +620,7 @@ mod tests {
             Event { lost_before: u64::MAX, ..ev(1, u64::MAX, 4, vec![]) },
         ]);
         t.stats[0].dropped = u64::MAX;
-        t.panic = Some(PanicInfo {
+        t.panic = Some(PanicReport {
             cpu: 0,
             message: "multi\nline\t\"msg\"".into(),
             location: "x".into(),
@@ -660,7 +662,7 @@ mod tests {
     #[test]
     fn empty_trace_is_readable() {
         let dir = TempDir::new("empty");
-        write_ctf(&Trace::default(), &dir.0).unwrap();
+        write_ctf(&Section::default(), &dir.0).unwrap();
         assert!(dir.0.join("stream_0").exists());
         let out = babeltrace2(&["-c", "sink.text.details"], &dir.0);
         assert!(out.status.success(), "babeltrace2 failed: {}", text(&out.stderr));

@@ -1,12 +1,11 @@
-//! Output side of `cargo run -- report`: renders a decoded dump ([`Trace`]) as
+//! Output side of `cargo run -- report`: renders a dump's sections
+//! ([`trace::dump::Section`], decoded by [`trace::dump::Dump::sections`]) as
 //! `trace-cmd report`-style text, a `--stat` summary, Chrome Trace Event JSON or
 //! Perfetto's protobuf trace for ui.perfetto.dev, a CTF 1.8 trace directory for
 //! babeltrace2, or a trace-cmd `trace.dat` for trace-cmd and KernelShark; stack
 //! frames symbolised from the kernel ELF ([`Symbols`]).
 
 pub mod ctf;
-pub mod from_dump;
-pub mod model;
 pub mod perfetto;
 pub mod perfetto_proto;
 pub mod stat;
@@ -18,11 +17,6 @@ pub mod tracedat;
 mod sample;
 
 pub use ctf::{ctf_files, write_ctf};
-pub use from_dump::traces;
-pub use model::{
-    BufferKind, CpuStats, Descriptor, Event, FieldDesc, FieldKind, PanicInfo, Trace, Value,
-    format_ts, hex_dump,
-};
 pub use perfetto::{perfetto_json, perfetto_json_of, write_perfetto, write_perfetto_of};
 pub use perfetto_proto::write_perfetto_proto;
 pub use stat::{CpuSummary, Summary, summarize, write_stat};
@@ -33,6 +27,7 @@ pub use tracedat::write_tracedat;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use trace::dump::{DumpStats, Event, Section, Value};
 
     /// Every backend accepts whatever a parser might hand it: unknown ids, values
     /// that do not match their descriptor, extreme numbers, CPUs beyond `cpus`,
@@ -49,7 +44,7 @@ mod tests {
             text: String::new(),
         };
         let mut odd = sample::sample();
-        odd.stats = vec![CpuStats {
+        odd.stats = vec![DumpStats {
             written: u64::MAX,
             entries: u64::MAX,
             overrun: u64::MAX,
@@ -64,10 +59,10 @@ mod tests {
             ev(9, 1, 3, vec![Value::Bool(true); 9], u64::MAX),
             ev(1, 2, 2, vec![Value::Unsigned(u64::MAX); 4], 0),
         ]);
-        let mut huge = Trace { cpus: usize::MAX, ..Trace::default() };
+        let mut huge = Section { cpus: usize::MAX, ..Section::default() };
         huge.events.push(ev(3, 1, 0, vec![Value::Bytes(vec![0; 3])], 1));
 
-        for (i, trace) in [odd, huge, Trace::default()].iter().enumerate() {
+        for (i, trace) in [odd, huge, Section::default()].iter().enumerate() {
             let mut out = Vec::new();
             write_text(trace, &mut out).unwrap();
             assert_eq!(

@@ -21,10 +21,11 @@ use std::io::{self, Write};
 
 use serde_json::{Map, Value as Json, json};
 
-use super::model::{BufferKind, Event, Timeline, Trace, Value, hex_bytes, hex_dump};
+use trace::dump::{BufferKind, Event, Section, Value, hex_bytes, hex_dump};
+use trace::event::Timeline;
 
 /// The value of field `name` of an event, if its descriptor has one.
-fn field<'a>(trace: &Trace, ev: &'a Event, name: &str) -> Option<&'a Value> {
+fn field<'a>(trace: &Section, ev: &'a Event, name: &str) -> Option<&'a Value> {
     let d = trace.descriptor(ev.id)?;
     ev.values.get(d.fields.iter().position(|f| f.name == name)?)
 }
@@ -32,7 +33,7 @@ fn field<'a>(trace: &Trace, ev: &'a Event, name: &str) -> Option<&'a Value> {
 /// Pairs begins with ends, as the events' descriptors declare them
 /// ([`trace::event::Timeline`]): for each event index that begins a slice, the index of
 /// the event that ends it.
-pub(super) fn slices(trace: &Trace) -> BTreeMap<usize, usize> {
+pub(super) fn slices(trace: &Section) -> BTreeMap<usize, usize> {
     let mut open: BTreeMap<(usize, &str), Vec<usize>> = BTreeMap::new();
     let mut paired = BTreeMap::new();
     for (i, ev) in trace.events.iter().enumerate() {
@@ -58,7 +59,7 @@ pub(super) fn slices(trace: &Trace) -> BTreeMap<usize, usize> {
 
 /// The integer fields of an event its descriptor declares a counter
 /// ([`trace::event::Timeline::Counter`]), as (field name, value); `None` for other events.
-pub(super) fn counters(trace: &Trace, ev: &Event) -> Option<Vec<(String, i64)>> {
+pub(super) fn counters(trace: &Section, ev: &Event) -> Option<Vec<(String, i64)>> {
     let d = trace.descriptor(ev.id).filter(|d| d.timeline == Timeline::Counter)?;
     let values = d.fields.iter().zip(&ev.values).filter_map(|(f, v)| match v {
         Value::Unsigned(u) => Some((f.name.clone(), i64::try_from(*u).unwrap_or(i64::MAX))),
@@ -70,7 +71,7 @@ pub(super) fn counters(trace: &Trace, ev: &Event) -> Option<Vec<(String, i64)>> 
 
 /// An event's name, category and fields as (name, value): the descriptor's fields,
 /// or for an id without one its `id` and the hex of its `data`.
-pub(super) fn described(trace: &Trace, ev: &Event) -> (String, String, Vec<(String, Value)>) {
+pub(super) fn described(trace: &Section, ev: &Event) -> (String, String, Vec<(String, Value)>) {
     match trace.descriptor(ev.id) {
         Some(d) => {
             let args = ev
@@ -97,7 +98,7 @@ pub(super) fn described(trace: &Trace, ev: &Event) -> (String, String, Vec<(Stri
 
 /// The name of the slice that the event `begin` begins: its label and its text
 /// (`irq vector=48`, `command ls`).
-pub(super) fn slice_name(trace: &Trace, begin: &Event) -> String {
+pub(super) fn slice_name(trace: &Section, begin: &Event) -> String {
     let label = match trace.descriptor(begin.id).map(|d| &d.timeline) {
         Some(Timeline::Begin { label, .. }) => label.as_str(),
         _ => "",
@@ -106,13 +107,13 @@ pub(super) fn slice_name(trace: &Trace, begin: &Event) -> String {
 }
 
 /// An event's name, category and args as JSON.
-fn described_json(trace: &Trace, ev: &Event) -> (String, String, Map<String, Json>) {
+fn described_json(trace: &Section, ev: &Event) -> (String, String, Map<String, Json>) {
     let (name, cat, fields) = described(trace, ev);
     (name, cat, fields.into_iter().map(|(k, v)| (k, value_json(&v))).collect())
 }
 
 /// Builds the Chrome Trace Event JSON document of a trace.
-pub fn perfetto_json(trace: &Trace) -> Json {
+pub fn perfetto_json(trace: &Section) -> Json {
     perfetto_json_of(std::slice::from_ref(trace))
 }
 
@@ -121,7 +122,7 @@ pub fn perfetto_json(trace: &Trace) -> Json {
 /// buffer and `kernel (snapshot)` for the snapshot, so the viewer shows them apart.
 /// `otherData` holds the first's statistics as `cpu_stats` and every buffer's under
 /// `buffers`.
-pub fn perfetto_json_of(traces: &[Trace]) -> Json {
+pub fn perfetto_json_of(traces: &[Section]) -> Json {
     let mut events = Vec::new();
     for (pid, trace) in traces.iter().enumerate() {
         buffer_events(trace, pid, &mut events);
@@ -136,7 +137,7 @@ pub fn perfetto_json_of(traces: &[Trace]) -> Json {
             "ts": micros(last), "args": {"cpu": p.cpu, "message": p.message, "location": p.location}
         }));
     }
-    let stats = |trace: &Trace| -> Vec<Json> {
+    let stats = |trace: &Section| -> Vec<Json> {
         trace
             .stats
             .iter()
@@ -155,7 +156,7 @@ pub fn perfetto_json_of(traces: &[Trace]) -> Json {
         "traceEvents": events,
         "displayTimeUnit": "ns",
         "otherData": {
-            "instance": first.map_or("top", |t| t.instance_name()),
+            "instance": first.map_or("top", |t| t.instance.as_str()),
             "cpus": traces.iter().map(|t| t.cpus).max().unwrap_or(0),
             "cpu_stats": first.map(stats).unwrap_or_default(),
             "buffers": buffers
@@ -164,7 +165,7 @@ pub fn perfetto_json_of(traces: &[Trace]) -> Json {
 }
 
 /// Appends the events of one buffer as process `pid`.
-fn buffer_events(trace: &Trace, pid: usize, events: &mut Vec<Json>) {
+fn buffer_events(trace: &Section, pid: usize, events: &mut Vec<Json>) {
     let cpus = trace.cpu_ids();
     events.reserve(trace.events.len() + 2 * cpus.len() + 1);
     let process = match trace.buffer {
@@ -230,12 +231,12 @@ fn buffer_events(trace: &Trace, pid: usize, events: &mut Vec<Json>) {
 }
 
 /// Writes the Chrome Trace Event JSON of a trace.
-pub fn write_perfetto(trace: &Trace, out: &mut impl Write) -> io::Result<()> {
+pub fn write_perfetto(trace: &Section, out: &mut impl Write) -> io::Result<()> {
     write_perfetto_of(std::slice::from_ref(trace), out)
 }
 
 /// Writes the Chrome Trace Event JSON of several buffers (see [`perfetto_json_of`]).
-pub fn write_perfetto_of(traces: &[Trace], out: &mut impl Write) -> io::Result<()> {
+pub fn write_perfetto_of(traces: &[Section], out: &mut impl Write) -> io::Result<()> {
     let mut out = io::BufWriter::new(out);
     serde_json::to_writer(&mut out, &perfetto_json_of(traces))?;
     writeln!(out)?;
@@ -264,12 +265,12 @@ fn value_json(v: &Value) -> Json {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::model::Event;
     use crate::report::sample::sample;
     use std::collections::BTreeMap;
+    use trace::dump::Event;
 
     /// Round-trips through text, as a viewer would read it.
-    fn parsed(trace: &Trace) -> Json {
+    fn parsed(trace: &Section) -> Json {
         let mut out = Vec::new();
         write_perfetto(trace, &mut out).unwrap();
         serde_json::from_slice(&out).unwrap()
@@ -367,19 +368,22 @@ mod tests {
 
     #[test]
     fn paired_events_become_nested_slices_and_the_rest_stay_instants() {
-        use crate::report::model::{Descriptor, FieldDesc, FieldKind};
-        let mut t = Trace { cpus: 2, ..Trace::default() };
-        let d = |id, system: &str, name: &str, fields: &[(&str, FieldKind)], timeline| Descriptor {
-            id,
-            system: system.into(),
-            name: name.into(),
-            format: String::new(),
-            fields: fields
-                .iter()
-                .map(|&(name, kind)| FieldDesc { name: name.into(), kind })
-                .collect(),
-            timeline,
-        };
+        use trace::dump::{DumpDescriptor, DumpField};
+        use trace::field::FieldKind;
+        let mut t = Section { cpus: 2, ..Section::default() };
+        let d =
+            |id, system: &str, name: &str, fields: &[(&str, FieldKind)], timeline| DumpDescriptor {
+                kind: trace::event::DescriptorKind::Event,
+                id,
+                system: system.into(),
+                name: name.into(),
+                format: String::new(),
+                fields: fields
+                    .iter()
+                    .map(|&(name, kind)| DumpField { name: name.into(), kind })
+                    .collect(),
+                timeline,
+            };
         let irq = || Some("vector".to_string());
         let (begin, end) = (
             Timeline::Begin { label: "irq".into(), key: irq() },
@@ -468,7 +472,7 @@ mod tests {
     fn a_real_panic_gives_slices_for_its_paired_events() {
         let log = include_str!("../../tests/data/panic-timeline.log");
         let dump = trace::dump::parse(log).pop().expect("a dump");
-        let trace = crate::report::traces(&dump).into_iter().find(|t| t.instance == "top").unwrap();
+        let trace = dump.sections().into_iter().find(|t| t.instance == "top").unwrap();
         let slices = check_structure(&parsed(&trace));
         let count =
             |name: &str| trace.events.iter().filter(|e| trace.event_name(e.id) == name).count();
@@ -492,7 +496,7 @@ mod tests {
     fn an_old_dump_has_no_slices() {
         let log = include_str!("../../tests/data/panic-serial.txt");
         let dump = trace::dump::parse(log).pop().expect("a dump");
-        let trace = crate::report::traces(&dump).into_iter().find(|t| t.instance == "top").unwrap();
+        let trace = dump.sections().into_iter().find(|t| t.instance == "top").unwrap();
         assert!(trace.descriptors.values().all(|d| d.timeline == Timeline::Instant));
         assert!(check_structure(&parsed(&trace)).is_empty());
     }
@@ -535,6 +539,6 @@ mod tests {
         let extra =
             instants.iter().find(|e| e["name"] == "irq:irq_handler_exit" && e["args"] != json!({}));
         assert_eq!(extra.unwrap()["args"], json!({"arg0": 5}));
-        parsed(&Trace::default());
+        parsed(&Section::default());
     }
 }

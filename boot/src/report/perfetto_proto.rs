@@ -20,8 +20,8 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 
-use super::model::{Event, Trace, Value, hex_bytes};
 use super::perfetto::{counters, described, slice_name, slices};
+use trace::dump::{Event, Section, Value, hex_bytes};
 
 /// `Trace.packet`.
 const TRACE_PACKET: u32 = 1;
@@ -248,7 +248,7 @@ impl<W: Write> Writer<W> {
 /// The frames of a `stacktrace` event (`ftrace:kernel_stack`), outermost first as
 /// Perfetto orders a callstack: `function+0xoffset` once symbolised
 /// ([`super::Symbols::symbolize`]), the address otherwise. None for other events.
-fn stack_frames(trace: &Trace, ev: &Event) -> Vec<String> {
+fn stack_frames(trace: &Section, ev: &Event) -> Vec<String> {
     let stack = (trace::tracer::STACK_TRACE.system, trace::tracer::STACK_TRACE.name);
     match trace.descriptor(ev.id) {
         Some(d) if (d.system.as_str(), d.name.as_str()) == stack => {}
@@ -274,7 +274,7 @@ fn stack_frames(trace: &Trace, ev: &Event) -> Vec<String> {
 }
 
 /// Writes the trace as a Perfetto protobuf trace (`.perfetto-trace`).
-pub fn write_perfetto_proto(trace: &Trace, out: &mut impl Write) -> io::Result<()> {
+pub fn write_perfetto_proto(trace: &Section, out: &mut impl Write) -> io::Result<()> {
     let mut w = Writer {
         out: io::BufWriter::new(out),
         names: Table::default(),
@@ -425,11 +425,13 @@ mod tests {
 
     #[test]
     fn a_stack_is_the_events_callstack_outermost_first() {
-        use crate::report::model::{Descriptor, FieldDesc, Timeline};
+        use trace::dump::{DumpDescriptor, DumpField};
+        use trace::event::Timeline;
         let stack = &trace::tracer::STACK_TRACE;
-        let mut t = Trace { cpus: 1, ..Trace::default() };
-        let fields = stack.fields.iter().map(|f| FieldDesc { name: f.name.into(), kind: f.kind });
-        let d = Descriptor {
+        let mut t = Section { cpus: 1, ..Section::default() };
+        let fields = stack.fields.iter().map(|f| DumpField { name: f.name.into(), kind: f.kind });
+        let d = DumpDescriptor {
+            kind: trace::event::DescriptorKind::Event,
             id: 7,
             system: stack.system.into(),
             name: stack.name.into(),

@@ -2,14 +2,15 @@
 
 use std::collections::BTreeMap;
 
-use super::model::{
-    BufferKind, CpuStats, Descriptor, Event, FieldDesc, FieldKind, PanicInfo, Timeline, Trace,
-    Value,
+use trace::dump::{
+    BufferKind, DumpDescriptor, DumpField, DumpStats, Event, PanicReport, Section, Value,
 };
+use trace::event::{DescriptorKind, Timeline};
+use trace::field::FieldKind;
 use trace::{Activity, Context};
 
-fn field(name: &str, kind: FieldKind) -> FieldDesc {
-    FieldDesc { name: name.into(), kind }
+fn field(name: &str, kind: FieldKind) -> DumpField {
+    DumpField { name: name.into(), kind }
 }
 
 fn descriptor(
@@ -17,8 +18,8 @@ fn descriptor(
     system: &str,
     name: &str,
     format: &str,
-    fields: Vec<FieldDesc>,
-) -> Descriptor {
+    fields: Vec<DumpField>,
+) -> DumpDescriptor {
     // The kernel's declarations: interrupt handlers are slices keyed by vector.
     let vector = || Some("vector".to_string());
     let timeline = match (system, name) {
@@ -26,7 +27,8 @@ fn descriptor(
         ("irq", "irq_handler_exit") => Timeline::End { label: "irq".into(), key: vector() },
         _ => Timeline::Instant,
     };
-    Descriptor {
+    DumpDescriptor {
+        kind: DescriptorKind::Event,
         id,
         system: system.into(),
         name: name.into(),
@@ -58,7 +60,7 @@ fn context(cpu: usize, id: u16) -> Context {
 /// CPU 0: written 10 = entries 3 + read 2 + overrun 5.
 /// CPU 1: written 23 = entries 2 + overrun 17 + dropped 4; the 17 overwritten
 /// events are the ones the reader reported before the `net:packet` event.
-pub fn sample() -> Trace {
+pub fn sample() -> Section {
     let mut descriptors = BTreeMap::new();
     for d in [
         descriptor(
@@ -140,18 +142,18 @@ pub fn sample() -> Trace {
         event(0, 12_345_678_901, 4, vec![], 0, ""),
     ];
     let stats = vec![
-        CpuStats { written: 10, entries: 3, overrun: 5, dropped: 0, read: 2, commit_overrun: 0 },
-        CpuStats { written: 23, entries: 2, overrun: 17, dropped: 4, read: 0, commit_overrun: 1 },
+        DumpStats { written: 10, entries: 3, overrun: 5, dropped: 0, read: 2, commit_overrun: 0 },
+        DumpStats { written: 23, entries: 2, overrun: 17, dropped: 4, read: 0, commit_overrun: 1 },
     ];
-    Trace {
-        instance: String::new(),
+    Section {
+        instance: "top".into(),
         buffer: BufferKind::Live,
         cpus: 2,
         descriptors,
         events,
         skipped: 0,
         stats,
-        panic: Some(PanicInfo {
+        panic: Some(PanicReport {
             cpu: 1,
             message: r#"boom "quoted" \ back"#.into(),
             location: "kernel/src/main.rs:42:5".into(),

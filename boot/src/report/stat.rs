@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
-use super::model::{Trace, format_ts};
+use trace::dump::{Section, format_ts};
 
 /// Counts of one CPU.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -30,7 +30,7 @@ pub struct Summary {
     /// `(system:name, count)`, most frequent first, then by name. Events without a
     /// descriptor count as `unknown event id N`.
     pub by_type: Vec<(String, u64)>,
-    /// One entry per CPU track (see [`Trace::cpu_ids`]), ascending.
+    /// One entry per CPU track (see [`Section::cpu_ids`]), ascending.
     pub per_cpu: Vec<CpuSummary>,
     /// Earliest and latest timestamp (ns), `None` without events.
     pub span: Option<(u64, u64)>,
@@ -39,7 +39,7 @@ pub struct Summary {
 }
 
 /// Computes the summary of a trace.
-pub fn summarize(trace: &Trace) -> Summary {
+pub fn summarize(trace: &Section) -> Summary {
     let mut types: BTreeMap<String, u64> = BTreeMap::new();
     let cpus = trace.cpu_ids();
     let mut per_cpu: Vec<CpuSummary> = cpus
@@ -75,11 +75,14 @@ pub fn summarize(trace: &Trace) -> Summary {
 }
 
 /// Writes the `--stat` summary of a trace as aligned tables.
-pub fn write_stat(trace: &Trace, out: &mut impl Write) -> io::Result<()> {
+pub fn write_stat(trace: &Section, out: &mut impl Write) -> io::Result<()> {
     let out = &mut io::BufWriter::new(out);
     let s = summarize(trace);
     writeln!(out, "# instance: {}", trace.heading())?;
     writeln!(out, "# cpus={}", trace.cpus)?;
+    if trace.skipped > 0 {
+        writeln!(out, "# the dump leaves out {} older records by its `last N` cap", trace.skipped)?;
+    }
     if let Some(p) = &trace.panic {
         let msg = p.message.replace('\n', "\n#   ");
         writeln!(out, "# panic on cpu {} at {}: {}", p.cpu, p.location, msg)?;
@@ -177,8 +180,8 @@ fn write_table(out: &mut impl Write, rows: &[Vec<String>]) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::model::{Event, Value};
     use crate::report::sample::sample;
+    use trace::dump::{Event, Value};
 
     #[test]
     fn numbers_of_the_sample() {
@@ -250,6 +253,19 @@ mod tests {
     }
 
     #[test]
+    fn records_the_cap_left_out_are_shown() {
+        let mut t = sample();
+        let stat = |t: &Section| {
+            let mut out = Vec::new();
+            write_stat(t, &mut out).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        assert!(!stat(&t).contains("leaves out"));
+        t.skipped = 7;
+        assert!(stat(&t).contains("# the dump leaves out 7 older records by its `last N` cap"));
+    }
+
+    #[test]
     fn unknown_ids_and_stray_cpus_are_counted() {
         let mut t = sample();
         t.events.push(Event {
@@ -270,6 +286,6 @@ mod tests {
         assert_eq!(s.per_cpu[2].lost_reported, 1);
         assert_eq!(s.span, Some((5, 12_345_678_901)));
         write_stat(&t, &mut Vec::new()).unwrap();
-        write_stat(&Trace::default(), &mut Vec::new()).unwrap();
+        write_stat(&Section::default(), &mut Vec::new()).unwrap();
     }
 }

@@ -1,5 +1,5 @@
 //! Code addresses as `function+0xoffset`, from the symbol table of the kernel ELF
-//! (`report --elf`), and the `ftrace:kernel_stack` events of a [`Trace`] rewritten
+//! (`report --elf`), and the `ftrace:kernel_stack` events of a [`Section`] rewritten
 //! with them.
 //!
 //! The kernel records stack frames as addresses in its ELF (it subtracts the load
@@ -14,7 +14,8 @@ use object::{Endianness, Object, ObjectSection, ObjectSymbol, SectionKind, Symbo
 use std::io::Read;
 use std::path::Path;
 
-use super::model::{FieldKind, Trace, Value};
+use trace::dump::{Section, Value};
+use trace::field::FieldKind;
 
 /// Largest ELF file read (the kernel's is a few MiB): a bound on what a wrong path
 /// can make the report allocate.
@@ -144,7 +145,7 @@ impl Symbols {
     /// Rewrites the `ftrace:kernel_stack` events of `trace` with symbols: their
     /// `ipN` fields become strings (`function+0xoffset`, empty past `depth`), and
     /// their text lists the frames as ftrace does, one ` => frame` line each.
-    pub fn symbolize(&self, trace: &mut Trace) {
+    pub fn symbolize(&self, trace: &mut Section) {
         let (system, name) = (trace::tracer::STACK_TRACE.system, trace::tracer::STACK_TRACE.name);
         let ids: Vec<u16> = trace
             .descriptors

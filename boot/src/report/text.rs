@@ -17,14 +17,14 @@ use std::io::{self, Write};
 
 use trace::text::{self, Line};
 
-use super::model::{Trace, hex_dump};
+use trace::dump::{Section, hex_dump};
 
 /// Writes the trace as `trace-cmd report`-style text.
 ///
 /// Events whose id has no descriptor are printed as `unknown_event: id=N <hex of
 /// the values>`; a lost-events count is printed before the event it precedes, in
 /// ftrace's `CPU:N [LOST M EVENTS]` form.
-pub fn write_text(trace: &Trace, out: &mut impl Write) -> io::Result<()> {
+pub fn write_text(trace: &Section, out: &mut impl Write) -> io::Result<()> {
     let out = &mut io::BufWriter::new(out);
     writeln!(out, "# instance: {}", trace.heading())?;
     writeln!(out, "# cpus={}", trace.cpus)?;
@@ -89,10 +89,10 @@ pub fn write_text(trace: &Trace, out: &mut impl Write) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::model::{Event, Value};
     use crate::report::sample::sample;
+    use trace::dump::{Event, Value};
 
-    fn render(trace: &Trace) -> String {
+    fn render(trace: &Section) -> String {
         let mut out = Vec::new();
         write_text(trace, &mut out).unwrap();
         String::from_utf8(out).unwrap()

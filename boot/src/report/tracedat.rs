@@ -31,7 +31,7 @@ use std::io::{self, Write};
 use trace::event::format_file::{self, LayoutError};
 use trace::text;
 
-use super::model::{Descriptor, Event, MAX_CPUS, Trace, Value, hex_dump};
+use trace::dump::{DumpDescriptor, Event, MAX_CPUS, Section, Value, hex_dump};
 
 /// Bytes of a page of CPU data.
 pub const PAGE_SIZE: usize = 4096;
@@ -69,7 +69,7 @@ struct Declared<'a> {
     system: String,
     name: String,
     shape: Shape,
-    descriptor: Option<&'a Descriptor>,
+    descriptor: Option<&'a DumpDescriptor>,
 }
 
 /// Why a trace cannot be written as trace.dat.
@@ -104,13 +104,13 @@ fn borrowed(value: &Value) -> trace::field::Value<'_> {
     }
 }
 
-fn fields(d: &Descriptor) -> Vec<trace::field::Field<'_>> {
+fn fields(d: &DumpDescriptor) -> Vec<trace::field::Field<'_>> {
     d.fields.iter().map(|f| trace::field::Field { name: &f.name, kind: f.kind }).collect()
 }
 
 /// The saved command lines: `PID NAME` for each task id the events carry (pid 0
 /// is `<idle>` to trace-cmd without one).
-fn cmdlines(trace: &Trace) -> String {
+fn cmdlines(trace: &Section) -> String {
     let tasks: BTreeMap<u32, text::Task> = trace
         .events
         .iter()
@@ -130,7 +130,7 @@ fn origin(ev: &Event) -> format_file::Origin {
 }
 
 /// Appends an event's record in the ftrace layout.
-fn encode_fields(d: &Descriptor, ev: &Event, out: &mut Vec<u8>) -> Result<(), LayoutError> {
+fn encode_fields(d: &DumpDescriptor, ev: &Event, out: &mut Vec<u8>) -> Result<(), LayoutError> {
     let values: Vec<trace::field::Value<'_>> = ev.values.iter().map(borrowed).collect();
     let start = out.len();
     format_file::encode_record(ev.id, origin(ev), &fields(d), &values, out)?;
@@ -142,7 +142,7 @@ fn encode_fields(d: &Descriptor, ev: &Event, out: &mut Vec<u8>) -> Result<(), La
 }
 
 /// The text our report prints for an event (after its name).
-fn event_text(d: Option<&Descriptor>, ev: &Event) -> String {
+fn event_text(d: Option<&DumpDescriptor>, ev: &Event) -> String {
     match d {
         Some(_) => ev.text.clone(),
         None => hex_dump(&ev.values),
@@ -151,7 +151,7 @@ fn event_text(d: Option<&Descriptor>, ev: &Event) -> String {
 
 /// Every event id of the trace with how it is declared: each descriptor, and each
 /// id without one (as `unknown:id_N`).
-fn declarations(trace: &Trace) -> BTreeMap<u16, Declared<'_>> {
+fn declarations(trace: &Section) -> BTreeMap<u16, Declared<'_>> {
     let mut declared: BTreeMap<u16, Declared<'_>> = trace
         .descriptors
         .iter()
@@ -289,7 +289,7 @@ fn put_sized(out: &mut Vec<u8>, text: &[u8]) {
 }
 
 /// Writes the trace as a trace-cmd `trace.dat` (version 6).
-pub fn write_tracedat(trace: &Trace, out: &mut impl Write) -> io::Result<()> {
+pub fn write_tracedat(trace: &Section, out: &mut impl Write) -> io::Result<()> {
     if let Some(cpu) = trace.events.iter().map(|e| e.cpu).find(|&cpu| cpu >= MAX_CPUS) {
         return Err(too_many_cpus(cpu));
     }
@@ -403,8 +403,9 @@ pub fn write_tracedat(trace: &Trace, out: &mut impl Write) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::model::{CpuStats, FieldDesc, FieldKind};
     use std::process::Command;
+    use trace::dump::{DumpField, DumpStats};
+    use trace::field::FieldKind;
 
     fn descriptor(
         id: u16,
@@ -412,15 +413,16 @@ mod tests {
         name: &str,
         format: &str,
         fields: &[(&str, FieldKind)],
-    ) -> Descriptor {
-        Descriptor {
+    ) -> DumpDescriptor {
+        DumpDescriptor {
+            kind: trace::event::DescriptorKind::Event,
             id,
             system: system.into(),
             name: name.into(),
             format: format.into(),
             fields: fields
                 .iter()
-                .map(|&(name, kind)| FieldDesc { name: name.into(), kind })
+                .map(|&(name, kind)| DumpField { name: name.into(), kind })
                 .collect(),
             timeline: Default::default(),
         }
@@ -441,8 +443,8 @@ mod tests {
     /// Every field kind, a printk-like event whose values its descriptor does not
     /// describe, an id without a descriptor, lost events, a gap needing a time
     /// extend, and enough events for several pages.
-    fn trace() -> Trace {
-        let mut t = Trace { cpus: 2, ..Trace::default() };
+    fn trace() -> Section {
+        let mut t = Section { cpus: 2, ..Section::default() };
         for d in [
             descriptor(
                 1,
@@ -504,7 +506,7 @@ mod tests {
             event(0, 10_000_010_000, 3, vec![Value::Unsigned(1), Value::Signed(2)], "a=1 b=2");
         late.lost_before = 17;
         t.events.push(late);
-        t.stats = vec![CpuStats { entries: 302, ..CpuStats::default() }; 2];
+        t.stats = vec![DumpStats { entries: 302, ..DumpStats::default() }; 2];
         t
     }
 

@@ -1,6 +1,6 @@
 //! The kernel shell's pure logic, kept apart from the kernel so it is unit-tested on
-//! the host: the line editor ([`line`]), the command-line parser ([`parse`]) and
-//! path normalisation ([`path`]). No I/O: the kernel feeds bytes in and writes what
+//! the host: the line editor ([`line`]), the command-line parser ([`parse`]), path
+//! normalisation ([`path`]) and the tracefs tree's path resolution ([`tree`]). No I/O: the kernel feeds bytes in and writes what
 //! comes out to the serial console.
 #![no_std]
 
@@ -11,3 +11,4 @@ extern crate std;
 pub mod line;
 pub mod parse;
 pub mod path;
+pub mod tree;

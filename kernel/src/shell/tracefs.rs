@@ -9,6 +9,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::{self, Write};
 use shell_core::path::normalize;
+use shell_core::tree::{self, Tree};
 use trace::{
     Instance, InstanceConfig, InstanceError, Mode, Tracer, event::DescriptorKind,
     event::EventDescriptor, tracer::HookError,
@@ -157,109 +158,11 @@ impl FsError {
 }
 
 /// A directory of the tree.
-#[derive(Clone, Copy, Debug)]
-pub enum Dir {
-    /// An instance's root.
-    Root,
-    /// `instances/` (top level only).
-    Instances,
-    /// `options/`.
-    Options,
-    /// `per_cpu/`.
-    PerCpu,
-    /// `per_cpu/cpuN/`.
-    Cpu,
-    /// `events/`.
-    Events,
-    /// `events/SYS/`.
-    System(&'static str),
-    /// `events/SYS/EVENT/`.
-    Event,
-}
-
+pub type Dir = tree::Dir<&'static str>;
 /// A file of the tree.
-#[derive(Clone, Copy, Debug)]
-pub enum File {
-    /// `available_events`.
-    AvailableEvents,
-    /// `set_event`.
-    SetEvent,
-    /// `tracing_on`.
-    TracingOn,
-    /// `trace` (non-consuming).
-    Trace,
-    /// `trace_pipe` (consuming).
-    TracePipe,
-    /// `snapshot`.
-    Snapshot,
-    /// `buffer_size_kb`.
-    BufferSizeKb,
-    /// `buffer_total_size_kb`.
-    BufferTotalSizeKb,
-    /// `trace_marker`.
-    TraceMarker,
-    /// `trace_clock`.
-    TraceClock,
-    /// `options/overwrite`.
-    Overwrite,
-    /// `options/nanoseconds` (timestamps in ns rather than µs).
-    Nanoseconds,
-    /// `tracing_cpumask`.
-    CpuMask,
-    /// `README` (top level).
-    Readme,
-    /// `available_tracers`.
-    AvailableTracers,
-    /// `current_tracer`.
-    CurrentTracer,
-    /// `trace_marker_raw`.
-    TraceMarkerRaw,
-    /// `buffer_subbuf_size_kb`.
-    SubbufSizeKb,
-    /// `printk_formats` (top level).
-    PrintkFormats,
-    /// `error_log`.
-    ErrorLog,
-    /// `per_cpu/cpuN/buffer_size_kb`.
-    CpuBufferSizeKb(usize),
-    /// `per_cpu/cpuN/stats`.
-    CpuStats(usize),
-    /// `per_cpu/cpuN/trace`.
-    CpuTrace(usize),
-    /// `trace_pipe_raw` (consuming, the records as a growing dump).
-    TracePipeRaw,
-    /// `per_cpu/cpuN/trace_pipe_raw`.
-    CpuTracePipeRaw(usize),
-    /// `per_cpu/cpuN/trace_pipe`.
-    CpuTracePipe(usize),
-    /// `events/enable`, `events/SYS/enable`.
-    Enable(Option<&'static str>),
-    /// `events/SYS/EVENT/enable`.
-    EventEnable(&'static EventDescriptor),
-    /// `events/SYS/EVENT/format`.
-    EventFormat(&'static EventDescriptor),
-    /// `events/header_page`.
-    HeaderPage,
-    /// `events/header_event`.
-    HeaderEvent,
-    /// `events/SYS/EVENT/id`.
-    EventId(&'static EventDescriptor),
-    /// `events/SYS/EVENT/filter`.
-    EventFilter(&'static EventDescriptor),
-    /// `events/SYS/filter`.
-    SystemFilter(&'static str),
-    /// `events/SYS/EVENT/trigger`.
-    EventTrigger(&'static EventDescriptor),
-}
-
+pub type File = tree::File<&'static str, &'static EventDescriptor>;
 /// What a path names.
-#[derive(Clone, Copy, Debug)]
-pub enum Node {
-    /// A directory.
-    Dir(Dir),
-    /// A file.
-    File(File),
-}
+pub type Node = tree::Node<&'static str, &'static EventDescriptor>;
 
 /// A resolved path: the instance it lies in, and the node.
 pub struct Located {
@@ -283,100 +186,37 @@ pub fn events(
     tracer.events().iter().copied().filter(|d| d.kind == DescriptorKind::Event)
 }
 
-fn system(tracer: &Tracer<KernelPlatform>, name: &str) -> Option<&'static str> {
-    events(tracer).find(|d| d.system == name).map(|d| d.system)
-}
+/// The kernel's tracer as the tree [`tree::resolve`] walks.
+struct Kernel(&'static Tracer<KernelPlatform>);
 
-fn parse_cpu(name: &str, cpus: usize) -> Option<usize> {
-    name.strip_prefix("cpu")?.parse().ok().filter(|&cpu| cpu < cpus)
+impl Tree for Kernel {
+    type Instance = Instance<'static, KernelPlatform>;
+    type System = &'static str;
+    type Event = &'static EventDescriptor;
+    fn top(&self) -> Self::Instance {
+        self.0.top()
+    }
+    fn instance(&self, name: &str) -> Option<Self::Instance> {
+        self.0.lookup(name)
+    }
+    fn is_top(&self, instance: &Self::Instance) -> bool {
+        instance.is_top_level()
+    }
+    fn cpus(&self) -> usize {
+        self.0.cpus()
+    }
+    fn system(&self, name: &str) -> Option<&'static str> {
+        events(self.0).find(|d| d.system == name).map(|d| d.system)
+    }
+    fn event(&self, system: &'static str, name: &str) -> Option<&'static EventDescriptor> {
+        events(self.0).find(|d| d.system == system && d.name == name)
+    }
 }
 
 /// Resolves `path` (relative to `cwd`).
 pub fn resolve(cwd: &str, path: &str) -> Result<Located, FsError> {
-    let tracer = tracer()?;
-    let parts = normalize(cwd, path);
-    let mut absolute = String::new();
-    for part in &parts {
-        absolute.push('/');
-        absolute.push_str(part);
-    }
-    if absolute.is_empty() {
-        absolute.push('/');
-    }
-    let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
-    let (instance, rest) = match parts.as_slice() {
-        ["instances", name, rest @ ..] => (tracer.lookup(name).ok_or(FsError::NotFound)?, rest),
-        rest => (tracer.top(), rest),
-    };
-    let top = instance.is_top_level();
-    let cpus = tracer.cpus();
-    let node = match rest {
-        [] => Node::Dir(Dir::Root),
-        ["instances"] if top => Node::Dir(Dir::Instances),
-        ["available_events"] => Node::File(File::AvailableEvents),
-        ["set_event"] => Node::File(File::SetEvent),
-        ["tracing_on"] => Node::File(File::TracingOn),
-        ["trace"] => Node::File(File::Trace),
-        ["trace_pipe"] => Node::File(File::TracePipe),
-        ["trace_pipe_raw"] => Node::File(File::TracePipeRaw),
-        ["snapshot"] => Node::File(File::Snapshot),
-        ["buffer_size_kb"] => Node::File(File::BufferSizeKb),
-        ["buffer_total_size_kb"] => Node::File(File::BufferTotalSizeKb),
-        ["trace_marker"] => Node::File(File::TraceMarker),
-        ["trace_clock"] => Node::File(File::TraceClock),
-        ["options"] => Node::Dir(Dir::Options),
-        ["options", "overwrite"] => Node::File(File::Overwrite),
-        ["options", "nanoseconds"] => Node::File(File::Nanoseconds),
-        ["tracing_cpumask"] => Node::File(File::CpuMask),
-        ["README"] if top => Node::File(File::Readme),
-        ["available_tracers"] => Node::File(File::AvailableTracers),
-        ["current_tracer"] => Node::File(File::CurrentTracer),
-        ["trace_marker_raw"] => Node::File(File::TraceMarkerRaw),
-        ["buffer_subbuf_size_kb"] => Node::File(File::SubbufSizeKb),
-        ["printk_formats"] if top => Node::File(File::PrintkFormats),
-        ["error_log"] => Node::File(File::ErrorLog),
-        ["per_cpu"] => Node::Dir(Dir::PerCpu),
-        ["per_cpu", cpu, rest @ ..] => {
-            let cpu = parse_cpu(cpu, cpus).ok_or(FsError::NotFound)?;
-            match rest {
-                [] => Node::Dir(Dir::Cpu),
-                ["stats"] => Node::File(File::CpuStats(cpu)),
-                ["trace"] => Node::File(File::CpuTrace(cpu)),
-                ["trace_pipe"] => Node::File(File::CpuTracePipe(cpu)),
-                ["trace_pipe_raw"] => Node::File(File::CpuTracePipeRaw(cpu)),
-                ["buffer_size_kb"] => Node::File(File::CpuBufferSizeKb(cpu)),
-                _ => return Err(FsError::NotFound),
-            }
-        }
-        ["events"] => Node::Dir(Dir::Events),
-        ["events", "enable"] => Node::File(File::Enable(None)),
-        ["events", "header_page"] => Node::File(File::HeaderPage),
-        ["events", "header_event"] => Node::File(File::HeaderEvent),
-        ["events", sys, rest @ ..] => {
-            let sys = system(tracer, sys).ok_or(FsError::NotFound)?;
-            match rest {
-                [] => Node::Dir(Dir::System(sys)),
-                ["enable"] => Node::File(File::Enable(Some(sys))),
-                ["filter"] => Node::File(File::SystemFilter(sys)),
-                [event, rest @ ..] => {
-                    let event = events(tracer)
-                        .find(|d| d.system == sys && d.name == *event)
-                        .ok_or(FsError::NotFound)?;
-                    match rest {
-                        [] => Node::Dir(Dir::Event),
-                        ["enable"] => Node::File(File::EventEnable(event)),
-                        ["format"] => Node::File(File::EventFormat(event)),
-                        ["id"] => Node::File(File::EventId(event)),
-                        ["filter"] => Node::File(File::EventFilter(event)),
-                        ["trigger"] => Node::File(File::EventTrigger(event)),
-                        _ => return Err(FsError::NotFound),
-                    }
-                }
-            }
-        }
-        _ => return Err(FsError::NotFound),
-    };
-    Ok(Located { instance, node, path: absolute })
+    let found = tree::resolve(&Kernel(tracer()?), cwd, path).ok_or(FsError::NotFound)?;
+    Ok(Located { instance: found.instance, node: found.node, path: found.path })
 }
 
 /// The entries of an instance's root, and whether only the top level has them.

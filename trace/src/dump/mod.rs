@@ -1,6 +1,7 @@
 //! The trace dump: what a panic (or the `dump` command) writes to the serial line,
-//! and the parser the host tool reads it back with. One definition of the format,
-//! used on both sides.
+//! the parser the host tool reads it back with ([`parse`], [`Reader`]), and the
+//! decoded sections its outputs consume ([`Dump::sections`]). One definition of the
+//! format and one model of its contents, used on both sides.
 //!
 //! # Format
 //!
@@ -60,12 +61,14 @@
 //! raw (varint length, bytes).
 
 mod codec;
+mod model;
 mod read;
 mod write;
 
+pub use model::{Event, Section, Value, format_ts, hex_bytes, hex_dump};
 pub use read::{
-    Dump, DumpDescriptor, DumpInstance, DumpRecord, DumpStats, PanicReport, Problem, Reader,
-    decode_chunk, parse,
+    Dump, DumpDescriptor, DumpField, DumpInstance, DumpRecord, DumpStats, PanicReport, Problem,
+    Reader, decode_chunk, parse,
 };
 pub use write::{DumpWriter, encode_chunk};
 

@@ -35,15 +35,29 @@ pub struct DumpDescriptor {
     /// Format string.
     pub format: String,
     /// Fields in payload order.
-    pub fields: Vec<(String, FieldKind)>,
+    pub fields: Vec<DumpField>,
     /// What the event is on a timeline (an instant in dumps that do not say).
     pub timeline: Timeline<String>,
+}
+
+/// A field of a [`DumpDescriptor`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DumpField {
+    /// Field name.
+    pub name: String,
+    /// Field type.
+    pub kind: FieldKind,
 }
 
 impl DumpDescriptor {
     /// The fields as [`Field`]s, for [`crate::event::format::render`].
     pub fn fields(&self) -> Vec<Field<'_>> {
-        self.fields.iter().map(|(name, kind)| Field { name, kind: *kind }).collect()
+        self.fields.iter().map(|f| Field { name: &f.name, kind: f.kind }).collect()
+    }
+
+    /// `system:name`.
+    pub fn full_name(&self) -> String {
+        format!("{}:{}", self.system, self.name)
     }
 }
 
@@ -75,6 +89,9 @@ pub struct DumpRecord {
     pub id: u16,
     /// What the CPU was running when it wrote the record.
     pub context: Context,
+    /// Events of this CPU a consuming reader lost just before this record (a
+    /// stream's lost items; 0 in a panic or `dump` dump).
+    pub lost_before: u64,
     /// The payload.
     pub payload: Vec<u8>,
 }
@@ -284,9 +301,10 @@ fn finish(mut dump: Dump, mut chunks: Vec<Chunk>, ended: Option<(usize, Option<u
     // The header and descriptors first, wherever they are, so that records can be
     // expanded and CPU numbers checked against the CPU count.
     let mut named = BTreeSet::new();
+    let mut pending = Pending::new();
     for pass in [Pass::Definitions, Pass::Rest] {
         for (line, seq, bytes) in &chunks {
-            if let Err(what) = items(&mut dump, &mut named, bytes, pass) {
+            if let Err(what) = items(&mut dump, &mut named, &mut pending, bytes, pass) {
                 dump.problems.push(Problem {
                     line: *line,
                     chunk: Some(*seq),
@@ -364,9 +382,14 @@ fn string(input: &mut &[u8]) -> Result<String, String> {
     core::str::from_utf8(bytes).map(String::from).map_err(|_| String::from("string is not UTF-8"))
 }
 
+/// Events lost per (section, CPU) since that CPU's last record in the section: the
+/// lost items not yet attached to a record.
+type Pending = BTreeMap<(u64, usize), u64>;
+
 fn items(
     dump: &mut Dump,
     named: &mut BTreeSet<u64>,
+    pending: &mut Pending,
     mut chunk: &[u8],
     pass: Pass,
 ) -> Result<(), String> {
@@ -418,8 +441,10 @@ fn items(
                 };
                 dump.instances.entry(index).or_default().stats.insert(cpu, stats);
             }
-            (Pass::Rest, kind::RECORDS) => records(dump, &mut body, true)?,
-            (Pass::Rest, kind::RECORDS_WITHOUT_CONTEXT) => records(dump, &mut body, false)?,
+            (Pass::Rest, kind::RECORDS) => records(dump, pending, &mut body, true)?,
+            (Pass::Rest, kind::RECORDS_WITHOUT_CONTEXT) => {
+                records(dump, pending, &mut body, false)?;
+            }
             (Pass::Rest, kind::SKIPPED) => {
                 let index = instance(&mut body)?;
                 let count = varint(&mut body)?;
@@ -436,6 +461,8 @@ fn items(
                 *lost = lost
                     .checked_add(count)
                     .ok_or_else(|| String::from("the count of lost events overflows"))?;
+                // Not above the total just checked: cannot overflow.
+                *pending.entry((index, cpu)).or_default() += count;
             }
             (Pass::Rest, other) => return Err(format!("unknown item kind {other}")),
         }
@@ -515,7 +542,7 @@ fn descriptor(body: &mut &[u8]) -> Result<DumpDescriptor, String> {
             tag => FieldKind::from_tag(tag as u8)
                 .ok_or_else(|| format!("unknown field type tag {tag}"))?,
         };
-        fields.push((field, kind));
+        fields.push(DumpField { name: field, kind });
     }
     // Dumps written before descriptors said it end here: an instant.
     let timeline = match body.is_empty() {
@@ -539,7 +566,12 @@ fn descriptor(body: &mut &[u8]) -> Result<DumpDescriptor, String> {
 }
 
 /// A records item; `with_context`: each tag carries the writer's context (kind 7).
-fn records(dump: &mut Dump, body: &mut &[u8], with_context: bool) -> Result<(), String> {
+fn records(
+    dump: &mut Dump,
+    pending: &mut Pending,
+    body: &mut &[u8],
+    with_context: bool,
+) -> Result<(), String> {
     let index = instance(body)?;
     let mut ts = None::<u64>;
     while !body.is_empty() {
@@ -570,11 +602,13 @@ fn records(dump: &mut Dump, body: &mut &[u8], with_context: bool) -> Result<(), 
             *body = rest;
             payload.to_vec()
         };
+        let lost_before = pending.remove(&(index, cpu)).unwrap_or(0);
         dump.instances.entry(index).or_default().records.push(DumpRecord {
             cpu,
             ts: now,
             id,
             context,
+            lost_before,
             payload,
         });
     }
@@ -585,7 +619,7 @@ fn records(dump: &mut Dump, body: &mut &[u8], with_context: bool) -> Result<(), 
 fn expand(d: &DumpDescriptor, body: &mut &[u8]) -> Result<Vec<u8>, String> {
     let mut buf = [0u8; crate::event::MAX_EVENT_PAYLOAD];
     let mut out = Encoder::new(&mut buf);
-    for &(_, kind) in &d.fields {
+    for &DumpField { kind, .. } in &d.fields {
         let narrow = |v: u64, bytes: usize| -> Result<u64, String> {
             if bytes < 8 && v >> (8 * bytes) != 0 {
                 Err("field value out of range".into())
@@ -624,8 +658,8 @@ fn expand(d: &DumpDescriptor, body: &mut &[u8]) -> Result<Vec<u8>, String> {
     let payload = out.bytes().to_vec();
     // A payload that does not decode with its own descriptor is damaged.
     let mut check = Decoder::new(&payload);
-    for (_, kind) in &d.fields {
-        check.value(*kind).map_err(|e| format!("record of {}:{}: {e}", d.system, d.name))?;
+    for field in &d.fields {
+        check.value(field.kind).map_err(|e| format!("record of {}:{}: {e}", d.system, d.name))?;
     }
     Ok(payload)
 }

@@ -1,0 +1,281 @@
+//! A dump's sections with their records decoded: what the host tool's outputs (text,
+//! statistics, Perfetto, CTF, trace.dat) consume. [`Dump::sections`] decodes every
+//! payload once, with the dump's own descriptors.
+
+use super::read::{Dump, DumpDescriptor, DumpRecord, DumpStats, PanicReport};
+use super::{BufferKind, MAX_CPUS};
+use crate::context::Context;
+use crate::event::DescriptorKind;
+use crate::field::{self, Decoder};
+use alloc::collections::{BTreeMap, BTreeSet};
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt::Write as _;
+
+/// One section of a dump (an instance's live buffer or its snapshot), decoded.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Section {
+    /// Instance name, `"top"` for the top-level instance.
+    pub instance: String,
+    /// Which of the instance's buffers the section holds.
+    pub buffer: BufferKind,
+    /// Number of CPUs the dump covers.
+    pub cpus: usize,
+    /// Event id -> descriptor.
+    pub descriptors: BTreeMap<u16, DumpDescriptor>,
+    /// The section's events, in the dump's order (per CPU, oldest first).
+    pub events: Vec<Event>,
+    /// Older records the kernel left out of the dump (`dump last N`).
+    pub skipped: u64,
+    /// One entry per CPU, index = CPU.
+    pub stats: Vec<DumpStats>,
+    /// The panic that produced the dump; `None` for a live `dump` or a stream.
+    pub panic: Option<PanicReport>,
+}
+
+/// One decoded record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    /// CPU that recorded the event.
+    pub cpu: usize,
+    /// Timestamp, nanoseconds since boot.
+    pub ts: u64,
+    /// Event id (key into [`Section::descriptors`]).
+    pub id: u16,
+    /// What the CPU was running when it recorded the event.
+    pub context: Context,
+    /// One value per descriptor field, same order (as far as the payload decodes).
+    pub values: Vec<Value>,
+    /// Events of this CPU a consuming reader lost just before this one (see
+    /// [`DumpRecord::lost_before`]).
+    pub lost_before: u64,
+    /// The fields rendered with the descriptor's format string.
+    pub text: String,
+}
+
+/// A decoded field value, owning its bytes (an output may rewrite it: stack
+/// addresses become symbol names).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Value {
+    /// Any unsigned integer field.
+    Unsigned(u64),
+    /// Any signed integer field.
+    Signed(i64),
+    /// A boolean field.
+    Bool(bool),
+    /// A char field.
+    Char(char),
+    /// A byte-array field.
+    Bytes(Vec<u8>),
+    /// A string field.
+    Str(String),
+}
+
+impl From<field::Value<'_>> for Value {
+    fn from(value: field::Value<'_>) -> Self {
+        match value {
+            field::Value::Unsigned(v) => Value::Unsigned(v),
+            field::Value::Signed(v) => Value::Signed(v),
+            field::Value::Bool(v) => Value::Bool(v),
+            field::Value::Char(v) => Value::Char(v),
+            field::Value::Bytes(v) => Value::Bytes(v.to_vec()),
+            field::Value::Str(v) => Value::Str(v.into()),
+        }
+    }
+}
+
+impl Dump {
+    /// Every section of the dump, decoded, in the dump's order.
+    pub fn sections(&self) -> Vec<Section> {
+        self.instances
+            .values()
+            .map(|instance| {
+                let max_cpu = instance
+                    .stats
+                    .keys()
+                    .chain(instance.records.iter().map(|r| &r.cpu))
+                    .max()
+                    .map_or(0, |c| c.saturating_add(1));
+                let cpus = self.cpus.unwrap_or(max_cpu).max(max_cpu);
+                // The parser keeps CPU numbers below `MAX_CPUS`; a dump built
+                // otherwise loses the stats of CPUs beyond it rather than sizing
+                // memory by them.
+                let mut stats = alloc::vec![DumpStats::default(); cpus.min(MAX_CPUS)];
+                for (&cpu, s) in &instance.stats {
+                    if let Some(slot) = stats.get_mut(cpu) {
+                        *slot = *s;
+                    }
+                }
+                Section {
+                    instance: match instance.name.is_empty() {
+                        true => "top".into(),
+                        false => instance.name.clone(),
+                    },
+                    buffer: instance.buffer,
+                    cpus,
+                    descriptors: self.descriptors.clone(),
+                    events: instance.records.iter().map(|r| self.event(r)).collect(),
+                    skipped: instance.skipped,
+                    stats,
+                    panic: self.panic.clone(),
+                }
+            })
+            .collect()
+    }
+
+    /// `record` decoded with its descriptor: its values and its text (no values and
+    /// no text without a descriptor; the text says `<...>` where it does not decode).
+    fn event(&self, record: &DumpRecord) -> Event {
+        let mut event = Event {
+            cpu: record.cpu,
+            ts: record.ts,
+            id: record.id,
+            context: record.context,
+            values: Vec::new(),
+            lost_before: record.lost_before,
+            text: String::new(),
+        };
+        let Some(d) = self.descriptors.get(&record.id) else { return event };
+        let mut decoder = Decoder::new(&record.payload);
+        let (values, text) = (&mut event.values, &mut event.text);
+        match d.kind {
+            DescriptorKind::Event => {
+                for f in &d.fields {
+                    match decoder.value(f.kind) {
+                        Ok(v) => values.push(v.into()),
+                        Err(_) => break,
+                    }
+                }
+                let _ = crate::event::format::render(text, &d.format, &d.fields(), &record.payload);
+            }
+            DescriptorKind::Printk => {
+                while let Ok((_, v)) = decoder.tagged() {
+                    values.push(v.into());
+                }
+                let _ = crate::event::format::render_tagged(text, &d.format, &record.payload);
+            }
+        }
+        event
+    }
+}
+
+impl Section {
+    /// The instance and buffer for headings: `top`, `latency (snapshot)`.
+    pub fn heading(&self) -> String {
+        match self.buffer {
+            BufferKind::Live => self.instance.clone(),
+            BufferKind::Snapshot => format!("{} (snapshot)", self.instance),
+        }
+    }
+
+    /// The descriptor of an event id, if the dump carries one.
+    pub fn descriptor(&self, id: u16) -> Option<&DumpDescriptor> {
+        self.descriptors.get(&id)
+    }
+
+    /// The CPUs the outputs give a track (a row, a stream) to, ascending: CPUs
+    /// `0..cpus` (at most [`MAX_CPUS`] of them, so a corrupt count cannot blow up
+    /// the output), every CPU with a stats entry, and every CPU an event names.
+    pub fn cpu_ids(&self) -> Vec<usize> {
+        let mut ids: BTreeSet<usize> = (0..self.cpus.min(MAX_CPUS).max(self.stats.len())).collect();
+        ids.extend(self.events.iter().map(|e| e.cpu));
+        ids.into_iter().collect()
+    }
+
+    /// The stats of one CPU (zeroes if the dump has none for it).
+    pub fn cpu_stats(&self, cpu: usize) -> DumpStats {
+        self.stats.get(cpu).copied().unwrap_or_default()
+    }
+
+    /// The display name of an event: `system:name`, or `unknown event id N`.
+    pub fn event_name(&self, id: u16) -> String {
+        match self.descriptor(id) {
+            Some(d) => d.full_name(),
+            None => format!("unknown event id {id}"),
+        }
+    }
+}
+
+impl Value {
+    /// The value's bytes, little-endian for numbers (8 bytes for integers, 4 for a
+    /// char, 1 for a bool), UTF-8 for strings. Used for hex dumps of events that
+    /// have no descriptor.
+    pub fn raw_bytes(&self) -> Vec<u8> {
+        match self {
+            Value::Unsigned(v) => v.to_le_bytes().to_vec(),
+            Value::Signed(v) => v.to_le_bytes().to_vec(),
+            Value::Bool(b) => alloc::vec![u8::from(*b)],
+            Value::Char(c) => u32::from(*c).to_le_bytes().to_vec(),
+            Value::Bytes(b) => b.clone(),
+            Value::Str(s) => s.as_bytes().to_vec(),
+        }
+    }
+}
+
+/// Space-separated lowercase hex of the values' raw bytes (see [`Value::raw_bytes`]).
+pub fn hex_dump(values: &[Value]) -> String {
+    hex_bytes(&values.iter().flat_map(Value::raw_bytes).collect::<Vec<_>>())
+}
+
+/// Space-separated lowercase hex of `bytes`, e.g. `01 ab ff`.
+pub fn hex_bytes(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(bytes.len() * 3);
+    for (i, b) in bytes.iter().enumerate() {
+        if i > 0 {
+            s.push(' ');
+        }
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+/// A nanosecond timestamp as `seconds.nanoseconds`, e.g. `12.000345678`.
+pub fn format_ts(ns: u64) -> String {
+    format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_keep_all_nanoseconds() {
+        assert_eq!(format_ts(0), "0.000000000");
+        assert_eq!(format_ts(12_000_345_678), "12.000345678");
+        assert_eq!(format_ts(u64::MAX), "18446744073.709551615");
+    }
+
+    #[test]
+    fn hex_dump_is_little_endian_per_value() {
+        let v = [
+            Value::Unsigned(0x0102),
+            Value::Bool(true),
+            Value::Bytes(alloc::vec![0xab]),
+            Value::Str("A".into()),
+        ];
+        assert_eq!(hex_dump(&v), "02 01 00 00 00 00 00 00 01 ab 41");
+        assert_eq!(hex_dump(&[]), "");
+    }
+
+    #[test]
+    fn cpu_ids_cover_stray_cpus_and_ignore_absurd_counts() {
+        let mut t = Section { cpus: 2, ..Section::default() };
+        assert_eq!(t.cpu_ids(), [0, 1]);
+        t.stats = alloc::vec![DumpStats::default(); 3];
+        assert_eq!(t.cpu_ids(), [0, 1, 2]);
+        t.events.push(Event {
+            context: Context::TASK,
+            cpu: 5000,
+            ts: 0,
+            id: 0,
+            values: Vec::new(),
+            lost_before: 0,
+            text: String::new(),
+        });
+        assert_eq!(t.cpu_ids(), [0, 1, 2, 5000]);
+        t.cpus = usize::MAX;
+        assert_eq!(t.cpu_ids().len(), MAX_CPUS + 1);
+        assert_eq!(t.cpu_stats(9), DumpStats::default());
+    }
+}
