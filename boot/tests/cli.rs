@@ -1,12 +1,15 @@
 //! `boot report` as a user runs it: on logs written with the dump writer, and on
 //! crafted dumps whose checksums are valid but whose contents are absurd.
 
+mod support;
+use support::{record, report, temp, text};
+
 mod crafted;
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Command;
 use trace::dump::DumpWriter;
-use trace::{Context, event::EventDescriptor, ring::RecordRef, ring::RingStats};
+use trace::{event::EventDescriptor, ring::RingStats};
 
 trace::event! {
     /// A test event.
@@ -43,36 +46,9 @@ fn log() -> String {
     out
 }
 
-/// A record of event 1 written by CPU `cpu`'s thread at `ts`.
-fn record(cpu: usize, ts: u64, payload: &[u8]) -> RecordRef<'_> {
-    RecordRef { cpu, ts, id: 1, context: Context::TASK, lost: 0, payload }
-}
-
-fn temp(name: &str, contents: &str) -> PathBuf {
-    temp_bytes(name, contents.as_bytes())
-}
-
-fn temp_bytes(name: &str, contents: &[u8]) -> PathBuf {
-    let path = std::env::temp_dir().join(format!("boot-cli-{}-{name}", std::process::id()));
-    std::fs::write(&path, contents).unwrap();
-    path
-}
-
-fn report(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_boot"))
-        .arg("report")
-        .args(args)
-        .output()
-        .expect("the boot binary runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
 #[test]
 fn report_prints_the_events_like_trace_cmd() {
-    let log = temp("ok.log", &log());
+    let log = temp("ok.log", log());
     let out = report(&[log.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
@@ -92,7 +68,7 @@ fn report_prints_the_events_like_trace_cmd() {
 
 #[test]
 fn report_writes_perfetto_json_and_ctf() {
-    let log = temp("convert.log", &log());
+    let log = temp("convert.log", log());
     let json = std::env::temp_dir().join(format!("boot-cli-{}.json", std::process::id()));
     let out =
         report(&[log.to_str().unwrap(), "--format", "perfetto", "-o", json.to_str().unwrap()]);
@@ -124,7 +100,7 @@ fn damaged_and_missing_dumps_get_clear_errors() {
     let mut lines: Vec<String> = log().lines().map(String::from).collect();
     let chunk = lines.iter().position(|l| l.starts_with("TD 0 ")).unwrap();
     lines[chunk] = lines[chunk].replacen("TD 0 ", "TD 0 A", 1);
-    let damaged = temp("damaged.log", &lines.join("\n"));
+    let damaged = temp("damaged.log", lines.join("\n"));
     let out = report(&[damaged.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1), "a damaged dump exits 1");
     assert!(
@@ -132,7 +108,7 @@ fn damaged_and_missing_dumps_get_clear_errors() {
         "{}",
         text(&out.stderr)
     );
-    let truncated = temp("truncated.log", &log().lines().take(4).collect::<Vec<_>>().join("\n"));
+    let truncated = temp("truncated.log", log().lines().take(4).collect::<Vec<_>>().join("\n"));
     let out = report(&[truncated.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("truncated"), "{}", text(&out.stderr));
@@ -192,7 +168,7 @@ fn crafted_dumps_with_absurd_numbers_are_refused_by_rule_in_every_format() {
 
 #[test]
 fn text_goes_to_the_output_file_and_stat_refuses_other_formats() {
-    let log = temp("papercuts.log", &log());
+    let log = temp("papercuts.log", log());
     let file = std::env::temp_dir().join(format!("boot-cli-{}-out.txt", std::process::id()));
     let out = report(&[log.to_str().unwrap(), "-o", file.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -271,7 +247,7 @@ fn a_dump_without_instances_or_their_names_gets_a_sentence() {
     writer.finish();
     let lines: Vec<&str> = log.lines().filter(|l| !l.starts_with("TD 0 ")).collect();
     assert!(lines.iter().any(|l| l.starts_with("TD 2 ")), "records in several chunks");
-    let path = temp("nameless.log", &lines.join("\n"));
+    let path = temp("nameless.log", lines.join("\n"));
     let out = report(&[path.to_str().unwrap(), "--format", "perfetto"]);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
@@ -281,7 +257,7 @@ fn a_dump_without_instances_or_their_names_gets_a_sentence() {
     assert_eq!(converted.status.code(), Some(1), "{}", text(&converted.stderr));
     // Every chunk lost: no instance at all.
     let empty =
-        temp("empty.log", &format!("{}\n{} chunks=0>>>\n", trace::dump::BEGIN, trace::dump::END));
+        temp("empty.log", format!("{}\n{} chunks=0>>>\n", trace::dump::BEGIN, trace::dump::END));
     let out = report(&[empty.to_str().unwrap(), "--format", "perfetto"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
@@ -340,7 +316,7 @@ fn an_old_dump_reads_with_its_context_unknown() {
         stdout.lines().filter(|l| !l.starts_with('#') && !l.starts_with("CPU:")).collect();
     assert!(lines.len() > 10, "{stdout}");
     assert!(lines.iter().all(|l| l.trim_start().starts_with("<...>-0 ")), "{stdout}");
-    let new = temp("context.log", &log());
+    let new = temp("context.log", log());
     let stdout = text(&report(&[new.to_str().unwrap()]).stdout);
     assert!(stdout.lines().any(|l| l.trim_start().starts_with("shell-1 ")), "{stdout}");
 }
@@ -412,7 +388,7 @@ fn report_elf_prints_stack_frames_as_functions() {
         .iter()
         .find(|f| f.0 == "kernel::arch::idt::serial")
         .expect("the serial interrupt's handler");
-    let log = temp("stack.log", &stack_log(&[serial + 0x1a, 0x10]));
+    let log = temp("stack.log", stack_log(&[serial + 0x1a, 0x10]));
     let log = log.to_str().unwrap();
 
     let out = report(&[log]);
@@ -478,7 +454,7 @@ fn report_elf_prints_stack_frames_as_functions() {
 
 #[test]
 fn a_bad_elf_is_refused_with_the_reason_and_nothing_is_written() {
-    let log = temp("elf.log", &stack_log(&[0x1234]));
+    let log = temp("elf.log", stack_log(&[0x1234]));
     let kernel = std::fs::read(boot::KERNEL_ELF).unwrap();
     let mut class32 = kernel[..64].to_vec();
     class32[4] = 1;
@@ -500,12 +476,12 @@ fn a_bad_elf_is_refused_with_the_reason_and_nothing_is_written() {
     }
     let missing = std::env::temp_dir().join(format!("boot-cli-{}-no-such-elf", std::process::id()));
     let cases: [(PathBuf, &str); 7] = [
-        (temp_bytes("elf-stripped", &stripped), "no symbol table"),
+        (temp("elf-stripped", &stripped), "no symbol table"),
         (log.clone(), "not an ELF file"),
-        (temp_bytes("elf-empty", b""), "not an ELF file"),
-        (temp_bytes("elf-32", &class32), "not a 64-bit ELF file"),
-        (temp_bytes("elf-header", &kernel[..40]), "truncated: 40 bytes"),
-        (temp_bytes("elf-half", &kernel[..kernel.len() / 2]), "damaged ELF64 file"),
+        (temp("elf-empty", b""), "not an ELF file"),
+        (temp("elf-32", &class32), "not a 64-bit ELF file"),
+        (temp("elf-header", &kernel[..40]), "truncated: 40 bytes"),
+        (temp("elf-half", &kernel[..kernel.len() / 2]), "damaged ELF64 file"),
         (missing, "No such file"),
     ];
     let output = std::env::temp_dir().join(format!("boot-cli-{}-elf-out.txt", std::process::id()));

@@ -4,21 +4,16 @@
 //! the serial log of a real QEMU panic: every field is one Perfetto defines, every
 //! interned id is defined before use, and the slices and instants are the JSON's.
 
+mod support;
+use support::{boot, text};
+
 use std::collections::BTreeMap;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
 /// A serial log captured from `cargo run` (4 CPUs): events enabled, a few shell
 /// commands and markers, then `panic`.
 const PANIC_LOG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/panic-timeline.log");
 const PROTO_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
-
-fn boot(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_boot")).args(args).output().expect("the boot binary runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 /// `protoc --decode=perfetto.protos.Trace` of `trace`, as text.
 fn decode(trace: &[u8]) -> String {

@@ -1,19 +1,16 @@
 //! `report` on dumps that carry snapshots beside live buffers (`--buffer`), and on
 //! dumps written before the format had snapshots.
 
+mod support;
+use support::{record, report, temp, text};
+
 use std::path::PathBuf;
-use std::process::{Command, Output};
 use trace::dump::{BufferKind, DumpWriter};
-use trace::{Context, event::EventDescriptor, ring::RecordRef, ring::RingStats};
+use trace::{event::EventDescriptor, ring::RingStats};
 
 trace::event! {
     /// A test event.
     pub PING = "net":"ping" { seq: u32, host: &str } => "seq={seq} host={host}";
-}
-
-/// A record of event 1 written by CPU `cpu`'s thread at `ts`.
-fn record(cpu: usize, ts: u64, payload: &[u8]) -> RecordRef<'_> {
-    RecordRef { cpu, ts, id: 1, context: Context::TASK, lost: 0, payload }
 }
 
 /// A panic dump of two instances: `latency` with a live buffer (pings 10 and 11)
@@ -54,24 +51,6 @@ fn log() -> String {
     out
 }
 
-fn temp(name: &str, contents: &str) -> PathBuf {
-    let path = std::env::temp_dir().join(format!("boot-snapshot-{}-{name}", std::process::id()));
-    std::fs::write(&path, contents).unwrap();
-    path
-}
-
-fn report(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_boot"))
-        .arg("report")
-        .args(args)
-        .output()
-        .expect("the boot binary runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
 /// The lines of each `# instance: ` section of a report, by heading.
 fn sections(report: &str) -> Vec<(String, Vec<String>)> {
     let mut sections: Vec<(String, Vec<String>)> = Vec::new();
@@ -87,7 +66,7 @@ fn sections(report: &str) -> Vec<(String, Vec<String>)> {
 
 #[test]
 fn text_and_stat_show_a_section_per_buffer() {
-    let log = temp("text.log", &log());
+    let log = temp("text.log", log());
     let out = report(&[log.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
@@ -127,7 +106,7 @@ fn text_and_stat_show_a_section_per_buffer() {
 
 #[test]
 fn perfetto_shows_each_buffer_as_a_process_and_ctf_takes_one() {
-    let log = temp("perfetto.log", &log());
+    let log = temp("perfetto.log", log());
     let log = log.to_str().unwrap();
     let processes = |args: &[&str]| -> Vec<(u64, String)> {
         let out = report(&[&[log, "--format", "perfetto", "--instance", "latency"], args].concat());
@@ -193,7 +172,7 @@ fn perfetto_shows_each_buffer_as_a_process_and_ctf_takes_one() {
 
 #[test]
 fn a_bad_buffer_is_a_usage_error_naming_the_buffers() {
-    let log = temp("bad.log", &log());
+    let log = temp("bad.log", log());
     let out = report(&[log.to_str().unwrap(), "--buffer", "spare"]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = text(&out.stderr);

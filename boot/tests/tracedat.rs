@@ -3,24 +3,15 @@
 //! and libtraceevent must accept every format file and print every event with its
 //! CPU, timestamp and fields as our own report does.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod support;
+use support::{boot, temp_path, text};
+
+use std::path::Path;
+use std::process::Command;
 
 /// A serial log captured from `cargo run` (4 CPUs): events enabled, a few shell
 /// commands and markers, then `panic`.
 const PANIC_LOG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/panic-serial.txt");
-
-fn boot(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_boot")).args(args).output().expect("the boot binary runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn temp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("boot-tracedat-{}-{name}", std::process::id()))
-}
 
 /// `trace-cmd report ARGS FILE`, which must succeed without complaint.
 fn trace_cmd_report(file: &Path, args: &[&str]) -> String {
@@ -72,7 +63,7 @@ fn trace_cmd_reads_every_event_of_a_real_panic_with_its_fields() {
         dump.sections().into_iter().find(|t| t.instance == "top").expect("the top-level instance");
     assert!(trace.events.len() > 100, "a real trace: {} events", trace.events.len());
 
-    let file = temp("panic.dat");
+    let file = temp_path("panic.dat");
     let out = boot(&["report", "--format", "tracedat", "-o", file.to_str().unwrap(), PANIC_LOG]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let report = trace_cmd_report(&file, &["-t"]);
@@ -102,7 +93,7 @@ fn trace_cmd_reads_every_event_of_a_real_panic_with_its_fields() {
 
 #[test]
 fn trace_cmd_sees_the_cpus_the_clock_and_the_stats() {
-    let file = temp("stat.dat");
+    let file = temp_path("stat.dat");
     let out = boot(&["report", "--format", "tracedat", "-o", file.to_str().unwrap(), PANIC_LOG]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stat = trace_cmd_report(&file, &["--stat"]);
