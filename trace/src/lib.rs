@@ -19,8 +19,9 @@
 //! - [`Platform`]: what the kernel supplies (current CPU, clock, context, the two
 //!   halves of an asymmetric barrier).
 //! - [`ring`]: the low-level per-CPU rings and snapshot recorder, usable alone.
-//! - [`field`]: the payload encoding; [`dump`]: the crash dump format; [`text`]: the
-//!   trace line format, shared by the kernel and the host.
+//! - [`field`]: the payload encoding; [`dump`]: the crash dump format, its parser and
+//!   its decoded model; [`text`]: the trace line format, shared by the kernel and the
+//!   host.
 //!
 //! A driver's path: declare a tracepoint, build the tracer over every linked
 //! descriptor, install it, emit, and read an instance:
