@@ -1,4 +1,9 @@
-//! Builds the BIOS disk image from the kernel artifact and tells the crate where it is.
+//! Builds the BIOS disk image from the kernel artifact, with the kernel's function
+//! symbols as the boot ramdisk (the kernel's `trace` prints stack frames with them),
+//! and tells the crate where the image and the kernel are.
+
+#[path = "src/elf.rs"]
+mod elf;
 
 use bootloader::{BiosBoot, BootConfig};
 use std::path::PathBuf;
@@ -10,11 +15,16 @@ fn main() {
     );
     let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let image = out_dir.join("bios.img");
+    let symbols = out_dir.join("kernel.symtab");
+    let elf = std::fs::read(&kernel).expect("reading the kernel ELF");
+    let table = elf::symbol_table(&elf).expect("the kernel ELF's function symbols");
+    std::fs::write(&symbols, table).expect("writing the kernel's symbol table");
     // Drawing the bootloader's log on the framebuffer is slow under TCG and nobody
     // sees it (QEMU runs headless); its log still goes to the serial line.
     let mut config = BootConfig::default();
     config.frame_buffer_logging = false;
     BiosBoot::new(&kernel)
+        .set_ramdisk(&symbols)
         .set_boot_config(&config)
         .create_disk_image(&image)
         .expect("building the BIOS disk image");

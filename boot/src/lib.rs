@@ -2,6 +2,7 @@
 //! QEMU's exit status maps to the kernel's verdict. Shared by the `boot` runner and
 //! the end-to-end tests, so both boot the kernel the same way.
 
+pub mod elf;
 pub mod qemu;
 pub mod report;
 

@@ -35,6 +35,8 @@ mod shell;
 #[deny(unsafe_code)]
 mod smp;
 #[deny(unsafe_code)]
+mod symbols;
+#[deny(unsafe_code)]
 mod sync;
 #[deny(unsafe_code)]
 mod timer;
@@ -77,6 +79,12 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     let low_page = memory::low_page(&boot_info.memory_regions);
     let persistent = memory::persistent_region(&boot_info.memory_regions);
     let heap_bytes = memory::heap::init(&boot_info.memory_regions);
+    let ramdisk = memory::ramdisk(boot_info.ramdisk_addr.into_option(), boot_info.ramdisk_len);
+    match ramdisk.map(symbols::init) {
+        Some(Ok(functions)) => println!("symbols: {functions} functions"),
+        Some(Err(error)) => println!("symbols: none: the boot ramdisk's table: {error}"),
+        None => println!("symbols: none: no boot ramdisk"),
+    }
     let rsdp = boot_info.rsdp_addr.into_option().expect("the bootloader finds the ACPI RSDP");
     let machine = firmware::discover(rsdp).unwrap_or_else(|reason| panic!("ACPI: {reason}"));
 

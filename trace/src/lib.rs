@@ -21,7 +21,7 @@
 //! - [`ring`]: the low-level per-CPU rings and snapshot recorder, usable alone.
 //! - [`field`]: the payload encoding; [`dump`]: the crash dump format, its parser and
 //!   its decoded model; [`text`]: the trace line format, shared by the kernel and the
-//!   host.
+//!   host; [`symtab`]: the kernel's function symbols as a table both sides search.
 //!
 //! A driver's path: declare a tracepoint, build the tracer over every linked
 //! descriptor, install it, emit, and read an instance:
@@ -69,6 +69,7 @@ pub mod event;
 pub mod field;
 mod platform;
 pub mod ring;
+pub mod symtab;
 mod sync;
 pub mod text;
 pub mod tracer;

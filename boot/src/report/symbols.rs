@@ -9,10 +9,10 @@
 //! looked up one byte earlier and printed with its offset from the function's start,
 //! as Linux prints stack traces (`%pB`).
 
-use object::read::elf::ElfFile64;
-use object::{Endianness, Object, ObjectSection, ObjectSymbol, SectionKind, SymbolKind};
+use std::fmt::Write as _;
 use std::io::Read;
 use std::path::Path;
+use trace::symtab::SymbolTable;
 
 use trace::dump::{Section, Value};
 use trace::field::FieldKind;
@@ -21,19 +21,12 @@ use trace::field::FieldKind;
 /// can make the report allocate.
 pub const MAX_ELF_BYTES: u64 = 1 << 30;
 
-/// One function: its address range and demangled name.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Function {
-    start: u64,
-    end: u64,
-    name: String,
-}
-
-/// The functions of an ELF, for looking addresses up.
+/// The functions of an ELF, for looking addresses up: the table the kernel embeds
+/// ([`trace::symtab`]), built from the ELF the report is given.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Symbols {
-    /// Sorted by start, non-overlapping.
-    functions: Vec<Function>,
+    /// A [`trace::symtab`] table (empty: no functions).
+    table: Vec<u8>,
 }
 
 impl Symbols {
@@ -55,91 +48,30 @@ impl Symbols {
         Symbols::parse(&data).map_err(|e| format!("{name}: {e}"))
     }
 
-    /// The functions of an ELF64 image: its `STT_FUNC` symbols, and its untyped
-    /// symbols in code sections (assembly labels). A symbol of size 0 reaches to the
-    /// next one or the end of its section, whichever comes first; one of size 0
-    /// outside any section covers nothing.
+    /// The functions of an ELF64 image (see [`crate::elf::symbol_table`]).
     pub fn parse(data: &[u8]) -> Result<Symbols, String> {
-        const HEADER: usize = 64;
-        if data.len() < 4 || data[..4] != *b"\x7fELF" {
-            return Err("not an ELF file (no \\x7fELF magic)".into());
-        }
-        if data.get(4) != Some(&2) {
-            return Err("not a 64-bit ELF file (ELFCLASS64 expected)".into());
-        }
-        if data.len() < HEADER {
-            return Err(format!(
-                "truncated: {} bytes, shorter than an ELF64 header ({HEADER})",
-                data.len()
-            ));
-        }
-        let elf =
-            ElfFile64::<Endianness>::parse(data).map_err(|e| format!("damaged ELF64 file: {e}"))?;
-        if elf.symbol_table().is_none() {
-            return Err("no symbol table (.symtab): the ELF was stripped".into());
-        }
-        let mut found = Vec::new();
-        for symbol in elf.symbols() {
-            let section = symbol.section_index().and_then(|i| elf.section_by_index(i).ok());
-            let code = match symbol.kind() {
-                SymbolKind::Text => true,
-                SymbolKind::Unknown => {
-                    section.as_ref().is_some_and(|s| s.kind() == SectionKind::Text)
-                }
-                _ => false,
-            };
-            if !code || symbol.is_undefined() {
-                continue;
-            }
-            let raw = symbol.name().map_err(|e| format!("damaged symbol table: {e}"))?;
-            if raw.is_empty() {
-                continue;
-            }
-            let name = format!("{:#}", rustc_demangle::demangle(raw));
-            let sized = symbol.size() > 0;
-            let size = match (symbol.size(), section) {
-                // Up to the next symbol, within its section.
-                (0, Some(s)) => {
-                    s.address().saturating_add(s.size()).saturating_sub(symbol.address())
-                }
-                (size, _) => size,
-            };
-            found.push((symbol.address(), sized, size, name));
-        }
-        if found.is_empty() {
-            return Err("no function symbols in the symbol table".into());
-        }
-        // Aliases at one address: a sized one (a function rather than a label),
-        // the largest, then the first name.
-        found.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(b.2.cmp(&a.2)));
-        found.dedup_by_key(|f| f.0);
-        let starts: Vec<u64> = found.iter().map(|f| f.0).collect();
-        let functions = found
-            .into_iter()
-            .enumerate()
-            .map(|(i, (start, _, size, name))| {
-                let next = starts.get(i + 1).copied().unwrap_or(u64::MAX);
-                let end = start.saturating_add(size).min(next);
-                Function { start, end, name }
-            })
-            .collect();
-        Ok(Symbols { functions })
+        Ok(Symbols { table: crate::elf::symbol_table(data)? })
+    }
+
+    /// The table (none without functions).
+    fn table(&self) -> Option<SymbolTable<'_>> {
+        SymbolTable::parse(&self.table).ok()
     }
 
     /// The function holding `addr` and the offset of `addr` in it.
     pub fn lookup(&self, addr: u64) -> Option<(&str, u64)> {
-        let at = self.functions.partition_point(|f| f.start <= addr).checked_sub(1)?;
-        let f = &self.functions[at];
-        (addr < f.end).then(|| (f.name.as_str(), addr - f.start))
+        self.table()?.lookup(addr)
     }
 
     /// A return address as `function+0xoffset` (looked up one byte earlier, see the
     /// module documentation), or as `0x...` when no function holds it.
     pub fn frame(&self, ret: u64) -> String {
-        match ret.checked_sub(1).and_then(|a| self.lookup(a)) {
-            Some((name, off)) => format!("{name}+{:#x}", off + 1),
-            None => format!("{ret:#x}"),
-        }
+        let mut frame = String::new();
+        let _ = match self.table() {
+            Some(table) => table.write_frame(&mut frame, ret),
+            None => write!(frame, "{ret:#x}"),
+        };
+        frame
     }
 
     /// Rewrites the `ftrace:kernel_stack` events of `trace` with symbols: their
@@ -162,24 +94,30 @@ impl Symbols {
             }
             d.format = format;
         }
+        let Some(table) = self.table() else { return };
         for ev in trace.events.iter_mut().filter(|e| ids.contains(&e.id)) {
             let depth = match ev.values.first() {
                 Some(Value::Unsigned(d)) => usize::try_from(*d).unwrap_or(usize::MAX),
                 _ => 0,
             };
-            let mut text = format!("depth={depth}");
+            let frames: Vec<u64> = ev
+                .values
+                .iter()
+                .skip(1)
+                .map(|v| match v {
+                    Value::Unsigned(ip) => *ip,
+                    _ => 0,
+                })
+                .collect();
+            ev.text.clear();
+            let _ = table.write_stack(&mut ev.text, depth, &frames);
             for (i, v) in ev.values.iter_mut().skip(1).enumerate() {
-                let frame = match *v {
-                    Value::Unsigned(ip) if i < depth => self.frame(ip),
-                    _ => String::new(),
-                };
-                if !frame.is_empty() {
-                    text.push_str("\n => ");
-                    text.push_str(&frame);
+                let mut frame = String::new();
+                if i < depth {
+                    let _ = table.write_frame(&mut frame, frames[i]);
                 }
                 *v = Value::Str(frame);
             }
-            ev.text = text;
         }
     }
 }
@@ -188,29 +126,16 @@ impl Symbols {
 mod tests {
     use super::*;
 
-    fn table(functions: &[(u64, u64, &str)]) -> Symbols {
-        Symbols {
-            functions: functions
-                .iter()
-                .map(|&(start, end, name)| Function { start, end, name: name.into() })
-                .collect(),
-        }
-    }
-
     #[test]
-    fn lookup_covers_each_function_and_nothing_else() {
-        let s = table(&[(0x100, 0x120, "a"), (0x200, 0x210, "b")]);
-        assert_eq!(s.lookup(0xff), None);
-        assert_eq!(s.lookup(0x100), Some(("a", 0)));
+    fn frames_are_looked_up_in_the_table() {
+        let s = Symbols { table: trace::symtab::encode([(0x100, 0x120, "a")]) };
         assert_eq!(s.lookup(0x11f), Some(("a", 0x1f)));
         assert_eq!(s.lookup(0x120), None);
-        assert_eq!(s.lookup(0x20f), Some(("b", 0xf)));
-        assert_eq!(s.lookup(u64::MAX), None);
         // A return address one past a function's last byte still names it.
         assert_eq!(s.frame(0x120), "a+0x20");
         assert_eq!(s.frame(0x100), "0x100");
-        assert_eq!(s.frame(0), "0x0");
         assert_eq!(Symbols::default().frame(0x200), "0x200");
+        assert_eq!(Symbols::default().lookup(0x100), None);
     }
 
     #[test]

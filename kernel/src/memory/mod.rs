@@ -49,6 +49,27 @@ pub fn is_mapped(addr: VirtAddr) -> bool {
     unsafe { active_page_table() }.translate_addr(addr).is_some()
 }
 
+/// The ramdisk the bootloader loaded with the kernel (`addr`, `len` from the boot
+/// information), as bytes that live as long as the kernel; `None` without one, or
+/// if it is not mapped where the boot information says.
+pub fn ramdisk(addr: Option<u64>, len: u64) -> Option<&'static [u8]> {
+    let start = addr.filter(|_| len > 0)?;
+    let last = start.checked_add(len - 1)?;
+    let (first_page, last_page) = (start & !0xfff, last & !0xfff);
+    let mapped = (first_page..=last_page)
+        .step_by(4096)
+        .all(|page| VirtAddr::try_new(page).is_ok_and(is_mapped));
+    if !mapped {
+        return None;
+    }
+    let len = usize::try_from(len).ok()?;
+    // SAFETY: every page of [start, start + len) is mapped (checked above); the
+    // bootloader loaded the ramdisk there into frames it marks as its own in the
+    // memory map (so neither the heap nor the persistent region takes them), maps
+    // them read-only, and nothing in the kernel writes or unmaps them.
+    Some(unsafe { core::slice::from_raw_parts(start as *const u8, len) })
+}
+
 /// Bytes of the persistent trace region per CPU slot.
 pub const PERSIST_BYTES_PER_CPU: u64 = 256 * 1024;
 /// The persistent trace region: a header page, then one ring per possible CPU. It

@@ -3,9 +3,11 @@
 //! pipes (text and raw) share.
 
 use super::KernelPlatform;
-use crate::clock;
+use crate::{clock, symbols};
 use core::fmt::{self, Write};
+use trace::field::{Decoder, FieldKind, Value};
 use trace::text::{self, Line};
+use trace::tracer::{STACK_FRAMES, STACK_TRACE};
 use trace::{Instance, Tracer, event::DescriptorKind, ring::Buffer, ring::RecordRef};
 
 /// Writes one record as ftrace's trace line (see [`trace::text`]), the fields
@@ -26,12 +28,29 @@ pub fn write_record(
         lost: record.lost,
     };
     text::write_line(out, &line, nanoseconds, |out| match descriptor {
+        Some(d) if core::ptr::eq(d, &STACK_TRACE) && write_stack(out, record.payload)? => Ok(()),
         Some(d) if d.kind == DescriptorKind::Event => {
             trace::event::format::render(out, d.format, d.fields, record.payload)
         }
         Some(d) => trace::event::format::render_tagged(out, d.format, record.payload),
         None => write!(out, "id={}", record.id),
     })
+}
+
+/// Writes a `stacktrace` trigger's record with the kernel's symbols (see
+/// [`trace::symtab::SymbolTable::write_stack`]); `false`, with nothing written,
+/// without symbols or if the payload does not decode.
+fn write_stack(out: &mut dyn Write, payload: &[u8]) -> Result<bool, fmt::Error> {
+    let Some(table) = symbols::table() else { return Ok(false) };
+    let mut decoder = Decoder::new(payload);
+    let Ok(Value::Unsigned(depth)) = decoder.value(FieldKind::U8) else { return Ok(false) };
+    let mut frames = [0; STACK_FRAMES];
+    for frame in &mut frames {
+        let Ok(Value::Unsigned(ret)) = decoder.value(FieldKind::U64) else { return Ok(false) };
+        *frame = ret;
+    }
+    table.write_stack(out, depth as usize, &frames)?;
+    Ok(true)
 }
 
 /// The `trace` file header: ftrace's, with the entries in the buffer and written.
