@@ -826,6 +826,19 @@ impl RecordWriter<'_> {
         self.pos += 1;
     }
 
+    /// Stores a whole payload, encoded and zero-padded to whole words, into a record
+    /// nothing was written into yet; words beyond the record are left out.
+    #[inline(always)]
+    pub(crate) fn put_words(&mut self, words: &[[u8; 8]]) {
+        for word in words {
+            if self.pos == self.end {
+                break;
+            }
+            self.store(u64::from_le_bytes(*word));
+        }
+        self.written = self.len;
+    }
+
     /// Stores the last partial word and zeroes the words never written.
     #[inline]
     fn finish(&mut self) {
