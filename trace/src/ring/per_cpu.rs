@@ -497,12 +497,14 @@ impl Ring {
             let commit = self.commit.load(Relaxed);
             let target = need + self.slack;
             let (mut p, mut events) = (tail, 0);
-            while p < target && p < commit {
+            let end = target.min(commit);
+            while p < end {
                 let h = Header::decode(self.slot(p).load(Relaxed));
-                match h.id {
-                    ANCHOR_ID => hi = ts_hi(self.slot(p + 1).load(Relaxed)),
-                    PAD_ID => {}
-                    _ => events += 1,
+                // Events first: the reserved ids (padding, anchors) are the largest.
+                if h.id < PAD_ID {
+                    events += 1;
+                } else if h.id == ANCHOR_ID {
+                    hi = ts_hi(self.slot(p + 1).load(Relaxed));
                 }
                 p += h.words();
                 preempt_point(Point::Walking);
