@@ -326,12 +326,14 @@ impl Ring {
         limit: usize,
         fill: impl FnOnce(&mut RecordWriter<'_>),
     ) -> Result<(), WriteError> {
+        // Read before the reservation's atomics, so it is read once.
+        let data = &*self.data;
         let (depth, hdr) = self.reserve(mode, now, tag, len)?;
         // If `fill` unwinds (host builds), the reservation becomes padding rather than
         // leaving the ring's nesting depth raised.
         let abandon = Abandon { ring: self, depth, hdr };
         let mut writer = RecordWriter {
-            data: &self.data,
+            data,
             pos: hdr + 1,
             end: hdr + 1 + len.div_ceil(8) as u64,
             partial: 0,
@@ -366,6 +368,7 @@ impl Ring {
         len: usize,
     ) -> Result<(usize, u64), WriteError> {
         let w = &self.w;
+        let data = &*self.data;
         let depth = w.nest.load(Relaxed);
         if depth >= MAX_DEPTH {
             // Several depths above MAX_DEPTH may race here, hence a real RMW.
@@ -425,7 +428,6 @@ impl Ring {
         // then runs fence(Acquire) therefore sees `tail` past the slot, and discards
         // its copy (iterator) or fails its claim (consumer).
         fence(Release);
-        let data = &*self.data;
         let mut p = pos;
         if anchor {
             at(data, p).store(header(Tag { id: ANCHOR_ID, ..tag }, 8, ts), Relaxed);
