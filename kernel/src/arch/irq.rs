@@ -104,10 +104,11 @@ pub struct Handlers {
     pub nmi: bool,
 }
 
-/// The handlers this CPU is running. Callable from any context.
+/// The handlers `cpu`, the caller's own ([`percpu::current`]), is running. Callable
+/// from any context.
 #[inline(always)]
-pub fn handlers() -> Handlers {
-    let depth = percpu::current().handler_depth.load(Relaxed);
+pub fn handlers_on(cpu: &percpu::PerCpu) -> Handlers {
+    let depth = cpu.handler_depth.load(Relaxed);
     Handlers { irqs: depth % NMI_UNIT, nmi: depth >= NMI_UNIT }
 }
 

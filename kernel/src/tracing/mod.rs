@@ -89,10 +89,10 @@ impl trace::Platform for KernelPlatform {
 
     #[inline(always)]
     fn context(&self) -> Context {
-        let handlers = irq::handlers();
-        let activity = match handlers {
+        let this = percpu::current();
+        let activity = match irq::handlers_on(this) {
             irq::Handlers { nmi: true, irqs } => Activity::Nmi { in_irq: irqs > 0 },
-            irq::Handlers { irqs: 0, .. } if percpu::current().busy.load(Relaxed) => Activity::Task,
+            irq::Handlers { irqs: 0, .. } if this.busy.load(Relaxed) => Activity::Task,
             irq::Handlers { irqs: 0, .. } => Activity::Idle,
             irq::Handlers { irqs, .. } => Activity::Irq { depth: irqs.min(3) as u8 },
         };

@@ -26,12 +26,40 @@ impl Payload for &[u8] {
     }
 }
 
+/// An event's payload as the tracer passes it down: its length, the values (for
+/// filters, triggers and records written in place), and, for a small payload, its
+/// bytes already encoded into words, which each record copies.
+#[derive(Clone, Copy)]
+pub(crate) struct Body<'a> {
+    /// Payload length in bytes.
+    pub(crate) len: usize,
+    /// The values.
+    pub(crate) payload: &'a dyn Payload,
+    /// The payload encoded, zero-padded to whole words (`None`: written in place
+    /// by `payload`).
+    pub(crate) words: Option<&'a [[u8; 8]]>,
+}
+
 /// What records events for tracepoints (implemented by [`crate::Tracer`], installed by [`crate::install`]).
 pub(crate) trait Dispatch: Sync {
     /// Records an event of `descriptor` with a payload of `len` bytes in every
-    /// instance that has it enabled, with `payload` writing each record in place.
-    /// Callable from any context; never blocks or allocates.
-    fn record(&self, descriptor: &EventDescriptor, len: usize, payload: &dyn Payload);
+    /// instance that has it enabled: each record holds `words` (the payload encoded,
+    /// zero-padded to whole words) or, if `words` is empty, what `payload` writes in
+    /// place. Callable from any context; never blocks or allocates.
+    fn record_words(
+        &self,
+        descriptor: &EventDescriptor,
+        len: usize,
+        payload: &dyn Payload,
+        words: &[[u8; 8]],
+    );
+
+    /// Records an event of `descriptor` with a payload of `len` bytes, which
+    /// `payload` writes in place into each record.
+    #[cfg(test)]
+    fn record(&self, descriptor: &EventDescriptor, len: usize, payload: &dyn Payload) {
+        self.record_words(descriptor, len, payload, &[]);
+    }
 }
 
 static DISPATCH: Once<&'static dyn Dispatch> = Once::new();
@@ -50,7 +78,18 @@ pub(crate) fn install(tracer: &'static dyn Dispatch) -> Result<(), &'static str>
 /// Sends one event to the installed tracer, if any.
 #[inline]
 pub(crate) fn record(descriptor: &EventDescriptor, len: usize, payload: &dyn Payload) {
+    record_words(descriptor, len, payload, &[]);
+}
+
+/// Sends one event to the installed tracer, if any (see [`Dispatch::record_words`]).
+#[inline]
+pub(crate) fn record_words(
+    descriptor: &EventDescriptor,
+    len: usize,
+    payload: &dyn Payload,
+    words: &[[u8; 8]],
+) {
     if let Some(tracer) = DISPATCH.get() {
-        tracer.record(descriptor, len, payload);
+        tracer.record_words(descriptor, len, payload, words);
     }
 }

@@ -28,6 +28,9 @@ use core::sync::atomic::{AtomicU16, AtomicU64, Ordering::Relaxed};
 
 /// Most payload bytes an event records (strings are cut to fit).
 pub const MAX_EVENT_PAYLOAD: usize = 256;
+/// Payloads of at most this many words are encoded once per event and copied into
+/// each record, instead of being encoded into each record in place.
+const INLINE_WORDS: usize = 4;
 
 /// What a descriptor describes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -392,7 +395,17 @@ impl<A> Event<A> {
     #[inline(never)]
     pub fn record<T: Args<A>>(&'static self, args: T) {
         let len = args.payload_len();
-        crate::event::dispatch::record(&self.descriptor, len, &Encode::<T, A>::new(args));
+        let payload = Encode::<T, A>::new(args);
+        // A small payload (known at compile time when every field has a fixed size)
+        // is encoded once, here, and copied word by word into each record.
+        let mut buf = [[0u8; 8]; INLINE_WORDS];
+        let mut words: &[[u8; 8]] = &[];
+        if len <= INLINE_WORDS * 8 {
+            let mut encoder = Encoder::new(buf.as_flattened_mut());
+            payload.0.encode(&mut encoder);
+            words = &buf[..len.div_ceil(8)];
+        }
+        crate::event::dispatch::record_words(&self.descriptor, len, &payload, words);
     }
 }
 

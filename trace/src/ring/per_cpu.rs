@@ -326,12 +326,14 @@ impl Ring {
         limit: usize,
         fill: impl FnOnce(&mut RecordWriter<'_>),
     ) -> Result<(), WriteError> {
+        // Read before the reservation's atomics, so it is read once.
+        let data = &*self.data;
         let (depth, hdr) = self.reserve(mode, now, tag, len)?;
         // If `fill` unwinds (host builds), the reservation becomes padding rather than
         // leaving the ring's nesting depth raised.
         let abandon = Abandon { ring: self, depth, hdr };
         let mut writer = RecordWriter {
-            data: &self.data,
+            data,
             pos: hdr + 1,
             end: hdr + 1 + len.div_ceil(8) as u64,
             partial: 0,
@@ -366,6 +368,7 @@ impl Ring {
         len: usize,
     ) -> Result<(usize, u64), WriteError> {
         let w = &self.w;
+        let data = &*self.data;
         let depth = w.nest.load(Relaxed);
         if depth >= MAX_DEPTH {
             // Several depths above MAX_DEPTH may race here, hence a real RMW.
@@ -425,7 +428,6 @@ impl Ring {
         // then runs fence(Acquire) therefore sees `tail` past the slot, and discards
         // its copy (iterator) or fails its claim (consumer).
         fence(Release);
-        let data = &*self.data;
         let mut p = pos;
         if anchor {
             at(data, p).store(header(Tag { id: ANCHOR_ID, ..tag }, 8, ts), Relaxed);
@@ -497,12 +499,14 @@ impl Ring {
             let commit = self.commit.load(Relaxed);
             let target = need + self.slack;
             let (mut p, mut events) = (tail, 0);
-            while p < target && p < commit {
+            let end = target.min(commit);
+            while p < end {
                 let h = Header::decode(self.slot(p).load(Relaxed));
-                match h.id {
-                    ANCHOR_ID => hi = ts_hi(self.slot(p + 1).load(Relaxed)),
-                    PAD_ID => {}
-                    _ => events += 1,
+                // Events first: the reserved ids (padding, anchors) are the largest.
+                if h.id < PAD_ID {
+                    events += 1;
+                } else if h.id == ANCHOR_ID {
+                    hi = ts_hi(self.slot(p + 1).load(Relaxed));
                 }
                 p += h.words();
                 preempt_point(Point::Walking);
@@ -824,6 +828,19 @@ impl RecordWriter<'_> {
     fn store(&mut self, word: u64) {
         at(self.data, self.pos).store(word, Relaxed);
         self.pos += 1;
+    }
+
+    /// Stores a whole payload, encoded and zero-padded to whole words, into a record
+    /// nothing was written into yet; words beyond the record are left out.
+    #[inline(always)]
+    pub(crate) fn put_words(&mut self, words: &[[u8; 8]]) {
+        for word in words {
+            if self.pos == self.end {
+                break;
+            }
+            self.store(u64::from_le_bytes(*word));
+        }
+        self.written = self.len;
     }
 
     /// Stores the last partial word and zeroes the words never written.

@@ -23,7 +23,7 @@ pub use trigger::{
     TriggerError, TriggerReason,
 };
 
-use crate::event::dispatch::{Dispatch, Payload};
+use crate::event::dispatch::{Body, Dispatch, Payload};
 use crate::event::filter::Filter;
 use crate::event::{DescriptorKind, EventDescriptor, MAX_EVENT_PAYLOAD};
 use crate::field::{Field, FieldKind, Sink};
@@ -389,20 +389,19 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
     /// Records `payload` as an event of `descriptor` into the instance in `slot`, on
     /// this CPU (its filter and triggers apply).
     pub(crate) fn write_to(&self, slot: usize, descriptor: &EventDescriptor, payload: &[u8]) {
-        self.record_into(|| 1 << slot, descriptor, payload.len(), &payload);
+        let body = Body { len: payload.len(), payload: &payload, words: None };
+        self.record_into(|| 1 << slot, descriptor, body);
     }
 
-    /// Records an event of `len` payload bytes into every instance of the mask
-    /// `mask` gives: one section, the CPU read once, each record filled in place by
-    /// `payload`. Instances with a filter or triggers for the event are judged
+    /// Records an event (`body`) into every instance of the mask `mask` gives: one
+    /// section, the CPU read once, each record filled in place by `body`. Instances with a filter or triggers for the event are judged
     /// first ([`Tracer::apply_hooks`]).
     #[inline(always)]
     fn record_into(
         &self,
         mask: impl FnOnce() -> u64,
         descriptor: &EventDescriptor,
-        len: usize,
-        payload: &dyn Payload,
+        body: Body<'_>,
     ) {
         let cpu = self.platform.cpu();
         let Some(section) = self.sections.enter(&self.platform, cpu) else {
@@ -416,12 +415,12 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         let hooked = descriptor.hooked_mask() & mask;
         if hooked != 0 {
             core::hint::cold_path();
-            mask = self.apply_hooks(&section, cpu, mask, hooked, descriptor, len, payload);
+            mask = self.apply_hooks(&section, cpu, mask, hooked, descriptor, body);
             if mask == 0 {
                 return;
             }
         }
-        self.record_each(&section, cpu, mask, descriptor, len, payload);
+        self.record_each(&section, cpu, mask, descriptor, body);
     }
 
     /// [`Tracer::record_into`] when the instances in `hooked` have a filter or
@@ -437,15 +436,14 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         mask: u64,
         hooked: u64,
         descriptor: &EventDescriptor,
-        len: usize,
-        payload: &dyn Payload,
+        body: Body<'_>,
     ) -> u64 {
         let mut record = mask & !hooked;
         let mut rest = hooked;
         while rest != 0 {
             let slot = rest.trailing_zeros() as usize;
             rest &= rest - 1;
-            if self.admits(section, slot, descriptor, payload) {
+            if self.admits(section, slot, descriptor, body.payload) {
                 record |= 1 << slot;
             }
         }
@@ -455,9 +453,9 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         }
         // The event is recorded before its triggers act.
         if record != 0 {
-            self.record_admitted(section, cpu, record, descriptor, len, payload);
+            self.record_admitted(section, cpu, record, descriptor, body);
         }
-        self.fire_triggers(section, cpu, triggered, descriptor, payload);
+        self.fire_triggers(section, cpu, triggered, descriptor, body.payload);
         0
     }
 
@@ -470,10 +468,9 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         cpu: usize,
         mask: u64,
         descriptor: &EventDescriptor,
-        len: usize,
-        payload: &dyn Payload,
+        body: Body<'_>,
     ) {
-        self.record_each(section, cpu, mask, descriptor, len, payload);
+        self.record_each(section, cpu, mask, descriptor, body);
     }
 
     /// Whether the instance in `slot`, which has a filter or triggers for the event,
@@ -544,8 +541,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         cpu: usize,
         mut mask: u64,
         descriptor: &EventDescriptor,
-        len: usize,
-        payload: &dyn Payload,
+        body: Body<'_>,
     ) {
         let id = descriptor.id();
         let cpu_bit = 1u64.checked_shl(cpu as u32).unwrap_or(0);
@@ -557,9 +553,19 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
                 continue;
             }
             if let Some(recorder) = self.slots[slot].read(section) {
-                let fill = |w: &mut RecordWriter<'_>| payload.write(w);
-                // Refusals and drops are counted by the ring; `Off` is not an error.
-                let _ = recorder.write_in(section, cpu, id, len, MAX_EVENT_PAYLOAD, fill);
+                let len = body.len;
+                // Refusals and drops are counted by the ring; `Off` is not an error. Two
+                // calls, so that the copy of encoded words keeps its writer in registers.
+                let _ = match body.words {
+                    Some(words) => {
+                        let fill = |w: &mut RecordWriter<'_>| w.put_words(words);
+                        recorder.write_in(section, cpu, id, len, MAX_EVENT_PAYLOAD, fill)
+                    }
+                    None => {
+                        let fill = |w: &mut RecordWriter<'_>| body.payload.write(w);
+                        recorder.write_in(section, cpu, id, len, MAX_EVENT_PAYLOAD, fill)
+                    }
+                };
             }
         }
     }
@@ -679,8 +685,15 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
 
 impl<P: Platform + Clone + Send + Sync> Dispatch for Tracer<P> {
     #[inline]
-    fn record(&self, descriptor: &EventDescriptor, len: usize, payload: &dyn Payload) {
-        self.record_into(|| descriptor.enabled_mask(), descriptor, len, payload);
+    fn record_words(
+        &self,
+        descriptor: &EventDescriptor,
+        len: usize,
+        payload: &dyn Payload,
+        words: &[[u8; 8]],
+    ) {
+        let words = (!words.is_empty()).then_some(words);
+        self.record_into(|| descriptor.enabled_mask(), descriptor, Body { len, payload, words });
     }
 }
 
