@@ -1,9 +1,10 @@
-//! The panic handler: report on the emergency console (no lock, no allocation), stop
-//! the other CPUs, dump the trace, and leave QEMU with the failure code (or, with
+//! The panic handler: report on the emergency console (no lock, no allocation) with
+//! the panicking CPU's call trace, stop the other CPUs, dump the trace, and leave QEMU with the failure code (or, with
 //! `panic_reboot` on, save `instances/boot_map` and reset the machine). A panic
 //! while reporting the first one still dumps; a panic during the dump gives up with
 //! a minimal message.
 
+use crate::arch::uart::EmergencyConsole;
 use crate::arch::{percpu, qemu};
 use crate::smp;
 use core::fmt::Write;
@@ -62,6 +63,28 @@ fn location(info: &PanicInfo<'_>) -> Truncated {
     location
 }
 
+/// Most frames a panic's call trace shows.
+const CALL_TRACE_FRAMES: usize = 24;
+
+/// Prints the panicking CPU's call chain, innermost first, a ` => frame` line each
+/// (`function+0xoffset` with the symbols the image carries, else the address), as
+/// Linux's oops does. Through an exception, the chain goes on in the code that
+/// faulted; it stops at the end of the stack the panic runs on.
+fn print_call_trace() {
+    let mut frames = [0u64; CALL_TRACE_FRAMES];
+    let depth = crate::arch::stack::stack_trace(&mut frames);
+    crate::emergency_println!("Call Trace:");
+    let mut out = EmergencyConsole;
+    for &ret in &frames[..depth] {
+        let _ = out.write_str(" => ");
+        let _ = match crate::symbols::table() {
+            Some(table) => table.write_frame(&mut out, ret),
+            None => write!(out, "{ret:#x}"),
+        };
+        let _ = out.write_str("\n");
+    }
+}
+
 /// Stops the other CPUs (once), writes the dump, leaves QEMU.
 fn stop_dump_and_exit(cpu: usize, message: &str, location: &str) -> ! {
     STAGE.store(Stage::Dumping as u8, Ordering::SeqCst);
@@ -111,6 +134,7 @@ fn panic(info: &PanicInfo<'_>) -> ! {
         }
     }
     crate::emergency_println!("\nKERNEL PANIC on cpu {cpu}: {info}");
+    print_call_trace();
     let mut message = Truncated::new();
     let _ = write!(message, "{}", info.message());
     stop_dump_and_exit(cpu, message.as_str(), location(info).as_str())

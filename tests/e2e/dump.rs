@@ -15,6 +15,23 @@ fn panicked(panic_command: &str) -> Machine {
     m
 }
 
+/// The frames of the panic's call trace in a transcript (the ` => ` lines after
+/// `Call Trace:`), the first ones checked to be named with the kernel's symbols (the
+/// last may be an address: past an exception on an overflowed stack, the walk can
+/// read a word that is not a return address).
+fn call_trace(transcript: &str) -> Vec<&str> {
+    let frames: Vec<&str> = transcript
+        .lines()
+        .skip_while(|l| *l != "Call Trace:")
+        .skip(1)
+        .map_while(|l| l.strip_prefix(" => "))
+        .collect();
+    assert!(frames.len() >= 3, "a call trace:\n{transcript}");
+    let named = frames.iter().take_while(|f| f.contains("+0x") && !f.starts_with("0x")).count();
+    assert!(named >= 3 && named + 1 >= frames.len(), "{frames:#?}");
+    frames
+}
+
 /// The one dump of a transcript, checked to be intact.
 fn one_dump(m: &Machine) -> trace::dump::Dump {
     let mut dumps = m.dumps();
@@ -65,6 +82,13 @@ fn a_panic_dump_holds_the_last_events_in_order_and_agrees_with_its_stats() {
     let transcript = m.transcript();
     assert!(transcript.contains("# panic on cpu 0 at kernel/src/shell/commands.rs:"));
     assert!(transcript.lines().any(|l| l.ends_with("tracing_mark_write: marker-5")));
+    // The call trace names the command that panicked, and where the shell called it.
+    let frames = call_trace(&transcript);
+    assert!(
+        frames.iter().any(|f| f.starts_with("kernel::shell::commands::panic+0x")),
+        "{frames:#?}"
+    );
+    assert!(frames.iter().any(|f| f.starts_with("kernel::shell::")), "{frames:#?}");
     // The text report.
     let mut text = Vec::new();
     report::write_text(&trace, &mut text).unwrap();
@@ -80,13 +104,24 @@ fn a_panic_dump_holds_the_last_events_in_order_and_agrees_with_its_stats() {
 
 #[test]
 fn panics_in_an_interrupt_holding_the_console_nested_and_on_stack_overflow_dump() {
-    for (command, message) in [
-        ("panic irq", "deliberate panic in the timer interrupt"),
-        ("panic console", "deliberate panic while holding the console lock"),
-        ("panic nested", "nested panic while reporting a panic"),
-        ("fault stack", "EXCEPTION: DOUBLE FAULT (vector 8)"),
+    // The handler each call trace goes through (none for the nested panic, whose
+    // report is plain).
+    for (command, message, through) in [
+        ("panic irq", "deliberate panic in the timer interrupt", Some("kernel::arch::idt::timer+")),
+        ("panic console", "deliberate panic while holding the console lock", None),
+        ("panic nested", "nested panic while reporting a panic", None),
+        (
+            "fault stack",
+            "EXCEPTION: DOUBLE FAULT (vector 8)",
+            Some("kernel::arch::idt::double_fault+"),
+        ),
     ] {
         let m = panicked(command);
+        if let Some(handler) = through {
+            let transcript = m.transcript();
+            let frames = call_trace(&transcript);
+            assert!(frames.iter().any(|f| f.starts_with(handler)), "{command}: {frames:#?}");
+        }
         let dump = one_dump(&m);
         let panic = dump.panic.as_ref().unwrap_or_else(|| panic!("{command}: no panic report"));
         assert!(panic.message.contains(message), "{command}: {}", panic.message);
