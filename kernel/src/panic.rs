@@ -66,22 +66,32 @@ fn location(info: &PanicInfo<'_>) -> Truncated {
 /// Most frames a panic's call trace shows.
 const CALL_TRACE_FRAMES: usize = 24;
 
-/// Prints the panicking CPU's call chain, innermost first, a ` => frame` line each
-/// (`function+0xoffset` with the symbols the image carries, else the address), as
-/// Linux's oops does. Through an exception, the chain goes on in the code that
-/// faulted; it stops at the end of the stack the panic runs on.
-fn print_call_trace() {
+/// Prints where a fatal exception struck `cpu` (`RIP: function+0xoffset`), then the
+/// CPU's call chain, innermost first, a ` => frame` line each, as Linux's oops does:
+/// named with the symbols the image carries, else addresses. Through an exception
+/// the chain goes on in the code that faulted, unless the handler's error code hides
+/// it (the frame-pointer walk reads the error code where a return address would
+/// be); it stops at the end of the stack the panic runs on.
+fn print_call_trace(cpu: usize) {
+    let table = crate::symbols::table();
+    let mut out = EmergencyConsole;
+    let mut write_line = |prefix: &str, addr: u64, frame: bool| {
+        let _ = out.write_str(prefix);
+        let _ = match (table, frame) {
+            (Some(table), true) => table.write_frame(&mut out, addr),
+            (Some(table), false) => table.write_address(&mut out, addr),
+            (None, _) => write!(out, "{addr:#x}"),
+        };
+        let _ = out.write_str("\n");
+    };
+    if let Some(ip) = crate::arch::stack::fault_ip(cpu) {
+        write_line("RIP: ", ip, false);
+    }
     let mut frames = [0u64; CALL_TRACE_FRAMES];
     let depth = crate::arch::stack::stack_trace(&mut frames);
     crate::emergency_println!("Call Trace:");
-    let mut out = EmergencyConsole;
     for &ret in &frames[..depth] {
-        let _ = out.write_str(" => ");
-        let _ = match crate::symbols::table() {
-            Some(table) => table.write_frame(&mut out, ret),
-            None => write!(out, "{ret:#x}"),
-        };
-        let _ = out.write_str("\n");
+        write_line(" => ", ret, true);
     }
 }
 
@@ -134,7 +144,7 @@ fn panic(info: &PanicInfo<'_>) -> ! {
         }
     }
     crate::emergency_println!("\nKERNEL PANIC on cpu {cpu}: {info}");
-    print_call_trace();
+    print_call_trace(cpu);
     let mut message = Truncated::new();
     let _ = write!(message, "{}", info.message());
     stop_dump_and_exit(cpu, message.as_str(), location(info).as_str())

@@ -154,6 +154,9 @@ fn page_fault_is_reported_with_vector_and_address() {
     assert!(report.contains("cr2=0xdeadbeef000"), "{report}");
     assert!(report.contains("rip=0x"), "{report}");
     assert!(report.contains("error_code=0x"), "{report}");
+    // Where it struck, named: the shell's probe of an unmapped address.
+    let rip = transcript.lines().find_map(|l| l.strip_prefix("RIP: ")).expect("a RIP line");
+    assert!(rip.starts_with("kernel::memory::read_unmapped") && rip.contains("+0x"), "{rip}");
 }
 
 #[test]
@@ -165,7 +168,10 @@ fn other_exceptions_are_reported() {
     ] {
         let mut machine = Machine::boot();
         assert_eq!(machine.run_to_exit(&format!("fault {kind}")), Outcome::KernelFailure);
-        assert!(machine.transcript().contains(&format!("EXCEPTION: {name}")), "fault {kind}");
+        let transcript = machine.transcript();
+        assert!(transcript.contains(&format!("EXCEPTION: {name}")), "fault {kind}");
+        let rip = transcript.lines().find_map(|l| l.strip_prefix("RIP: ")).expect("a RIP line");
+        assert!(rip.starts_with("kernel::") && rip.contains("+0x"), "fault {kind}: {rip}");
     }
 }
 

@@ -156,6 +156,15 @@ impl<'a> SymbolTable<'a> {
         Some((self.name(e.name)?, addr - e.start))
     }
 
+    /// Writes the code address `addr` as `function+0xoffset`, or as `0x...` when no
+    /// function holds it.
+    pub fn write_address(&self, out: &mut dyn Write, addr: u64) -> fmt::Result {
+        match self.lookup(addr) {
+            Some((name, off)) => write!(out, "{name}+{off:#x}"),
+            None => write!(out, "{addr:#x}"),
+        }
+    }
+
     /// Writes the return address `ret` as `function+0xoffset`, or as `0x...` when no
     /// function holds it. A return address is the instruction after a call, which
     /// may be the first byte past the calling function when the call was its last
@@ -244,6 +253,10 @@ mod tests {
         assert_eq!(frame(&t, 0x120), "a+0x20");
         assert_eq!(frame(&t, 0x100), "0x100");
         assert_eq!(frame(&t, 0), "0x0");
+        let mut at = String::new();
+        t.write_address(&mut at, 0x100).unwrap();
+        t.write_address(&mut at, 0x120).unwrap();
+        assert_eq!(at, "a+0x00x120");
         let mut stack = String::new();
         t.write_stack(&mut stack, 2, &[0x120, 0x201, 0x100]).unwrap();
         assert_eq!(stack, "depth=2\n => a+0x20\n => b+0x1");

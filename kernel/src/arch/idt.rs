@@ -53,6 +53,7 @@ impl fmt::Display for Exception<'_> {
 fn fatal(exception: Exception<'_>) -> ! {
     let _handler = HandlerGuard::enter();
     let ip = exception.frame.instruction_pointer.as_u64();
+    super::stack::record_fault(ip);
     match exception.cr2 {
         Some(address) => {
             let error_code = exception.error_code.unwrap_or(0);

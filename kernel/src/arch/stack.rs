@@ -17,6 +17,23 @@ static KERNEL_STACKS: [[AtomicU64; 2]; MAX_CPUS] =
 /// How far the bootloader moved the kernel image from the addresses of its ELF.
 static IMAGE_OFFSET: AtomicU64 = AtomicU64::new(0);
 
+/// Per CPU: where its last fatal exception struck, as an address in the kernel ELF
+/// (0: none).
+static FAULT_IP: [AtomicU64; MAX_CPUS] = [const { AtomicU64::new(0) }; MAX_CPUS];
+
+/// Records that a fatal exception struck this CPU at the runtime address `ip`.
+pub fn record_fault(ip: u64) {
+    if let Some(slot) = FAULT_IP.get(percpu::index()) {
+        slot.store(ip.wrapping_sub(IMAGE_OFFSET.load(Relaxed)), Relaxed);
+    }
+}
+
+/// Where the last fatal exception of CPU `cpu` struck, as an address in the kernel
+/// ELF, if one did.
+pub fn fault_ip(cpu: usize) -> Option<u64> {
+    FAULT_IP.get(cpu).map(|ip| ip.load(Relaxed)).filter(|&ip| ip != 0)
+}
+
 /// Records the kernel image's load offset (the bootloader's `kernel_image_offset`).
 pub fn set_image_offset(offset: u64) {
     IMAGE_OFFSET.store(offset, Relaxed);
