@@ -69,9 +69,8 @@ const CALL_TRACE_FRAMES: usize = 24;
 /// Prints where a fatal exception struck `cpu` (`RIP: function+0xoffset`), then the
 /// CPU's call chain, innermost first, a ` => frame` line each, as Linux's oops does:
 /// named with the symbols the image carries, else addresses. Through an exception
-/// the chain goes on in the code that faulted, unless the handler's error code hides
-/// it (the frame-pointer walk reads the error code where a return address would
-/// be); it stops at the end of the stack the panic runs on.
+/// the chain goes on in the code that faulted (see `arch::stack::stack_trace`); it
+/// stops at the end of the stack the panic runs on.
 fn print_call_trace(cpu: usize) {
     let table = crate::symbols::table();
     let mut out = EmergencyConsole;

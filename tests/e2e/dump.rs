@@ -15,17 +15,11 @@ fn panicked(panic_command: &str) -> Machine {
     m
 }
 
-/// The frames of the panic's call trace in a transcript (the ` => ` lines after
-/// `Call Trace:`), the first ones checked to be named with the kernel's symbols (the
-/// last may be an address: past an exception on an overflowed stack, the walk can
-/// read a word that is not a return address).
-fn call_trace(transcript: &str) -> Vec<&str> {
-    let frames: Vec<&str> = transcript
-        .lines()
-        .skip_while(|l| *l != "Call Trace:")
-        .skip(1)
-        .map_while(|l| l.strip_prefix(" => "))
-        .collect();
+/// The frames of the panic's call trace in a transcript, the first ones checked to
+/// be named with the kernel's symbols (the last may be an address: past an exception
+/// on an overflowed stack, the walk can read a word that is not a return address).
+fn named_call_trace(transcript: &str) -> Vec<&str> {
+    let frames = e2e::call_trace(transcript);
     assert!(frames.len() >= 3, "a call trace:\n{transcript}");
     let named = frames.iter().take_while(|f| f.contains("+0x") && !f.starts_with("0x")).count();
     assert!(named >= 3 && named + 1 >= frames.len(), "{frames:#?}");
@@ -83,7 +77,7 @@ fn a_panic_dump_holds_the_last_events_in_order_and_agrees_with_its_stats() {
     assert!(transcript.contains("# panic on cpu 0 at kernel/src/shell/commands.rs:"));
     assert!(transcript.lines().any(|l| l.ends_with("tracing_mark_write: marker-5")));
     // The call trace names the command that panicked, and where the shell called it.
-    let frames = call_trace(&transcript);
+    let frames = named_call_trace(&transcript);
     assert!(
         frames.iter().any(|f| f.starts_with("kernel::shell::commands::panic+0x")),
         "{frames:#?}"
@@ -119,7 +113,7 @@ fn panics_in_an_interrupt_holding_the_console_nested_and_on_stack_overflow_dump(
         let m = panicked(command);
         if let Some(handler) = through {
             let transcript = m.transcript();
-            let frames = call_trace(&transcript);
+            let frames = named_call_trace(&transcript);
             assert!(frames.iter().any(|f| f.starts_with(handler)), "{command}: {frames:#?}");
         }
         let dump = one_dump(&m);

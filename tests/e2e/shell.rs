@@ -1,7 +1,7 @@
 //! The console shell: boot, commands, line editing, robustness, exceptions, exit.
 
 use boot::qemu::Outcome;
-use e2e::{Machine, STEP_TIMEOUT};
+use e2e::{Machine, STEP_TIMEOUT, call_trace};
 
 #[test]
 fn boots_to_the_prompt_and_reports_the_machine() {
@@ -154,9 +154,16 @@ fn page_fault_is_reported_with_vector_and_address() {
     assert!(report.contains("cr2=0xdeadbeef000"), "{report}");
     assert!(report.contains("rip=0x"), "{report}");
     assert!(report.contains("error_code=0x"), "{report}");
-    // Where it struck, named: the shell's probe of an unmapped address.
+    // Where it struck, named: the shell's probe of an unmapped address; and the call
+    // trace goes on through the handler (past its error code) into the code that
+    // faulted and its callers.
     let rip = transcript.lines().find_map(|l| l.strip_prefix("RIP: ")).expect("a RIP line");
     assert!(rip.starts_with("kernel::memory::read_unmapped") && rip.contains("+0x"), "{rip}");
+    let frames = call_trace(&transcript);
+    let at = |name: &str| frames.iter().position(|f| f.starts_with(name));
+    let handler = at("kernel::arch::idt::page_fault+").expect("the handler");
+    assert_eq!(frames.get(handler + 1), Some(&rip), "{frames:#?}");
+    assert!(at("kernel::shell::run+").is_some_and(|shell| shell > handler), "{frames:#?}");
 }
 
 #[test]
@@ -171,7 +178,13 @@ fn other_exceptions_are_reported() {
         let transcript = machine.transcript();
         assert!(transcript.contains(&format!("EXCEPTION: {name}")), "fault {kind}");
         let rip = transcript.lines().find_map(|l| l.strip_prefix("RIP: ")).expect("a RIP line");
-        assert!(rip.starts_with("kernel::") && rip.contains("+0x"), "fault {kind}: {rip}");
+        assert!(rip.starts_with("kernel::shell::commands::fault+0x"), "fault {kind}: {rip}");
+        // With or without an error code, the trace goes from the handler to the
+        // faulting code and on to the shell.
+        let frames = call_trace(&transcript);
+        let faulted = frames.iter().position(|f| *f == rip).expect("the faulting frame");
+        assert!(frames[faulted - 1].starts_with("kernel::arch::idt::"), "{frames:#?}");
+        assert!(frames[faulted + 1].starts_with("kernel::shell::run+"), "{frames:#?}");
     }
 }
 

@@ -327,3 +327,14 @@ pub fn trace_lines(output: &str) -> Vec<TraceLine> {
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|window| window == needle)
 }
+
+/// The frames of a panic's call trace in a transcript: the ` => ` lines after
+/// `Call Trace:`, innermost first.
+pub fn call_trace(transcript: &str) -> Vec<&str> {
+    transcript
+        .lines()
+        .skip_while(|l| *l != "Call Trace:")
+        .skip(1)
+        .map_while(|l| l.strip_prefix(" => "))
+        .collect()
+}

@@ -53,7 +53,8 @@ impl fmt::Display for Exception<'_> {
 fn fatal(exception: Exception<'_>) -> ! {
     let _handler = HandlerGuard::enter();
     let ip = exception.frame.instruction_pointer.as_u64();
-    super::stack::record_fault(ip);
+    let frame = core::ptr::from_ref(exception.frame) as u64;
+    super::stack::record_fault(ip, exception.error_code.map(|_| frame));
     match exception.cr2 {
         Some(address) => {
             let error_code = exception.error_code.unwrap_or(0);

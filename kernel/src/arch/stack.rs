@@ -21,10 +21,19 @@ static IMAGE_OFFSET: AtomicU64 = AtomicU64::new(0);
 /// (0: none).
 static FAULT_IP: [AtomicU64; MAX_CPUS] = [const { AtomicU64::new(0) }; MAX_CPUS];
 
-/// Records that a fatal exception struck this CPU at the runtime address `ip`.
-pub fn record_fault(ip: u64) {
-    if let Some(slot) = FAULT_IP.get(percpu::index()) {
-        slot.store(ip.wrapping_sub(IMAGE_OFFSET.load(Relaxed)), Relaxed);
+/// Per CPU: where the interrupt frame of its last fatal exception with an error code
+/// lies on the stack (0: none). The handler's frame then holds the error code where
+/// a return address would be, and the interrupted address above it.
+static ERROR_CODE_FRAME: [AtomicU64; MAX_CPUS] = [const { AtomicU64::new(0) }; MAX_CPUS];
+
+/// Records that a fatal exception struck this CPU at the runtime address `ip`;
+/// `error_code_frame`: the address of its interrupt frame, if the CPU pushed an
+/// error code below it.
+pub fn record_fault(ip: u64, error_code_frame: Option<u64>) {
+    let cpu = percpu::index();
+    if let (Some(fault), Some(frame)) = (FAULT_IP.get(cpu), ERROR_CODE_FRAME.get(cpu)) {
+        fault.store(ip.wrapping_sub(IMAGE_OFFSET.load(Relaxed)), Relaxed);
+        frame.store(error_code_frame.unwrap_or(0), Relaxed);
     }
 }
 
@@ -78,9 +87,11 @@ fn stack_end(rsp: u64) -> Option<u64> {
 
 /// Fills `frames` with the return addresses of the call chain, innermost first (this
 /// function's caller's return address first), as addresses in the kernel ELF, and
-/// returns how many it wrote. Each
-/// frame pointer followed must lie above the previous one and within the current
-/// stack, so the walk ends and never reads outside that stack.
+/// returns how many it wrote. Through the handler of a fatal exception the chain
+/// goes on at the interrupted address (for an exception with an error code, found
+/// through the frame [`record_fault`] noted). Each frame pointer followed must lie
+/// above the previous one and within the current stack, so the walk ends and never
+/// reads outside that stack.
 #[inline(never)]
 pub fn stack_trace(frames: &mut [u64]) -> usize {
     let (rsp, mut fp): (u64, u64);
@@ -95,19 +106,30 @@ pub fn stack_trace(frames: &mut [u64]) -> usize {
     }
     let Some(end) = stack_end(rsp) else { return 0 };
     let offset = IMAGE_OFFSET.load(Relaxed);
+    let error_code_frame =
+        ERROR_CODE_FRAME.get(percpu::index()).map_or(0, |frame| frame.load(Relaxed));
     let mut low = rsp;
     let mut depth = 0;
-    while depth < frames.len()
-        && fp >= low
-        && fp % 8 == 0
-        && fp.checked_add(16).is_some_and(|e| e <= end)
-    {
-        // SAFETY: `[fp, fp + 16)` lies within `[rsp, end)`, the part of the current
-        // stack at and above this function's frame: mapped, and not written while
-        // this function runs (interrupts write only below `rsp`).
+    loop {
+        // The handler of an exception with an error code: between its saved frame
+        // pointer and the interrupt frame lie the error code (and an alignment
+        // word), so the interrupted address is the frame's first word, not the word
+        // above the saved frame pointer.
+        let ret_at = match error_code_frame.wrapping_sub(fp) {
+            gap @ 16..=32 if gap % 8 == 0 => gap / 8,
+            _ => 1,
+        };
+        let in_stack =
+            fp >= low && fp % 8 == 0 && fp.checked_add(8 * (ret_at + 1)).is_some_and(|e| e <= end);
+        if depth == frames.len() || !in_stack {
+            break;
+        }
+        // SAFETY: `[fp, fp + 8 * (ret_at + 1))` lies within `[rsp, end)`, the part of
+        // the current stack at and above this function's frame: mapped, and not
+        // written while this function runs (interrupts write only below `rsp`).
         let (next, ret) = unsafe {
             let frame = fp as *const u64;
-            (frame.read_volatile(), frame.add(1).read_volatile())
+            (frame.read_volatile(), frame.add(ret_at as usize).read_volatile())
         };
         if ret == 0 {
             break;
