@@ -95,7 +95,7 @@ impl Drop for HandlerGuard {
     }
 }
 
-/// The handlers this CPU is running, as [`handlers`] reads them.
+/// The handlers this CPU is running, as [`handlers_on`] reads them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Handlers {
     /// Interrupt and exception handlers open (nested), NMIs not counted.
