@@ -65,8 +65,9 @@ pub fn ramdisk(addr: Option<u64>, len: u64) -> Option<&'static [u8]> {
     let len = usize::try_from(len).ok()?;
     // SAFETY: every page of [start, start + len) is mapped (checked above); the
     // bootloader loaded the ramdisk there into frames it marks as its own in the
-    // memory map (so neither the heap nor the persistent region takes them), maps
-    // them read-only, and nothing in the kernel writes or unmaps them.
+    // memory map (so neither the heap nor the persistent region takes them), and
+    // nothing in the kernel writes (the mapping is writable: nothing may) or unmaps
+    // them, so the bytes stay as they are for the kernel's lifetime.
     Some(unsafe { core::slice::from_raw_parts(start as *const u8, len) })
 }
 

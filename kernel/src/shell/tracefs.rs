@@ -164,15 +164,9 @@ pub type File = tree::File<&'static str, &'static EventDescriptor>;
 /// What a path names.
 pub type Node = tree::Node<&'static str, &'static EventDescriptor>;
 
-/// A resolved path: the instance it lies in, and the node.
-pub struct Located {
-    /// The instance (a reference: it cannot be removed while held).
-    pub instance: Instance<'static, KernelPlatform>,
-    /// The node within the instance.
-    pub node: Node,
-    /// The absolute path, normalised.
-    pub path: String,
-}
+/// A resolved path: the instance it lies in (a reference: it cannot be removed while
+/// held), the node, and the absolute path.
+pub type Located = tree::Resolved<Kernel>;
 
 /// The tracer, or the error every tracefs operation gives without one.
 pub fn tracer() -> Result<&'static Tracer<KernelPlatform>, FsError> {
@@ -187,7 +181,7 @@ pub fn events(
 }
 
 /// The kernel's tracer as the tree [`tree::resolve`] walks.
-struct Kernel(&'static Tracer<KernelPlatform>);
+pub struct Kernel(&'static Tracer<KernelPlatform>);
 
 impl Tree for Kernel {
     type Instance = Instance<'static, KernelPlatform>;
@@ -215,8 +209,7 @@ impl Tree for Kernel {
 
 /// Resolves `path` (relative to `cwd`).
 pub fn resolve(cwd: &str, path: &str) -> Result<Located, FsError> {
-    let found = tree::resolve(&Kernel(tracer()?), cwd, path).ok_or(FsError::NotFound)?;
-    Ok(Located { instance: found.instance, node: found.node, path: found.path })
+    tree::resolve(&Kernel(tracer()?), cwd, path).ok_or(FsError::NotFound)
 }
 
 /// The entries of an instance's root, and whether only the top level has them.

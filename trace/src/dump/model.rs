@@ -24,7 +24,8 @@ pub struct Section {
     pub cpus: usize,
     /// Event id -> descriptor.
     pub descriptors: BTreeMap<u16, DumpDescriptor>,
-    /// The section's events, in the dump's order (per CPU, oldest first).
+    /// The section's events, in the dump's order (the kernel writes them merged in
+    /// time order).
     pub events: Vec<Event>,
     /// Older records the kernel left out of the dump (`dump last N`).
     pub skipped: u64,

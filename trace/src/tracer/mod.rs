@@ -394,7 +394,8 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
     }
 
     /// Records an event (`body`) into every instance of the mask `mask` gives: one
-    /// section, the CPU read once, each record filled in place by `body`. Instances with a filter or triggers for the event are judged
+    /// section, the CPU read once, each record given the payload's encoded words or
+    /// filled in place. Instances with a filter or triggers for the event are judged
     /// first ([`Tracer::apply_hooks`]).
     #[inline(always)]
     fn record_into(
