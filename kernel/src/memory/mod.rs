@@ -173,7 +173,8 @@ pub fn install_trampoline(page: PhysAddr) -> Result<crate::arch::smp::Trampoline
 
 /// Reads `addr` if it is canonical and unmapped, which raises a page fault (the
 /// `fault page` command): the handler reports it and panics. `before` runs just
-/// before the read.
+/// before the read. Never inlined, so the fault report names this function.
+#[inline(never)]
 pub fn read_unmapped(addr: u64, before: impl FnOnce(VirtAddr)) -> Result<(), &'static str> {
     let addr = VirtAddr::try_new(addr).map_err(|_| "address is not canonical")?;
     if is_mapped(addr) {
