@@ -7,17 +7,21 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 boot/setup.sh
 
-echo "== cargo fmt --check"
+# Prints each section's heading with the seconds the run has taken so far.
+section() { echo "== [${SECONDS}s] $*"; }
+trap 'echo "== [${SECONDS}s] finished"' EXIT
+
+section "cargo fmt --check"
 cargo fmt --all -- --check
-echo "== cargo clippy (host crates and the x86_64-unknown-none kernel)"
+section "cargo clippy (host crates and the x86_64-unknown-none kernel)"
 cargo clippy --workspace --all-targets -- -D warnings
-echo "== loom models of the ring's protocols"
+section "loom models of the ring's protocols"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -q -p trace --release --lib loom
-echo "== Miri on the trace crate's unit, property and stress tests"
+section "Miri on the trace crate's unit, property and stress tests"
 CARGO_TARGET_DIR=target/miri cargo miri test -q -p trace --lib
-echo "== release kernel keeps the tracepoint section and has its trace code optimised"
+section "release kernel keeps the tracepoint section and has its trace code optimised"
 cargo test -q --release -p e2e -- section optimised
-echo "== host unit tests"
+section "host unit tests"
 cargo test --workspace --exclude e2e
-echo "== QEMU end-to-end tests"
+section "QEMU end-to-end tests"
 cargo test -p e2e
