@@ -37,6 +37,9 @@ trace::event! {
     /// A `stress` command event: the writer's local APIC id, where it was written
     /// from (0 thread, 1 timer, 2 IPI, 3 NMI), and its sequence number there.
     pub STRESS = "stress":"event" { apic_id: u32, source: u8, seq: u64 } => "apic_id={apic_id} source={source} seq={seq}";
+    /// Fired with each `stress` event; `stress cycle N` arms and disarms it while the
+    /// writers run (its sites are patched under them).
+    pub CYCLED = "stress":"cycled" { seq: u64 } => "seq={seq}";
     /// Data written to `trace_marker_raw`: its 4-byte id and the bytes after it, as
     /// hex (shown as Linux shows raw markers).
     pub RAW_DATA = "ftrace":"raw_data" { id: u32, buf: &str } => "# {id:x} buf:{buf}";

@@ -21,6 +21,7 @@ mod events;
 mod firmware;
 #[deny(unsafe_code)]
 mod idle;
+mod keys;
 mod memory;
 #[deny(unsafe_code)]
 mod panic;
@@ -120,6 +121,10 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
         let apic_id = percpu::get(cpu).map_or(0, |c| c.apic_id());
         println!("cpu{cpu}: online (APIC id {apic_id})");
     }
+    // A site that is not the NOP `emit!` wrote means a broken build: no event could
+    // be armed.
+    let sites = keys::init().unwrap_or_else(|reason| panic!("static keys: {reason}"));
+    println!("keys: {sites} tracepoint sites, each a 5-byte NOP until its event is armed");
     match tracing::init(smp::online()) {
         Ok(tracer) => {
             println!("trace: {} events, {} CPU(s)", tracer.events().len(), tracer.cpus());

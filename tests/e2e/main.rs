@@ -6,6 +6,7 @@ mod filters;
 mod format;
 mod image;
 mod instances;
+mod keys;
 mod kvm;
 mod persist;
 mod pipes;

@@ -6,6 +6,7 @@
 //! code); interrupts may stay enabled.
 
 use crate::context::Context;
+use crate::event::EventDescriptor;
 
 /// The kernel's side of the tracer.
 ///
@@ -63,6 +64,21 @@ pub trait Platform {
     /// (`Error::WouldDeadlock`) rather than wait with interrupts off.
     fn may_wait(&self) -> bool {
         true
+    }
+
+    /// Whether tracepoint sites are NOPs until [`Platform::set_key`] patches them
+    /// (trace's `static-keys` feature, in a kernel that patches its text). The
+    /// default: no, every site tests its event's mask.
+    fn has_keys(&self) -> bool {
+        false
+    }
+
+    /// Makes every keyed site of `event` a jump to its recording path (`armed`) or
+    /// the NOP again ([`crate::event::key`]), and returns once every CPU executes the
+    /// new bytes. Called only where [`Platform::may_wait`] is true, one call at a
+    /// time, and only if [`Platform::has_keys`].
+    fn set_key(&self, event: &'static EventDescriptor, armed: bool) {
+        let _ = (event, armed);
     }
 }
 

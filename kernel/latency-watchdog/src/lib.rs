@@ -79,6 +79,11 @@ impl<P: Platform + Clone + Send + Sync + 'static> Watchdog<P> {
             worst_ns: AtomicU64::new(0),
         };
         watchdog.enable(BASELINE, true);
+        // The window's events are enabled from the timer interrupt, where their
+        // tracepoints cannot be patched: they stay armed.
+        for (system, event) in WINDOW {
+            let _ = tracer.keep_armed(Some(system), Some(event));
+        }
         Ok(watchdog)
     }
 

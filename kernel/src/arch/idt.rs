@@ -8,10 +8,11 @@ use super::gdt::{DOUBLE_FAULT_IST_INDEX, NMI_IST_INDEX};
 use super::hooks::Hooks;
 use super::irq::HandlerGuard;
 use super::pic::PIC_BASE_VECTOR;
-use super::{apic, membarrier, percpu};
+use super::{apic, membarrier, patch, percpu};
 use crate::events;
 use core::fmt;
 use spin::Lazy;
+use x86_64::VirtAddr;
 use x86_64::registers::control::Cr2;
 use x86_64::structures::idt::{InterruptDescriptorTable, InterruptStackFrame, PageFaultErrorCode};
 
@@ -119,13 +120,6 @@ extern "x86-interrupt" fn debug(frame: InterruptStackFrame) {
     );
 }
 
-extern "x86-interrupt" fn breakpoint(frame: InterruptStackFrame) {
-    let _handler = HandlerGuard::enter();
-    let exception =
-        Exception { name: "BREAKPOINT", vector: 3, error_code: None, frame: &frame, cr2: None };
-    crate::emergency_println!("{exception} (recovered)");
-}
-
 extern "x86-interrupt" fn nmi(_frame: InterruptStackFrame) {
     let _handler = HandlerGuard::enter_nmi();
     NMI.for_each(|hook| hook());
@@ -186,7 +180,6 @@ static IDT: Lazy<InterruptDescriptorTable> = Lazy::new(|| {
     let mut idt = InterruptDescriptorTable::new();
     idt.divide_error.set_handler_fn(divide_error);
     idt.debug.set_handler_fn(debug);
-    idt.breakpoint.set_handler_fn(breakpoint);
     idt.overflow.set_handler_fn(overflow);
     idt.bound_range_exceeded.set_handler_fn(bound_range_exceeded);
     idt.invalid_opcode.set_handler_fn(invalid_opcode);
@@ -201,9 +194,13 @@ static IDT: Lazy<InterruptDescriptorTable> = Lazy::new(|| {
     idt.machine_check.set_handler_fn(machine_check);
     idt.simd_floating_point.set_handler_fn(simd_floating_point);
     idt.virtualization.set_handler_fn(virtualization);
-    // SAFETY: the IST indices name stacks that `gdt::init_this_cpu` installs in every
-    // CPU's TSS before that CPU loads this IDT, and no other handler uses them.
+    // SAFETY: the breakpoint entry is `patch`'s, an interrupt handler that follows
+    // the CPU's frame layout (it resumes a CPU that met a site being patched); it runs
+    // on the interrupted stack, so an `int3` in an NMI handler nests. The IST indices
+    // name stacks that `gdt::init_this_cpu` installs in every CPU's TSS before that
+    // CPU loads this IDT, and no other handler uses them.
     unsafe {
+        idt.breakpoint.set_handler_addr(VirtAddr::new(patch::breakpoint_entry as *const () as u64));
         idt.double_fault.set_handler_fn(double_fault).set_stack_index(DOUBLE_FAULT_IST_INDEX);
         idt.non_maskable_interrupt.set_handler_fn(nmi).set_stack_index(NMI_IST_INDEX);
     }

@@ -9,6 +9,7 @@ pub mod hooks;
 pub mod idt;
 pub mod irq;
 pub mod membarrier;
+pub mod patch;
 pub mod percpu;
 pub mod pic;
 pub mod pit;

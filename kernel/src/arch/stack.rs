@@ -32,7 +32,7 @@ static ERROR_CODE_FRAME: [AtomicU64; MAX_CPUS] = [const { AtomicU64::new(0) }; M
 pub fn record_fault(ip: u64, error_code_frame: Option<u64>) {
     let cpu = percpu::index();
     if let (Some(fault), Some(frame)) = (FAULT_IP.get(cpu), ERROR_CODE_FRAME.get(cpu)) {
-        fault.store(ip.wrapping_sub(IMAGE_OFFSET.load(Relaxed)), Relaxed);
+        fault.store(elf_address(ip), Relaxed);
         frame.store(error_code_frame.unwrap_or(0), Relaxed);
     }
 }
@@ -41,6 +41,11 @@ pub fn record_fault(ip: u64, error_code_frame: Option<u64>) {
 /// ELF, if one did.
 pub fn fault_ip(cpu: usize) -> Option<u64> {
     FAULT_IP.get(cpu).map(|ip| ip.load(Relaxed)).filter(|&ip| ip != 0)
+}
+
+/// The kernel ELF's address of `addr`, an address in the running kernel image.
+pub fn elf_address(addr: u64) -> u64 {
+    addr.wrapping_sub(IMAGE_OFFSET.load(Relaxed))
 }
 
 /// Records the kernel image's load offset (the bootloader's `kernel_image_offset`).

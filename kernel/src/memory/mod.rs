@@ -5,6 +5,7 @@
 
 pub mod acpi;
 pub mod heap;
+pub mod text;
 
 use alloc::boxed::Box;
 use bootloader_api::info::{MemoryRegionKind, MemoryRegions};
@@ -47,6 +48,14 @@ unsafe fn active_page_table() -> OffsetPageTable<'static> {
 pub fn is_mapped(addr: VirtAddr) -> bool {
     // SAFETY: the table is only read, and dropped before returning.
     unsafe { active_page_table() }.translate_addr(addr).is_some()
+}
+
+/// Where the byte at `addr` (mapped, e.g. kernel text) is writable: the same
+/// physical byte in the physical-memory window. `None` if `addr` is not mapped.
+pub fn writable_alias(addr: VirtAddr) -> Option<*mut u8> {
+    // SAFETY: the table is only read, and dropped before returning.
+    let phys = unsafe { active_page_table() }.translate_addr(addr)?;
+    Some(phys_to_virt(phys.as_u64()).as_mut_ptr())
 }
 
 /// The ramdisk the bootloader loaded with the kernel (`addr`, `len` from the boot

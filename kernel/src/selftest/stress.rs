@@ -6,10 +6,16 @@
 //! instance (kept afterwards: its `per_cpu/cpuN/stats` show the run). At the end
 //! each CPU's statistics are checked against the invariant and against independent
 //! counts of what was attempted and consumed.
+//!
+//! With `cycle N` the boot CPU also arms and disarms the `stress:cycled` event N
+//! times during the run (enabled and disabled in the `stress-keys` instance, nothing
+//! else enables it), so its sites are patched between NOP and jump while every CPU
+//! executes them, in thread, interrupt and NMI context; that instance's accounting
+//! must balance too.
 
 use crate::arch::apic::{self, Destination, Ipi};
 use crate::arch::{MAX_CPUS, idt, percpu};
-use crate::events::STRESS;
+use crate::events::{CYCLED, STRESS};
 use crate::tracing::{self, KernelPlatform};
 use crate::{clock, println, smp, timer};
 use alloc::sync::Arc;
@@ -24,6 +30,12 @@ const RING_BYTES: usize = 16 * 1024;
 pub const INSTANCE: &str = "stress";
 /// Longest run accepted, in milliseconds.
 pub const MAX_MS: u64 = 10_000;
+/// Most arm/disarm cycles one run accepts.
+pub const MAX_CYCLES: u32 = 100_000;
+/// How long a run may go on past its duration to finish its cycles, in milliseconds.
+const CYCLES_EXTRA_MS: u64 = 120_000;
+/// The instance `stress:cycled` is enabled in.
+const KEYS_INSTANCE: &str = "stress-keys";
 
 /// Where a stress event was written from.
 #[derive(Clone, Copy)]
@@ -64,6 +76,7 @@ impl Run {
         // The writer's local APIC id, read from the hardware, lets the reader check
         // that the ring the platform chose (from GS) is really this CPU's.
         trace::emit!(STRESS, apic::id(), source as u8, seq);
+        trace::emit!(CYCLED, seq);
     }
 }
 
@@ -101,9 +114,11 @@ struct Consumed {
     foreign: u64,
 }
 
-/// Runs the stress test in `mode` for `ms` milliseconds and prints the report.
-/// Returns whether every check passed.
-pub fn run(mode: Mode, ms: u64) -> Result<bool, &'static str> {
+/// Runs the stress test in `mode` for `ms` milliseconds, arming and disarming
+/// `stress:cycled` `cycles` times meanwhile (going on until they are done, for at
+/// most 2 minutes more), and prints the report. Returns whether
+/// every check passed.
+pub fn run(mode: Mode, ms: u64, cycles: u32) -> Result<bool, &'static str> {
     let cpus = smp::online();
     let tracer = tracing::tracer().ok_or("tracing is not available")?;
     let config = InstanceConfig { bytes_per_cpu: RING_BYTES, mode, snapshot: false };
@@ -125,6 +140,21 @@ pub fn run(mode: Mode, ms: u64) -> Result<bool, &'static str> {
         writers_done: AtomicUsize::new(0),
         counts,
     });
+    let keyed = if cycles > 0 {
+        let config = InstanceConfig { bytes_per_cpu: RING_BYTES, mode, snapshot: false };
+        let keyed = tracer
+            .get_or_create(KEYS_INSTANCE, config)
+            .map_err(|_| "cannot create the stress-keys instance")?;
+        keyed.set_tracing(false);
+        keyed.clear().map_err(|_| "the stress-keys instance is busy (trace_pipe open?)")?;
+        keyed.set_mode(mode);
+        let _ = keyed.set_event(None, None, false);
+        keyed.set_tracing(true);
+        Some(keyed)
+    } else {
+        None
+    };
+    let (mut cycled, mut armed) = (0, false);
     let recorder = run.instance.recorder();
     let mut consumers = (0..cpus)
         .map(|cpu| recorder.live().consumer(cpu))
@@ -140,10 +170,13 @@ pub fn run(mode: Mode, ms: u64) -> Result<bool, &'static str> {
     let mut consumed = [Consumed::default(); MAX_CPUS];
     let mut corrupt = false;
     let posted = smp::post_work(writer);
+    let start = clock::now_ns();
     if posted.is_ok() {
-        let deadline = clock::now_ns() + ms * 1_000_000;
+        let deadline = start + ms * 1_000_000;
+        // Cycles still to run extend the run, up to a bound.
+        let last = deadline + CYCLES_EXTRA_MS * 1_000_000;
         let mut round = 0usize;
-        while clock::now_ns() < deadline {
+        while clock::now_ns() < deadline || (cycled < cycles && clock::now_ns() < last) {
             for (cpu, consumer) in consumers.iter_mut().enumerate() {
                 corrupt |= drain(consumer, cpu, &mut consumed[cpu], 64).is_err();
             }
@@ -153,6 +186,13 @@ pub fn run(mode: Mode, ms: u64) -> Result<bool, &'static str> {
                     percpu::get(1 + round % (cpus - 1)).expect("online CPUs have per-CPU data");
                 let ipi = if round % 8 == 7 { Ipi::Nmi } else { Ipi::Fixed(apic::TEST_VECTOR) };
                 apic::send_ipi(Destination::Apic(target.apic_id()), ipi);
+            }
+            // Armed for one round, disarmed for the next.
+            if let Some(keyed) = keyed.as_ref().filter(|_| cycled < cycles)
+                && keyed.set_event(Some("stress"), Some("cycled"), !armed).is_ok()
+            {
+                armed = !armed;
+                cycled += u32::from(!armed);
             }
             round += 1;
         }
@@ -168,13 +208,49 @@ pub fn run(mode: Mode, ms: u64) -> Result<bool, &'static str> {
     // starts another.
     RUN.write().take();
     let _ = run.instance.set_event(None, None, false);
+    if let Some(keyed) = &keyed {
+        let _ = keyed.set_event(None, None, false);
+    }
     posted?;
     for (cpu, consumer) in consumers.iter_mut().enumerate() {
         corrupt |= drain(consumer, cpu, &mut consumed[cpu], 0).is_err();
         consumed[cpu].lost += consumer.lost_pending();
     }
     drop(consumers);
-    Ok(report(&run, mode, ms, &consumed[..cpus], corrupt))
+    let ms = clock::now_ns().saturating_sub(start) / 1_000_000;
+    let pass = report(&run, mode, ms, &consumed[..cpus], corrupt);
+    Ok(match keyed {
+        Some(keyed) => report_cycles(&keyed, cpus, cycled, cycles) && pass,
+        None => pass,
+    })
+}
+
+/// Reports the arm/disarm cycles of `stress:cycled` and checks its instance's
+/// accounting; returns whether every cycle ran and every CPU balances.
+fn report_cycles(
+    keyed: &Instance<'static, KernelPlatform>,
+    cpus: usize,
+    cycled: u32,
+    cycles: u32,
+) -> bool {
+    let mut written = 0;
+    let mut balanced = true;
+    for cpu in 0..cpus {
+        match keyed.stats(cpu) {
+            Ok(stats) => {
+                written += stats.written;
+                balanced &= stats.balanced();
+            }
+            Err(_) => balanced = false,
+        }
+    }
+    let pass = balanced && cycled == cycles;
+    println!(
+        "keys: stress:cycled armed and disarmed {cycled} of {cycles} times, {written} recorded \
+         while armed | {}",
+        if pass { "invariant ok" } else { "FAILED" }
+    );
+    pass
 }
 
 /// Consumes up to `limit` records (0: all) from one ring, checking each.

@@ -100,9 +100,18 @@ pub static COMMANDS: &[Command] = &[
         run: cpus,
     },
     Command {
+        name: "keys",
+        usage: "[SYSTEM:EVENT]",
+        help: "the tracepoint sites (static keys): address, event, nop/jmp, bytes, where",
+        redirects: false,
+        pipes: true,
+        run: keys,
+    },
+    Command {
         name: "stress",
-        usage: "[overwrite|discard|both] [MS]",
-        help: "ring buffer stress test on every CPU (default: both modes, 1000 ms)",
+        usage: "[overwrite|discard|both] [MS] [cycle N]",
+        help: "ring buffer stress test on every CPU (default: both modes, 1000 ms); cycle: \
+               arm and disarm a key N times meanwhile",
         redirects: false,
         pipes: false,
         run: stress,
@@ -395,6 +404,51 @@ fn cpus(
     Ok(())
 }
 
+fn keys(
+    _: &mut Shell,
+    args: &[&str],
+    _: Option<&Redirect>,
+    out: &mut Output,
+) -> Result<(), CommandError> {
+    let (system, name) = match args {
+        [] => (None, None),
+        [event] => {
+            let (system, name) = event.split_once(':').ok_or(CommandError::Usage)?;
+            (Some(system), Some(name))
+        }
+        _ => return Err(CommandError::Usage),
+    };
+    let sites = crate::keys::sites().iter().filter(|s| s.event.matches(system, name));
+    let (mut shown, mut jumps) = (0, 0);
+    for site in sites {
+        let bytes = memory::text::site_bytes(site);
+        let state = match bytes {
+            Some(b) if b == trace::event::key::NOP => "nop",
+            Some(b) if Some(b) == site.jump() => "jmp",
+            _ => "?",
+        };
+        let _ = write!(out, "{:#x} {}:{} {state}", site.site, site.event.system, site.event.name);
+        for byte in bytes.unwrap_or_default() {
+            let _ = write!(out, " {byte:02x}");
+        }
+        if let Some(table) = crate::symbols::table() {
+            let _ = out.write_str(" ");
+            let _ = table.write_address(out, arch::stack::elf_address(site.site as u64));
+            let _ = out.write_str(" -> ");
+            let _ = table.write_address(out, arch::stack::elf_address(site.target as u64));
+        }
+        let _ = writeln!(out);
+        shown += 1;
+        jumps += usize::from(state == "jmp");
+    }
+    let (during, after) = arch::patch::traps();
+    let _ = writeln!(
+        out,
+        "# {shown} sites, {jumps} armed; int3 met {during} times during a patch, {after} after"
+    );
+    Ok(())
+}
+
 fn stress(
     _: &mut Shell,
     args: &[&str],
@@ -402,6 +456,13 @@ fn stress(
     _out: &mut Output,
 ) -> Result<(), CommandError> {
     const BOTH: &[Mode] = &[Mode::Overwrite, Mode::Discard];
+    let (args, cycles) = match args {
+        [rest @ .., "cycle", n] => (rest, Some(n.parse::<u32>().map_err(|_| CommandError::Usage)?)),
+        _ => (args, None),
+    };
+    if cycles.is_some_and(|n| n == 0 || n > stress::MAX_CYCLES) {
+        return Err("cycles must be 1 to 100000".into());
+    }
     let (modes, ms): (&[Mode], &str) = match args {
         [] => (BOTH, "1000"),
         [ms] if ms.parse::<u64>().is_ok() => (BOTH, ms),
@@ -421,7 +482,7 @@ fn stress(
         return Err("duration must be 1 to 10000 ms".into());
     }
     for &mode in modes {
-        stress::run(mode, ms).map_err(CommandError::from)?;
+        stress::run(mode, ms, cycles.unwrap_or(0)).map_err(CommandError::from)?;
     }
     Ok(())
 }

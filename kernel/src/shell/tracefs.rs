@@ -122,6 +122,9 @@ impl From<InstanceError> for FsError {
                 FsError::MemoryLimit(used / 1024, max / 1024)
             }
             InstanceError::TopLevel => FsError::NotPermitted,
+            InstanceError::NotArmed => {
+                FsError::Rule("the event is not armed, and arming it needs a context that may wait")
+            }
             InstanceError::Buffer(trace::Error::NoMemory | trace::Error::TooBig) => {
                 let (heap_used, heap) = crate::memory::heap::usage();
                 let (used, max) = tracer().map_or((0, 0), |t| t.memory());

@@ -87,6 +87,14 @@ impl trace::Platform for KernelPlatform {
         irq::may_wait()
     }
 
+    fn has_keys(&self) -> bool {
+        crate::keys::ready()
+    }
+
+    fn set_key(&self, event: &'static trace::event::EventDescriptor, armed: bool) {
+        crate::keys::set(event, armed);
+    }
+
     #[inline(always)]
     fn context(&self) -> Context {
         let this = percpu::current();

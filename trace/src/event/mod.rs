@@ -5,7 +5,8 @@
 //! `trace_events` linker section, so the kernel finds every event of every crate at
 //! boot by walking that section: no registration calls. [`emit!`](crate::emit)
 //! records one: when no instance has the event enabled it costs one load and a
-//! not-taken branch, and evaluates no argument.
+//! not-taken branch, or with static keys ([`key`]) a 5-byte NOP, and evaluates no
+//! argument.
 //!
 //! Inside: `dispatch` hands each emitted record to the installed tracer, `filter`
 //! compiles and evaluates ftrace's event filters on an event's fields, [`format`](mod@format)
@@ -16,6 +17,7 @@ pub(crate) mod dispatch;
 pub(crate) mod filter;
 pub mod format;
 pub mod format_file;
+pub mod key;
 pub mod log;
 
 pub use filter::{Filter, FilterError, FilterReason, MAX_FILTER_LEN, MAX_PREDICATES};
@@ -24,7 +26,7 @@ use crate::event::filter::{FieldRef, Fields};
 use crate::field::{Encoder, Field, FieldValue, Measure, Sink};
 
 use core::marker::PhantomData;
-use core::sync::atomic::{AtomicU16, AtomicU64, Ordering::Relaxed};
+use core::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering::Relaxed};
 
 /// Most payload bytes an event records (strings are cut to fit).
 pub const MAX_EVENT_PAYLOAD: usize = 256;
@@ -98,6 +100,10 @@ pub struct EventDescriptor {
     /// Bit `s` set: the event fires in slot `s` for its triggers but is not recorded
     /// (ftrace's soft-disabled state: triggers on an event that is off).
     soft: AtomicU64,
+    /// The event's keyed sites are jumps to their recording path (see [`key`]).
+    armed: AtomicBool,
+    /// The event stays armed while off (`Tracer::keep_armed`).
+    held: AtomicBool,
 }
 
 impl EventDescriptor {
@@ -121,6 +127,8 @@ impl EventDescriptor {
             hooked: AtomicU64::new(0),
             triggered: AtomicU64::new(0),
             soft: AtomicU64::new(0),
+            armed: AtomicBool::new(false),
+            held: AtomicBool::new(false),
         }
     }
 
@@ -210,6 +218,26 @@ impl EventDescriptor {
         if !filter && !triggers {
             self.hooked.fetch_and(!bit, Relaxed);
         }
+    }
+
+    /// Whether the event's keyed sites are jumps (the platform patched them), so
+    /// that setting a bit of its mask takes effect at once.
+    #[inline]
+    pub fn is_armed(&self) -> bool {
+        self.armed.load(Relaxed)
+    }
+
+    pub(crate) fn set_armed(&self, armed: bool) {
+        self.armed.store(armed, Relaxed);
+    }
+
+    /// Whether the event stays armed while off.
+    pub(crate) fn is_held(&self) -> bool {
+        self.held.load(Relaxed)
+    }
+
+    pub(crate) fn hold(&self) {
+        self.held.store(true, Relaxed);
     }
 
     /// Forgets everything about `slot` (its instance is being destroyed).
@@ -365,7 +393,9 @@ tuple_args!(
     (A: Da, B: Db, C: Dc, D: Dd, E: De, F: Df, G: Dg, H: Dh),
 );
 
-/// A typed tracepoint: its descriptor and the types of its arguments.
+/// A typed tracepoint: its descriptor and the types of its arguments. `repr(C)`:
+/// the descriptor is at the event's address (a keyed site names it so).
+#[repr(C)]
 pub struct Event<A> {
     descriptor: EventDescriptor,
     _args: PhantomData<fn(A)>,
@@ -543,11 +573,14 @@ macro_rules! linked_events {
 
 /// Records a tracepoint declared with [`event!`](macro@crate::event), with its arguments
 /// in declaration order. The arguments are evaluated only if the event is enabled.
+/// With static keys the site is a NOP until the event is armed ([`key`]).
 #[macro_export]
 macro_rules! emit {
     ($event:path $(, $arg:expr)* $(,)?) => {
-        if $event.is_enabled() {
-            $event.record(($($arg,)*));
-        }
+        $crate::key_site!($event, {
+            if $event.is_enabled() {
+                $event.record(($($arg,)*));
+            }
+        })
     };
 }

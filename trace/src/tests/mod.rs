@@ -5,6 +5,8 @@
 mod basic;
 #[cfg(not(loom))]
 mod filter;
+#[cfg(not(loom))]
+mod keys;
 #[cfg(all(loom, test))]
 mod loom;
 #[cfg(not(loom))]

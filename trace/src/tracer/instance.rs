@@ -23,6 +23,7 @@ use alloc::string::{String, ToString};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt;
+use core::sync::atomic::{Ordering::SeqCst, fence};
 
 /// Longest instance name.
 pub const MAX_NAME: usize = 32;
@@ -61,6 +62,9 @@ pub enum InstanceError {
     TopLevel,
     /// No event matches the system/event pattern.
     NoSuchEvent,
+    /// An event's tracepoints are not armed (static keys), and arming them needs a
+    /// context that may wait: keep it armed first (`Tracer::keep_armed`).
+    NotArmed,
     /// A buffer operation failed.
     Buffer(Error),
 }
@@ -81,6 +85,9 @@ impl fmt::Display for InstanceError {
             InstanceError::MemoryLimit => f.write_str("tracing memory limit reached"),
             InstanceError::TopLevel => f.write_str("the top-level instance cannot be removed"),
             InstanceError::NoSuchEvent => f.write_str("no such event"),
+            InstanceError::NotArmed => {
+                f.write_str("event not armed: enabling it here needs a context that may wait")
+            }
             InstanceError::Buffer(e) => e.fmt(f),
         }
     }
@@ -181,17 +188,34 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
         event: Option<&str>,
         enable: bool,
     ) -> Result<usize, InstanceError> {
-        let matched = self
-            .tracer
-            .events()
-            .iter()
-            .filter(|d| d.kind == DescriptorKind::Event && d.matches(system, event))
-            .map(|d| d.set_enabled(self.state.slot, enable))
-            .count();
-        if matched == 0 {
+        let matching = || {
+            let events = self.tracer.events().iter().copied();
+            events.filter(|d| d.kind == DescriptorKind::Event && d.matches(system, event))
+        };
+        if matching().next().is_none() {
             return Err(InstanceError::NoSuchEvent);
         }
-        self.tracer.settle();
+        if enable && !matching().all(|d| self.tracer.may_enable(d)) {
+            return Err(InstanceError::NotArmed);
+        }
+        let matched = matching().map(|d| d.set_enabled(self.state.slot, enable)).count();
+        let platform = &self.tracer.platform;
+        if platform.may_wait() {
+            self.tracer.settle();
+            self.tracer.sync_keys_now();
+        } else if enable && platform.has_keys() {
+            // Pairs with the fence in `Tracer::sync_keys`: an event disarmed since
+            // the check above (its last instance turned it off) is turned off here
+            // too, or seen enabled there and kept armed.
+            fence(SeqCst);
+            let lost: usize = matching()
+                .filter(|d| !d.is_armed())
+                .map(|d| d.set_enabled(self.state.slot, false))
+                .count();
+            if lost > 0 {
+                return Err(InstanceError::NotArmed);
+            }
+        }
         Ok(matched)
     }
 

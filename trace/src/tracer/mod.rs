@@ -13,6 +13,7 @@
 extern crate alloc;
 
 mod instance;
+mod keys;
 // The one module of the crate with `unsafe` (its `allow` is inside; see DESIGN.md).
 mod rcu;
 pub(crate) mod trigger;
@@ -275,6 +276,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         if let Some(state) = registry.instances[slot].take() {
             registry.total_bytes -= footprint(&state.recorder.lock());
         }
+        self.sync_keys(&registry);
         Ok(())
     }
 
@@ -616,6 +618,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
             }
         }
         registry.hooks[slot] = Some(table);
+        self.sync_keys(&registry);
         Ok(result)
     }
 

@@ -1,0 +1,233 @@
+//! Live patching of 5-byte instructions in kernel text while every CPU runs it
+//! (the static keys' NOP <-> `jmp`), by the int3 protocol:
+//!
+//! 1. publish the batch of sites, so the breakpoint handler knows them;
+//! 2. write `int3` over each site's first byte, and make every CPU serialise;
+//! 3. write each site's other four bytes, and serialise everywhere;
+//! 4. write each site's new first byte, and serialise everywhere; then withdraw the
+//!    batch.
+//!
+//! At every moment a CPU executes either the old instruction, the new one, or the
+//! `int3`, whose handler resumes after the site (the site done as a NOP: a NOP or a
+//! jump to a recording path are both right while the key changes). An `int3` taken
+//! after its patch ended (QEMU's TCG can run a stale block) emulates what the site
+//! holds by then: a NOP, or the jump. "Serialise
+//! everywhere" is the caller's `sync`: an IPI each other CPU acknowledges (its `iret`
+//! serialises) and a serialising instruction here. A CPU acknowledges only with
+//! interrupts on, so after step 4's no CPU is still in the handler for this batch.
+//!
+//! The handler returns from a patch site without `iret`, with `popfq; ret` on the
+//! interrupted stack: an `iret` would end the NMI-blocking of an NMI handler that hit
+//! a site, and a second NMI would then overwrite the first's frame on the NMI stack.
+//! Text stays read-only: the bytes are written through the physical-memory window.
+
+use super::irq::HandlerGuard;
+use super::percpu;
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use spin::Mutex;
+use x86_64::structures::idt::InterruptStackFrame;
+
+/// Bytes a site holds.
+pub const SITE_LEN: usize = 5;
+/// Most sites patched in one batch (a key with more is patched in several).
+pub const MAX_BATCH: usize = 64;
+/// The `int3` opcode.
+const INT3: u8 = 0xcc;
+
+/// The sites of the batch being patched (the breakpoint handler's view).
+static BATCH: [AtomicU64; MAX_BATCH] = [const { AtomicU64::new(0) }; MAX_BATCH];
+/// How many entries of [`BATCH`] are live (0: no patch in progress).
+static BATCH_LEN: AtomicUsize = AtomicUsize::new(0);
+/// One patch at a time.
+static PATCHING: Mutex<()> = Mutex::new(());
+/// Most distinct sites this module patches in a boot.
+pub const MAX_SITES: usize = 4096;
+/// Every site ever patched (the first [`KNOWN_LEN`]), for an `int3` taken late.
+static KNOWN: [AtomicU64; MAX_SITES] = [const { AtomicU64::new(0) }; MAX_SITES];
+static KNOWN_LEN: AtomicUsize = AtomicUsize::new(0);
+/// `int3`s taken at a site while its patch ran, and after it ended.
+static TRAPS: [AtomicU64; 2] = [const { AtomicU64::new(0) }; 2];
+
+/// How many CPUs met a site's `int3` while its patch ran, and after it ended (see
+/// [`resume_at`]).
+pub fn traps() -> (u64, u64) {
+    (TRAPS[0].load(Ordering::Relaxed), TRAPS[1].load(Ordering::Relaxed))
+}
+
+/// One site to patch: where it is executed, where its bytes can be written, and
+/// what it becomes.
+#[derive(Clone, Copy, Debug)]
+pub struct Poke {
+    /// The site's address in kernel text.
+    pub site: u64,
+    /// Where each of its bytes is writable (the physical-memory window).
+    pub alias: [*mut u8; SITE_LEN],
+    /// Its new bytes.
+    pub bytes: [u8; SITE_LEN],
+}
+
+/// Patches `pokes` by the int3 protocol (module documentation); `sync` must return
+/// once every other CPU has taken an interrupt after the call began. Thread
+/// context, interrupts on (`sync` waits for the other CPUs).
+///
+/// # Safety
+/// Each poke's site must be the start of a 5-byte instruction that every CPU may
+/// execute and that is only ever replaced by another 5-byte instruction, each byte's
+/// alias must map the same physical byte writable, and the new bytes must be an
+/// instruction the code may run in the site's place.
+pub unsafe fn patch(pokes: &[Poke], sync: impl Fn()) -> Result<(), &'static str> {
+    let _one = PATCHING.lock();
+    for poke in pokes {
+        remember(poke.site)?;
+    }
+    for batch in pokes.chunks(MAX_BATCH) {
+        for (slot, poke) in BATCH.iter().zip(batch) {
+            slot.store(poke.site, Ordering::Relaxed);
+        }
+        // Release: stores are seen in order (x86), so a CPU that meets an `int3`
+        // written below, and then takes the trap (which serialises), sees the batch.
+        BATCH_LEN.store(batch.len(), Ordering::Release);
+        let write = |at: *mut u8, byte: u8| {
+            // SAFETY: the caller guarantees `at` maps a byte of a site writable;
+            // every CPU sees one of the protocol's states of the site meanwhile.
+            unsafe { at.write_volatile(byte) }
+        };
+        batch.iter().for_each(|p| write(p.alias[0], INT3));
+        serialise_everywhere(&sync);
+        for poke in batch {
+            (1..SITE_LEN).for_each(|i| write(poke.alias[i], poke.bytes[i]));
+        }
+        serialise_everywhere(&sync);
+        batch.iter().for_each(|p| write(p.alias[0], p.bytes[0]));
+        serialise_everywhere(&sync);
+        BATCH_LEN.store(0, Ordering::Release);
+    }
+    Ok(())
+}
+
+/// Adds `site` to [`KNOWN`] (the caller holds [`PATCHING`]).
+fn remember(site: u64) -> Result<(), &'static str> {
+    let len = KNOWN_LEN.load(Ordering::Relaxed);
+    if KNOWN[..len].iter().any(|s| s.load(Ordering::Relaxed) == site) {
+        return Ok(());
+    }
+    let slot = KNOWN.get(len).ok_or("too many patched sites")?;
+    slot.store(site, Ordering::Relaxed);
+    KNOWN_LEN.store(len + 1, Ordering::Release);
+    Ok(())
+}
+
+/// Makes every CPU execute a serialising instruction after the call began.
+fn serialise_everywhere(sync: &impl Fn()) {
+    sync();
+    // `cpuid` serialises this CPU.
+    core::arch::x86_64::__cpuid(0);
+}
+
+/// Where a CPU that hit the `int3` ending at `address` resumes: after the site, if
+/// a patch of that site is in progress; if it is a patched site that holds a whole
+/// instruction, where that instruction leads (after a NOP, or the jump's target). The latter is a CPU that ran bytes fetched before the patch ended:
+/// QEMU's TCG can keep running a block it translated from the `int3`, so the site
+/// is emulated rather than run again. `None`: not a site's `int3`.
+fn resume_at(address: u64) -> Option<u64> {
+    let site = address.checked_sub(1)?;
+    let after = site + SITE_LEN as u64;
+    let len = BATCH_LEN.load(Ordering::Acquire).min(MAX_BATCH);
+    if BATCH[..len].iter().any(|s| s.load(Ordering::Relaxed) == site) {
+        TRAPS[0].fetch_add(1, Ordering::Relaxed);
+        return Some(after);
+    }
+    let known = KNOWN_LEN.load(Ordering::Acquire);
+    if !KNOWN[..known].iter().any(|s| s.load(Ordering::Relaxed) == site) {
+        return None;
+    }
+    // SAFETY: `site` is a patched site: 5 bytes of kernel text, mapped and readable;
+    // `patch` changes them only by whole-byte writes.
+    let bytes: [u8; SITE_LEN] =
+        core::array::from_fn(|i| unsafe { (site as *const u8).add(i).read_volatile() });
+    TRAPS[1].fetch_add(1, Ordering::Relaxed);
+    match bytes {
+        [0xe9, rel @ ..] => Some(after.wrapping_add_signed(i32::from_le_bytes(rel).into())),
+        // The NOP (or, between two patches, the next one's `int3`: a NOP too).
+        _ => Some(after),
+    }
+}
+
+/// The breakpoint handler's body: resumes after a site being patched (`true`: return
+/// without `iret`), or reports a breakpoint and returns to the code after it.
+extern "C" fn breakpoint_trap(frame: &mut InterruptStackFrame) -> bool {
+    if let Some(resume) = resume_at(frame.instruction_pointer.as_u64()) {
+        // SAFETY: only the return address changes: to the end of the 5-byte site the
+        // `int3` stands for (the next instruction whichever state the site is in),
+        // or to the jump's target once the site holds the jump.
+        unsafe { frame.as_mut().update(|f| f.instruction_pointer = x86_64::VirtAddr::new(resume)) };
+        return true;
+    }
+    let _handler = HandlerGuard::enter();
+    crate::emergency_println!(
+        "EXCEPTION: BREAKPOINT (vector 3) on cpu {}: rip={:#x} rsp={:#x} (recovered)",
+        percpu::index(),
+        frame.instruction_pointer.as_u64(),
+        frame.stack_pointer.as_u64()
+    );
+    false
+}
+
+/// The breakpoint (#BP) entry, installed without an IST stack (so frames nest): saves
+/// the registers the C ABI lets [`breakpoint_trap`] clobber, calls it, and returns
+/// with `iretq`, or, at a patch site, with `popfq; ret` on the interrupted stack.
+#[unsafe(naked)]
+pub(super) extern "C" fn breakpoint_entry() {
+    core::arch::naked_asm!(
+        // The CPU pushed RIP, CS, RFLAGS, RSP, SS (40 bytes, below a 16-aligned RSP):
+        // nine pushes leave RSP 16-aligned for the call.
+        "push rax",
+        "push rcx",
+        "push rdx",
+        "push rsi",
+        "push rdi",
+        "push r8",
+        "push r9",
+        "push r10",
+        "push r11",
+        "lea rdi, [rsp + 72]",
+        "call {trap}",
+        "test al, al",
+        "jnz 2f",
+        "pop r11",
+        "pop r10",
+        "pop r9",
+        "pop r8",
+        "pop rdi",
+        "pop rsi",
+        "pop rdx",
+        "pop rcx",
+        "pop rax",
+        "iretq",
+        // Resume without `iret`: put RFLAGS and RIP just below the interrupted RSP
+        // (no red zone in the kernel; this overwrites at most the frame's RSP and SS
+        // slots, read first), keep that stack pointer in the frame's CS slot, restore
+        // the registers, switch to that stack, `popfq`, `ret`.
+        "2:",
+        "mov rcx, [rsp + 72]",
+        "mov rdx, [rsp + 88]",
+        "mov rsi, [rsp + 96]",
+        "sub rsi, 16",
+        "mov [rsi + 8], rcx",
+        "mov [rsi], rdx",
+        "mov [rsp + 80], rsi",
+        "pop r11",
+        "pop r10",
+        "pop r9",
+        "pop r8",
+        "pop rdi",
+        "pop rsi",
+        "pop rdx",
+        "pop rcx",
+        "pop rax",
+        "mov rsp, [rsp + 8]",
+        "popfq",
+        "ret",
+        trap = sym breakpoint_trap,
+    )
+}

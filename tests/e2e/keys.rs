@@ -1,0 +1,139 @@
+//! Static keys: each tracepoint site is a 5-byte NOP in kernel text while no
+//! instance fires its event, and a jump to its recording path while one does; the
+//! sites are patched while every CPU runs them.
+
+use e2e::{Machine, STEP_TIMEOUT};
+use std::time::Duration;
+
+/// One line of `keys`: the site's address, state, bytes, function and target.
+#[derive(Debug, PartialEq)]
+struct Site {
+    address: String,
+    state: String,
+    bytes: Vec<u8>,
+    function: String,
+    target: String,
+}
+
+/// The sites `keys EVENT` lists.
+fn sites(machine: &mut Machine, event: &str) -> Vec<Site> {
+    let listing = machine.run(&format!("keys {event}"));
+    let sites: Vec<Site> = listing
+        .lines()
+        .filter(|l| l.starts_with("0x"))
+        .map(|line| {
+            let words: Vec<&str> = line.split(' ').collect();
+            assert_eq!(words.len(), 11, "{line}");
+            assert_eq!(words[1], event, "{line}");
+            assert_eq!(words[9], "->", "{line}");
+            Site {
+                address: words[0].to_string(),
+                state: words[2].to_string(),
+                bytes: words[3..8].iter().map(|b| u8::from_str_radix(b, 16).unwrap()).collect(),
+                function: words[8].to_string(),
+                target: words[10].to_string(),
+            }
+        })
+        .collect();
+    assert!(!sites.is_empty(), "{event} has sites:\n{listing}");
+    let summary = format!("# {} sites, ", sites.len());
+    assert!(listing.contains(&summary), "{listing}");
+    sites
+}
+
+const NOP: [u8; 5] = [0x0f, 0x1f, 0x44, 0x00, 0x00];
+
+/// The function part of `function+0xoffset`.
+fn function(at: &str) -> &str {
+    at.rsplit_once('+').map_or(at, |(f, _)| f)
+}
+
+fn assert_nops(sites: &[Site]) {
+    for site in sites {
+        assert_eq!((site.state.as_str(), &site.bytes[..]), ("nop", &NOP[..]), "{site:?}");
+    }
+}
+
+fn assert_jumps(sites: &[Site]) {
+    for site in sites {
+        assert_eq!(site.state, "jmp", "{site:?}");
+        assert_eq!(site.bytes[0], 0xe9, "a jmp rel32: {site:?}");
+        // The recording path is the site's own out-of-line block.
+        assert_eq!(function(&site.function), function(&site.target), "{site:?}");
+        assert!(site.function.starts_with("kernel::"), "{site:?}");
+    }
+}
+
+#[test]
+fn a_site_is_a_nop_while_its_event_is_off_and_a_jump_while_any_instance_fires_it() {
+    let mut machine = Machine::boot();
+    assert!(machine.transcript().contains("keys: "), "the boot checks the sites");
+    // stress:cycled is off everywhere at boot.
+    let off = sites(&mut machine, "stress:cycled");
+    assert_nops(&off);
+    machine.run("mkdir instances/a");
+    machine.run("echo 1 > instances/a/events/stress/cycled/enable");
+    let on = sites(&mut machine, "stress:cycled");
+    assert_jumps(&on);
+    // A second instance: still a jump; the first turns it off: still a jump.
+    machine.run("echo 1 > events/stress/cycled/enable");
+    machine.run("echo 0 > instances/a/events/stress/cycled/enable");
+    assert_eq!(sites(&mut machine, "stress:cycled"), on);
+    // The last instance to fire it goes: every site is its NOP again, byte for byte.
+    machine.run("echo 0 > events/stress/cycled/enable");
+    assert_eq!(sites(&mut machine, "stress:cycled"), off);
+    // Removing an instance that fires it disarms it too.
+    machine.run("echo 1 > instances/a/events/stress/cycled/enable");
+    assert_jumps(&sites(&mut machine, "stress:cycled"));
+    machine.run("rmdir instances/a");
+    assert_eq!(sites(&mut machine, "stress:cycled"), off);
+    // An event that fires records once armed: the shell's own commands.
+    let command = sites(&mut machine, "shell:command");
+    assert_jumps(&command);
+    assert!(machine.run("cat trace").contains(" command: keys shell:command"), "armed, it records");
+}
+
+#[test]
+fn events_enabled_from_interrupt_context_stay_armed_while_off() {
+    let mut machine = Machine::boot();
+    // The latency watchdog enables the shell's events from the timer interrupt when
+    // it fires, so they stay armed when no instance records them.
+    machine.run("echo 0 > events/shell/enable");
+    assert_jumps(&sites(&mut machine, "shell:command"));
+    // An enable_event trigger's target too, for as long as the trigger exists: the
+    // trigger fires in the timer interrupt and enables it there, at once.
+    machine.run("echo 'enable_event:stress:cycled:1' > events/timer/tick/trigger");
+    assert_jumps(&sites(&mut machine, "stress:cycled"));
+    let enabled = (0..100).any(|_| machine.run("cat events/stress/cycled/enable").starts_with('1'));
+    assert!(enabled, "the trigger enabled its target from the timer interrupt");
+    machine.run("echo '!enable_event:stress:cycled:1' > events/timer/tick/trigger");
+    assert_jumps(&sites(&mut machine, "stress:cycled"));
+    machine.run("echo 0 > events/stress/cycled/enable");
+    assert_nops(&sites(&mut machine, "stress:cycled"));
+}
+
+#[test]
+fn arming_and_disarming_under_stress_on_4_cpus_keeps_every_count() {
+    let mut machine = Machine::boot();
+    let before = sites(&mut machine, "stress:cycled");
+    // Each cycle patches twice, each patch waits for every CPU three times: under
+    // TCG the run lasts until the cycles are done.
+    let command = "stress overwrite 1000 cycle 1000";
+    machine.send(format!("{command}\r").as_bytes());
+    machine.wait_for(&format!("{command}\r\n"), STEP_TIMEOUT);
+    let report = machine.wait_for_prompt(Duration::from_secs(600));
+    assert!(report.contains("stress overwrite: PASS"), "{report}");
+    let cycled: Vec<&str> = report.lines().filter(|l| l.starts_with("keys: ")).collect();
+    assert_eq!(cycled.len(), 1, "{report}");
+    for line in cycled {
+        assert!(line.contains("armed and disarmed 1000 of 1000 times"), "{line}");
+        assert!(line.ends_with("invariant ok"), "{line}");
+        let recorded: u64 =
+            line.split(", ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+        assert!(recorded > 0, "events were recorded while armed: {line}");
+    }
+    assert_eq!(sites(&mut machine, "stress:cycled"), before, "every site is its NOP again");
+    let listing = machine.run("keys");
+    let traps = listing.lines().last().unwrap();
+    println!("{traps}");
+}
