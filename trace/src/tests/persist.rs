@@ -81,6 +81,7 @@ fn records(buffer: &Buffer<HostPlatform>) -> Vec<Rec> {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "single-threaded safe code, run natively (31 s under Miri)")]
 fn a_saved_trace_validates_and_restores_what_was_written() {
     let words = leaked_region();
     let written = write_and_save(words, &mut Rng(7), 300);

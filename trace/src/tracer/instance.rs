@@ -181,7 +181,10 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
     }
 
     /// Enables (`enable`) or disables the events whose system and name match
-    /// (`None`: any; globs allowed). Returns how many events matched.
+    /// (`None`: any; globs allowed). Returns how many events matched. From any
+    /// context; with static keys, enabling where the platform may not wait is refused
+    /// (`NotArmed`, nothing changed) for an event that is not armed (see
+    /// [`Tracer::keep_armed`]).
     pub fn set_event(
         &self,
         system: Option<&str>,
