@@ -192,30 +192,21 @@ pub(super) extern "C" fn breakpoint_entry() {
         "push r11",
         "lea rdi, [rsp + 72]",
         "call {trap}",
+        // ZF set: `iretq`. Otherwise resume without `iret`: put RFLAGS and RIP just
+        // below the interrupted RSP (no red zone in the kernel; this overwrites at
+        // most the frame's RSP and SS slots, read first) and keep that stack pointer
+        // in the frame's CS slot. No instruction from here to the `jz` below writes
+        // the flags.
         "test al, al",
-        "jnz 2f",
-        "pop r11",
-        "pop r10",
-        "pop r9",
-        "pop r8",
-        "pop rdi",
-        "pop rsi",
-        "pop rdx",
-        "pop rcx",
-        "pop rax",
-        "iretq",
-        // Resume without `iret`: put RFLAGS and RIP just below the interrupted RSP
-        // (no red zone in the kernel; this overwrites at most the frame's RSP and SS
-        // slots, read first), keep that stack pointer in the frame's CS slot, restore
-        // the registers, switch to that stack, `popfq`, `ret`.
-        "2:",
+        "jz 2f",
         "mov rcx, [rsp + 72]",
         "mov rdx, [rsp + 88]",
         "mov rsi, [rsp + 96]",
-        "sub rsi, 16",
+        "lea rsi, [rsi - 16]",
         "mov [rsi + 8], rcx",
         "mov [rsi], rdx",
         "mov [rsp + 80], rsi",
+        "2:",
         "pop r11",
         "pop r10",
         "pop r9",
@@ -225,9 +216,13 @@ pub(super) extern "C" fn breakpoint_entry() {
         "pop rdx",
         "pop rcx",
         "pop rax",
+        "jz 3f",
+        // Switch to that stack, `popfq`, `ret`.
         "mov rsp, [rsp + 8]",
         "popfq",
         "ret",
+        "3:",
+        "iretq",
         trap = sym breakpoint_trap,
     )
 }

@@ -88,7 +88,7 @@ impl trace::Platform for KernelPlatform {
     }
 
     fn has_keys(&self) -> bool {
-        crate::keys::ready()
+        trace::event::key::KEYED && crate::keys::ready()
     }
 
     fn set_key(&self, event: &'static trace::event::EventDescriptor, armed: bool) {

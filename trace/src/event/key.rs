@@ -12,6 +12,11 @@
 
 use crate::event::EventDescriptor;
 
+/// Whether `emit!` sites are keyed in this build (the `static-keys` feature, on
+/// bare-metal x86_64); without, [`linked_keys!`](crate::linked_keys) is empty.
+pub const KEYED: bool =
+    cfg!(all(feature = "static-keys", target_arch = "x86_64", target_os = "none"));
+
 /// The 5-byte NOP a site holds while its event is off (`nopl 0x0(%rax,%rax,1)`).
 pub const NOP: [u8; 5] = [0x0f, 0x1f, 0x44, 0x00, 0x00];
 
@@ -47,7 +52,9 @@ impl KeySite {
 /// The sites the linker collected in the `trace_keys` section of the calling
 /// binary: every keyed [`emit!`](crate::emit) of every crate linked in. Expands to
 /// the section's one `unsafe` walk, in the caller's crate (it relies on the linker's
-/// `__start_`/`__stop_` symbols, which exist once a site does).
+/// `__start_`/`__stop_` symbols, which exist once a site does). Empty where sites
+/// are not keyed ([`KEYED`]).
+#[cfg(all(feature = "static-keys", target_arch = "x86_64", target_os = "none"))]
 #[macro_export]
 macro_rules! linked_keys {
     () => {{
@@ -62,6 +69,16 @@ macro_rules! linked_keys {
         // descriptor is its first field), contiguously between these two symbols;
         // nothing writes the section, which lives as long as the program.
         unsafe { core::slice::from_raw_parts(start, stop.offset_from(start) as usize) }
+    }};
+}
+
+/// No keyed sites in this build ([`KEYED`]).
+#[cfg(not(all(feature = "static-keys", target_arch = "x86_64", target_os = "none")))]
+#[macro_export]
+macro_rules! linked_keys {
+    () => {{
+        let sites: &'static [$crate::event::key::KeySite] = &[];
+        sites
     }};
 }
 
