@@ -109,6 +109,13 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     io_apic.route(com1, apic::SERIAL_VECTOR, apic::id());
     smp::init().expect("the call IPI and the NMI take hooks");
     selftest::init().expect("the timer, the test IPI and the NMI take the self-tests' hooks");
+    // The tracer starts before the other CPUs and with interrupts off, for every CPU
+    // the firmware lists: the default events' sites are patched while no other code
+    // can run them (no CPU meets an `int3`; see `arch::patch`). A site that is not
+    // the NOP `emit!` wrote means a broken build: no event could be armed.
+    let sites = keys::init().unwrap_or_else(|reason| panic!("static keys: {reason}"));
+    println!("keys: {sites} tracepoint sites, each a 5-byte NOP until its event is armed");
+    let tracer = tracing::init(machine.cpus.len());
     x86_64::instructions::interrupts::enable();
 
     match low_page {
@@ -121,11 +128,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
         let apic_id = percpu::get(cpu).map_or(0, |c| c.apic_id());
         println!("cpu{cpu}: online (APIC id {apic_id})");
     }
-    // A site that is not the NOP `emit!` wrote means a broken build: no event could
-    // be armed.
-    let sites = keys::init().unwrap_or_else(|reason| panic!("static keys: {reason}"));
-    println!("keys: {sites} tracepoint sites, each a 5-byte NOP until its event is armed");
-    match tracing::init(smp::online()) {
+    match tracer {
         Ok(tracer) => {
             println!("trace: {} events, {} CPU(s)", tracer.events().len(), tracer.cpus());
             persist::init(tracer, persistent);

@@ -29,14 +29,18 @@ fn the_image_boots_and_traces_under_kvm() {
     assert!((500..10_000).contains(&mhz), "a plausible TSC calibration: {mhz} MHz");
     assert!(banner.contains("4 of 4 CPU(s) online"), "{banner}");
     // Every byte on the serial line is a VM exit, and exits are slow under nested
-    // KVM: keep the trace read back short (the ticks and commands of a moment).
-    for setup in ["echo 0 > events/enable", "echo 1 > events/timer/tick/enable"] {
-        assert_eq!(m.run(setup), "", "{setup}");
+    // KVM: keep the trace read back short (the ticks and commands of a moment), in an
+    // instance of its own. Both events are on at boot, so their sites are jumps
+    // already: this nested KVM cannot deliver a breakpoint (`fault bp` stops the VM
+    // with an emulation failure), so a patch while other CPUs run could not be
+    // survived here; see trace/DESIGN.md.
+    assert_eq!(m.run("mkdir instances/k"), "");
+    for event in ["timer/tick", "shell/command"] {
+        let setup = format!("echo 1 > instances/k/events/{event}/enable");
+        assert_eq!(m.run(&setup), "", "{setup}");
     }
-    assert_eq!(m.run("echo 1 > events/shell/command/enable"), "");
-    assert_eq!(m.run("echo > trace"), "");
     m.run("uptime");
-    let lines = trace_lines(&m.run("cat trace"));
+    let lines = trace_lines(&m.run("cat instances/k/trace"));
     assert!(lines.iter().any(|l| l.event == "tick" && l.cpu == 1), "ticks on cpu1");
     assert!(lines.iter().any(|l| l.event == "command" && l.fields == "uptime"), "the command");
 }

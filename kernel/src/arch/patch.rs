@@ -119,9 +119,10 @@ fn remember(site: u64) -> Result<(), &'static str> {
 
 /// Makes every CPU execute a serialising instruction after the call began.
 fn serialise_everywhere(sync: &impl Fn()) {
-    sync();
-    // `cpuid` serialises this CPU.
+    // `cpuid` serialises this CPU before it runs code that may hold a site (the
+    // IPI's own tracepoint).
     core::arch::x86_64::__cpuid(0);
+    sync();
 }
 
 /// Where a CPU that hit the `int3` ending at `address` resumes: after the site, if

@@ -84,7 +84,8 @@ impl trace::Platform for KernelPlatform {
     }
 
     fn may_wait(&self) -> bool {
-        irq::may_wait()
+        // Alone, the boot CPU waits for no one, interrupts on or off.
+        irq::may_wait() || (crate::smp::online() == 1 && !irq::in_handler())
     }
 
     fn has_keys(&self) -> bool {
