@@ -3,9 +3,8 @@
 
 use crate::event::{DescriptorKind, EventDescriptor};
 use crate::{HostPlatform, InstanceConfig, InstanceError, Limits, Mode, Platform, Tracer};
-use std::boxed::Box;
 use std::cell::Cell;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::vec::Vec;
 
 std::thread_local! {
@@ -19,7 +18,7 @@ type Log = Mutex<Vec<(&'static str, bool)>>;
 /// A platform with keys that logs each `set_key` call.
 #[derive(Clone)]
 struct Keyed {
-    log: &'static Log,
+    log: Arc<Log>,
 }
 
 impl Platform for Keyed {
@@ -46,11 +45,11 @@ impl Platform for Keyed {
 
 /// A tracer over `events` (statics of the calling test alone: arming is a state of
 /// the descriptor) and the log of its platform's `set_key` calls.
-fn tracer(events: &[&'static EventDescriptor]) -> (Tracer<Keyed>, &'static Log) {
-    let log = Box::leak(Box::new(Mutex::new(Vec::new())));
+fn tracer(events: &[&'static EventDescriptor]) -> (Tracer<Keyed>, Arc<Log>) {
+    let log = Arc::new(Mutex::new(Vec::new()));
     let top = InstanceConfig { bytes_per_cpu: 4096, mode: Mode::Overwrite, snapshot: false };
     let tracer = Tracer::new(
-        Keyed { log },
+        Keyed { log: log.clone() },
         1,
         events,
         Limits { max_instances: 4, max_total_bytes: 1 << 20 },
@@ -69,19 +68,19 @@ fn an_event_is_armed_while_any_instance_fires_it() {
     static A: EventDescriptor = EventDescriptor::new("k1", "a", "", &[], DescriptorKind::Event);
     static B: EventDescriptor = EventDescriptor::new("k1", "b", "", &[], DescriptorKind::Event);
     let (tracer, log) = tracer(&[&A, &B]);
-    assert!(take(log).is_empty() && !A.is_armed(), "nothing is armed at first");
+    assert!(take(&log).is_empty() && !A.is_armed(), "nothing is armed at first");
     let top = tracer.top();
     top.set_event(Some("k1"), Some("a"), true).unwrap();
-    assert_eq!(take(log), [("a", true)]);
+    assert_eq!(take(&log), [("a", true)]);
     assert!(A.is_armed() && !B.is_armed());
     let config = InstanceConfig { bytes_per_cpu: 4096, mode: Mode::Overwrite, snapshot: false };
     let other = tracer.get_or_create("other", config).unwrap();
     other.set_event(Some("k1"), None, true).unwrap();
-    assert_eq!(take(log), [("b", true)], "a was armed already");
+    assert_eq!(take(&log), [("b", true)], "a was armed already");
     top.set_event(None, None, false).unwrap();
-    assert!(take(log).is_empty(), "the other instance still fires both");
+    assert!(take(&log).is_empty(), "the other instance still fires both");
     tracer.destroy(other).unwrap();
-    let mut disarmed = take(log);
+    let mut disarmed = take(&log);
     disarmed.sort();
     assert_eq!(disarmed, [("a", false), ("b", false)]);
     assert!(!A.is_armed() && !B.is_armed());
@@ -98,14 +97,14 @@ fn enabling_an_unarmed_event_where_patching_cannot_wait_is_refused() {
     assert!(!top.event_enabled(&C) && !top.event_enabled(&D), "nothing changed");
     MAY_WAIT.with(|w| w.set(true));
     assert_eq!(tracer.keep_armed(Some("k2"), Some("c")), Ok(1));
-    assert_eq!(take(log), [("c", true)]);
+    assert_eq!(take(&log), [("c", true)]);
     MAY_WAIT.with(|w| w.set(false));
     assert_eq!(top.set_event(Some("k2"), Some("c"), true), Ok(1));
     assert!(top.event_enabled(&C));
     assert_eq!(top.set_event(Some("k2"), Some("c"), false), Ok(1));
     MAY_WAIT.with(|w| w.set(true));
     top.set_event(None, None, false).unwrap();
-    assert!(take(log).is_empty() && C.is_armed(), "a held event stays armed while off");
+    assert!(take(&log).is_empty() && C.is_armed(), "a held event stays armed while off");
 }
 
 #[test]
@@ -117,13 +116,13 @@ fn a_triggers_target_is_armed_while_the_trigger_exists() {
     let (tracer, log) = tracer(&[&FIRES, &TARGET]);
     let top = tracer.top();
     top.set_trigger(&FIRES, "enable_event:k3:target").unwrap();
-    let mut armed = take(log);
+    let mut armed = take(&log);
     armed.sort();
     // The event with the trigger fires for it; its target can be enabled from the
     // trigger's context.
     assert_eq!(armed, [("fires", true), ("target", true)]);
     top.set_trigger(&FIRES, "!enable_event:k3:target").unwrap();
-    let mut disarmed = take(log);
+    let mut disarmed = take(&log);
     disarmed.sort();
     assert_eq!(disarmed, [("fires", false), ("target", false)]);
 }

@@ -401,3 +401,47 @@ mod tracer {
         });
     }
 }
+
+/// The static keys' handshake between disarming an event (`Tracer::sync_keys`, which
+/// saw its mask zero) and enabling it where patching cannot wait
+/// (`Instance::set_event`, which saw it armed): a model of the two sequences over
+/// loom's atomics (the descriptor's are `core`'s, for its `const fn new`). Whatever
+/// the interleaving, an enabled event never ends behind a NOP, and the enabling
+/// reports a refusal exactly when it undid its bit.
+#[test]
+fn loom_disarm_vs_enable_where_patching_cannot_wait() {
+    use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed, Ordering::SeqCst, fence};
+    model(3, || {
+        let mask = Arc::new(AtomicU64::new(0));
+        let armed = Arc::new(AtomicBool::new(true));
+        // The sites jump (true) or are NOPs.
+        let jumps = Arc::new(AtomicBool::new(true));
+        let disarm = {
+            let (mask, armed, jumps) = (mask.clone(), armed.clone(), jumps.clone());
+            loom::thread::spawn(move || {
+                armed.store(false, Relaxed);
+                fence(SeqCst);
+                if mask.load(Relaxed) != 0 {
+                    armed.store(true, Relaxed);
+                } else {
+                    jumps.store(false, Relaxed);
+                }
+            })
+        };
+        let refused = if !armed.load(Relaxed) {
+            true
+        } else {
+            mask.fetch_or(1, Relaxed);
+            fence(SeqCst);
+            let lost = !armed.load(Relaxed);
+            if lost {
+                mask.fetch_and(!1, Relaxed);
+            }
+            lost
+        };
+        disarm.join().unwrap();
+        let enabled = mask.load(Relaxed) != 0;
+        assert!(!enabled || jumps.load(Relaxed), "an enabled event behind a NOP");
+        assert_eq!(refused, !enabled);
+    });
+}
