@@ -24,7 +24,7 @@ pub fn init() -> Result<usize, &'static str> {
         if site.jump().is_none() {
             return Err("a tracepoint site's recording path is out of a jump's reach");
         }
-        if memory::text::site_bytes(site) != Some(NOP) {
+        if memory::text::site_bytes(site.site) != Some(NOP) {
             return Err("a tracepoint site is not a 5-byte NOP in mapped text");
         }
     }
@@ -45,10 +45,14 @@ pub fn sites() -> &'static [KeySite] {
 /// and returns once every CPU executes the new bytes. Thread context, interrupts on
 /// (the tracer calls it where its platform may wait).
 pub fn set(event: &'static EventDescriptor, armed: bool) {
-    let sites: Vec<&KeySite> = sites().iter().filter(|s| core::ptr::eq(s.event, event)).collect();
+    let sites: Vec<(usize, [u8; 5])> = sites()
+        .iter()
+        .filter(|s| core::ptr::eq(s.event, event))
+        .filter_map(|s| Some((s.site, s.bytes(armed)?)))
+        .collect();
     // SAFETY: every site comes from the linker's `trace_keys` section, which `init`
     // checked holds NOPs in mapped text; the tracer only ever arms or disarms them.
-    let patched = unsafe { memory::text::patch_sites(&sites, armed, barrier::all_cpus) };
+    let patched = unsafe { memory::text::patch_sites(&sites, barrier::all_cpus) };
     // `init` refused more sites than the patcher tracks, so this does not fail.
     if let Err(reason) = patched {
         crate::println!("keys: {}:{} not patched: {reason}", event.system, event.name);

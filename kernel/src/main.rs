@@ -116,6 +116,12 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     let sites = keys::init().unwrap_or_else(|reason| panic!("static keys: {reason}"));
     println!("keys: {sites} tracepoint sites, each a 5-byte NOP until its event is armed");
     let tracer = tracing::init(machine.cpus.len());
+    match tracing::functions::init() {
+        Ok((traceable, sites)) => {
+            println!("functions: {traceable} of {sites} entry sites traceable, each a NOP")
+        }
+        Err(reason) => println!("functions: no function tracer: {reason}"),
+    }
     x86_64::instructions::interrupts::enable();
 
     match low_page {

@@ -4,6 +4,7 @@ mod dump;
 mod files;
 mod filters;
 mod format;
+mod functions;
 mod image;
 mod instances;
 mod keys;

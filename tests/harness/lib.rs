@@ -174,13 +174,20 @@ impl Machine {
     /// Waits for the shell's prompt; returns the text before it.
     pub fn wait_for_prompt(&mut self, timeout: Duration) -> String {
         let text = self.wait_until("the prompt", timeout, |unread| {
-            let start = find(unread, PROMPT_START.as_bytes())?;
-            let line_end = unread[start..]
-                .iter()
-                .position(|&b| b == b'\n')
-                .map_or(unread.len(), |p| start + p);
-            find(&unread[start..line_end], PROMPT_END.as_bytes())
-                .map(|at| start + at + PROMPT_END.len())
+            // The first line holding the prompt's start and then its end (output
+            // may hold the start alone: `kernel::shell::tracefs::read`).
+            let mut from = 0;
+            loop {
+                let start = from + find(&unread[from..], PROMPT_START.as_bytes())?;
+                let line_end = unread[start..]
+                    .iter()
+                    .position(|&b| b == b'\n')
+                    .map_or(unread.len(), |p| start + p);
+                if let Some(at) = find(&unread[start..line_end], PROMPT_END.as_bytes()) {
+                    return Some(start + at + PROMPT_END.len());
+                }
+                from = start + 1;
+            }
         });
         let prompt_at = text.rfind(PROMPT_START).unwrap_or(text.len());
         text[..prompt_at].to_string()

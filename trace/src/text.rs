@@ -24,10 +24,16 @@
 use crate::context::{Activity, Context};
 use core::fmt::{self, Write};
 
-/// Writes ftrace's `trace` header: the tracer (`nop`), the entries in the buffer
-/// and written, the CPU count and the column legend.
-pub fn write_header(out: &mut dyn Write, entries: u64, written: u64, cpus: usize) -> fmt::Result {
-    out.write_str("# tracer: nop\n#\n")?;
+/// Writes ftrace's `trace` header: the current tracer's name, the entries in the
+/// buffer and written, the CPU count and the column legend.
+pub fn write_header(
+    out: &mut dyn Write,
+    tracer: &str,
+    entries: u64,
+    written: u64,
+    cpus: usize,
+) -> fmt::Result {
+    write!(out, "# tracer: {tracer}\n#\n")?;
     writeln!(out, "# entries-in-buffer/entries-written: {entries}/{written}   #P:{cpus}\n#")?;
     out.write_str(LEGEND)
 }
@@ -113,7 +119,7 @@ pub fn flags(context: Context) -> [char; 5] {
 pub fn event_name<'a>(system: &str, name: &'a str) -> Option<&'a str> {
     match (system, name) {
         ("ftrace", "print") => Some("tracing_mark_write"),
-        ("ftrace", "raw_data") => None,
+        ("ftrace", "raw_data" | "function") => None,
         _ => Some(name),
     }
 }
@@ -171,6 +177,35 @@ pub fn write_line(
         None => body(out)?,
     }
     writeln!(out)
+}
+
+/// Writes a `function_graph` record as ftrace's nested layout: `CPU) DURATION |`
+/// then the call, indented two spaces per `depth`: `name() {` at an entry
+/// (`duration` `None`), `} /* name */` with the time it took at a return.
+pub fn write_graph_line(
+    out: &mut dyn Write,
+    cpu: usize,
+    depth: u64,
+    name: &dyn fmt::Display,
+    duration: Option<u64>,
+) -> fmt::Result {
+    write!(out, "{cpu:>2}) ")?;
+    match duration {
+        None => out.write_str("              |  ")?,
+        Some(ns) => {
+            // ftrace's marks for long calls: over 10 us, 100 us, 1 ms, 10 ms, 100 ms, 1 s.
+            let marks = [(1_000_000_000, '$'), (100_000_000, '@'), (10_000_000, '*')];
+            let more = [(1_000_000, '#'), (100_000, '!'), (10_000, '+')];
+            let mark = marks.iter().chain(&more).find(|(over, _)| ns > *over).map_or(' ', |m| m.1);
+            write!(out, "{mark}{:>5}.{:03} us |  ", ns / 1000, ns % 1000)?;
+        }
+    }
+    let indent = usize::try_from(depth.min(64)).unwrap_or(64) * 2;
+    write!(out, "{:indent$}", "")?;
+    match duration {
+        None => writeln!(out, "{name}() {{"),
+        Some(_) => writeln!(out, "}} /* {name} */"),
+    }
 }
 
 /// Writes `: ` before the first text of a body, so an empty body leaves none.
@@ -240,7 +275,7 @@ mod tests {
     #[test]
     fn header_and_names_are_linux_ones() {
         let mut out = String::new();
-        write_header(&mut out, 2, 5, 4).unwrap();
+        write_header(&mut out, "nop", 2, 5, 4).unwrap();
         assert!(
             out.starts_with(
                 "# tracer: nop\n#\n# entries-in-buffer/entries-written: 2/5   #P:4\n#\n"

@@ -84,6 +84,12 @@ pub enum File<S, E> {
     AvailableTracers,
     /// `current_tracer`.
     CurrentTracer,
+    /// `available_filter_functions` (top level).
+    AvailableFilterFunctions,
+    /// `set_ftrace_filter` (top level).
+    SetFtraceFilter,
+    /// `set_ftrace_notrace` (top level).
+    SetFtraceNotrace,
     /// `trace_marker_raw`.
     TraceMarkerRaw,
     /// `buffer_subbuf_size_kb`.
@@ -170,6 +176,9 @@ fn node<T: Tree>(tree: &T, rest: &[&str], top: bool) -> Option<Node<T::System, T
         ["README"] if top => file(Readme),
         ["available_tracers"] => file(AvailableTracers),
         ["current_tracer"] => file(CurrentTracer),
+        ["available_filter_functions"] if top => file(AvailableFilterFunctions),
+        ["set_ftrace_filter"] if top => file(SetFtraceFilter),
+        ["set_ftrace_notrace"] if top => file(SetFtraceNotrace),
         ["trace_marker_raw"] => file(TraceMarkerRaw),
         ["buffer_subbuf_size_kb"] => file(SubbufSizeKb),
         ["printk_formats"] if top => file(PrintkFormats),

@@ -4,6 +4,7 @@
 
 pub mod apic;
 pub mod fault;
+pub mod ftrace;
 pub mod gdt;
 pub mod hooks;
 pub mod idt;

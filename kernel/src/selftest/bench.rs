@@ -1,10 +1,14 @@
 //! `bench`: the cost of tracing, measured in the kernel with the TSC, all in one run:
 //! an empty loop, a disabled tracepoint, the ring's raw write of the same record, and
-//! the enabled tracepoint (two `u64` arguments) through the tracer into an instance.
+//! the enabled tracepoint (two `u64` arguments) through the tracer into an instance;
+//! then a call to a small function, with the function tracer off (its entry NOP),
+//! and traced by `function` and by `function_graph` (records go to the top-level
+//! instance).
 
 use crate::arch::irq::IrqGuard;
 use crate::arch::rdtsc;
 use crate::events::BENCH;
+use crate::tracing::functions::{self, Kind};
 use crate::{clock, println, tracing};
 use core::hint::black_box;
 use trace::{InstanceConfig, Mode};
@@ -26,6 +30,33 @@ fn cycles_per(iterations: u64, mut body: impl FnMut(u64)) -> f64 {
             (rdtsc() - start) as f64 / iterations as f64
         })
         .fold(f64::INFINITY, f64::min)
+}
+
+/// The call the function tracer figures time: traceable, never inlined.
+#[inline(never)]
+fn leaf(x: u64) -> u64 {
+    black_box(x).wrapping_mul(3)
+}
+
+/// Cycles per call of [`leaf`], with the function tracer off, then traced by
+/// `function` and by `function_graph` (`None`: the tracer refused).
+fn call_costs(iterations: u64) -> [(&'static str, Option<f64>); 3] {
+    let call = || {
+        cycles_per(iterations, |i| {
+            black_box(leaf(i));
+        })
+    };
+    let off = call();
+    let traced = |kind| {
+        let mut cycles = None;
+        functions::with_only(leaf as *const () as usize, kind, || cycles = Some(call())).ok()?;
+        cycles
+    };
+    [
+        ("call, function tracer off (entry NOP)", Some(off)),
+        ("call, traced by function", traced(Kind::Function)),
+        ("call, traced by function_graph", traced(Kind::Graph)),
+    ]
 }
 
 /// Runs the benchmark with `iterations` per measurement and prints the figures.
@@ -71,5 +102,11 @@ pub fn run(iterations: u64) -> Result<(), &'static str> {
     }
     println!("  enabled / raw ring write: {:.2}", enabled / raw);
     println!("  events recorded by the instance: {written}");
+    for (what, cycles) in call_costs(iterations) {
+        match cycles {
+            Some(c) => println!("  {what:<36} {c:>8.1} cycles {:>8.1} ns", c * ns_per_cycle),
+            None => println!("  {what:<36}      n/a (no function tracer, or one is on)"),
+        }
+    }
     Ok(())
 }

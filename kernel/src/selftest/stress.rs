@@ -11,11 +11,16 @@
 //! times during the run (enabled and disabled in the `stress-keys` instance, nothing
 //! else enables it), so its sites are patched between NOP and jump while every CPU
 //! executes them, in thread, interrupt and NMI context; that instance's accounting
-//! must balance too.
+//! must balance too. With `cycle N functions` each cycle turns the function tracer
+//! on instead (`function` and `function_graph` in turn, every traceable function)
+//! and off again, so every function entry is patched while its function runs
+//! (the stress writers and the interrupt hooks are traced too); the top-level
+//! instance's accounting must balance and every hooked call must have returned.
 
 use crate::arch::apic::{self, Destination, Ipi};
 use crate::arch::{MAX_CPUS, idt, percpu};
 use crate::events::{CYCLED, STRESS};
+use crate::tracing::functions::{self as ft, Kind};
 use crate::tracing::{self, KernelPlatform};
 use crate::{clock, println, smp, timer};
 use alloc::sync::Arc;
@@ -116,9 +121,9 @@ struct Consumed {
 
 /// Runs the stress test in `mode` for `ms` milliseconds, arming and disarming
 /// `stress:cycled` `cycles` times meanwhile (going on until they are done, for at
-/// most 2 minutes more), and prints the report. Returns whether
-/// every check passed.
-pub fn run(mode: Mode, ms: u64, cycles: u32) -> Result<bool, &'static str> {
+/// most 2 minutes more), with `functions` turning the function tracer on and off
+/// with each, and prints the report. Returns whether every check passed.
+pub fn run(mode: Mode, ms: u64, cycles: u32, functions: bool) -> Result<bool, &'static str> {
     let cpus = smp::online();
     let tracer = tracing::tracer().ok_or("tracing is not available")?;
     let config = InstanceConfig { bytes_per_cpu: RING_BYTES, mode, snapshot: false };
@@ -140,7 +145,7 @@ pub fn run(mode: Mode, ms: u64, cycles: u32) -> Result<bool, &'static str> {
         writers_done: AtomicUsize::new(0),
         counts,
     });
-    let keyed = if cycles > 0 {
+    let keyed = if cycles > 0 && !functions {
         let config = InstanceConfig { bytes_per_cpu: RING_BYTES, mode, snapshot: false };
         let keyed = tracer
             .get_or_create(KEYS_INSTANCE, config)
@@ -155,6 +160,10 @@ pub fn run(mode: Mode, ms: u64, cycles: u32) -> Result<bool, &'static str> {
         None
     };
     let (mut cycled, mut armed) = (0, false);
+    if functions {
+        ft::write_list(ft::List::Filter, "", false).map_err(|_| "cannot select every function")?;
+        ft::write_list(ft::List::Notrace, "", false).map_err(|_| "cannot select every function")?;
+    }
     let recorder = run.instance.recorder();
     let mut consumers = (0..cpus)
         .map(|cpu| recorder.live().consumer(cpu))
@@ -187,10 +196,8 @@ pub fn run(mode: Mode, ms: u64, cycles: u32) -> Result<bool, &'static str> {
                 let ipi = if round % 8 == 7 { Ipi::Nmi } else { Ipi::Fixed(apic::TEST_VECTOR) };
                 apic::send_ipi(Destination::Apic(target.apic_id()), ipi);
             }
-            // Armed for one round, disarmed for the next.
-            if let Some(keyed) = keyed.as_ref().filter(|_| cycled < cycles)
-                && keyed.set_event(Some("stress"), Some("cycled"), !armed).is_ok()
-            {
+            // Armed (or on) for one round, disarmed (off) for the next.
+            if cycled < cycles && toggle(keyed.as_ref(), functions, !armed, cycled) {
                 armed = !armed;
                 cycled += u32::from(!armed);
             }
@@ -208,6 +215,9 @@ pub fn run(mode: Mode, ms: u64, cycles: u32) -> Result<bool, &'static str> {
     // starts another.
     RUN.write().take();
     let _ = run.instance.set_event(None, None, false);
+    if functions && armed {
+        let _ = ft::set_current(Kind::Nop);
+    }
     if let Some(keyed) = &keyed {
         let _ = keyed.set_event(None, None, false);
     }
@@ -221,8 +231,51 @@ pub fn run(mode: Mode, ms: u64, cycles: u32) -> Result<bool, &'static str> {
     let pass = report(&run, mode, ms, &consumed[..cpus], corrupt);
     Ok(match keyed {
         Some(keyed) => report_cycles(&keyed, cpus, cycled, cycles) && pass,
+        None if functions => report_functions(tracer, cpus, cycled, cycles) && pass,
         None => pass,
     })
+}
+
+/// One step of a cycle: arms or disarms `stress:cycled` in `keyed`, or with
+/// `functions` turns the function tracer on (`function` in even cycles,
+/// `function_graph` in odd ones) or off. Returns whether it took effect.
+fn toggle(
+    keyed: Option<&Instance<'_, KernelPlatform>>,
+    functions: bool,
+    on: bool,
+    cycle: u32,
+) -> bool {
+    if functions {
+        let kind = match (on, cycle % 2) {
+            (false, _) => Kind::Nop,
+            (true, 0) => Kind::Function,
+            (true, _) => Kind::Graph,
+        };
+        return ft::set_current(kind).is_ok();
+    }
+    keyed.is_some_and(|keyed| keyed.set_event(Some("stress"), Some("cycled"), on).is_ok())
+}
+
+/// Reports the function tracer's on/off cycles and checks the top-level instance's
+/// accounting and that every hooked call returned; returns whether all held.
+fn report_functions(
+    tracer: &trace::Tracer<KernelPlatform>,
+    cpus: usize,
+    cycled: u32,
+    cycles: u32,
+) -> bool {
+    let top = tracer.top();
+    let balanced = (0..cpus).all(|cpu| top.stats(cpu).is_ok_and(|s| s.balanced()));
+    let written: u64 = (0..cpus).filter_map(|cpu| top.stats(cpu).ok()).map(|s| s.written).sum();
+    let hooked = ft::hooked_calls();
+    let pass = balanced && hooked == 0 && cycled == cycles && ft::current() == Kind::Nop;
+    println!(
+        "functions: tracer on and off {cycled} of {cycles} times over {} functions, {hooked} \
+         hooked calls left, top level {written} written | {}",
+        ft::functions().len(),
+        if pass { "invariant ok" } else { "FAILED" }
+    );
+    pass
 }
 
 /// Reports the arm/disarm cycles of `stress:cycled` and checks its instance's

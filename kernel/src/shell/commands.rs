@@ -100,6 +100,14 @@ pub static COMMANDS: &[Command] = &[
         run: cpus,
     },
     Command {
+        name: "functions",
+        usage: "[GLOB]",
+        help: "the function entry sites: address, nop/call, bytes, name; a hash of them all",
+        redirects: false,
+        pipes: true,
+        run: functions,
+    },
+    Command {
         name: "keys",
         usage: "[SYSTEM:EVENT]",
         help: "the tracepoint sites (static keys): address, event, nop/jmp, bytes, where",
@@ -109,9 +117,9 @@ pub static COMMANDS: &[Command] = &[
     },
     Command {
         name: "stress",
-        usage: "[overwrite|discard|both] [MS] [cycle N]",
+        usage: "[overwrite|discard|both] [MS] [cycle N [functions]]",
         help: "ring buffer stress test on every CPU (default: both modes, 1000 ms); cycle: \
-               arm and disarm a key N times meanwhile",
+               arm and disarm a key N times meanwhile (functions: the function tracer too)",
         redirects: false,
         pipes: false,
         run: stress,
@@ -404,6 +412,48 @@ fn cpus(
     Ok(())
 }
 
+fn functions(
+    _: &mut Shell,
+    args: &[&str],
+    _: Option<&Redirect>,
+    out: &mut Output,
+) -> Result<(), CommandError> {
+    use crate::tracing::functions as ft;
+    let glob = match args {
+        [] => None,
+        [glob] => Some(*glob),
+        _ => return Err(CommandError::Usage),
+    };
+    // FNV-1a over every traceable entry's bytes, in address order.
+    let mut hash = 0xcbf2_9ce4_8422_2325u64;
+    let (mut calls, mut unreadable) = (0, 0);
+    for function in ft::functions() {
+        let Some(bytes) = memory::text::site_bytes(function.site) else {
+            unreadable += 1;
+            continue;
+        };
+        bytes.iter().for_each(|&b| hash = (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+        let state = if bytes == memory::text::ENTRY_NOP { "nop" } else { "call" };
+        calls += usize::from(state == "call");
+        if glob.is_some_and(|g| trace::event::glob(g, function.name)) {
+            let _ = write!(out, "{:#x} {state}", function.site);
+            for byte in bytes {
+                let _ = write!(out, " {byte:02x}");
+            }
+            let _ = writeln!(out, " {}", function.name);
+        }
+    }
+    let total = ft::functions().len();
+    let _ = writeln!(
+        out,
+        "# {total} traceable functions, {calls} calls, {unreadable} unreadable; tracer {}; \
+         entry bytes hash {hash:016x}; shadow stack full {} times",
+        ft::current().name(),
+        ft::overflows()
+    );
+    Ok(())
+}
+
 fn keys(
     _: &mut Shell,
     args: &[&str],
@@ -421,7 +471,7 @@ fn keys(
     let sites = crate::keys::sites().iter().filter(|s| s.event.matches(system, name));
     let (mut shown, mut jumps) = (0, 0);
     for site in sites {
-        let bytes = memory::text::site_bytes(site);
+        let bytes = memory::text::site_bytes(site.site);
         let state = match bytes {
             Some(b) if b == trace::event::key::NOP => "nop",
             Some(b) if Some(b) == site.jump() => "jmp",
@@ -456,6 +506,10 @@ fn stress(
     _out: &mut Output,
 ) -> Result<(), CommandError> {
     const BOTH: &[Mode] = &[Mode::Overwrite, Mode::Discard];
+    let (args, functions) = match args {
+        [rest @ .., "cycle", _, "functions"] => (&args[..rest.len() + 2], true),
+        _ => (args, false),
+    };
     let (args, cycles) = match args {
         [rest @ .., "cycle", n] => (rest, Some(n.parse::<u32>().map_err(|_| CommandError::Usage)?)),
         _ => (args, None),
@@ -482,7 +536,7 @@ fn stress(
         return Err("duration must be 1 to 10000 ms".into());
     }
     for &mode in modes {
-        stress::run(mode, ms, cycles.unwrap_or(0)).map_err(CommandError::from)?;
+        stress::run(mode, ms, cycles.unwrap_or(0), functions).map_err(CommandError::from)?;
     }
     Ok(())
 }

@@ -2,6 +2,7 @@
 //! (Documentation/trace/ftrace.rst): the top-level instance at `/`, each named
 //! instance at `/instances/NAME`, the same files in each.
 
+use crate::tracing::functions::{self, FunctionError, Kind, List};
 use crate::tracing::{self, KernelPlatform};
 use alloc::collections::VecDeque;
 use alloc::format;
@@ -139,6 +140,21 @@ impl From<InstanceError> for FsError {
     }
 }
 
+impl From<FunctionError> for FsError {
+    fn from(error: FunctionError) -> Self {
+        match error {
+            FunctionError::Unavailable => {
+                FsError::Rule("no function can be traced (see the boot's functions: line)")
+            }
+            FunctionError::NoMatch => {
+                FsError::Rule("a glob matches no function (see available_filter_functions)")
+            }
+            FunctionError::Patch(reason) => FsError::Rule(reason),
+            FunctionError::Busy => FsError::Busy,
+        }
+    }
+}
+
 impl From<HookError> for FsError {
     fn from(error: HookError) -> Self {
         match error {
@@ -216,9 +232,10 @@ pub fn resolve(cwd: &str, path: &str) -> Result<Located, FsError> {
 }
 
 /// The entries of an instance's root, and whether only the top level has them.
-const ROOT_FILES: [(&str, bool); 23] = [
+const ROOT_FILES: [(&str, bool); 26] = [
     ("README", true),
     ("available_events", false),
+    ("available_filter_functions", true),
     ("available_tracers", false),
     ("buffer_size_kb", false),
     ("buffer_subbuf_size_kb", false),
@@ -231,6 +248,8 @@ const ROOT_FILES: [(&str, bool); 23] = [
     ("per_cpu/", false),
     ("printk_formats", true),
     ("set_event", false),
+    ("set_ftrace_filter", true),
+    ("set_ftrace_notrace", true),
     ("snapshot", false),
     ("trace", false),
     ("trace_clock", false),
@@ -516,7 +535,32 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
         File::Nanoseconds => writeln!(out, "{}", u8::from(ns)),
         File::CpuMask => write_cpumask(out, instance.cpumask(), tracer.cpus()),
         File::Readme => out.write_str(README),
-        File::AvailableTracers | File::CurrentTracer => writeln!(out, "nop"),
+        File::AvailableTracers if instance.is_top_level() => {
+            let names: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
+            writeln!(out, "{}", names.join(" "))
+        }
+        File::AvailableTracers => writeln!(out, "nop"),
+        File::CurrentTracer if instance.is_top_level() => {
+            writeln!(out, "{}", functions::current().name())
+        }
+        File::CurrentTracer => writeln!(out, "nop"),
+        File::AvailableFilterFunctions => {
+            functions::functions().iter().try_for_each(|f| writeln!(out, "{}", f.name))
+        }
+        File::SetFtraceFilter | File::SetFtraceNotrace => {
+            let list =
+                if matches!(file, File::SetFtraceFilter) { List::Filter } else { List::Notrace };
+            let mut any = false;
+            let mut result = Ok(());
+            functions::for_each_listed(list, |f| {
+                any = true;
+                result = result.and_then(|()| writeln!(out, "{}", f.name));
+            });
+            match (any, list) {
+                (false, List::Filter) => writeln!(out, "#### all functions enabled ####"),
+                _ => result,
+            }
+        }
         File::SubbufSizeKb => writeln!(out, "4"),
         File::PrintkFormats => tracer
             .events()
@@ -718,10 +762,16 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
             instance.set_cpumask(parse_cpumask(value, tracer.cpus())?);
             Ok(())
         }
-        File::CurrentTracer => match value.trim() {
-            "nop" => Ok(()),
-            _ => Err(FsError::Rule("the only tracer is nop (see available_tracers)")),
+        File::CurrentTracer => match (Kind::parse(value.trim()), instance.is_top_level()) {
+            (Some(Kind::Nop), false) => Ok(()),
+            (Some(_), false) => {
+                Err(FsError::Rule("the function tracers run in the top-level instance only"))
+            }
+            (Some(kind), true) => Ok(functions::set_current(kind)?),
+            (None, _) => Err(FsError::Rule("no such tracer (see available_tracers)")),
         },
+        File::SetFtraceFilter => Ok(functions::write_list(List::Filter, value, append)?),
+        File::SetFtraceNotrace => Ok(functions::write_list(List::Notrace, value, append)?),
         File::SubbufSizeKb => match value.trim() {
             "4" => Ok(()),
             _ => Err(FsError::Rule(
@@ -770,6 +820,7 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
         | File::EventId(_)
         | File::Readme
         | File::AvailableTracers
+        | File::AvailableFilterFunctions
         | File::PrintkFormats => Err(FsError::ReadOnly),
     }
 }

@@ -7,7 +7,7 @@ use crate::{clock, symbols};
 use core::fmt::{self, Write};
 use trace::field::{Decoder, FieldKind, Value};
 use trace::text::{self, Line};
-use trace::tracer::{STACK_FRAMES, STACK_TRACE};
+use trace::tracer::{FUNCGRAPH_ENTRY, FUNCGRAPH_EXIT, FUNCTION, STACK_FRAMES, STACK_TRACE};
 use trace::{Instance, Tracer, event::DescriptorKind, ring::Buffer, ring::RecordRef};
 
 /// Writes one record as ftrace's trace line (see [`trace::text`]), the fields
@@ -20,6 +20,16 @@ pub fn write_record(
     nanoseconds: bool,
 ) -> fmt::Result {
     let descriptor = tracer.descriptor(record.id);
+    let graph = [&FUNCGRAPH_ENTRY, &FUNCGRAPH_EXIT];
+    if let Some(d) = descriptor.filter(|d| graph.iter().any(|g| core::ptr::eq(*d, *g))) {
+        let mut values = [0u64; 3];
+        if decode_u64s(record.payload, &mut values[..d.fields.len()]) {
+            let [func, depth, took] = values;
+            let exit = core::ptr::eq(d, &FUNCGRAPH_EXIT);
+            let name = Symbol(func);
+            return text::write_graph_line(out, record.cpu, depth, &name, exit.then_some(took));
+        }
+    }
     let line = Line {
         cpu: record.cpu,
         ts: record.ts,
@@ -29,6 +39,7 @@ pub fn write_record(
     };
     text::write_line(out, &line, nanoseconds, |out| match descriptor {
         Some(d) if core::ptr::eq(d, &STACK_TRACE) && write_stack(out, record.payload)? => Ok(()),
+        Some(d) if core::ptr::eq(d, &FUNCTION) && write_function(out, record.payload)? => Ok(()),
         Some(d) if d.kind == DescriptorKind::Event => {
             trace::event::format::render(out, d.format, d.fields, record.payload)
         }
@@ -53,6 +64,43 @@ fn write_stack(out: &mut dyn Write, payload: &[u8]) -> Result<bool, fmt::Error> 
     Ok(true)
 }
 
+/// Decodes a payload of `u64` fields into `values`; `false` if it does not hold them.
+fn decode_u64s(payload: &[u8], values: &mut [u64]) -> bool {
+    let mut decoder = Decoder::new(payload);
+    values.iter_mut().all(|v| match decoder.value(FieldKind::U64) {
+        Ok(Value::Unsigned(value)) => {
+            *v = value;
+            true
+        }
+        _ => false,
+    })
+}
+
+/// A function's address, shown as its name when the kernel's symbols hold it (a
+/// return address is looked up one byte earlier, inside its call's function).
+struct Symbol(u64);
+
+impl fmt::Display for Symbol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match symbols::table().and_then(|t| t.lookup(self.0)) {
+            Some((name, _)) => f.write_str(name),
+            None => write!(f, "{:#x}", self.0),
+        }
+    }
+}
+
+/// Writes a `function` tracer's record as ftrace does, `function <-caller`;
+/// `false`, with nothing written, if the payload does not decode.
+fn write_function(out: &mut dyn Write, payload: &[u8]) -> Result<bool, fmt::Error> {
+    let mut values = [0u64; 2];
+    if !decode_u64s(payload, &mut values) {
+        return Ok(false);
+    }
+    let [ip, parent] = values;
+    write!(out, "{} <-{}", Symbol(ip), Symbol(parent.saturating_sub(1)))?;
+    Ok(true)
+}
+
 /// The `trace` file header: ftrace's, with the entries in the buffer and written.
 fn write_header(
     out: &mut dyn Write,
@@ -68,7 +116,11 @@ fn write_header(
         entries += stats.entries;
         written += stats.written;
     }
-    text::write_header(out, entries, written, cpus)
+    let tracer = match instance.is_top_level() {
+        true => super::functions::current().name(),
+        false => "nop",
+    };
+    text::write_header(out, tracer, entries, written, cpus)
 }
 
 /// Calls `each` with every record of `buffer`, oldest first, while it returns true:

@@ -2,6 +2,7 @@
 //! default events; the trace files' readers are in [`files`].
 
 mod files;
+pub mod functions;
 
 pub use files::{
     consume, for_each_record, stream_pipe, write_cpu_stats, write_record, write_snapshot,
@@ -109,6 +110,8 @@ impl trace::Platform for KernelPlatform {
     }
 
     fn stack_trace(&self, frames: &mut [u64]) -> usize {
-        crate::arch::stack::stack_trace(frames)
+        let depth = crate::arch::stack::stack_trace(frames);
+        functions::restore_returns(&mut frames[..depth]);
+        depth
     }
 }

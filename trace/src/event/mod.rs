@@ -255,8 +255,9 @@ impl EventDescriptor {
     }
 }
 
-/// Shell-style glob: `*` any run, `?` any one character.
-pub(crate) fn glob(pattern: &str, text: &str) -> bool {
+/// Shell-style glob: `*` any run, `?` any one character (events' names, and the
+/// function tracer's filters).
+pub fn glob(pattern: &str, text: &str) -> bool {
     let (p, t) = (pattern.as_bytes(), text.as_bytes());
     let (mut pi, mut ti) = (0, 0);
     let mut star: Option<(usize, usize)> = None;

@@ -12,12 +12,14 @@
 
 extern crate alloc;
 
+mod function;
 mod instance;
 mod keys;
 // The one module of the crate with `unsafe` (its `allow` is inside; see DESIGN.md).
 mod rcu;
 pub(crate) mod trigger;
 
+pub use function::{FUNCGRAPH_ENTRY, FUNCGRAPH_EXIT, FUNCTION};
 pub use instance::{HookError, Instance, InstanceConfig, InstanceError, MAX_NAME};
 pub use trigger::{
     Action, MAX_TRIGGER_LEN, MAX_TRIGGERS, STACK_FRAMES, STACK_TRACE, Trigger, TriggerCommand,
@@ -57,8 +59,15 @@ pub(crate) static MARKER: EventDescriptor = EventDescriptor::new(
 );
 
 /// Descriptors the tracer provides itself, besides those found in the section.
-fn builtin() -> [&'static EventDescriptor; 3] {
-    [&MARKER, &crate::event::log::LOG_MESSAGE, &STACK_TRACE]
+fn builtin() -> [&'static EventDescriptor; 6] {
+    [
+        &MARKER,
+        &crate::event::log::LOG_MESSAGE,
+        &STACK_TRACE,
+        &FUNCTION,
+        &FUNCGRAPH_ENTRY,
+        &FUNCGRAPH_EXIT,
+    ]
 }
 
 /// An event's filter and triggers in one instance.
@@ -138,7 +147,9 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         top: InstanceConfig,
     ) -> Result<Self, TracerError> {
         let mut events: Vec<&'static EventDescriptor> = Vec::new();
-        events.try_reserve_exact(descriptors.len() + 3).map_err(|_| TracerError::NoMemory)?;
+        events
+            .try_reserve_exact(descriptors.len() + builtin().len())
+            .map_err(|_| TracerError::NoMemory)?;
         events.extend(descriptors.iter().copied().chain(builtin()));
         events.sort_by(|a, b| (a.system, a.name, a.format).cmp(&(b.system, b.name, b.format)));
         // A descriptor may be listed twice (a section seen through two symbols).

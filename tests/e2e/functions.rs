@@ -1,0 +1,267 @@
+//! The function tracers: every traceable function's entry is a 5-byte NOP until
+//! `current_tracer` turns `function` or `function_graph` on; the filter files
+//! choose which functions are patched; `nop` restores every NOP byte for byte.
+
+use e2e::{Machine, STEP_TIMEOUT, trace_lines};
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+/// `functions`' summary: traceable functions, calls now, tracer, entry bytes hash.
+#[derive(Debug, PartialEq)]
+struct Summary {
+    functions: usize,
+    calls: usize,
+    tracer: String,
+    hash: String,
+}
+
+fn summary(machine: &mut Machine) -> Summary {
+    let out = machine.run("functions");
+    let line = out.lines().find(|l| l.starts_with("# ")).unwrap_or_else(|| panic!("{out}"));
+    let words: Vec<&str> = line.split([' ', ',', ';']).filter(|w| !w.is_empty()).collect();
+    let at = |word: &str| words.iter().position(|w| *w == word).unwrap_or_else(|| panic!("{line}"));
+    Summary {
+        functions: words[1].parse().unwrap(),
+        calls: words[at("calls") - 1].parse().unwrap(),
+        tracer: words[at("tracer") + 1].into(),
+        hash: words[at("hash") + 1].into(),
+    }
+}
+
+/// The names `available_filter_functions` lists.
+fn available(machine: &mut Machine) -> Vec<String> {
+    machine.run("cat available_filter_functions").lines().map(String::from).collect()
+}
+
+#[test]
+fn tracers_patch_every_entry_and_nop_restores_each_byte_for_byte() {
+    let mut machine = Machine::boot();
+    assert!(machine.transcript().contains("entry sites traceable"), "the boot collects the sites");
+    let before = summary(&mut machine);
+    assert_eq!((before.calls, before.tracer.as_str()), (0, "nop"), "{before:?}");
+    let names = available(&mut machine);
+    assert_eq!(names.len(), before.functions);
+    assert!(names.len() > 50, "{names:?}");
+    assert!(names.iter().any(|n| n == "kernel::shell::commands::cat"), "{names:?}");
+    // The tracer's own code, the patcher, the entry paths and the panic path are
+    // never traced.
+    for name in &names {
+        let path = name.trim_start_matches('<');
+        assert!(path.starts_with("kernel::") || path.starts_with("latency_watchdog::"), "{name}");
+        for never in ["kernel::arch::", "kernel::tracing::", "kernel::memory::", "kernel::panic"] {
+            assert!(!path.starts_with(never), "{name}");
+        }
+    }
+    assert_eq!(machine.run("cat available_tracers"), "function_graph function nop\n");
+    assert_eq!(machine.run("cat current_tracer"), "nop\n");
+    assert_eq!(machine.run("cat set_ftrace_filter"), "#### all functions enabled ####\n");
+    assert_eq!(machine.run("cat set_ftrace_notrace"), "");
+    for tracer in ["function", "function_graph"] {
+        machine.run(&format!("echo {tracer} > current_tracer"));
+        assert_eq!(machine.run("cat current_tracer"), format!("{tracer}\n"));
+        let on = summary(&mut machine);
+        assert_eq!((on.calls, on.tracer.as_str()), (before.functions, tracer), "{on:?}");
+        assert_ne!(on.hash, before.hash, "the entries changed");
+        let site = machine.run("functions kernel::shell::commands::cat");
+        let words: Vec<&str> = site.lines().next().unwrap().split(' ').collect();
+        assert_eq!((words[1], words[2]), ("call", "e8"), "a call rel32: {site}");
+        machine.run("echo nop > current_tracer");
+        assert_eq!(summary(&mut machine), before, "every entry is its NOP again, byte for byte");
+    }
+}
+
+#[test]
+fn bad_tracer_and_filter_writes_are_refused_and_change_nothing() {
+    let mut machine = Machine::boot();
+    let before = summary(&mut machine);
+    let error = machine.run("echo bogus > current_tracer");
+    assert!(error.contains("no such tracer (see available_tracers)"), "{error}");
+    assert_eq!(machine.run("cat current_tracer"), "nop\n");
+    machine.run("echo 'kernel::shell::commands::cat' > set_ftrace_filter");
+    // A glob that matches nothing refuses the whole write, `>` included.
+    let error =
+        machine.run("echo 'kernel::shell::commands::pwd no_such_function*' > set_ftrace_filter");
+    assert!(error.contains("a glob matches no function"), "{error}");
+    assert_eq!(machine.run("cat set_ftrace_filter"), "kernel::shell::commands::cat\n");
+    let error = machine.run("echo '!nothing' >> set_ftrace_notrace");
+    assert!(error.contains("a glob matches no function"), "{error}");
+    assert_eq!(machine.run("cat set_ftrace_notrace"), "");
+    assert!(machine.run("cat error_log").contains("a glob matches no function"));
+    // The function tracers run in the top-level instance only.
+    machine.run("mkdir instances/a");
+    let error = machine.run("echo function > instances/a/current_tracer");
+    assert!(error.contains("the function tracers run in the top-level instance only"), "{error}");
+    assert_eq!(machine.run("cat instances/a/current_tracer"), "nop\n");
+    assert_eq!(machine.run("cat instances/a/available_tracers"), "nop\n");
+    let listing = machine.run("ls instances/a");
+    assert!(!listing.contains("set_ftrace_filter"), "{listing}");
+    assert!(machine.run("cat instances/a/set_ftrace_filter").contains("No such file"));
+    assert!(machine.run("echo x > available_filter_functions").contains("Permission denied"));
+    assert_eq!(summary(&mut machine), before, "no refused write patched anything");
+}
+
+#[test]
+fn function_records_the_filtered_functions_with_their_callers() {
+    let mut machine = Machine::boot();
+    machine.run("echo 0 > events/enable");
+    let names = available(&mut machine);
+    let commands: BTreeSet<String> =
+        names.iter().filter(|n| n.starts_with("kernel::shell::commands::c")).cloned().collect();
+    assert!(commands.contains("kernel::shell::commands::cpus"), "{commands:?}");
+    // `>` sets, `>>` adds, `!` removes.
+    machine.run("echo 'kernel::shell::commands::c*' > set_ftrace_filter");
+    machine.run("echo kernel::shell::commands::pwd >> set_ftrace_filter");
+    machine.run("echo '!kernel::shell::commands::cd' >> set_ftrace_filter");
+    let mut expected = commands.clone();
+    expected.insert("kernel::shell::commands::pwd".into());
+    expected.remove("kernel::shell::commands::cd");
+    let listed: BTreeSet<String> =
+        machine.run("cat set_ftrace_filter").lines().map(String::from).collect();
+    assert_eq!(listed, expected);
+    assert_eq!(summary(&mut machine).calls, 0, "no tracer: nothing patched yet");
+    machine.run("echo function > current_tracer");
+    assert_eq!(summary(&mut machine).calls, expected.len(), "only the filter's sites are calls");
+    machine.run("echo > trace");
+    machine.run("cpus");
+    machine.run("pwd");
+    machine.run("cd /");
+    // `set_ftrace_notrace` wins over the filter.
+    machine.run("echo kernel::shell::commands::pwd > set_ftrace_notrace");
+    machine.run("pwd");
+    machine.run("echo nop > current_tracer");
+    let trace = machine.run("cat trace");
+    assert!(trace.starts_with("# tracer: nop"), "{trace}");
+    let calls: Vec<(String, String)> = trace_lines(&trace)
+        .iter()
+        .map(|l| {
+            let (function, parent) = l.event.split_once(" <-").unwrap_or_else(|| panic!("{l:?}"));
+            assert_eq!(l.task, "shell-1", "{l:?}");
+            (function.to_string(), parent.to_string())
+        })
+        .collect();
+    for (function, _) in &calls {
+        assert!(expected.contains(function), "{function} is not in the filter:\n{trace}");
+    }
+    let count = |name: &str| calls.iter().filter(|(f, _)| f == name).count();
+    assert_eq!(count("kernel::shell::commands::cpus"), 1, "{trace}");
+    assert_eq!(count("kernel::shell::commands::pwd"), 1, "once before notrace:\n{trace}");
+    assert_eq!(count("kernel::shell::commands::cd"), 0, "{trace}");
+    // Each command is called by the shell's loop.
+    let cpus = calls.iter().find(|(f, _)| f == "kernel::shell::commands::cpus").unwrap();
+    assert!(cpus.1.starts_with("kernel::shell::run"), "{cpus:?}");
+}
+
+/// One `function_graph` line: CPU, depth (from the indentation), name, and the
+/// duration in ns at a return.
+#[derive(Debug)]
+struct GraphLine {
+    cpu: usize,
+    depth: usize,
+    name: String,
+    duration: Option<u64>,
+}
+
+fn graph_lines(trace: &str) -> Vec<GraphLine> {
+    trace
+        .lines()
+        .filter(|l| !l.starts_with('#') && l.contains(") "))
+        .map(|line| {
+            let (cpu, rest) = line.split_once(") ").unwrap();
+            let (time, call) = rest.split_once("|  ").unwrap_or_else(|| panic!("{line}"));
+            let depth = (call.len() - call.trim_start().len()) / 2;
+            let call = call.trim_start();
+            let duration = time.trim().trim_start_matches(['+', '!', '#', '*', '@', '$']).trim();
+            let duration = duration.strip_suffix(" us").map(|us| {
+                let (whole, frac) = us.trim().split_once('.').unwrap();
+                whole.parse::<u64>().unwrap() * 1000 + frac.parse::<u64>().unwrap()
+            });
+            let name = match duration {
+                Some(_) => call.strip_prefix("} /* ").and_then(|c| c.strip_suffix(" */")),
+                None => call.strip_suffix("() {"),
+            };
+            GraphLine {
+                cpu: cpu.trim().parse().unwrap(),
+                depth,
+                name: name.unwrap_or_else(|| panic!("{line}")).into(),
+                duration,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn function_graph_nests_calls_and_their_durations_add_up() {
+    let mut machine = Machine::boot();
+    machine.run("echo 0 > events/enable");
+    machine.run(
+        "echo 'kernel::shell::commands::cat kernel::shell::tracefs::read \
+         kernel::shell::tracefs::write_format' > set_ftrace_filter",
+    );
+    machine.run("echo function_graph > current_tracer");
+    machine.run("echo > trace");
+    machine.run("cat events/shell/command/format");
+    machine.run("cat events/timer/tick/format");
+    machine.run("echo nop > current_tracer");
+    let trace = machine.run("cat per_cpu/cpu0/trace");
+    let lines = graph_lines(&trace);
+    // Replay the nesting: each return closes the innermost open call of its name,
+    // at the depth it opened, and lasts at least as long as its children together.
+    let mut open: Vec<(String, usize, u64)> = Vec::new();
+    let mut nested = 0;
+    for line in &lines {
+        assert_eq!(line.cpu, 0, "{line:?}");
+        match line.duration {
+            None => {
+                assert_eq!(line.depth, open.len(), "an entry one level in: {line:?}\n{trace}");
+                open.push((line.name.clone(), line.depth, 0));
+            }
+            Some(took) => {
+                let Some((name, depth, children)) = open.pop() else {
+                    // The return of a call entered before the trace was cleared.
+                    continue;
+                };
+                assert_eq!((&name, depth), (&line.name, line.depth), "{trace}");
+                assert!(took >= children, "{name}: {took} ns < its children's {children} ns");
+                nested += usize::from(children > 0);
+                if let Some(parent) = open.last_mut() {
+                    parent.2 += took;
+                }
+            }
+        }
+    }
+    assert!(open.is_empty(), "every call returned: {open:?}\n{trace}");
+    let names: BTreeSet<&str> = lines.iter().map(|l| l.name.as_str()).collect();
+    let expected = [
+        "kernel::shell::commands::cat",
+        "kernel::shell::tracefs::read",
+        "kernel::shell::tracefs::write_format",
+    ];
+    assert_eq!(names, expected.into(), "{trace}");
+    let formats = lines.iter().filter(|l| l.name.ends_with("write_format") && l.duration.is_some());
+    assert_eq!(formats.count(), 2, "{trace}");
+    assert!(nested >= 4, "cat > read > write_format twice: {trace}");
+}
+
+#[test]
+fn tracers_on_and_off_1000_times_under_stress_on_4_cpus_keep_every_count() {
+    let mut machine = Machine::boot();
+    let before = summary(&mut machine);
+    // Every traceable function, the stress writers and their interrupt and NMI hooks
+    // among them, goes from NOP to call and back 1000 times while they run.
+    let command = "stress overwrite 100 cycle 1000 functions";
+    machine.send(format!("{command}\r").as_bytes());
+    machine.wait_for(&format!("{command}\r\n"), STEP_TIMEOUT);
+    let started = Instant::now();
+    let out = machine.wait_for_prompt(Duration::from_secs(600));
+    println!("1000 cycles in {:?}", started.elapsed());
+    assert!(out.contains("stress overwrite: PASS"), "{out}");
+    let report =
+        out.lines().find(|l| l.starts_with("functions: ")).unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        report.starts_with("functions: tracer on and off 1000 of 1000 times")
+            && report.contains(" 0 hooked calls left")
+            && report.ends_with("| invariant ok"),
+        "{report}"
+    );
+    assert_eq!(summary(&mut machine), before, "every entry is its NOP again");
+}
