@@ -357,6 +357,7 @@ proptest! {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "single-threaded safe code, run natively (532 s under Miri)")]
     fn filter_never_panics_on_any_text_or_payload(
         text in "[ a-c!&|=<>~()\"'0-9x*-]{0,40}",
         bytes in prop::collection::vec(any::<u8>(), 0..40),
