@@ -37,12 +37,14 @@ fn readme_tracers_subbuf_size_and_printk_formats() {
         assert!(!m.run("ls instances/t1").lines().any(|l| l == file));
     }
     for root in ROOTS {
-        assert_eq!(m.run(&format!("cat {root}available_tracers")), "nop\n");
+        // The function tracers are the top level's (tests/e2e/functions.rs).
+        let tracers = if root.is_empty() { "function_graph function nop\n" } else { "nop\n" };
+        assert_eq!(m.run(&format!("cat {root}available_tracers")), tracers);
         assert_eq!(m.run(&format!("cat {root}current_tracer")), "nop\n");
         assert_eq!(m.run(&format!("echo nop > {root}current_tracer")), "");
         assert!(
-            m.run(&format!("echo function > {root}current_tracer"))
-                .contains("Invalid argument (the only tracer is nop (see available_tracers))")
+            m.run(&format!("echo wakeup > {root}current_tracer"))
+                .contains("Invalid argument (no such tracer (see available_tracers))")
         );
         assert_eq!(m.run(&format!("cat {root}current_tracer")), "nop\n");
         assert!(m.run(&format!("echo nop > {root}available_tracers")).contains("read-only"));

@@ -2,6 +2,7 @@
 //! `current_tracer` turns `function` or `function_graph` on; the filter files
 //! choose which functions are patched; `nop` restores every NOP byte for byte.
 
+use boot::report;
 use e2e::{Machine, STEP_TIMEOUT, trace_lines};
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -264,4 +265,37 @@ fn tracers_on_and_off_1000_times_under_stress_on_4_cpus_keep_every_count() {
         "{report}"
     );
     assert_eq!(summary(&mut machine), before, "every entry is its NOP again");
+}
+
+#[test]
+fn report_elf_names_the_functions_the_kernel_names() {
+    let mut machine = Machine::boot();
+    machine.run("echo 0 > events/enable");
+    machine.run("echo 'kernel::shell::commands::*' > set_ftrace_filter");
+    machine.run("echo function > current_tracer");
+    machine.run("echo > trace");
+    machine.run("cpus");
+    machine.run("pwd");
+    machine.run("echo nop > current_tracer");
+    let kernel = machine.run("cat trace");
+    machine.run("dump instance top");
+    let dumps = machine.dumps();
+    let dump = dumps.last().expect("the dump");
+    assert!(dump.problems.is_empty(), "{:?}", dump.problems);
+    let symbols = report::Symbols::read(std::path::Path::new(boot::KERNEL_ELF)).unwrap();
+    let mut trace = dump.sections().into_iter().find(|t| t.instance == "top").unwrap();
+    symbols.symbolize(&mut trace);
+    let mut out = Vec::new();
+    report::write_text(&trace, &mut out).unwrap();
+    let host = String::from_utf8(out).unwrap();
+    // The same calls with the same names: the kernel's `function <-caller` bodies.
+    let bodies = |text: &str| -> Vec<String> {
+        trace_lines(text).into_iter().filter(|l| l.event.contains(" <-")).map(|l| l.event).collect()
+    };
+    let (on_host, in_kernel) = (bodies(&host), bodies(&kernel));
+    assert!(
+        in_kernel.iter().any(|b| b.starts_with("kernel::shell::commands::cpus <-")),
+        "{kernel}"
+    );
+    assert_eq!(on_host, in_kernel, "host:\n{host}\nkernel:\n{kernel}");
 }

@@ -1,6 +1,6 @@
 //! Code addresses as `function+0xoffset`, from the symbol table of the kernel ELF
-//! (`report --elf`), and the `ftrace:kernel_stack` events of a [`Section`] rewritten
-//! with them.
+//! (`report --elf`), and the `ftrace:kernel_stack` and function tracer events of a
+//! [`Section`] rewritten with them.
 //!
 //! The kernel records stack frames as addresses in its ELF (it subtracts the load
 //! offset the bootloader chose), so they are looked up as they are. A frame is a
@@ -74,10 +74,59 @@ impl Symbols {
         frame
     }
 
-    /// Rewrites the `ftrace:kernel_stack` events of `trace` with symbols: their
-    /// `ipN` fields become strings (`function+0xoffset`, empty past `depth`), and
-    /// their text lists the frames as ftrace does, one ` => frame` line each.
+    /// Rewrites the function tracer's events (`ftrace:function`,
+    /// `ftrace:funcgraph_entry`, `ftrace:funcgraph_exit`) of `trace` with symbols:
+    /// their address fields become function names (a caller's looked up one byte
+    /// earlier), and their text reads as the kernel's `trace` file shows them
+    /// (`function <-caller`).
+    fn symbolize_functions(&self, trace: &mut Section) {
+        use trace::tracer::{FUNCGRAPH_ENTRY, FUNCGRAPH_EXIT, FUNCTION};
+        let Some(table) = self.table() else { return };
+        let ours = [&FUNCTION, &FUNCGRAPH_ENTRY, &FUNCGRAPH_EXIT];
+        let ids: Vec<(u16, bool)> = trace
+            .descriptors
+            .values()
+            .filter(|d| ours.iter().any(|o| o.system == d.system && o.name == d.name))
+            .map(|d| (d.id, d.name == FUNCTION.name))
+            .collect();
+        for &(id, _) in &ids {
+            let Some(d) = trace.descriptors.get_mut(&id) else { continue };
+            for f in d
+                .fields
+                .iter_mut()
+                .filter(|f| matches!(f.name.as_str(), "ip" | "parent_ip" | "func"))
+            {
+                f.kind = FieldKind::Str;
+                d.format =
+                    d.format.replace(&format!("{{{}:#x}}", f.name), &format!("{{{}}}", f.name));
+            }
+        }
+        let name = |addr: u64| table.lookup(addr).map_or(format!("{addr:#x}"), |(n, _)| n.into());
+        for ev in trace.events.iter_mut() {
+            let Some(&(_, function)) = ids.iter().find(|(id, _)| *id == ev.id) else { continue };
+            let mut addrs = ev.values.iter().map(|v| match v {
+                Value::Unsigned(a) => *a,
+                _ => 0,
+            });
+            let (first, second) = (addrs.next().unwrap_or(0), addrs.next().unwrap_or(0));
+            if function {
+                let (ip, parent) = (name(first), name(second.saturating_sub(1)));
+                ev.text = format!("{ip} <-{parent}");
+                ev.values = vec![Value::Str(ip), Value::Str(parent)];
+            } else if let Some(v) = ev.values.first_mut() {
+                let func = name(first);
+                ev.text = ev.text.replacen(&format!("func={first:#x}"), &format!("func={func}"), 1);
+                *v = Value::Str(func);
+            }
+        }
+    }
+
+    /// Rewrites the `ftrace:kernel_stack` and the function tracer's events of
+    /// `trace` with symbols: a stack's `ipN` fields become strings
+    /// (`function+0xoffset`, empty past `depth`), and its text lists the frames as
+    /// ftrace does, one ` => frame` line each.
     pub fn symbolize(&self, trace: &mut Section) {
+        self.symbolize_functions(trace);
         let (system, name) = (trace::tracer::STACK_TRACE.system, trace::tracer::STACK_TRACE.name);
         let ids: Vec<u16> = trace
             .descriptors

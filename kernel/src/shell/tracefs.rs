@@ -359,8 +359,12 @@ tracing mini-HOWTO:
   trace_pipe\t\t- A consuming read to see the contents of the buffer
   trace_pipe_raw\t- A consuming read streaming the records as a dump (report reads it)
 \t\t\t  (cat stops at a key press)
-  current_tracer\t- function and latency tracers (only nop here)
+  current_tracer\t- function tracers: function, function_graph (top level), or nop
   available_tracers\t- list of configured tracers for current_tracer
+  available_filter_functions - list of functions that can be traced
+  set_ftrace_filter\t- echo function name (globs) in here to only trace these
+\t\t\t  functions ('>' sets, '>>' adds, '!glob' removes)
+  set_ftrace_notrace\t- echo function name (globs) in here to never trace
   error_log\t- error log for failed commands (that support it)
   buffer_size_kb\t- view and modify size of per cpu buffer
   buffer_total_size_kb  - view total size of all cpu buffers
