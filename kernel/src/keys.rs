@@ -45,14 +45,8 @@ pub fn sites() -> &'static [KeySite] {
 /// and returns once every CPU executes the new bytes. Thread context, interrupts on
 /// (the tracer calls it where its platform may wait).
 pub fn set(event: &'static EventDescriptor, armed: bool) {
-    let sites: Vec<(usize, [u8; 5])> = sites()
-        .iter()
-        .filter(|s| core::ptr::eq(s.event, event))
-        .filter_map(|s| Some((s.site, s.bytes(armed)?)))
-        .collect();
-    // SAFETY: every site comes from the linker's `trace_keys` section, which `init`
-    // checked holds NOPs in mapped text; the tracer only ever arms or disarms them.
-    let patched = unsafe { memory::text::patch_sites(&sites, barrier::all_cpus) };
+    let sites: Vec<&KeySite> = sites().iter().filter(|s| core::ptr::eq(s.event, event)).collect();
+    let patched = memory::text::patch_keys(&sites, armed, barrier::all_cpus);
     // `init` refused more sites than the patcher tracks, so this does not fail.
     if let Err(reason) = patched {
         crate::println!("keys: {}:{} not patched: {reason}", event.system, event.name);

@@ -21,6 +21,7 @@ mod events;
 mod firmware;
 #[deny(unsafe_code)]
 mod idle;
+#[deny(unsafe_code)]
 mod keys;
 mod memory;
 #[deny(unsafe_code)]

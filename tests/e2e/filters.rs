@@ -238,6 +238,21 @@ fn stacktrace_records_the_interrupted_call_chain_with_symbols() {
     }
 }
 
+/// Dumps the top-level instance now and returns what `report --elf` prints of it
+/// (with the kernel ELF the image was built from).
+pub(crate) fn top_level_report_with_elf(m: &mut Machine) -> String {
+    m.run("dump instance top");
+    let dumps = m.dumps();
+    let dump = dumps.last().expect("the dump");
+    assert!(dump.problems.is_empty(), "{:?}", dump.problems);
+    let symbols = report::Symbols::read(std::path::Path::new(boot::KERNEL_ELF)).unwrap();
+    let mut trace = dump.sections().into_iter().find(|t| t.instance == "top").unwrap();
+    symbols.symbolize(&mut trace);
+    let mut out = Vec::new();
+    report::write_text(&trace, &mut out).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
 #[test]
 fn report_elf_names_the_frames_the_kernel_names() {
     let mut m = Machine::boot();
@@ -246,18 +261,7 @@ fn report_elf_names_the_frames_the_kernel_names() {
     m.run(&format!("echo 'stacktrace:1 if vector == 49' > {trigger}"));
     assert_eq!(cat(&mut m, trigger), "stacktrace:count=0 if vector == 49");
     let kernel = m.run("cat trace");
-    m.run("dump instance top");
-    let dumps = m.dumps();
-    let dump = dumps.last().expect("the dump");
-    assert!(dump.problems.is_empty(), "{:?}", dump.problems);
-
-    // What `report --elf` does with the kernel ELF the image was built from.
-    let symbols = report::Symbols::read(std::path::Path::new(boot::KERNEL_ELF)).unwrap();
-    let mut trace = dump.sections().into_iter().find(|t| t.instance == "top").unwrap();
-    symbols.symbolize(&mut trace);
-    let mut out = Vec::new();
-    report::write_text(&trace, &mut out).unwrap();
-    let host = String::from_utf8(out).unwrap();
+    let host = top_level_report_with_elf(&mut m);
     assert_serial_interrupt_stack(&host);
     assert_eq!(stack_frames(&host), stack_frames(&kernel), "host:\n{host}\nkernel:\n{kernel}");
 }

@@ -2,7 +2,6 @@
 //! `current_tracer` turns `function` or `function_graph` on; the filter files
 //! choose which functions are patched; `nop` restores every NOP byte for byte.
 
-use boot::report;
 use e2e::{Machine, STEP_TIMEOUT, trace_lines};
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -278,16 +277,7 @@ fn report_elf_names_the_functions_the_kernel_names() {
     machine.run("pwd");
     machine.run("echo nop > current_tracer");
     let kernel = machine.run("cat trace");
-    machine.run("dump instance top");
-    let dumps = machine.dumps();
-    let dump = dumps.last().expect("the dump");
-    assert!(dump.problems.is_empty(), "{:?}", dump.problems);
-    let symbols = report::Symbols::read(std::path::Path::new(boot::KERNEL_ELF)).unwrap();
-    let mut trace = dump.sections().into_iter().find(|t| t.instance == "top").unwrap();
-    symbols.symbolize(&mut trace);
-    let mut out = Vec::new();
-    report::write_text(&trace, &mut out).unwrap();
-    let host = String::from_utf8(out).unwrap();
+    let host = crate::filters::top_level_report_with_elf(&mut machine);
     // The same calls with the same names: the kernel's `function <-caller` bodies.
     let bodies = |text: &str| -> Vec<String> {
         trace_lines(text).into_iter().filter(|l| l.event.contains(" <-")).map(|l| l.event).collect()

@@ -2,6 +2,23 @@
 //! port I/O. This is the kernel's unsafe boundary: code outside `arch` uses the safe
 //! functions exported here.
 
+/// Assembly that pushes the nine registers the C ABI lets a callee clobber (rax,
+/// rcx, rdx, rsi, rdi, r8-r11), for the naked entries that call Rust.
+macro_rules! push_scratch {
+    () => {
+        "push rax\npush rcx\npush rdx\npush rsi\npush rdi\npush r8\npush r9\npush r10\npush r11"
+    };
+}
+
+/// Assembly that pops what [`push_scratch!`] pushed.
+macro_rules! pop_scratch {
+    () => {
+        "pop r11\npop r10\npop r9\npop r8\npop rdi\npop rsi\npop rdx\npop rcx\npop rax"
+    };
+}
+
+use {pop_scratch, push_scratch};
+
 pub mod apic;
 pub mod fault;
 pub mod ftrace;

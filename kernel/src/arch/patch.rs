@@ -182,15 +182,7 @@ pub(super) extern "C" fn breakpoint_entry() {
     core::arch::naked_asm!(
         // The CPU pushed RIP, CS, RFLAGS, RSP, SS (40 bytes, below a 16-aligned RSP):
         // nine pushes leave RSP 16-aligned for the call.
-        "push rax",
-        "push rcx",
-        "push rdx",
-        "push rsi",
-        "push rdi",
-        "push r8",
-        "push r9",
-        "push r10",
-        "push r11",
+        super::push_scratch!(),
         "lea rdi, [rsp + 72]",
         "call {trap}",
         // ZF set: `iretq`. Otherwise resume without `iret`: put RFLAGS and RIP just
@@ -208,15 +200,7 @@ pub(super) extern "C" fn breakpoint_entry() {
         "mov [rsi], rdx",
         "mov [rsp + 80], rsi",
         "2:",
-        "pop r11",
-        "pop r10",
-        "pop r9",
-        "pop r8",
-        "pop rdi",
-        "pop rsi",
-        "pop rdx",
-        "pop rcx",
-        "pop rax",
+        super::pop_scratch!(),
         "jz 3f",
         // Switch to that stack, `popfq`, `ret`.
         "mov rsp, [rsp + 8]",

@@ -7,6 +7,7 @@ use super::{is_mapped, writable_alias};
 use crate::arch::ftrace;
 use crate::arch::patch::{self, Poke, SITE_LEN};
 use alloc::vec::Vec;
+use trace::event::key::{KeySite, NOP};
 use x86_64::VirtAddr;
 
 /// The bytes the 5-byte site at `site` holds now, if its text is mapped.
@@ -53,6 +54,28 @@ pub fn function_sites() -> &'static [usize] {
     unsafe { core::slice::from_raw_parts(start, stop.offset_from(start) as usize) }
 }
 
+/// Makes each tracepoint site of `sites` a jump to its recording path (`armed`) or
+/// its NOP, and returns once every CPU executes the new bytes. `Err` (nothing
+/// changed) for a site that is not one of `trace::linked_keys!()`'s holding its NOP
+/// or its jump, or if the patcher cannot track more sites. Thread context,
+/// interrupts on.
+pub fn patch_keys(sites: &[&KeySite], armed: bool, sync: impl Fn()) -> Result<(), &'static str> {
+    let linked: &'static [KeySite] = trace::linked_keys!();
+    let mut pokes = Vec::new();
+    for site in sites {
+        let jump = site.jump().ok_or("a recording path out of a jump's reach")?;
+        let now = site_bytes(site.site);
+        let ours = linked.iter().any(|l| core::ptr::eq(l, *site));
+        if !ours || (now != Some(NOP) && now != Some(jump)) {
+            return Err("not a tracepoint site");
+        }
+        pokes.push((site.site, if armed { jump } else { NOP }));
+    }
+    // SAFETY: each site is one the linker collected from `emit!`, holding its NOP or
+    // its jump (just checked), and gets one of the two.
+    unsafe { patch_sites(&pokes, sync) }
+}
+
 /// Makes each site (`(address, bytes)`) hold its new bytes, and returns once every
 /// CPU executes them; `sync` makes every other CPU take an interrupt (see
 /// `arch::patch`). Sites whose text is not mapped are left alone; `Err` if the
@@ -63,7 +86,7 @@ pub fn function_sites() -> &'static [usize] {
 /// `trace::linked_keys!`, or a function entry's, [`function_sites`]) and its bytes
 /// one of the two instructions that site takes: its NOP, or the jump (keys) or the
 /// call (functions) that its owner computed.
-pub unsafe fn patch_sites(
+unsafe fn patch_sites(
     sites: &[(usize, [u8; SITE_LEN])],
     sync: impl Fn(),
 ) -> Result<(), &'static str> {
