@@ -151,14 +151,16 @@ fn function_records_the_filtered_functions_with_their_callers() {
     assert!(cpus.1.starts_with("kernel::shell::run"), "{cpus:?}");
 }
 
-/// One `function_graph` line: CPU, depth (from the indentation), name, and the
-/// duration in ns at a return.
+/// One `function_graph` line: CPU, depth (from the indentation), name, the
+/// duration in ns at a return, and whether it is a leaf (`name();`: a call and its
+/// return on one line).
 #[derive(Debug)]
 struct GraphLine {
     cpu: usize,
     depth: usize,
     name: String,
     duration: Option<u64>,
+    leaf: bool,
 }
 
 fn graph_lines(trace: &str) -> Vec<GraphLine> {
@@ -175,8 +177,9 @@ fn graph_lines(trace: &str) -> Vec<GraphLine> {
                 let (whole, frac) = us.trim().split_once('.').unwrap();
                 whole.parse::<u64>().unwrap() * 1000 + frac.parse::<u64>().unwrap()
             });
+            let leaf = call.strip_suffix("();");
             let name = match duration {
-                Some(_) => call.strip_prefix("} /* ").and_then(|c| c.strip_suffix(" */")),
+                Some(_) => leaf.or(call.strip_prefix("} /* ").and_then(|c| c.strip_suffix(" */"))),
                 None => call.strip_suffix("() {"),
             };
             GraphLine {
@@ -184,6 +187,7 @@ fn graph_lines(trace: &str) -> Vec<GraphLine> {
                 depth,
                 name: name.unwrap_or_else(|| panic!("{line}")).into(),
                 duration,
+                leaf: leaf.is_some(),
             }
         })
         .collect()
@@ -207,13 +211,20 @@ fn function_graph_nests_calls_and_their_durations_add_up() {
     // Replay the nesting: each return closes the innermost open call of its name,
     // at the depth it opened, and lasts at least as long as its children together.
     let mut open: Vec<(String, usize, u64)> = Vec::new();
-    let mut nested = 0;
+    let (mut nested, mut leaves) = (0, 0);
     for line in &lines {
         assert_eq!(line.cpu, 0, "{line:?}");
         match line.duration {
             None => {
                 assert_eq!(line.depth, open.len(), "an entry one level in: {line:?}\n{trace}");
                 open.push((line.name.clone(), line.depth, 0));
+            }
+            Some(took) if line.leaf => {
+                assert_eq!(line.depth, open.len(), "a leaf one level in: {line:?}\n{trace}");
+                leaves += 1;
+                if let Some(parent) = open.last_mut() {
+                    parent.2 += took;
+                }
             }
             Some(took) => {
                 let Some((name, depth, children)) = open.pop() else {
@@ -240,6 +251,8 @@ fn function_graph_nests_calls_and_their_durations_add_up() {
     let formats = lines.iter().filter(|l| l.name.ends_with("write_format") && l.duration.is_some());
     assert_eq!(formats.count(), 2, "{trace}");
     assert!(nested >= 4, "cat > read > write_format twice: {trace}");
+    // `write_format` calls nothing traced: each of its calls prints as one line.
+    assert_eq!(leaves, 2, "{trace}");
 }
 
 #[test]

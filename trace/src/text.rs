@@ -179,20 +179,30 @@ pub fn write_line(
     writeln!(out)
 }
 
-/// Writes a `function_graph` record as ftrace's nested layout: `CPU) DURATION |`
-/// then the call, indented two spaces per `depth`: `name() {` at an entry
-/// (`duration` `None`), `} /* name */` with the time it took at a return.
+/// What a `function_graph` line shows of a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GraphCall {
+    /// Its entry, when it does not return at once: `name() {`.
+    Entry,
+    /// Its return, with the time it took (ns): `} /* name */`.
+    Return(u64),
+    /// An entry followed at once by its return: `name();`, with the time.
+    Leaf(u64),
+}
+
+/// Writes a `function_graph` line as ftrace's nested layout: `CPU) DURATION |`, then
+/// the call indented two spaces per `depth`.
 pub fn write_graph_line(
     out: &mut dyn Write,
     cpu: usize,
     depth: u64,
     name: &dyn fmt::Display,
-    duration: Option<u64>,
+    call: GraphCall,
 ) -> fmt::Result {
     write!(out, "{cpu:>2}) ")?;
-    match duration {
-        None => out.write_str("              |  ")?,
-        Some(ns) => {
+    match call {
+        GraphCall::Entry => out.write_str("              |  ")?,
+        GraphCall::Return(ns) | GraphCall::Leaf(ns) => {
             // ftrace's marks for long calls: over 10 us, 100 us, 1 ms, 10 ms, 100 ms, 1 s.
             let marks = [(1_000_000_000, '$'), (100_000_000, '@'), (10_000_000, '*')];
             let more = [(1_000_000, '#'), (100_000, '!'), (10_000, '+')];
@@ -202,9 +212,10 @@ pub fn write_graph_line(
     }
     let indent = usize::try_from(depth.min(64)).unwrap_or(64) * 2;
     write!(out, "{:indent$}", "")?;
-    match duration {
-        None => writeln!(out, "{name}() {{"),
-        Some(_) => writeln!(out, "}} /* {name} */"),
+    match call {
+        GraphCall::Entry => writeln!(out, "{name}() {{"),
+        GraphCall::Return(_) => writeln!(out, "}} /* {name} */"),
+        GraphCall::Leaf(_) => writeln!(out, "{name}();"),
     }
 }
 
@@ -286,4 +297,18 @@ mod tests {
         assert_eq!(event_name("ftrace", "raw_data"), None);
         assert_eq!(event_name("irq", "nmi"), Some("nmi"));
     }
+
+    #[test]
+    fn graph_lines_are_ftraces_nested_layout() {
+        let line = |depth, call| {
+            let mut out = String::new();
+            write_graph_line(&mut out, 1, depth, &"f", call).unwrap();
+            out
+        };
+        assert_eq!(line(1, GraphCall::Entry), " 1)               |    f() {\n");
+        assert_eq!(line(0, GraphCall::Leaf(567)), " 1)      0.567 us |  f();\n");
+        assert_eq!(line(1, GraphCall::Return(45_974)), " 1) +   45.974 us |    } /* f */\n");
+        assert_eq!(line(0, GraphCall::Return(2_000_000)), " 1) # 2000.000 us |  } /* f */\n");
+    }
+
 }

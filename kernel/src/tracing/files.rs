@@ -6,7 +6,7 @@ use super::KernelPlatform;
 use crate::{clock, symbols};
 use core::fmt::{self, Write};
 use trace::field::{Decoder, FieldKind, Value};
-use trace::text::{self, Line};
+use trace::text::{self, GraphCall, Line};
 use trace::tracer::{FUNCGRAPH_ENTRY, FUNCGRAPH_EXIT, FUNCTION, STACK_FRAMES, STACK_TRACE};
 use trace::{Instance, Tracer, event::DescriptorKind, ring::Buffer, ring::RecordRef};
 
@@ -20,15 +20,9 @@ pub fn write_record(
     nanoseconds: bool,
 ) -> fmt::Result {
     let descriptor = tracer.descriptor(record.id);
-    let graph = [&FUNCGRAPH_ENTRY, &FUNCGRAPH_EXIT];
-    if let Some(d) = descriptor.filter(|d| graph.iter().any(|g| core::ptr::eq(*d, *g))) {
-        let mut values = [0u64; 3];
-        if decode_u64s(record.payload, &mut values[..d.fields.len()]) {
-            let [func, depth, took] = values;
-            let exit = core::ptr::eq(d, &FUNCGRAPH_EXIT);
-            let name = Symbol(func);
-            return text::write_graph_line(out, record.cpu, depth, &name, exit.then_some(took));
-        }
+    if let Some(g) = GraphRecord::of(tracer, record) {
+        let call = if g.exit { GraphCall::Return(g.took) } else { GraphCall::Entry };
+        return text::write_graph_line(out, g.cpu, g.depth, &Symbol(g.func), call);
     }
     let line = Line {
         cpu: record.cpu,
@@ -62,6 +56,78 @@ fn write_stack(out: &mut dyn Write, payload: &[u8]) -> Result<bool, fmt::Error> 
     }
     table.write_stack(out, depth as usize, &frames)?;
     Ok(true)
+}
+
+/// A `function_graph` record's values.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct GraphRecord {
+    cpu: usize,
+    /// A return (`funcgraph_exit`), or an entry.
+    exit: bool,
+    func: u64,
+    depth: u64,
+    /// The time the call took (ns; a return's).
+    took: u64,
+}
+
+impl GraphRecord {
+    /// `record`'s values, if it is a `function_graph` record that decodes.
+    fn of(tracer: &Tracer<KernelPlatform>, record: &RecordRef<'_>) -> Option<GraphRecord> {
+        let d = tracer.descriptor(record.id)?;
+        let exit = core::ptr::eq(d, &FUNCGRAPH_EXIT);
+        if !exit && !core::ptr::eq(d, &FUNCGRAPH_ENTRY) {
+            return None;
+        }
+        let mut values = [0u64; 3];
+        decode_u64s(record.payload, &mut values[..d.fields.len()]).then_some(())?;
+        let [func, depth, took] = values;
+        Some(GraphRecord { cpu: record.cpu, exit, func, depth, took })
+    }
+
+    /// Whether `self`, a return, ends the call `entry` entered.
+    fn returns_from(&self, entry: &GraphRecord) -> bool {
+        self.exit && (self.cpu, self.func, self.depth) == (entry.cpu, entry.func, entry.depth)
+    }
+}
+
+/// Writes records as trace lines, holding each `function_graph` entry back until
+/// the next record: an entry whose return comes next prints as one `name();` line,
+/// as ftrace's graph output does.
+struct GraphWriter<'a> {
+    tracer: &'a Tracer<KernelPlatform>,
+    nanoseconds: bool,
+    held: Option<GraphRecord>,
+}
+
+impl GraphWriter<'_> {
+    /// Writes `record` (after the entry held back, unless it returns from it).
+    fn write(&mut self, out: &mut dyn Write, record: &RecordRef<'_>) -> fmt::Result {
+        let graph = GraphRecord::of(self.tracer, record);
+        if let Some(entry) = self.held.take() {
+            if let Some(ret) = graph.filter(|g| g.returns_from(&entry)) {
+                let leaf = GraphCall::Leaf(ret.took);
+                return text::write_graph_line(out, ret.cpu, ret.depth, &Symbol(ret.func), leaf);
+            }
+            write_entry(out, entry)?;
+        }
+        match graph.filter(|g| !g.exit) {
+            Some(entry) => {
+                self.held = Some(entry);
+                Ok(())
+            }
+            None => write_record(out, self.tracer, record, self.nanoseconds),
+        }
+    }
+
+    /// Writes the entry held back, if any, as `name() {` (after the last record).
+    fn finish(&mut self, out: &mut dyn Write) -> fmt::Result {
+        self.held.take().map_or(Ok(()), |entry| write_entry(out, entry))
+    }
+}
+
+/// Writes a `function_graph` entry whose return does not come next: `name() {`.
+fn write_entry(out: &mut dyn Write, e: GraphRecord) -> fmt::Result {
+    text::write_graph_line(out, e.cpu, e.depth, &Symbol(e.func), GraphCall::Entry)
 }
 
 /// Decodes a payload of `u64` fields into `values`; `false` if it does not hold them.
@@ -169,17 +235,19 @@ fn write_records(
 ) -> fmt::Result {
     let out = core::cell::RefCell::new(out);
     let result = core::cell::Cell::new(Ok(()));
+    let writer = core::cell::RefCell::new(GraphWriter { tracer, nanoseconds, held: None });
     let read = for_each_record(
         buffer,
         cpu,
         || result.set(header(&mut **out.borrow_mut())),
         |record| {
             let out = &mut **out.borrow_mut();
-            result.set(result.get().and_then(|()| write_record(out, tracer, record, nanoseconds)));
+            result.set(result.get().and_then(|()| writer.borrow_mut().write(out, record)));
             result.get().is_ok()
         },
     );
     result.get()?;
+    writer.borrow_mut().finish(&mut **out.borrow_mut())?;
     match read {
         Ok(()) => Ok(()),
         Err(error) => writeln!(out.borrow_mut(), "# (records unreadable: {error})"),
