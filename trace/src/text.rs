@@ -310,5 +310,4 @@ mod tests {
         assert_eq!(line(1, GraphCall::Return(45_974)), " 1) +   45.974 us |    } /* f */\n");
         assert_eq!(line(0, GraphCall::Return(2_000_000)), " 1) # 2000.000 us |  } /* f */\n");
     }
-
 }

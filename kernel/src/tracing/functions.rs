@@ -214,9 +214,7 @@ pub fn set_current(kind: Kind) -> Result<(), FunctionError> {
     if kind != Kind::Nop && functions().is_empty() {
         return Err(FunctionError::Unavailable);
     }
-    let mut selection = SELECTION.lock();
-    selection.current = kind;
-    apply(&mut selection)
+    change(&mut SELECTION.lock(), |selection| selection.current = kind)
 }
 
 /// Runs `body` with `kind` recording only the function at `site` (into the
@@ -276,11 +274,10 @@ pub fn write_list(list: List, text: &str, append: bool) -> Result<(), FunctionEr
             return Err(FunctionError::NoMatch);
         }
     }
-    match list {
+    change(&mut selection, |selection| match list {
         List::Filter => selection.filter = new,
         List::Notrace => selection.notrace = new,
-    }
-    apply(&mut selection)
+    })
 }
 
 /// Calls `each` with every function on `list`, in address order.
@@ -297,6 +294,20 @@ pub fn for_each_listed(list: List, mut each: impl FnMut(&Function)) {
 /// and hooked returns still go back where they belong.
 pub fn stop() {
     MODE.store(Kind::Nop as u8, Relaxed);
+}
+
+/// Edits `selection` and patches what the edit changed; if patching is refused,
+/// the selection and the hooks' mode are as they were (the patcher changed nothing).
+fn change(
+    selection: &mut Selection,
+    edit: impl FnOnce(&mut Selection),
+) -> Result<(), FunctionError> {
+    let before = (selection.current, selection.filter.clone(), selection.notrace.clone());
+    edit(selection);
+    apply(selection).inspect_err(|_| {
+        (selection.current, selection.filter, selection.notrace) = before;
+        MODE.store(selection.current as u8, Relaxed);
+    })
 }
 
 /// Patches the sites whose state differs from what `selection` wants, and tells
