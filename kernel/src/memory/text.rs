@@ -7,7 +7,7 @@ use super::{is_mapped, writable_alias};
 use crate::arch::ftrace;
 use crate::arch::patch::{self, Poke, SITE_LEN};
 use alloc::vec::Vec;
-use trace::event::key::{KeySite, NOP};
+use trace::event::key::{CALL, KeySite, NOP, rel32};
 use x86_64::VirtAddr;
 
 /// The bytes the 5-byte site at `site` holds now, if its text is mapped.
@@ -116,11 +116,11 @@ pub const ENTRY_NOP: [u8; SITE_LEN] = [0x0f, 0x1f, 0x44, 0x00, 0x08];
 /// [`function_sites`] holding its NOP or that call, or if the patcher cannot track
 /// more sites. Thread context, interrupts on.
 pub fn patch_entries(entries: &[(usize, bool)], sync: impl Fn()) -> Result<(), &'static str> {
-    let target = ftrace::entry_address();
+    let target = ftrace::entry_address() as usize;
     let listed = function_sites();
     let mut sites = Vec::new();
     for &(site, traced) in entries {
-        let call = call(site, target).ok_or("the trampoline is out of a call's reach")?;
+        let call = rel32(CALL, site, target).ok_or("the trampoline is out of a call's reach")?;
         let now = site_bytes(site);
         if !listed.contains(&site) || (now != Some(ENTRY_NOP) && now != Some(call)) {
             return Err("not a function entry site");
@@ -130,12 +130,4 @@ pub fn patch_entries(entries: &[(usize, bool)], sync: impl Fn()) -> Result<(), &
     // SAFETY: each site is a function entry the compiler listed, holding its NOP or
     // the call to the trampoline (just checked), and gets one of the two.
     unsafe { patch_sites(&sites, sync) }
-}
-
-/// `call rel32` from the 5 bytes at `site` to `target`, if in reach.
-fn call(site: usize, target: u64) -> Option<[u8; SITE_LEN]> {
-    let next = site.wrapping_add(SITE_LEN) as u64;
-    let offset = i32::try_from(target.wrapping_sub(next) as i64).ok()?;
-    let [a, b, c, d] = offset.to_le_bytes();
-    Some([0xe8, a, b, c, d])
 }

@@ -20,6 +20,20 @@ pub const KEYED: bool =
 /// The 5-byte NOP a site holds while its event is off (`nopl 0x0(%rax,%rax,1)`).
 pub const NOP: [u8; 5] = [0x0f, 0x1f, 0x44, 0x00, 0x00];
 
+/// The opcode of `jmp rel32`.
+pub const JMP: u8 = 0xe9;
+/// The opcode of `call rel32`.
+pub const CALL: u8 = 0xe8;
+
+/// The 5-byte instruction `opcode rel32` at `site` that goes to `target` (`jmp` or
+/// `call`); `None` if `target` is out of a `rel32`'s reach.
+pub fn rel32(opcode: u8, site: usize, target: usize) -> Option<[u8; 5]> {
+    let next = site.wrapping_add(5);
+    let offset = i32::try_from(target.wrapping_sub(next) as isize).ok()?;
+    let [a, b, c, d] = offset.to_le_bytes();
+    Some([opcode, a, b, c, d])
+}
+
 /// One tracepoint site, as [`emit!`](crate::emit) records it in the `trace_keys`
 /// section (three words, in this order).
 #[repr(C)]
@@ -37,10 +51,7 @@ impl KeySite {
     /// The site's bytes while its event is armed: `jmp rel32` to the recording path;
     /// `None` if that is out of a `rel32`'s reach (never, within one binary).
     pub fn jump(&self) -> Option<[u8; 5]> {
-        let next = self.site.wrapping_add(NOP.len());
-        let offset = i32::try_from(self.target.wrapping_sub(next) as isize).ok()?;
-        let [a, b, c, d] = offset.to_le_bytes();
-        Some([0xe9, a, b, c, d])
+        rel32(JMP, self.site, self.target)
     }
 
     /// The site's bytes for `armed`.
