@@ -1,12 +1,14 @@
-//! The function tracers: every traceable function's entry is a 5-byte NOP until
-//! `current_tracer` turns `function` or `function_graph` on; the filter files
-//! choose which functions are patched; `nop` restores every NOP byte for byte.
+//! The function tracers: every traceable function's entry is a 5-byte NOP until an
+//! instance's `current_tracer` turns `function` or `function_graph` on; its filter
+//! files choose which functions it traces; once no instance traces a function, its
+//! entry is the NOP again, byte for byte.
 
 use e2e::{Machine, STEP_TIMEOUT, trace_lines};
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-/// `functions`' summary: traceable functions, calls now, tracer, entry bytes hash.
+/// `functions`' summary: traceable functions, calls now, the instances' tracers
+/// (`none`, or `/=function a=function_graph`), entry bytes hash.
 #[derive(Debug, PartialEq)]
 struct Summary {
     functions: usize,
@@ -23,7 +25,7 @@ fn summary(machine: &mut Machine) -> Summary {
     Summary {
         functions: words[1].parse().unwrap(),
         calls: words[at("calls") - 1].parse().unwrap(),
-        tracer: words[at("tracer") + 1].into(),
+        tracer: line.split("tracers: ").nth(1).and_then(|t| t.split(';').next()).unwrap().into(),
         hash: words[at("hash") + 1].into(),
     }
 }
@@ -38,7 +40,7 @@ fn tracers_patch_every_entry_and_nop_restores_each_byte_for_byte() {
     let mut machine = Machine::boot();
     assert!(machine.transcript().contains("entry sites traceable"), "the boot collects the sites");
     let before = summary(&mut machine);
-    assert_eq!((before.calls, before.tracer.as_str()), (0, "nop"), "{before:?}");
+    assert_eq!((before.calls, before.tracer.as_str()), (0, "none"), "{before:?}");
     let names = available(&mut machine);
     assert_eq!(names.len(), before.functions);
     assert!(names.len() > 50, "{names:?}");
@@ -60,7 +62,8 @@ fn tracers_patch_every_entry_and_nop_restores_each_byte_for_byte() {
         machine.run(&format!("echo {tracer} > current_tracer"));
         assert_eq!(machine.run("cat current_tracer"), format!("{tracer}\n"));
         let on = summary(&mut machine);
-        assert_eq!((on.calls, on.tracer.as_str()), (before.functions, tracer), "{on:?}");
+        let expected = (before.functions, format!("/={tracer}"));
+        assert_eq!((on.calls, on.tracer.clone()), expected, "{on:?}");
         assert_ne!(on.hash, before.hash, "the entries changed");
         let site = machine.run("functions kernel::shell::commands::cat");
         let words: Vec<&str> = site.lines().next().unwrap().split(' ').collect();
@@ -87,16 +90,30 @@ fn bad_tracer_and_filter_writes_are_refused_and_change_nothing() {
     assert!(error.contains("a glob matches no function"), "{error}");
     assert_eq!(machine.run("cat set_ftrace_notrace"), "");
     assert!(machine.run("cat error_log").contains("a glob matches no function"));
-    // The function tracers run in the top-level instance only.
+    // An instance has its own tracer and lists, refused the same way.
     machine.run("mkdir instances/a");
-    let error = machine.run("echo function > instances/a/current_tracer");
-    assert!(error.contains("the function tracers run in the top-level instance only"), "{error}");
+    let error = machine.run("echo graph > instances/a/current_tracer");
+    assert!(error.contains("no such tracer (see available_tracers)"), "{error}");
     assert_eq!(machine.run("cat instances/a/current_tracer"), "nop\n");
-    assert_eq!(machine.run("cat instances/a/available_tracers"), "nop\n");
+    let tracers = machine.run("cat instances/a/available_tracers");
+    assert_eq!(tracers, "function_graph function nop\n");
     let listing = machine.run("ls instances/a");
-    assert!(!listing.contains("set_ftrace_filter"), "{listing}");
-    assert!(machine.run("cat instances/a/set_ftrace_filter").contains("No such file"));
+    assert!(listing.contains("set_ftrace_filter") && listing.contains("set_ftrace_notrace"));
+    assert!(!listing.contains("available_filter_functions"), "top level only: {listing}");
+    let error = machine.run("echo 'nothing*' > instances/a/set_ftrace_filter");
+    assert!(error.contains("a glob matches no function"), "{error}");
+    let filter = machine.run("cat instances/a/set_ftrace_filter");
+    assert_eq!(filter, "#### all functions enabled ####\n");
+    assert!(machine.run("cat instances/a/error_log").contains("a glob matches no function"));
     assert!(machine.run("echo x > available_filter_functions").contains("Permission denied"));
+    // The function tracers' events are recorded by current_tracer, not enabled.
+    for file in
+        ["events/ftrace/function/enable", "instances/a/events/ftrace/funcgraph_entry/enable"]
+    {
+        let error = machine.run(&format!("echo 1 > {file}"));
+        assert!(error.contains("a function tracer's event: current_tracer records it"), "{error}");
+        assert_eq!(machine.run(&format!("cat {file}")), "0\n");
+    }
     assert_eq!(summary(&mut machine), before, "no refused write patched anything");
 }
 
@@ -271,7 +288,7 @@ fn tracers_on_and_off_1000_times_under_stress_on_4_cpus_keep_every_count() {
     let report =
         out.lines().find(|l| l.starts_with("functions: ")).unwrap_or_else(|| panic!("{out}"));
     assert!(
-        report.starts_with("functions: tracer on and off 1000 of 1000 times")
+        report.starts_with("functions: tracers on and off 1000 of 1000 times")
             && report.contains(" 0 hooked calls left")
             && report.ends_with("| invariant ok"),
         "{report}"
@@ -301,4 +318,44 @@ fn report_elf_names_the_functions_the_kernel_names() {
         "{kernel}"
     );
     assert_eq!(on_host, in_kernel, "host:\n{host}\nkernel:\n{kernel}");
+}
+
+#[test]
+fn instances_trace_their_own_functions_and_rmdir_restores_their_entries() {
+    let mut machine = Machine::boot();
+    let before = summary(&mut machine);
+    machine.run("echo 0 > events/enable");
+    machine.run("mkdir instances/a");
+    // The top level graphs `cpus`; instance a records `pwd` with `function`.
+    machine.run("echo kernel::shell::commands::cpus > set_ftrace_filter");
+    machine.run("echo function_graph > current_tracer");
+    machine.run("echo kernel::shell::commands::pwd > instances/a/set_ftrace_filter");
+    machine.run("echo function > instances/a/current_tracer");
+    assert_eq!(machine.run("cat instances/a/current_tracer"), "function\n");
+    assert_eq!(machine.run("cat current_tracer"), "function_graph\n");
+    let on = summary(&mut machine);
+    assert_eq!((on.calls, on.tracer.as_str()), (2, "/=function_graph a=function"), "{on:?}");
+    machine.run("echo > trace");
+    machine.run("cpus");
+    machine.run("pwd");
+    let mine = machine.run("cat instances/a/trace");
+    assert!(mine.starts_with("# tracer: function\n"), "{mine}");
+    let calls: Vec<String> = trace_lines(&mine).into_iter().map(|l| l.event).collect();
+    assert_eq!(calls.len(), 1, "{mine}");
+    assert!(calls[0].starts_with("kernel::shell::commands::pwd <-kernel::shell::run"), "{mine}");
+    let top = machine.run("cat trace");
+    assert!(top.starts_with("# tracer: function_graph\n"), "{top}");
+    let graphed: BTreeSet<String> = graph_lines(&top).into_iter().map(|l| l.name).collect();
+    assert_eq!(graphed, BTreeSet::from(["kernel::shell::commands::cpus".to_string()]), "{top}");
+    // Removing a tracing instance restores the entries only it traced.
+    machine.run("rmdir instances/a");
+    let after = summary(&mut machine);
+    assert_eq!((after.calls, after.tracer.as_str()), (1, "/=function_graph"), "{after:?}");
+    // A new instance of the same name starts with `nop` and empty lists.
+    machine.run("mkdir instances/a");
+    assert_eq!(machine.run("cat instances/a/current_tracer"), "nop\n");
+    let filter = machine.run("cat instances/a/set_ftrace_filter");
+    assert_eq!(filter, "#### all functions enabled ####\n");
+    machine.run("echo nop > current_tracer");
+    assert_eq!(summary(&mut machine), before, "every entry is its NOP again, byte for byte");
 }

@@ -80,6 +80,16 @@ pub trait Platform {
     fn set_key(&self, event: &'static EventDescriptor, armed: bool) {
         let _ = (event, armed);
     }
+
+    /// Makes the entry of each listed function (its index among those registered
+    /// with [`crate::Tracer::set_functions`]) a call to the platform's entry hook
+    /// (`true`) or its NOP again, and returns once every CPU executes the new bytes.
+    /// A refusal patches nothing. Called only where [`Platform::may_wait`] is true,
+    /// one call at a time. The default has no function entries and refuses.
+    fn patch_functions(&self, changes: &[(usize, bool)]) -> Result<(), &'static str> {
+        let _ = changes;
+        Err("this platform does not patch function entries")
+    }
 }
 
 #[cfg(not(any(target_os = "none", target_os = "uefi")))]

@@ -86,9 +86,9 @@ pub enum File<S, E> {
     CurrentTracer,
     /// `available_filter_functions` (top level).
     AvailableFilterFunctions,
-    /// `set_ftrace_filter` (top level).
+    /// `set_ftrace_filter`.
     SetFtraceFilter,
-    /// `set_ftrace_notrace` (top level).
+    /// `set_ftrace_notrace`.
     SetFtraceNotrace,
     /// `trace_marker_raw`.
     TraceMarkerRaw,
@@ -177,8 +177,8 @@ fn node<T: Tree>(tree: &T, rest: &[&str], top: bool) -> Option<Node<T::System, T
         ["available_tracers"] => file(AvailableTracers),
         ["current_tracer"] => file(CurrentTracer),
         ["available_filter_functions"] if top => file(AvailableFilterFunctions),
-        ["set_ftrace_filter"] if top => file(SetFtraceFilter),
-        ["set_ftrace_notrace"] if top => file(SetFtraceNotrace),
+        ["set_ftrace_filter"] => file(SetFtraceFilter),
+        ["set_ftrace_notrace"] => file(SetFtraceNotrace),
         ["trace_marker_raw"] => file(TraceMarkerRaw),
         ["buffer_subbuf_size_kb"] => file(SubbufSizeKb),
         ["printk_formats"] if top => file(PrintkFormats),

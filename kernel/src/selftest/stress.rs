@@ -41,6 +41,9 @@ pub const MAX_CYCLES: u32 = 100_000;
 const CYCLES_EXTRA_MS: u64 = 120_000;
 /// The instance `stress:cycled` is enabled in.
 const KEYS_INSTANCE: &str = "stress-keys";
+/// The instance that traces functions with the top level in a `cycle N functions`
+/// run, with the other tracer.
+const FUNCTIONS_INSTANCE: &str = "stress-functions";
 
 /// Where a stress event was written from.
 #[derive(Clone, Copy)]
@@ -145,13 +148,12 @@ pub fn run(mode: Mode, ms: u64, cycles: u32, functions: bool) -> Result<bool, &'
         writers_done: AtomicUsize::new(0),
         counts,
     });
-    let keyed = if cycles > 0 && !functions {
+    let keyed = if cycles > 0 {
         let config = InstanceConfig { bytes_per_cpu: RING_BYTES, mode, snapshot: false };
-        let keyed = tracer
-            .get_or_create(KEYS_INSTANCE, config)
-            .map_err(|_| "cannot create the stress-keys instance")?;
+        let name = if functions { FUNCTIONS_INSTANCE } else { KEYS_INSTANCE };
+        let keyed = tracer.get_or_create(name, config).map_err(|_| "cannot create the instance")?;
         keyed.set_tracing(false);
-        keyed.clear().map_err(|_| "the stress-keys instance is busy (trace_pipe open?)")?;
+        keyed.clear().map_err(|_| "the cycles' instance is busy (trace_pipe open?)")?;
         keyed.set_mode(mode);
         let _ = keyed.set_event(None, None, false);
         keyed.set_tracing(true);
@@ -160,9 +162,13 @@ pub fn run(mode: Mode, ms: u64, cycles: u32, functions: bool) -> Result<bool, &'
         None
     };
     let (mut cycled, mut armed) = (0, false);
-    if functions {
-        ft::write_list(ft::List::Filter, "", false).map_err(|_| "cannot select every function")?;
-        ft::write_list(ft::List::Notrace, "", false).map_err(|_| "cannot select every function")?;
+    if let Some(other) = keyed.as_ref().filter(|_| functions) {
+        for instance in [&tracer.top(), other] {
+            for list in [ft::List::Filter, ft::List::Notrace] {
+                ft::write_list(instance, list, "", false)
+                    .map_err(|_| "cannot select every function")?;
+            }
+        }
     }
     let recorder = run.instance.recorder();
     let mut consumers = (0..cpus)
@@ -197,7 +203,10 @@ pub fn run(mode: Mode, ms: u64, cycles: u32, functions: bool) -> Result<bool, &'
                 apic::send_ipi(Destination::Apic(target.apic_id()), ipi);
             }
             // Armed (or on) for one round, disarmed (off) for the next.
-            if cycled < cycles && toggle(keyed.as_ref(), functions, !armed, cycled) {
+            if cycled < cycles
+                && let Some(keyed) = &keyed
+                && toggle(keyed, functions, !armed, cycled)
+            {
                 armed = !armed;
                 cycled += u32::from(!armed);
             }
@@ -215,10 +224,11 @@ pub fn run(mode: Mode, ms: u64, cycles: u32, functions: bool) -> Result<bool, &'
     // starts another.
     RUN.write().take();
     let _ = run.instance.set_event(None, None, false);
-    if functions && armed {
-        let _ = ft::set_current(Kind::Nop);
-    }
     if let Some(keyed) = &keyed {
+        if functions && armed {
+            let _ = tracer.top().set_function_tracer(Kind::Nop);
+            let _ = keyed.set_function_tracer(Kind::Nop);
+        }
         let _ = keyed.set_event(None, None, false);
     }
     posted?;
@@ -230,61 +240,70 @@ pub fn run(mode: Mode, ms: u64, cycles: u32, functions: bool) -> Result<bool, &'
     let ms = clock::now_ns().saturating_sub(start) / 1_000_000;
     let pass = report(&run, mode, ms, &consumed[..cpus], corrupt);
     Ok(match keyed {
+        Some(other) if functions => report_functions(&other, cpus, cycled, cycles) && pass,
         Some(keyed) => report_cycles(&keyed, cpus, cycled, cycles) && pass,
-        None if functions => report_functions(tracer, cpus, cycled, cycles) && pass,
         None => pass,
     })
 }
 
 /// One step of a cycle: arms or disarms `stress:cycled` in `keyed`, or with
-/// `functions` turns the function tracer on (`function` in even cycles,
-/// `function_graph` in odd ones) or off. Returns whether it took effect.
+/// `functions` turns the function tracers on (`function` in the top level and
+/// `function_graph` in `keyed` in even cycles, the other way round in odd ones) or
+/// off. Returns whether it took effect.
 fn toggle(
-    keyed: Option<&Instance<'_, KernelPlatform>>,
+    keyed: &Instance<'static, KernelPlatform>,
     functions: bool,
     on: bool,
     cycle: u32,
 ) -> bool {
     if functions {
-        let kind = match (on, cycle % 2) {
-            (false, _) => Kind::Nop,
-            (true, 0) => Kind::Function,
-            (true, _) => Kind::Graph,
+        let (top, other) = match (on, cycle % 2) {
+            (false, _) => (Kind::Nop, Kind::Nop),
+            (true, 0) => (Kind::Function, Kind::Graph),
+            (true, _) => (Kind::Graph, Kind::Function),
         };
-        return ft::set_current(kind).is_ok();
+        let top = keyed.tracer().top().set_function_tracer(top);
+        return top.is_ok() && keyed.set_function_tracer(other).is_ok();
     }
-    keyed.is_some_and(|keyed| keyed.set_event(Some("stress"), Some("cycled"), on).is_ok())
+    keyed.set_event(Some("stress"), Some("cycled"), on).is_ok()
 }
 
-/// Reports the function tracer's on/off cycles and checks the top-level instance's
-/// accounting and that every hooked call returned; returns whether all held.
+/// Reports the function tracers' on/off cycles and checks the accounting of the
+/// top-level instance and of `other`, and that every hooked call returned; returns
+/// whether all held.
 fn report_functions(
-    tracer: &trace::Tracer<KernelPlatform>,
+    other: &Instance<'static, KernelPlatform>,
     cpus: usize,
     cycled: u32,
     cycles: u32,
 ) -> bool {
-    let top = tracer.top();
-    // The top level records the default events all the time: its counts hold still
-    // (a quiescent point) only with recording off, after a grace period.
-    let on = top.tracing();
-    top.set_tracing(false);
-    let stats: Vec<_> = (0..cpus).map(|cpu| top.stats(cpu)).collect();
-    top.set_tracing(on);
     let mut balanced = true;
-    for (cpu, stats) in stats.iter().enumerate() {
-        if !stats.as_ref().is_ok_and(|s| s.balanced()) {
-            balanced = false;
-            println!("functions: top level cpu{cpu} does not balance: {stats:?}");
+    let mut written = [0; 2];
+    for (instance, written) in [other.tracer().top(), other.clone()].iter().zip(&mut written) {
+        // The top level records the default events all the time: its counts hold
+        // still (a quiescent point) only with recording off, after a grace period.
+        let on = instance.tracing();
+        instance.set_tracing(false);
+        let stats: Vec<_> = (0..cpus).map(|cpu| instance.stats(cpu)).collect();
+        instance.set_tracing(on);
+        for (cpu, stats) in stats.iter().enumerate() {
+            if !stats.as_ref().is_ok_and(|s| s.balanced()) {
+                balanced = false;
+                println!("functions: {:?} cpu{cpu} does not balance: {stats:?}", instance.name());
+            }
         }
+        *written = stats.iter().flatten().map(|s| s.written).sum();
     }
-    let written: u64 = stats.iter().flatten().map(|s| s.written).sum();
     let hooked = ft::hooked_calls();
-    let pass = balanced && hooked == 0 && cycled == cycles && ft::current() == Kind::Nop;
+    let off =
+        [other.tracer().top(), other.clone()].iter().all(|i| i.function_tracer() == Kind::Nop);
+    let pass = balanced && hooked == 0 && cycled == cycles && off;
     println!(
-        "functions: tracer on and off {cycled} of {cycles} times over {} functions, {hooked} \
-         hooked calls left, top level {written} written | {}",
+        "functions: tracers on and off {cycled} of {cycles} times over {} functions, {hooked} \
+         hooked calls left, top level {} written, {FUNCTIONS_INSTANCE} {} | {}",
         ft::functions().len(),
+        written[0],
+        written[1],
         if pass { "invariant ok" } else { "FAILED" }
     );
     pass

@@ -444,11 +444,23 @@ fn functions(
         }
     }
     let total = ft::functions().len();
+    let mut tracers = String::new();
+    if let Some(tracer) = crate::tracing::tracer() {
+        let named = tracer.instance_names();
+        let instances = named.iter().filter_map(|name| tracer.lookup(name));
+        for instance in core::iter::once(tracer.top()).chain(instances) {
+            let current = instance.function_tracer();
+            if current != ft::Kind::Nop {
+                let name = if instance.is_top_level() { "/" } else { instance.name() };
+                let _ = write!(tracers, " {name}={}", current.name());
+            }
+        }
+    }
     let _ = writeln!(
         out,
-        "# {total} traceable functions, {calls} calls, {unreadable} unreadable; tracer {}; \
+        "# {total} traceable functions, {calls} calls, {unreadable} unreadable; tracers:{}; \
          entry bytes hash {hash:016x}; shadow stack full {} times",
-        ft::current().name(),
+        if tracers.is_empty() { " none" } else { &tracers },
         ft::overflows()
     );
     Ok(())

@@ -13,7 +13,7 @@ use shell_core::path::normalize;
 use shell_core::tree::{self, Tree};
 use trace::{
     Instance, InstanceConfig, InstanceError, Mode, Tracer, event::DescriptorKind,
-    event::EventDescriptor, tracer::HookError,
+    event::EventDescriptor, tracer::FunctionError as TracerFunctionError, tracer::HookError,
 };
 
 /// A file-system error, printed as the errno text a Linux shell would show.
@@ -126,6 +126,9 @@ impl From<InstanceError> for FsError {
             InstanceError::NotArmed => {
                 FsError::Rule("the event is not armed, and arming it needs a context that may wait")
             }
+            InstanceError::FunctionEvent => FsError::Rule(
+                "a function tracer's event: current_tracer records it (see available_tracers)",
+            ),
             InstanceError::Buffer(trace::Error::NoMemory | trace::Error::TooBig) => {
                 let (heap_used, heap) = crate::memory::heap::usage();
                 let (used, max) = tracer().map_or((0, 0), |t| t.memory());
@@ -143,13 +146,19 @@ impl From<InstanceError> for FsError {
 impl From<FunctionError> for FsError {
     fn from(error: FunctionError) -> Self {
         match error {
-            FunctionError::Unavailable => {
+            FunctionError::Tracer(TracerFunctionError::Unavailable) => {
                 FsError::Rule("no function can be traced (see the boot's functions: line)")
             }
             FunctionError::NoMatch => {
                 FsError::Rule("a glob matches no function (see available_filter_functions)")
             }
-            FunctionError::Patch(reason) => FsError::Rule(reason),
+            FunctionError::Tracer(TracerFunctionError::Patch(reason)) => FsError::Rule(reason),
+            FunctionError::Tracer(TracerFunctionError::WouldDeadlock) => {
+                FsError::Rule("patching function entries needs a context that may wait")
+            }
+            FunctionError::Tracer(TracerFunctionError::WrongLength) => {
+                FsError::Rule("a list needs one entry per function")
+            }
             FunctionError::Busy => FsError::Busy,
         }
     }
@@ -248,8 +257,8 @@ const ROOT_FILES: [(&str, bool); 26] = [
     ("per_cpu/", false),
     ("printk_formats", true),
     ("set_event", false),
-    ("set_ftrace_filter", true),
-    ("set_ftrace_notrace", true),
+    ("set_ftrace_filter", false),
+    ("set_ftrace_notrace", false),
     ("snapshot", false),
     ("trace", false),
     ("trace_clock", false),
@@ -359,7 +368,7 @@ tracing mini-HOWTO:
   trace_pipe\t\t- A consuming read to see the contents of the buffer
   trace_pipe_raw\t- A consuming read streaming the records as a dump (report reads it)
 \t\t\t  (cat stops at a key press)
-  current_tracer\t- function tracers: function, function_graph (top level), or nop
+  current_tracer\t- function tracers: function, function_graph, or nop
   available_tracers\t- list of configured tracers for current_tracer
   available_filter_functions - list of functions that can be traced
   set_ftrace_filter\t- echo function name (globs) in here to only trace these
@@ -539,15 +548,11 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
         File::Nanoseconds => writeln!(out, "{}", u8::from(ns)),
         File::CpuMask => write_cpumask(out, instance.cpumask(), tracer.cpus()),
         File::Readme => out.write_str(README),
-        File::AvailableTracers if instance.is_top_level() => {
+        File::AvailableTracers => {
             let names: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
             writeln!(out, "{}", names.join(" "))
         }
-        File::AvailableTracers => writeln!(out, "nop"),
-        File::CurrentTracer if instance.is_top_level() => {
-            writeln!(out, "{}", functions::current().name())
-        }
-        File::CurrentTracer => writeln!(out, "nop"),
+        File::CurrentTracer => writeln!(out, "{}", instance.function_tracer().name()),
         File::AvailableFilterFunctions => {
             functions::functions().iter().try_for_each(|f| writeln!(out, "{}", f.name))
         }
@@ -556,7 +561,7 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
                 if matches!(file, File::SetFtraceFilter) { List::Filter } else { List::Notrace };
             let mut any = false;
             let mut result = Ok(());
-            functions::for_each_listed(list, |f| {
+            functions::for_each_listed(instance, list, |f| {
                 any = true;
                 result = result.and_then(|()| writeln!(out, "{}", f.name));
             });
@@ -766,16 +771,14 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
             instance.set_cpumask(parse_cpumask(value, tracer.cpus())?);
             Ok(())
         }
-        File::CurrentTracer => match (Kind::parse(value.trim()), instance.is_top_level()) {
-            (Some(Kind::Nop), false) => Ok(()),
-            (Some(_), false) => {
-                Err(FsError::Rule("the function tracers run in the top-level instance only"))
-            }
-            (Some(kind), true) => Ok(functions::set_current(kind)?),
-            (None, _) => Err(FsError::Rule("no such tracer (see available_tracers)")),
+        File::CurrentTracer => match Kind::parse(value.trim()) {
+            Some(kind) => Ok(instance.set_function_tracer(kind).map_err(FunctionError::from)?),
+            None => Err(FsError::Rule("no such tracer (see available_tracers)")),
         },
-        File::SetFtraceFilter => Ok(functions::write_list(List::Filter, value, append)?),
-        File::SetFtraceNotrace => Ok(functions::write_list(List::Notrace, value, append)?),
+        File::SetFtraceFilter => Ok(functions::write_list(instance, List::Filter, value, append)?),
+        File::SetFtraceNotrace => {
+            Ok(functions::write_list(instance, List::Notrace, value, append)?)
+        }
         File::SubbufSizeKb => match value.trim() {
             "4" => Ok(()),
             _ => Err(FsError::Rule(

@@ -182,11 +182,7 @@ fn write_header(
         entries += stats.entries;
         written += stats.written;
     }
-    let tracer = match instance.is_top_level() {
-        true => super::functions::current().name(),
-        false => "nop",
-    };
-    text::write_header(out, tracer, entries, written, cpus)
+    text::write_header(out, instance.function_tracer().name(), entries, written, cpus)
 }
 
 /// Calls `each` with every record of `buffer`, oldest first, while it returns true:

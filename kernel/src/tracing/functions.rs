@@ -1,61 +1,36 @@
-//! The function tracers, for the top-level instance: `function` records each traced
-//! function's entry and its caller; `function_graph` its entry and its return, with
-//! the call depth and the time it took.
+//! The function tracers' kernel half: the functions that may be traced, the
+//! patching of their entries, and the hooks the trampolines call. Each instance's
+//! tracer and lists live in `trace` (`Instance::set_function_tracer`,
+//! `Instance::set_function_list`): `function` records each traced function's entry
+//! and its caller; `function_graph` its entry and its return, with the call depth
+//! and the time it took.
 //!
 //! The kernel and the driver crate are built with a 5-byte NOP at every function's
 //! entry (`memory::text::function_sites`). At boot [`init`] keeps the sites of the
 //! functions that may be traced ([`traceable`]: not the tracer's own code, the
-//! patcher, the interrupt entry paths or the panic path) and leaves them all NOPs. A
-//! tracer other than `nop` patches the selected sites (`set_ftrace_filter`,
-//! `set_ftrace_notrace`) into calls to `arch::ftrace`'s trampoline, by the same int3
-//! protocol as the static keys; `nop` restores every NOP.
+//! patcher, the interrupt entry paths or the panic path), leaves them all NOPs and
+//! registers them with the tracer. The tracer has an entry patched ([`patch`]) into
+//! a call to `arch::ftrace`'s trampoline while some instance traces it, by the same
+//! int3 protocol as the static keys, and restored once none does.
 //!
 //! From any context, NMIs included: a per-CPU `busy` flag stops recursion (what the
 //! recording path calls is never recorded), and `function_graph` keeps each hooked
 //! call's return address on a per-CPU shadow stack, pushed and popped only with
 //! `busy` set, so an NMI never interleaves with a push or a pop.
 
+use super::KernelPlatform;
 use crate::arch::{MAX_CPUS, ftrace, percpu, stack};
 use crate::memory::text::{self, ENTRY_NOP};
 use crate::{barrier, clock, symbols};
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use core::sync::atomic::{Ordering::SeqCst, compiler_fence};
-use spin::{Mutex, Once};
-use trace::tracer::{FUNCGRAPH_ENTRY, FUNCGRAPH_EXIT, FUNCTION};
+use spin::Once;
+use trace::Instance;
+pub use trace::tracer::{FunctionList as List, FunctionTracer as Kind};
 
 /// Deepest `function_graph` nesting a CPU records (deeper calls are not hooked).
 pub const MAX_DEPTH: usize = 64;
-
-/// What `current_tracer` selects.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    /// No function tracing: every entry is its NOP.
-    Nop,
-    /// Each traced function's entry, with its caller.
-    Function,
-    /// Each traced function's entry and return, nested, with durations.
-    Graph,
-}
-
-impl Kind {
-    /// Every tracer, as `available_tracers` lists them.
-    pub const ALL: [Kind; 3] = [Kind::Graph, Kind::Function, Kind::Nop];
-
-    /// The tracer's name in `current_tracer`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Kind::Nop => "nop",
-            Kind::Function => "function",
-            Kind::Graph => "function_graph",
-        }
-    }
-
-    /// The tracer named `name`.
-    pub fn parse(name: &str) -> Option<Kind> {
-        Kind::ALL.into_iter().find(|k| k.name() == name)
-    }
-}
 
 /// A function that may be traced.
 pub struct Function {
@@ -93,26 +68,8 @@ pub fn traceable(name: &str) -> bool {
 /// The traceable functions, in address order, once [`init`] ran.
 static FUNCTIONS: Once<Vec<Function>> = Once::new();
 
-/// Which tracer records (a [`Kind`] as `u8`): the hooks' view.
-static MODE: AtomicU8 = AtomicU8::new(Kind::Nop as u8);
-
-/// The selection: each list indexed like [`functions`].
-struct Selection {
-    current: Kind,
-    /// `set_ftrace_filter` (none set: every function).
-    filter: Vec<bool>,
-    /// `set_ftrace_notrace`.
-    notrace: Vec<bool>,
-    /// Which sites are calls now.
-    patched: Vec<bool>,
-}
-
-static SELECTION: Mutex<Selection> = Mutex::new(Selection {
-    current: Kind::Nop,
-    filter: Vec::new(),
-    notrace: Vec::new(),
-    patched: Vec::new(),
-});
+/// Set on the panic path: the hooks record nothing more.
+static STOPPED: AtomicBool = AtomicBool::new(false);
 
 /// A hooked call on a CPU's shadow stack.
 struct Frame {
@@ -124,6 +81,8 @@ struct Frame {
     func: AtomicU64,
     /// When it was entered (ns).
     start: AtomicU64,
+    /// The instances that record its return.
+    graph: AtomicU64,
 }
 
 /// A CPU's function tracing state; only that CPU touches it.
@@ -147,16 +106,19 @@ static CPUS: [Cpu; MAX_CPUS] = [const {
                 slot: AtomicU64::new(0),
                 func: AtomicU64::new(0),
                 start: AtomicU64::new(0),
+                graph: AtomicU64::new(0),
             }
         }; MAX_DEPTH],
         overflow: AtomicU64::new(0),
     }
 }; MAX_CPUS];
 
-/// Collects the traceable functions (the symbol table names them) and registers
-/// the trampolines' hooks. Returns how many functions may be traced, and how many
-/// entry sites the build has. Once, at boot, after `symbols::init`.
+/// Collects the traceable functions (the symbol table names them), registers them
+/// with the tracer and the trampolines' hooks. Returns how many functions may be
+/// traced, and how many entry sites the build has. Once, at boot, after
+/// `symbols::init` and `tracing::init`.
 pub fn init() -> Result<(usize, usize), &'static str> {
+    let tracer = super::tracer().ok_or("no tracer")?;
     let table = symbols::table().ok_or("no symbol table: functions cannot be named")?;
     let sites = text::function_sites();
     if sites.is_empty() {
@@ -176,12 +138,11 @@ pub fn init() -> Result<(usize, usize), &'static str> {
         return Err("more function sites than the patcher tracks");
     }
     let count = functions.len();
-    let mut selection = SELECTION.lock();
-    selection.filter = alloc::vec![false; count];
-    selection.notrace = alloc::vec![false; count];
-    selection.patched = alloc::vec![false; count];
     FUNCTIONS.call_once(|| functions);
     ftrace::set_hooks(ftrace::Hooks { entry: on_entry, exit: on_exit });
+    if !tracer.set_functions(count) {
+        return Err("the tracer has its functions already");
+    }
     Ok((count, sites.len()))
 }
 
@@ -190,74 +151,92 @@ pub fn functions() -> &'static [Function] {
     FUNCTIONS.get().map_or(&[], Vec::as_slice)
 }
 
-/// The tracer `current_tracer` shows.
-pub fn current() -> Kind {
-    SELECTION.lock().current
+/// The index among [`functions`] of the function whose entry is at `site`.
+fn index_of(site: usize) -> Option<usize> {
+    functions().binary_search_by_key(&site, |f| f.site).ok()
+}
+
+/// Patches the entries of the functions `changes` lists (index, into a call or
+/// back to the NOP): the tracer's [`trace::Platform::patch_functions`]. Thread
+/// context, interrupts on.
+pub fn patch(changes: &[(usize, bool)]) -> Result<(), &'static str> {
+    let functions = functions();
+    let sites: Vec<(usize, bool)> = changes
+        .iter()
+        .map(|&(i, call)| functions.get(i).map(|f| (f.site, call)))
+        .collect::<Option<_>>()
+        .ok_or("no such function")?;
+    text::patch_entries(&sites, barrier::all_cpus)
 }
 
 /// Why a function tracer change was refused; nothing changed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FunctionError {
-    /// [`init`] found no functions to trace.
-    Unavailable,
     /// A glob of a filter write matched no traceable function.
     NoMatch,
-    /// The patcher refused (it tracks no more sites).
-    Patch(&'static str),
-    /// A function tracer is on (for [`with_only`]).
+    /// A function tracer is on in some instance (for [`with_only`]).
     Busy,
+    /// The tracer refused.
+    Tracer(trace::tracer::FunctionError),
 }
 
-/// Makes `kind` the current tracer: patches the selected sites into calls, or
-/// (`Nop`) restores every NOP. Thread context, interrupts on.
-pub fn set_current(kind: Kind) -> Result<(), FunctionError> {
-    if kind != Kind::Nop && functions().is_empty() {
-        return Err(FunctionError::Unavailable);
+impl From<trace::tracer::FunctionError> for FunctionError {
+    fn from(error: trace::tracer::FunctionError) -> Self {
+        FunctionError::Tracer(error)
     }
-    change(&mut SELECTION.lock(), |selection| selection.current = kind)
 }
 
-/// Runs `body` with `kind` recording only the function at `site` (into the
-/// top-level instance), then restores its NOP; the filter files are left as they
-/// are. Thread context, interrupts on; refused while a tracer is on.
+/// Runs `body` with `kind` recording only the function at `site` into the
+/// top-level instance, then restores its NOP and the top level's lists. Thread
+/// context, interrupts on; refused while an instance traces functions.
 pub fn with_only(site: usize, kind: Kind, body: impl FnOnce()) -> Result<(), FunctionError> {
-    let selection = SELECTION.lock();
-    if selection.current != Kind::Nop {
+    let tracer = super::tracer().ok_or(trace::tracer::FunctionError::Unavailable)?;
+    if tracer.functions_traced() {
         return Err(FunctionError::Busy);
     }
-    if !functions().iter().any(|f| f.site == site) {
-        return Err(FunctionError::NoMatch);
+    let index = index_of(site).ok_or(FunctionError::NoMatch)?;
+    let top = tracer.top();
+    let lists = [List::Filter, List::Notrace].map(|list| (list, selection(&top, list)));
+    let mut only = alloc::vec![false; functions().len()];
+    only[index] = true;
+    top.set_function_list(List::Filter, &only)?;
+    top.set_function_list(List::Notrace, &alloc::vec![false; only.len()])?;
+    let traced = top.set_function_tracer(kind);
+    if traced.is_ok() {
+        body();
     }
-    text::patch_entries(&[(site, true)], barrier::all_cpus).map_err(FunctionError::Patch)?;
-    MODE.store(kind as u8, Relaxed);
-    body();
-    MODE.store(Kind::Nop as u8, Relaxed);
-    text::patch_entries(&[(site, false)], barrier::all_cpus).map_err(FunctionError::Patch)
+    let off = top.set_function_tracer(Kind::Nop);
+    for (list, bits) in lists {
+        top.set_function_list(list, &bits)?;
+    }
+    Ok(traced.and(off)?)
 }
 
-/// Which list a filter write changes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum List {
-    /// `set_ftrace_filter`: only these are traced (none: all).
-    Filter,
-    /// `set_ftrace_notrace`: these are never traced.
-    Notrace,
+/// One of `instance`'s lists, one entry per function.
+fn selection(instance: &Instance<'_, KernelPlatform>, list: List) -> Vec<bool> {
+    let mut bits = alloc::vec![false; functions().len()];
+    for i in instance.function_list(list) {
+        bits[i] = true;
+    }
+    bits
 }
 
-/// Writes `text` to a list, as ftrace does: whitespace-separated globs over the
-/// functions' names, each adding what it matches, or with a leading `!` removing
-/// it; without `append` (`>`) the list is emptied first. A glob that matches
-/// nothing refuses the whole write. Patches what changed if a tracer is on.
-pub fn write_list(list: List, text: &str, append: bool) -> Result<(), FunctionError> {
+/// Writes `text` to one of `instance`'s lists, as ftrace does: whitespace-separated
+/// globs over the functions' names, each adding what it matches, or with a leading
+/// `!` removing it; without `append` (`>`) the list is emptied first. A glob that
+/// matches nothing refuses the whole write. Patches what changed if the instance
+/// traces functions.
+pub fn write_list(
+    instance: &Instance<'_, KernelPlatform>,
+    list: List,
+    text: &str,
+    append: bool,
+) -> Result<(), FunctionError> {
     let functions = functions();
-    let mut selection = SELECTION.lock();
-    let mut new = match list {
-        List::Filter => selection.filter.clone(),
-        List::Notrace => selection.notrace.clone(),
+    let mut new = match append {
+        true => selection(instance, list),
+        false => alloc::vec![false; functions.len()],
     };
-    if !append {
-        new.iter_mut().for_each(|b| *b = false);
-    }
     for word in text.split_ascii_whitespace() {
         let (set, glob) = match word.strip_prefix('!') {
             Some(glob) => (false, glob),
@@ -274,64 +253,23 @@ pub fn write_list(list: List, text: &str, append: bool) -> Result<(), FunctionEr
             return Err(FunctionError::NoMatch);
         }
     }
-    change(&mut selection, |selection| match list {
-        List::Filter => selection.filter = new,
-        List::Notrace => selection.notrace = new,
-    })
+    Ok(instance.set_function_list(list, &new)?)
 }
 
-/// Calls `each` with every function on `list`, in address order.
-pub fn for_each_listed(list: List, mut each: impl FnMut(&Function)) {
-    let selection = SELECTION.lock();
-    let bits = match list {
-        List::Filter => &selection.filter,
-        List::Notrace => &selection.notrace,
-    };
-    functions().iter().zip(bits).filter(|(_, on)| **on).for_each(|(f, _)| each(f));
+/// Calls `each` with every function on one of `instance`'s lists, in address order.
+pub fn for_each_listed(
+    instance: &Instance<'_, KernelPlatform>,
+    list: List,
+    each: impl FnMut(&Function),
+) {
+    let functions = functions();
+    instance.function_list(list).into_iter().filter_map(|i| functions.get(i)).for_each(each);
 }
 
 /// Stops recording (the panic path): sites stay patched, the hooks return at once,
 /// and hooked returns still go back where they belong.
 pub fn stop() {
-    MODE.store(Kind::Nop as u8, Relaxed);
-}
-
-/// Edits `selection` and patches what the edit changed; if patching is refused,
-/// the selection and the hooks' mode are as they were (the patcher changed nothing).
-fn change(
-    selection: &mut Selection,
-    edit: impl FnOnce(&mut Selection),
-) -> Result<(), FunctionError> {
-    let before = (selection.current, selection.filter.clone(), selection.notrace.clone());
-    edit(selection);
-    apply(selection).inspect_err(|_| {
-        (selection.current, selection.filter, selection.notrace) = before;
-        MODE.store(selection.current as u8, Relaxed);
-    })
-}
-
-/// Patches the sites whose state differs from what `selection` wants, and tells
-/// the hooks which tracer records. A tracer turned off stops recording before its
-/// sites are restored; one turned on records once they are patched.
-fn apply(selection: &mut Selection) -> Result<(), FunctionError> {
-    let on = selection.current != Kind::Nop;
-    if !on {
-        MODE.store(Kind::Nop as u8, Relaxed);
-    }
-    let all = !selection.filter.iter().any(|b| *b);
-    let mut changes = Vec::new();
-    let mut wanted = Vec::with_capacity(selection.patched.len());
-    for (i, function) in functions().iter().enumerate() {
-        let want = on && (all || selection.filter[i]) && !selection.notrace[i];
-        wanted.push(want);
-        if want != selection.patched[i] {
-            changes.push((function.site, want));
-        }
-    }
-    text::patch_entries(&changes, barrier::all_cpus).map_err(FunctionError::Patch)?;
-    selection.patched = wanted;
-    MODE.store(selection.current as u8, Relaxed);
-    Ok(())
+    STOPPED.store(true, Relaxed);
 }
 
 /// The current CPU's state.
@@ -342,8 +280,7 @@ fn this_cpu() -> Option<&'static Cpu> {
 /// The entry hook (see `arch::ftrace::Hooks`): records the call, and with
 /// `function_graph` pushes it on the shadow stack and asks for its return.
 fn on_entry(function: u64, ret: u64, slot: u64) -> bool {
-    let mode = MODE.load(Relaxed);
-    if mode == Kind::Nop as u8 {
+    if STOPPED.load(Relaxed) {
         return false;
     }
     let Some(cpu) = this_cpu() else { return false };
@@ -352,22 +289,27 @@ fn on_entry(function: u64, ret: u64, slot: u64) -> bool {
     }
     cpu.busy.store(true, Relaxed);
     compiler_fence(SeqCst);
-    let hooked = record_entry(cpu, mode, function, ret, slot);
+    let hooked = record_entry(cpu, function, ret, slot);
     compiler_fence(SeqCst);
     cpu.busy.store(false, Relaxed);
     hooked
 }
 
-/// [`on_entry`]'s work, with `busy` set.
-fn record_entry(cpu: &Cpu, mode: u8, function: u64, ret: u64, slot: u64) -> bool {
+/// [`on_entry`]'s work, with `busy` set: records the entry in the instances
+/// tracing the function, and pushes the call if some record it with
+/// `function_graph`.
+fn record_entry(cpu: &Cpu, function: u64, ret: u64, slot: u64) -> bool {
     let Some(tracer) = super::tracer() else { return false };
+    let Some(index) = index_of(function as usize) else { return false };
     let func = stack::elf_address(function);
-    if mode == Kind::Function as u8 {
-        tracer.record_function(&FUNCTION, &[func, stack::elf_address(ret)]);
+    let depth = cpu.depth.load(Relaxed);
+    let frame = cpu.frames.get(depth);
+    let parent = stack::elf_address(ret);
+    let graph = tracer.record_function_entry(index, func, parent, frame.map(|_| depth as u64));
+    if graph == 0 {
         return false;
     }
-    let depth = cpu.depth.load(Relaxed);
-    let Some(frame) = cpu.frames.get(depth) else {
+    let Some(frame) = frame else {
         cpu.overflow.fetch_add(1, Relaxed);
         return false;
     };
@@ -375,8 +317,8 @@ fn record_entry(cpu: &Cpu, mode: u8, function: u64, ret: u64, slot: u64) -> bool
     frame.slot.store(slot, Relaxed);
     frame.func.store(func, Relaxed);
     frame.start.store(clock::now_ns(), Relaxed);
+    frame.graph.store(graph, Relaxed);
     cpu.depth.store(depth + 1, Relaxed);
-    tracer.record_function(&FUNCGRAPH_ENTRY, &[func, depth as u64]);
     true
 }
 
@@ -396,12 +338,12 @@ fn on_exit(slot: u64) -> u64 {
         );
     };
     let ret = frame.ret.load(Relaxed);
-    if MODE.load(Relaxed) == Kind::Graph as u8
+    if !STOPPED.load(Relaxed)
         && let Some(tracer) = super::tracer()
     {
         let func = frame.func.load(Relaxed);
         let took = clock::now_ns().saturating_sub(frame.start.load(Relaxed));
-        tracer.record_function(&FUNCGRAPH_EXIT, &[func, depth as u64 - 1, took]);
+        tracer.record_function_return(frame.graph.load(Relaxed), func, depth as u64 - 1, took);
     }
     cpu.depth.store(depth - 1, Relaxed);
     compiler_fence(SeqCst);

@@ -97,6 +97,10 @@ impl trace::Platform for KernelPlatform {
         crate::keys::set(event, armed);
     }
 
+    fn patch_functions(&self, changes: &[(usize, bool)]) -> Result<(), &'static str> {
+        functions::patch(changes)
+    }
+
     #[inline(always)]
     fn context(&self) -> Context {
         let this = percpu::current();

@@ -6,6 +6,8 @@ mod basic;
 #[cfg(not(loom))]
 mod filter;
 #[cfg(not(loom))]
+mod function;
+#[cfg(not(loom))]
 mod keys;
 #[cfg(all(loom, test))]
 mod loom;

@@ -1,13 +1,30 @@
-//! The function tracer's events. A platform that patches function entries (the
-//! kernel's `function` and `function_graph` tracers) records them with
-//! [`Tracer::record_function`], into the top-level instance: addresses are the
-//! kernel image's (ELF) addresses, which its symbol table names.
+//! The function tracers, per instance. A platform that patches function entries
+//! (the kernel) registers its traceable functions with [`Tracer::set_functions`] and
+//! patches them when asked ([`Platform::patch_functions`]). Each instance selects a
+//! tracer ([`FunctionTracer`], `current_tracer`) and the functions it traces
+//! ([`FunctionList`]: `set_ftrace_filter`, `set_ftrace_notrace`). The tracer keeps,
+//! per function, the mask of the instances tracing it, and has the platform make the
+//! function's entry a call while some instance traces it, its NOP otherwise. The
+//! platform's entry hook records through [`Tracer::record_function_entry`] and
+//! [`Tracer::record_function_return`]: addresses are the kernel image's (ELF)
+//! addresses, which its symbol table names.
+//!
+//! The events ([`FUNCTION`], [`FUNCGRAPH_ENTRY`], [`FUNCGRAPH_EXIT`]) are enabled in
+//! an instance by its tracer, never through `set_event`. A function's mask is read
+//! inside the writer's section, and destroying an instance clears its bit from every
+//! mask before the grace period that frees its slot, so a bit a writer sees names
+//! the instance that set it.
 
-use super::{TOP_SLOT, Tracer};
+use super::{MAX_INSTANCES, Tracer};
 use crate::event::dispatch::Body;
 use crate::event::{DescriptorKind, EventDescriptor};
 use crate::field::{Field, FieldKind};
 use crate::platform::Platform;
+use crate::tracer::Instance;
+use alloc::vec;
+use alloc::vec::Vec;
+use core::fmt;
+use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// `ftrace:function`: a traced function's entry, and where it was called from.
 pub static FUNCTION: EventDescriptor = EventDescriptor::new(
@@ -44,28 +61,333 @@ pub static FUNCGRAPH_EXIT: EventDescriptor = EventDescriptor::new(
     DescriptorKind::Event,
 );
 
-/// Most values a function tracer's event holds.
-const MAX_VALUES: usize = 3;
+/// Whether `descriptor` is one of the function tracers' events (which their tracer
+/// enables, not `set_event`).
+pub fn is_function_event(descriptor: &EventDescriptor) -> bool {
+    [&FUNCTION, &FUNCGRAPH_ENTRY, &FUNCGRAPH_EXIT].iter().any(|d| core::ptr::eq(*d, descriptor))
+}
+
+/// An instance's `current_tracer`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FunctionTracer {
+    /// No function tracing.
+    #[default]
+    Nop,
+    /// Each traced function's entry, with its caller.
+    Function,
+    /// Each traced function's entry and return, nested, with durations.
+    Graph,
+}
+
+impl FunctionTracer {
+    /// Every tracer, as `available_tracers` lists them.
+    pub const ALL: [FunctionTracer; 3] =
+        [FunctionTracer::Graph, FunctionTracer::Function, FunctionTracer::Nop];
+
+    /// The tracer's name in `current_tracer`.
+    pub fn name(self) -> &'static str {
+        match self {
+            FunctionTracer::Nop => "nop",
+            FunctionTracer::Function => "function",
+            FunctionTracer::Graph => "function_graph",
+        }
+    }
+
+    /// The tracer named `name`.
+    pub fn parse(name: &str) -> Option<FunctionTracer> {
+        FunctionTracer::ALL.into_iter().find(|k| k.name() == name)
+    }
+}
+
+/// Which of an instance's function lists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FunctionList {
+    /// `set_ftrace_filter`: only these are traced (none: all).
+    Filter,
+    /// `set_ftrace_notrace`: these are never traced.
+    Notrace,
+}
+
+/// Why a function tracer change was refused. Nothing changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FunctionError {
+    /// The platform registered no traceable functions.
+    Unavailable,
+    /// A list does not have one entry per registered function.
+    WrongLength,
+    /// Patching needs a context that may wait (thread context, interrupts on).
+    WouldDeadlock,
+    /// The platform's patcher refused, and patched nothing.
+    Patch(&'static str),
+}
+
+impl fmt::Display for FunctionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FunctionError::Unavailable => f.write_str("no function can be traced"),
+            FunctionError::WrongLength => f.write_str("a list needs one entry per function"),
+            FunctionError::WouldDeadlock => {
+                f.write_str("patching function entries needs a context that may wait")
+            }
+            FunctionError::Patch(reason) => f.write_str(reason),
+        }
+    }
+}
+
+/// One instance's selection.
+#[derive(Clone, Default)]
+struct Selection {
+    tracer: FunctionTracer,
+    /// `set_ftrace_filter`, one entry per function (empty before registration).
+    filter: Vec<bool>,
+    /// `set_ftrace_notrace`.
+    notrace: Vec<bool>,
+}
+
+impl Selection {
+    /// Whether the instance traces function `i`.
+    fn traces(&self, i: usize) -> bool {
+        let all = !self.filter.contains(&true);
+        self.tracer != FunctionTracer::Nop && (all || self.filter[i]) && !self.notrace[i]
+    }
+}
+
+/// The control side, behind [`Functions::control`].
+struct Control {
+    /// Each instance slot's selection (reset when its instance is destroyed).
+    slots: [Selection; MAX_INSTANCES],
+    /// Which functions' entries are calls now.
+    patched: Vec<bool>,
+}
+
+/// The registered functions: each one's mask of instances tracing it, as writers
+/// read it, and the control state.
+pub(crate) struct Functions {
+    masks: Vec<AtomicU64>,
+    control: spin::Mutex<Control>,
+}
 
 impl<P: Platform + Clone + Send + Sync> Tracer<P> {
-    /// Records one of this module's events with its field values (`values[i]` for
-    /// field `i`) into the top-level instance, whatever the event's enable state:
-    /// the platform decides which calls it records. From any context; a descriptor
-    /// of another event, or values that do not match its fields, record nothing.
-    pub fn record_function(&self, descriptor: &'static EventDescriptor, values: &[u64]) {
-        let ours = [&FUNCTION, &FUNCGRAPH_ENTRY, &FUNCGRAPH_EXIT];
-        if !ours.iter().any(|d| core::ptr::eq(*d, descriptor))
-            || values.len() != descriptor.fields.len()
-        {
-            return;
-        }
-        let mut words = [[0u8; 8]; MAX_VALUES];
+    /// Registers `count` traceable functions (the platform's indices `0..count`),
+    /// each entry a NOP now. Once; a second call is refused (`false`).
+    pub fn set_functions(&self, count: usize) -> bool {
+        let mut fresh = false;
+        self.functions.call_once(|| {
+            fresh = true;
+            let empty = Selection {
+                filter: vec![false; count],
+                notrace: vec![false; count],
+                ..Selection::default()
+            };
+            Functions {
+                masks: (0..count).map(|_| AtomicU64::new(0)).collect(),
+                control: spin::Mutex::new(Control {
+                    slots: core::array::from_fn(|_| empty.clone()),
+                    patched: vec![false; count],
+                }),
+            }
+        });
+        fresh
+    }
+
+    /// How many functions the platform registered.
+    pub fn function_count(&self) -> usize {
+        self.functions.get().map_or(0, |f| f.masks.len())
+    }
+
+    /// Whether some instance traces functions.
+    pub fn functions_traced(&self) -> bool {
+        self.functions.get().is_some_and(|f| f.masks.iter().any(|m| m.load(Relaxed) != 0))
+    }
+
+    /// Records the entry of function `index` (at ELF address `ip`, called from
+    /// `parent`) in every instance tracing it: `function` instances get its entry and
+    /// caller; `function_graph` instances get its entry at `depth`, unless `depth`
+    /// is `None` (the platform cannot follow the call's return). Returns the
+    /// `function_graph` instances, which the platform hands to
+    /// [`Tracer::record_function_return`] when the call returns. From any context.
+    pub fn record_function_entry(
+        &self,
+        index: usize,
+        ip: u64,
+        parent: u64,
+        depth: Option<u64>,
+    ) -> u64 {
+        let Some(mask) = self.functions.get().and_then(|f| f.masks.get(index)) else {
+            return 0;
+        };
+        self.record_values(&FUNCTION, &[ip, parent], || {
+            mask.load(Relaxed) & FUNCTION.enabled_mask()
+        });
+        let mut graph = 0;
+        let Some(depth) = depth else {
+            return mask.load(Relaxed) & FUNCGRAPH_ENTRY.enabled_mask();
+        };
+        self.record_values(&FUNCGRAPH_ENTRY, &[ip, depth], || {
+            graph = mask.load(Relaxed) & FUNCGRAPH_ENTRY.enabled_mask();
+            graph
+        });
+        graph
+    }
+
+    /// Records a traced call's return (function at ELF address `ip`, at `depth`,
+    /// after `duration` ns) in the `graph` instances [`Tracer::record_function_entry`]
+    /// returned, those still tracing with `function_graph`. From any context.
+    pub fn record_function_return(&self, graph: u64, ip: u64, depth: u64, duration: u64) {
+        let mask = || graph & FUNCGRAPH_EXIT.enabled_mask();
+        self.record_values(&FUNCGRAPH_EXIT, &[ip, depth, duration], mask);
+    }
+
+    /// Records `values` (one per field) as an event of `descriptor` into the
+    /// instances `mask` gives.
+    fn record_values(
+        &self,
+        descriptor: &EventDescriptor,
+        values: &[u64],
+        mask: impl FnOnce() -> u64,
+    ) {
+        let mut words = [[0u8; 8]; 3];
         for (word, value) in words.iter_mut().zip(values) {
             *word = value.to_le_bytes();
         }
         let words = &words[..values.len()];
         let bytes = words.as_flattened();
         let body = Body { len: bytes.len(), payload: &bytes, words: Some(words) };
-        self.record_into(|| 1 << TOP_SLOT, descriptor, body);
+        self.record_into(mask, descriptor, body);
+    }
+
+    /// Forgets the selection of the instance in `slot` (it is being destroyed): its
+    /// bit leaves every function's mask and its events, and entries no instance
+    /// traces any more go back to their NOP (where the caller may wait).
+    pub(super) fn release_functions(&self, slot: usize) {
+        let Some(functions) = self.functions.get() else { return };
+        let mut control = functions.control.lock();
+        let count = functions.masks.len();
+        control.slots[slot] = Selection {
+            filter: vec![false; count],
+            notrace: vec![false; count],
+            ..Selection::default()
+        };
+        for mask in &functions.masks {
+            mask.fetch_and(!(1 << slot), Relaxed);
+        }
+        if self.platform.may_wait() {
+            let _ = self.sync_entries(functions, &mut control);
+        }
+    }
+
+    /// Patches the entries whose state differs from what the masks want.
+    fn sync_entries(
+        &self,
+        functions: &Functions,
+        control: &mut Control,
+    ) -> Result<(), FunctionError> {
+        let wanted: Vec<bool> = functions.masks.iter().map(|m| m.load(Relaxed) != 0).collect();
+        let changes: Vec<(usize, bool)> = wanted
+            .iter()
+            .zip(&control.patched)
+            .enumerate()
+            .filter(|(_, (want, is))| want != is)
+            .map(|(i, (&want, _))| (i, want))
+            .collect();
+        if !changes.is_empty() {
+            self.platform.patch_functions(&changes).map_err(FunctionError::Patch)?;
+        }
+        control.patched = wanted;
+        Ok(())
+    }
+}
+
+impl<P: Platform + Clone + Send + Sync> Instance<'_, P> {
+    /// The instance's `current_tracer`.
+    pub fn function_tracer(&self) -> FunctionTracer {
+        let functions = self.tracer.functions.get();
+        functions.map_or(FunctionTracer::Nop, |f| f.control.lock().slots[self.state.slot].tracer)
+    }
+
+    /// The functions on one of the instance's lists (indices, in order).
+    pub fn function_list(&self, list: FunctionList) -> Vec<usize> {
+        let Some(functions) = self.tracer.functions.get() else { return Vec::new() };
+        let control = functions.control.lock();
+        let selection = &control.slots[self.state.slot];
+        let bits = match list {
+            FunctionList::Filter => &selection.filter,
+            FunctionList::Notrace => &selection.notrace,
+        };
+        bits.iter().enumerate().filter(|(_, on)| **on).map(|(i, _)| i).collect()
+    }
+
+    /// Sets `current_tracer`: the entries the instance now traces become calls once
+    /// it records them; those no instance traces any more become NOPs again after
+    /// it stopped. Needs a context that may wait.
+    pub fn set_function_tracer(&self, tracer: FunctionTracer) -> Result<(), FunctionError> {
+        self.change_functions(|selection| {
+            selection.tracer = tracer;
+            Ok(())
+        })
+    }
+
+    /// Replaces one of the instance's lists with `selected` (one entry per
+    /// function), and patches what that changes if the instance traces functions.
+    /// Needs a context that may wait.
+    pub fn set_function_list(
+        &self,
+        list: FunctionList,
+        selected: &[bool],
+    ) -> Result<(), FunctionError> {
+        self.change_functions(|selection| {
+            let bits = match list {
+                FunctionList::Filter => &mut selection.filter,
+                FunctionList::Notrace => &mut selection.notrace,
+            };
+            if bits.len() != selected.len() {
+                return Err(FunctionError::WrongLength);
+            }
+            bits.copy_from_slice(selected);
+            Ok(())
+        })
+    }
+
+    /// Edits the instance's selection, updates the function masks and the
+    /// instance's events, and patches; if patching is refused, everything is as it
+    /// was.
+    fn change_functions(
+        &self,
+        edit: impl FnOnce(&mut Selection) -> Result<(), FunctionError>,
+    ) -> Result<(), FunctionError> {
+        let tracer = self.tracer;
+        let functions = tracer.functions.get().ok_or(FunctionError::Unavailable)?;
+        if !tracer.platform.may_wait() {
+            return Err(FunctionError::WouldDeadlock);
+        }
+        let slot = self.state.slot;
+        let mut control = functions.control.lock();
+        let before = control.slots[slot].clone();
+        let mut after = before.clone();
+        edit(&mut after)?;
+        let publish = |selection: &Selection| {
+            let bit = 1 << slot;
+            for (i, mask) in functions.masks.iter().enumerate() {
+                match selection.traces(i) {
+                    true => mask.fetch_or(bit, Relaxed),
+                    false => mask.fetch_and(!bit, Relaxed),
+                };
+            }
+            FUNCTION.set_enabled(slot, selection.tracer == FunctionTracer::Function);
+            for event in [&FUNCGRAPH_ENTRY, &FUNCGRAPH_EXIT] {
+                event.set_enabled(slot, selection.tracer == FunctionTracer::Graph);
+            }
+        };
+        publish(&after);
+        match tracer.sync_entries(functions, &mut control) {
+            Ok(()) => {
+                control.slots[slot] = after;
+                Ok(())
+            }
+            Err(error) => {
+                publish(&before);
+                Err(error)
+            }
+        }
     }
 }

@@ -16,6 +16,7 @@ use crate::ring::recorder::Recorder;
 use crate::ring::stats::RingStats;
 use crate::tracer::EventHooks;
 use crate::tracer::Tracer;
+use crate::tracer::function::is_function_event;
 use crate::tracer::trigger::{
     Action, MAX_TRIGGERS, Trigger, TriggerCommand, TriggerError, TriggerReason,
 };
@@ -65,6 +66,9 @@ pub enum InstanceError {
     /// An event's tracepoints are not armed (static keys), and arming them needs a
     /// context that may wait: keep it armed first (`Tracer::keep_armed`).
     NotArmed,
+    /// The function tracers' events are recorded by the instance's function tracer
+    /// ([`Instance::set_function_tracer`]), not enabled, filtered or triggered.
+    FunctionEvent,
     /// A buffer operation failed.
     Buffer(Error),
 }
@@ -87,6 +91,9 @@ impl fmt::Display for InstanceError {
             InstanceError::NoSuchEvent => f.write_str("no such event"),
             InstanceError::NotArmed => {
                 f.write_str("event not armed: enabling it here needs a context that may wait")
+            }
+            InstanceError::FunctionEvent => {
+                f.write_str("a function tracer's event: current_tracer records it")
             }
             InstanceError::Buffer(e) => e.fmt(f),
         }
@@ -191,12 +198,16 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
         event: Option<&str>,
         enable: bool,
     ) -> Result<usize, InstanceError> {
-        let matching = || {
+        let named = || {
             let events = self.tracer.events().iter().copied();
             events.filter(|d| d.kind == DescriptorKind::Event && d.matches(system, event))
         };
+        let matching = || named().filter(|d| !is_function_event(d));
         if matching().next().is_none() {
-            return Err(InstanceError::NoSuchEvent);
+            return Err(match named().next() {
+                Some(_) => InstanceError::FunctionEvent,
+                None => InstanceError::NoSuchEvent,
+            });
         }
         if enable && !matching().all(|d| self.tracer.may_enable(d)) {
             return Err(InstanceError::NotArmed);
@@ -234,6 +245,10 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
             .index_of(event)
             .filter(|_| event.kind == DescriptorKind::Event)
             .ok_or(HookError::Instance(InstanceError::NoSuchEvent))
+            .and_then(|index| match is_function_event(event) {
+                true => Err(HookError::Instance(InstanceError::FunctionEvent)),
+                false => Ok(index),
+            })
     }
 
     /// Sets the filter of `event` in this instance (`events/SYSTEM/EVENT/filter`):

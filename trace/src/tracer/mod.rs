@@ -19,7 +19,10 @@ mod keys;
 mod rcu;
 pub(crate) mod trigger;
 
-pub use function::{FUNCGRAPH_ENTRY, FUNCGRAPH_EXIT, FUNCTION};
+pub use function::{
+    FUNCGRAPH_ENTRY, FUNCGRAPH_EXIT, FUNCTION, FunctionError, FunctionList, FunctionTracer,
+    is_function_event,
+};
 pub use instance::{HookError, Instance, InstanceConfig, InstanceError, MAX_NAME};
 pub use trigger::{
     Action, MAX_TRIGGER_LEN, MAX_TRIGGERS, STACK_FRAMES, STACK_TRACE, Trigger, TriggerCommand,
@@ -125,6 +128,8 @@ pub struct Tracer<P> {
     cpumask: [AtomicU64; MAX_INSTANCES],
     /// Each slot's filters and triggers, as writers reach them.
     hooks: [RcuCell<HookTable>; MAX_INSTANCES],
+    /// The function tracers' state, once the platform registered its functions.
+    functions: spin::Once<function::Functions>,
     registry: Mutex<Registry<P>>,
 }
 
@@ -176,6 +181,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
             bad_cpu: core::array::from_fn(|_| AtomicU64::new(0)),
             cpumask: core::array::from_fn(|_| AtomicU64::new(u64::MAX)),
             hooks: core::array::from_fn(|_| RcuCell::empty()),
+            functions: spin::Once::new(),
             registry: Mutex::new(Registry {
                 instances: core::array::from_fn(|_| None),
                 hooks: core::array::from_fn(|_| None),
@@ -277,6 +283,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         for descriptor in &self.events {
             descriptor.clear_slot(slot);
         }
+        self.release_functions(slot);
         // Each replacement waits for a grace period: no writer still holds the old
         // recorder (or name, or hooks), and none can see this slot's bit in a stale
         // mask.

@@ -28,6 +28,7 @@ use crate::event::dispatch::Payload;
 use crate::event::filter::{Filter, FilterReason};
 use crate::event::{DescriptorKind, EventDescriptor};
 use crate::field::{Field, FieldKind};
+use crate::tracer::function::is_function_event;
 use core::fmt;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -248,7 +249,7 @@ impl Trigger {
                     return Err(err(command_end, TriggerReason::ExpectedEvent));
                 };
                 let target = lookup(system, event)
-                    .filter(|d| d.kind == DescriptorKind::Event)
+                    .filter(|d| d.kind == DescriptorKind::Event && !is_function_event(d))
                     .ok_or(err(event_at, TriggerReason::UnknownEvent))?;
                 if name == "enable_event" {
                     Action::EnableEvent(target)

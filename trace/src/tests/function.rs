@@ -1,0 +1,168 @@
+//! The function tracers from the tracer's side: each instance's selection, which
+//! entries it has the platform patch, where entries and returns are recorded, and
+//! what a refusal or a destroyed instance leaves.
+//!
+//! One test: the function tracers' events are statics every tracer of the process
+//! shares, so two tests tracing functions at once would see each other's bits.
+
+use crate::tracer::{FUNCGRAPH_ENTRY, FUNCGRAPH_EXIT, FUNCTION, FunctionError};
+use crate::tracer::{FunctionList, FunctionTracer};
+use crate::{HostPlatform, InstanceConfig, InstanceError, Limits, Mode, Platform, Tracer};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::vec;
+use std::vec::Vec;
+
+/// Functions the test registers.
+const COUNT: usize = 4;
+
+/// A platform that patches function entries: which are calls, and whether the
+/// next patch is refused.
+#[derive(Clone)]
+struct Patcher {
+    calls: Arc<Mutex<Vec<bool>>>,
+    refuse: Arc<AtomicBool>,
+}
+
+impl Platform for Patcher {
+    fn cpu(&self) -> usize {
+        HostPlatform.cpu()
+    }
+
+    fn now(&self) -> u64 {
+        HostPlatform.now()
+    }
+
+    fn patch_functions(&self, changes: &[(usize, bool)]) -> Result<(), &'static str> {
+        if self.refuse.load(Relaxed) {
+            return Err("refused");
+        }
+        let mut calls = self.calls.lock().unwrap();
+        for &(i, call) in changes {
+            assert_ne!(calls[i], call, "a change to entry {i} that changes nothing");
+            calls[i] = call;
+        }
+        Ok(())
+    }
+}
+
+/// The `u64` fields of each record of `descriptor` in `instance`'s CPU 0 ring (not
+/// consumed).
+fn records(
+    instance: &crate::Instance<'_, Patcher>,
+    descriptor: &crate::event::EventDescriptor,
+) -> Vec<Vec<u64>> {
+    let recorder = instance.recorder();
+    let mut records = recorder.live().iter(0).unwrap();
+    let mut out = Vec::new();
+    while let Some(record) = records.next_record() {
+        if record.id == descriptor.id() {
+            let words = record.payload.chunks(8);
+            out.push(words.map(|w| u64::from_le_bytes(w.try_into().unwrap())).collect());
+        }
+    }
+    out
+}
+
+#[test]
+fn instances_trace_their_own_functions_and_release_them() {
+    HostPlatform::set_cpu(0);
+    HostPlatform::set_clock(1);
+    let patcher = Patcher {
+        calls: Arc::new(Mutex::new(vec![false; COUNT])),
+        refuse: Arc::new(AtomicBool::new(false)),
+    };
+    let calls = || patcher.calls.lock().unwrap().clone();
+    let top = InstanceConfig { bytes_per_cpu: 4096, mode: Mode::Overwrite, snapshot: false };
+    let limits = Limits { max_instances: 4, max_total_bytes: 1 << 20 };
+    let tracer = Tracer::new(patcher.clone(), 1, &[], limits, top).unwrap();
+    let top = tracer.top();
+    assert_eq!(top.set_function_tracer(FunctionTracer::Function), Err(FunctionError::Unavailable));
+    assert!(tracer.set_functions(COUNT));
+    assert!(!tracer.set_functions(COUNT), "registered once");
+
+    // The top level traces every function with `function`: each entry is a call.
+    top.set_function_tracer(FunctionTracer::Function).unwrap();
+    assert_eq!(calls(), [true; COUNT]);
+    assert_eq!(tracer.record_function_entry(0, 0x100, 0x200, Some(0)), 0, "no graph");
+    assert_eq!(records(&top, &FUNCTION), [vec![0x100, 0x200]]);
+
+    // An instance traces function 1 with `function_graph`; the top level keeps 0.
+    let g = tracer.get_or_create("g", top_config()).unwrap();
+    let only = |i: usize| (0..COUNT).map(|j| j == i).collect::<Vec<_>>();
+    g.set_function_list(FunctionList::Filter, &only(1)).unwrap();
+    g.set_function_tracer(FunctionTracer::Graph).unwrap();
+    top.set_function_list(FunctionList::Filter, &only(0)).unwrap();
+    assert_eq!(calls(), [true, true, false, false]);
+    assert_eq!(g.function_list(FunctionList::Filter), [1]);
+    assert_eq!(top.function_tracer(), FunctionTracer::Function);
+    assert_eq!(g.function_tracer(), FunctionTracer::Graph);
+    let graph = tracer.record_function_entry(1, 0x110, 0x210, Some(3));
+    assert_ne!(graph, 0, "g records the return");
+    tracer.record_function_return(graph, 0x110, 3, 42);
+    assert_eq!(tracer.record_function_entry(2, 0x120, 0x220, Some(0)), 0, "nobody traces 2");
+    assert_eq!(records(&g, &FUNCGRAPH_ENTRY), [vec![0x110, 3]]);
+    assert_eq!(records(&g, &FUNCGRAPH_EXIT), [vec![0x110, 3, 42]]);
+    assert!(records(&g, &FUNCTION).is_empty());
+    assert_eq!(records(&top, &FUNCTION).len(), 1, "the top level does not trace 1 or 2");
+    // A call the platform cannot follow is recorded by `function` instances only.
+    assert_ne!(tracer.record_function_entry(1, 0x110, 0x210, None), 0);
+    assert_eq!(records(&g, &FUNCGRAPH_ENTRY).len(), 1);
+
+    // The events are the tracer's, not `set_event`'s.
+    let refused = g.set_event(Some("ftrace"), Some("function"), true);
+    assert_eq!(refused, Err(InstanceError::FunctionEvent));
+    assert_eq!(
+        g.set_event(Some("ftrace"), Some("funcgraph_*"), false),
+        Err(InstanceError::FunctionEvent)
+    );
+    assert!(g.set_filter(&FUNCTION, "ip == 1").is_err());
+
+    // A refused patch changes nothing: lists, tracer, masks, entries.
+    patcher.refuse.store(true, Relaxed);
+    let all = [true; COUNT];
+    assert_eq!(
+        g.set_function_list(FunctionList::Filter, &all),
+        Err(FunctionError::Patch("refused"))
+    );
+    assert_eq!(top.set_function_tracer(FunctionTracer::Nop), Err(FunctionError::Patch("refused")));
+    patcher.refuse.store(false, Relaxed);
+    assert_eq!(g.function_list(FunctionList::Filter), [1]);
+    assert_eq!(top.function_tracer(), FunctionTracer::Function);
+    assert_eq!(calls(), [true, true, false, false]);
+    assert_eq!(tracer.record_function_entry(2, 0x120, 0x220, Some(0)), 0);
+    assert_eq!(
+        g.set_function_list(FunctionList::Notrace, &[true]),
+        Err(FunctionError::WrongLength)
+    );
+
+    // `notrace` wins over the filter.
+    g.set_function_list(FunctionList::Notrace, &only(1)).unwrap();
+    assert_eq!(calls(), [true, false, false, false]);
+    g.set_function_list(FunctionList::Notrace, &[false; COUNT]).unwrap();
+
+    // Destroying g releases its functions; a new "g" starts with `nop` and no lists.
+    let slot_bit = graph;
+    drop(g);
+    tracer.destroy_by_name("g").unwrap();
+    assert_eq!(calls(), [true, false, false, false]);
+    assert_eq!(tracer.record_function_entry(1, 0x110, 0x210, Some(0)), 0);
+    let g = tracer.get_or_create("g", top_config()).unwrap();
+    assert_eq!(g.function_tracer(), FunctionTracer::Nop);
+    assert!(g.function_list(FunctionList::Filter).is_empty());
+    g.set_function_tracer(FunctionTracer::Function).unwrap();
+    assert_eq!(calls(), [true; COUNT]);
+    assert_eq!(tracer.record_function_entry(1, 0x110, 0x210, Some(0)), 0);
+    assert_eq!(records(&g, &FUNCTION), [vec![0x110, 0x210]], "the new g, in the same slot");
+    assert_ne!(slot_bit & FUNCTION.enabled_mask(), 0, "the same slot");
+
+    // `nop` everywhere: every entry is its NOP again.
+    g.set_function_tracer(FunctionTracer::Nop).unwrap();
+    top.set_function_tracer(FunctionTracer::Nop).unwrap();
+    assert_eq!(calls(), [false; COUNT]);
+    assert!(!tracer.functions_traced());
+}
+
+fn top_config() -> InstanceConfig {
+    InstanceConfig { bytes_per_cpu: 4096, mode: Mode::Overwrite, snapshot: false }
+}
