@@ -14,6 +14,7 @@ use shell_core::tree::{self, Tree};
 use trace::{
     Instance, InstanceConfig, InstanceError, Mode, Tracer, event::DescriptorKind,
     event::EventDescriptor, tracer::FunctionError as TracerFunctionError, tracer::HookError,
+    tracer::is_function_event,
 };
 
 /// A file-system error, printed as the errno text a Linux shell would show.
@@ -206,6 +207,14 @@ pub fn events(
     tracer: &Tracer<KernelPlatform>,
 ) -> impl Iterator<Item = &'static EventDescriptor> + '_ {
     tracer.events().iter().copied().filter(|d| d.kind == DescriptorKind::Event)
+}
+
+/// The events `set_event` and the `enable` files turn on and off: not the function
+/// tracers' (`current_tracer` records those), as `available_events` lists them.
+fn settable(
+    tracer: &Tracer<KernelPlatform>,
+) -> impl Iterator<Item = &'static EventDescriptor> + '_ {
+    events(tracer).filter(|d| !is_function_event(d))
 }
 
 /// The kernel's tracer as the tree [`tree::resolve`] walks.
@@ -510,9 +519,9 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
     let ns = nanoseconds(instance);
     let result = match file {
         File::AvailableEvents => {
-            events(tracer).try_for_each(|d| writeln!(out, "{}:{}", d.system, d.name))
+            settable(tracer).try_for_each(|d| writeln!(out, "{}:{}", d.system, d.name))
         }
-        File::SetEvent => events(tracer)
+        File::SetEvent => settable(tracer)
             .filter(|d| instance.event_enabled(d))
             .try_for_each(|d| writeln!(out, "{}:{}", d.system, d.name)),
         File::TracingOn => writeln!(out, "{}", u8::from(instance.tracing())),
@@ -583,7 +592,7 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
         File::Enable(sys) => {
             let state = enable_state(
                 instance,
-                events(tracer).filter(|d| sys.is_none_or(|s| d.system == s)),
+                settable(tracer).filter(|d| sys.is_none_or(|s| d.system == s)),
             );
             writeln!(out, "{state}")
         }
@@ -682,7 +691,7 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
             }
             let entries: Vec<_> = value.split_ascii_whitespace().map(set_event_entry).collect();
             // Every entry is checked first, so a bad one enables none of them.
-            if !entries.iter().all(|&(_, sys, ev)| events(tracer).any(|d| d.matches(sys, ev))) {
+            if !entries.iter().all(|&(_, sys, ev)| settable(tracer).any(|d| d.matches(sys, ev))) {
                 return Err(FsError::Rule(
                     "no event matches an entry ([!]system:event, globs allowed)",
                 ));

@@ -78,6 +78,7 @@ fn instances_trace_their_own_functions_and_release_them() {
     let tracer = Tracer::new(patcher.clone(), 1, &[], limits, top).unwrap();
     let top = tracer.top();
     assert_eq!(top.set_function_tracer(FunctionTracer::Function), Err(FunctionError::Unavailable));
+    assert_eq!(top.set_function_tracer(FunctionTracer::Nop), Ok(()), "nop needs no functions");
     assert!(tracer.set_functions(COUNT));
     assert!(!tracer.set_functions(COUNT), "registered once");
 

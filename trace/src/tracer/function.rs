@@ -202,10 +202,12 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
 
     /// Records the entry of function `index` (at ELF address `ip`, called from
     /// `parent`) in every instance tracing it: `function` instances get its entry and
-    /// caller; `function_graph` instances get its entry at `depth`, unless `depth`
-    /// is `None` (the platform cannot follow the call's return). Returns the
+    /// caller; `function_graph` instances get its entry at `depth`. Returns the
     /// `function_graph` instances, which the platform hands to
-    /// [`Tracer::record_function_return`] when the call returns. From any context.
+    /// [`Tracer::record_function_return`] when the call returns. With `depth`
+    /// `None` (the platform cannot follow the call's return: its shadow stack is
+    /// full) only `function` instances record it, and the return value says which
+    /// `function_graph` instances missed it. From any context.
     pub fn record_function_entry(
         &self,
         index: usize,
@@ -319,8 +321,12 @@ impl<P: Platform + Clone + Send + Sync> Instance<'_, P> {
 
     /// Sets `current_tracer`: the entries the instance now traces become calls once
     /// it records them; those no instance traces any more become NOPs again after
-    /// it stopped. Needs a context that may wait.
+    /// it stopped. Needs a context that may wait. `nop` is accepted (and changes
+    /// nothing) where no functions were registered.
     pub fn set_function_tracer(&self, tracer: FunctionTracer) -> Result<(), FunctionError> {
+        if tracer == FunctionTracer::Nop && self.tracer.functions.get().is_none() {
+            return Ok(());
+        }
         self.change_functions(|selection| {
             selection.tracer = tracer;
             Ok(())
