@@ -20,11 +20,11 @@ use crate::event::dispatch::Body;
 use crate::event::{DescriptorKind, EventDescriptor};
 use crate::field::{Field, FieldKind};
 use crate::platform::Platform;
+use crate::sync::{AtomicU64, Ordering::Relaxed};
 use crate::tracer::Instance;
 use alloc::vec;
 use alloc::vec::Vec;
 use core::fmt;
-use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// `ftrace:function`: a traced function's entry, and where it was called from.
 pub static FUNCTION: EventDescriptor = EventDescriptor::new(
