@@ -23,6 +23,7 @@ use crate::events::{CYCLED, STRESS};
 use crate::tracing::functions::{self as ft, Kind};
 use crate::tracing::{self, KernelPlatform};
 use crate::{clock, println, smp, timer};
+use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -148,7 +149,7 @@ pub fn run(mode: Mode, ms: u64, cycles: u32, functions: bool) -> Result<bool, &'
         writers_done: AtomicUsize::new(0),
         counts,
     });
-    let keyed = if cycles > 0 {
+    let mut keyed = if cycles > 0 {
         let config = InstanceConfig { bytes_per_cpu: RING_BYTES, mode, snapshot: false };
         let name = if functions { FUNCTIONS_INSTANCE } else { KEYS_INSTANCE };
         let keyed = tracer.get_or_create(name, config).map_err(|_| "cannot create the instance")?;
@@ -203,10 +204,7 @@ pub fn run(mode: Mode, ms: u64, cycles: u32, functions: bool) -> Result<bool, &'
                 apic::send_ipi(Destination::Apic(target.apic_id()), ipi);
             }
             // Armed (or on) for one round, disarmed (off) for the next.
-            if cycled < cycles
-                && let Some(keyed) = &keyed
-                && toggle(keyed, functions, !armed, cycled)
-            {
+            if cycled < cycles && toggle(&mut keyed, functions, !armed, cycled) {
                 armed = !armed;
                 cycled += u32::from(!armed);
             }
@@ -249,23 +247,41 @@ pub fn run(mode: Mode, ms: u64, cycles: u32, functions: bool) -> Result<bool, &'
 /// One step of a cycle: arms or disarms `stress:cycled` in `keyed`, or with
 /// `functions` turns the function tracers on (`function` in the top level and
 /// `function_graph` in `keyed` in even cycles, the other way round in odd ones) or
-/// off. Returns whether it took effect.
+/// off; in even cycles `keyed` is turned off by destroying it, its tracer on, and
+/// creating it again. Returns whether it took effect.
 fn toggle(
-    keyed: &Instance<'static, KernelPlatform>,
+    keyed: &mut Option<Instance<'static, KernelPlatform>>,
     functions: bool,
     on: bool,
     cycle: u32,
 ) -> bool {
-    if functions {
-        let (top, other) = match (on, cycle % 2) {
-            (false, _) => (Kind::Nop, Kind::Nop),
-            (true, 0) => (Kind::Function, Kind::Graph),
-            (true, _) => (Kind::Graph, Kind::Function),
-        };
-        let top = keyed.tracer().top().set_function_tracer(top);
-        return top.is_ok() && keyed.set_function_tracer(other).is_ok();
+    let Some(instance) = keyed.as_ref() else { return false };
+    if !functions {
+        return instance.set_event(Some("stress"), Some("cycled"), on).is_ok();
     }
-    keyed.set_event(Some("stress"), Some("cycled"), on).is_ok()
+    let tracer = instance.tracer();
+    let (top, other) = match (on, cycle % 2) {
+        (false, _) => (Kind::Nop, Kind::Nop),
+        (true, 0) => (Kind::Function, Kind::Graph),
+        (true, _) => (Kind::Graph, Kind::Function),
+    };
+    let top = tracer.top().set_function_tracer(top).is_ok();
+    if on || cycle % 2 == 1 {
+        return top && instance.set_function_tracer(other).is_ok();
+    }
+    // Destroyed while it traces: its slot's functions are released under the
+    // running CPUs, and the instance comes back with `nop` and empty lists.
+    let Some(instance) = keyed.take() else { return false };
+    let name = String::from(instance.name());
+    let config = InstanceConfig {
+        bytes_per_cpu: instance.bytes_per_cpu(),
+        mode: instance.mode(),
+        snapshot: false,
+    };
+    let destroyed = tracer.destroy(instance);
+    *keyed = tracer.get_or_create(&name, config).ok();
+    let fresh = keyed.as_ref().is_some_and(|i| i.function_tracer() == Kind::Nop);
+    top && destroyed.is_ok() && fresh
 }
 
 /// Reports the function tracers' on/off cycles and checks the accounting of the
