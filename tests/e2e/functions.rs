@@ -57,7 +57,9 @@ fn tracers_patch_every_entry_and_nop_restores_each_byte_for_byte() {
     assert_eq!(machine.run("cat available_tracers"), "function_graph function nop\n");
     assert_eq!(machine.run("cat current_tracer"), "nop\n");
     assert_eq!(machine.run("cat set_ftrace_filter"), "#### all functions enabled ####\n");
-    assert_eq!(machine.run("cat set_ftrace_notrace"), "");
+    assert_eq!(machine.run("cat set_ftrace_notrace"), "#### no functions disabled ####\n");
+    assert_eq!(machine.run("cat set_graph_function"), "#### all functions enabled ####\n");
+    assert_eq!(machine.run("cat set_graph_notrace"), "#### no functions disabled ####\n");
     for tracer in ["function", "function_graph"] {
         machine.run(&format!("echo {tracer} > current_tracer"));
         assert_eq!(machine.run("cat current_tracer"), format!("{tracer}\n"));
@@ -88,7 +90,10 @@ fn bad_tracer_and_filter_writes_are_refused_and_change_nothing() {
     assert_eq!(machine.run("cat set_ftrace_filter"), "kernel::shell::commands::cat\n");
     let error = machine.run("echo '!nothing' >> set_ftrace_notrace");
     assert!(error.contains("a glob matches no function"), "{error}");
-    assert_eq!(machine.run("cat set_ftrace_notrace"), "");
+    assert_eq!(machine.run("cat set_ftrace_notrace"), "#### no functions disabled ####\n");
+    let error = machine.run("echo 'nothing*' > set_graph_function");
+    assert!(error.contains("a glob matches no function"), "{error}");
+    assert_eq!(machine.run("cat set_graph_function"), "#### all functions enabled ####\n");
     assert!(machine.run("cat error_log").contains("a glob matches no function"));
     // An instance has its own tracer and lists, refused the same way.
     machine.run("mkdir instances/a");
@@ -360,6 +365,43 @@ fn instances_trace_their_own_functions_and_rmdir_restores_their_entries() {
     assert_eq!(machine.run("cat instances/a/current_tracer"), "nop\n");
     let filter = machine.run("cat instances/a/set_ftrace_filter");
     assert_eq!(filter, "#### all functions enabled ####\n");
+    machine.run("echo nop > current_tracer");
+    assert_eq!(summary(&mut machine), before, "every entry is its NOP again, byte for byte");
+}
+
+#[test]
+fn set_graph_function_and_set_graph_notrace_choose_the_call_graphs() {
+    let mut machine = Machine::boot();
+    let before = summary(&mut machine);
+    machine.run("echo 0 > events/enable");
+    let cat = "kernel::shell::commands::cat";
+    machine.run(&format!("echo {cat} > set_graph_function"));
+    assert_eq!(machine.run("cat set_graph_function"), format!("{cat}\n"));
+    // Every function is traced; only what runs under `cat` is recorded.
+    machine.run("echo function_graph > current_tracer");
+    let graphs = |machine: &mut Machine| {
+        machine.run("echo > trace");
+        machine.run("pwd");
+        machine.run("cat events/shell/command/id");
+        graph_lines(&machine.run("cat per_cpu/cpu0/trace"))
+    };
+    let lines = graphs(&mut machine);
+    let names: BTreeSet<&str> = lines.iter().map(|l| l.name.as_str()).collect();
+    assert!(lines.iter().filter(|l| l.depth == 0).all(|l| l.name == cat), "{lines:#?}");
+    assert!(names.contains(cat) && names.contains("kernel::shell::tracefs::read"), "{names:?}");
+    assert!(!names.contains("kernel::shell::commands::pwd"), "{names:?}");
+    // Nothing from `read` down, while `cat` still is.
+    machine.run("echo kernel::shell::tracefs::read > set_graph_notrace");
+    let lines = graphs(&mut machine);
+    let names: BTreeSet<&str> = lines.iter().map(|l| l.name.as_str()).collect();
+    assert!(names.contains(cat), "{names:?}");
+    assert!(!names.contains("kernel::shell::tracefs::read"), "{names:?}");
+    assert!(lines.iter().filter(|l| l.depth == 0).all(|l| l.name == cat), "{lines:#?}");
+    assert_eq!(machine.run("cat set_graph_notrace"), "kernel::shell::tracefs::read\n");
+    // An instance's graph lists are its own.
+    machine.run("mkdir instances/g");
+    let theirs = machine.run("cat instances/g/set_graph_function");
+    assert_eq!(theirs, "#### all functions enabled ####\n");
     machine.run("echo nop > current_tracer");
     assert_eq!(summary(&mut machine), before, "every entry is its NOP again, byte for byte");
 }

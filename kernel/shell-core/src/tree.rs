@@ -90,6 +90,10 @@ pub enum File<S, E> {
     SetFtraceFilter,
     /// `set_ftrace_notrace`.
     SetFtraceNotrace,
+    /// `set_graph_function`.
+    SetGraphFunction,
+    /// `set_graph_notrace`.
+    SetGraphNotrace,
     /// `trace_marker_raw`.
     TraceMarkerRaw,
     /// `buffer_subbuf_size_kb`.
@@ -179,6 +183,8 @@ fn node<T: Tree>(tree: &T, rest: &[&str], top: bool) -> Option<Node<T::System, T
         ["available_filter_functions"] if top => file(AvailableFilterFunctions),
         ["set_ftrace_filter"] => file(SetFtraceFilter),
         ["set_ftrace_notrace"] => file(SetFtraceNotrace),
+        ["set_graph_function"] => file(SetGraphFunction),
+        ["set_graph_notrace"] => file(SetGraphNotrace),
         ["trace_marker_raw"] => file(TraceMarkerRaw),
         ["buffer_subbuf_size_kb"] => file(SubbufSizeKb),
         ["printk_formats"] if top => file(PrintkFormats),

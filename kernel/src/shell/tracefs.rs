@@ -250,7 +250,7 @@ pub fn resolve(cwd: &str, path: &str) -> Result<Located, FsError> {
 }
 
 /// The entries of an instance's root, and whether only the top level has them.
-const ROOT_FILES: [(&str, bool); 26] = [
+const ROOT_FILES: [(&str, bool); 28] = [
     ("README", true),
     ("available_events", false),
     ("available_filter_functions", true),
@@ -268,6 +268,8 @@ const ROOT_FILES: [(&str, bool); 26] = [
     ("set_event", false),
     ("set_ftrace_filter", false),
     ("set_ftrace_notrace", false),
+    ("set_graph_function", false),
+    ("set_graph_notrace", false),
     ("snapshot", false),
     ("trace", false),
     ("trace_clock", false),
@@ -383,6 +385,8 @@ tracing mini-HOWTO:
   set_ftrace_filter\t- echo function name (globs) in here to only trace these
 \t\t\t  functions ('>' sets, '>>' adds, '!glob' removes)
   set_ftrace_notrace\t- echo function name (globs) in here to never trace
+  set_graph_function\t- function_graph records only these functions and what they call
+  set_graph_notrace\t- function_graph records nothing from these functions until they return
   error_log\t- error log for failed commands (that support it)
   buffer_size_kb\t- view and modify size of per cpu buffer
   buffer_total_size_kb  - view total size of all cpu buffers
@@ -480,6 +484,16 @@ pub fn log_error(located: &Located, value: &str, error: FsError) {
 }
 
 /// Writes a CPU mask as Linux does: hex, as many digits as the CPUs need.
+/// The function list a filter file holds.
+fn function_list(file: File) -> List {
+    match file {
+        File::SetFtraceNotrace => List::Notrace,
+        File::SetGraphFunction => List::GraphFunction,
+        File::SetGraphNotrace => List::GraphNotrace,
+        _ => List::Filter,
+    }
+}
+
 fn write_cpumask(out: &mut dyn Write, mask: u64, cpus: usize) -> fmt::Result {
     let digits = cpus.div_ceil(4).max(1);
     let mask = if cpus < 64 { mask & ((1 << cpus) - 1) } else { mask };
@@ -565,9 +579,11 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
         File::AvailableFilterFunctions => {
             functions::functions().iter().try_for_each(|f| writeln!(out, "{}", f.name))
         }
-        File::SetFtraceFilter | File::SetFtraceNotrace => {
-            let list =
-                if matches!(file, File::SetFtraceFilter) { List::Filter } else { List::Notrace };
+        File::SetFtraceFilter
+        | File::SetFtraceNotrace
+        | File::SetGraphFunction
+        | File::SetGraphNotrace => {
+            let list = function_list(file);
             let mut any = false;
             let mut result = Ok(());
             functions::for_each_listed(instance, list, |f| {
@@ -575,8 +591,13 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
                 result = result.and_then(|()| writeln!(out, "{}", f.name));
             });
             match (any, list) {
-                (false, List::Filter) => writeln!(out, "#### all functions enabled ####"),
-                _ => result,
+                (true, _) => result,
+                (false, List::Filter | List::GraphFunction) => {
+                    writeln!(out, "#### all functions enabled ####")
+                }
+                (false, List::Notrace | List::GraphNotrace) => {
+                    writeln!(out, "#### no functions disabled ####")
+                }
             }
         }
         File::SubbufSizeKb => writeln!(out, "4"),
@@ -784,9 +805,11 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
             Some(kind) => Ok(instance.set_function_tracer(kind).map_err(FunctionError::from)?),
             None => Err(FsError::Rule("no such tracer (see available_tracers)")),
         },
-        File::SetFtraceFilter => Ok(functions::write_list(instance, List::Filter, value, append)?),
-        File::SetFtraceNotrace => {
-            Ok(functions::write_list(instance, List::Notrace, value, append)?)
+        File::SetFtraceFilter
+        | File::SetFtraceNotrace
+        | File::SetGraphFunction
+        | File::SetGraphNotrace => {
+            Ok(functions::write_list(instance, function_list(file), value, append)?)
         }
         File::SubbufSizeKb => match value.trim() {
             "4" => Ok(()),

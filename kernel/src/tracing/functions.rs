@@ -27,6 +27,7 @@ use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use core::sync::atomic::{Ordering::SeqCst, compiler_fence};
 use spin::Once;
 use trace::Instance;
+use trace::tracer::GraphScope;
 pub use trace::tracer::{FunctionList as List, FunctionTracer as Kind};
 
 /// Deepest `function_graph` nesting a CPU records (deeper calls are not hooked).
@@ -83,6 +84,9 @@ struct Frame {
     start: AtomicU64,
     /// The instances that record its return.
     graph: AtomicU64,
+    /// The CPU's graph scope before the call, restored at its return.
+    inside: AtomicU64,
+    muted: AtomicU64,
 }
 
 /// A CPU's function tracing state; only that CPU touches it.
@@ -92,8 +96,24 @@ struct Cpu {
     /// Hooked calls on [`Cpu::frames`].
     depth: AtomicUsize,
     frames: [Frame; MAX_DEPTH],
+    /// The graph scope of the innermost hooked call (`trace::tracer::GraphScope`).
+    inside: AtomicU64,
+    muted: AtomicU64,
     /// Calls not hooked because the shadow stack was full.
     overflow: AtomicU64,
+}
+
+impl Cpu {
+    /// The CPU's graph scope.
+    fn scope(&self) -> GraphScope {
+        GraphScope { inside: self.inside.load(Relaxed), muted: self.muted.load(Relaxed) }
+    }
+
+    /// Makes `scope` the CPU's graph scope.
+    fn set_scope(&self, scope: GraphScope) {
+        self.inside.store(scope.inside, Relaxed);
+        self.muted.store(scope.muted, Relaxed);
+    }
 }
 
 static CPUS: [Cpu; MAX_CPUS] = [const {
@@ -107,8 +127,12 @@ static CPUS: [Cpu; MAX_CPUS] = [const {
                 func: AtomicU64::new(0),
                 start: AtomicU64::new(0),
                 graph: AtomicU64::new(0),
+                inside: AtomicU64::new(0),
+                muted: AtomicU64::new(0),
             }
         }; MAX_DEPTH],
+        inside: AtomicU64::new(0),
+        muted: AtomicU64::new(0),
         overflow: AtomicU64::new(0),
     }
 }; MAX_CPUS];
@@ -196,11 +220,13 @@ pub fn with_only(site: usize, kind: Kind, body: impl FnOnce()) -> Result<(), Fun
     }
     let index = index_of(site).ok_or(FunctionError::NoMatch)?;
     let top = tracer.top();
-    let lists = [List::Filter, List::Notrace].map(|list| (list, selection(&top, list)));
+    let lists = List::ALL.map(|list| (list, selection(&top, list)));
     let mut only = alloc::vec![false; functions().len()];
+    for list in List::ALL {
+        top.set_function_list(list, &alloc::vec![false; only.len()])?;
+    }
     only[index] = true;
     top.set_function_list(List::Filter, &only)?;
-    top.set_function_list(List::Notrace, &alloc::vec![false; only.len()])?;
     let traced = top.set_function_tracer(kind);
     if traced.is_ok() {
         body();
@@ -297,7 +323,7 @@ fn on_entry(function: u64, ret: u64, slot: u64) -> bool {
 
 /// [`on_entry`]'s work, with `busy` set: records the entry in the instances
 /// tracing the function, and pushes the call if some record it with
-/// `function_graph`.
+/// `function_graph` or it changes the CPU's graph scope.
 fn record_entry(cpu: &Cpu, function: u64, ret: u64, slot: u64) -> bool {
     let Some(tracer) = super::tracer() else { return false };
     let Some(index) = index_of(function as usize) else { return false };
@@ -305,8 +331,10 @@ fn record_entry(cpu: &Cpu, function: u64, ret: u64, slot: u64) -> bool {
     let depth = cpu.depth.load(Relaxed);
     let frame = cpu.frames.get(depth);
     let parent = stack::elf_address(ret);
-    let graph = tracer.record_function_entry(index, func, parent, frame.map(|_| depth as u64));
-    if graph == 0 {
+    let scope = cpu.scope();
+    let at = frame.map(|_| depth as u64);
+    let (graph, callee) = tracer.record_function_entry(index, func, parent, at, scope);
+    if graph == 0 && callee == scope {
         return false;
     }
     let Some(frame) = frame else {
@@ -318,6 +346,9 @@ fn record_entry(cpu: &Cpu, function: u64, ret: u64, slot: u64) -> bool {
     frame.func.store(func, Relaxed);
     frame.start.store(clock::now_ns(), Relaxed);
     frame.graph.store(graph, Relaxed);
+    frame.inside.store(scope.inside, Relaxed);
+    frame.muted.store(scope.muted, Relaxed);
+    cpu.set_scope(callee);
     cpu.depth.store(depth + 1, Relaxed);
     true
 }
@@ -345,6 +376,10 @@ fn on_exit(slot: u64) -> u64 {
         let took = clock::now_ns().saturating_sub(frame.start.load(Relaxed));
         tracer.record_function_return(frame.graph.load(Relaxed), func, depth as u64 - 1, took);
     }
+    cpu.set_scope(GraphScope {
+        inside: frame.inside.load(Relaxed),
+        muted: frame.muted.load(Relaxed),
+    });
     cpu.depth.store(depth - 1, Relaxed);
     compiler_fence(SeqCst);
     cpu.busy.store(was_busy, Relaxed);

@@ -6,7 +6,7 @@
 //! shares, so two tests tracing functions at once would see each other's bits.
 
 use crate::tracer::{FUNCGRAPH_ENTRY, FUNCGRAPH_EXIT, FUNCTION, FunctionError};
-use crate::tracer::{FunctionList, FunctionTracer};
+use crate::tracer::{FunctionList, FunctionTracer, GraphScope};
 use crate::{HostPlatform, InstanceConfig, InstanceError, Limits, Mode, Platform, Tracer};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
@@ -64,6 +64,12 @@ fn records(
     out
 }
 
+/// Records function `index`'s entry outside any graph call; returns the
+/// `function_graph` instances that recorded it.
+fn entry(tracer: &Tracer<Patcher>, index: usize, ip: u64, parent: u64, depth: Option<u64>) -> u64 {
+    tracer.record_function_entry(index, ip, parent, depth, GraphScope::default()).0
+}
+
 #[test]
 fn instances_trace_their_own_functions_and_release_them() {
     HostPlatform::set_cpu(0);
@@ -85,7 +91,7 @@ fn instances_trace_their_own_functions_and_release_them() {
     // The top level traces every function with `function`: each entry is a call.
     top.set_function_tracer(FunctionTracer::Function).unwrap();
     assert_eq!(calls(), [true; COUNT]);
-    assert_eq!(tracer.record_function_entry(0, 0x100, 0x200, Some(0)), 0, "no graph");
+    assert_eq!(entry(&tracer, 0, 0x100, 0x200, Some(0)), 0, "no graph");
     assert_eq!(records(&top, &FUNCTION), [vec![0x100, 0x200]]);
 
     // An instance traces function 1 with `function_graph`; the top level keeps 0.
@@ -98,16 +104,16 @@ fn instances_trace_their_own_functions_and_release_them() {
     assert_eq!(g.function_list(FunctionList::Filter), [1]);
     assert_eq!(top.function_tracer(), FunctionTracer::Function);
     assert_eq!(g.function_tracer(), FunctionTracer::Graph);
-    let graph = tracer.record_function_entry(1, 0x110, 0x210, Some(3));
+    let graph = entry(&tracer, 1, 0x110, 0x210, Some(3));
     assert_ne!(graph, 0, "g records the return");
     tracer.record_function_return(graph, 0x110, 3, 42);
-    assert_eq!(tracer.record_function_entry(2, 0x120, 0x220, Some(0)), 0, "nobody traces 2");
+    assert_eq!(entry(&tracer, 2, 0x120, 0x220, Some(0)), 0, "nobody traces 2");
     assert_eq!(records(&g, &FUNCGRAPH_ENTRY), [vec![0x110, 3]]);
     assert_eq!(records(&g, &FUNCGRAPH_EXIT), [vec![0x110, 3, 42]]);
     assert!(records(&g, &FUNCTION).is_empty());
     assert_eq!(records(&top, &FUNCTION).len(), 1, "the top level does not trace 1 or 2");
     // A call the platform cannot follow is recorded by `function` instances only.
-    assert_ne!(tracer.record_function_entry(1, 0x110, 0x210, None), 0);
+    assert_ne!(entry(&tracer, 1, 0x110, 0x210, None), 0);
     assert_eq!(records(&g, &FUNCGRAPH_ENTRY).len(), 1);
 
     // The events are the tracer's, not `set_event`'s.
@@ -131,7 +137,7 @@ fn instances_trace_their_own_functions_and_release_them() {
     assert_eq!(g.function_list(FunctionList::Filter), [1]);
     assert_eq!(top.function_tracer(), FunctionTracer::Function);
     assert_eq!(calls(), [true, true, false, false]);
-    assert_eq!(tracer.record_function_entry(2, 0x120, 0x220, Some(0)), 0);
+    assert_eq!(entry(&tracer, 2, 0x120, 0x220, Some(0)), 0);
     assert_eq!(
         g.set_function_list(FunctionList::Notrace, &[true]),
         Err(FunctionError::WrongLength)
@@ -147,15 +153,41 @@ fn instances_trace_their_own_functions_and_release_them() {
     drop(g);
     tracer.destroy_by_name("g").unwrap();
     assert_eq!(calls(), [true, false, false, false]);
-    assert_eq!(tracer.record_function_entry(1, 0x110, 0x210, Some(0)), 0);
+    assert_eq!(entry(&tracer, 1, 0x110, 0x210, Some(0)), 0);
     let g = tracer.get_or_create("g", top_config()).unwrap();
     assert_eq!(g.function_tracer(), FunctionTracer::Nop);
     assert!(g.function_list(FunctionList::Filter).is_empty());
     g.set_function_tracer(FunctionTracer::Function).unwrap();
     assert_eq!(calls(), [true; COUNT]);
-    assert_eq!(tracer.record_function_entry(1, 0x110, 0x210, Some(0)), 0);
+    assert_eq!(entry(&tracer, 1, 0x110, 0x210, Some(0)), 0);
     assert_eq!(records(&g, &FUNCTION), [vec![0x110, 0x210]], "the new g, in the same slot");
     assert_ne!(slot_bit & FUNCTION.enabled_mask(), 0, "the same slot");
+
+    // `set_graph_function` and `set_graph_notrace`: g graphs every function, only
+    // under function 2, and nothing under function 3.
+    g.set_function_tracer(FunctionTracer::Graph).unwrap();
+    g.set_function_list(FunctionList::GraphFunction, &only(2)).unwrap();
+    g.set_function_list(FunctionList::GraphNotrace, &only(3)).unwrap();
+    assert_eq!(g.function_list(FunctionList::GraphFunction), [2]);
+    let bit = slot_bit;
+    let at =
+        |index, scope| tracer.record_function_entry(index, 0x100 + index as u64, 0, Some(0), scope);
+    let outside = GraphScope::default();
+    assert_eq!(at(1, outside), (0, outside), "not under a graph function");
+    let (graph, under_2) = at(2, outside);
+    assert_eq!((graph, under_2), (bit, GraphScope { inside: bit, muted: 0 }));
+    assert_eq!(at(1, under_2), (bit, under_2), "called from function 2");
+    let (graph, under_3) = at(3, under_2);
+    assert_eq!((graph, under_3.muted), (0, bit), "set_graph_notrace mutes its function");
+    assert_eq!(at(1, under_3), (0, under_3), "and what it calls");
+    assert_eq!(at(2, under_3).0, 0, "a graph function under a muted one too");
+    let before = records(&g, &FUNCGRAPH_ENTRY).len();
+    assert_eq!(before, 2, "function 2, and function 1 under it");
+    assert!(records(&top, &FUNCGRAPH_ENTRY).is_empty(), "the top level has `function`");
+    for list in [FunctionList::GraphFunction, FunctionList::GraphNotrace] {
+        g.set_function_list(list, &[false; COUNT]).unwrap();
+    }
+    assert_eq!(at(1, outside), (bit, outside), "no graph lists: every call");
 
     // `nop` everywhere: every entry is its NOP again.
     g.set_function_tracer(FunctionTracer::Nop).unwrap();

@@ -106,6 +106,34 @@ pub enum FunctionList {
     Filter,
     /// `set_ftrace_notrace`: these are never traced.
     Notrace,
+    /// `set_graph_function`: `function_graph` records only these and what they
+    /// call (none: everything).
+    GraphFunction,
+    /// `set_graph_notrace`: `function_graph` records nothing from one of these
+    /// until it returns.
+    GraphNotrace,
+}
+
+impl FunctionList {
+    /// Every list.
+    pub const ALL: [FunctionList; 4] = [
+        FunctionList::Filter,
+        FunctionList::Notrace,
+        FunctionList::GraphFunction,
+        FunctionList::GraphNotrace,
+    ];
+}
+
+/// Where a CPU is among its open `function_graph` calls, per instance slot: the
+/// platform keeps it per CPU, passes it to each entry
+/// ([`Tracer::record_function_entry`] returns the callee's), and restores it when
+/// the call returns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GraphScope {
+    /// Instances inside a call of one of their `set_graph_function` functions.
+    pub inside: u64,
+    /// Instances inside a call of one of their `set_graph_notrace` functions.
+    pub muted: u64,
 }
 
 /// Why a function tracer change was refused. Nothing changed.
@@ -135,20 +163,34 @@ impl fmt::Display for FunctionError {
 }
 
 /// One instance's selection.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 struct Selection {
     tracer: FunctionTracer,
-    /// `set_ftrace_filter`, one entry per function (empty before registration).
-    filter: Vec<bool>,
-    /// `set_ftrace_notrace`.
-    notrace: Vec<bool>,
+    /// Each [`FunctionList`] (in [`FunctionList::ALL`]'s order), one entry per
+    /// function.
+    lists: [Vec<bool>; 4],
 }
 
 impl Selection {
+    /// A selection of `nop` and empty lists over `count` functions.
+    fn empty(count: usize) -> Selection {
+        Selection {
+            tracer: FunctionTracer::Nop,
+            lists: core::array::from_fn(|_| vec![false; count]),
+        }
+    }
+
+    /// One of its lists.
+    fn list(&self, list: FunctionList) -> &Vec<bool> {
+        &self.lists[list as usize]
+    }
+
     /// Whether the instance traces function `i`.
     fn traces(&self, i: usize) -> bool {
-        let all = !self.filter.contains(&true);
-        self.tracer != FunctionTracer::Nop && (all || self.filter[i]) && !self.notrace[i]
+        let filter = self.list(FunctionList::Filter);
+        let all = !filter.contains(&true);
+        let notrace = self.list(FunctionList::Notrace);
+        self.tracer != FunctionTracer::Nop && (all || filter[i]) && !notrace[i]
     }
 }
 
@@ -160,11 +202,37 @@ struct Control {
     patched: Vec<bool>,
 }
 
-/// The registered functions: each one's mask of instances tracing it, as writers
-/// read it, and the control state.
+/// The registered functions: each one's masks of instances, as writers read them,
+/// and the control state.
 pub(crate) struct Functions {
+    /// The instances tracing each function.
     masks: Vec<AtomicU64>,
+    /// The instances whose `set_graph_function` lists each function.
+    roots: Vec<AtomicU64>,
+    /// The instances whose `set_graph_notrace` lists each function.
+    mutes: Vec<AtomicU64>,
+    /// The instances with a `set_graph_function`.
+    rooted: AtomicU64,
     control: spin::Mutex<Control>,
+}
+
+impl Functions {
+    /// Sets or clears `slot`'s bit in every mask as `selection` wants.
+    fn publish(&self, slot: usize, selection: &Selection) {
+        let bit = 1 << slot;
+        let set = |mask: &AtomicU64, on: bool| match on {
+            true => mask.fetch_or(bit, Relaxed),
+            false => mask.fetch_and(!bit, Relaxed),
+        };
+        let roots = selection.list(FunctionList::GraphFunction);
+        let mutes = selection.list(FunctionList::GraphNotrace);
+        for (i, mask) in self.masks.iter().enumerate() {
+            set(mask, selection.traces(i));
+            set(&self.roots[i], roots[i]);
+            set(&self.mutes[i], mutes[i]);
+        }
+        set(&self.rooted, roots.contains(&true));
+    }
 }
 
 impl<P: Platform + Clone + Send + Sync> Tracer<P> {
@@ -174,15 +242,14 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         let mut fresh = false;
         self.functions.call_once(|| {
             fresh = true;
-            let empty = Selection {
-                filter: vec![false; count],
-                notrace: vec![false; count],
-                ..Selection::default()
-            };
+            let masks = || (0..count).map(|_| AtomicU64::new(0)).collect();
             Functions {
-                masks: (0..count).map(|_| AtomicU64::new(0)).collect(),
+                masks: masks(),
+                roots: masks(),
+                mutes: masks(),
+                rooted: AtomicU64::new(0),
                 control: spin::Mutex::new(Control {
-                    slots: core::array::from_fn(|_| empty.clone()),
+                    slots: core::array::from_fn(|_| Selection::empty(count)),
                     patched: vec![false; count],
                 }),
             }
@@ -202,40 +269,51 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
 
     /// Records the entry of function `index` (at ELF address `ip`, called from
     /// `parent`) in every instance tracing it: `function` instances get its entry and
-    /// caller; `function_graph` instances get its entry at `depth`. Returns the
-    /// `function_graph` instances, which the platform hands to
-    /// [`Tracer::record_function_return`] when the call returns. With `depth`
-    /// `None` (the platform cannot follow the call's return: its shadow stack is
-    /// full) only `function` instances record it, and the return value says which
-    /// `function_graph` instances missed it. From any context.
+    /// caller; `function_graph` instances get its entry at `depth`, where `scope`
+    /// (the CPU's, see [`GraphScope`]) and their `set_graph_function` and
+    /// `set_graph_notrace` allow it. Returns the `function_graph` instances that
+    /// recorded it, which the platform hands to [`Tracer::record_function_return`]
+    /// when the call returns, and the callee's scope, which the platform keeps until
+    /// then. With `depth` `None` (the platform cannot follow the call's return: its
+    /// shadow stack is full) only `function` instances record it, the scope stays,
+    /// and the instances returned are those that missed it. From any context.
     pub fn record_function_entry(
         &self,
         index: usize,
         ip: u64,
         parent: u64,
         depth: Option<u64>,
-    ) -> u64 {
-        let Some(mask) = self.functions.get().and_then(|f| f.masks.get(index)) else {
-            return 0;
+        scope: GraphScope,
+    ) -> (u64, GraphScope) {
+        let Some(functions) = self.functions.get().filter(|f| index < f.masks.len()) else {
+            return (0, scope);
         };
-        self.record_values(&FUNCTION, &[ip, parent], || {
-            mask.load(Relaxed) & FUNCTION.enabled_mask()
-        });
-        let mut graph = 0;
-        let Some(depth) = depth else {
-            return mask.load(Relaxed) & FUNCGRAPH_ENTRY.enabled_mask();
-        };
-        self.record_values(&FUNCGRAPH_ENTRY, &[ip, depth], || {
-            graph = mask.load(Relaxed) & FUNCGRAPH_ENTRY.enabled_mask();
+        let mask = &functions.masks[index];
+        let traced = || mask.load(Relaxed) & FUNCTION.enabled_mask();
+        self.record_values(&FUNCTION, &[ip, parent], traced);
+        let (mut graph, mut callee) = (0, scope);
+        let mut judge = || {
+            let candidates = mask.load(Relaxed) & FUNCGRAPH_ENTRY.enabled_mask();
+            let inside = scope.inside | (functions.roots[index].load(Relaxed) & candidates);
+            let muted = scope.muted | (functions.mutes[index].load(Relaxed) & candidates);
+            callee = GraphScope { inside, muted };
+            graph = candidates & (!functions.rooted.load(Relaxed) | inside) & !muted;
             graph
-        });
-        graph
+        };
+        let Some(depth) = depth else {
+            return (judge(), scope);
+        };
+        self.record_values(&FUNCGRAPH_ENTRY, &[ip, depth], judge);
+        (graph, callee)
     }
 
     /// Records a traced call's return (function at ELF address `ip`, at `depth`,
     /// after `duration` ns) in the `graph` instances [`Tracer::record_function_entry`]
     /// returned, those still tracing with `function_graph`. From any context.
     pub fn record_function_return(&self, graph: u64, ip: u64, depth: u64, duration: u64) {
+        if graph == 0 {
+            return;
+        }
         let mask = || graph & FUNCGRAPH_EXIT.enabled_mask();
         self.record_values(&FUNCGRAPH_EXIT, &[ip, depth, duration], mask);
     }
@@ -264,15 +342,8 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
     pub(super) fn release_functions(&self, slot: usize) {
         let Some(functions) = self.functions.get() else { return };
         let mut control = functions.control.lock();
-        let count = functions.masks.len();
-        control.slots[slot] = Selection {
-            filter: vec![false; count],
-            notrace: vec![false; count],
-            ..Selection::default()
-        };
-        for mask in &functions.masks {
-            mask.fetch_and(!(1 << slot), Relaxed);
-        }
+        control.slots[slot] = Selection::empty(functions.masks.len());
+        functions.publish(slot, &control.slots[slot]);
         if self.platform.may_wait() {
             let _ = self.sync_entries(functions, &mut control);
         }
@@ -311,11 +382,7 @@ impl<P: Platform + Clone + Send + Sync> Instance<'_, P> {
     pub fn function_list(&self, list: FunctionList) -> Vec<usize> {
         let Some(functions) = self.tracer.functions.get() else { return Vec::new() };
         let control = functions.control.lock();
-        let selection = &control.slots[self.state.slot];
-        let bits = match list {
-            FunctionList::Filter => &selection.filter,
-            FunctionList::Notrace => &selection.notrace,
-        };
+        let bits = control.slots[self.state.slot].list(list);
         bits.iter().enumerate().filter(|(_, on)| **on).map(|(i, _)| i).collect()
     }
 
@@ -342,10 +409,7 @@ impl<P: Platform + Clone + Send + Sync> Instance<'_, P> {
         selected: &[bool],
     ) -> Result<(), FunctionError> {
         self.change_functions(|selection| {
-            let bits = match list {
-                FunctionList::Filter => &mut selection.filter,
-                FunctionList::Notrace => &mut selection.notrace,
-            };
+            let bits = &mut selection.lists[list as usize];
             if bits.len() != selected.len() {
                 return Err(FunctionError::WrongLength);
             }
@@ -372,13 +436,7 @@ impl<P: Platform + Clone + Send + Sync> Instance<'_, P> {
         let mut after = before.clone();
         edit(&mut after)?;
         let publish = |selection: &Selection| {
-            let bit = 1 << slot;
-            for (i, mask) in functions.masks.iter().enumerate() {
-                match selection.traces(i) {
-                    true => mask.fetch_or(bit, Relaxed),
-                    false => mask.fetch_and(!bit, Relaxed),
-                };
-            }
+            functions.publish(slot, selection);
             FUNCTION.set_enabled(slot, selection.tracer == FunctionTracer::Function);
             for event in [&FUNCGRAPH_ENTRY, &FUNCGRAPH_EXIT] {
                 event.set_enabled(slot, selection.tracer == FunctionTracer::Graph);

@@ -21,7 +21,7 @@ pub(crate) mod trigger;
 
 pub use function::{
     FUNCGRAPH_ENTRY, FUNCGRAPH_EXIT, FUNCTION, FunctionError, FunctionList, FunctionTracer,
-    is_function_event,
+    GraphScope, is_function_event,
 };
 pub use instance::{HookError, Instance, InstanceConfig, InstanceError, MAX_NAME};
 pub use trigger::{
