@@ -257,11 +257,6 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         fresh
     }
 
-    /// How many functions the platform registered.
-    pub fn function_count(&self) -> usize {
-        self.functions.get().map_or(0, |f| f.masks.len())
-    }
-
     /// Whether some instance traces functions.
     pub fn functions_traced(&self) -> bool {
         self.functions.get().is_some_and(|f| f.masks.iter().any(|m| m.load(Relaxed) != 0))
