@@ -134,6 +134,15 @@ fn function_records_the_filtered_functions_with_their_callers() {
     let commands: BTreeSet<String> =
         names.iter().filter(|n| n.starts_with("kernel::shell::commands::c")).cloned().collect();
     assert!(commands.contains("kernel::shell::commands::cpus"), "{commands:?}");
+    // `GLOB:mod:CRATE`: the functions of one crate (the driver's here).
+    machine.run("echo '*:mod:latency_watchdog' > set_ftrace_filter");
+    let driver: Vec<String> =
+        machine.run("cat set_ftrace_filter").lines().map(String::from).collect();
+    let ours = |n: &String| n.trim_start_matches('<').starts_with("latency_watchdog::");
+    assert_eq!(driver, names.iter().filter(|n| ours(n)).cloned().collect::<Vec<_>>());
+    assert!(!driver.is_empty());
+    let error = machine.run("echo 'kernel::*:mod:latency_watchdog' > set_ftrace_filter");
+    assert!(error.contains("a glob matches no function"), "{error}");
     // `>` sets, `>>` adds, `!` removes.
     machine.run("echo 'kernel::shell::commands::c*' > set_ftrace_filter");
     machine.run("echo kernel::shell::commands::pwd >> set_ftrace_filter");

@@ -249,9 +249,10 @@ fn selection(instance: &Instance<'_, KernelPlatform>, list: List) -> Vec<bool> {
 
 /// Writes `text` to one of `instance`'s lists, as ftrace does: whitespace-separated
 /// globs over the functions' names, each adding what it matches, or with a leading
-/// `!` removing it; without `append` (`>`) the list is emptied first. A glob that
-/// matches nothing refuses the whole write. Patches what changed if the instance
-/// traces functions.
+/// `!` removing it; `GLOB:mod:CRATE` matches only the functions of crate `CRATE`
+/// (`kernel`, `latency_watchdog`: a crate is this kernel's module). Without
+/// `append` (`>`) the list is emptied first. A glob that matches nothing refuses the
+/// whole write. Patches what changed if the instance traces functions.
 pub fn write_list(
     instance: &Instance<'_, KernelPlatform>,
     list: List,
@@ -268,9 +269,17 @@ pub fn write_list(
             Some(glob) => (false, glob),
             None => (true, word),
         };
+        let (glob, krate) = match glob.split_once(":mod:") {
+            Some((glob, krate)) => (glob, Some(krate)),
+            None => (glob, None),
+        };
+        let in_crate = |name: &str| {
+            let path = name.trim_start_matches('<');
+            krate.is_none_or(|k| path.strip_prefix(k).is_some_and(|rest| rest.starts_with("::")))
+        };
         let mut matched = false;
         for (bit, function) in new.iter_mut().zip(functions) {
-            if trace::event::glob(glob, function.name) {
+            if trace::event::glob(glob, function.name) && in_crate(function.name) {
                 *bit = set;
                 matched = true;
             }
