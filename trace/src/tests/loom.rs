@@ -350,7 +350,7 @@ mod tracer {
             drop(a);
             let w = loom::thread::spawn(move || {
                 CPU.with(|c| c.set(0));
-                t.record_function_entry(0, 0x100, 0x200, Some(0));
+                t.record_function_entry(0, 0x100, 0x200, Some(0), Default::default());
             });
             CPU.with(|c| c.set(1));
             t.destroy_by_name("a").unwrap();

@@ -197,7 +197,7 @@ impl Selection {
 /// The control side, behind [`Functions::control`].
 struct Control {
     /// Each instance slot's selection (reset when its instance is destroyed).
-    slots: [Selection; MAX_INSTANCES],
+    slots: Vec<Selection>,
     /// Which functions' entries are calls now.
     patched: Vec<bool>,
 }
@@ -249,7 +249,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
                 mutes: masks(),
                 rooted: AtomicU64::new(0),
                 control: spin::Mutex::new(Control {
-                    slots: core::array::from_fn(|_| Selection::empty(count)),
+                    slots: (0..MAX_INSTANCES).map(|_| Selection::empty(count)).collect(),
                     patched: vec![false; count],
                 }),
             }
