@@ -272,6 +272,15 @@ mod tracer {
     static EV: crate::event::EventDescriptor =
         crate::event::EventDescriptor::new("t", "e", "", &[], DescriptorKind::Event);
 
+    /// The models below share descriptors (statics whose masks every tracer sets and
+    /// a destroy clears), so they run one at a time: a model that another changes
+    /// under it explores a different execution each time.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+        ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     fn tracer() -> &'static Tracer<LoomPlatform> {
         let limits = Limits { max_instances: 3, max_total_bytes: 1 << 20 };
         let top = InstanceConfig { bytes_per_cpu: 64, mode: Mode::Overwrite, snapshot: false };
@@ -311,6 +320,7 @@ mod tracer {
     /// or nowhere, never in "b", which did not enable it.
     #[test]
     fn loom_destroy_and_recreate_vs_writer() {
+        let _serial = one_at_a_time();
         model(3, || {
             hook::clear();
             let t = tracer();
@@ -338,6 +348,7 @@ mod tracer {
     /// with destroy's release and with b's publication.
     #[test]
     fn loom_function_destroy_and_recreate_vs_writer() {
+        let _serial = one_at_a_time();
         use crate::tracer::{FunctionList, FunctionTracer};
         model(3, || {
             hook::clear();
@@ -369,6 +380,7 @@ mod tracer {
     /// nested writer interrupts it: the snapshot is frozen when the swap returns.
     #[test]
     fn loom_instance_swap_vs_nested_writer() {
+        let _serial = one_at_a_time();
         model(3, || {
             hook::clear();
             let t = tracer();
@@ -405,6 +417,7 @@ mod tracer {
     /// after a grace period), and once `set_filter` returns the new one applies.
     #[test]
     fn loom_filter_replaced_vs_writer() {
+        let _serial = one_at_a_time();
         use crate::{field::Field, field::FieldKind};
         static EVF: crate::event::EventDescriptor = crate::event::EventDescriptor::new(
             "f",

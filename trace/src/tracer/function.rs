@@ -217,7 +217,10 @@ pub(crate) struct Functions {
 }
 
 impl Functions {
-    /// Sets or clears `slot`'s bit in every mask as `selection` wants.
+    /// Sets or clears `slot`'s bit in every mask, and in the function events, as
+    /// `selection` wants. The function events' bits are this module's alone: a
+    /// destroy leaves them to [`Tracer::release_functions`], so a tracer without
+    /// functions never touches them.
     fn publish(&self, slot: usize, selection: &Selection) {
         let bit = 1 << slot;
         let set = |mask: &AtomicU64, on: bool| match on {
@@ -232,6 +235,10 @@ impl Functions {
             set(&self.mutes[i], mutes[i]);
         }
         set(&self.rooted, roots.contains(&true));
+        FUNCTION.set_enabled(slot, selection.tracer == FunctionTracer::Function);
+        for event in [&FUNCGRAPH_ENTRY, &FUNCGRAPH_EXIT] {
+            event.set_enabled(slot, selection.tracer == FunctionTracer::Graph);
+        }
     }
 }
 
@@ -430,21 +437,14 @@ impl<P: Platform + Clone + Send + Sync> Instance<'_, P> {
         let before = control.slots[slot].clone();
         let mut after = before.clone();
         edit(&mut after)?;
-        let publish = |selection: &Selection| {
-            functions.publish(slot, selection);
-            FUNCTION.set_enabled(slot, selection.tracer == FunctionTracer::Function);
-            for event in [&FUNCGRAPH_ENTRY, &FUNCGRAPH_EXIT] {
-                event.set_enabled(slot, selection.tracer == FunctionTracer::Graph);
-            }
-        };
-        publish(&after);
+        functions.publish(slot, &after);
         match tracer.sync_entries(functions, &mut control) {
             Ok(()) => {
                 control.slots[slot] = after;
                 Ok(())
             }
             Err(error) => {
-                publish(&before);
+                functions.publish(slot, &before);
                 Err(error)
             }
         }

@@ -280,7 +280,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
             return Err(InstanceError::Busy);
         }
         self.sections.grace(&self.platform)?;
-        for descriptor in &self.events {
+        for descriptor in self.events.iter().filter(|d| !is_function_event(d)) {
             descriptor.clear_slot(slot);
         }
         self.release_functions(slot);
