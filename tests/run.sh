@@ -9,19 +9,34 @@ boot/setup.sh
 
 # Prints each section's heading with the seconds the run has taken so far.
 section() { echo "== [${SECONDS}s] $*"; }
-trap 'echo "== [${SECONDS}s] finished"' EXIT
+# A run that stops early stops the background Miri run too.
+trap 'jobs -p | xargs -r kill 2>/dev/null; echo "== [${SECONDS}s] finished"' EXIT
 
 section "cargo fmt --check"
 cargo fmt --all -- --check
 section "cargo clippy (host crates and the x86_64-unknown-none kernel)"
 cargo clippy --workspace --all-targets -- -D warnings
+# Miri interprets on one core: it runs in the background beside the next three
+# sections, and its output is shown (and its status checked) before the QEMU tests,
+# which get both cores to themselves.
+section "Miri on the trace crate's unit, property and stress tests: started in the background"
+miri_log=$(mktemp)
+CARGO_TARGET_DIR=target/miri cargo miri test -q -p trace --lib >"$miri_log" 2>&1 &
+miri=$!
 section "loom models of the ring's protocols"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -q -p trace --release --lib loom
-section "Miri on the trace crate's unit, property and stress tests"
-CARGO_TARGET_DIR=target/miri cargo miri test -q -p trace --lib
 section "release kernel keeps the tracepoint section and has its trace code optimised"
 cargo test -q --release -p e2e -- section optimised
 section "host unit tests"
 cargo test --workspace --exclude e2e
+section "Miri on the trace crate's unit, property and stress tests: its output"
+miri_status=0
+wait "$miri" || miri_status=$?
+cat "$miri_log"
+rm -f "$miri_log"
+if [ "$miri_status" -ne 0 ]; then
+    echo "Miri failed (exit status $miri_status)"
+    exit "$miri_status"
+fi
 section "QEMU end-to-end tests"
 cargo test -p e2e

@@ -37,8 +37,8 @@ fn readme_tracers_subbuf_size_and_printk_formats() {
         assert!(!m.run("ls instances/t1").lines().any(|l| l == file));
     }
     for root in ROOTS {
-        // The function tracers are the top level's (tests/e2e/functions.rs).
-        let tracers = if root.is_empty() { "function_graph function nop\n" } else { "nop\n" };
+        // Every instance has the function tracers (tests/e2e/functions.rs).
+        let tracers = "function_graph function nop\n";
         assert_eq!(m.run(&format!("cat {root}available_tracers")), tracers);
         assert_eq!(m.run(&format!("cat {root}current_tracer")), "nop\n");
         assert_eq!(m.run(&format!("echo nop > {root}current_tracer")), "");
