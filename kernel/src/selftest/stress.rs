@@ -165,7 +165,7 @@ pub fn run(mode: Mode, ms: u64, cycles: u32, functions: bool) -> Result<bool, &'
     let (mut cycled, mut armed) = (0, false);
     if let Some(other) = keyed.as_ref().filter(|_| functions) {
         for instance in [&tracer.top(), other] {
-            for list in [ft::List::Filter, ft::List::Notrace] {
+            for list in ft::List::ALL {
                 ft::write_list(instance, list, "", false)
                     .map_err(|_| "cannot select every function")?;
             }

@@ -153,13 +153,7 @@ impl From<FunctionError> for FsError {
             FunctionError::NoMatch => {
                 FsError::Rule("a glob matches no function (see available_filter_functions)")
             }
-            FunctionError::Tracer(TracerFunctionError::Patch(reason)) => FsError::Rule(reason),
-            FunctionError::Tracer(TracerFunctionError::WouldDeadlock) => {
-                FsError::Rule("patching function entries needs a context that may wait")
-            }
-            FunctionError::Tracer(TracerFunctionError::WrongLength) => {
-                FsError::Rule("a list needs one entry per function")
-            }
+            FunctionError::Tracer(error) => FsError::Rule(error.reason()),
             FunctionError::Busy => FsError::Busy,
         }
     }
@@ -483,7 +477,6 @@ pub fn log_error(located: &Located, value: &str, error: FsError) {
     });
 }
 
-/// Writes a CPU mask as Linux does: hex, as many digits as the CPUs need.
 /// The function list a filter file holds.
 fn function_list(file: File) -> List {
     match file {
@@ -494,6 +487,7 @@ fn function_list(file: File) -> List {
     }
 }
 
+/// Writes a CPU mask as Linux does: hex, as many digits as the CPUs need.
 fn write_cpumask(out: &mut dyn Write, mask: u64, cpus: usize) -> fmt::Result {
     let digits = cpus.div_ceil(4).max(1);
     let mask = if cpus < 64 { mask & ((1 << cpus) - 1) } else { mask };

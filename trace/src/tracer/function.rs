@@ -149,16 +149,23 @@ pub enum FunctionError {
     Patch(&'static str),
 }
 
+impl FunctionError {
+    /// The rule the refused change broke.
+    pub fn reason(self) -> &'static str {
+        match self {
+            FunctionError::Unavailable => "no function can be traced",
+            FunctionError::WrongLength => "a list needs one entry per function",
+            FunctionError::WouldDeadlock => {
+                "patching function entries needs a context that may wait"
+            }
+            FunctionError::Patch(reason) => reason,
+        }
+    }
+}
+
 impl fmt::Display for FunctionError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            FunctionError::Unavailable => f.write_str("no function can be traced"),
-            FunctionError::WrongLength => f.write_str("a list needs one entry per function"),
-            FunctionError::WouldDeadlock => {
-                f.write_str("patching function entries needs a context that may wait")
-            }
-            FunctionError::Patch(reason) => f.write_str(reason),
-        }
+        f.write_str(self.reason())
     }
 }
 
@@ -183,14 +190,6 @@ impl Selection {
     /// One of its lists.
     fn list(&self, list: FunctionList) -> &Vec<bool> {
         &self.lists[list as usize]
-    }
-
-    /// Whether the instance traces function `i`.
-    fn traces(&self, i: usize) -> bool {
-        let filter = self.list(FunctionList::Filter);
-        let all = !filter.contains(&true);
-        let notrace = self.list(FunctionList::Notrace);
-        self.tracer != FunctionTracer::Nop && (all || filter[i]) && !notrace[i]
     }
 }
 
@@ -227,10 +226,14 @@ impl Functions {
             true => mask.fetch_or(bit, Relaxed),
             false => mask.fetch_and(!bit, Relaxed),
         };
+        let on = selection.tracer != FunctionTracer::Nop;
+        let filter = selection.list(FunctionList::Filter);
+        let all = !filter.contains(&true);
+        let notrace = selection.list(FunctionList::Notrace);
         let roots = selection.list(FunctionList::GraphFunction);
         let mutes = selection.list(FunctionList::GraphNotrace);
         for (i, mask) in self.masks.iter().enumerate() {
-            set(mask, selection.traces(i));
+            set(mask, on && (all || filter[i]) && !notrace[i]);
             set(&self.roots[i], roots[i]);
             set(&self.mutes[i], mutes[i]);
         }
@@ -291,11 +294,19 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
             return (0, scope);
         };
         let mask = &functions.masks[index];
+        // Each record's instances are read again inside its section; these reads
+        // only spare a section no instance records in.
         let traced = || mask.load(Relaxed) & FUNCTION.enabled_mask();
-        self.record_values(&FUNCTION, &[ip, parent], traced);
+        if traced() != 0 {
+            self.record_values(&FUNCTION, &[ip, parent], traced);
+        }
+        let graphed = || mask.load(Relaxed) & FUNCGRAPH_ENTRY.enabled_mask();
+        if graphed() == 0 {
+            return (0, scope);
+        }
         let (mut graph, mut callee) = (0, scope);
         let mut judge = || {
-            let candidates = mask.load(Relaxed) & FUNCGRAPH_ENTRY.enabled_mask();
+            let candidates = graphed();
             let inside = scope.inside | (functions.roots[index].load(Relaxed) & candidates);
             let muted = scope.muted | (functions.mutes[index].load(Relaxed) & candidates);
             callee = GraphScope { inside, muted };
