@@ -414,3 +414,51 @@ fn set_graph_function_and_set_graph_notrace_choose_the_call_graphs() {
     machine.run("echo nop > current_tracer");
     assert_eq!(summary(&mut machine), before, "every entry is its NOP again, byte for byte");
 }
+
+#[test]
+fn max_graph_depth_limits_how_deep_function_graph_follows() {
+    let mut machine = Machine::boot();
+    assert_eq!(machine.run("cat max_graph_depth"), "0\n");
+    for bad in ["-1", "two", "1 2", ""] {
+        let out = machine.run(&format!("echo '{bad}' > max_graph_depth"));
+        assert!(out.contains("a decimal number of calls (0: no limit)"), "{bad}: {out}");
+    }
+    assert_eq!(machine.run("cat max_graph_depth"), "0\n", "a refused write changes nothing");
+    machine.run("mkdir instances/d");
+    assert!(machine.run("cat instances/d/max_graph_depth").contains("No such file or directory"));
+    machine.run("echo 0 > events/enable");
+    machine.run(
+        "echo 'kernel::shell::commands::cat kernel::shell::tracefs::read \
+         kernel::shell::tracefs::write_format' > set_ftrace_filter",
+    );
+    // cat > read > write_format: each limit keeps that many levels.
+    for (limit, expected) in [
+        (1, &["kernel::shell::commands::cat"][..]),
+        (2, &["kernel::shell::commands::cat", "kernel::shell::tracefs::read"][..]),
+        (
+            0,
+            &[
+                "kernel::shell::commands::cat",
+                "kernel::shell::tracefs::read",
+                "kernel::shell::tracefs::write_format",
+            ][..],
+        ),
+    ] {
+        assert_eq!(machine.run(&format!("echo {limit} > max_graph_depth")), "");
+        assert_eq!(machine.run("cat max_graph_depth"), format!("{limit}\n"));
+        machine.run("echo function_graph > current_tracer");
+        machine.run("echo > trace");
+        machine.run("cat events/shell/command/format");
+        machine.run("echo nop > current_tracer");
+        let trace = machine.run("cat per_cpu/cpu0/trace");
+        let lines = graph_lines(&trace);
+        let names: BTreeSet<&str> = lines.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(names, expected.iter().copied().collect(), "limit {limit}:\n{trace}");
+        let deepest = lines.iter().map(|l| l.depth).max().unwrap();
+        assert_eq!(deepest + 1, expected.len(), "limit {limit}:\n{trace}");
+        // A call at the deepest level followed is a leaf: its callees are not.
+        if limit == 1 {
+            assert!(lines.iter().all(|l| l.leaf), "limit 1:\n{trace}");
+        }
+    }
+}

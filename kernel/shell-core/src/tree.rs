@@ -94,6 +94,8 @@ pub enum File<S, E> {
     SetGraphFunction,
     /// `set_graph_notrace`.
     SetGraphNotrace,
+    /// `max_graph_depth` (top level).
+    MaxGraphDepth,
     /// `trace_marker_raw`.
     TraceMarkerRaw,
     /// `buffer_subbuf_size_kb`.
@@ -185,6 +187,7 @@ fn node<T: Tree>(tree: &T, rest: &[&str], top: bool) -> Option<Node<T::System, T
         ["set_ftrace_notrace"] => file(SetFtraceNotrace),
         ["set_graph_function"] => file(SetGraphFunction),
         ["set_graph_notrace"] => file(SetGraphNotrace),
+        ["max_graph_depth"] if top => file(MaxGraphDepth),
         ["trace_marker_raw"] => file(TraceMarkerRaw),
         ["buffer_subbuf_size_kb"] => file(SubbufSizeKb),
         ["printk_formats"] if top => file(PrintkFormats),

@@ -244,7 +244,7 @@ pub fn resolve(cwd: &str, path: &str) -> Result<Located, FsError> {
 }
 
 /// The entries of an instance's root, and whether only the top level has them.
-const ROOT_FILES: [(&str, bool); 28] = [
+const ROOT_FILES: [(&str, bool); 29] = [
     ("README", true),
     ("available_events", false),
     ("available_filter_functions", true),
@@ -256,6 +256,7 @@ const ROOT_FILES: [(&str, bool); 28] = [
     ("error_log", false),
     ("events/", false),
     ("instances/", true),
+    ("max_graph_depth", true),
     ("options/", false),
     ("per_cpu/", false),
     ("printk_formats", true),
@@ -381,6 +382,7 @@ tracing mini-HOWTO:
   set_ftrace_notrace\t- echo function name (globs) in here to never trace
   set_graph_function\t- function_graph records only these functions and what they call
   set_graph_notrace\t- function_graph records nothing from these functions until they return
+  max_graph_depth\t- Trace a limited depth with function_graph (0: no limit)
   error_log\t- error log for failed commands (that support it)
   buffer_size_kb\t- view and modify size of per cpu buffer
   buffer_total_size_kb  - view total size of all cpu buffers
@@ -594,6 +596,7 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
                 }
             }
         }
+        File::MaxGraphDepth => writeln!(out, "{}", functions::max_graph_depth()),
         File::SubbufSizeKb => writeln!(out, "4"),
         File::PrintkFormats => tracer
             .events()
@@ -804,6 +807,14 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
         | File::SetGraphFunction
         | File::SetGraphNotrace => {
             Ok(functions::write_list(instance, function_list(file), value, append)?)
+        }
+        File::MaxGraphDepth => {
+            let depth = value
+                .trim()
+                .parse()
+                .map_err(|_| FsError::Rule("a decimal number of calls (0: no limit)"))?;
+            functions::set_max_graph_depth(depth);
+            Ok(())
         }
         File::SubbufSizeKb => match value.trim() {
             "4" => Ok(()),

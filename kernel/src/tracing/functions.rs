@@ -33,6 +33,9 @@ pub use trace::tracer::{FunctionList as List, FunctionTracer as Kind};
 /// Deepest `function_graph` nesting a CPU records (deeper calls are not hooked).
 pub const MAX_DEPTH: usize = 64;
 
+/// `max_graph_depth`: how deep `function_graph` follows calls (0: up to [`MAX_DEPTH`]).
+static MAX_GRAPH_DEPTH: AtomicUsize = AtomicUsize::new(0);
+
 /// A function that may be traced.
 pub struct Function {
     /// Its entry NOP's address (the function's address).
@@ -341,9 +344,14 @@ fn record_entry(cpu: &Cpu, function: u64, ret: u64, slot: u64) -> bool {
     let frame = cpu.frames.get(depth);
     let parent = stack::elf_address(ret);
     let scope = cpu.scope();
-    let at = frame.map(|_| depth as u64);
+    // A call `max_graph_depth` deep or deeper is not followed: `function_graph`
+    // skips it as when the shadow stack is full, and it is not pushed, so its
+    // callees are as deep and skipped too.
+    let max = MAX_GRAPH_DEPTH.load(Relaxed);
+    let followed = max == 0 || depth < max;
+    let at = frame.filter(|_| followed).map(|_| depth as u64);
     let (graph, callee) = tracer.record_function_entry(index, func, parent, at, scope);
-    if graph == 0 && callee == scope {
+    if !followed || (graph == 0 && callee == scope) {
         return false;
     }
     let Some(frame) = frame else {
@@ -393,6 +401,18 @@ fn on_exit(slot: u64) -> u64 {
     compiler_fence(SeqCst);
     cpu.busy.store(was_busy, Relaxed);
     ret
+}
+
+/// `max_graph_depth`: how many nested calls `function_graph` follows on a CPU (0:
+/// no limit but the shadow stack's [`MAX_DEPTH`]).
+pub fn max_graph_depth() -> usize {
+    MAX_GRAPH_DEPTH.load(Relaxed)
+}
+
+/// Sets [`max_graph_depth`]; takes effect at the next traced call (calls followed
+/// already return as recorded).
+pub fn set_max_graph_depth(depth: usize) {
+    MAX_GRAPH_DEPTH.store(depth, Relaxed);
 }
 
 /// Puts back the return addresses `function_graph` hooked in a stack walk of this
