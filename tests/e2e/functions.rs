@@ -189,7 +189,7 @@ fn function_records_the_filtered_functions_with_their_callers() {
 /// One `function_graph` line: CPU, depth (from the indentation), name, the
 /// duration in ns at a return, and whether it is a leaf (`name();`: a call and its
 /// return on one line).
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq)]
 struct GraphLine {
     cpu: usize,
     depth: usize,
@@ -288,6 +288,14 @@ fn function_graph_nests_calls_and_their_durations_add_up() {
     assert!(nested >= 4, "cat > read > write_format twice: {trace}");
     // `write_format` calls nothing traced: each of its calls prints as one line.
     assert_eq!(leaves, 2, "{trace}");
+    // trace_pipe consumes the same records and prints the same lines, leaves included.
+    let last = trace.lines().last().unwrap();
+    machine.send(b"cat per_cpu/cpu0/trace_pipe\r");
+    let mut piped = machine.wait_for(last, STEP_TIMEOUT);
+    machine.send(b"q");
+    piped += &machine.wait_for_prompt(STEP_TIMEOUT);
+    let piped = graph_lines(&piped.replace("\r\n", "\n"));
+    assert_eq!(piped, lines, "trace_pipe:\n{piped:#?}\ntrace:\n{trace}");
 }
 
 #[test]

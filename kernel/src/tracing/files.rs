@@ -302,19 +302,34 @@ pub fn write_cpu_stats(
 /// Streams `trace_pipe` (all CPUs, or one): consumes and prints records as they come,
 /// until `stop` says so (checked between records: the shell stops on a key press) or
 /// a write fails (a pipe that has all it wants); `wait` waits for more (see
-/// [`consume`]). Returns an error text if the rings cannot be read.
+/// [`consume`]). A `function_graph` entry whose return is the next record prints as
+/// one `name();` line, as in `trace`; one still waiting for its next record when the
+/// rings run dry prints as `name() {`. Returns an error text if the rings cannot be
+/// read.
 pub fn stream_pipe(
     out: &mut dyn Write,
     instance: &Instance<'_, KernelPlatform>,
     cpu: Option<usize>,
     nanoseconds: bool,
     stop: impl FnMut() -> bool,
-    wait: impl FnMut(),
+    mut wait: impl FnMut(),
 ) -> Result<(), &'static str> {
     let tracer = instance.tracer();
-    let each = |record: &RecordRef<'_>| write_record(out, tracer, record, nanoseconds).is_ok();
-    for (cpu, lost) in consume(instance, cpu, stop, each, wait)? {
-        let _ = writeln!(out, "CPU:{cpu} [LOST {lost} EVENTS]");
+    let out = core::cell::RefCell::new(out);
+    let writer = core::cell::RefCell::new(GraphWriter { tracer, nanoseconds, held: None });
+    let flush = || {
+        let _ = writer.borrow_mut().finish(&mut **out.borrow_mut());
+    };
+    let each =
+        |record: &RecordRef<'_>| writer.borrow_mut().write(&mut **out.borrow_mut(), record).is_ok();
+    let drained = || {
+        flush();
+        wait();
+    };
+    let lost = consume(instance, cpu, stop, each, drained)?;
+    flush();
+    for (cpu, lost) in lost {
+        let _ = writeln!(out.borrow_mut(), "CPU:{cpu} [LOST {lost} EVENTS]");
     }
     Ok(())
 }
