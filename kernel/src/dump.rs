@@ -250,9 +250,12 @@ fn write(
                     );
                 }
             }
-            match records(tracer, section, config, |record| {
-                let _ = tracing::write_record(out, tracer, record, true);
-            }) {
+            let mut lines = tracing::TraceWriter::new(tracer, true);
+            let read = records(tracer, section, config, |record| {
+                let _ = lines.write(out, record);
+            });
+            let _ = lines.finish(out);
+            match read {
                 Some(0) => {}
                 Some(skipped) => {
                     let _ = writeln!(out, "# ({skipped} older records left out)");

@@ -288,6 +288,9 @@ fn function_graph_nests_calls_and_their_durations_add_up() {
     assert!(nested >= 4, "cat > read > write_format twice: {trace}");
     // `write_format` calls nothing traced: each of its calls prints as one line.
     assert_eq!(leaves, 2, "{trace}");
+    // The dump's text (the panic dump's too) prints the same lines, leaves included.
+    let dumped = machine.run("dump orig_cpu instance top");
+    assert_eq!(graph_lines(&dumped), lines, "dump:\n{dumped}\ntrace:\n{trace}");
     // trace_pipe consumes the same records and prints the same lines, leaves included.
     let last = trace.lines().last().unwrap();
     machine.send(b"cat per_cpu/cpu0/trace_pipe\r");

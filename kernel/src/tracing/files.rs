@@ -13,7 +13,7 @@ use trace::{Instance, Tracer, event::DescriptorKind, ring::Buffer, ring::RecordR
 /// Writes one record as ftrace's trace line (see [`trace::text`]), the fields
 /// formatted now from the event's descriptor (deferred formatting); timestamps in
 /// microseconds, or nanoseconds.
-pub fn write_record(
+fn write_record(
     out: &mut dyn Write,
     tracer: &Tracer<KernelPlatform>,
     record: &RecordRef<'_>,
@@ -92,16 +92,21 @@ impl GraphRecord {
 
 /// Writes records as trace lines, holding each `function_graph` entry back until
 /// the next record: an entry whose return comes next prints as one `name();` line,
-/// as ftrace's graph output does.
-struct GraphWriter<'a> {
+/// as ftrace's graph output does. Allocates nothing (the panic dump uses it).
+pub struct TraceWriter<'a> {
     tracer: &'a Tracer<KernelPlatform>,
     nanoseconds: bool,
     held: Option<GraphRecord>,
 }
 
-impl GraphWriter<'_> {
+impl<'a> TraceWriter<'a> {
+    /// A writer of `tracer`'s records, timestamps in nanoseconds or microseconds.
+    pub fn new(tracer: &'a Tracer<KernelPlatform>, nanoseconds: bool) -> Self {
+        TraceWriter { tracer, nanoseconds, held: None }
+    }
+
     /// Writes `record` (after the entry held back, unless it returns from it).
-    fn write(&mut self, out: &mut dyn Write, record: &RecordRef<'_>) -> fmt::Result {
+    pub fn write(&mut self, out: &mut dyn Write, record: &RecordRef<'_>) -> fmt::Result {
         let graph = GraphRecord::of(self.tracer, record);
         if let Some(entry) = self.held.take() {
             if let Some(ret) = graph.filter(|g| g.returns_from(&entry)) {
@@ -120,7 +125,7 @@ impl GraphWriter<'_> {
     }
 
     /// Writes the entry held back, if any, as `name() {` (after the last record).
-    fn finish(&mut self, out: &mut dyn Write) -> fmt::Result {
+    pub fn finish(&mut self, out: &mut dyn Write) -> fmt::Result {
         self.held.take().map_or(Ok(()), |entry| write_entry(out, entry))
     }
 }
@@ -231,7 +236,7 @@ fn write_records(
 ) -> fmt::Result {
     let out = core::cell::RefCell::new(out);
     let result = core::cell::Cell::new(Ok(()));
-    let writer = core::cell::RefCell::new(GraphWriter { tracer, nanoseconds, held: None });
+    let writer = core::cell::RefCell::new(TraceWriter::new(tracer, nanoseconds));
     let read = for_each_record(
         buffer,
         cpu,
@@ -316,7 +321,7 @@ pub fn stream_pipe(
 ) -> Result<(), &'static str> {
     let tracer = instance.tracer();
     let out = core::cell::RefCell::new(out);
-    let writer = core::cell::RefCell::new(GraphWriter { tracer, nanoseconds, held: None });
+    let writer = core::cell::RefCell::new(TraceWriter::new(tracer, nanoseconds));
     let flush = || {
         let _ = writer.borrow_mut().finish(&mut **out.borrow_mut());
     };

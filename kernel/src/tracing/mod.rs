@@ -5,7 +5,7 @@ mod files;
 pub mod functions;
 
 pub use files::{
-    consume, for_each_record, stream_pipe, write_cpu_stats, write_record, write_snapshot,
+    TraceWriter, consume, for_each_record, stream_pipe, write_cpu_stats, write_snapshot,
     write_trace,
 };
 
