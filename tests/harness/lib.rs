@@ -202,10 +202,16 @@ impl Machine {
     /// Types `line` and Enter, waits for the command to finish (the next prompt), and
     /// returns its output (without the echoed command line), LF line ends.
     pub fn run(&mut self, line: &str) -> String {
+        self.run_within(line, STEP_TIMEOUT)
+    }
+
+    /// [`Machine::run`] allowing `timeout` for the echo and for the prompt (a guest
+    /// slower than TCG's, such as one under nested KVM).
+    pub fn run_within(&mut self, line: &str, timeout: Duration) -> String {
         self.send(line.as_bytes());
         self.send(b"\r");
-        self.wait_for(&format!("{line}\r\n"), STEP_TIMEOUT);
-        self.wait_for_prompt(STEP_TIMEOUT)
+        self.wait_for(&format!("{line}\r\n"), timeout);
+        self.wait_for_prompt(timeout)
     }
 
     /// Types `line` and Enter, and waits for the kernel to boot again to its prompt (a
