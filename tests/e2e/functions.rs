@@ -228,6 +228,20 @@ fn graph_lines(trace: &str) -> Vec<GraphLine> {
         .collect()
 }
 
+/// Runs `commands` under `function_graph` (with the lists set before), then `nop`;
+/// returns CPU 0's trace and its graph lines.
+fn graph_of(machine: &mut Machine, commands: &[&str]) -> (String, Vec<GraphLine>) {
+    machine.run("echo function_graph > current_tracer");
+    machine.run("echo > trace");
+    for command in commands {
+        machine.run(command);
+    }
+    machine.run("echo nop > current_tracer");
+    let trace = machine.run("cat per_cpu/cpu0/trace");
+    let lines = graph_lines(&trace);
+    (trace, lines)
+}
+
 #[test]
 fn function_graph_nests_calls_and_their_durations_add_up() {
     let mut machine = Machine::boot();
@@ -236,13 +250,8 @@ fn function_graph_nests_calls_and_their_durations_add_up() {
         "echo 'kernel::shell::commands::cat kernel::shell::tracefs::read \
          kernel::shell::tracefs::write_format' > set_ftrace_filter",
     );
-    machine.run("echo function_graph > current_tracer");
-    machine.run("echo > trace");
-    machine.run("cat events/shell/command/format");
-    machine.run("cat events/timer/tick/format");
-    machine.run("echo nop > current_tracer");
-    let trace = machine.run("cat per_cpu/cpu0/trace");
-    let lines = graph_lines(&trace);
+    let formats = ["cat events/shell/command/format", "cat events/timer/tick/format"];
+    let (trace, lines) = graph_of(&mut machine, &formats);
     // Replay the nesting: each return closes the innermost open call of its name,
     // at the depth it opened, and lasts at least as long as its children together.
     let mut open: Vec<(String, usize, u64)> = Vec::new();
@@ -457,12 +466,7 @@ fn max_graph_depth_limits_how_deep_function_graph_follows() {
     ] {
         assert_eq!(machine.run(&format!("echo {limit} > max_graph_depth")), "");
         assert_eq!(machine.run("cat max_graph_depth"), format!("{limit}\n"));
-        machine.run("echo function_graph > current_tracer");
-        machine.run("echo > trace");
-        machine.run("cat events/shell/command/format");
-        machine.run("echo nop > current_tracer");
-        let trace = machine.run("cat per_cpu/cpu0/trace");
-        let lines = graph_lines(&trace);
+        let (trace, lines) = graph_of(&mut machine, &["cat events/shell/command/format"]);
         let names: BTreeSet<&str> = lines.iter().map(|l| l.name.as_str()).collect();
         assert_eq!(names, expected.iter().copied().collect(), "limit {limit}:\n{trace}");
         let deepest = lines.iter().map(|l| l.depth).max().unwrap();
