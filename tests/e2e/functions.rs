@@ -228,6 +228,14 @@ fn graph_lines(trace: &str) -> Vec<GraphLine> {
         .collect()
 }
 
+/// Functions that nest when a tracefs file is read: `cat` calls `read`, which calls
+/// `write_format` for a `format` file.
+const NESTED: [&str; 3] = [
+    "kernel::shell::commands::cat",
+    "kernel::shell::tracefs::read",
+    "kernel::shell::tracefs::write_format",
+];
+
 /// Runs `commands` under `function_graph` (with the lists set before), then `nop`;
 /// returns CPU 0's trace and its graph lines.
 fn graph_of(machine: &mut Machine, commands: &[&str]) -> (String, Vec<GraphLine>) {
@@ -246,10 +254,7 @@ fn graph_of(machine: &mut Machine, commands: &[&str]) -> (String, Vec<GraphLine>
 fn function_graph_nests_calls_and_their_durations_add_up() {
     let mut machine = Machine::boot();
     machine.run("echo 0 > events/enable");
-    machine.run(
-        "echo 'kernel::shell::commands::cat kernel::shell::tracefs::read \
-         kernel::shell::tracefs::write_format' > set_ftrace_filter",
-    );
+    machine.run(&format!("echo '{}' > set_ftrace_filter", NESTED.join(" ")));
     let formats = ["cat events/shell/command/format", "cat events/timer/tick/format"];
     let (trace, lines) = graph_of(&mut machine, &formats);
     // Replay the nesting: each return closes the innermost open call of its name,
@@ -286,12 +291,7 @@ fn function_graph_nests_calls_and_their_durations_add_up() {
     }
     assert!(open.is_empty(), "every call returned: {open:?}\n{trace}");
     let names: BTreeSet<&str> = lines.iter().map(|l| l.name.as_str()).collect();
-    let expected = [
-        "kernel::shell::commands::cat",
-        "kernel::shell::tracefs::read",
-        "kernel::shell::tracefs::write_format",
-    ];
-    assert_eq!(names, expected.into(), "{trace}");
+    assert_eq!(names, NESTED.into(), "{trace}");
     let formats = lines.iter().filter(|l| l.name.ends_with("write_format") && l.duration.is_some());
     assert_eq!(formats.count(), 2, "{trace}");
     assert!(nested >= 4, "cat > read > write_format twice: {trace}");
@@ -447,23 +447,9 @@ fn max_graph_depth_limits_how_deep_function_graph_follows() {
     machine.run("mkdir instances/d");
     assert!(machine.run("cat instances/d/max_graph_depth").contains("No such file or directory"));
     machine.run("echo 0 > events/enable");
-    machine.run(
-        "echo 'kernel::shell::commands::cat kernel::shell::tracefs::read \
-         kernel::shell::tracefs::write_format' > set_ftrace_filter",
-    );
+    machine.run(&format!("echo '{}' > set_ftrace_filter", NESTED.join(" ")));
     // cat > read > write_format: each limit keeps that many levels.
-    for (limit, expected) in [
-        (1, &["kernel::shell::commands::cat"][..]),
-        (2, &["kernel::shell::commands::cat", "kernel::shell::tracefs::read"][..]),
-        (
-            0,
-            &[
-                "kernel::shell::commands::cat",
-                "kernel::shell::tracefs::read",
-                "kernel::shell::tracefs::write_format",
-            ][..],
-        ),
-    ] {
+    for (limit, expected) in [(1, &NESTED[..1]), (2, &NESTED[..2]), (0, &NESTED[..])] {
         assert_eq!(machine.run(&format!("echo {limit} > max_graph_depth")), "");
         assert_eq!(machine.run("cat max_graph_depth"), format!("{limit}\n"));
         let (trace, lines) = graph_of(&mut machine, &["cat events/shell/command/format"]);
