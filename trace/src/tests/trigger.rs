@@ -198,8 +198,13 @@ fn trigger_counts_are_exact_across_threads() {
 }
 
 /// A tracer over `events` (whose systems sort after the built-in ones, so that
-/// those get the same ids in every test's tracer) with an instance `i` recording them all; CPU 0.
+/// those get the same ids in every test's tracer); one CPU, CPU 0.
 fn tracer(events: &[&'static EventDescriptor]) -> &'static Tracer<HostPlatform> {
+    tracer_on(1, events)
+}
+
+/// [`tracer`] with `cpus` CPUs.
+fn tracer_on(cpus: usize, events: &[&'static EventDescriptor]) -> &'static Tracer<HostPlatform> {
     HostPlatform::set_cpu(0);
     HostPlatform::set_clock(1);
     let limits = Limits { max_instances: 4, max_total_bytes: 1 << 20 };
@@ -208,7 +213,7 @@ fn tracer(events: &[&'static EventDescriptor]) -> &'static Tracer<HostPlatform> 
     // statics); a static keeps it reachable, so Miri's leak check holds.
     static KEPT: std::sync::Mutex<Vec<&'static Tracer<HostPlatform>>> =
         std::sync::Mutex::new(Vec::new());
-    let tracer = Box::leak(Box::new(Tracer::new(HostPlatform, 1, events, limits, cfg).unwrap()));
+    let tracer = Box::leak(Box::new(Tracer::new(HostPlatform, cpus, events, limits, cfg).unwrap()));
     KEPT.lock().unwrap().push(tracer);
     tracer
 }
@@ -293,6 +298,37 @@ fn filter_for_a_system_sets_the_events_it_fits() {
     );
     assert_eq!(top.set_system_filter("zf2", "0"), Ok(2));
     assert_eq!((top.filter(&A), top.filter(&B)), (None, None));
+}
+
+#[test]
+fn an_instances_cpumask_keeps_other_cpus_events_from_its_filter_and_triggers() {
+    static EV: EventDescriptor =
+        EventDescriptor::new("zc1", "ev", "n={n}", N_FIELDS, DescriptorKind::Event);
+    let t = tracer_on(2, &[&EV]);
+    let (top, i) = (t.top(), t.get_or_create("i", InstanceConfig::default()).unwrap());
+    for inst in [&top, &i] {
+        inst.set_event(Some("zc1"), None, true).unwrap();
+        inst.set_filter(&EV, "n != 9").unwrap();
+    }
+    i.set_trigger(&EV, "traceoff if n == 2").unwrap();
+    i.set_cpumask(0b01);
+    HostPlatform::set_cpu(1);
+    (1..=2).for_each(|v| fire(t, &EV, v));
+    assert!(i.tracing(), "CPU 1 is outside i's cpumask: its trigger does not fire");
+    let on = |inst: &crate::Instance<'_, HostPlatform>, cpu| inst.stats(cpu).unwrap().written;
+    assert_eq!((on(&i, 1), on(&top, 1)), (0, 2), "nor is it recorded there");
+    HostPlatform::set_cpu(0);
+    (1..=2).for_each(|v| fire(t, &EV, v));
+    assert!(!i.tracing(), "CPU 0 is inside: the trigger fires");
+    assert_eq!(recorded(i.recorder().live(), EV.id()), [1, 2]);
+    // The slot's next instance records on every CPU again.
+    t.destroy(i).unwrap();
+    let j = t.get_or_create("j", InstanceConfig::default()).unwrap();
+    j.set_event(Some("zc1"), None, true).unwrap();
+    HostPlatform::set_cpu(1);
+    fire(t, &EV, 5);
+    HostPlatform::set_cpu(0);
+    assert_eq!((j.cpumask(), on(&j, 1)), (u64::MAX, 1));
 }
 
 #[test]

@@ -124,8 +124,11 @@ pub struct Tracer<P> {
     /// CPU 0 as dropped).
     bad_cpu: [AtomicU64; MAX_INSTANCES],
     /// Per slot: the CPUs whose events the instance records (`tracing_cpumask`; bit
-    /// `c` for CPU `c`, CPUs from 64 on always record).
+    /// `c` for CPU `c`, CPUs from 64 on always record), as set.
     cpumask: [AtomicU64; MAX_INSTANCES],
+    /// Per CPU: the slots whose cpumask leaves the CPU out (what writers read: one
+    /// load per event instead of a test per instance).
+    excluded: Vec<AtomicU64>,
     /// Each slot's filters and triggers, as writers reach them.
     hooks: [RcuCell<HookTable>; MAX_INSTANCES],
     /// The function tracers' state, once the platform registered its functions.
@@ -170,6 +173,9 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
             descriptor.set_id(i as u16 + 1);
         }
         let sections = Arc::new(Sections::new(cpus).map_err(|_| TracerError::NoMemory)?);
+        let mut excluded = Vec::new();
+        excluded.try_reserve_exact(cpus).map_err(|_| TracerError::NoMemory)?;
+        excluded.resize_with(cpus, || AtomicU64::new(0));
         let tracer = Tracer {
             platform,
             cpus,
@@ -180,6 +186,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
             names: core::array::from_fn(|_| RcuCell::empty()),
             bad_cpu: core::array::from_fn(|_| AtomicU64::new(0)),
             cpumask: core::array::from_fn(|_| AtomicU64::new(u64::MAX)),
+            excluded,
             hooks: core::array::from_fn(|_| RcuCell::empty()),
             functions: spin::Once::new(),
             registry: Mutex::new(Registry {
@@ -372,7 +379,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
     ) -> Instance<'_, P> {
         registry.total_bytes += footprint(&recorder);
         self.bad_cpu[slot].store(0, Relaxed);
-        self.cpumask[slot].store(u64::MAX, Relaxed);
+        self.store_cpumask(slot, u64::MAX);
         // The slot is empty (destroy emptied it after a grace period, and no event has
         // its bit): installing needs no wait.
         self.names[slot].install(Arc::new(name.clone()));
@@ -524,14 +531,11 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         descriptor: &EventDescriptor,
         payload: &dyn Payload,
     ) {
-        let cpu_bit = 1u64.checked_shl(cpu as u32).unwrap_or(0);
+        // A CPU outside the instance's cpumask: no trigger.
+        mask &= !self.excluded_on(cpu);
         while mask != 0 {
             let slot = mask.trailing_zeros() as usize;
             mask &= mask - 1;
-            // A CPU outside the instance's cpumask: no trigger.
-            if self.cpumask[slot].load(Relaxed) & cpu_bit == 0 && cpu_bit != 0 {
-                continue;
-            }
             let (Some(recorder), Some(hooks)) =
                 (self.slots[slot].read(section), self.hooks_in(section, slot, descriptor))
             else {
@@ -565,14 +569,11 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         body: Body<'_>,
     ) {
         let id = descriptor.id();
-        let cpu_bit = 1u64.checked_shl(cpu as u32).unwrap_or(0);
+        // A CPU outside the instance's cpumask: not recorded, not counted.
+        mask &= !self.excluded_on(cpu);
         while mask != 0 {
             let slot = mask.trailing_zeros() as usize;
             mask &= mask - 1;
-            // A CPU outside the instance's cpumask: not recorded, not counted.
-            if self.cpumask[slot].load(Relaxed) & cpu_bit == 0 && cpu_bit != 0 {
-                continue;
-            }
             if let Some(recorder) = self.slots[slot].read(section) {
                 let len = body.len;
                 // Refusals and drops are counted by the ring; `Off` is not an error. Two
@@ -683,8 +684,26 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
 
     /// Sets which CPUs `slot`'s instance records.
     pub(crate) fn set_cpumask(&self, slot: usize, mask: u64) {
-        self.cpumask[slot].store(mask, Relaxed);
+        self.store_cpumask(slot, mask);
         self.settle();
+    }
+
+    /// The slots whose cpumask leaves CPU `cpu` out.
+    #[inline(always)]
+    fn excluded_on(&self, cpu: usize) -> u64 {
+        self.excluded.get(cpu).map_or(0, |w| w.load(Relaxed))
+    }
+
+    /// Stores `slot`'s cpumask and the per-CPU words writers read.
+    fn store_cpumask(&self, slot: usize, mask: u64) {
+        self.cpumask[slot].store(mask, Relaxed);
+        for (cpu, word) in self.excluded.iter().enumerate() {
+            if cpu < 64 && mask & (1 << cpu) == 0 {
+                word.fetch_or(1 << slot, Relaxed);
+            } else {
+                word.fetch_and(!(1 << slot), Relaxed);
+            }
+        }
     }
 
     /// Which CPUs `slot`'s instance records.
