@@ -3,7 +3,7 @@
 # cachegrind: (total at 200k iterations - total at 100k) / 100k.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-bin=$(cargo bench -p trace --bench instructions --no-run --message-format=json 2>/dev/null |
+bin=$(cargo bench -p trace-benches --bench instructions --no-run --message-format=json 2>/dev/null |
     grep -o '"executable":"[^"]*instructions[^"]*"' | cut -d'"' -f4)
 total() {
     valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null "$bin" "$1" "$2" 2>&1 |

@@ -3,7 +3,7 @@
 //! integer filter it passes, with one it fails, and with a trigger whose action has
 //! nothing to do (`traceon` while recording is on: filter-free, count-free).
 //!
-//! `cargo bench -p trace --bench filter`
+//! `cargo bench -p trace-benches --bench filter`
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;

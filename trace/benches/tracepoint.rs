@@ -2,7 +2,7 @@
 //! tracepoint, the ring's raw write of the same 16-byte record, and the enabled
 //! tracepoint (two `u64` arguments) through the tracer into one instance, then two.
 //!
-//! `cargo bench -p trace --bench tracepoint`
+//! `cargo bench -p trace-benches --bench tracepoint`
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;

@@ -17,7 +17,7 @@
 //! Every closure discards its result (`let _ =`): the tracer's `Result`, the peers'
 //! displaced element.
 //!
-//! Run: `cargo bench -p trace --bench write`.
+//! Run: `cargo bench -p trace-benches --bench write`.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use crossbeam_queue::ArrayQueue;
