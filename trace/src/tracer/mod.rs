@@ -684,7 +684,10 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
 
     /// Sets which CPUs `slot`'s instance records.
     pub(crate) fn set_cpumask(&self, slot: usize, mask: u64) {
-        self.store_cpumask(slot, mask);
+        {
+            let _registry = self.registry.lock();
+            self.store_cpumask(slot, mask);
+        }
         self.settle();
     }
 
@@ -694,7 +697,8 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         self.excluded.get(cpu).map_or(0, |w| w.load(Relaxed))
     }
 
-    /// Stores `slot`'s cpumask and the per-CPU words writers read.
+    /// Stores `slot`'s cpumask and the per-CPU words writers read. With the registry
+    /// locked: two stores into one slot do not interleave their per-CPU words.
     fn store_cpumask(&self, slot: usize, mask: u64) {
         self.cpumask[slot].store(mask, Relaxed);
         for (cpu, word) in self.excluded.iter().enumerate() {
