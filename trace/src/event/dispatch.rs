@@ -26,6 +26,14 @@ impl Payload for &[u8] {
     }
 }
 
+/// Payloads of at most this many words are encoded once per event and copied into
+/// each record, instead of being encoded into each record in place.
+pub(crate) const INLINE_WORDS: usize = 4;
+
+/// A small payload encoded into words, zero-padded: [`INLINE_WORDS`] of payload and
+/// one more, so that a word read from any byte of the payload stays inside.
+pub(crate) type Inline = [[u8; 8]; INLINE_WORDS + 1];
+
 /// An event's payload as the tracer passes it down: its length, the values (for
 /// filters, triggers and records written in place), and, for a small payload, its
 /// bytes already encoded into words, which each record copies.
@@ -35,30 +43,43 @@ pub(crate) struct Body<'a> {
     pub(crate) len: usize,
     /// The values.
     pub(crate) payload: &'a dyn Payload,
-    /// The payload encoded, zero-padded to whole words (`None`: written in place
-    /// by `payload`).
-    pub(crate) words: Option<&'a [[u8; 8]]>,
+    /// The payload encoded, zero-padded (`None`: larger than [`INLINE_WORDS`],
+    /// written in place by `payload`).
+    pub(crate) words: Option<&'a Inline>,
+}
+
+impl Body<'_> {
+    /// Whether the event passes `filter`: judged on its encoded words when it has
+    /// them (no call through the payload), on its values otherwise. The two agree:
+    /// the words are what the record holds.
+    #[inline(always)]
+    pub(crate) fn passes(&self, filter: &Filter) -> bool {
+        match self.words {
+            Some(words) => filter.matches_inline(words, self.len),
+            None => self.payload.passes(filter),
+        }
+    }
 }
 
 /// What records events for tracepoints (implemented by [`crate::Tracer`], installed by [`crate::install`]).
 pub(crate) trait Dispatch: Sync {
     /// Records an event of `descriptor` with a payload of `len` bytes in every
     /// instance that has it enabled: each record holds `words` (the payload encoded,
-    /// zero-padded to whole words) or, if `words` is empty, what `payload` writes in
-    /// place. Callable from any context; never blocks or allocates.
+    /// zero-padded) or, without them, what `payload` writes in place. Callable from
+    /// any context; never blocks or allocates.
     fn record_words(
         &self,
         descriptor: &EventDescriptor,
         len: usize,
         payload: &dyn Payload,
-        words: &[[u8; 8]],
+        words: Option<&Inline>,
     );
 
     /// Records an event of `descriptor` with a payload of `len` bytes, which
     /// `payload` writes in place into each record.
     #[cfg(test)]
     fn record(&self, descriptor: &EventDescriptor, len: usize, payload: &dyn Payload) {
-        self.record_words(descriptor, len, payload, &[]);
+        self.record_words(descriptor, len, payload, None);
     }
 }
 
@@ -78,7 +99,7 @@ pub(crate) fn install(tracer: &'static dyn Dispatch) -> Result<(), &'static str>
 /// Sends one event to the installed tracer, if any.
 #[inline]
 pub(crate) fn record(descriptor: &EventDescriptor, len: usize, payload: &dyn Payload) {
-    record_words(descriptor, len, payload, &[]);
+    record_words(descriptor, len, payload, None);
 }
 
 /// Sends one event to the installed tracer, if any (see [`Dispatch::record_words`]).
@@ -87,7 +108,7 @@ pub(crate) fn record_words(
     descriptor: &EventDescriptor,
     len: usize,
     payload: &dyn Payload,
-    words: &[[u8; 8]],
+    words: Option<&Inline>,
 ) {
     if let Some(tracer) = DISPATCH.get() {
         tracer.record_words(descriptor, len, payload, words);

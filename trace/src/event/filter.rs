@@ -25,6 +25,7 @@
 
 extern crate alloc;
 
+use crate::event::dispatch::{INLINE_WORDS, Inline};
 use crate::event::{EventDescriptor, glob};
 use crate::field::{Field, FieldKind};
 use alloc::boxed::Box;
@@ -184,6 +185,8 @@ pub(crate) struct FieldRef {
     width: u8,
     /// Whether the integer is signed (sign-extended when read).
     signed: bool,
+    /// Bits of a word above the integer: `64 - 8 * width` (unused for a string).
+    shift: u8,
 }
 
 /// Where a predicate's field sits in the payload.
@@ -232,6 +235,62 @@ pub struct Filter {
     entry: u16,
     /// The event's field kinds, to find fields located after a string.
     kinds: Box<[FieldKind]>,
+    /// The nodes as steps over a small payload's words, when every node compares an
+    /// integer at a fixed place among them.
+    steps: Option<Box<[Step]>>,
+}
+
+/// A node that compares an integer at a fixed place of a small payload
+/// ([`Filter::matches_inline`]): a word is read at `at` and the bytes beyond the
+/// integer shifted out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Step {
+    mask: u64,
+    lo: u64,
+    span: u64,
+    at: u8,
+    shift: u8,
+    signed: bool,
+    on_true: u16,
+    on_false: u16,
+}
+
+impl Step {
+    /// The step of `node`, if it is one.
+    fn of(node: &Node) -> Option<Step> {
+        let Node { field, test, on_true, on_false, .. } = node;
+        match (field.location, test) {
+            (Location::Fixed(at), &Test::Int { mask, lo, span })
+                if usize::from(at) < 8 * INLINE_WORDS =>
+            {
+                Some(Step {
+                    mask,
+                    lo,
+                    span,
+                    at: at as u8,
+                    shift: field.shift,
+                    signed: field.signed,
+                    on_true: *on_true,
+                    on_false: *on_false,
+                })
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Whether integer `v` passes the range check of a [`Test::Int`].
+#[inline(always)]
+fn in_range(v: u64, mask: u64, lo: u64, span: u64) -> bool {
+    (v & mask).wrapping_sub(lo) <= span
+}
+
+/// The integer in the low bytes of `word`, the `shift` bits above it dropped:
+/// sign-extended if `signed`, zero-extended otherwise.
+#[inline(always)]
+fn extend(word: u64, shift: u8, signed: bool) -> u64 {
+    let v = word << shift;
+    if signed { ((v as i64) >> shift) as u64 } else { v >> shift }
 }
 
 /// A parsed predicate, before it is bound to an event's fields.
@@ -306,6 +365,31 @@ impl Filter {
         self.eval(&Encoded { payload, kinds: &self.kinds })
     }
 
+    /// Whether a small payload of `len` bytes, encoded into `words`, passes:
+    /// [`Filter::matches`] with each integer at a fixed place read as one word.
+    /// Callable from any context: no lock, no allocation.
+    #[inline(always)]
+    pub(crate) fn matches_inline(&self, words: &Inline, len: usize) -> bool {
+        let Some(steps) = &self.steps else {
+            let bytes = words.as_flattened();
+            return self.matches(bytes.get(..len).unwrap_or(bytes));
+        };
+        let mut at = self.entry;
+        // Every jump goes to a lower index or to a verdict, past every index.
+        while let Some(step) = steps.get(usize::from(at)) {
+            // `at` is below 8 * INLINE_WORDS, and `words` one word longer.
+            let word =
+                words.as_flattened().get(usize::from(step.at)..).and_then(|b| b.first_chunk::<8>());
+            let v = extend(u64::from_le_bytes(*word.unwrap_or(&[0; 8])), step.shift, step.signed);
+            at = if in_range(v, step.mask, step.lo, step.span) {
+                step.on_true
+            } else {
+                step.on_false
+            };
+        }
+        at == ACCEPT
+    }
+
     /// Whether the event whose values `fields` gives passes: a walk of the nodes,
     /// short-circuiting as written, each integer comparison a few instructions
     /// without a branch. Callable from any context: no lock, no allocation.
@@ -316,7 +400,7 @@ impl Filter {
         while let Some(node) = self.nodes.get(usize::from(at)) {
             let pass = match &node.test {
                 &Test::Int { mask, lo, span } => match fields.int(&node.field) {
-                    Some(v) => (v & mask).wrapping_sub(lo) <= span,
+                    Some(v) => in_range(v, mask, lo, span),
                     None => {
                         at = node.on_missing;
                         continue;
@@ -377,11 +461,7 @@ impl Fields for Encoded<'_> {
     #[inline(always)]
     fn int(&self, field: &FieldRef) -> Option<u64> {
         let v = int_at(self.payload, self.offset(field)?, field.width)?;
-        if !field.signed {
-            return Some(v);
-        }
-        let shift = 64 - 8 * u32::from(field.width);
-        Some((((v << shift) as i64) >> shift) as u64)
+        Some(extend(v, field.shift, field.signed))
     }
 
     #[inline(always)]
@@ -494,6 +574,7 @@ impl<'t> Parsed<'t> {
                     .map_err(|_| err(pred.field.start, FilterReason::UnknownField))?,
                 location,
                 width,
+                shift: 8 * (8 - width.clamp(1, 8)),
                 signed: matches!(
                     kind,
                     FieldKind::I8 | FieldKind::I16 | FieldKind::I32 | FieldKind::I64
@@ -528,6 +609,7 @@ impl<'t> Parsed<'t> {
         let entry = emit(&self.ast, &bound, &mut nodes, ACCEPT, REJECT);
         Ok(Filter {
             text: self.text.into(),
+            steps: nodes.iter().map(Step::of).collect(),
             nodes: nodes.into_boxed_slice(),
             entry,
             kinds: fields.iter().map(|f| f.kind).collect(),

@@ -22,6 +22,7 @@ pub mod log;
 
 pub use filter::{Filter, FilterError, FilterReason, MAX_FILTER_LEN, MAX_PREDICATES};
 
+use crate::event::dispatch::{INLINE_WORDS, Inline};
 use crate::event::filter::{FieldRef, Fields};
 use crate::field::{Encoder, Field, FieldValue, Measure, Sink};
 
@@ -30,9 +31,6 @@ use core::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering::Relaxed};
 
 /// Most payload bytes an event records (strings are cut to fit).
 pub const MAX_EVENT_PAYLOAD: usize = 256;
-/// Payloads of at most this many words are encoded once per event and copied into
-/// each record, instead of being encoded into each record in place.
-const INLINE_WORDS: usize = 4;
 
 /// What a descriptor describes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -429,12 +427,12 @@ impl<A> Event<A> {
         let payload = Encode::<T, A>::new(args);
         // A small payload (known at compile time when every field has a fixed size)
         // is encoded once, here, and copied word by word into each record.
-        let mut buf = [[0u8; 8]; INLINE_WORDS];
-        let mut words: &[[u8; 8]] = &[];
+        let mut buf: Inline = Default::default();
+        let mut words = None;
         if len <= INLINE_WORDS * 8 {
-            let mut encoder = Encoder::new(buf.as_flattened_mut());
+            let mut encoder = Encoder::new(&mut buf.as_flattened_mut()[..INLINE_WORDS * 8]);
             payload.0.encode(&mut encoder);
-            words = &buf[..len.div_ceil(8)];
+            words = Some(&buf);
         }
         crate::event::dispatch::record_words(&self.descriptor, len, &payload, words);
     }

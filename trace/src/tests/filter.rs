@@ -2,7 +2,7 @@
 //! positions, and a property test against a direct evaluation of random expressions.
 
 use crate::event::Encode;
-use crate::event::dispatch::Payload;
+use crate::event::dispatch::{INLINE_WORDS, Inline, Payload};
 use crate::event::filter::{Filter, FilterError, FilterReason, MAX_FILTER_LEN, MAX_PREDICATES};
 use crate::field::{Encoder, Field, FieldKind, FieldValue};
 use crate::{event::DescriptorKind, event::EventDescriptor};
@@ -47,12 +47,20 @@ type Decl = (u32, i16, &'static str, u64, bool, char, [u8; 2]);
 fn judge(filter: &Filter, a: u32, b: i16, s: &str, c: u64) -> bool {
     let typed = Encode::<_, Decl>::new((a, b, s, c, true, 'x', [1u8, 2]));
     let verdict = typed.passes(filter);
-    assert_eq!(
-        verdict,
-        filter.matches(&payload(a, b, s, c)),
-        "{filter} on a={a} b={b} s={s:?} c={c}"
-    );
+    let encoded = payload(a, b, s, c);
+    assert_eq!(verdict, filter.matches(&encoded), "{filter} on a={a} b={b} s={s:?} c={c}");
+    if let Some(words) = inline(&encoded) {
+        let fast = filter.matches_inline(&words, encoded.len());
+        assert_eq!(verdict, fast, "{filter} on a={a} b={b} s={s:?} c={c}, inline");
+    }
     verdict
+}
+
+/// `encoded` as a tracepoint hands a small payload to filters, if it is one.
+fn inline(encoded: &[u8]) -> Option<Inline> {
+    let mut words = Inline::default();
+    words.as_flattened_mut()[..8 * INLINE_WORDS].get_mut(..encoded.len())?.copy_from_slice(encoded);
+    Some(words)
 }
 
 fn passes(filter: &str, a: u32, b: i16, s: &str, c: u64) -> bool {
@@ -205,6 +213,94 @@ static SYS_B: EventDescriptor = EventDescriptor::new(
     &[Field { name: "y", kind: FieldKind::U8 }],
     DescriptorKind::Event,
 );
+
+/// Integers of every width and signedness at fixed places of a 32-byte payload, some
+/// across a word boundary: `x: u8, y: u64, z: i32, w: i8, v: u16, p: u64, q: i64`.
+const PACKED: &[Field<'static>] = &[
+    Field { name: "x", kind: FieldKind::U8 },
+    Field { name: "y", kind: FieldKind::U64 },
+    Field { name: "z", kind: FieldKind::I32 },
+    Field { name: "w", kind: FieldKind::I8 },
+    Field { name: "v", kind: FieldKind::U16 },
+    Field { name: "p", kind: FieldKind::U64 },
+    Field { name: "q", kind: FieldKind::I64 },
+];
+
+/// A value of each [`PACKED`] field, as `i128`, and its payload.
+fn packed(values: &[i128; 7]) -> Vec<u8> {
+    let widths = [1, 8, 4, 1, 2, 8, 8];
+    let mut out = Vec::new();
+    for (v, width) in values.iter().zip(widths) {
+        out.extend_from_slice(&v.to_le_bytes()[..width]);
+    }
+    out
+}
+
+/// A random `FIELD OP VALUE` over [`PACKED`], with its direct evaluation.
+fn packed_leaf() -> impl Strategy<Value = (usize, &'static str, i128)> {
+    let ranges: [(i128, i128); 7] = [
+        (0, u8::MAX as i128),
+        (0, u64::MAX as i128),
+        (i32::MIN as i128, i32::MAX as i128),
+        (i8::MIN as i128, i8::MAX as i128),
+        (0, u16::MAX as i128),
+        (0, u64::MAX as i128),
+        (i64::MIN as i128, i64::MAX as i128),
+    ];
+    (0..7usize, prop::sample::select(&INT_OPS[..])).prop_flat_map(move |(field, op)| {
+        let (lo, hi) = ranges[field];
+        (Just(field), Just(op), prop_oneof![lo..=hi, Just(lo), Just(hi), -2i128..3])
+            .prop_filter("in range", move |(_, _, v)| (lo..=hi).contains(v))
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 300,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    /// A small payload's integers read as words (`matches_inline`) give the verdict
+    /// of the encoded payload and of the values themselves.
+    #[test]
+    #[cfg_attr(miri, ignore = "single-threaded safe code, run natively")]
+    fn filter_on_words_agrees_with_the_payload(
+        leaves in prop::collection::vec(packed_leaf(), 1..4),
+        ors in prop::collection::vec(any::<bool>(), 3),
+        values in prop::collection::vec(
+            (any::<u8>(), any::<u64>(), any::<i32>(), any::<i8>(), any::<u16>(), any::<u64>(),
+             any::<i64>()), 6),
+    ) {
+        let names = ["x", "y", "z", "w", "v", "p", "q"];
+        let mut text = String::new();
+        for (i, (field, op, v)) in leaves.iter().enumerate() {
+            if i > 0 {
+                text.push_str(if ors[i] { " || " } else { " && " });
+            }
+            text.push_str(&format!("{} {op} {v}", names[*field]));
+        }
+        let filter = Filter::compile(PACKED, &text).unwrap();
+        for (x, y, z, w, v, p, q) in values {
+            let values = [x.into(), y.into(), z.into(), w.into(), v.into(), p.into(), q.into()];
+            // `&&` binds tighter than `||`: an `||` of `&&` runs.
+            let mut direct = false;
+            let mut run = true;
+            for (i, (field, op, x)) in leaves.iter().enumerate() {
+                if i > 0 && ors[i] {
+                    direct |= run;
+                    run = true;
+                }
+                run &= int_op(op, values[*field], *x);
+            }
+            direct |= run;
+            let encoded = packed(&values);
+            prop_assert_eq!(filter.matches(&encoded), direct, "{}", text);
+            let words = inline(&encoded).unwrap();
+            prop_assert_eq!(filter.matches_inline(&words, encoded.len()), direct, "{} inline", text);
+        }
+    }
+}
 
 #[test]
 fn filter_for_a_system_goes_to_the_events_it_fits() {

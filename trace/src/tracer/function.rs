@@ -16,7 +16,7 @@
 //! the instance that set it.
 
 use super::{MAX_INSTANCES, Tracer};
-use crate::event::dispatch::Body;
+use crate::event::dispatch::{Body, INLINE_WORDS, Inline};
 use crate::event::{DescriptorKind, EventDescriptor};
 use crate::field::{Field, FieldKind};
 use crate::platform::Platform;
@@ -339,13 +339,13 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         values: &[u64],
         mask: impl FnOnce() -> u64,
     ) {
-        let mut words = [[0u8; 8]; 3];
+        let mut words: Inline = Default::default();
         for (word, value) in words.iter_mut().zip(values) {
             *word = value.to_le_bytes();
         }
-        let words = &words[..values.len()];
-        let bytes = words.as_flattened();
-        let body = Body { len: bytes.len(), payload: &bytes, words: Some(words) };
+        let len = 8 * values.len().min(INLINE_WORDS);
+        let bytes = &words.as_flattened()[..len];
+        let body = Body { len, payload: &bytes, words: Some(&words) };
         self.record_into(mask, descriptor, body);
     }
 

@@ -29,7 +29,7 @@ pub use trigger::{
     TriggerError, TriggerReason,
 };
 
-use crate::event::dispatch::{Body, Dispatch, Payload};
+use crate::event::dispatch::{Body, Dispatch, Inline, Payload};
 use crate::event::filter::Filter;
 use crate::event::{DescriptorKind, EventDescriptor, MAX_EVENT_PAYLOAD};
 use crate::field::{Field, FieldKind, Sink};
@@ -471,7 +471,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         while rest != 0 {
             let slot = rest.trailing_zeros() as usize;
             rest &= rest - 1;
-            if self.admits(section, slot, descriptor, body.payload) {
+            if self.admits(section, slot, descriptor, &body) {
                 record |= 1 << slot;
             }
         }
@@ -510,14 +510,14 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         section: &SectionGuard<'_>,
         slot: usize,
         descriptor: &EventDescriptor,
-        payload: &dyn Payload,
+        body: &Body<'_>,
     ) -> bool {
         if !descriptor.recording_in(slot) {
             return false;
         }
         // No hooks (the table changed since the bit was read): recorded as without.
         let filter = self.hooks_in(section, slot, descriptor).and_then(|h| h.filter.as_deref());
-        filter.is_none_or(|f| payload.passes(f))
+        filter.is_none_or(|f| body.passes(f))
     }
 
     /// Runs the triggers of the event in each instance of `mask`.
@@ -735,9 +735,8 @@ impl<P: Platform + Clone + Send + Sync> Dispatch for Tracer<P> {
         descriptor: &EventDescriptor,
         len: usize,
         payload: &dyn Payload,
-        words: &[[u8; 8]],
+        words: Option<&Inline>,
     ) {
-        let words = (!words.is_empty()).then_some(words);
         self.record_into(|| descriptor.enabled_mask(), descriptor, Body { len, payload, words });
     }
 }
