@@ -212,6 +212,34 @@ impl<P: Platform> Buffer<P> {
         limit: usize,
         fill: impl FnOnce(&mut RecordWriter<'_>),
     ) -> Result<(), WriteError> {
+        if id > MAX_EVENT_ID {
+            return Err(self.refuse_id(cpu));
+        }
+        self.write_event(cpu, id, len, limit, fill)
+    }
+
+    /// A write of a reserved id: ignored while recording is off, refused otherwise.
+    #[cold]
+    fn refuse_id(&self, cpu: usize) -> WriteError {
+        if self.state.load(Relaxed) != RECORDING {
+            return WriteError::Off;
+        }
+        self.refuse(cpu, Refusal::ReservedId)
+    }
+
+    /// [`Buffer::write_on`] for an id the tracer assigned: every one is below the
+    /// reserved ids (`Tracer::new` refuses more events than that), so it is not
+    /// checked.
+    #[inline(always)]
+    pub(crate) fn write_event(
+        &self,
+        cpu: usize,
+        id: u16,
+        len: usize,
+        limit: usize,
+        fill: impl FnOnce(&mut RecordWriter<'_>),
+    ) -> Result<(), WriteError> {
+        debug_assert!(id <= MAX_EVENT_ID);
         // Acquire: pairs with the Release in `set_paused` (loom found this: a writer
         // that saw writes resumed but not the reset before it could publish into the
         // ring as it was, and have its counts zeroed). A plain load on x86.
@@ -221,9 +249,6 @@ impl<P: Platform> Buffer<P> {
         let Some(ring) = self.rings.get(cpu) else {
             return Err(self.refuse(0, Refusal::BadCpu));
         };
-        if id > MAX_EVENT_ID {
-            return Err(self.refuse(cpu, Refusal::ReservedId));
-        }
         if len > ring.max_payload() {
             return Err(self.refuse(cpu, Refusal::TooLarge));
         }

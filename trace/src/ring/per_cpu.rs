@@ -49,6 +49,9 @@ struct WriterLocal {
     nest: AtomicUsize,
     /// The hi of the last anchor reserved (`u64::MAX`: none yet).
     cur_hi: AtomicU64,
+    /// A tail seen on this CPU plus the capacity: a record may end there without
+    /// looking at `tail`, which only grows, so this never overstates the room.
+    limit: AtomicU64,
     /// Writers dropped because they nested deeper than [`MAX_DEPTH`].
     deep_dropped: AtomicU64,
     /// Writes refused before reserving, by reason (see [`Refusal`]); counted as dropped.
@@ -219,6 +222,7 @@ impl Ring {
                 head: AtomicU64::new(0),
                 nest: AtomicUsize::new(0),
                 cur_hi: AtomicU64::new(u64::MAX),
+                limit: AtomicU64::new(0),
                 deep_dropped: AtomicU64::new(0),
                 refused: Default::default(),
                 corrupt: AtomicBool::new(false),
@@ -385,7 +389,6 @@ impl Ring {
             self.refuse(Refusal::Corrupt);
             return Err(WriteError::Corrupt);
         }
-        let cap = self.words();
         let words = record_words(len);
         let (pos, ts, anchor) = loop {
             let pos = w.head.load(Relaxed);
@@ -395,24 +398,10 @@ impl Ring {
             let ts = now();
             let anchor = ts_hi(ts) != w.cur_hi.load(Relaxed);
             let end = pos + words + if anchor { ANCHOR_WORDS } else { 0 };
-            let need = end.saturating_sub(cap);
-            let (tail, _) = unpack_tail(pos, self.tail.load(Relaxed));
-            if tail < need {
-                let room = match mode {
-                    Mode::Discard => false,
-                    Mode::Overwrite => match self.reclaim(pos, need, depth) {
-                        Ok(()) => true,
-                        Err(()) => {
-                            bump(&self.counters[depth].commit_overrun, 1);
-                            false
-                        }
-                    },
-                };
-                if !room {
-                    bump(&self.counters[depth].dropped, 1);
-                    self.leave(depth);
-                    return Err(WriteError::Dropped);
-                }
+            if end > w.limit.load(Relaxed) && !self.make_room(mode, pos, end, depth) {
+                bump(&self.counters[depth].dropped, 1);
+                self.leave(depth);
+                return Err(WriteError::Dropped);
             }
             preempt_point(Point::Reserving);
             if w.head.compare_exchange(pos, end, Relaxed, Relaxed).is_ok() {
@@ -484,16 +473,42 @@ impl Ring {
         }
     }
 
-    /// Overwrite mode: claims the oldest records until `tail >= need` (plus slack).
-    /// `Err` when the space is held by uncommitted records (a commit overrun).
-    fn reclaim(&self, pos: u64, need: u64, depth: usize) -> Result<(), ()> {
+    /// Whether a record reserved from `pos` may end at `end`: `tail` leaves room, or
+    /// (overwrite mode) the oldest records are reclaimed to make it. Keeps the tail
+    /// it found in `limit`. Counts a commit overrun, not the drop.
+    fn make_room(&self, mode: Mode, pos: u64, end: u64, depth: usize) -> bool {
+        let cap = self.words();
+        let need = end.saturating_sub(cap);
+        // Relaxed: the fence(Release) after the reservation orders this observation
+        // before our stores (see `reserve`).
+        let (mut tail, _) = unpack_tail(pos, self.tail.load(Relaxed));
+        if tail < need {
+            if mode == Mode::Discard {
+                return false;
+            }
+            match self.reclaim(pos, need, depth) {
+                Ok(reclaimed) => tail = reclaimed,
+                Err(()) => {
+                    bump(&self.counters[depth].commit_overrun, 1);
+                    return false;
+                }
+            }
+        }
+        self.w.limit.store(tail + cap, Relaxed);
+        true
+    }
+
+    /// Overwrite mode: claims the oldest records until `tail >= need` (plus slack),
+    /// and returns the tail then. `Err` when the space is held by uncommitted records
+    /// (a commit overrun).
+    fn reclaim(&self, pos: u64, need: u64, depth: usize) -> Result<u64, ()> {
         loop {
             // Relaxed: the fence(Release) after the reservation orders this observation
             // before our stores (see `reserve`).
             let old = self.tail.load(Relaxed);
             let (tail, mut hi) = unpack_tail(pos, old);
             if tail >= need {
-                return Ok(());
+                return Ok(tail);
             }
             // Relaxed: `commit` is stored only by writers of this CPU (program order).
             let commit = self.commit.load(Relaxed);
@@ -532,7 +547,7 @@ impl Ring {
             // CAS before our overwriting stores.
             if self.tail.compare_exchange(old, pack_tail(p, hi), Relaxed, Relaxed).is_ok() {
                 bump(&self.counters[depth].overrun, events);
-                return Ok(());
+                return Ok(p);
             }
         }
     }

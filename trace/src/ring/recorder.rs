@@ -159,13 +159,13 @@ impl<P: Platform> Recorder<P> {
     ) -> Result<(), WriteError> {
         let platform = self.sets[0].platform();
         let cpu = platform.cpu();
-        let Some(section) = self.sections.enter(platform, cpu) else {
-            return self.live().write_on(cpu, id, len, len, fill);
-        };
-        self.write_in(&section, cpu, id, len, len, fill)
+        // Outside a section only on a CPU beyond the set, which the write refuses.
+        let _section = self.sections.enter(platform, cpu);
+        self.live().write_on(cpu, id, len, len, fill)
     }
 
-    /// Writes into the live set from inside the caller's section on CPU `cpu`.
+    /// Writes an event whose id the tracer assigned (see [`Buffer::write_event`])
+    /// into the live set, from inside the caller's section on CPU `cpu`.
     #[inline(always)]
     pub(crate) fn write_in(
         &self,
@@ -176,7 +176,7 @@ impl<P: Platform> Recorder<P> {
         limit: usize,
         fill: impl FnOnce(&mut RecordWriter<'_>),
     ) -> Result<(), WriteError> {
-        self.live().write_on(cpu, id, len, limit, fill)
+        self.live().write_event(cpu, id, len, limit, fill)
     }
 
     fn lock(&self) -> Result<ControlGuard<'_>, Error> {
