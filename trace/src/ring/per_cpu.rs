@@ -339,7 +339,7 @@ impl Ring {
         let mut writer = RecordWriter {
             data,
             pos: hdr + 1,
-            end: hdr + 1 + len.div_ceil(8) as u64,
+            end: hdr + record_words(len),
             partial: 0,
             fill: 0,
             written: 0,
