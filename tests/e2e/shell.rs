@@ -202,3 +202,32 @@ fn poweroff_exits_qemu_with_success() {
     let mut machine = Machine::boot();
     assert_eq!(machine.run_to_exit("poweroff"), Outcome::Success);
 }
+
+#[test]
+fn bench_reports_every_figure_and_leaves_no_instance_behind() {
+    let mut machine = Machine::boot();
+    let report = machine.run("bench 1000");
+    let cycles = |what: &str| -> f64 {
+        let line = report
+            .lines()
+            .find(|l| l.trim_start().starts_with(what))
+            .unwrap_or_else(|| panic!("no '{what}' line in:\n{report}"));
+        let figure = line[line.find(what).unwrap() + what.len()..].split_whitespace().next();
+        figure.and_then(|c| c.parse().ok()).unwrap_or_else(|| panic!("no cycles in {line:?}"))
+    };
+    let raw = cycles("ring write, raw (16-byte payload)");
+    let enabled = cycles("tracepoint, enabled (2 x u64)");
+    let two = cycles("tracepoint, enabled in two instances");
+    assert!(cycles("empty loop") > 0.0 && cycles("tracepoint, disabled") > 0.0, "{report}");
+    // Recording costs more than not recording, and a second instance more again.
+    assert!(raw > cycles("tracepoint, disabled") && two > enabled, "{report}");
+    // Five rounds of 1000 raw writes and five of 1000 events, all into the instance.
+    assert!(report.contains("events recorded by the instance: 10000"), "{report}");
+    assert!(report.contains("the second instance / raw ring write:"), "{report}");
+    // The temporary instances are gone and the event is off again.
+    let instances = machine.run("ls instances");
+    assert!(!instances.contains("bench"), "bench left an instance:\n{instances}");
+    let enable = machine.run("cat events/bench/event/enable");
+    assert_eq!(enable.trim(), "0", "bench left its event enabled");
+    assert!(machine.run("bench 0").contains("usage: bench"), "0 iterations are refused");
+}

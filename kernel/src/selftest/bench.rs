@@ -1,7 +1,7 @@
 //! `bench`: the cost of tracing, measured in the kernel with the TSC, all in one run:
 //! an empty loop, a disabled tracepoint, the ring's raw write of the same record, and
-//! the enabled tracepoint (two `u64` arguments) through the tracer into an instance;
-//! then a call to a small function, with the function tracer off (its entry NOP),
+//! the enabled tracepoint (two `u64` arguments) through the tracer into an instance,
+//! then into two; then a call to a small function, with the function tracer off (its entry NOP),
 //! and traced by `function` and by `function_graph` (records go to the top-level
 //! instance).
 
@@ -13,8 +13,8 @@ use crate::{clock, println, tracing};
 use core::hint::black_box;
 use trace::{InstanceConfig, Mode};
 
-/// Name of the temporary instance the enabled tracepoint records into.
-const INSTANCE: &str = "bench";
+/// Names of the temporary instances the enabled tracepoint records into.
+const INSTANCES: [&str; 2] = ["bench", "bench2"];
 /// Rounds of each measurement; the fastest round counts (least disturbed).
 const ROUNDS: usize = 5;
 
@@ -67,8 +67,9 @@ pub fn run(iterations: u64) -> Result<(), &'static str> {
     }
     let config =
         InstanceConfig { bytes_per_cpu: 256 * 1024, mode: Mode::Overwrite, snapshot: false };
-    let instance =
-        tracer.get_or_create(INSTANCE, config).map_err(|_| "cannot create the bench instance")?;
+    let instance = tracer
+        .get_or_create(INSTANCES[0], config)
+        .map_err(|_| "cannot create the bench instance")?;
     let ns_per_cycle = 1e9 / clock::tsc_hz() as f64;
 
     let empty = cycles_per(iterations, |i| {
@@ -85,9 +86,18 @@ pub fn run(iterations: u64) -> Result<(), &'static str> {
     });
     let _ = instance.set_event(Some("bench"), Some("event"), true);
     let enabled = cycles_per(iterations, |i| trace::emit!(BENCH, i, i));
-    let _ = instance.set_event(None, None, false);
     let written: u64 =
         (0..tracer.cpus()).filter_map(|cpu| instance.stats(cpu).ok()).map(|s| s.written).sum();
+    let two = match tracer.get_or_create(INSTANCES[1], config) {
+        Ok(second) => {
+            let _ = second.set_event(Some("bench"), Some("event"), true);
+            let two = cycles_per(iterations, |i| trace::emit!(BENCH, i, i));
+            tracer.destroy(second).map_err(|_| "cannot remove the second bench instance")?;
+            Some(two)
+        }
+        Err(_) => None,
+    };
+    let _ = instance.set_event(None, None, false);
     drop(recorder);
     tracer.destroy(instance).map_err(|_| "cannot remove the bench instance")?;
 
@@ -102,6 +112,14 @@ pub fn run(iterations: u64) -> Result<(), &'static str> {
     }
     println!("  enabled / raw ring write: {:.2}", enabled / raw);
     println!("  events recorded by the instance: {written}");
+    match two {
+        Some(two) => {
+            let what = "tracepoint, enabled in two instances";
+            println!("  {what:<36} {two:>8.1} cycles {:>8.1} ns", two * ns_per_cycle);
+            println!("  the second instance / raw ring write: {:.2}", (two - enabled) / raw);
+        }
+        None => println!("  tracepoint, enabled in two instances:    n/a (no room for a second)"),
+    }
     for (what, cycles) in call_costs(iterations) {
         match cycles {
             Some(c) => println!("  {what:<36} {c:>8.1} cycles {:>8.1} ns", c * ns_per_cycle),
