@@ -215,7 +215,8 @@ impl<P: Platform> Buffer<P> {
         if id > MAX_EVENT_ID {
             return Err(self.refuse_id(cpu));
         }
-        self.write_event(cpu, id, len, limit, fill)
+        let tag = Tag { id, ctx: self.platform.context() };
+        self.write_event(cpu, tag, len, limit, fill)
     }
 
     /// A write of a reserved id: ignored while recording is off, refused otherwise.
@@ -227,19 +228,19 @@ impl<P: Platform> Buffer<P> {
         self.refuse(cpu, Refusal::ReservedId)
     }
 
-    /// [`Buffer::write_on`] for an id the tracer assigned: every one is below the
-    /// reserved ids (`Tracer::new` refuses more events than that), so it is not
-    /// checked.
+    /// [`Buffer::write_on`] for a tag the tracer made: its id is one the tracer
+    /// assigned, below the reserved ids (`Tracer::new` refuses more events than
+    /// that), so it is not checked; its context is the writer's, read once per event.
     #[inline(always)]
     pub(crate) fn write_event(
         &self,
         cpu: usize,
-        id: u16,
+        tag: Tag,
         len: usize,
         limit: usize,
         fill: impl FnOnce(&mut RecordWriter<'_>),
     ) -> Result<(), WriteError> {
-        debug_assert!(id <= MAX_EVENT_ID);
+        debug_assert!(tag.id <= MAX_EVENT_ID);
         // Acquire: pairs with the Release in `set_paused` (loom found this: a writer
         // that saw writes resumed but not the reset before it could publish into the
         // ring as it was, and have its counts zeroed). A plain load on x86.
@@ -252,7 +253,6 @@ impl<P: Platform> Buffer<P> {
         if len > ring.max_payload() {
             return Err(self.refuse(cpu, Refusal::TooLarge));
         }
-        let tag = Tag { id, ctx: self.platform.context() };
         ring.write_with(self.mode(), || self.platform.now(), tag, len, limit, fill)
     }
 

@@ -5,6 +5,7 @@ use crate::error::{Error, WriteError};
 use crate::platform::Platform;
 use crate::ring::buffer::{Buffer, Config};
 use crate::ring::per_cpu::RecordWriter;
+use crate::ring::record::Tag;
 use crate::ring::section::{SectionGuard, Sections};
 use crate::sync::{AtomicBool, AtomicUsize, Ordering::*};
 
@@ -164,19 +165,19 @@ impl<P: Platform> Recorder<P> {
         self.live().write_on(cpu, id, len, len, fill)
     }
 
-    /// Writes an event whose id the tracer assigned (see [`Buffer::write_event`])
-    /// into the live set, from inside the caller's section on CPU `cpu`.
+    /// Writes an event tagged by the tracer (see [`Buffer::write_event`]) into the
+    /// live set, from inside the caller's section on CPU `cpu`.
     #[inline(always)]
     pub(crate) fn write_in(
         &self,
         _section: &SectionGuard<'_>,
         cpu: usize,
-        id: u16,
+        tag: Tag,
         len: usize,
         limit: usize,
         fill: impl FnOnce(&mut RecordWriter<'_>),
     ) -> Result<(), WriteError> {
-        self.live().write_event(cpu, id, len, limit, fill)
+        self.live().write_event(cpu, tag, len, limit, fill)
     }
 
     fn lock(&self) -> Result<ControlGuard<'_>, Error> {

@@ -36,6 +36,7 @@ use crate::field::{Field, FieldKind, Sink};
 use crate::platform::Platform;
 use crate::ring::buffer::{Buffer, Config};
 use crate::ring::per_cpu::RecordWriter;
+use crate::ring::record::Tag;
 use crate::ring::recorder::Recorder;
 use crate::ring::section::{SectionGuard, Sections};
 use crate::tracer::instance::{InstanceState, valid_name};
@@ -568,7 +569,8 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         descriptor: &EventDescriptor,
         body: Body<'_>,
     ) {
-        let id = descriptor.id();
+        // The writer's context, read once for every instance's record.
+        let tag = Tag { id: descriptor.id(), ctx: self.platform.context() };
         // A CPU outside the instance's cpumask: not recorded, not counted.
         mask &= !self.excluded_on(cpu);
         while mask != 0 {
@@ -581,11 +583,11 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
                 let _ = match body.words {
                     Some(words) => {
                         let fill = |w: &mut RecordWriter<'_>| w.put_words(words);
-                        recorder.write_in(section, cpu, id, len, MAX_EVENT_PAYLOAD, fill)
+                        recorder.write_in(section, cpu, tag, len, MAX_EVENT_PAYLOAD, fill)
                     }
                     None => {
                         let fill = |w: &mut RecordWriter<'_>| body.payload.write(w);
-                        recorder.write_in(section, cpu, id, len, MAX_EVENT_PAYLOAD, fill)
+                        recorder.write_in(section, cpu, tag, len, MAX_EVENT_PAYLOAD, fill)
                     }
                 };
             }
@@ -779,7 +781,8 @@ impl<P: Platform> Target for FireTarget<'_, P> {
             w.put(&[depth as u8]);
             frames.iter().for_each(|&ip| w.put_u64(ip));
         };
-        let _ = self.recorder.write_in(self.section, self.cpu, STACK_TRACE.id(), len, len, fill);
+        let tag = Tag { id: STACK_TRACE.id(), ctx: self.tracer.platform.context() };
+        let _ = self.recorder.write_in(self.section, self.cpu, tag, len, len, fill);
     }
 
     fn event_enabled(&self, event: &EventDescriptor) -> bool {
