@@ -218,9 +218,12 @@ fn bench_reports_every_figure_and_leaves_no_instance_behind() {
     let raw = cycles("ring write, raw (16-byte payload)");
     let enabled = cycles("tracepoint, enabled (2 x u64)");
     let two = cycles("tracepoint, enabled in two instances");
-    assert!(cycles("empty loop") > 0.0 && cycles("tracepoint, disabled") > 0.0, "{report}");
-    // Recording costs more than not recording, and a second instance more again.
-    assert!(raw > cycles("tracepoint, disabled") && two > enabled, "{report}");
+    let disabled = cycles("tracepoint, disabled");
+    assert!(cycles("empty loop") > 0.0 && disabled > 0.0, "{report}");
+    // Recording costs more than not recording, by far (TCG's timing is too noisy to
+    // order the recording figures among themselves: an image's enabled tracepoint
+    // has measured from 690 to 1,740 cycles in runs minutes apart).
+    assert!([raw, enabled, two].iter().all(|&c| c > 4.0 * disabled), "{report}");
     // Five rounds of 1000 raw writes and five of 1000 events, all into the instance.
     assert!(report.contains("events recorded by the instance: 10000"), "{report}");
     assert!(report.contains("the second instance / raw ring write:"), "{report}");
