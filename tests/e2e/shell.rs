@@ -233,4 +233,9 @@ fn bench_reports_every_figure_and_leaves_no_instance_behind() {
     let enable = machine.run("cat events/bench/event/enable");
     assert_eq!(enable.trim(), "0", "bench left its event enabled");
     assert!(machine.run("bench 0").contains("usage: bench"), "0 iterations are refused");
+    // An instance of the user's with one of bench's names is neither taken nor removed.
+    machine.run("mkdir instances/bench2");
+    let refused = machine.run("bench 1000");
+    assert!(refused.contains("an instance named bench or bench2 exists"), "{refused}");
+    assert!(machine.run("ls instances").contains("bench2"), "bench removed a user's instance");
 }

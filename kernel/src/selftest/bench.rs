@@ -65,6 +65,10 @@ pub fn run(iterations: u64) -> Result<(), &'static str> {
     if BENCH.is_enabled() {
         return Err("bench:event is enabled in an instance; disable it first");
     }
+    // The instances are removed afterwards: never take over one somebody made.
+    if INSTANCES.iter().any(|name| tracer.lookup(name).is_some()) {
+        return Err("an instance named bench or bench2 exists; remove it first");
+    }
     let config =
         InstanceConfig { bytes_per_cpu: 256 * 1024, mode: Mode::Overwrite, snapshot: false };
     let instance = tracer
@@ -88,18 +92,19 @@ pub fn run(iterations: u64) -> Result<(), &'static str> {
     let enabled = cycles_per(iterations, |i| trace::emit!(BENCH, i, i));
     let written: u64 =
         (0..tracer.cpus()).filter_map(|cpu| instance.stats(cpu).ok()).map(|s| s.written).sum();
-    let two = match tracer.get_or_create(INSTANCES[1], config) {
-        Ok(second) => {
-            let _ = second.set_event(Some("bench"), Some("event"), true);
-            let two = cycles_per(iterations, |i| trace::emit!(BENCH, i, i));
-            tracer.destroy(second).map_err(|_| "cannot remove the second bench instance")?;
-            Some(two)
-        }
-        Err(_) => None,
-    };
+    // The second instance's figure, and whether it was removed again.
+    let second = tracer.get_or_create(INSTANCES[1], config).ok().map(|second| {
+        let _ = second.set_event(Some("bench"), Some("event"), true);
+        let two = cycles_per(iterations, |i| trace::emit!(BENCH, i, i));
+        (two, tracer.destroy(second).is_ok())
+    });
     let _ = instance.set_event(None, None, false);
     drop(recorder);
     tracer.destroy(instance).map_err(|_| "cannot remove the bench instance")?;
+    if second.is_some_and(|(_, removed)| !removed) {
+        return Err("cannot remove the second bench instance");
+    }
+    let two = second.map(|(two, _)| two);
 
     println!("bench: {iterations} iterations x {ROUNDS} rounds, best round, interrupts off, cpu0");
     for (what, cycles) in [
