@@ -104,6 +104,21 @@ fn filters_keep_only_matching_records_and_refuse_bad_text() {
             .map(|l| l.fields.split_whitespace().next().unwrap()["tick=".len()..].parse().unwrap())
             .collect();
         assert!(ticks.iter().all(|&t| t % 2 == 1 && t > 2), "{root}: {ticks:?}");
+
+        // Where the event was written: the CPU, the task, the flags (every CPU ticks).
+        let filter = "CPU == 2 && comm == \"<irq>\" && common_flags & 0x08 && common_pid == 0";
+        m.run(&format!("echo '{filter}' > {tick}/filter"));
+        assert_eq!(cat(&mut m, &format!("{tick}/filter")), filter);
+        m.run(&format!("echo > {root}trace"));
+        assert!(has_tick(&mut m, root), "{root}: no tick passes");
+        let ticks: Vec<_> = trace_lines(&m.run(&format!("cat {root}trace")))
+            .into_iter()
+            .filter(|l| l.event == "tick")
+            .collect();
+        assert!(
+            ticks.iter().all(|l| l.cpu == 2 && l.task == "<irq>-0" && &l.flags[2..3] == "h"),
+            "{root}: {ticks:?}"
+        );
         m.run(&format!("echo 0 > {tick}/enable"));
         m.run(&format!("echo 0 > {tick}/filter"));
 

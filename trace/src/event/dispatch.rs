@@ -2,6 +2,7 @@
 
 use crate::event::EventDescriptor;
 use crate::event::filter::Filter;
+use crate::event::format_file::Origin;
 use crate::ring::per_cpu::RecordWriter;
 use spin::Once;
 
@@ -10,9 +11,10 @@ pub(crate) trait Payload {
     /// Writes the payload into `out`, a record reserved for it.
     fn write(&self, out: &mut RecordWriter<'_>);
 
-    /// Whether the payload passes `filter` (compiled for the event's fields), judged
-    /// on the values the record holds. Callable from any context.
-    fn passes(&self, filter: &Filter) -> bool;
+    /// Whether the payload, written at `origin`, passes `filter` (compiled for the
+    /// event's fields), judged on the values the record holds. Callable from any
+    /// context.
+    fn passes(&self, filter: &Filter, origin: Origin) -> bool;
 }
 
 impl Payload for &[u8] {
@@ -21,8 +23,8 @@ impl Payload for &[u8] {
         crate::field::Sink::put(out, self);
     }
 
-    fn passes(&self, filter: &Filter) -> bool {
-        filter.matches(self)
+    fn passes(&self, filter: &Filter, origin: Origin) -> bool {
+        filter.matches(self, origin)
     }
 }
 
@@ -49,14 +51,14 @@ pub(crate) struct Body<'a> {
 }
 
 impl Body<'_> {
-    /// Whether the event passes `filter`: judged on its encoded words when it has
-    /// them (no call through the payload), on its values otherwise. The two agree:
-    /// the words are what the record holds.
+    /// Whether the event, written at `origin`, passes `filter`: judged on its
+    /// encoded words when it has them (no call through the payload), on its values
+    /// otherwise. The two agree: the words are what the record holds.
     #[inline(always)]
-    pub(crate) fn passes(&self, filter: &Filter) -> bool {
+    pub(crate) fn passes(&self, filter: &Filter, origin: Origin) -> bool {
         match self.words {
-            Some(words) => filter.matches_inline(words, self.len),
-            None => self.payload.passes(filter),
+            Some(words) => filter.matches_inline(words, self.len, origin),
+            None => self.payload.passes(filter, origin),
         }
     }
 }

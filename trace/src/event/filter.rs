@@ -15,6 +15,12 @@
 //! (a glob: `*` any run, `?` any one character) and a value quoted with `"` or `'`, or
 //! a bare word. Byte-array fields cannot be filtered. `&&` binds tighter than `||`.
 //!
+//! Besides the event's own fields (which come first when names clash), a filter sees
+//! where the event was written, as Linux's generic and common fields: `CPU` (also
+//! `cpu`, `common_cpu`), `COMM` (also `comm`: the task column's name, such as `shell`,
+//! `work/2` or `<irq>`), `common_pid`, `common_flags` and `common_preempt_count` (as
+//! the `format` files describe them).
+//!
 //! A filter compiles to a flat array of predicates, each naming the predicate to test
 //! next when it is true and when it is false (or the verdict): evaluation walks it
 //! with no stack, no lock, no allocation, short-circuiting as written. Every integer
@@ -26,8 +32,10 @@
 extern crate alloc;
 
 use crate::event::dispatch::{INLINE_WORDS, Inline};
+use crate::event::format_file::Origin;
 use crate::event::{EventDescriptor, glob};
 use crate::field::{Field, FieldKind};
+use crate::text::Task;
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::fmt;
@@ -177,7 +185,8 @@ impl Test {
 /// Where a predicate's field is, for each source of values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct FieldRef {
-    /// The field's index in the event's fields (typed arguments are read by it).
+    /// The field's index in the event's fields (typed arguments are read by it;
+    /// `u16::MAX` for a common field).
     pub(crate) index: u16,
     /// Where it sits in an encoded payload.
     location: Location,
@@ -196,6 +205,60 @@ enum Location {
     Fixed(u16),
     /// After a string: found by decoding the fields before it, in order.
     Walk,
+    /// Not in the payload: where the event was written.
+    Common(Common),
+}
+
+/// A field every event has: where it was written ([`Origin`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Common {
+    Cpu,
+    Comm,
+    Pid,
+    Flags,
+    PreemptCount,
+}
+
+impl Common {
+    /// The common field named `name`, and its kind.
+    fn named(name: &str) -> Option<(Common, FieldKind)> {
+        Some(match name {
+            "CPU" | "cpu" | "common_cpu" => (Common::Cpu, FieldKind::I32),
+            "COMM" | "comm" => (Common::Comm, FieldKind::Str),
+            "common_pid" => (Common::Pid, FieldKind::I32),
+            "common_flags" => (Common::Flags, FieldKind::U8),
+            "common_preempt_count" => (Common::PreemptCount, FieldKind::U8),
+            _ => return None,
+        })
+    }
+
+    /// An integer field's value for an event written at `origin` (sign-extended).
+    #[inline(always)]
+    fn int(self, origin: Origin) -> u64 {
+        match self {
+            Common::Cpu => i64::try_from(origin.cpu).unwrap_or(i64::MAX) as u64,
+            Common::Pid => i64::from(origin.pid()) as u64,
+            Common::Flags => u64::from(origin.flags()),
+            Common::PreemptCount => u64::from(origin.preempt_count()),
+            // A string: compared by `Filter::comm_test`, never as an integer.
+            Common::Comm => 0,
+        }
+    }
+}
+
+/// A task name, written on the stack (the longest is `work/` and a CPU index).
+struct Comm {
+    bytes: [u8; 32],
+    len: usize,
+}
+
+impl fmt::Write for Comm {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let end = self.len + s.len();
+        self.bytes.get_mut(self.len..end).ok_or(fmt::Error)?.copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
 }
 
 /// Verdict targets: past every node index.
@@ -359,20 +422,22 @@ impl Filter {
         &self.text
     }
 
-    /// Whether a payload of the event the filter was compiled for passes. Callable
+    /// Whether a payload of the event the filter was compiled for, written at
+    /// `origin`, passes. Callable
     /// from any context: no lock, no allocation.
-    pub fn matches(&self, payload: &[u8]) -> bool {
-        self.eval(&Encoded { payload, kinds: &self.kinds })
+    pub fn matches(&self, payload: &[u8], origin: Origin) -> bool {
+        self.eval(&Encoded { payload, kinds: &self.kinds }, origin)
     }
 
-    /// Whether a small payload of `len` bytes, encoded into `words`, passes:
+    /// Whether a small payload of `len` bytes, encoded into `words`, written at
+    /// `origin`, passes:
     /// [`Filter::matches`] with each integer at a fixed place read as one word.
     /// Callable from any context: no lock, no allocation.
     #[inline(always)]
-    pub(crate) fn matches_inline(&self, words: &Inline, len: usize) -> bool {
+    pub(crate) fn matches_inline(&self, words: &Inline, len: usize, origin: Origin) -> bool {
         let Some(steps) = &self.steps else {
             let bytes = words.as_flattened();
-            return self.matches(bytes.get(..len).unwrap_or(bytes));
+            return self.matches(bytes.get(..len).unwrap_or(bytes), origin);
         };
         let mut at = self.entry;
         // Every jump goes to a lower index or to a verdict, past every index.
@@ -390,22 +455,30 @@ impl Filter {
         at == ACCEPT
     }
 
-    /// Whether the event whose values `fields` gives passes: a walk of the nodes,
-    /// short-circuiting as written, each integer comparison a few instructions
-    /// without a branch. Callable from any context: no lock, no allocation.
+    /// Whether the event whose values `fields` gives, written at `origin`, passes: a
+    /// walk of the nodes, short-circuiting as written, each integer comparison a few
+    /// instructions without a branch. Callable from any context: no lock, no
+    /// allocation.
     #[inline(always)]
-    pub(crate) fn eval<F: Fields + ?Sized>(&self, fields: &F) -> bool {
+    pub(crate) fn eval<F: Fields + ?Sized>(&self, fields: &F, origin: Origin) -> bool {
         let mut at = self.entry;
         // Every jump goes to a lower index or to a verdict, past every index.
         while let Some(node) = self.nodes.get(usize::from(at)) {
+            let common = match node.field.location {
+                Location::Common(common) => Some(common),
+                _ => None,
+            };
             let pass = match &node.test {
-                &Test::Int { mask, lo, span } => match fields.int(&node.field) {
-                    Some(v) => in_range(v, mask, lo, span),
-                    None => {
-                        at = node.on_missing;
-                        continue;
+                &Test::Int { mask, lo, span } => {
+                    match common.map(|c| c.int(origin)).or_else(|| fields.int(&node.field)) {
+                        Some(v) => in_range(v, mask, lo, span),
+                        None => {
+                            at = node.on_missing;
+                            continue;
+                        }
                     }
-                },
+                }
+                Test::Str(op, range) if common.is_some() => self.comm_test(*op, range, origin),
                 Test::Str(op, range) => match fields.str(&node.field) {
                     Some(s) => self.str_test(*op, range, s),
                     None => {
@@ -417,6 +490,15 @@ impl Filter {
             at = if pass { node.on_true } else { node.on_false };
         }
         at == ACCEPT
+    }
+
+    /// A comparison of the name of the task at `origin` with `text[operand]`.
+    #[inline(never)]
+    fn comm_test(&self, op: StrOp, operand: &Range<usize>, origin: Origin) -> bool {
+        let mut comm = Comm { bytes: [0; 32], len: 0 };
+        let _ = fmt::write(&mut comm, format_args!("{}", Task::of(origin.context, origin.cpu)));
+        let name = core::str::from_utf8(&comm.bytes[..comm.len]).unwrap_or_default();
+        self.str_test(op, operand, name)
     }
 
     /// A string comparison with the operand `text[operand]`.
@@ -453,6 +535,7 @@ impl Encoded<'_> {
                 }
                 Some(at)
             }
+            Location::Common(_) => None,
         }
     }
 }
@@ -559,19 +642,24 @@ impl<'t> Parsed<'t> {
         let mut bound = Vec::with_capacity(self.preds.len());
         for pred in &self.preds {
             let name = &self.text[pred.field.clone()];
-            let index = fields
-                .iter()
-                .position(|f| f.name == name)
-                .ok_or(err(pred.field.start, FilterReason::UnknownField))?;
-            let kind = fields[index].kind;
-            let location = match offsets[index] {
-                Some(at) if at <= usize::from(u16::MAX) => Location::Fixed(at as u16),
-                _ => Location::Walk,
+            let unknown = err(pred.field.start, FilterReason::UnknownField);
+            // The event's own fields first, as in Linux.
+            let (index, kind, location) = match fields.iter().position(|f| f.name == name) {
+                Some(index) => {
+                    let location = match offsets[index] {
+                        Some(at) if at <= usize::from(u16::MAX) => Location::Fixed(at as u16),
+                        _ => Location::Walk,
+                    };
+                    (u16::try_from(index).map_err(|_| unknown)?, fields[index].kind, location)
+                }
+                None => {
+                    let (common, kind) = Common::named(name).ok_or(unknown)?;
+                    (u16::MAX, kind, Location::Common(common))
+                }
             };
             let width = kind.fixed_size().unwrap_or(0) as u8;
             let field = FieldRef {
-                index: u16::try_from(index)
-                    .map_err(|_| err(pred.field.start, FilterReason::UnknownField))?,
+                index,
                 location,
                 width,
                 shift: 8 * (8 - width.clamp(1, 8)),

@@ -300,18 +300,33 @@ const FLAG_IRQS_OFF: u8 = 0x01;
 const FLAG_HARDIRQ: u8 = 0x08;
 const FLAG_NMI: u8 = 0x40;
 
+impl Origin {
+    /// `common_flags`: Linux's bits for the writer's context.
+    pub fn flags(self) -> u8 {
+        let context = self.context;
+        (match context.activity() {
+            Activity::Irq { .. } => FLAG_HARDIRQ,
+            Activity::Nmi { in_irq: false } => FLAG_NMI,
+            Activity::Nmi { in_irq: true } => FLAG_NMI | FLAG_HARDIRQ,
+            Activity::Idle | Activity::Task | Activity::Unknown => 0,
+        }) | if context.irqs_off() { FLAG_IRQS_OFF } else { 0 }
+    }
+
+    /// `common_preempt_count`: the interrupt nesting depth.
+    pub fn preempt_count(self) -> u8 {
+        self.context.depth()
+    }
+
+    /// `common_pid`: the id of the text's task column.
+    pub fn pid(self) -> i32 {
+        i32::try_from(Task::of(self.context, self.cpu).pid).unwrap_or(i32::MAX)
+    }
+}
+
 fn common(id: u16, origin: Origin, out: &mut Vec<u8>) {
-    let context = origin.context;
-    let flags = match context.activity() {
-        Activity::Irq { .. } => FLAG_HARDIRQ,
-        Activity::Nmi { in_irq: false } => FLAG_NMI,
-        Activity::Nmi { in_irq: true } => FLAG_NMI | FLAG_HARDIRQ,
-        Activity::Idle | Activity::Task | Activity::Unknown => 0,
-    } | if context.irqs_off() { FLAG_IRQS_OFF } else { 0 };
     out.extend_from_slice(&id.to_le_bytes());
-    out.extend_from_slice(&[flags, context.depth()]);
-    let pid = Task::of(context, origin.cpu).pid;
-    out.extend_from_slice(&i32::try_from(pid).unwrap_or(i32::MAX).to_le_bytes());
+    out.extend_from_slice(&[origin.flags(), origin.preempt_count()]);
+    out.extend_from_slice(&origin.pid().to_le_bytes());
 }
 
 /// The bytes of a fixed-size value (little endian, signed ones sign-extended), or

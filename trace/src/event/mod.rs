@@ -24,6 +24,7 @@ pub use filter::{Filter, FilterError, FilterReason, MAX_FILTER_LEN, MAX_PREDICAT
 
 use crate::event::dispatch::{INLINE_WORDS, Inline};
 use crate::event::filter::{FieldRef, Fields};
+use crate::event::format_file::Origin;
 use crate::field::{Encoder, Field, FieldValue, Measure, Sink};
 
 use core::marker::PhantomData;
@@ -455,16 +456,16 @@ impl<T: Args<A>, A> crate::event::dispatch::Payload for Encode<T, A> {
         self.0.encode(out);
     }
 
-    fn passes(&self, filter: &Filter) -> bool {
+    fn passes(&self, filter: &Filter, origin: Origin) -> bool {
         // A payload that fits whole (a constant check when every field has a fixed
         // size) holds the arguments as they are; one cut short is encoded as recorded.
         if self.0.payload_len() < MAX_EVENT_PAYLOAD {
-            return filter.eval(self);
+            return filter.eval(self, origin);
         }
         let mut buf = [0u8; MAX_EVENT_PAYLOAD];
         let mut encoder = Encoder::new(&mut buf);
         self.0.encode(&mut encoder);
-        filter.matches(encoder.bytes())
+        filter.matches(encoder.bytes(), origin)
     }
 }
 

@@ -4,7 +4,10 @@
 use crate::event::Encode;
 use crate::event::dispatch::{INLINE_WORDS, Inline, Payload};
 use crate::event::filter::{Filter, FilterError, FilterReason, MAX_FILTER_LEN, MAX_PREDICATES};
+use crate::event::format_file::Origin;
 use crate::field::{Encoder, Field, FieldKind, FieldValue};
+use crate::tests::util::HERE;
+use crate::{Activity, Context};
 use crate::{event::DescriptorKind, event::EventDescriptor};
 use proptest::prelude::*;
 use std::format;
@@ -46,11 +49,11 @@ type Decl = (u32, i16, &'static str, u64, bool, char, [u8; 2]);
 /// the same verdict.
 fn judge(filter: &Filter, a: u32, b: i16, s: &str, c: u64) -> bool {
     let typed = Encode::<_, Decl>::new((a, b, s, c, true, 'x', [1u8, 2]));
-    let verdict = typed.passes(filter);
+    let verdict = typed.passes(filter, HERE);
     let encoded = payload(a, b, s, c);
-    assert_eq!(verdict, filter.matches(&encoded), "{filter} on a={a} b={b} s={s:?} c={c}");
+    assert_eq!(verdict, filter.matches(&encoded, HERE), "{filter} on a={a} b={b} s={s:?} c={c}");
     if let Some(words) = inline(&encoded) {
-        let fast = filter.matches_inline(&words, encoded.len());
+        let fast = filter.matches_inline(&words, encoded.len(), HERE);
         assert_eq!(verdict, fast, "{filter} on a={a} b={b} s={s:?} c={c}, inline");
     }
     verdict
@@ -143,12 +146,56 @@ fn filter_on_a_short_payload_is_false_not_a_panic() {
     let full = payload(0, 0, "abc", 0);
     // `a` (4 bytes) is missing below 4 bytes, `c` below 4 + 2 + 5 + 8.
     for len in 0..=full.len() {
-        assert_eq!(f.matches(&full[..len]), len >= 19, "{len} bytes");
+        assert_eq!(f.matches(&full[..len], HERE), len >= 19, "{len} bytes");
     }
     let not_c = Filter::compile(FIELDS, "!(c == 0)").unwrap();
     // `c` missing: its comparison is false, so its negation passes.
-    assert!(not_c.matches(&payload(0, 0, "abc", 0)[..6]));
-    assert!(!Filter::compile(FIELDS, "a == 0").unwrap().matches(&[]));
+    assert!(not_c.matches(&payload(0, 0, "abc", 0)[..6], HERE));
+    assert!(!Filter::compile(FIELDS, "a == 0").unwrap().matches(&[], HERE));
+}
+
+#[test]
+fn filter_sees_where_the_event_was_written() {
+    let at = |activity, irqs_off, cpu| Origin { context: Context::new(activity, irqs_off), cpu };
+    let shell = at(Activity::Task, false, 0);
+    let work2 = at(Activity::Task, false, 2);
+    let irq = at(Activity::Irq { depth: 2 }, true, 3);
+    let nmi = at(Activity::Nmi { in_irq: false }, true, 1);
+    let bytes = payload(5, -1, "abc", 9);
+    let words = inline(&bytes).unwrap();
+    let typed = Encode::<_, Decl>::new((5, -1, "abc", 9, true, 'x', [1u8, 2]));
+    for (text, origin, expected) in [
+        ("CPU == 2", work2, true),
+        ("cpu == 2", shell, false),
+        ("common_cpu >= 3", irq, true),
+        ("CPU == 2 && a == 5", work2, true),
+        ("CPU == 2 && a == 6", work2, false),
+        ("a == 6 || !(CPU < 3)", irq, true),
+        ("comm == shell", shell, true),
+        ("comm == shell", work2, false),
+        ("COMM ~ \"work/*\"", work2, true),
+        ("comm == \"work/2\"", work2, true),
+        ("comm != \"<irq>\"", irq, false),
+        ("common_pid == 1", shell, true),
+        ("common_pid == 3", work2, true),
+        ("common_pid == 0", irq, true),
+        ("common_flags & 0x08", irq, true),
+        ("common_flags & 0x01", shell, false),
+        ("common_flags == 0x41", nmi, true),
+        ("common_preempt_count == 2", irq, true),
+        ("common_preempt_count == 0", shell, true),
+    ] {
+        let f = Filter::compile(FIELDS, text).unwrap();
+        assert_eq!(f.matches(&bytes, origin), expected, "{text} at {origin:?}");
+        assert_eq!(f.matches_inline(&words, bytes.len(), origin), expected, "{text}, inline");
+        assert_eq!(typed.passes(&f, origin), expected, "{text} at {origin:?}, typed");
+    }
+    // The event's own field comes first.
+    let own = &[Field { name: "cpu", kind: FieldKind::U8 }];
+    assert!(Filter::compile(own, "cpu == 7").unwrap().matches(&[7], shell));
+    assert_eq!(refused("comm > 5").reason, FilterReason::OrderOnString);
+    assert_eq!(refused("CPU ~ 1").reason, FilterReason::GlobOnInteger);
+    assert_eq!(refused("CPUS == 1"), FilterError { pos: 0, reason: FilterReason::UnknownField });
 }
 
 #[test]
@@ -295,9 +342,9 @@ proptest! {
             }
             direct |= run;
             let encoded = packed(&values);
-            prop_assert_eq!(filter.matches(&encoded), direct, "{}", text);
+            prop_assert_eq!(filter.matches(&encoded, HERE), direct, "{}", text);
             let words = inline(&encoded).unwrap();
-            prop_assert_eq!(filter.matches_inline(&words, encoded.len()), direct, "{} inline", text);
+            prop_assert_eq!(filter.matches_inline(&words, encoded.len(), HERE), direct, "{} inline", text);
         }
     }
 }
@@ -307,7 +354,7 @@ fn filter_for_a_system_goes_to_the_events_it_fits() {
     let got = Filter::compile_for_system([&SYS_A, &SYS_B], "x == 3").unwrap();
     assert_eq!(got.len(), 1);
     assert!(core::ptr::eq(got[0].0, &SYS_A));
-    assert!(got[0].1.matches(&[3]));
+    assert!(got[0].1.matches(&[3], HERE));
     let none = Filter::compile_for_system([&SYS_A, &SYS_B], "z == 3").unwrap_err();
     assert_eq!(none, FilterError { pos: 0, reason: FilterReason::NoEventMatches });
     let syntax = Filter::compile_for_system([&SYS_A, &SYS_B], "x == ").unwrap_err();
@@ -460,7 +507,7 @@ proptest! {
     ) {
         match Filter::compile(FIELDS, &text) {
             Ok(f) => {
-                f.matches(&bytes);
+                f.matches(&bytes, HERE);
                 prop_assert_eq!(f.text(), text.trim());
             }
             Err(e) => prop_assert!(e.pos <= text.len(), "{:?} for {:?}", e, text),

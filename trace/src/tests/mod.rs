@@ -24,8 +24,12 @@ mod trigger;
 
 #[cfg(not(loom))]
 pub(crate) mod util {
-    use crate::{HostPlatform, Mode, ring::Buffer, ring::Config};
+    use crate::event::format_file::Origin;
+    use crate::{Context, HostPlatform, Mode, ring::Buffer, ring::Config};
     use std::vec::Vec;
+
+    /// Where the unit tests' events are written, for filters: CPU 0's thread.
+    pub(crate) const HERE: Origin = Origin { context: Context::TASK, cpu: 0 };
 
     /// A host buffer set; the calling thread is CPU 0 with a manual clock.
     pub(crate) fn buffer(cpus: usize, bytes: usize, mode: Mode) -> Buffer<HostPlatform> {

@@ -3,6 +3,7 @@
 
 use crate::event::Encode;
 use crate::field::{Field, FieldKind};
+use crate::tests::util::HERE;
 use crate::tracer::trigger::{
     Action, Target, Trigger, TriggerCommand, TriggerError, TriggerReason,
 };
@@ -129,33 +130,33 @@ fn n(v: u32) -> Encode<(u32,), (u32,)> {
 fn trigger_counts_run_out_and_state_changes_count_once() {
     let mock = Mock { tracing: Cell::new(true), ..Mock::default() };
     let off = add("traceoff:2");
-    off.fire(&n(0), &mock);
+    off.fire(&n(0), HERE, &mock);
     assert!(!mock.tracing());
     // Already off: no change, no count taken.
-    off.fire(&n(0), &mock);
+    off.fire(&n(0), HERE, &mock);
     assert_eq!(off.count(), Some(1));
     mock.tracing.set(true);
-    off.fire(&n(0), &mock);
+    off.fire(&n(0), HERE, &mock);
     assert_eq!((mock.tracing(), off.count()), (false, Some(0)));
     mock.tracing.set(true);
-    off.fire(&n(0), &mock);
+    off.fire(&n(0), HERE, &mock);
     assert!(mock.tracing(), "a count of 0 never fires");
 
     let enable = add("enable_event:sys:target:1 if n == 7");
-    enable.fire(&n(6), &mock);
+    enable.fire(&n(6), HERE, &mock);
     assert!(!mock.event.get(), "the filter rejects n == 6");
-    enable.fire(&n(7), &mock);
+    enable.fire(&n(7), HERE, &mock);
     assert!(mock.event.get());
     assert_eq!(enable.to_string(), "enable_event:sys:target:count=0 if n == 7");
 
     let snap = add("snapshot:3");
     for _ in 0..5 {
-        snap.fire(&n(0), &mock);
+        snap.fire(&n(0), HERE, &mock);
     }
     assert_eq!((mock.snapshots.get(), snap.count()), (3, Some(0)));
     let stack = add("stacktrace");
-    stack.fire(&n(0), &mock);
-    stack.fire(&n(0), &mock);
+    stack.fire(&n(0), HERE, &mock);
+    stack.fire(&n(0), HERE, &mock);
     assert_eq!((mock.stacks.get(), stack.count()), (2, None));
 }
 
@@ -163,8 +164,8 @@ fn trigger_counts_run_out_and_state_changes_count_once() {
 fn trigger_refused_snapshot_is_counted_and_keeps_its_count() {
     let mock = Mock { refuse_snapshots: true, ..Mock::default() };
     let snap = add("snapshot:2");
-    snap.fire(&n(0), &mock);
-    snap.fire(&n(0), &mock);
+    snap.fire(&n(0), HERE, &mock);
+    snap.fire(&n(0), HERE, &mock);
     assert_eq!((snap.refused(), snap.count()), (2, Some(2)));
 }
 
@@ -191,7 +192,7 @@ fn trigger_counts_are_exact_across_threads() {
     let target = Shared(AtomicU64::new(0));
     std::thread::scope(|s| {
         for _ in 0..4 {
-            s.spawn(|| (0..5000).for_each(|_| snap.fire(&n(0), &target)));
+            s.spawn(|| (0..5000).for_each(|_| snap.fire(&n(0), HERE, &target)));
         }
     });
     assert_eq!((target.0.load(Relaxed), snap.count()), (10000, Some(0)));
@@ -268,6 +269,29 @@ fn filter_in_an_instance_records_only_what_passes() {
     fire(t, &EV, 4);
     assert_eq!(recorded(i.recorder().live(), EV.id()), [3, 5, 4]);
     assert!(i.recorder().live().stats(0).unwrap().balanced());
+}
+
+#[test]
+fn filters_and_trigger_conditions_see_the_writers_cpu() {
+    static EV: EventDescriptor =
+        EventDescriptor::new("zf3", "ev", "n={n}", N_FIELDS, DescriptorKind::Event);
+    let t = tracer_on(2, &[&EV]);
+    let top = t.top();
+    top.set_event(Some("zf3"), None, true).unwrap();
+    top.set_filter(&EV, "CPU == 1 || n == 7").unwrap();
+    top.set_trigger(&EV, "traceoff if cpu == 1 && n == 3").unwrap();
+    let on = |cpu| top.stats(cpu).unwrap().written;
+    for (cpu, v) in [(0, 1), (1, 2), (0, 7), (0, 3)] {
+        HostPlatform::set_cpu(cpu);
+        fire(t, &EV, v);
+    }
+    assert_eq!((on(0), on(1)), (1, 1), "CPU 0's 7 and CPU 1's 2 pass");
+    assert!(top.tracing(), "n == 3 on CPU 0 does not turn tracing off");
+    HostPlatform::set_cpu(1);
+    fire(t, &EV, 3);
+    HostPlatform::set_cpu(0);
+    assert!(!top.tracing(), "n == 3 on CPU 1 does");
+    assert_eq!(on(1), 2, "and is recorded before");
 }
 
 #[test]

@@ -29,8 +29,10 @@ pub use trigger::{
     TriggerError, TriggerReason,
 };
 
+use crate::context::Context;
 use crate::event::dispatch::{Body, Dispatch, Inline, Payload};
 use crate::event::filter::Filter;
+use crate::event::format_file::Origin;
 use crate::event::{DescriptorKind, EventDescriptor, MAX_EVENT_PAYLOAD};
 use crate::field::{Field, FieldKind, Sink};
 use crate::platform::Platform;
@@ -440,39 +442,44 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         // for a grace period before the slot can hold another instance, so a bit seen
         // here names the instance that set it.
         let mut mask = mask();
+        // The writer's context, read once for every instance's record and filter.
+        let tag = Tag { id: descriptor.id(), ctx: self.platform.context() };
         // The one check an event without filters or triggers pays.
         let hooked = descriptor.hooked_mask() & mask;
         if hooked != 0 {
             core::hint::cold_path();
-            mask = self.apply_hooks(&section, cpu, mask, hooked, descriptor, body);
+            mask = self.apply_hooks(&section, cpu, tag, mask, hooked, descriptor, body);
             if mask == 0 {
                 return;
             }
         }
-        self.record_each(&section, cpu, mask, descriptor, body);
+        self.record_each(&section, cpu, tag, mask, body);
     }
 
     /// [`Tracer::record_into`] when the instances in `hooked` have a filter or
-    /// triggers for the event: judges the event in each (on its values: nothing is
-    /// encoded before that) and returns the instances of `mask` left to record it.
-    /// With triggers to run, records it first and runs them, and returns none.
+    /// triggers for the event (`tag` written on `cpu`): judges the event in each (on
+    /// its values: nothing is encoded before that) and returns the instances of
+    /// `mask` left to record it. With triggers to run, records it first and runs
+    /// them, and returns none.
     #[inline(always)]
     #[allow(clippy::too_many_arguments, reason = "the record path's state, kept in registers")]
     fn apply_hooks(
         &self,
         section: &SectionGuard<'_>,
         cpu: usize,
+        tag: Tag,
         mask: u64,
         hooked: u64,
         descriptor: &EventDescriptor,
         body: Body<'_>,
     ) -> u64 {
+        let origin = Origin { context: tag.ctx, cpu };
         let mut record = mask & !hooked;
         let mut rest = hooked;
         while rest != 0 {
             let slot = rest.trailing_zeros() as usize;
             rest &= rest - 1;
-            if self.admits(section, slot, descriptor, &body) {
+            if self.admits(section, slot, descriptor, &body, origin) {
                 record |= 1 << slot;
             }
         }
@@ -482,9 +489,9 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         }
         // The event is recorded before its triggers act.
         if record != 0 {
-            self.record_admitted(section, cpu, record, descriptor, body);
+            self.record_admitted(section, cpu, tag, record, body);
         }
-        self.fire_triggers(section, cpu, triggered, descriptor, body.payload);
+        self.fire_triggers(section, cpu, tag, triggered, descriptor, body.payload);
         0
     }
 
@@ -495,16 +502,16 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         &self,
         section: &SectionGuard<'_>,
         cpu: usize,
+        tag: Tag,
         mask: u64,
-        descriptor: &EventDescriptor,
         body: Body<'_>,
     ) {
-        self.record_each(section, cpu, mask, descriptor, body);
+        self.record_each(section, cpu, tag, mask, body);
     }
 
     /// Whether the instance in `slot`, which has a filter or triggers for the event,
     /// records it: the event is not enabled there for its triggers only, and the
-    /// filter passes.
+    /// filter passes (for the event written at `origin`).
     #[inline(always)]
     fn admits(
         &self,
@@ -512,22 +519,25 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         slot: usize,
         descriptor: &EventDescriptor,
         body: &Body<'_>,
+        origin: Origin,
     ) -> bool {
         if !descriptor.recording_in(slot) {
             return false;
         }
         // No hooks (the table changed since the bit was read): recorded as without.
         let filter = self.hooks_in(section, slot, descriptor).and_then(|h| h.filter.as_deref());
-        filter.is_none_or(|f| body.passes(f))
+        filter.is_none_or(|f| body.passes(f, origin))
     }
 
-    /// Runs the triggers of the event in each instance of `mask`.
+    /// Runs the triggers of the event (`tag` written on `cpu`) in each instance of
+    /// `mask`.
     #[cold]
     #[inline(never)]
     fn fire_triggers(
         &self,
         section: &SectionGuard<'_>,
         cpu: usize,
+        tag: Tag,
         mut mask: u64,
         descriptor: &EventDescriptor,
         payload: &dyn Payload,
@@ -542,8 +552,9 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
             else {
                 continue;
             };
-            let target = FireTarget { tracer: self, section, cpu, slot, recorder };
-            hooks.triggers.iter().for_each(|trigger| trigger.fire(payload, &target));
+            let target = FireTarget { tracer: self, section, cpu, ctx: tag.ctx, slot, recorder };
+            let origin = Origin { context: tag.ctx, cpu };
+            hooks.triggers.iter().for_each(|trigger| trigger.fire(payload, origin, &target));
         }
     }
 
@@ -559,18 +570,16 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         table.get(self.index_of(descriptor)?)?.as_deref()
     }
 
-    /// Records the event into each instance of `mask`.
+    /// Records the event, tagged `tag`, into each instance of `mask`.
     #[inline(always)]
     fn record_each(
         &self,
         section: &SectionGuard<'_>,
         cpu: usize,
+        tag: Tag,
         mut mask: u64,
-        descriptor: &EventDescriptor,
         body: Body<'_>,
     ) {
-        // The writer's context, read once for every instance's record.
-        let tag = Tag { id: descriptor.id(), ctx: self.platform.context() };
         // A CPU outside the instance's cpumask: not recorded, not counted.
         mask &= !self.excluded_on(cpu);
         while mask != 0 {
@@ -756,6 +765,8 @@ struct FireTarget<'a, P> {
     tracer: &'a Tracer<P>,
     section: &'a SectionGuard<'a>,
     cpu: usize,
+    /// The event's context, which the stack trace's record keeps too.
+    ctx: Context,
     slot: usize,
     recorder: &'a Recorder<P>,
 }
@@ -781,7 +792,7 @@ impl<P: Platform> Target for FireTarget<'_, P> {
             w.put(&[depth as u8]);
             frames.iter().for_each(|&ip| w.put_u64(ip));
         };
-        let tag = Tag { id: STACK_TRACE.id(), ctx: self.tracer.platform.context() };
+        let tag = Tag { id: STACK_TRACE.id(), ctx: self.ctx };
         let _ = self.recorder.write_in(self.section, self.cpu, tag, len, len, fill);
     }
 

@@ -26,6 +26,7 @@
 
 use crate::event::dispatch::Payload;
 use crate::event::filter::{Filter, FilterReason};
+use crate::event::format_file::Origin;
 use crate::event::{DescriptorKind, EventDescriptor};
 use crate::field::{Field, FieldKind};
 use crate::tracer::function::is_function_event;
@@ -326,9 +327,10 @@ impl Trigger {
         self.count.try_update(Relaxed, Relaxed, |n| n.checked_sub(1)).is_ok()
     }
 
-    /// Runs the trigger for an event with `payload` fired in `target`.
-    pub(crate) fn fire(&self, payload: &dyn Payload, target: &impl Target) {
-        if self.filter.as_ref().is_some_and(|f| !payload.passes(f)) {
+    /// Runs the trigger for an event with `payload`, written at `origin`, fired in
+    /// `target`.
+    pub(crate) fn fire(&self, payload: &dyn Payload, origin: Origin, target: &impl Target) {
+        if self.filter.as_ref().is_some_and(|f| !payload.passes(f, origin)) {
             return;
         }
         match self.action {
