@@ -119,6 +119,41 @@ fn the_latency_watchdog_snapshots_the_events_around_an_anomaly() {
     assert!(m.run("latency spike 0").contains("usage"));
 }
 
+#[test]
+fn the_watchdogs_job_is_done_from_the_shell_with_a_filter_and_triggers() {
+    let mut m = Machine::boot();
+    let tick = "instances/wd/events/timer/tick";
+    // A late tick of CPU 0 (where `latency spike` turns interrupts off).
+    let late = "if interval_ns > 200000000 && CPU == 0";
+    for line in [
+        "mkdir instances/wd".to_string(),
+        "echo 'timer:tick irq:*' > instances/wd/set_event".to_string(),
+        format!("echo 'snapshot:1 {late}' > {tick}/trigger"),
+        format!("echo 'enable_event:shell:command:1 {late}' >> {tick}/trigger"),
+    ] {
+        assert_eq!(m.run(&line), "", "{line}");
+    }
+    m.run("latency spike 400");
+    // Both fire from the late tick's interrupt (polled: the tick comes when it comes).
+    let fired =
+        (0..500).any(|_| m.run(&format!("cat {tick}/trigger")).matches("count=0").count() == 2);
+    assert!(fired, "{}", m.run(&format!("cat {tick}/trigger")));
+    // The snapshot froze the flight recorder at the late tick, recorded before it.
+    let snapshot = trace_lines(&m.run("cat instances/wd/snapshot"));
+    let last = snapshot.iter().rev().find(|l| l.event == "tick" && l.cpu == 0).expect("ticks");
+    let interval: u64 =
+        last.fields.split("interval=").nth(1).unwrap().split("ns").next().unwrap().parse().unwrap();
+    assert!(interval >= 400_000_000, "{last:?}");
+    assert!(snapshot.iter().filter(|l| l.event == "tick").count() > 1, "no baseline ticks");
+    assert!(snapshot.iter().any(|l| l.event == "irq_handler_entry"), "no baseline interrupts");
+    assert!(snapshot.iter().all(|l| l.event != "command"), "a command before the anomaly");
+    // From then on the live buffer records the shell's commands too.
+    assert_eq!(m.run("cat instances/wd/events/shell/command/enable").trim(), "1");
+    m.run("uptime");
+    let live = trace_lines(&m.run("cat instances/wd/trace"));
+    assert!(live.iter().any(|l| l.event == "command" && l.fields.contains("uptime")), "{live:?}");
+}
+
 /// Run in both profiles (`tests/run.sh` also runs it with `--release`): the kernel is
 /// built in the test's profile, and the linker keeps the tracepoint section.
 #[test]

@@ -23,6 +23,9 @@ fn pipes_filter_the_output_and_head_stops_the_read() {
     assert_eq!(m.run("cat available_events | grep irq | wc -l"), format!("{}\n", irq.len()));
     assert_eq!(m.run("cat available_events | grep -v irq | tail -n 1 | wc -l"), "1\n");
     assert_eq!(m.run("cat available_events | head -n 4 | tail -n 1"), joined(&lines[3..4]));
+    // The short forms coreutils take.
+    assert_eq!(m.run("cat available_events | head -4 | tail -1"), joined(&lines[3..4]));
+    assert_eq!(m.run("cat available_events | head -n2"), joined(&lines[..2]));
     // Other commands whose output is text pipe too.
     assert!(m.run("uptime | grep heap").starts_with("heap: "));
     assert_eq!(
@@ -55,6 +58,8 @@ fn pipes_filter_the_output_and_head_stops_the_read() {
             .contains("sort: not a pipe command (pipes take head, tail, grep, wc -l)")
     );
     assert!(m.run("cat trace | head -n x").contains("head: invalid number of lines: 'x'"));
+    assert!(m.run("cat trace | tail -n").contains("tail: usage: tail [-n N | -N]"));
+    assert!(m.run("cat trace | head 3").contains("head: usage: head [-n N | -N]"));
     assert!(m.run("cat trace | tail -n 99999").contains("tail: at most 10000 lines"));
     assert!(m.run("cat trace |").contains("syntax error: empty command after '|'"));
     assert!(m.run("| head").contains("syntax error: empty command before '|'"));

@@ -1,5 +1,5 @@
 //! A command's output on its way to the console: through the filters of a pipeline
-//! (`| head [-n N]`, `| tail [-n N]`, `| grep [-v] PATTERN`, `| wc -l`), line by
+//! (`| head [-n N | -N]`, `| tail [-n N | -N]`, `| grep [-v] PATTERN`, `| wc -l`), line by
 //! line as it is written, and stopped by Ctrl-C between any two lines.
 //!
 //! A write fails once the output wants no more (Ctrl-C, or `head` has its lines), so
@@ -35,14 +35,30 @@ impl Stage {
         let count = |n: &str| -> Result<usize, String> {
             n.parse().map_err(|_| alloc::format!("{}: invalid number of lines: '{n}'", words[0]))
         };
+        let usage = |name: &str| alloc::format!("{name}: usage: {name} [-n N | -N]");
         match words.as_slice() {
-            ["head"] => Ok(Stage::Head { left: DEFAULT_LINES }),
-            ["head", "-n", n] => Ok(Stage::Head { left: count(n)? }),
-            ["tail"] => Ok(Stage::Tail { keep: DEFAULT_LINES, lines: VecDeque::new() }),
-            ["tail", "-n", n] => match count(n)? {
-                keep if keep <= MAX_TAIL => Ok(Stage::Tail { keep, lines: VecDeque::new() }),
-                _ => Err(alloc::format!("tail: at most {MAX_TAIL} lines")),
-            },
+            [name @ ("head" | "tail"), args @ ..] => {
+                // `-n N`, `-nN` or `-N`, as coreutils take them.
+                let n = match args {
+                    [] => None,
+                    ["-n", n] => Some(*n),
+                    [flag] => Some(
+                        flag.strip_prefix("-n")
+                            .or(flag.strip_prefix('-'))
+                            .filter(|n| !n.is_empty())
+                            .ok_or_else(|| usage(name))?,
+                    ),
+                    _ => return Err(usage(name)),
+                };
+                let lines = n.map_or(Ok(DEFAULT_LINES), count)?;
+                match *name {
+                    "head" => Ok(Stage::Head { left: lines }),
+                    _ if lines <= MAX_TAIL => {
+                        Ok(Stage::Tail { keep: lines, lines: VecDeque::new() })
+                    }
+                    _ => Err(alloc::format!("tail: at most {MAX_TAIL} lines")),
+                }
+            }
             ["grep", "-v", pattern] => {
                 Ok(Stage::Grep { pattern: pattern.to_string(), invert: true })
             }
@@ -50,9 +66,6 @@ impl Stage {
                 Ok(Stage::Grep { pattern: pattern.to_string(), invert: false })
             }
             ["wc", "-l"] => Ok(Stage::Count { lines: 0 }),
-            ["head" | "tail", ..] => {
-                Err(alloc::format!("{}: usage: {} [-n N]", words[0], words[0]))
-            }
             ["grep", ..] => Err("grep: usage: grep [-v] PATTERN".into()),
             ["wc", ..] => Err("wc: usage: wc -l".into()),
             [name, ..] => Err(alloc::format!(

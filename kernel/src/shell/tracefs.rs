@@ -420,7 +420,7 @@ tracing mini-HOWTO:
 \t\t\t  globs allowed; > replaces the set, >> adds to it)
 
  Commands besides the files: help lists them (dump, stress, bench, ...).
- Output of cat, ls, echo, ... can be piped: | head [-n N], | tail [-n N],
+ Output of cat, ls, echo, ... can be piped: | head [-n N | -N], | tail [-n N | -N],
  | grep [-v] TEXT, | wc -l. Ctrl-C stops a long read.
 ";
 
