@@ -81,6 +81,10 @@ struct Run {
     /// Use KVM instead of TCG.
     #[arg(long)]
     kvm: bool,
+    /// TCG with virtual time: one nanosecond per guest instruction, so the guest's
+    /// TSC counts instructions (`bench` reports exact counts) and runs repeat.
+    #[arg(long, conflicts_with = "kvm")]
+    icount: bool,
     /// Copy everything the kernel writes to the serial line into FILE.
     #[arg(long, value_name = "FILE")]
     serial_log: Option<PathBuf>,
@@ -227,6 +231,7 @@ fn record(options: &Record) -> Result<bool, String> {
         smp: options.run.smp,
         memory_mib: options.run.memory,
         kvm: options.run.kvm,
+        icount: options.run.icount,
         reboot: options.run.reboot,
         serial: Serial::Pipe,
     };
@@ -361,6 +366,7 @@ fn boot(run: &Run) -> ExitCode {
         smp: run.smp,
         memory_mib: run.memory,
         kvm: run.kvm,
+        icount: run.icount,
         serial: Serial::Terminal { log: run.serial_log.clone() },
         reboot: run.reboot,
     };

@@ -26,6 +26,10 @@ pub struct Config {
     pub memory_mib: u32,
     /// Use KVM instead of TCG (TCG is the default: KVM is nested on these machines).
     pub kvm: bool,
+    /// TCG only: virtual time advances one nanosecond per guest instruction (QEMU's
+    /// `-icount shift=0`), so the guest's TSC and timers count instructions and a run
+    /// is repeatable; the CPUs then share one host thread.
+    pub icount: bool,
     /// Serial line wiring.
     pub serial: Serial,
     /// A guest reset reboots the guest, its memory kept (QEMU's default), instead of
@@ -35,7 +39,14 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Self { smp: 4, memory_mib: 256, kvm: false, serial: Serial::Pipe, reboot: false }
+        Self {
+            smp: 4,
+            memory_mib: 256,
+            kvm: false,
+            icount: false,
+            serial: Serial::Pipe,
+            reboot: false,
+        }
     }
 }
 
@@ -55,7 +66,8 @@ impl Config {
             .arg(format!("isa-debug-exit,iobase={DEBUG_EXIT_PORT:#x},iosize=0x04"))
             .args(["-smp", &self.smp.to_string()])
             .args(["-m", &format!("{}M", self.memory_mib)])
-            .args(["-accel", if self.kvm { "kvm" } else { "tcg" }]);
+            .args(["-accel", if self.kvm { "kvm" } else { "tcg" }])
+            .args(if self.icount { &["-icount", "shift=0"][..] } else { &[][..] });
         match &self.serial {
             Serial::Terminal { log } => {
                 let mut chardev = OsString::from("stdio,id=console,mux=on,signal=off");

@@ -281,6 +281,12 @@ fn help_names_the_console_keys_and_the_exit_codes() {
     }
     let report = help(&["report", "--help"]);
     assert!(report.contains("1  a dump was damaged"), "{report}");
+    // Instruction counting is TCG's: with KVM it is refused before QEMU runs.
+    let both =
+        Command::new(env!("CARGO_BIN_EXE_boot")).args(["--icount", "--kvm"]).output().unwrap();
+    assert_eq!(both.status.code(), Some(2));
+    let error = text(&both.stderr);
+    assert!(error.contains("'--icount' cannot be used with '--kvm'"), "{error}");
 }
 
 #[test]

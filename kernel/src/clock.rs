@@ -28,7 +28,11 @@ pub fn now_ns() -> u64 {
 pub fn delay_us(micros: u64) {
     let end = now_ns() + micros * 1000;
     while now_ns() < end {
-        core::hint::spin_loop();
+        // Plain instructions rather than `pause`: under QEMU's instruction counting
+        // (`--icount`) time is instructions, and each `pause` leaves translated code.
+        for i in 0..64u32 {
+            core::hint::black_box(i);
+        }
     }
 }
 
