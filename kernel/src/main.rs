@@ -70,7 +70,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     // The local APIC id is not known before ACPI; 0 until `percpu` is set again below.
     percpu::init_this_cpu(0, 0);
     // The boot CPU's thread never idles: it starts the kernel, then runs the shell.
-    percpu::current().busy.store(true, core::sync::atomic::Ordering::Relaxed);
+    arch::irq::set_busy(true);
     arch::stack::set_boot_stack(BOOTLOADER_CONFIG.kernel_stack_size);
     arch::stack::set_image_offset(boot_info.kernel_image_offset);
     serial::init();

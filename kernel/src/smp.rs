@@ -2,7 +2,7 @@
 //! the call IPI, and stopping them all (by NMI) when one CPU panics.
 
 use crate::arch::apic::{self, Destination, Ipi};
-use crate::arch::percpu;
+use crate::arch::{irq, percpu};
 use crate::{arch, clock, idle, memory, timer};
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -83,9 +83,9 @@ extern "C" fn ap_main(index: usize) -> ! {
         match work {
             Some(work) => {
                 x86_64::instructions::interrupts::enable();
-                cpu.busy.store(true, Ordering::Relaxed);
+                irq::set_busy(true);
                 work();
-                cpu.busy.store(false, Ordering::Relaxed);
+                irq::set_busy(false);
             }
             None => idle::wait_unless(|| cpu.work.lock().is_some()),
         }

@@ -60,6 +60,8 @@ const NMI_UNIT: u32 = 1 << 16;
 /// lives; every handler takes one first. `!Send`, like [`IrqGuard`].
 pub struct HandlerGuard {
     unit: u32,
+    /// The CPU's `running` code before this handler, restored when it ends.
+    was: u8,
     _not_send: PhantomData<*const ()>,
 }
 
@@ -78,38 +80,87 @@ impl HandlerGuard {
 
     #[inline(always)]
     fn count(unit: u32) -> Self {
-        let depth = &percpu::current().handler_depth;
-        // Plain load and store: handlers nest like a stack, so one that interrupts
-        // us between the two has restored the count before we resume; only this
-        // CPU touches it.
-        depth.store(depth.load(Relaxed) + unit, Relaxed);
-        Self { unit, _not_send: PhantomData }
+        let cpu = percpu::current();
+        // Plain loads and stores: handlers nest like a stack, so one that interrupts
+        // us between a load and its store has restored both words before we
+        // resume; only this CPU touches them.
+        let depth = cpu.handler_depth.load(Relaxed) + unit;
+        cpu.handler_depth.store(depth, Relaxed);
+        let was = cpu.running.load(Relaxed);
+        cpu.running.store(Running::of(depth, cpu.busy.load(Relaxed)) as u8, Relaxed);
+        Self { unit, was, _not_send: PhantomData }
     }
 }
 
 impl Drop for HandlerGuard {
     #[inline(always)]
     fn drop(&mut self) {
-        let depth = &percpu::current().handler_depth;
-        depth.store(depth.load(Relaxed) - self.unit, Relaxed);
+        let cpu = percpu::current();
+        cpu.running.store(self.was, Relaxed);
+        cpu.handler_depth.store(cpu.handler_depth.load(Relaxed) - self.unit, Relaxed);
     }
 }
 
-/// The handlers this CPU is running, as [`handlers_on`] reads them.
+/// What a CPU runs: its thread (idle or doing work), 1, 2, or 3 or more interrupt
+/// or exception handlers deep, or an NMI over its thread or over a handler. Kept per
+/// CPU as one code as handlers enter and leave, so that a reader (the tracer, on
+/// every event) pays one load.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Handlers {
-    /// Interrupt and exception handlers open (nested), NMIs not counted.
-    pub irqs: u32,
-    /// Whether an NMI handler is running.
-    pub nmi: bool,
+#[repr(u8)]
+pub enum Running {
+    /// The thread, idle.
+    Idle = 0,
+    /// The thread, doing work.
+    Thread = 1,
+    /// One interrupt or exception handler.
+    Irq1 = 2,
+    /// Two nested.
+    Irq2 = 3,
+    /// Three or more nested.
+    Irq3 = 4,
+    /// An NMI over the thread.
+    Nmi = 5,
+    /// An NMI over an interrupt or exception handler.
+    NmiOverIrq = 6,
 }
 
-/// The handlers `cpu`, the caller's own ([`percpu::current`]), is running. Callable
-/// from any context.
+impl Running {
+    /// What runs with `depth` handlers open (NMIs in units of `NMI_UNIT`) over a
+    /// thread that is `busy` or not.
+    fn of(depth: u32, busy: bool) -> Running {
+        match (depth / NMI_UNIT, depth % NMI_UNIT) {
+            (0, 0) if busy => Running::Thread,
+            (0, 0) => Running::Idle,
+            (0, 1) => Running::Irq1,
+            (0, 2) => Running::Irq2,
+            (0, _) => Running::Irq3,
+            (_, 0) => Running::Nmi,
+            (_, _) => Running::NmiOverIrq,
+        }
+    }
+}
+
+/// What this CPU runs. One load; callable from any context.
 #[inline(always)]
-pub fn handlers_on(cpu: &percpu::PerCpu) -> Handlers {
-    let depth = cpu.handler_depth.load(Relaxed);
-    Handlers { irqs: depth % NMI_UNIT, nmi: depth >= NMI_UNIT }
+pub fn running() -> Running {
+    match percpu::running() {
+        0 => Running::Idle,
+        1 => Running::Thread,
+        2 => Running::Irq1,
+        3 => Running::Irq2,
+        4 => Running::Irq3,
+        5 => Running::Nmi,
+        _ => Running::NmiOverIrq,
+    }
+}
+
+/// Marks this CPU's thread as doing work or idling (thread context, on this CPU).
+pub fn set_busy(busy: bool) {
+    let cpu = percpu::current();
+    cpu.busy.store(busy, Relaxed);
+    // A handler that runs between the two stores restores the code it found, which
+    // this store then replaces.
+    cpu.running.store(Running::of(cpu.handler_depth.load(Relaxed), busy) as u8, Relaxed);
 }
 
 /// Whether interrupts are disabled on this CPU.

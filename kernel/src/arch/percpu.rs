@@ -3,7 +3,7 @@
 //! (thread, IRQ, NMI, panic) on any CPU may read it.
 
 use super::MAX_CPUS;
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering};
 use x86_64::VirtAddr;
 use x86_64::registers::model_specific::GsBase;
 
@@ -25,8 +25,12 @@ pub struct PerCpu {
     /// CPU touches it (`irq::HandlerGuard`).
     pub(super) handler_depth: AtomicU32,
     /// Whether this CPU's thread is doing work (the boot CPU's shell, or work posted
-    /// to an application processor) rather than idling; only this CPU writes it.
-    pub busy: AtomicBool,
+    /// to an application processor) rather than idling; only this CPU writes it
+    /// (`irq::set_busy`).
+    pub(super) busy: AtomicBool,
+    /// What this CPU runs now, an `irq::Running` code kept from the two above by
+    /// this CPU's handlers and `irq::set_busy`; read at `gs:` by [`running`].
+    pub(super) running: AtomicU8,
 }
 
 static CPUS: [PerCpu; MAX_CPUS] = {
@@ -40,6 +44,7 @@ static CPUS: [PerCpu; MAX_CPUS] = {
             work: spin::Mutex::new(None),
             handler_depth: AtomicU32::new(0),
             busy: AtomicBool::new(false),
+            running: AtomicU8::new(0),
         }
     }; MAX_CPUS];
     let mut i = 0;
@@ -68,6 +73,25 @@ pub fn index() -> usize {
         core::arch::asm!("mov {}, gs:[0]", out(reg) index, options(nostack, readonly, preserves_flags))
     };
     index
+}
+
+/// This CPU's `running` code, read through GS (no index, no bounds check): one load,
+/// callable from any context once `init_this_cpu` has run on this CPU.
+#[inline(always)]
+pub(super) fn running() -> u8 {
+    let code: u8;
+    // SAFETY: GS points at this CPU's `PerCpu` (set first thing on every CPU); the
+    // offset is its `running` field, an `AtomicU8` only this CPU stores to, and the
+    // byte load has no other effect.
+    unsafe {
+        core::arch::asm!(
+            "mov {}, byte ptr gs:[{offset}]",
+            out(reg_byte) code,
+            offset = const core::mem::offset_of!(PerCpu, running),
+            options(nostack, readonly, preserves_flags)
+        )
+    };
+    code
 }
 
 /// This CPU's data.

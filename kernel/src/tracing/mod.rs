@@ -9,9 +9,9 @@ pub use files::{
     write_trace,
 };
 
-use crate::arch::{irq, membarrier, percpu};
+use crate::arch::irq::{self, Running};
+use crate::arch::{membarrier, percpu};
 use crate::{barrier, clock};
-use core::sync::atomic::Ordering::Relaxed;
 use spin::Once;
 use trace::{Activity, Context, Instance, InstanceConfig, Limits, Mode, Tracer, TracerError};
 
@@ -56,11 +56,33 @@ pub fn tracer() -> Option<&'static Tracer<KernelPlatform>> {
     TRACER.get()
 }
 
+/// The record context for each [`Running`] code (indexed by it), interrupts on and
+/// off: a writer's context is a load of the code, the interrupt flag and a load here.
+const CONTEXTS: [[Context; 2]; 7] = {
+    const ALL: [(Running, Activity); 7] = [
+        (Running::Idle, Activity::Idle),
+        (Running::Thread, Activity::Task),
+        (Running::Irq1, Activity::Irq { depth: 1 }),
+        (Running::Irq2, Activity::Irq { depth: 2 }),
+        (Running::Irq3, Activity::Irq { depth: 3 }),
+        (Running::Nmi, Activity::Nmi { in_irq: false }),
+        (Running::NmiOverIrq, Activity::Nmi { in_irq: true }),
+    ];
+    let mut table = [[Context::UNKNOWN; 2]; 7];
+    let mut i = 0;
+    while i < ALL.len() {
+        let (running, activity) = ALL[i];
+        table[running as usize] = [Context::new(activity, false), Context::new(activity, true)];
+        i += 1;
+    }
+    table
+};
+
 /// What `trace` needs from the kernel: the CPU index from per-CPU data (callable from
-/// any context), the TSC clock in nanoseconds, the writer's context (handlers open on
-/// the CPU, whether its thread is busy, the interrupt flag), and the asymmetric memory
-/// barrier: a compiler fence for writers, an IPI to every other CPU for control
-/// operations.
+/// any context), the TSC clock in nanoseconds, the writer's context (what the CPU
+/// runs, kept per CPU by its handlers: `irq::Running`; and the interrupt flag), and
+/// the asymmetric memory barrier: a compiler fence for writers, an IPI to every other
+/// CPU for control operations.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct KernelPlatform;
 
@@ -103,14 +125,7 @@ impl trace::Platform for KernelPlatform {
 
     #[inline(always)]
     fn context(&self) -> Context {
-        let this = percpu::current();
-        let activity = match irq::handlers_on(this) {
-            irq::Handlers { nmi: true, irqs } => Activity::Nmi { in_irq: irqs > 0 },
-            irq::Handlers { irqs: 0, .. } if this.busy.load(Relaxed) => Activity::Task,
-            irq::Handlers { irqs: 0, .. } => Activity::Idle,
-            irq::Handlers { irqs, .. } => Activity::Irq { depth: irqs.min(3) as u8 },
-        };
-        Context::new(activity, irq::irqs_off())
+        CONTEXTS[irq::running() as usize][usize::from(irq::irqs_off())]
     }
 
     fn stack_trace(&self, frames: &mut [u64]) -> usize {
