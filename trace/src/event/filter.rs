@@ -212,10 +212,15 @@ enum Location {
 /// A field every event has: where it was written ([`Origin`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Common {
+    /// `CPU`, `cpu`, `common_cpu`: the writer's CPU.
     Cpu,
+    /// `COMM`, `comm`: the name of the task column.
     Comm,
+    /// `common_pid`: the id of the task column.
     Pid,
+    /// `common_flags`: Linux's flag bits for the writer's context.
     Flags,
+    /// `common_preempt_count`: the interrupt nesting depth.
     PreemptCount,
 }
 
@@ -423,16 +428,14 @@ impl Filter {
     }
 
     /// Whether a payload of the event the filter was compiled for, written at
-    /// `origin`, passes. Callable
-    /// from any context: no lock, no allocation.
+    /// `origin`, passes. Callable from any context: no lock, no allocation.
     pub fn matches(&self, payload: &[u8], origin: Origin) -> bool {
         self.eval(&Encoded { payload, kinds: &self.kinds }, origin)
     }
 
     /// Whether a small payload of `len` bytes, encoded into `words`, written at
-    /// `origin`, passes:
-    /// [`Filter::matches`] with each integer at a fixed place read as one word.
-    /// Callable from any context: no lock, no allocation.
+    /// `origin`, passes: [`Filter::matches`] with each integer at a fixed place read
+    /// as one word. Callable from any context: no lock, no allocation.
     #[inline(always)]
     pub(crate) fn matches_inline(&self, words: &Inline, len: usize, origin: Origin) -> bool {
         let Some(steps) = &self.steps else {
