@@ -2,6 +2,7 @@
 //! into the tracer's instances.
 
 use crate::event::Encode;
+use crate::event::dispatch::Body;
 use crate::field::{Field, FieldKind};
 use crate::tests::util::HERE;
 use crate::tracer::trigger::{
@@ -126,37 +127,43 @@ fn n(v: u32) -> Encode<(u32,), (u32,)> {
     Encode::new((v,))
 }
 
+/// `args` as the tracer hands an event to its triggers (without encoded words, so
+/// conditions judge the arguments).
+fn body(args: &Encode<(u32,), (u32,)>) -> Body<'_> {
+    Body { len: 4, payload: args, words: None }
+}
+
 #[test]
 fn trigger_counts_run_out_and_state_changes_count_once() {
     let mock = Mock { tracing: Cell::new(true), ..Mock::default() };
     let off = add("traceoff:2");
-    off.fire(&n(0), HERE, &mock);
+    off.fire(&body(&n(0)), HERE, &mock);
     assert!(!mock.tracing());
     // Already off: no change, no count taken.
-    off.fire(&n(0), HERE, &mock);
+    off.fire(&body(&n(0)), HERE, &mock);
     assert_eq!(off.count(), Some(1));
     mock.tracing.set(true);
-    off.fire(&n(0), HERE, &mock);
+    off.fire(&body(&n(0)), HERE, &mock);
     assert_eq!((mock.tracing(), off.count()), (false, Some(0)));
     mock.tracing.set(true);
-    off.fire(&n(0), HERE, &mock);
+    off.fire(&body(&n(0)), HERE, &mock);
     assert!(mock.tracing(), "a count of 0 never fires");
 
     let enable = add("enable_event:sys:target:1 if n == 7");
-    enable.fire(&n(6), HERE, &mock);
+    enable.fire(&body(&n(6)), HERE, &mock);
     assert!(!mock.event.get(), "the filter rejects n == 6");
-    enable.fire(&n(7), HERE, &mock);
+    enable.fire(&body(&n(7)), HERE, &mock);
     assert!(mock.event.get());
     assert_eq!(enable.to_string(), "enable_event:sys:target:count=0 if n == 7");
 
     let snap = add("snapshot:3");
     for _ in 0..5 {
-        snap.fire(&n(0), HERE, &mock);
+        snap.fire(&body(&n(0)), HERE, &mock);
     }
     assert_eq!((mock.snapshots.get(), snap.count()), (3, Some(0)));
     let stack = add("stacktrace");
-    stack.fire(&n(0), HERE, &mock);
-    stack.fire(&n(0), HERE, &mock);
+    stack.fire(&body(&n(0)), HERE, &mock);
+    stack.fire(&body(&n(0)), HERE, &mock);
     assert_eq!((mock.stacks.get(), stack.count()), (2, None));
 }
 
@@ -164,8 +171,8 @@ fn trigger_counts_run_out_and_state_changes_count_once() {
 fn trigger_refused_snapshot_is_counted_and_keeps_its_count() {
     let mock = Mock { refuse_snapshots: true, ..Mock::default() };
     let snap = add("snapshot:2");
-    snap.fire(&n(0), HERE, &mock);
-    snap.fire(&n(0), HERE, &mock);
+    snap.fire(&body(&n(0)), HERE, &mock);
+    snap.fire(&body(&n(0)), HERE, &mock);
     assert_eq!((snap.refused(), snap.count()), (2, Some(2)));
 }
 
@@ -192,7 +199,7 @@ fn trigger_counts_are_exact_across_threads() {
     let target = Shared(AtomicU64::new(0));
     std::thread::scope(|s| {
         for _ in 0..4 {
-            s.spawn(|| (0..5000).for_each(|_| snap.fire(&n(0), HERE, &target)));
+            s.spawn(|| (0..5000).for_each(|_| snap.fire(&body(&n(0)), HERE, &target)));
         }
     });
     assert_eq!((target.0.load(Relaxed), snap.count()), (10000, Some(0)));

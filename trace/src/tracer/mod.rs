@@ -491,7 +491,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         if record != 0 {
             self.record_admitted(section, cpu, tag, record, body);
         }
-        self.fire_triggers(section, cpu, tag, triggered, descriptor, body.payload);
+        self.fire_triggers(section, cpu, tag, triggered, descriptor, &body);
         0
     }
 
@@ -540,7 +540,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         tag: Tag,
         mut mask: u64,
         descriptor: &EventDescriptor,
-        payload: &dyn Payload,
+        body: &Body<'_>,
     ) {
         // A CPU outside the instance's cpumask: no trigger.
         mask &= !self.excluded_on(cpu);
@@ -554,7 +554,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
             };
             let target = FireTarget { tracer: self, section, cpu, ctx: tag.ctx, slot, recorder };
             let origin = Origin { context: tag.ctx, cpu };
-            hooks.triggers.iter().for_each(|trigger| trigger.fire(payload, origin, &target));
+            hooks.triggers.iter().for_each(|trigger| trigger.fire(body, origin, &target));
         }
     }
 

@@ -24,7 +24,7 @@
 //! with the frames the platform's unwinder gives ([`crate::Platform::stack_trace`];
 //! none without one).
 
-use crate::event::dispatch::Payload;
+use crate::event::dispatch::Body;
 use crate::event::filter::{Filter, FilterReason};
 use crate::event::format_file::Origin;
 use crate::event::{DescriptorKind, EventDescriptor};
@@ -327,10 +327,10 @@ impl Trigger {
         self.count.try_update(Relaxed, Relaxed, |n| n.checked_sub(1)).is_ok()
     }
 
-    /// Runs the trigger for an event with `payload`, written at `origin`, fired in
-    /// `target`.
-    pub(crate) fn fire(&self, payload: &dyn Payload, origin: Origin, target: &impl Target) {
-        if self.filter.as_ref().is_some_and(|f| !payload.passes(f, origin)) {
+    /// Runs the trigger for an event (`body`, written at `origin`) fired in `target`.
+    /// Its condition is judged as filters are ([`Body::passes`]).
+    pub(crate) fn fire(&self, body: &Body<'_>, origin: Origin, target: &impl Target) {
+        if self.filter.as_ref().is_some_and(|f| !body.passes(f, origin)) {
             return;
         }
         match self.action {
