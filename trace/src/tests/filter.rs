@@ -48,13 +48,19 @@ type Decl = (u32, i16, &'static str, u64, bool, char, [u8; 2]);
 /// tracepoint's filter judges them (typed), asserting that the encoded payload gets
 /// the same verdict.
 fn judge(filter: &Filter, a: u32, b: i16, s: &str, c: u64) -> bool {
+    judge_at(filter, HERE, a, b, s, c)
+}
+
+/// [`judge`] for an event written at `origin`.
+fn judge_at(filter: &Filter, origin: Origin, a: u32, b: i16, s: &str, c: u64) -> bool {
     let typed = Encode::<_, Decl>::new((a, b, s, c, true, 'x', [1u8, 2]));
-    let verdict = typed.passes(filter, HERE);
+    let verdict = typed.passes(filter, origin);
     let encoded = payload(a, b, s, c);
-    assert_eq!(verdict, filter.matches(&encoded, HERE), "{filter} on a={a} b={b} s={s:?} c={c}");
+    let at = format!("{filter} on a={a} b={b} s={s:?} c={c} at {origin:?}");
+    assert_eq!(verdict, filter.matches(&encoded, origin), "{at}");
     if let Some(words) = inline(&encoded) {
-        let fast = filter.matches_inline(&words, encoded.len(), HERE);
-        assert_eq!(verdict, fast, "{filter} on a={a} b={b} s={s:?} c={c}, inline");
+        let fast = filter.matches_inline(&words, encoded.len(), origin);
+        assert_eq!(verdict, fast, "{at}, inline");
     }
     verdict
 }
@@ -368,6 +374,10 @@ enum Expr {
     B(&'static str, i16),
     S(&'static str, &'static str),
     C(&'static str, u64),
+    /// The common field `CPU`.
+    Cpu(&'static str, i32),
+    /// The common field `comm`.
+    Comm(&'static str, &'static str),
     Not(Box<Expr>),
     And(Box<Expr>, Box<Expr>),
     Or(Box<Expr>, Box<Expr>),
@@ -376,6 +386,8 @@ enum Expr {
 const INT_OPS: [&str; 7] = ["==", "!=", "<", "<=", ">", ">=", "&"];
 const STR_OPS: [&str; 3] = ["==", "!=", "~"];
 const STRINGS: [&str; 5] = ["", "foo", "foobar", "bar", "*o*"];
+/// Task names ([`crate::text::Task`] of a thread: `shell` on CPU 0, `work/N` on N).
+const COMMS: [&str; 5] = ["shell", "work/1", "work/2", "work/*", "*l"];
 
 fn int_op<T: PartialOrd + Copy + Into<i128>>(op: &str, v: T, x: T) -> bool {
     match op {
@@ -389,20 +401,29 @@ fn int_op<T: PartialOrd + Copy + Into<i128>>(op: &str, v: T, x: T) -> bool {
     }
 }
 
+/// A string comparison as filters make it.
+fn str_op(op: &str, s: &str, x: &str) -> bool {
+    match op {
+        "==" => s == x,
+        "!=" => s != x,
+        _ => crate::event::glob(x, s),
+    }
+}
+
 impl Expr {
-    fn eval(&self, a: u32, b: i16, s: &str, c: u64) -> bool {
+    /// The expression's value for an event of a thread on `cpu` (`cpu < 10`).
+    fn eval(&self, a: u32, b: i16, s: &str, c: u64, cpu: i32) -> bool {
+        let comm = if cpu == 0 { "shell".to_string() } else { format!("work/{cpu}") };
         match self {
             Expr::A(op, x) => int_op(op, a, *x),
             Expr::B(op, x) => int_op(op, b, *x),
             Expr::C(op, x) => int_op(op, c, *x),
-            Expr::S(op, x) => match *op {
-                "==" => s == *x,
-                "!=" => s != *x,
-                _ => crate::event::glob(x, s),
-            },
-            Expr::Not(e) => !e.eval(a, b, s, c),
-            Expr::And(l, r) => l.eval(a, b, s, c) && r.eval(a, b, s, c),
-            Expr::Or(l, r) => l.eval(a, b, s, c) || r.eval(a, b, s, c),
+            Expr::S(op, x) => str_op(op, s, x),
+            Expr::Cpu(op, x) => int_op(op, cpu, *x),
+            Expr::Comm(op, x) => str_op(op, &comm, x),
+            Expr::Not(e) => !e.eval(a, b, s, c, cpu),
+            Expr::And(l, r) => l.eval(a, b, s, c, cpu) && r.eval(a, b, s, c, cpu),
+            Expr::Or(l, r) => l.eval(a, b, s, c, cpu) || r.eval(a, b, s, c, cpu),
         }
     }
 
@@ -422,6 +443,8 @@ impl Expr {
             Expr::B(op, x) => out.push_str(&format!("b {op} {x}")),
             Expr::C(op, x) => out.push_str(&format!("c{op}{x:#x}")),
             Expr::S(op, x) => out.push_str(&format!("s {op} \"{x}\"")),
+            Expr::Cpu(op, x) => out.push_str(&format!("CPU {op} {x}")),
+            Expr::Comm(op, x) => out.push_str(&format!("comm {op} \"{x}\"")),
             Expr::Not(e) => {
                 out.push('!');
                 wrapped(e, out, matches!(**e, Expr::And(..) | Expr::Or(..)) || e.is_leaf());
@@ -440,7 +463,10 @@ impl Expr {
     }
 
     fn is_leaf(&self) -> bool {
-        matches!(self, Expr::A(..) | Expr::B(..) | Expr::C(..) | Expr::S(..))
+        matches!(
+            self,
+            Expr::A(..) | Expr::B(..) | Expr::C(..) | Expr::S(..) | Expr::Cpu(..) | Expr::Comm(..)
+        )
     }
 }
 
@@ -464,6 +490,10 @@ fn expr() -> impl Strategy<Value = Expr> {
         (prop::sample::select(&INT_OPS[..]), c_value()).prop_map(|(op, x)| Expr::C(op, x)),
         (prop::sample::select(&STR_OPS[..]), prop::sample::select(&STRINGS[..]))
             .prop_map(|(op, x)| Expr::S(op, x)),
+        (prop::sample::select(&INT_OPS[..]), prop_oneof![-1i32..4, any::<i32>()])
+            .prop_map(|(op, x)| Expr::Cpu(op, x)),
+        (prop::sample::select(&STR_OPS[..]), prop::sample::select(&COMMS[..]))
+            .prop_map(|(op, x)| Expr::Comm(op, x)),
     ];
     leaf.prop_recursive(4, 24, 2, |inner| {
         prop_oneof![
@@ -486,15 +516,16 @@ proptest! {
     fn filter_agrees_with_direct_evaluation(
         e in expr(),
         values in prop::collection::vec(
-            (a_value(), b_value(), prop::sample::select(&STRINGS[..3]), c_value()), 8),
+            (a_value(), b_value(), prop::sample::select(&STRINGS[..3]), c_value(), 0i32..4), 8),
     ) {
         let mut text = String::new();
         e.text(&mut text);
         let filter = Filter::compile(FIELDS, &text).unwrap();
-        for (a, b, s, c) in values {
+        for (a, b, s, c, cpu) in values {
+            let origin = Origin { context: Context::TASK, cpu: cpu as usize };
             prop_assert_eq!(
-                judge(&filter, a, b, s, c), e.eval(a, b, s, c),
-                "{} with a={} b={} s={:?} c={}", text, a, b, s, c
+                judge_at(&filter, origin, a, b, s, c), e.eval(a, b, s, c, cpu),
+                "{} with a={} b={} s={:?} c={} on CPU {}", text, a, b, s, c, cpu
             );
         }
     }
