@@ -191,6 +191,12 @@ struct Report {
     /// (addresses otherwise). Without PATH, the kernel this build boots.
     #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = boot::KERNEL_ELF)]
     elf: Option<PathBuf>,
+    /// Shows only the events named here (repeatable, as trace-cmd report's -F):
+    /// `EVENTS[: FILTER]`, EVENTS comma-separated `SYSTEM/EVENT` or `EVENT` globs,
+    /// FILTER in the kernel's filter syntax (its fields and `CPU`, `comm`,
+    /// `common_pid`, ...), e.g. 'irq/irq_handler_entry: vector == 49 && CPU == 0'.
+    #[arg(long, value_name = "SPEC")]
+    filter: Vec<String>,
 }
 
 fn main() -> ExitCode {
@@ -253,6 +259,7 @@ fn record(options: &Record) -> Result<bool, String> {
         instance: options.instance.clone().or_else(|| Some("top".into())),
         buffer: None,
         elf: None,
+        filter: Vec::new(),
     };
     let reported = report(&report_options);
     if options.run.serial_log.is_none() {
@@ -429,6 +436,7 @@ fn report(options: &Report) -> Result<bool, String> {
         _ => {}
     }
     let symbols = options.elf.as_deref().map(report::Symbols::read).transpose()?;
+    let selection = report::Selection::parse(&options.filter)?;
     let log = options.log.display();
     let mut total = 0usize;
     for_each_line(&options.log, |line| {
@@ -450,19 +458,21 @@ fn report(options: &Report) -> Result<bool, String> {
             let partial = PathBuf::from(partial);
             let file = std::fs::File::create(&partial)
                 .map_err(|e| format!("{}: {e}", partial.display()))?;
-            let result = convert(options, symbols.as_ref(), total, &mut BufWriter::new(file))
-                .and_then(|clean| {
-                    std::fs::rename(&partial, path)
-                        .map_err(|e| format!("{}: {e}", path.display()))?;
-                    Ok(clean)
-                });
+            let result =
+                convert(options, symbols.as_ref(), &selection, total, &mut BufWriter::new(file))
+                    .and_then(|clean| {
+                        std::fs::rename(&partial, path)
+                            .map_err(|e| format!("{}: {e}", path.display()))?;
+                        Ok(clean)
+                    });
             if result.is_err() {
                 let _ = std::fs::remove_file(&partial);
             }
             result
         }
         _ => {
-            convert(options, symbols.as_ref(), total, &mut BufWriter::new(std::io::stdout().lock()))
+            let stdout = &mut BufWriter::new(std::io::stdout().lock());
+            convert(options, symbols.as_ref(), &selection, total, stdout)
         }
     }
 }
@@ -472,6 +482,7 @@ fn report(options: &Report) -> Result<bool, String> {
 fn convert(
     options: &Report,
     symbols: Option<&report::Symbols>,
+    selection: &report::Selection,
     total: usize,
     out: &mut impl Write,
 ) -> Result<bool, String> {
@@ -502,7 +513,9 @@ fn convert(
                         .map_err(write_error)?;
                 }
                 let buffers = options.buffer.unwrap_or(Buffers::All);
-                for trace in chosen(&dump, options.instance.as_deref(), buffers, symbols)? {
+                for trace in
+                    chosen(&dump, options.instance.as_deref(), buffers, symbols, selection)?
+                {
                     if options.stat {
                         report::write_stat(&trace, out).map_err(write_error)?;
                     } else {
@@ -524,7 +537,7 @@ fn convert(
                     Format::Perfetto => Buffers::All,
                     _ => Buffers::Live,
                 });
-                let traces = chosen(&dump, Some(name), buffers, symbols)?;
+                let traces = chosen(&dump, Some(name), buffers, symbols, selection)?;
                 match (options.format, &options.output) {
                     (Format::Ctf, Some(dir)) => report::write_ctf(&traces[0], dir)
                         .map_err(|e| format!("{}: {e}", dir.display()))?,
@@ -571,14 +584,20 @@ fn format_name(format: Format) -> String {
 }
 
 /// The sections of `dump` to report: the buffers chosen of every instance, or of
-/// the one named (then never none), their stacks symbolised with `symbols` if given.
+/// the one named (then never none), their events those `selection` keeps, their
+/// stacks symbolised with `symbols` if given.
 fn chosen(
     dump: &trace::dump::Dump,
     name: Option<&str>,
     buffers: Buffers,
     symbols: Option<&report::Symbols>,
+    selection: &report::Selection,
 ) -> Result<Vec<trace::dump::Section>, String> {
     let mut traces = dump.sections();
+    // Filters judge the values as recorded, before stack addresses become names.
+    for trace in &mut traces {
+        selection.apply(trace)?;
+    }
     if let Some(symbols) = symbols {
         traces.iter_mut().for_each(|t| symbols.symbolize(t));
     }

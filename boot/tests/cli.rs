@@ -2,7 +2,7 @@
 //! crafted dumps whose checksums are valid but whose contents are absurd.
 
 mod support;
-use support::{record, report, temp, text};
+use support::{record, report, temp, temp_path, text};
 
 mod crafted;
 
@@ -506,5 +506,57 @@ fn a_bad_elf_is_refused_with_the_reason_and_nothing_is_written() {
             "{elf:?}: {stderr}"
         );
         assert!(!output.exists(), "{elf:?}: an output was written");
+    }
+}
+
+#[test]
+fn report_filter_keeps_the_events_named_whose_filter_passes() {
+    let log = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/panic-latency-snapshot.log");
+    let events = |out: &std::process::Output| -> Vec<String> {
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout).lines().filter(|l| !l.starts_with('#')).map(str::to_string).collect()
+    };
+    let all = events(&report(&[log, "--instance", "top"]));
+    let on = |l: &String, event: &str, cpu: &str| l.contains(event) && l.contains(cpu);
+    // An event's field and a common field.
+    let out = report(&[log, "--instance", "top", "--filter", "timer/tick: CPU == 2 && tick > 0"]);
+    let ticks: Vec<String> = all.iter().filter(|l| on(l, ": tick: ", "[002]")).cloned().collect();
+    assert!(!ticks.is_empty() && ticks.len() < all.len());
+    assert_eq!(events(&out), ticks);
+    let held = all.len();
+    let note =
+        format!("# (the filter leaves out {} of the {held} the dump holds)", held - ticks.len());
+    assert!(text(&out.stdout).contains(&note), "{}", text(&out.stdout));
+    // Several specs are a union; an event without a filter is kept whole.
+    let out =
+        report(&[log, "--instance", "top", "--filter", "irq/*: vector == 49", "--filter", "rx"]);
+    let kept: Vec<String> = all
+        .iter()
+        .filter(|l| l.contains(": rx: ") || (l.contains(": irq_handler_") && l.contains("=49")))
+        .cloned()
+        .collect();
+    assert!(kept.iter().any(|l| l.contains(": rx: ")) && kept.iter().any(|l| l.contains("=49")));
+    assert_eq!(events(&out), kept);
+    // Every format reports the same selection.
+    let json = temp_path("filter.json");
+    let out =
+        report(&[log, "--format", "perfetto", "--filter", "tick", "-o", json.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let written = std::fs::read_to_string(&json).unwrap();
+    assert!(written.contains("\"tick\"") && !written.contains("irq_handler_entry"), "{written}");
+    std::fs::remove_file(&json).unwrap();
+    // A bad spec is refused with the rule, and nothing is written.
+    for (spec, error) in [
+        ("nosuch", "--filter 'nosuch': no event of the dump is named so"),
+        (
+            "tick: tik > 1",
+            "--filter 'tick: tik > 1': timer:tick: parse error at 0: field not found",
+        ),
+        ("a/b/c", "--filter 'a/b/c': an event is SYSTEM/EVENT or EVENT"),
+    ] {
+        let out = report(&[log, "--filter", spec]);
+        assert_eq!(out.status.code(), Some(2), "{spec}");
+        assert!(text(&out.stderr).contains(error), "{spec}: {}", text(&out.stderr));
+        assert!(out.stdout.is_empty(), "{spec}");
     }
 }

@@ -8,6 +8,7 @@
 pub mod ctf;
 pub mod perfetto;
 pub mod perfetto_proto;
+pub mod select;
 pub mod stat;
 pub mod symbols;
 pub mod text;
@@ -19,6 +20,7 @@ mod sample;
 pub use ctf::{ctf_files, write_ctf};
 pub use perfetto::{perfetto_json, perfetto_json_of, write_perfetto, write_perfetto_of};
 pub use perfetto_proto::write_perfetto_proto;
+pub use select::Selection;
 pub use stat::{CpuSummary, Summary, summarize, write_stat};
 pub use symbols::Symbols;
 pub use text::write_text;

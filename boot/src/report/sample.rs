@@ -152,6 +152,7 @@ pub fn sample() -> Section {
         descriptors,
         events,
         skipped: 0,
+        filtered: 0,
         stats,
         panic: Some(PanicReport {
             cpu: 1,

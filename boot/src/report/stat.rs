@@ -83,6 +83,9 @@ pub fn write_stat(trace: &Section, out: &mut impl Write) -> io::Result<()> {
     if trace.skipped > 0 {
         writeln!(out, "# the dump leaves out {} older records by its `last N` cap", trace.skipped)?;
     }
+    if trace.filtered > 0 {
+        writeln!(out, "# the filter leaves out {} of the dump's events", trace.filtered)?;
+    }
     if let Some(p) = &trace.panic {
         let msg = p.message.replace('\n', "\n#   ");
         writeln!(out, "# panic on cpu {} at {}: {}", p.cpu, p.location, msg)?;

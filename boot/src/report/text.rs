@@ -36,17 +36,19 @@ pub fn write_text(trace: &Section, out: &mut impl Write) -> io::Result<()> {
         .fold((0u64, 0u64), |(e, w), s| (e.saturating_add(s.entries), w.saturating_add(s.written)));
     let listed = trace.events.len() as u64;
     writeln!(out, "# entries-in-buffer/entries-written: {listed}/{}", written.max(listed))?;
+    // What the dump holds: those listed and those a filter left out.
+    let held = listed.saturating_add(trace.filtered);
     // Of those left out, the kernel's cap (`dump last N`) says how many it skipped;
     // the rest went with damaged chunks.
     let capped = match trace.skipped {
         0 => String::new(),
         n => format!("; its `last N` cap skipped {n}"),
     };
-    if entries > listed {
+    if entries > held {
         writeln!(
             out,
             "# (the dump leaves out {} of the {entries} entries in the buffer{capped})",
-            entries - listed
+            entries - held
         )?;
     } else if trace.skipped > 0 {
         writeln!(
@@ -54,6 +56,9 @@ pub fn write_text(trace: &Section, out: &mut impl Write) -> io::Result<()> {
             "# (the dump leaves out {} older records by its `last N` cap)",
             trace.skipped
         )?;
+    }
+    if trace.filtered > 0 {
+        writeln!(out, "# (the filter leaves out {} of the {held} the dump holds)", trace.filtered)?;
     }
     if let Some(p) = &trace.panic {
         let msg = p.message.replace('\n', "\n#   ");

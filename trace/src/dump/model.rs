@@ -6,7 +6,9 @@ use super::read::{Dump, DumpDescriptor, DumpRecord, DumpStats, PanicReport};
 use super::{BufferKind, MAX_CPUS};
 use crate::context::Context;
 use crate::event::DescriptorKind;
-use crate::field::{self, Decoder};
+use crate::event::filter::{FieldRef, Fields, Filter, FilterError};
+use crate::event::format_file::Origin;
+use crate::field::{self, Decoder, Field};
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::format;
 use alloc::string::String;
@@ -29,6 +31,9 @@ pub struct Section {
     pub events: Vec<Event>,
     /// Older records the kernel left out of the dump (`dump last N`).
     pub skipped: u64,
+    /// Events of the dump a reader's filter left out of `events` (the host tool's
+    /// `report --filter`); 0 as decoded.
+    pub filtered: u64,
     /// One entry per CPU, index = CPU.
     pub stats: Vec<DumpStats>,
     /// The panic that produced the dump; `None` for a live `dump` or a stream.
@@ -118,6 +123,7 @@ impl Dump {
                     descriptors: self.descriptors.clone(),
                     events: instance.records.iter().map(|r| self.event(r)).collect(),
                     skipped: instance.skipped,
+                    filtered: 0,
                     stats,
                     panic: self.panic.clone(),
                 }
@@ -158,6 +164,45 @@ impl Dump {
             }
         }
         event
+    }
+}
+
+impl DumpDescriptor {
+    /// Compiles `text` as a filter of this event ([`Filter::compile`]).
+    pub fn filter(&self, text: &str) -> Result<Filter, FilterError> {
+        let fields: Vec<Field<'_>> =
+            self.fields.iter().map(|f| Field { name: &f.name, kind: f.kind }).collect();
+        Filter::compile(&fields, text)
+    }
+}
+
+impl Event {
+    /// Whether the event passes `filter` (compiled for its descriptor's fields): on
+    /// its decoded values and where it was written, as the tracer judges a record.
+    pub fn passes(&self, filter: &Filter) -> bool {
+        filter.eval(&Decoded(&self.values), Origin { context: self.context, cpu: self.cpu })
+    }
+}
+
+/// An event's decoded values as a filter reads them.
+struct Decoded<'a>(&'a [Value]);
+
+impl Fields for Decoded<'_> {
+    fn int(&self, field: &FieldRef) -> Option<u64> {
+        Some(match self.0.get(usize::from(field.index))? {
+            Value::Unsigned(v) => *v,
+            Value::Signed(v) => *v as u64,
+            Value::Bool(v) => u64::from(*v),
+            Value::Char(v) => u64::from(u32::from(*v)),
+            Value::Bytes(_) | Value::Str(_) => return None,
+        })
+    }
+
+    fn str(&self, field: &FieldRef) -> Option<&str> {
+        match self.0.get(usize::from(field.index))? {
+            Value::Str(s) => Some(s),
+            _ => None,
+        }
     }
 }
 

@@ -1,11 +1,12 @@
 //! Event filters: the syntax, every operator on every field kind, errors with their
 //! positions, and a property test against a direct evaluation of random expressions.
 
+use crate::dump;
 use crate::event::Encode;
 use crate::event::dispatch::{INLINE_WORDS, Inline, Payload};
 use crate::event::filter::{Filter, FilterError, FilterReason, MAX_FILTER_LEN, MAX_PREDICATES};
 use crate::event::format_file::Origin;
-use crate::field::{Encoder, Field, FieldKind, FieldValue};
+use crate::field::{Decoder, Encoder, Field, FieldKind, FieldValue};
 use crate::tests::util::HERE;
 use crate::{Activity, Context};
 use crate::{event::DescriptorKind, event::EventDescriptor};
@@ -62,6 +63,19 @@ fn judge_at(filter: &Filter, origin: Origin, a: u32, b: i16, s: &str, c: u64) ->
         let fast = filter.matches_inline(&words, encoded.len(), origin);
         assert_eq!(verdict, fast, "{at}, inline");
     }
+    // The host tool's: the values a dump's record decodes to.
+    let mut decoder = Decoder::new(&encoded);
+    let values = FIELDS.iter().map_while(|f| decoder.value(f.kind).ok().map(Into::into)).collect();
+    let event = dump::Event {
+        cpu: origin.cpu,
+        ts: 0,
+        id: 1,
+        context: origin.context,
+        values,
+        lost_before: 0,
+        text: String::new(),
+    };
+    assert_eq!(verdict, event.passes(filter), "{at}, decoded");
     verdict
 }
 

@@ -1,0 +1,96 @@
+//! `report --filter`: which events a report shows, as trace-cmd report's `-F`. Each
+//! spec is `EVENTS[: FILTER]`: EVENTS a comma-separated list of `SYSTEM/EVENT` or
+//! `EVENT` globs (`*`, `?`), FILTER the kernel's filter syntax (the event's fields and
+//! the common fields: `CPU`, `comm`, `common_pid`, ...). Given specs, a report shows
+//! the events some spec names and whose filter, if it has one, passes.
+
+use trace::dump::{DumpDescriptor, Section};
+use trace::event::{Filter, glob};
+
+/// The parsed `--filter` specs (none: every event is shown).
+#[derive(Debug, Default)]
+pub struct Selection {
+    specs: Vec<Spec>,
+}
+
+/// One `--filter` spec.
+#[derive(Debug)]
+struct Spec {
+    /// As given, for errors.
+    text: String,
+    /// (system glob, event glob) pairs; the system glob is `*` when not given.
+    events: Vec<(String, String)>,
+    /// The filter text, if any.
+    filter: Option<String>,
+}
+
+impl Selection {
+    /// Parses the specs of `--filter`; an error names the spec and the rule.
+    pub fn parse(specs: &[String]) -> Result<Selection, String> {
+        let mut parsed = Vec::new();
+        for text in specs {
+            let (events, filter) = match text.split_once(':') {
+                Some((events, filter)) => (events, Some(filter.trim())),
+                None => (text.as_str(), None),
+            };
+            let mut globs = Vec::new();
+            for event in events.split(',').map(str::trim) {
+                let (system, name) = event.split_once('/').unwrap_or(("*", event));
+                if system.is_empty() || name.is_empty() || name.contains('/') {
+                    return Err(format!(
+                        "--filter '{text}': an event is SYSTEM/EVENT or EVENT (globs allowed), \
+                         events separated by ',', then ': FILTER' if any"
+                    ));
+                }
+                globs.push((system.to_string(), name.to_string()));
+            }
+            let filter = filter.filter(|f| !f.is_empty()).map(str::to_string);
+            parsed.push(Spec { text: text.clone(), events: globs, filter });
+        }
+        Ok(Selection { specs: parsed })
+    }
+
+    /// Keeps the events of `section` the specs select. An error: a spec that names
+    /// no event of the dump, or whose filter fits none of the events it names (then
+    /// the first one's error: position and reason).
+    pub fn apply(&self, section: &mut Section) -> Result<(), String> {
+        if self.specs.is_empty() {
+            return Ok(());
+        }
+        // Per event id named: its filter in that spec (`None`: the spec has none).
+        let mut chosen: Vec<(u16, Option<Filter>)> = Vec::new();
+        for spec in &self.specs {
+            let named: Vec<&DumpDescriptor> =
+                section.descriptors.values().filter(|d| spec.names(d)).collect();
+            let Some(first) = named.first() else {
+                return Err(format!("--filter '{}': no event of the dump is named so", spec.text));
+            };
+            let Some(text) = spec.filter.as_deref() else {
+                chosen.extend(named.iter().map(|d| (d.id, None)));
+                continue;
+            };
+            let compiled: Vec<(u16, Option<Filter>)> =
+                named.iter().filter_map(|d| Some((d.id, Some(d.filter(text).ok()?)))).collect();
+            if compiled.is_empty() {
+                let error = first.filter(text).err().map(|e| e.to_string()).unwrap_or_default();
+                return Err(format!("--filter '{}': {}: {error}", spec.text, first.full_name()));
+            }
+            chosen.extend(compiled);
+        }
+        let before = section.events.len();
+        section.events.retain(|event| {
+            chosen.iter().any(|(id, filter)| {
+                *id == event.id && filter.as_ref().is_none_or(|f| event.passes(f))
+            })
+        });
+        section.filtered += (before - section.events.len()) as u64;
+        Ok(())
+    }
+}
+
+impl Spec {
+    /// Whether the spec names the event `d`.
+    fn names(&self, d: &DumpDescriptor) -> bool {
+        self.events.iter().any(|(system, name)| glob(system, &d.system) && glob(name, &d.name))
+    }
+}
