@@ -4,6 +4,7 @@
 //! the common fields: `CPU`, `comm`, `common_pid`, ...). Given specs, a report shows
 //! the events some spec names and whose filter, if it has one, passes.
 
+use std::collections::BTreeMap;
 use trace::dump::{DumpDescriptor, Section};
 use trace::event::{Filter, glob};
 
@@ -57,8 +58,9 @@ impl Selection {
         if self.specs.is_empty() {
             return Ok(());
         }
-        // Per event id named: its filter in that spec (`None`: the spec has none).
-        let mut chosen: Vec<(u16, Option<Filter>)> = Vec::new();
+        // Per event id named: its filter in each spec that names it (`None`: the
+        // spec has none).
+        let mut chosen: BTreeMap<u16, Vec<Option<Filter>>> = BTreeMap::new();
         for spec in &self.specs {
             let named: Vec<&DumpDescriptor> =
                 section.descriptors.values().filter(|d| spec.names(d)).collect();
@@ -66,21 +68,23 @@ impl Selection {
                 return Err(format!("--filter '{}': no event of the dump is named so", spec.text));
             };
             let Some(text) = spec.filter.as_deref() else {
-                chosen.extend(named.iter().map(|d| (d.id, None)));
+                named.iter().for_each(|d| chosen.entry(d.id).or_default().push(None));
                 continue;
             };
-            let compiled: Vec<(u16, Option<Filter>)> =
-                named.iter().filter_map(|d| Some((d.id, Some(d.filter(text).ok()?)))).collect();
+            let compiled: Vec<(u16, Filter)> =
+                named.iter().filter_map(|d| Some((d.id, d.filter(text).ok()?))).collect();
             if compiled.is_empty() {
                 let error = first.filter(text).err().map(|e| e.to_string()).unwrap_or_default();
                 return Err(format!("--filter '{}': {}: {error}", spec.text, first.full_name()));
             }
-            chosen.extend(compiled);
+            for (id, filter) in compiled {
+                chosen.entry(id).or_default().push(Some(filter));
+            }
         }
         let before = section.events.len();
         section.events.retain(|event| {
-            chosen.iter().any(|(id, filter)| {
-                *id == event.id && filter.as_ref().is_none_or(|f| event.passes(f))
+            chosen.get(&event.id).is_some_and(|filters| {
+                filters.iter().any(|filter| filter.as_ref().is_none_or(|f| event.passes(f)))
             })
         });
         section.filtered += (before - section.events.len()) as u64;
