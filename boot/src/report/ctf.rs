@@ -282,18 +282,17 @@ fn metadata(trace: &Section, uuid: &[u8; 16]) -> String {
 
 /// The value as the low bits of a 64-bit integer (two's complement for signed).
 fn as_bits(v: Option<&Value>) -> u64 {
+    if let Some(n) = v.and_then(Value::integer) {
+        return n;
+    }
     match v {
-        Some(Value::Unsigned(n)) => *n,
-        Some(Value::Signed(n)) => *n as u64,
-        Some(Value::Bool(b)) => u64::from(*b),
-        Some(Value::Char(c)) => u64::from(u32::from(*c)),
         Some(Value::Bytes(b)) => {
             let mut le = [0u8; 8];
             let n = b.len().min(8);
             le[..n].copy_from_slice(&b[..n]);
             u64::from_le_bytes(le)
         }
-        Some(Value::Str(_)) | None => 0,
+        _ => 0,
     }
 }
 

@@ -64,21 +64,27 @@ impl Selection {
         for spec in &self.specs {
             let named: Vec<&DumpDescriptor> =
                 section.descriptors.values().filter(|d| spec.names(d)).collect();
-            let Some(first) = named.first() else {
+            if named.is_empty() {
                 return Err(format!("--filter '{}': no event of the dump is named so", spec.text));
-            };
+            }
             let Some(text) = spec.filter.as_deref() else {
                 named.iter().for_each(|d| chosen.entry(d.id).or_default().push(None));
                 continue;
             };
-            let compiled: Vec<(u16, Filter)> =
-                named.iter().filter_map(|d| Some((d.id, d.filter(text).ok()?))).collect();
-            if compiled.is_empty() {
-                let error = first.filter(text).err().map(|e| e.to_string()).unwrap_or_default();
-                return Err(format!("--filter '{}': {}: {error}", spec.text, first.full_name()));
+            let (mut fitted, mut first_error) = (false, None);
+            for d in named {
+                match d.filter(text) {
+                    Ok(filter) => {
+                        chosen.entry(d.id).or_default().push(Some(filter));
+                        fitted = true;
+                    }
+                    Err(e) => {
+                        first_error.get_or_insert_with(|| format!("{}: {e}", d.full_name()));
+                    }
+                }
             }
-            for (id, filter) in compiled {
-                chosen.entry(id).or_default().push(Some(filter));
+            if let (false, Some(error)) = (fitted, first_error) {
+                return Err(format!("--filter '{}': {error}", spec.text));
             }
         }
         let before = section.events.len();

@@ -189,13 +189,7 @@ struct Decoded<'a>(&'a [Value]);
 
 impl Fields for Decoded<'_> {
     fn int(&self, field: &FieldRef) -> Option<u64> {
-        Some(match self.0.get(usize::from(field.index))? {
-            Value::Unsigned(v) => *v,
-            Value::Signed(v) => *v as u64,
-            Value::Bool(v) => u64::from(*v),
-            Value::Char(v) => u64::from(u32::from(*v)),
-            Value::Bytes(_) | Value::Str(_) => return None,
-        })
+        self.0.get(usize::from(field.index))?.integer()
     }
 
     fn str(&self, field: &FieldRef) -> Option<&str> {
@@ -244,6 +238,19 @@ impl Section {
 }
 
 impl Value {
+    /// An integer, bool or char as the low bits of a 64-bit integer (two's complement
+    /// for signed; bools 0/1, chars their scalar value), as filters compare it.
+    /// `None` for bytes and strings.
+    pub fn integer(&self) -> Option<u64> {
+        match self {
+            Value::Unsigned(v) => Some(*v),
+            Value::Signed(v) => Some(*v as u64),
+            Value::Bool(v) => Some(u64::from(*v)),
+            Value::Char(v) => Some(u64::from(u32::from(*v))),
+            Value::Bytes(_) | Value::Str(_) => None,
+        }
+    }
+
     /// The value's bytes, little-endian for numbers (8 bytes for integers, 4 for a
     /// char, 1 for a bool), UTF-8 for strings. Used for hex dumps of events that
     /// have no descriptor.

@@ -205,17 +205,17 @@ enum Location {
     Fixed(u16),
     /// After a string: found by decoding the fields before it, in order.
     Walk,
-    /// Not in the payload: where the event was written.
+    /// Not in the payload: an integer of where the event was written.
     Common(Common),
+    /// Not in the payload: `COMM`, `comm`, the name of the writer's task column.
+    Comm,
 }
 
-/// A field every event has: where it was written ([`Origin`]).
+/// An integer field every event has: where it was written ([`Origin`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Common {
     /// `CPU`, `cpu`, `common_cpu`: the writer's CPU.
     Cpu,
-    /// `COMM`, `comm`: the name of the task column.
-    Comm,
     /// `common_pid`: the id of the task column.
     Pid,
     /// `common_flags`: Linux's flag bits for the writer's context.
@@ -225,16 +225,17 @@ enum Common {
 }
 
 impl Common {
-    /// The common field named `name`, and its kind.
-    fn named(name: &str) -> Option<(Common, FieldKind)> {
-        Some(match name {
+    /// Where the common field named `name` is, and its kind.
+    fn named(name: &str) -> Option<(Location, FieldKind)> {
+        let (common, kind) = match name {
+            "COMM" | "comm" => return Some((Location::Comm, FieldKind::Str)),
             "CPU" | "cpu" | "common_cpu" => (Common::Cpu, FieldKind::I32),
-            "COMM" | "comm" => (Common::Comm, FieldKind::Str),
             "common_pid" => (Common::Pid, FieldKind::I32),
             "common_flags" => (Common::Flags, FieldKind::U8),
             "common_preempt_count" => (Common::PreemptCount, FieldKind::U8),
             _ => return None,
-        })
+        };
+        Some((Location::Common(common), kind))
     }
 
     /// An integer field's value for an event written at `origin` (sign-extended).
@@ -245,8 +246,6 @@ impl Common {
             Common::Pid => i64::from(origin.pid()) as u64,
             Common::Flags => u64::from(origin.flags()),
             Common::PreemptCount => u64::from(origin.preempt_count()),
-            // A string: compared by `Filter::comm_test`, never as an integer.
-            Common::Comm => 0,
         }
     }
 }
@@ -467,13 +466,14 @@ impl Filter {
         let mut at = self.entry;
         // Every jump goes to a lower index or to a verdict, past every index.
         while let Some(node) = self.nodes.get(usize::from(at)) {
-            let common = match node.field.location {
-                Location::Common(common) => Some(common),
-                _ => None,
-            };
+            let location = node.field.location;
             let pass = match &node.test {
                 &Test::Int { mask, lo, span } => {
-                    match common.map(|c| c.int(origin)).or_else(|| fields.int(&node.field)) {
+                    let value = match location {
+                        Location::Common(common) => Some(common.int(origin)),
+                        _ => fields.int(&node.field),
+                    };
+                    match value {
                         Some(v) => in_range(v, mask, lo, span),
                         None => {
                             at = node.on_missing;
@@ -481,7 +481,9 @@ impl Filter {
                         }
                     }
                 }
-                Test::Str(op, range) if common.is_some() => self.comm_test(*op, range, origin),
+                Test::Str(op, range) if location == Location::Comm => {
+                    self.comm_test(*op, range, origin)
+                }
                 Test::Str(op, range) => match fields.str(&node.field) {
                     Some(s) => self.str_test(*op, range, s),
                     None => {
@@ -538,7 +540,7 @@ impl Encoded<'_> {
                 }
                 Some(at)
             }
-            Location::Common(_) => None,
+            Location::Common(_) | Location::Comm => None,
         }
     }
 }
@@ -656,8 +658,8 @@ impl<'t> Parsed<'t> {
                     (u16::try_from(index).map_err(|_| unknown)?, fields[index].kind, location)
                 }
                 None => {
-                    let (common, kind) = Common::named(name).ok_or(unknown)?;
-                    (u16::MAX, kind, Location::Common(common))
+                    let (location, kind) = Common::named(name).ok_or(unknown)?;
+                    (u16::MAX, kind, location)
                 }
             };
             let width = kind.fixed_size().unwrap_or(0) as u8;

@@ -29,7 +29,6 @@ pub use trigger::{
     TriggerError, TriggerReason,
 };
 
-use crate::context::Context;
 use crate::event::dispatch::{Body, Dispatch, Inline, Payload};
 use crate::event::filter::Filter;
 use crate::event::format_file::Origin;
@@ -544,6 +543,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
     ) {
         // A CPU outside the instance's cpumask: no trigger.
         mask &= !self.excluded_on(cpu);
+        let origin = Origin { context: tag.ctx, cpu };
         while mask != 0 {
             let slot = mask.trailing_zeros() as usize;
             mask &= mask - 1;
@@ -552,8 +552,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
             else {
                 continue;
             };
-            let target = FireTarget { tracer: self, section, cpu, ctx: tag.ctx, slot, recorder };
-            let origin = Origin { context: tag.ctx, cpu };
+            let target = FireTarget { tracer: self, section, origin, slot, recorder };
             hooks.triggers.iter().for_each(|trigger| trigger.fire(body, origin, &target));
         }
     }
@@ -764,9 +763,8 @@ pub fn install<P: Platform + Clone + Send + Sync + 'static>(
 struct FireTarget<'a, P> {
     tracer: &'a Tracer<P>,
     section: &'a SectionGuard<'a>,
-    cpu: usize,
-    /// The event's context, which the stack trace's record keeps too.
-    ctx: Context,
+    /// The event's CPU and context, which the stack trace's record keeps too.
+    origin: Origin,
     slot: usize,
     recorder: &'a Recorder<P>,
 }
@@ -792,8 +790,8 @@ impl<P: Platform> Target for FireTarget<'_, P> {
             w.put(&[depth as u8]);
             frames.iter().for_each(|&ip| w.put_u64(ip));
         };
-        let tag = Tag { id: STACK_TRACE.id(), ctx: self.ctx };
-        let _ = self.recorder.write_in(self.section, self.cpu, tag, len, len, fill);
+        let tag = Tag { id: STACK_TRACE.id(), ctx: self.origin.context };
+        let _ = self.recorder.write_in(self.section, self.origin.cpu, tag, len, len, fill);
     }
 
     fn event_enabled(&self, event: &EventDescriptor) -> bool {
