@@ -155,10 +155,10 @@ fn at(data: &[AtomicU64], pos: u64) -> &AtomicU64 {
     &data[(pos as usize) & (data.len().wrapping_sub(1))]
 }
 
-/// Reclaim slack for a ring of `words`: 1/16 of it, at most 32 words (256 bytes).
+/// Reclaim slack for a ring of `words`: 1/16 of it, at most 128 words (1 KiB).
 pub(crate) const fn slack_for(words: u64) -> u64 {
     let s = words / 16;
-    if s > 32 { 32 } else { s }
+    if s > 128 { 128 } else { s }
 }
 
 /// Ring size in words for a request of `bytes` (rounded up to a power of two).
