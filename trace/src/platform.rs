@@ -42,10 +42,12 @@ pub trait Platform {
         core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
     }
 
-    /// Fills `frames` with the caller's return addresses, innermost first, and
-    /// returns how many it wrote (a `stacktrace` trigger records them). Callable from
-    /// any context; must not fault on a broken stack. The default has no unwinder and
-    /// gives none.
+    /// Fills `frames` with the return addresses of the code that hit the event,
+    /// innermost first: the call chain from the tracepoint's caller outward, the
+    /// tracer's own frames left out (as ftrace's `stacktrace` trigger starts at the
+    /// traced function). Returns how many it wrote; a `stacktrace` trigger records
+    /// them. Callable from any context; must not fault on a broken stack. The default
+    /// has no unwinder and gives none.
     fn stack_trace(&self, frames: &mut [u64]) -> usize {
         let _ = frames;
         0

@@ -78,6 +78,18 @@ const CONTEXTS: [[Context; 2]; 7] = {
     table
 };
 
+/// Frames a stack trace walks: the tracer's own (at most a handful) and those it keeps.
+const WALKED_FRAMES: usize = 32;
+
+/// Whether the return address `ret` (an ELF address) lies in the `trace` crate's code
+/// (its functions and the generic ones the kernel instantiates). Without a symbol
+/// table, nothing is.
+fn in_tracer(ret: u64) -> bool {
+    // The call sits just before the return address.
+    let name = crate::symbols::table().and_then(|t| t.lookup(ret.wrapping_sub(1)));
+    name.is_some_and(|(name, _)| name.starts_with("trace::") || name.starts_with("<trace::"))
+}
+
 /// What `trace` needs from the kernel: the CPU index from per-CPU data (callable from
 /// any context), the TSC clock in nanoseconds, the writer's context (what the CPU
 /// runs, kept per CPU by its handlers: `irq::Running`; and the interrupt flag), and
@@ -129,8 +141,18 @@ impl trace::Platform for KernelPlatform {
     }
 
     fn stack_trace(&self, frames: &mut [u64]) -> usize {
-        let depth = crate::arch::stack::stack_trace(frames);
-        functions::restore_returns(&mut frames[..depth]);
-        depth
+        // The walk starts here (its first frame is this function's), then goes
+        // through the tracer (the trigger, the dispatcher, the event's record): those
+        // frames are walked too, then left out.
+        let mut chain = [0u64; WALKED_FRAMES];
+        let depth = crate::arch::stack::stack_trace(&mut chain);
+        let chain = &mut chain[..depth];
+        functions::restore_returns(chain);
+        let chain = chain.get(1..).unwrap_or_default();
+        let ours = chain.iter().take_while(|&&ret| in_tracer(ret)).count();
+        let kept = &chain[ours..];
+        let n = kept.len().min(frames.len());
+        frames[..n].copy_from_slice(&kept[..n]);
+        n
     }
 }
