@@ -454,7 +454,7 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
-    use crate::report::sample::sample;
+    use crate::report::sample::{sample, task_event};
     use trace::dump::{DumpField, PanicReport};
 
     /// A fresh, unique path under the system temp directory, removed on drop.
@@ -595,15 +595,7 @@ mod tests {
         t.descriptors.insert(7, odd);
         // A descriptor whose own id disagrees with its key: the key wins.
         t.descriptors.get_mut(&4).unwrap().id = 1;
-        let ev = |cpu, ts, id, values| Event {
-            context: trace::Context::TASK,
-            cpu,
-            ts,
-            id,
-            values,
-            lost_before: 0,
-            text: String::new(),
-        };
+        let ev = |cpu, ts, id, values| task_event(cpu, ts, id, values, "");
         t.events.extend([
             ev(0, 13_000_000_000, 99, vec![Value::Bytes(vec![1, 2, 3])]),
             // Wrong kinds, too few values, a NUL inside a string.

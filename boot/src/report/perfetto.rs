@@ -265,7 +265,7 @@ fn value_json(v: &Value) -> Json {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::sample::sample;
+    use crate::report::sample::{sample, task_event};
     use std::collections::BTreeMap;
     use trace::dump::Event;
 
@@ -408,15 +408,7 @@ mod tests {
         ] {
             t.descriptors.insert(desc.id, desc);
         }
-        let ev = |cpu, ts, id, values: Vec<Value>, text: &str| Event {
-            context: trace::Context::TASK,
-            cpu,
-            ts,
-            id,
-            values,
-            lost_before: 0,
-            text: text.into(),
-        };
+        let ev = task_event;
         let v = |n| vec![Value::Unsigned(n)];
         t.events = vec![
             ev(0, 1_000, 3, vec![Value::Str("ls".into())], "ls"),

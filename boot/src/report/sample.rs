@@ -38,6 +38,11 @@ fn descriptor(
     }
 }
 
+/// An event written by a thread, with no loss before it.
+pub(crate) fn task_event(cpu: usize, ts: u64, id: u16, values: Vec<Value>, text: &str) -> Event {
+    Event { context: Context::TASK, cpu, ts, id, values, lost_before: 0, text: text.into() }
+}
+
 fn event(cpu: usize, ts: u64, id: u16, values: Vec<Value>, lost_before: u64, text: &str) -> Event {
     Event { context: context(cpu, id), cpu, ts, id, values, lost_before, text: text.into() }
 }

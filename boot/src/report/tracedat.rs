@@ -403,6 +403,7 @@ pub fn write_tracedat(trace: &Section, out: &mut impl Write) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::sample::task_event;
     use std::process::Command;
     use trace::dump::{DumpField, DumpStats};
     use trace::field::FieldKind;
@@ -425,18 +426,6 @@ mod tests {
                 .map(|&(name, kind)| DumpField { name: name.into(), kind })
                 .collect(),
             timeline: Default::default(),
-        }
-    }
-
-    fn event(cpu: usize, ts: u64, id: u16, values: Vec<Value>, text: &str) -> Event {
-        Event {
-            context: trace::Context::TASK,
-            cpu,
-            ts,
-            id,
-            values,
-            lost_before: 0,
-            text: text.into(),
         }
     }
 
@@ -477,23 +466,23 @@ mod tests {
             Value::Signed(-42),
             Value::Unsigned(0xffff_8000_0000_1000),
         ];
-        t.events.push(event(
+        t.events.push(task_event(
             0,
             1_000,
             1,
             kinds,
             "pid=-7 comm=init \"x\" 100% ok=true c=λ len=5dc head=deadbeef delta=-42 at=0xffff800000001000",
         ));
-        t.events.push(event(
+        t.events.push(task_event(
             1,
             2_000,
             2,
             vec![Value::Unsigned(3), Value::Unsigned(9)],
             "tick 3 late by 9",
         ));
-        t.events.push(event(1, 3_000, 77, vec![Value::Bytes(vec![1, 2])], ""));
+        t.events.push(task_event(1, 3_000, 77, vec![Value::Bytes(vec![1, 2])], ""));
         for i in 0..600u64 {
-            t.events.push(event(
+            t.events.push(task_event(
                 i as usize % 2,
                 10_000 + i,
                 3,
@@ -503,7 +492,7 @@ mod tests {
         }
         // Ten seconds later: a time extend.
         let mut late =
-            event(0, 10_000_010_000, 3, vec![Value::Unsigned(1), Value::Signed(2)], "a=1 b=2");
+            task_event(0, 10_000_010_000, 3, vec![Value::Unsigned(1), Value::Signed(2)], "a=1 b=2");
         late.lost_before = 17;
         t.events.push(late);
         t.stats = vec![DumpStats { entries: 302, ..DumpStats::default() }; 2];
