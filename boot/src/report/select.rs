@@ -51,7 +51,8 @@ impl Selection {
         Ok(Selection { specs: parsed })
     }
 
-    /// Keeps the events of `section` the specs select. An error: a spec that names
+    /// Keeps the events of `section` the specs select; losses reported before an
+    /// event left out move to the same CPU's next event kept. An error: a spec that names
     /// no event of the dump, or whose filter fits none of the events it names (then
     /// the first one's error: position and reason).
     pub fn apply(&self, section: &mut Section) -> Result<(), String> {
@@ -88,10 +89,19 @@ impl Selection {
             }
         }
         let before = section.events.len();
-        section.events.retain(|event| {
-            chosen.get(&event.id).is_some_and(|filters| {
+        // Losses reported before an event left out, per CPU: told with the CPU's next
+        // event shown (they happened before it too), so none goes unreported there.
+        let mut unreported: BTreeMap<usize, u64> = BTreeMap::new();
+        section.events.retain_mut(|event| {
+            let shown = chosen.get(&event.id).is_some_and(|filters| {
                 filters.iter().any(|filter| filter.as_ref().is_none_or(|f| event.passes(f)))
-            })
+            });
+            let lost = unreported.remove(&event.cpu).unwrap_or(0);
+            event.lost_before = event.lost_before.saturating_add(lost);
+            if !shown && event.lost_before > 0 {
+                unreported.insert(event.cpu, event.lost_before);
+            }
+            shown
         });
         section.filtered += (before - section.events.len()) as u64;
         Ok(())
@@ -102,5 +112,38 @@ impl Spec {
     /// Whether the spec names the event `d`.
     fn names(&self, d: &DumpDescriptor) -> bool {
         self.events.iter().any(|(system, name)| glob(system, &d.system) && glob(name, &d.name))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::sample::{sample, task_event};
+    use trace::dump::Value;
+
+    fn apply(specs: &[&str], section: &mut Section) -> Result<(), String> {
+        let specs: Vec<String> = specs.iter().map(|s| s.to_string()).collect();
+        Selection::parse(&specs)?.apply(section)
+    }
+
+    #[test]
+    fn a_loss_before_an_event_left_out_is_told_with_the_cpus_next_event_shown() {
+        let mut section = sample();
+        // CPU 1: `net:packet` (17 lost before it), then an interrupt.
+        section.events.push(task_event(1, 3_000_000_000, 1, vec![Value::Unsigned(49)], ""));
+        apply(&["irq/irq_handler_entry"], &mut section).unwrap();
+        let shown: Vec<(usize, u16, u64)> =
+            section.events.iter().map(|e| (e.cpu, e.id, e.lost_before)).collect();
+        assert_eq!(shown, [(0, 1, 0), (0, 1, 0), (1, 1, 17)]);
+        assert_eq!(section.filtered, 3);
+    }
+
+    #[test]
+    fn a_loss_is_not_told_on_another_cpu() {
+        let mut section = sample();
+        apply(&["irq/*"], &mut section).unwrap();
+        // CPU 1 shows nothing after its loss; CPU 0's events report none.
+        assert!(section.events.iter().all(|e| e.cpu == 0 && e.lost_before == 0));
+        assert_eq!(section.events.len(), 3);
     }
 }
