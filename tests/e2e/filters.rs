@@ -203,18 +203,62 @@ fn triggers_act_from_interrupt_context_and_count_down() {
         // disable_event and enable_event flip another event from the interrupt.
         let tick = format!("{root}events/timer/tick/enable");
         m.run(&format!("echo 'disable_event:timer:tick if vector == 49' > {trigger}"));
-        assert_eq!(cat(&mut m, &tick), "0", "{root}: disable_event did not fire");
+        // `*`: soft mode, while a trigger acts on the event.
+        assert_eq!(cat(&mut m, &tick), "0*", "{root}: disable_event did not fire");
         assert_eq!(cat(&mut m, &trigger), "disable_event:timer:tick:unlimited if vector == 49");
         m.run(&format!("echo '!disable_event:timer:tick' > {trigger}"));
         m.run(&format!("echo > {root}trace"));
         m.run(&format!("echo 'enable_event:timer:tick:2 if vector == 49' > {trigger}"));
-        assert_eq!(cat(&mut m, &tick), "1", "{root}: enable_event did not fire");
+        assert_eq!(cat(&mut m, &tick), "1*", "{root}: enable_event did not fire");
         // It took one of its two: the event was off once.
         assert_eq!(cat(&mut m, &trigger), "enable_event:timer:tick:count=1 if vector == 49");
         assert!(has_tick(&mut m, root), "{root}: no tick recorded after enable_event");
         m.run(&format!("echo '!enable_event:timer:tick' > {trigger}"));
         m.run(&format!("echo 0 > {tick}"));
         assert_eq!(cat(&mut m, &trigger), none);
+    }
+}
+
+/// Linux's selftest of these triggers (`trigger-eventonoff.tc`), at the top level
+/// and in an instance: the target reads `1*` or `0*` once its trigger fired (the `*`
+/// of soft mode while a trigger acts on it, the triggering event's own `enable`
+/// too), plain `1` or `0` once the trigger is gone; an unknown target, a malformed
+/// command and a second trigger on the same target (either command) are refused.
+#[test]
+fn enable_and_disable_event_read_and_refuse_as_in_linux() {
+    let mut m = boot();
+    for root in ROOTS {
+        let tick = format!("{root}events/timer/tick/enable");
+        let command = format!("{root}events/shell/command/enable");
+        let trigger = format!("{root}events/shell/command/trigger");
+        let recorded = cat(&mut m, &command);
+        // Every shell command fires `shell:command` first: the `cat` that reads the
+        // file fires the trigger.
+        m.run(&format!("echo 0 > {tick}"));
+        m.run(&format!("echo 'enable_event:timer:tick' > {trigger}"));
+        assert_eq!(cat(&mut m, &tick), "1*", "{root}");
+        assert_eq!(cat(&mut m, &command), format!("{recorded}*"), "{root}");
+        m.run(&format!("echo '!enable_event:timer:tick' > {trigger}"));
+        assert_eq!(cat(&mut m, &tick), "1", "{root}");
+        assert_eq!(cat(&mut m, &command), recorded, "{root}");
+
+        m.run(&format!("echo 'disable_event:timer:tick' > {trigger}"));
+        assert_eq!(cat(&mut m, &tick), "0*", "{root}");
+        m.run(&format!("echo '!disable_event:timer:tick' > {trigger}"));
+        assert_eq!(cat(&mut m, &tick), "0", "{root}");
+
+        for bad in ["enable_event:nogroup:noevent", "disable_event+1"] {
+            let out = m.run(&format!("echo '{bad}' > {trigger}"));
+            assert!(out.contains("Invalid argument"), "{root}{bad}: {out}");
+        }
+        m.run(&format!("echo 'enable_event:timer:tick' > {trigger}"));
+        for again in ["enable_event:timer:tick", "disable_event:timer:tick"] {
+            let out = m.run(&format!("echo '{again}' > {trigger}"));
+            assert!(out.contains("already"), "{root}{again}: {out}");
+        }
+        assert_eq!(cat(&mut m, &trigger), "enable_event:timer:tick:unlimited", "{root}");
+        m.run(&format!("echo '!enable_event:timer:tick' > {trigger}"));
+        m.run(&format!("echo 0 > {tick}"));
     }
 }
 

@@ -614,7 +614,12 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
             );
             writeln!(out, "{state}")
         }
-        File::EventEnable(d) => writeln!(out, "{}", u8::from(instance.event_enabled(d))),
+        File::EventEnable(d) => {
+            // `*`: the event's triggers, or another's that enable or disable it, keep
+            // it in soft mode (ftrace's notation).
+            let soft = if instance.event_soft_mode(d) { "*" } else { "" };
+            writeln!(out, "{}{soft}", u8::from(instance.event_enabled(d)))
+        }
         File::EventFormat(d) => write_format(out, d),
         File::HeaderPage => trace::event::format_file::write_header_page(out, PAGE_SIZE),
         File::HeaderEvent => trace::event::format_file::write_header_event(out),

@@ -56,7 +56,9 @@ fn trigger_lines_read_back_as_ftrace_prints_them() {
     };
     assert_eq!(t.action(), Action::TraceOff);
     assert!(add("enable_event:sys:target:2").same_as(&add("enable_event:sys:target")));
-    assert!(!add("enable_event:sys:target").same_as(&add("disable_event:sys:target")));
+    // One of the two per target, as in Linux.
+    assert!(add("enable_event:sys:target").same_as(&add("disable_event:sys:target")));
+    assert!(!add("enable_event:sys:target").same_as(&add("traceon")));
 }
 
 #[test]
@@ -396,8 +398,12 @@ fn trigger_on_a_disabled_event_fires_without_recording_it() {
         EventDescriptor::new("zt2", "other", "n={n}", N_FIELDS, DescriptorKind::Event);
     let t = tracer(&[&EV, &OTHER]);
     let i = t.get_or_create("i", InstanceConfig::default()).unwrap();
+    assert!(!i.event_soft_mode(&EV) && !i.event_soft_mode(&OTHER));
     i.set_trigger(&EV, "enable_event:zt2:other:1").unwrap();
     assert!(!i.event_enabled(&EV) && fires_in(&EV, 1));
+    // Soft mode (`0*` in `enable`): the event with the trigger, and its target.
+    assert!(i.event_soft_mode(&EV) && i.event_soft_mode(&OTHER));
+    assert!(!t.top().event_soft_mode(&EV), "another instance's triggers do not count");
     fire(t, &OTHER, 1);
     fire(t, &EV, 2);
     fire(t, &OTHER, 3);
@@ -410,12 +416,20 @@ fn trigger_on_a_disabled_event_fires_without_recording_it() {
     fire(t, &EV, 4);
     i.set_event(Some("zt2"), Some("ev"), false).unwrap();
     assert!(fires_in(&EV, 1));
+    // One of enable_event and disable_event per target, as in Linux: the spent
+    // enable_event is removed first.
+    let exists = TriggerError { pos: 0, reason: TriggerReason::Exists };
+    assert_eq!(i.set_trigger(&EV, "disable_event:zt2:other"), Err(HookError::Trigger(exists)));
+    assert_eq!(i.triggers(&EV), ["enable_event:zt2:other:count=0"]);
+    i.set_trigger(&EV, "!disable_event:zt2:other").unwrap();
+    assert!(i.triggers(&EV).is_empty(), "`!` removes either command of the target");
     i.set_trigger(&EV, "disable_event:zt2:other").unwrap();
     fire(t, &EV, 5);
     assert!(!i.event_enabled(&OTHER));
     assert_eq!(recorded(i.recorder().live(), EV.id()), [4]);
     i.clear_triggers(&EV).unwrap();
     assert!(!fires_in(&EV, 1), "no trigger left: the event is off");
+    assert!(!i.event_soft_mode(&EV) && !i.event_soft_mode(&OTHER));
 }
 
 #[test]
@@ -535,7 +549,9 @@ fn trigger_count_per_event_is_bounded() {
     static A: EventDescriptor = EventDescriptor::new("zt7", "a", "", &[], DescriptorKind::Event);
     static B: EventDescriptor = EventDescriptor::new("zt7", "b", "", &[], DescriptorKind::Event);
     static C: EventDescriptor = EventDescriptor::new("zt7", "c", "", &[], DescriptorKind::Event);
-    let t = tracer(&[&EV, &A, &B, &C]);
+    static D: EventDescriptor = EventDescriptor::new("zt7", "d", "", &[], DescriptorKind::Event);
+    static E: EventDescriptor = EventDescriptor::new("zt7", "e", "", &[], DescriptorKind::Event);
+    let t = tracer(&[&EV, &A, &B, &C, &D, &E]);
     let top = t.top();
     let lines = [
         "traceon",
@@ -544,14 +560,14 @@ fn trigger_count_per_event_is_bounded() {
         "stacktrace",
         "enable_event:zt7:a",
         "enable_event:zt7:b",
-        "disable_event:zt7:a",
-        "disable_event:zt7:b",
+        "disable_event:zt7:c",
+        "disable_event:zt7:d",
     ];
     for line in lines {
         top.set_trigger(&EV, line).unwrap();
     }
     assert_eq!(crate::tracer::trigger::MAX_TRIGGERS, lines.len());
-    let too_many = top.set_trigger(&EV, "enable_event:zt7:c").unwrap_err();
+    let too_many = top.set_trigger(&EV, "enable_event:zt7:e").unwrap_err();
     let expected = TriggerError { pos: 0, reason: TriggerReason::TooMany };
     assert_eq!(too_many, HookError::Trigger(expected));
     assert_eq!(top.triggers(&EV).len(), lines.len());

@@ -239,6 +239,14 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
         descriptor.recording_in(self.state.slot)
     }
 
+    /// Whether `descriptor` is in ftrace's soft mode here: it has triggers in this
+    /// instance, or a trigger of this instance enables or disables it (its `enable`
+    /// file then reads `0*` or `1*`, as in Linux).
+    pub fn event_soft_mode(&self, descriptor: &EventDescriptor) -> bool {
+        let index = self.event_index(descriptor);
+        index.is_ok_and(|index| self.tracer.soft_mode(self.state.slot, index))
+    }
+
     /// The index of `event` among the tracer's events, if it is a tracepoint of it.
     fn event_index(&self, event: &EventDescriptor) -> Result<usize, HookError> {
         self.tracer

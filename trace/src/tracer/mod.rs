@@ -656,6 +656,23 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         self.registry.lock().hooks[slot].as_ref()?.get(index)?.clone()
     }
 
+    /// Whether the event at `index` is in ftrace's soft mode in `slot`'s instance: it
+    /// has triggers there, or a trigger there enables or disables it.
+    pub(crate) fn soft_mode(&self, slot: usize, index: usize) -> bool {
+        let registry = self.registry.lock();
+        let Some(table) = registry.hooks[slot].as_deref() else { return false };
+        let event = self.events[index];
+        table.iter().enumerate().filter_map(|(i, hooks)| Some((i, hooks.as_deref()?))).any(
+            |(i, hooks)| {
+                (i == index && !hooks.triggers.is_empty())
+                    || hooks
+                        .triggers
+                        .iter()
+                        .any(|t| t.action().target().is_some_and(|d| core::ptr::eq(d, event)))
+            },
+        )
+    }
+
     #[cold]
     fn refuse_bad_cpu(&self, mut mask: u64) {
         while mask != 0 {

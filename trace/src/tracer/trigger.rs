@@ -65,7 +65,8 @@ pub const MAX_TRIGGERS: usize = 8;
 const UNLIMITED: u64 = u64::MAX;
 
 /// What a trigger does. Two actions are equal when they are the same command on
-/// the same target event (an event has at most one of each).
+/// the same target event (which triggers an event may hold together:
+/// [`Trigger::same_as`]).
 #[derive(Clone, Copy, Debug)]
 pub enum Action {
     /// Turns recording on in the instance.
@@ -92,6 +93,16 @@ impl Action {
             Action::StackTrace => "stacktrace",
             Action::EnableEvent(_) => "enable_event",
             Action::DisableEvent(_) => "disable_event",
+        }
+    }
+}
+
+impl Action {
+    /// The event `enable_event`/`disable_event` acts on.
+    pub fn target(self) -> Option<&'static EventDescriptor> {
+        match self {
+            Action::EnableEvent(event) | Action::DisableEvent(event) => Some(event),
+            _ => None,
         }
     }
 }
@@ -127,7 +138,8 @@ pub enum TriggerReason {
     UnexpectedText,
     /// The filter after `if` is refused.
     Filter(FilterReason),
-    /// The event has this trigger already.
+    /// The event has this trigger already (for `enable_event`/`disable_event`: one of
+    /// the two on the same target).
     Exists,
     /// The event has no such trigger to remove.
     NotFound,
@@ -160,7 +172,10 @@ impl fmt::Display for TriggerError {
             TriggerReason::Filter(reason) => {
                 return write!(f, "parse error at {}: {reason}", self.pos);
             }
-            TriggerReason::Exists => "the event has this trigger already",
+            TriggerReason::Exists => {
+                "the event has this trigger already (enable_event and disable_event: one per \
+                 target)"
+            }
             TriggerReason::NotFound => "no such trigger on the event",
             TriggerReason::TooMany => "too many triggers on the event",
         };
@@ -313,9 +328,15 @@ impl Trigger {
         self.refused.load(Relaxed)
     }
 
-    /// Whether `other` is the same trigger (same command and target event).
+    /// Whether `other` is the same trigger: the same command, and for
+    /// `enable_event`/`disable_event` the same target event, either command (an
+    /// event has one of the two per target, as in Linux, where they are one trigger
+    /// type: the second is refused, and `!` removes either).
     pub fn same_as(&self, other: &Trigger) -> bool {
-        self.action == other.action
+        match (self.action.target(), other.action.target()) {
+            (Some(a), Some(b)) => core::ptr::eq(a, b),
+            _ => self.action == other.action,
+        }
     }
 
     /// Takes one from the count: false once it ran out. Lock-free (a CAS loop),
