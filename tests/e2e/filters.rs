@@ -219,18 +219,22 @@ fn triggers_act_from_interrupt_context_and_count_down() {
     }
 }
 
-/// Linux's selftest of these triggers (`trigger-eventonoff.tc`), at the top level
-/// and in an instance: the target reads `1*` or `0*` once its trigger fired (the `*`
-/// of soft mode while a trigger acts on it, the triggering event's own `enable`
-/// too), plain `1` or `0` once the trigger is gone; an unknown target, a malformed
-/// command and a second trigger on the same target (either command) are refused.
+/// Linux's selftests of triggers (`trigger-eventonoff.tc`, `trigger-traceonoff.tc`,
+/// `trigger-filter.tc`), at the top level and in an instance. `enable_event`'s and
+/// `disable_event`'s target reads `1*` or `0*` once its trigger fired (the `*` of
+/// soft mode while a trigger acts on it, the triggering event's own `enable` too),
+/// plain `1` or `0` once the trigger is gone; an unknown target, a malformed
+/// command, a second trigger on the same target (either command) and a second of
+/// `traceon`/`traceoff` are refused; `!` removes either of a pair; conditions that
+/// are not filters of the event are refused.
 #[test]
-fn enable_and_disable_event_read_and_refuse_as_in_linux() {
+fn triggers_read_and_refuse_as_linux_selftests_expect() {
     let mut m = boot();
     for root in ROOTS {
         let tick = format!("{root}events/timer/tick/enable");
         let command = format!("{root}events/shell/command/enable");
         let trigger = format!("{root}events/shell/command/trigger");
+        let none = cat(&mut m, &trigger);
         let recorded = cat(&mut m, &command);
         // Every shell command fires `shell:command` first: the `cat` that reads the
         // file fires the trigger.
@@ -257,8 +261,32 @@ fn enable_and_disable_event_read_and_refuse_as_in_linux() {
             assert!(out.contains("already"), "{root}{again}: {out}");
         }
         assert_eq!(cat(&mut m, &trigger), "enable_event:timer:tick:unlimited", "{root}");
-        m.run(&format!("echo '!enable_event:timer:tick' > {trigger}"));
+        m.run(&format!("echo '!disable_event:timer:tick' > {trigger}"));
+        assert_eq!(cat(&mut m, &trigger), none, "{root}: `!` removes either of the pair");
         m.run(&format!("echo 0 > {tick}"));
+
+        // traceon and traceoff: one of the two.
+        m.run(&format!("echo 'traceon' > {trigger}"));
+        for again in ["traceon", "traceoff"] {
+            let out = m.run(&format!("echo '{again}' > {trigger}"));
+            assert!(out.contains("already"), "{root}{again}: {out}");
+        }
+        m.run(&format!("echo '!traceoff' > {trigger}"));
+        assert_eq!(cat(&mut m, &trigger), none, "{root}");
+
+        // Conditions: a field alone, `=`, a word for a number, a field for a value.
+        for bad in ["if a", "if common_pid=0", "if common_pid==b", "if common_pid == line"] {
+            let out = m.run(&format!("echo 'traceoff {bad}' > {trigger}"));
+            assert!(out.contains("Invalid argument"), "{root}{bad}: {out}");
+        }
+        // The shell's `common_pid` is 1: these never fire.
+        for good in ["common_pid == 0", "common_pid <= 0", "common_pid >= 2 && line ~ \"x*\""] {
+            m.run(&format!("echo 'traceoff if {good}' > {trigger}"));
+            assert_eq!(cat(&mut m, &trigger), format!("traceoff:unlimited if {good}"), "{root}");
+            m.run(&format!("echo '!traceoff' > {trigger}"));
+        }
+        assert_eq!(cat(&mut m, &trigger), none, "{root}");
+        assert_eq!(cat(&mut m, &format!("{root}tracing_on")), "1", "{root}");
     }
 }
 

@@ -59,6 +59,8 @@ fn trigger_lines_read_back_as_ftrace_prints_them() {
     // One of the two per target, as in Linux.
     assert!(add("enable_event:sys:target").same_as(&add("disable_event:sys:target")));
     assert!(!add("enable_event:sys:target").same_as(&add("traceon")));
+    assert!(add("traceon:2").same_as(&add("traceoff if n == 1")));
+    assert!(!add("traceon").same_as(&add("snapshot")));
 }
 
 #[test]
@@ -551,11 +553,12 @@ fn trigger_count_per_event_is_bounded() {
     static C: EventDescriptor = EventDescriptor::new("zt7", "c", "", &[], DescriptorKind::Event);
     static D: EventDescriptor = EventDescriptor::new("zt7", "d", "", &[], DescriptorKind::Event);
     static E: EventDescriptor = EventDescriptor::new("zt7", "e", "", &[], DescriptorKind::Event);
-    let t = tracer(&[&EV, &A, &B, &C, &D, &E]);
+    static F: EventDescriptor = EventDescriptor::new("zt7", "f", "", &[], DescriptorKind::Event);
+    let t = tracer(&[&EV, &A, &B, &C, &D, &E, &F]);
     let top = t.top();
     let lines = [
         "traceon",
-        "traceoff",
+        "enable_event:zt7:e",
         "snapshot",
         "stacktrace",
         "enable_event:zt7:a",
@@ -567,7 +570,7 @@ fn trigger_count_per_event_is_bounded() {
         top.set_trigger(&EV, line).unwrap();
     }
     assert_eq!(crate::tracer::trigger::MAX_TRIGGERS, lines.len());
-    let too_many = top.set_trigger(&EV, "enable_event:zt7:e").unwrap_err();
+    let too_many = top.set_trigger(&EV, "enable_event:zt7:f").unwrap_err();
     let expected = TriggerError { pos: 0, reason: TriggerReason::TooMany };
     assert_eq!(too_many, HookError::Trigger(expected));
     assert_eq!(top.triggers(&EV).len(), lines.len());

@@ -138,8 +138,8 @@ pub enum TriggerReason {
     UnexpectedText,
     /// The filter after `if` is refused.
     Filter(FilterReason),
-    /// The event has this trigger already (for `enable_event`/`disable_event`: one of
-    /// the two on the same target).
+    /// The event has this trigger already (see [`Trigger::same_as`]: `traceon` or
+    /// `traceoff`, one of `enable_event`/`disable_event` per target).
     Exists,
     /// The event has no such trigger to remove.
     NotFound,
@@ -173,8 +173,8 @@ impl fmt::Display for TriggerError {
                 return write!(f, "parse error at {}: {reason}", self.pos);
             }
             TriggerReason::Exists => {
-                "the event has this trigger already (enable_event and disable_event: one per \
-                 target)"
+                "the event has this trigger already (traceon and traceoff: one of the two; \
+                 enable_event and disable_event: one per target)"
             }
             TriggerReason::NotFound => "no such trigger on the event",
             TriggerReason::TooMany => "too many triggers on the event",
@@ -328,14 +328,18 @@ impl Trigger {
         self.refused.load(Relaxed)
     }
 
-    /// Whether `other` is the same trigger: the same command, and for
-    /// `enable_event`/`disable_event` the same target event, either command (an
-    /// event has one of the two per target, as in Linux, where they are one trigger
+    /// Whether `other` is the same trigger, of which an event holds one: the same
+    /// command, except that `traceon` and `traceoff` are one, and `enable_event` and
+    /// `disable_event` are one per target event (in Linux each pair is one trigger
     /// type: the second is refused, and `!` removes either).
     pub fn same_as(&self, other: &Trigger) -> bool {
-        match (self.action.target(), other.action.target()) {
-            (Some(a), Some(b)) => core::ptr::eq(a, b),
-            _ => self.action == other.action,
+        use Action::{TraceOff, TraceOn};
+        match (self.action, other.action) {
+            (TraceOn | TraceOff, TraceOn | TraceOff) => true,
+            (a, b) => match (a.target(), b.target()) {
+                (Some(a), Some(b)) => core::ptr::eq(a, b),
+                _ => a == b,
+            },
         }
     }
 
