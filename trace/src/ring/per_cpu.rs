@@ -772,8 +772,12 @@ impl Ring {
 
     /// The ring's statistics.
     pub(crate) fn stats(&self) -> RingStats {
-        let mut s = self.counts();
+        // Entries first, then the counters: each record the walk counts was counted as
+        // written before its commit was published (and the walk's Acquire saw that), so
+        // `entries <= written` even while writers run. The other order let events
+        // written between the two reads show as entries never written.
         let (entries, oldest) = self.count_entries();
+        let mut s = self.counts();
         s.entries = entries;
         s.oldest_ts = oldest;
         let commit = self.commit_pos();

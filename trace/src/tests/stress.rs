@@ -106,6 +106,7 @@ fn iterator(b: &Buffer<HostPlatform>, done: &AtomicBool) -> u64 {
         for cpu in 0..CPUS {
             let s = b.stats(cpu).unwrap();
             assert!(s.entries * 32 <= s.capacity, "entries beyond what the ring holds");
+            assert!(s.entries <= s.written, "entries beyond those written: {s:?}");
         }
         let mut m = b.merged_iter().unwrap();
         let mut last = 0;
