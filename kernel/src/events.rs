@@ -40,9 +40,6 @@ trace::event! {
     /// Fired with each `stress` event; `stress cycle N` arms and disarms it while the
     /// writers run (its sites are patched under them).
     pub CYCLED = "stress":"cycled" { seq: u64 } => "seq={seq}";
-    /// Data written to `trace_marker_raw`: its 4-byte id and the bytes after it, as
-    /// hex (shown as Linux shows raw markers).
-    pub RAW_DATA = "ftrace":"raw_data" { id: u32, buf: &str } => "# {id:x} buf:{buf}";
     /// The shell finished a command.
     pub SHELL_DONE = "shell":"command_done" { ok: bool, duration_ns: u64 } => "ok={ok} duration={duration_ns}ns",
         end "command";

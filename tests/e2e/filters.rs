@@ -290,6 +290,45 @@ fn triggers_read_and_refuse_as_linux_selftests_expect() {
     }
 }
 
+/// trace_marker's event, at the top level and in an instance (where no event is
+/// enabled): every marker is recorded, `set_event` cannot turn it off, its filter
+/// applies, and a `snapshot` trigger swaps buffers at each marker, as Linux's
+/// `trigger-trace-marker-snapshot.tc` expects: the odd markers end in the live
+/// buffer, the even ones in the snapshot.
+#[test]
+fn markers_are_always_recorded_and_take_filters_and_triggers() {
+    let mut m = boot();
+    let markers = |m: &mut Machine, file: &str| -> Vec<String> {
+        let lines = trace_lines(&m.run(&format!("cat {file}")));
+        lines.into_iter().filter(|l| l.event == "tracing_mark_write").map(|l| l.fields).collect()
+    };
+    for root in ROOTS {
+        let print = format!("{root}events/ftrace/print");
+        assert_eq!(cat(&mut m, &format!("{print}/enable")), "1", "{root}");
+        let out = m.run(&format!("echo 0 > {print}/enable"));
+        assert!(out.contains("written by the tracer itself"), "{root}: {out}");
+        m.run(&format!("echo 'buf ~ \"keep*\"' > {print}/filter"));
+        m.run(&format!("echo 'keep 1' > {root}trace_marker"));
+        m.run(&format!("echo 'drop 1' > {root}trace_marker"));
+        assert_eq!(markers(&mut m, &format!("{root}trace")), ["keep 1"], "{root}");
+        m.run(&format!("echo 0 > {print}/filter"));
+
+        m.run(&format!("echo > {root}trace"));
+        m.run(&format!("echo snapshot > {print}/trigger"));
+        assert!(m.run(&format!("cat {root}snapshot")).contains("Snapshot is allocated"));
+        for i in 1..=10 {
+            m.run(&format!("echo 'hello >{i}<' > {root}trace_marker"));
+        }
+        let text = |i: u32| format!("hello >{i}<");
+        let odd: Vec<String> = (1..=10).filter(|i| i % 2 == 1).map(text).collect();
+        let even: Vec<String> = (1..=10).filter(|i| i % 2 == 0).map(text).collect();
+        assert_eq!(markers(&mut m, &format!("{root}trace")), odd, "{root}");
+        assert_eq!(markers(&mut m, &format!("{root}snapshot")), even, "{root}");
+        m.run(&format!("echo '!snapshot' > {print}/trigger"));
+        m.run(&format!("echo 0 > {root}snapshot"));
+    }
+}
+
 /// The first `kernel_stack` event of a trace's text: its depth and its ` => `
 /// frame lines.
 fn stack_frames(text: &str) -> (usize, Vec<&str>) {

@@ -1,6 +1,8 @@
 //! Tracepoints, the linker section, instances and snapshots, on the host.
 
 use std::sync::{Mutex, MutexGuard};
+use trace::ring::Buffer;
+use trace::tracer::HookError;
 use trace::{
     HostPlatform, InstanceConfig, InstanceError, Limits, Mode, Tracer, event::EventDescriptor,
 };
@@ -43,8 +45,12 @@ fn rendered(
     tracer: &Tracer<HostPlatform>,
     instance: &trace::Instance<'_, HostPlatform>,
 ) -> Vec<String> {
-    let recorder = instance.recorder();
-    let mut merged = recorder.live().merged_iter().expect("iterator");
+    rendered_buffer(tracer, instance.recorder().live())
+}
+
+/// Renders every record of a buffer set, merged.
+fn rendered_buffer(tracer: &Tracer<HostPlatform>, buffer: &Buffer<HostPlatform>) -> Vec<String> {
+    let mut merged = buffer.merged_iter().expect("iterator");
     let mut lines = Vec::new();
     while let Some(record) = merged.next_record() {
         let descriptor = tracer.descriptor(record.id).expect("known id");
@@ -291,4 +297,65 @@ fn string_fields_take_strings_of_any_lifetime() {
         lines,
         ["test:everything: a=1 b=2 c=0x3 d=4 e=false f=x g=00000000 h=made at run time"]
     );
+}
+
+/// trace_marker's event in an instance: recorded whatever `set_event` says (which
+/// refuses to turn it off), its filter applied, and its `snapshot` trigger swapping
+/// buffers at each marker, as Linux's `trigger-trace-marker-snapshot.tc` expects:
+/// the odd markers end in the live buffer, the even ones in the snapshot. The
+/// `stacktrace` trigger's event takes no filter.
+#[test]
+fn markers_are_always_recorded_and_take_filters_and_triggers() {
+    let tracer = tracer();
+    let event =
+        |name| *tracer.events().iter().find(|d| d.system == "ftrace" && d.name == name).unwrap();
+    let (marker, stack) = (event("print"), event("kernel_stack"));
+    let m = tracer.get_or_create("markers", InstanceConfig::default()).unwrap();
+    let markers = |buffer: &Buffer<HostPlatform>| -> Vec<String> {
+        let lines = rendered_buffer(&tracer, buffer);
+        lines
+            .into_iter()
+            .filter_map(|l| l.strip_prefix("ftrace:print: ").map(String::from))
+            .collect()
+    };
+    m.write_marker("a");
+    assert_eq!(
+        m.set_event(Some("ftrace"), Some("print"), false),
+        Err(InstanceError::WrittenByTracer)
+    );
+    m.set_event(None, None, false).unwrap();
+    m.write_marker("b");
+    assert_eq!(markers(m.recorder().live()), ["a", "b"]);
+
+    m.set_filter(marker, "buf ~ \"keep*\"").unwrap();
+    m.write_marker("keep 1");
+    m.write_marker("drop 1");
+    assert_eq!(markers(m.recorder().live()), ["a", "b", "keep 1"]);
+    m.set_filter(marker, "0").unwrap();
+
+    m.clear().unwrap();
+    m.set_trigger(marker, "snapshot").unwrap();
+    assert!(m.has_snapshot());
+    (1..=10).for_each(|i| m.write_marker(&format!("hello >{i}<")));
+    let recorder = m.recorder();
+    let odd: Vec<String> = (1..=10).step_by(2).map(|i| format!("hello >{i}<")).collect();
+    let even: Vec<String> = (2..=10).step_by(2).map(|i| format!("hello >{i}<")).collect();
+    assert_eq!(markers(recorder.live()), odd);
+    assert_eq!(markers(recorder.snapshot().unwrap()), even);
+    drop(recorder);
+
+    let refused = Err(HookError::Instance(InstanceError::WrittenByTracer));
+    assert_eq!(m.set_filter(stack, "depth > 1"), refused);
+
+    // Raw markers too: recorded, filtered, the data as hex.
+    let raw = event("raw_data");
+    m.set_trigger(marker, "!snapshot").unwrap();
+    m.clear().unwrap();
+    m.set_filter(raw, "id == 7").unwrap();
+    m.write_marker_raw(7, &[0xab, 0x01]).unwrap();
+    m.write_marker_raw(8, &[0xcd]).unwrap();
+    let too_long = [0u8; trace::tracer::MAX_RAW_MARKER + 1];
+    assert_eq!(m.write_marker_raw(7, &too_long), Err(trace::ring::WriteError::TooLarge));
+    assert_eq!(rendered(&tracer, &m), ["ftrace:raw_data: # 7 buf: ab 01"]);
+    tracer.destroy(m).unwrap();
 }

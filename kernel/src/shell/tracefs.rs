@@ -14,7 +14,7 @@ use shell_core::tree::{self, Tree};
 use trace::{
     Instance, InstanceConfig, InstanceError, Mode, Tracer, event::DescriptorKind,
     event::EventDescriptor, tracer::FunctionError as TracerFunctionError, tracer::HookError,
-    tracer::is_function_event,
+    tracer::is_settable,
 };
 
 /// A file-system error, printed as the errno text a Linux shell would show.
@@ -130,6 +130,10 @@ impl From<InstanceError> for FsError {
             InstanceError::FunctionEvent => FsError::Rule(
                 "a function tracer's event: current_tracer records it (see available_tracers)",
             ),
+            InstanceError::WrittenByTracer => FsError::Rule(
+                "written by the tracer itself: ftrace:print by every write to trace_marker, \
+                 ftrace:kernel_stack by the stacktrace trigger",
+            ),
             InstanceError::Buffer(trace::Error::NoMemory | trace::Error::TooBig) => {
                 let (heap_used, heap) = crate::memory::heap::usage();
                 let (used, max) = tracer().map_or((0, 0), |t| t.memory());
@@ -203,12 +207,12 @@ pub fn events(
     tracer.events().iter().copied().filter(|d| d.kind == DescriptorKind::Event)
 }
 
-/// The events `set_event` and the `enable` files turn on and off: not the function
-/// tracers' (`current_tracer` records those), as `available_events` lists them.
+/// The events `set_event` and the `enable` files turn on and off, as
+/// `available_events` lists them (`trace::tracer::is_settable`).
 fn settable(
     tracer: &Tracer<KernelPlatform>,
 ) -> impl Iterator<Item = &'static EventDescriptor> + '_ {
-    events(tracer).filter(|d| !is_function_event(d))
+    events(tracer).filter(|d| is_settable(d))
 }
 
 /// The kernel's tracer as the tree [`tree::resolve`] walks.
@@ -685,9 +689,10 @@ fn size_kb(value: &str) -> Result<usize, FsError> {
     }
 }
 
-/// Longest data `trace_marker_raw` takes (its bytes are kept as hex text).
-const MAX_RAW: usize = (trace::event::MAX_EVENT_PAYLOAD - 16) / 3;
-const _: () = assert!(MAX_RAW == 80, "the error text of trace_marker_raw names the limit");
+const _: () = assert!(
+    trace::tracer::MAX_RAW_MARKER == 80,
+    "the error text of trace_marker_raw names the limit"
+);
 
 /// Writes `value` to a file (`append` for `>>`). On error nothing changed, but for
 /// `set_event` written with `>`, which is emptied first (as Linux truncates it on
@@ -771,20 +776,11 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
             if bytes.len() < 4 {
                 return Err(FsError::Rule("a 4-byte id, then the data"));
             }
-            if bytes.len() - 4 > MAX_RAW {
-                return Err(FsError::Rule("the data after the id is too long (at most 80 bytes)"));
-            }
             let (id, data) = bytes.split_at(4);
             let id = u32::from_le_bytes([id[0], id[1], id[2], id[3]]);
-            let mut hex = String::new();
-            for byte in data {
-                let _ = write!(hex, " {byte:02x}");
-            }
-            instance.printk(crate::events::RAW_DATA.descriptor(), |encoder| {
-                trace::field::FieldValue::encode(&id, encoder);
-                trace::field::FieldValue::encode(&hex.as_str(), encoder);
-            });
-            Ok(())
+            instance
+                .write_marker_raw(id, data)
+                .map_err(|_| FsError::Rule("the data after the id is too long (at most 80 bytes)"))
         }
         File::TraceClock => match value.trim() {
             "local" => Ok(()),

@@ -6,7 +6,7 @@
 
 extern crate alloc;
 
-use crate::error::Error;
+use crate::error::{Error, WriteError};
 use crate::event::filter::{Filter, FilterError};
 use crate::event::{DescriptorKind, EventDescriptor};
 use crate::field::{Encoder, Sink};
@@ -15,11 +15,11 @@ use crate::ring::record::Mode;
 use crate::ring::recorder::Recorder;
 use crate::ring::stats::RingStats;
 use crate::tracer::EventHooks;
-use crate::tracer::Tracer;
 use crate::tracer::function::is_function_event;
 use crate::tracer::trigger::{
-    Action, MAX_TRIGGERS, Trigger, TriggerCommand, TriggerError, TriggerReason,
+    Action, MAX_TRIGGERS, STACK_TRACE, Trigger, TriggerCommand, TriggerError, TriggerReason,
 };
+use crate::tracer::{Tracer, is_settable};
 use alloc::string::{String, ToString};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -69,6 +69,9 @@ pub enum InstanceError {
     /// The function tracers' events are recorded by the instance's function tracer
     /// ([`Instance::set_function_tracer`]), not enabled, filtered or triggered.
     FunctionEvent,
+    /// The tracer writes this event itself: trace_marker's (always recorded; it may
+    /// be filtered and triggered) or the `stacktrace` trigger's; it is not enabled.
+    WrittenByTracer,
     /// A buffer operation failed.
     Buffer(Error),
 }
@@ -94,6 +97,9 @@ impl fmt::Display for InstanceError {
             }
             InstanceError::FunctionEvent => {
                 f.write_str("a function tracer's event: current_tracer records it")
+            }
+            InstanceError::WrittenByTracer => {
+                f.write_str("written by the tracer itself (trace_marker, the stacktrace trigger)")
             }
             InstanceError::Buffer(e) => e.fmt(f),
         }
@@ -202,10 +208,11 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
             let events = self.tracer.events().iter().copied();
             events.filter(|d| d.kind == DescriptorKind::Event && d.matches(system, event))
         };
-        let matching = || named().filter(|d| !is_function_event(d));
+        let matching = || named().filter(|d| is_settable(d));
         if matching().next().is_none() {
             return Err(match named().next() {
-                Some(_) => InstanceError::FunctionEvent,
+                Some(d) if is_function_event(d) => InstanceError::FunctionEvent,
+                Some(_) => InstanceError::WrittenByTracer,
                 None => InstanceError::NoSuchEvent,
             });
         }
@@ -253,9 +260,15 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
             .index_of(event)
             .filter(|_| event.kind == DescriptorKind::Event)
             .ok_or(HookError::Instance(InstanceError::NoSuchEvent))
-            .and_then(|index| match is_function_event(event) {
-                true => Err(HookError::Instance(InstanceError::FunctionEvent)),
-                false => Ok(index),
+            .and_then(|index| {
+                if is_function_event(event) {
+                    Err(HookError::Instance(InstanceError::FunctionEvent))
+                } else if core::ptr::eq(event, &STACK_TRACE) {
+                    // Its records are written by a trigger, past every hook.
+                    Err(HookError::Instance(InstanceError::WrittenByTracer))
+                } else {
+                    Ok(index)
+                }
             })
     }
 
@@ -511,6 +524,27 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
         let mut encoder = Encoder::new(&mut buf);
         encoder.put_str(text);
         self.tracer.write_to(self.state.slot, &crate::tracer::MARKER, encoder.bytes());
+    }
+
+    /// Writes a raw marker (`trace_marker_raw`), as the `ftrace:raw_data` event: `id`,
+    /// and `data` as hex text. `Err(TooLarge)` (nothing written) for more than
+    /// [`MAX_RAW_MARKER`](crate::tracer::MAX_RAW_MARKER) bytes of data.
+    pub fn write_marker_raw(&self, id: u32, data: &[u8]) -> Result<(), WriteError> {
+        if data.len() > crate::tracer::MAX_RAW_MARKER {
+            return Err(WriteError::TooLarge);
+        }
+        let mut hex = [[0u8; 3]; crate::tracer::MAX_RAW_MARKER];
+        for (out, byte) in hex.iter_mut().zip(data) {
+            let digit = |n: u8| b"0123456789abcdef"[usize::from(n)];
+            *out = [b' ', digit(byte >> 4), digit(byte & 0xf)];
+        }
+        let hex = core::str::from_utf8(&hex.as_flattened()[..3 * data.len()]).unwrap_or_default();
+        let mut buf = [0u8; crate::event::MAX_EVENT_PAYLOAD];
+        let mut encoder = Encoder::new(&mut buf);
+        crate::field::FieldValue::encode(&id, &mut encoder);
+        encoder.put_str(hex);
+        self.tracer.write_to(self.state.slot, &crate::tracer::RAW_MARKER, encoder.bytes());
+        Ok(())
     }
 
     /// Records a `printk!` call site's arguments (use the macro).

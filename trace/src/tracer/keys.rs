@@ -10,7 +10,7 @@
 //! not armed from a context that may not wait is refused
 //! ([`InstanceError::NotArmed`]) and changes nothing.
 
-use super::{Registry, Tracer};
+use super::{Registry, Tracer, is_settable};
 use crate::event::{DescriptorKind, EventDescriptor};
 use crate::platform::Platform;
 use crate::tracer::InstanceError;
@@ -67,7 +67,9 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
                 _ => false,
             })
         };
-        for &event in self.events.iter().filter(|d| d.kind == DescriptorKind::Event) {
+        // Only tracepoints have sites: the events the tracer records itself do not.
+        let sited = |d: &&&EventDescriptor| d.kind == DescriptorKind::Event && is_settable(d);
+        for &event in self.events.iter().filter(sited) {
             let wanted = event.enabled_mask() != 0 || event.is_held() || targeted(event);
             if wanted == event.is_armed() {
                 continue;

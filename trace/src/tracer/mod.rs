@@ -63,10 +63,40 @@ pub(crate) static MARKER: EventDescriptor = EventDescriptor::new(
     DescriptorKind::Event,
 );
 
+/// The `ftrace:raw_data` event that `trace_marker_raw` writes: the data's 4-byte id,
+/// and its bytes as hex text (as Linux prints raw markers).
+pub(crate) static RAW_MARKER: EventDescriptor = EventDescriptor::new(
+    "ftrace",
+    "raw_data",
+    "# {id:x} buf:{buf}",
+    &[Field { name: "id", kind: FieldKind::U32 }, Field { name: "buf", kind: FieldKind::Str }],
+    DescriptorKind::Event,
+);
+
+/// Most bytes of data a raw marker takes after its id (each is kept as 3 characters
+/// of hex text, within an event's payload).
+pub const MAX_RAW_MARKER: usize = (crate::event::MAX_EVENT_PAYLOAD - 16) / 3;
+
+/// Whether `set_event` and the `enable` files turn `descriptor` on and off (and
+/// `available_events` lists it): not the function tracers' events, which
+/// `current_tracer` records, nor those the tracer writes itself: the markers'
+/// `ftrace:print` and `ftrace:raw_data`, recorded by every instance always (as in
+/// Linux, where they have no `enable` file), and the `stacktrace` trigger's
+/// `ftrace:kernel_stack`.
+pub fn is_settable(descriptor: &EventDescriptor) -> bool {
+    !is_function_event(descriptor) && !is_written_by_tracer(descriptor)
+}
+
+/// The markers' and the `stacktrace` trigger's events.
+fn is_written_by_tracer(descriptor: &EventDescriptor) -> bool {
+    [&MARKER, &RAW_MARKER, &STACK_TRACE].iter().any(|d| core::ptr::eq(*d, descriptor))
+}
+
 /// Descriptors the tracer provides itself, besides those found in the section.
-fn builtin() -> [&'static EventDescriptor; 6] {
+fn builtin() -> [&'static EventDescriptor; 7] {
     [
         &MARKER,
+        &RAW_MARKER,
         &crate::event::log::LOG_MESSAGE,
         &STACK_TRACE,
         &FUNCTION,
@@ -386,6 +416,10 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         // its bit): installing needs no wait.
         self.names[slot].install(Arc::new(name.clone()));
         self.slots[slot].install(Arc::clone(&recorder));
+        // Every instance records the markers written to it; their filters and triggers
+        // apply.
+        MARKER.set_enabled(slot, true);
+        RAW_MARKER.set_enabled(slot, true);
         let state = Arc::new(InstanceState { name, slot, recorder: spin::Mutex::new(recorder) });
         registry.instances[slot] = Some(Arc::clone(&state));
         Instance { tracer: self, state }

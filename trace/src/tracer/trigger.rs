@@ -29,7 +29,7 @@ use crate::event::filter::{Filter, FilterReason};
 use crate::event::format_file::Origin;
 use crate::event::{DescriptorKind, EventDescriptor};
 use crate::field::{Field, FieldKind};
-use crate::tracer::function::is_function_event;
+use crate::tracer::is_settable;
 use core::fmt;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -265,7 +265,7 @@ impl Trigger {
                     return Err(err(command_end, TriggerReason::ExpectedEvent));
                 };
                 let target = lookup(system, event)
-                    .filter(|d| d.kind == DescriptorKind::Event && !is_function_event(d))
+                    .filter(|d| d.kind == DescriptorKind::Event && is_settable(d))
                     .ok_or(err(event_at, TriggerReason::UnknownEvent))?;
                 if name == "enable_event" {
                     Action::EnableEvent(target)
