@@ -131,8 +131,9 @@ impl From<InstanceError> for FsError {
                 "a function tracer's event: current_tracer records it (see available_tracers)",
             ),
             InstanceError::WrittenByTracer => FsError::Rule(
-                "written by the tracer itself: ftrace:print by every write to trace_marker, \
-                 ftrace:kernel_stack by the stacktrace trigger",
+                "written by the tracer itself: ftrace:print and ftrace:raw_data by every \
+                 write to trace_marker and trace_marker_raw, ftrace:kernel_stack by the \
+                 stacktrace trigger",
             ),
             InstanceError::Buffer(trace::Error::NoMemory | trace::Error::TooBig) => {
                 let (heap_used, heap) = crate::memory::heap::usage();

@@ -69,7 +69,7 @@ pub enum InstanceError {
     /// The function tracers' events are recorded by the instance's function tracer
     /// ([`Instance::set_function_tracer`]), not enabled, filtered or triggered.
     FunctionEvent,
-    /// The tracer writes this event itself: trace_marker's (always recorded; it may
+    /// The tracer writes this event itself: the markers' (always recorded; they may
     /// be filtered and triggered) or the `stacktrace` trigger's; it is not enabled.
     WrittenByTracer,
     /// A buffer operation failed.
@@ -99,7 +99,7 @@ impl fmt::Display for InstanceError {
                 f.write_str("a function tracer's event: current_tracer records it")
             }
             InstanceError::WrittenByTracer => {
-                f.write_str("written by the tracer itself (trace_marker, the stacktrace trigger)")
+                f.write_str("written by the tracer itself (the markers, the stacktrace trigger)")
             }
             InstanceError::Buffer(e) => e.fmt(f),
         }
