@@ -347,9 +347,20 @@ fn markers_are_always_recorded_and_take_filters_and_triggers() {
     let refused = Err(HookError::Instance(InstanceError::WrittenByTracer));
     assert_eq!(m.set_filter(stack, "depth > 1"), refused);
 
+    // A marker longer than an event holds is split, never cut (multi-byte
+    // characters kept whole).
+    m.set_trigger(marker, "!snapshot").unwrap();
+    m.clear().unwrap();
+    let long: String = (0..300).map(|i| if i % 7 == 0 { 'é' } else { 'x' }).collect();
+    m.write_marker(&long);
+    let parts = markers(m.recorder().live());
+    assert!(parts.len() > 1, "{parts:?}");
+    assert_eq!(parts.concat(), long);
+    m.write_marker("");
+    assert_eq!(markers(m.recorder().live()).last().map(String::as_str), Some(""));
+
     // Raw markers too: recorded, filtered, the data as hex.
     let raw = event("raw_data");
-    m.set_trigger(marker, "!snapshot").unwrap();
     m.clear().unwrap();
     m.set_filter(raw, "id == 7").unwrap();
     m.write_marker_raw(7, &[0xab, 0x01]).unwrap();

@@ -518,12 +518,28 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
         .stats(cpu)
     }
 
-    /// Writes a text marker (`trace_marker`), as the `ftrace:print` event.
+    /// Writes a text marker (`trace_marker`), as the `ftrace:print` event. A text
+    /// longer than one event holds is written as several, cut at character
+    /// boundaries, as Linux splits a long marker: their texts, in order, give it back.
     pub fn write_marker(&self, text: &str) {
-        let mut buf = [0u8; crate::event::MAX_EVENT_PAYLOAD];
-        let mut encoder = Encoder::new(&mut buf);
-        encoder.put_str(text);
-        self.tracer.write_to(self.state.slot, &crate::tracer::MARKER, encoder.bytes());
+        // An event's payload holds the string's 2-byte length and its bytes.
+        const MOST: usize = crate::event::MAX_EVENT_PAYLOAD - 2;
+        let mut rest = text;
+        loop {
+            let mut end = rest.len().min(MOST);
+            while !rest.is_char_boundary(end) {
+                end -= 1;
+            }
+            let (chunk, tail) = rest.split_at(end);
+            let mut buf = [0u8; crate::event::MAX_EVENT_PAYLOAD];
+            let mut encoder = Encoder::new(&mut buf);
+            encoder.put_str(chunk);
+            self.tracer.write_to(self.state.slot, &crate::tracer::MARKER, encoder.bytes());
+            rest = tail;
+            if rest.is_empty() {
+                return;
+            }
+        }
     }
 
     /// Writes a raw marker (`trace_marker_raw`), as the `ftrace:raw_data` event: `id`,
