@@ -169,10 +169,13 @@ impl<'a> SymbolTable<'a> {
     /// function holds it. A return address is the instruction after a call, which
     /// may be the first byte past the calling function when the call was its last
     /// instruction: it is looked up one byte earlier, as Linux prints stack traces.
+    /// A frame may also be where an interrupt struck, which can be a function's first
+    /// instruction: when no function holds the byte before it, `ret` itself is looked
+    /// up (`function+0x0`).
     pub fn write_frame(&self, out: &mut dyn Write, ret: u64) -> fmt::Result {
         match ret.checked_sub(1).and_then(|a| self.lookup(a)) {
             Some((name, off)) => write!(out, "{name}+{:#x}", off + 1),
-            None => write!(out, "{ret:#x}"),
+            None => self.write_address(out, ret),
         }
     }
 
@@ -251,7 +254,10 @@ mod tests {
         assert_eq!(t.lookup(0x210), None);
         assert_eq!(t.lookup(u64::MAX), None);
         assert_eq!(frame(&t, 0x120), "a+0x20");
-        assert_eq!(frame(&t, 0x100), "0x100");
+        // Where an interrupt struck a function's first instruction (nothing before it).
+        assert_eq!(frame(&t, 0x100), "a+0x0");
+        assert_eq!(frame(&t, 0x200), "b+0x0");
+        assert_eq!(frame(&t, 0x121), "0x121");
         assert_eq!(frame(&t, 0), "0x0");
         let mut at = String::new();
         t.write_address(&mut at, 0x100).unwrap();

@@ -182,7 +182,9 @@ mod tests {
         assert_eq!(s.lookup(0x120), None);
         // A return address one past a function's last byte still names it.
         assert_eq!(s.frame(0x120), "a+0x20");
-        assert_eq!(s.frame(0x100), "0x100");
+        // Where an interrupt struck a function's first instruction.
+        assert_eq!(s.frame(0x100), "a+0x0");
+        assert_eq!(s.frame(0x121), "0x121");
         assert_eq!(Symbols::default().frame(0x200), "0x200");
         assert_eq!(Symbols::default().lookup(0x100), None);
     }
