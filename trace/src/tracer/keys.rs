@@ -14,7 +14,6 @@ use super::{Registry, Tracer, is_settable};
 use crate::event::{DescriptorKind, EventDescriptor};
 use crate::platform::Platform;
 use crate::tracer::InstanceError;
-use crate::tracer::trigger::Action;
 use core::sync::atomic::{Ordering::SeqCst, fence};
 
 impl<P: Platform + Clone + Send + Sync> Tracer<P> {
@@ -59,13 +58,8 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         }
         let targeted = |event: &EventDescriptor| {
             let tables = registry.hooks.iter().flatten();
-            let hooks = tables.flat_map(|table| table.iter().flatten());
-            hooks.flat_map(|h| h.triggers.iter()).any(|t| match t.action() {
-                Action::EnableEvent(target) | Action::DisableEvent(target) => {
-                    core::ptr::eq(target, event)
-                }
-                _ => false,
-            })
+            let mut hooks = tables.flat_map(|table| table.iter().flatten());
+            hooks.any(|h| h.targets(event))
         };
         // Only tracepoints have sites: the events the tracer records itself do not.
         let sited = |d: &&&EventDescriptor| d.kind == DescriptorKind::Event && is_settable(d);

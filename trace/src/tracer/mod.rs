@@ -117,6 +117,11 @@ impl EventHooks {
     pub(crate) fn is_empty(&self) -> bool {
         self.filter.is_none() && self.triggers.is_empty()
     }
+
+    /// Whether one of the triggers enables or disables `event`.
+    pub(crate) fn targets(&self, event: &EventDescriptor) -> bool {
+        self.triggers.iter().any(|t| t.action().target().is_some_and(|d| core::ptr::eq(d, event)))
+    }
 }
 
 /// An instance's hooks, indexed like [`Tracer::events`]. Replaced whole on a change
@@ -696,15 +701,11 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         let registry = self.registry.lock();
         let Some(table) = registry.hooks[slot].as_deref() else { return false };
         let event = self.events[index];
-        table.iter().enumerate().filter_map(|(i, hooks)| Some((i, hooks.as_deref()?))).any(
-            |(i, hooks)| {
-                (i == index && !hooks.triggers.is_empty())
-                    || hooks
-                        .triggers
-                        .iter()
-                        .any(|t| t.action().target().is_some_and(|d| core::ptr::eq(d, event)))
-            },
-        )
+        table
+            .iter()
+            .enumerate()
+            .filter_map(|(i, hooks)| Some((i, hooks.as_deref()?)))
+            .any(|(i, hooks)| (i == index && !hooks.triggers.is_empty()) || hooks.targets(event))
     }
 
     #[cold]
