@@ -26,6 +26,23 @@ fn pipes_filter_the_output_and_head_stops_the_read() {
     // The short forms coreutils take.
     assert_eq!(m.run("cat available_events | head -4 | tail -1"), joined(&lines[3..4]));
     assert_eq!(m.run("cat available_events | head -n2"), joined(&lines[..2]));
+    // Patterns: anchors, `.`, classes and `*` as in grep's basic expressions.
+    let matching = |keep: &dyn Fn(&str) -> bool| {
+        joined(&lines.iter().copied().filter(|l| keep(l)).collect::<Vec<_>>())
+    };
+    assert_eq!(m.run("cat available_events | grep ^irq:"), matching(&|l| l.starts_with("irq:")));
+    assert_eq!(m.run("cat available_events | grep 'x.t$'"), matching(&|l| l.ends_with("xit")));
+    assert_eq!(
+        m.run("cat available_events | grep -v '^[a-k][a-z]*:'"),
+        matching(&|l| !l.starts_with(|c: char| ('a'..='k').contains(&c)))
+    );
+    assert_eq!(m.run("cat available_events | grep '^irq:.*_e'"), joined(&irq[..2]));
+    assert_eq!(m.run("cat available_events | grep 'irq\\.'"), "", "\\ makes . literal");
+    assert!(
+        m.run("cat trace | grep 'a\\(b'")
+            .contains("grep: 'a\\(b': at 1: \\ makes one of . * [ ] ^ $ \\ literal (no groups")
+    );
+    assert!(m.run("cat trace | grep '[a-'").contains("grep: '[a-': at 0: [ without its ]"));
     // Other commands whose output is text pipe too.
     assert!(m.run("uptime | grep heap").starts_with("heap: "));
     assert_eq!(

@@ -63,6 +63,12 @@ fn set_event_replaces_appends_negates_and_refuses_bad_input() {
         let err = m.run(&format!("echo 'timer:tick nosuch:event' > {file}"));
         assert!(err.contains("Invalid argument (no event matches an entry"), "{err}");
         assert_eq!(m.run(&format!("cat {file}")), "", "> cleared the set before the error");
+        // A name without `:` is a system's or an event's, as in Linux.
+        assert_eq!(m.run(&format!("echo irq > {file}")), "");
+        let irq = m.run(&format!("cat {file}"));
+        assert!(irq.starts_with("irq:irq_handler_entry\n") && irq.lines().count() == 3, "{irq}");
+        assert_eq!(m.run(&format!("echo '!irq tick' >> {file}")), "");
+        assert_eq!(m.run(&format!("cat {file}")), "timer:tick\n");
         assert_eq!(m.run(&format!("echo '*:*' > {file}")), "");
         let all = m.run(&format!("cat {file}"));
         assert_eq!(all, m.run(&format!("cat {root}available_events")), "*:* enables every event");
@@ -503,6 +509,23 @@ fn instances_are_made_and_removed_with_mkdir_and_rmdir() {
     assert!(!m.run("ls instances").contains("t1/"));
     assert!(m.run("rmdir instances/t1").contains("No such file or directory"));
     assert!(m.run("rmdir trace").contains("Operation not permitted"));
+    // Several names at once, as Linux's instance selftest does (`mkdir x y z` in
+    // `instances/`): each is made or removed, and each failure has its own line.
+    assert_eq!(m.run("cd instances"), "");
+    assert_eq!(m.run("mkdir x y z"), "");
+    let listed = m.run("ls x z");
+    assert!(
+        listed.starts_with("x:\navailable_events\n") && listed.contains("\n\nz:\n"),
+        "{listed}"
+    );
+    assert_eq!(
+        m.run("mkdir y w latency"),
+        "mkdir: y: File exists\nmkdir: latency: File exists\n",
+        "w is made between the two refusals"
+    );
+    assert_eq!(m.run("rmdir x y z w"), "");
+    assert_eq!(m.run("rmdir x"), "rmdir: x: No such file or directory\n");
+    assert_eq!(m.run("cd /"), "");
     let mut made = 0;
     let error = loop {
         let out = m.run(&format!("mkdir instances/many{made}"));

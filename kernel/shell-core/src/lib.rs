@@ -1,6 +1,6 @@
 //! The kernel shell's pure logic, kept apart from the kernel so it is unit-tested on
 //! the host: the line editor ([`line`]), the command-line parser ([`parse`]), path
-//! normalisation ([`path`]) and the tracefs tree's path resolution ([`tree`]). No I/O: the kernel feeds bytes in and writes what
+//! normalisation ([`path`]), `grep`'s patterns ([`pattern`]) and the tracefs tree's path resolution ([`tree`]). No I/O: the kernel feeds bytes in and writes what
 //! comes out to the serial console.
 #![no_std]
 
@@ -11,4 +11,5 @@ extern crate std;
 pub mod line;
 pub mod parse;
 pub mod path;
+pub mod pattern;
 pub mod tree;

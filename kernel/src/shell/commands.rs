@@ -29,8 +29,8 @@ pub static COMMANDS: &[Command] = &[
     },
     Command {
         name: "ls",
-        usage: "[PATH]",
-        help: "list a directory of the tracing tree",
+        usage: "[PATH...]",
+        help: "list directories of the tracing tree",
         redirects: false,
         pipes: true,
         run: ls,
@@ -69,16 +69,16 @@ pub static COMMANDS: &[Command] = &[
     },
     Command {
         name: "mkdir",
-        usage: "instances/NAME",
-        help: "create an instance",
+        usage: "instances/NAME...",
+        help: "create instances",
         redirects: false,
         pipes: false,
         run: mkdir,
     },
     Command {
         name: "rmdir",
-        usage: "instances/NAME",
-        help: "remove an instance",
+        usage: "instances/NAME...",
+        help: "remove instances",
         redirects: false,
         pipes: false,
         run: rmdir,
@@ -243,19 +243,23 @@ fn ls(
     _: Option<&Redirect>,
     out: &mut Output,
 ) -> Result<(), CommandError> {
-    let path = match args {
-        [] => ".",
-        [path] => path,
-        _ => return Err(CommandError::Usage),
-    };
-    let located = tracefs::resolve(shell.cwd(), path).map_err(|e| fs_error(path, e))?;
-    match located.node {
-        Node::File(_) => {
-            let _ = writeln!(out, "{path}");
-        }
-        Node::Dir(_) => {
-            for name in tracefs::list(&located).map_err(|e| fs_error(path, e))? {
-                let _ = writeln!(out, "{name}");
+    let paths = if args.is_empty() { &["."][..] } else { args };
+    // Several directories are listed each under its name, as coreutils do.
+    let titled = paths.len() > 1;
+    for (i, path) in paths.iter().enumerate() {
+        let located = tracefs::resolve(shell.cwd(), path).map_err(|e| fs_error(path, e))?;
+        match located.node {
+            Node::File(_) => {
+                let _ = writeln!(out, "{path}");
+            }
+            Node::Dir(_) => {
+                let names = tracefs::list(&located).map_err(|e| fs_error(path, e))?;
+                if titled {
+                    let _ = writeln!(out, "{}{path}:", if i > 0 { "\n" } else { "" });
+                }
+                for name in names {
+                    let _ = writeln!(out, "{name}");
+                }
             }
         }
     }
@@ -367,8 +371,7 @@ fn mkdir(
     _: Option<&Redirect>,
     _out: &mut Output,
 ) -> Result<(), CommandError> {
-    let [path] = args else { return Err(CommandError::Usage) };
-    tracefs::mkdir(shell.cwd(), path).map_err(|e| fs_error(path, e))
+    each_path("mkdir", args, |path| tracefs::mkdir(shell.cwd(), path))
 }
 
 fn rmdir(
@@ -377,8 +380,25 @@ fn rmdir(
     _: Option<&Redirect>,
     _out: &mut Output,
 ) -> Result<(), CommandError> {
-    let [path] = args else { return Err(CommandError::Usage) };
-    tracefs::rmdir(shell.cwd(), path).map_err(|e| fs_error(path, e))
+    each_path("rmdir", args, |path| tracefs::rmdir(shell.cwd(), path))
+}
+
+/// Runs `op` on every path in turn, as coreutils do: one that fails does not stop
+/// the others, and each failure is reported on a line of its own (`NAME: PATH: ...`).
+fn each_path(
+    name: &str,
+    paths: &[&str],
+    mut op: impl FnMut(&str) -> Result<(), tracefs::FsError>,
+) -> Result<(), CommandError> {
+    if paths.is_empty() {
+        return Err(CommandError::Usage);
+    }
+    let failures: Vec<String> =
+        paths.iter().filter_map(|path| op(path).err().map(|e| format!("{path}: {e}"))).collect();
+    match failures.is_empty() {
+        true => Ok(()),
+        false => Err(CommandError::Failed(failures.join(&format!("\n{name}: ")))),
+    }
 }
 
 fn uptime(

@@ -1,5 +1,6 @@
 //! A command's output on its way to the console: through the filters of a pipeline
-//! (`| head [-n N | -N]`, `| tail [-n N | -N]`, `| grep [-v] PATTERN`, `| wc -l`), line by
+//! (`| head [-n N | -N]`, `| tail [-n N | -N]`, `| grep [-v] PATTERN`, `| wc -l`; `grep`
+//! takes basic regular expressions without groups, [`shell_core::pattern`]), line by
 //! line as it is written, and stopped by Ctrl-C between any two lines.
 //!
 //! A write fails once the output wants no more (Ctrl-C, or `head` has its lines), so
@@ -10,6 +11,7 @@ use alloc::collections::VecDeque;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::fmt::{self, Write};
+use shell_core::pattern::Pattern;
 
 /// Most lines `tail -n N` keeps (its memory is bounded by N lines).
 pub const MAX_TAIL: usize = 10_000;
@@ -22,8 +24,8 @@ enum Stage {
     Head { left: usize },
     /// Keeps the last `keep` lines; passes them on at the end.
     Tail { keep: usize, lines: VecDeque<String> },
-    /// Passes lines containing `pattern` (or, `invert`, not containing it).
-    Grep { pattern: String, invert: bool },
+    /// Passes lines holding a match of `pattern` (or, `invert`, those without).
+    Grep { pattern: Pattern, invert: bool },
     /// Counts lines; passes the count on at the end.
     Count { lines: u64 },
 }
@@ -59,11 +61,9 @@ impl Stage {
                     _ => Err(alloc::format!("tail: at most {MAX_TAIL} lines")),
                 }
             }
-            ["grep", "-v", pattern] => {
-                Ok(Stage::Grep { pattern: pattern.to_string(), invert: true })
-            }
+            ["grep", "-v", pattern] => Ok(Stage::Grep { pattern: grep(pattern)?, invert: true }),
             ["grep", pattern] if !pattern.starts_with('-') => {
-                Ok(Stage::Grep { pattern: pattern.to_string(), invert: false })
+                Ok(Stage::Grep { pattern: grep(pattern)?, invert: false })
             }
             ["wc", "-l"] => Ok(Stage::Count { lines: 0 }),
             ["grep", ..] => Err("grep: usage: grep [-v] PATTERN".into()),
@@ -74,6 +74,11 @@ impl Stage {
             [] => Err("syntax error: empty command in a pipe".into()),
         }
     }
+}
+
+/// `grep`'s pattern, compiled, or the error naming where it breaks a rule.
+fn grep(pattern: &str) -> Result<Pattern, String> {
+    Pattern::parse(pattern).map_err(|e| alloc::format!("grep: '{pattern}': {e}"))
 }
 
 /// Why the output ended before the command did.
@@ -140,9 +145,7 @@ impl Output {
                     }
                     deliver = false;
                 }
-                Stage::Grep { pattern, invert } => {
-                    deliver = line.contains(pattern.as_str()) != *invert
-                }
+                Stage::Grep { pattern, invert } => deliver = pattern.matches(line) != *invert,
                 Stage::Count { lines } => {
                     *lines += 1;
                     deliver = false;

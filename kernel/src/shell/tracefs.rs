@@ -422,11 +422,12 @@ tracing mini-HOWTO:
 \t\t\t  To remove a trigger: echo '!<trigger>' > trigger
   available_events\t- list of all events the kernel has
   set_event\t\t- Enables events by name written into it ([!]system:event,
-\t\t\t  globs allowed; > replaces the set, >> adds to it)
+\t\t\t  or [!]name for a system or an event; globs allowed;
+\t\t\t  > replaces the set, >> adds to it)
 
  Commands besides the files: help lists them (dump, stress, bench, ...).
  Output of cat, ls, echo, ... can be piped: | head [-n N | -N], | tail [-n N | -N],
- | grep [-v] TEXT, | wc -l. Ctrl-C stops a long read.
+ | grep [-v] PATTERN (^ $ . * [...]), | wc -l. Ctrl-C stops a long read.
 ";
 
 /// Most entries `error_log` keeps per instance (Linux keeps as many).
@@ -668,16 +669,26 @@ fn any_pattern(pattern: Option<&str>) -> Option<&str> {
     pattern.filter(|p| !p.is_empty() && *p != "*")
 }
 
-/// One `set_event` entry, `[!]SYSTEM:EVENT` or `[!]EVENT` (`*` or empty: any):
-/// whether it enables, and the system and event patterns.
-fn set_event_entry(entry: &str) -> (bool, Option<&str>, Option<&str>) {
+/// The (system, event) patterns of one `set_event` entry.
+type Selectors<'a> = Vec<(Option<&'a str>, Option<&'a str>)>;
+
+/// One `set_event` entry, `[!]SYSTEM:EVENT` or `[!]NAME` (`*` or empty: any): whether
+/// it enables, and the (system, event) patterns it selects. As in Linux, a `NAME`
+/// without `:` selects the events of that name and the events of the system of that
+/// name.
+fn set_event_entry(entry: &str) -> (bool, Selectors<'_>) {
     let (enable, spec) = match entry.strip_prefix('!') {
         Some(spec) => (false, spec),
         None => (true, entry),
     };
-    let (system, event) =
-        spec.split_once(':').map_or((None, Some(spec)), |(s, e)| (Some(s), Some(e)));
-    (enable, any_pattern(system), any_pattern(event))
+    let selectors = match spec.split_once(':') {
+        Some((system, event)) => alloc::vec![(any_pattern(Some(system)), any_pattern(Some(event)))],
+        None => match any_pattern(Some(spec)) {
+            None => alloc::vec![(None, None)],
+            name => alloc::vec![(None, name), (name, None)],
+        },
+    };
+    (enable, selectors)
 }
 
 /// Parses a size in KB for a ring: a positive number.
@@ -718,15 +729,21 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
             if !append {
                 instance.set_event(None, None, false)?;
             }
-            let entries: Vec<_> = value.split_ascii_whitespace().map(set_event_entry).collect();
+            let mut entries: Vec<_> = value.split_ascii_whitespace().map(set_event_entry).collect();
             // Every entry is checked first, so a bad one enables none of them.
-            if !entries.iter().all(|&(_, sys, ev)| settable(tracer).any(|d| d.matches(sys, ev))) {
-                return Err(FsError::Rule(
-                    "no event matches an entry ([!]system:event, globs allowed)",
-                ));
+            for (_, selectors) in &mut entries {
+                selectors.retain(|&(sys, ev)| settable(tracer).any(|d| d.matches(sys, ev)));
+                if selectors.is_empty() {
+                    return Err(FsError::Rule(
+                        "no event matches an entry ([!]system:event or [!]system or \
+                         [!]event, globs allowed)",
+                    ));
+                }
             }
-            for (enable, system, event) in entries {
-                instance.set_event(system, event, enable)?;
+            for (enable, selectors) in entries {
+                for (system, event) in selectors {
+                    instance.set_event(system, event, enable)?;
+                }
             }
             Ok(())
         }
