@@ -1,6 +1,6 @@
 //! `report --filter`: which events a report shows, as trace-cmd report's `-F`. Each
 //! spec is `EVENTS[: FILTER]`: EVENTS a comma-separated list of `SYSTEM/EVENT` or
-//! `EVENT` globs (`*`, `?`), FILTER the kernel's filter syntax (the event's fields and
+//! `EVENT` globs (`*`, `?`, `[...]`), FILTER the kernel's filter syntax (the event's fields and
 //! the common fields: `CPU`, `comm`, `common_pid`, ...). Given specs, a report shows
 //! the events some spec names and whose filter, if it has one, passes.
 

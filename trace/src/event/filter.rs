@@ -12,7 +12,7 @@
 //! Integer fields (`bool` and `char` count as integers: 0/1 and the scalar value) take
 //! `== != < <= > >= &` (`&`: the bitwise and is not zero) and a decimal, `0x` hex or
 //! `0` octal value (negative for signed fields). String fields take `==`, `!=` and `~`
-//! (a glob: `*` any run, `?` any one character) and a value quoted with `"` or `'`, or
+//! (a glob: `*` any run, `?` any one character, `[a-z]` or `[!...]` a class) and a value quoted with `"` or `'`, or
 //! a bare word. Byte-array fields cannot be filtered. `&&` binds tighter than `||`.
 //!
 //! Besides the event's own fields (which come first when names clash), a filter sees

@@ -11,16 +11,19 @@
 //! Inside: `dispatch` hands each emitted record to the installed tracer, `filter`
 //! compiles and evaluates ftrace's event filters on an event's fields, [`format`](mod@format)
 //! renders a record with its descriptor's format string, [`format_file`] writes
-//! tracefs's `format` files, [`log`] bridges the `log` crate.
+//! tracefs's `format` files, [`log`] bridges the `log` crate, and [`glob`](fn@glob)
+//! matches the names and strings of event selections, filters and function filters.
 
 pub(crate) mod dispatch;
 pub(crate) mod filter;
 pub mod format;
 pub mod format_file;
+mod glob;
 pub mod key;
 pub mod log;
 
 pub use filter::{Filter, FilterError, FilterReason, MAX_FILTER_LEN, MAX_PREDICATES};
+pub use glob::glob;
 
 use crate::event::dispatch::{INLINE_WORDS, Inline};
 use crate::event::filter::{FieldRef, Fields};
@@ -248,39 +251,10 @@ impl EventDescriptor {
     }
 
     /// Whether the `SYSTEM:NAME` pair matches `system` and `event` (`None`: any;
-    /// `*` and `?` are globs).
+    /// each a [`glob`](fn@glob)).
     pub fn matches(&self, system: Option<&str>, event: Option<&str>) -> bool {
         system.is_none_or(|p| glob(p, self.system)) && event.is_none_or(|p| glob(p, self.name))
     }
-}
-
-/// Shell-style glob: `*` any run, `?` any one character (events' names, and the
-/// function tracer's filters).
-pub fn glob(pattern: &str, text: &str) -> bool {
-    let (p, t) = (pattern.as_bytes(), text.as_bytes());
-    let (mut pi, mut ti) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while ti < t.len() {
-        match p.get(pi) {
-            Some(b'*') => {
-                star = Some((pi, ti));
-                pi += 1;
-            }
-            Some(&c) if c == b'?' || c == t[ti] => {
-                pi += 1;
-                ti += 1;
-            }
-            _ => match star {
-                Some((sp, st)) => {
-                    pi = sp + 1;
-                    ti = st + 1;
-                    star = Some((sp, st + 1));
-                }
-                None => return false,
-            },
-        }
-    }
-    p[pi..].iter().all(|&c| c == b'*')
 }
 
 /// An argument passed for a field declared as `Decl`. The same type as declared,
