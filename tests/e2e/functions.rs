@@ -465,3 +465,117 @@ fn max_graph_depth_limits_how_deep_function_graph_follows() {
         }
     }
 }
+
+/// `set_ftrace_filter`'s commands (`FUNCTION:COMMAND[:COUNT]`), at the top level and
+/// in an instance, as Linux's `func_traceonoff_triggers.tc` expects them: `traceoff`
+/// stops recording when the function is called, whatever the tracer; `!` removes
+/// it (tracing stays off); `traceon` starts it again; `traceoff:3` acts three times.
+/// Then `stacktrace` records the call chain from the function, `enable_event` turns
+/// an event on, `snapshot` takes a snapshot; the file lists each command with the
+/// count left; refusals name the rule and change nothing; an entry is a call while
+/// it has a command, its NOP again after.
+#[test]
+fn function_commands_act_when_their_function_is_called() {
+    let mut m = Machine::boot();
+    let pwd = "kernel::shell::commands::pwd";
+    let cd = "kernel::shell::commands::cd";
+    let entry = |m: &mut Machine, f: &str| m.run(&format!("functions {f}"));
+    let nop_before = entry(&mut m, pwd);
+    assert!(nop_before.contains(&format!(" nop 0f 1f 44 00 08 {pwd}\n")), "{nop_before}");
+    m.run("mkdir instances/c");
+    for root in ["", "instances/c/"] {
+        let filter = format!("{root}set_ftrace_filter");
+        let cat = |m: &mut Machine, file: &str| m.run(&format!("cat {root}{file}"));
+        let all = "#### all functions enabled ####\n";
+        assert_eq!(m.run(&format!("echo timer:tick >> {root}set_event")), "");
+
+        assert_eq!(m.run(&format!("echo '{pwd}:traceoff' > {filter}")), "");
+        assert_eq!(cat(&mut m, "set_ftrace_filter"), format!("{all}{pwd}:traceoff:unlimited\n"));
+        assert_eq!(cat(&mut m, "current_tracer"), "nop\n");
+        assert!(entry(&mut m, pwd).contains(" call e8 "), "a call while commanded");
+        assert_eq!(cat(&mut m, "tracing_on"), "1\n");
+        m.run("pwd");
+        assert_eq!(cat(&mut m, "tracing_on"), "0\n", "{root}");
+        let stopped = cat(&mut m, "trace");
+        m.run("uptime");
+        assert_eq!(cat(&mut m, "trace"), stopped, "{root}: the trace stopped moving");
+        assert_eq!(m.run(&format!("echo '!{pwd}:traceoff' >> {filter}")), "");
+        assert_eq!(cat(&mut m, "set_ftrace_filter"), all);
+        assert_eq!(cat(&mut m, "tracing_on"), "0\n", "removing it turns nothing on");
+        assert_eq!(m.run(&format!("echo '{pwd}:traceon' > {filter}")), "");
+        m.run("pwd");
+        assert_eq!(cat(&mut m, "tracing_on"), "1\n");
+        assert_eq!(m.run(&format!("echo '!{pwd}:traceon' >> {filter}")), "");
+
+        // A count: off three times (each time tracing is turned on again), then kept.
+        assert_eq!(m.run(&format!("echo '{pwd}:traceoff:3' > {filter}")), "");
+        for left in [2, 1, 0] {
+            m.run("pwd");
+            assert_eq!(cat(&mut m, "tracing_on"), "0\n", "{root}: count {left}");
+            let listed = cat(&mut m, "set_ftrace_filter");
+            assert!(listed.contains(&format!("{pwd}:traceoff:count={left}\n")), "{listed}");
+            m.run(&format!("echo 1 > {root}tracing_on"));
+        }
+        m.run("pwd");
+        assert_eq!(cat(&mut m, "tracing_on"), "1\n", "{root}: the count ran out");
+        assert_eq!(m.run(&format!("echo '!{pwd}:traceoff:0' > {filter}")), "");
+        assert_eq!(cat(&mut m, "set_ftrace_filter"), all);
+
+        // stacktrace: the chain starts in the function, then its caller.
+        m.run(&format!("echo > {root}trace"));
+        assert_eq!(m.run(&format!("echo '{pwd}:stacktrace:1' >> {filter}")), "");
+        m.run("pwd");
+        let trace = cat(&mut m, "trace");
+        let frames: Vec<&str> = trace.lines().filter_map(|l| l.strip_prefix(" => ")).collect();
+        assert!(frames.len() >= 3, "{trace}");
+        assert!(frames[0].starts_with(&format!("{pwd}+0x5")), "{trace}");
+        assert!(frames[1].starts_with("kernel::shell::"), "the caller: {trace}");
+        assert!(frames.iter().all(|f| !f.contains("ftrace") && !f.starts_with("trace::")));
+        // enable_event: kmem:kmalloc, soft-disabled meanwhile, on when cd is called.
+        let kmalloc = "events/kmem/kmalloc/enable";
+        let command = format!("{cd}:enable_event:kmem:kmalloc:1");
+        assert_eq!(m.run(&format!("echo '{command}' >> {filter}")), "");
+        assert_eq!(cat(&mut m, kmalloc), "0*\n");
+        m.run("cd /");
+        assert_eq!(cat(&mut m, kmalloc), "1*\n");
+        // snapshot: the live buffer, with the marker written before, becomes the
+        // snapshot.
+        assert_eq!(m.run(&format!("echo '{pwd}:snapshot:1' >> {filter}")), "");
+        m.run(&format!("echo before-{} > {root}trace_marker", root.len()));
+        m.run("pwd");
+        let snapshot = cat(&mut m, "snapshot");
+        assert!(snapshot.contains(&format!("before-{}", root.len())), "{snapshot}");
+        let listed = cat(&mut m, "set_ftrace_filter");
+        for line in [
+            format!("{cd}:enable_event:kmem:kmalloc:count=0"),
+            format!("{pwd}:stacktrace:count=0"),
+            format!("{pwd}:snapshot:count=0"),
+        ] {
+            assert!(listed.lines().any(|l| l == line), "{line} in\n{listed}");
+        }
+
+        // Refusals name the rule and change nothing.
+        for (line, rule) in [
+            (format!("{pwd}:dump"), "unknown command (mod, traceon, traceoff, snapshot"),
+            (format!("!{pwd}:traceon"), "no function named has this command"),
+            (format!("{pwd}:traceoff:x"), "count must be a number from 1 on"),
+            (format!("{pwd}:enable_event:kmem:nope"), "no such event"),
+            ("nosuch:traceoff".into(), "a glob matches no function"),
+        ] {
+            let error = m.run(&format!("echo '{line}' >> {filter}"));
+            assert!(error.contains(rule), "{line}: {error}");
+            assert_eq!(cat(&mut m, "set_ftrace_filter"), listed, "{line} changed the list");
+        }
+        let error = m.run(&format!("echo '{pwd}:traceoff' >> {root}set_ftrace_notrace"));
+        assert!(error.contains("commands (FUNCTION:COMMAND) are written to set_ftrace_filter"));
+
+        for command in [format!("{cd}:enable_event:kmem:kmalloc"), format!("{pwd}:stacktrace")] {
+            assert_eq!(m.run(&format!("echo '!{command}' >> {filter}")), "");
+        }
+        assert_eq!(m.run(&format!("echo '!{pwd}:snapshot' >> {filter}")), "");
+        assert_eq!(cat(&mut m, "set_ftrace_filter"), all);
+        assert_eq!(cat(&mut m, kmalloc), "1\n", "no longer soft-disabled");
+        m.run(&format!("echo 0 > {root}{kmalloc}"));
+        assert_eq!(entry(&mut m, pwd), nop_before, "{root}: the NOP again");
+    }
+}

@@ -38,10 +38,13 @@ fn pipes_filter_the_output_and_head_stops_the_read() {
     );
     assert_eq!(m.run("cat available_events | grep '^irq:.*_e'"), joined(&irq[..2]));
     assert_eq!(m.run("cat available_events | grep 'irq\\.'"), "", "\\ makes . literal");
-    assert!(
-        m.run("cat trace | grep 'a\\(b'")
-            .contains("grep: 'a\\(b': at 1: \\ makes one of . * [ ] ^ $ \\ literal (no groups")
+    assert_eq!(
+        m.run("cat available_events | grep '^irq:nmi$\\|^timer'"),
+        matching(&|l| l == "irq:nmi" || l.starts_with("timer"))
     );
+    assert!(m.run("cat trace | grep 'a\\(b'").contains(
+        "grep: 'a\\(b': at 1: \\ makes one of . * [ ] ^ $ \\ literal, or \\| separates alternatives"
+    ));
     assert!(m.run("cat trace | grep '[a-'").contains("grep: '[a-': at 0: [ without its ]"));
     // Other commands whose output is text pipe too.
     assert!(m.run("uptime | grep heap").starts_with("heap: "));

@@ -3,7 +3,8 @@
 //! `^` at the start and `$` at the end anchor the match (elsewhere they are
 //! literal); `.` is any character; `[abc]`, `[a-z]` and `[^...]` are classes (`]`
 //! first in a class is literal); `*` repeats the element before it (at the start it
-//! is literal); `\` makes the next special character literal. Any other character
+//! is literal); `\` makes the next special character literal; `\|` separates
+//! alternatives (as GNU grep's), each with its own anchors. Any other character
 //! matches itself, so a fixed string matches as it did before patterns existed
 //! unless it holds one of `^ $ . * [ \`. Groups, intervals, back references and
 //! class names (`\(`, `\{`, `\1`, `[:digit:]`) are refused, not read another way.
@@ -53,8 +54,13 @@ struct Element {
     repeated: bool,
 }
 
-/// A compiled pattern.
+/// A compiled pattern: its alternatives.
 pub struct Pattern {
+    branches: Vec<Branch>,
+}
+
+/// One alternative.
+struct Branch {
     elements: Vec<Element>,
     /// Anchored at the line's start (`^`) / end (`$`).
     start: bool,
@@ -80,23 +86,47 @@ fn refuse<T>(at: usize, reason: &'static str) -> Result<T, PatternError> {
     Err(PatternError { at, reason })
 }
 
+/// The pattern's characters still to parse, with their byte offsets.
+type Chars<'a> = Peekable<CharIndices<'a>>;
+
 impl Pattern {
     /// Compiles `text`, or names where and why it is refused.
     pub fn parse(text: &str) -> Result<Pattern, PatternError> {
-        let (start, body) = match text.strip_prefix('^') {
-            Some(body) => (true, body),
-            None => (false, text),
-        };
-        let offset = text.len() - body.len();
-        let mut chars = body.char_indices().peekable();
+        let mut chars = text.char_indices().peekable();
+        let mut branches = Vec::new();
+        loop {
+            let (branch, more) = Branch::parse(&mut chars)?;
+            branches.push(branch);
+            if !more {
+                return Ok(Pattern { branches });
+            }
+        }
+    }
+
+    /// Whether `line` holds a match of one of the alternatives.
+    pub fn matches(&self, line: &str) -> bool {
+        self.branches.iter().any(|branch| branch.matches(line))
+    }
+}
+
+/// Whether `\|` comes next.
+fn alternation_next(chars: &Chars<'_>) -> bool {
+    let mut ahead = chars.clone().map(|(_, c)| c);
+    ahead.next() == Some('\\') && ahead.next() == Some('|')
+}
+
+impl Branch {
+    /// Parses one alternative, up to a `\|` (then `true`: another follows) or the
+    /// pattern's end.
+    fn parse(chars: &mut Chars<'_>) -> Result<(Branch, bool), PatternError> {
+        let start = chars.next_if(|&(_, c)| c == '^').is_some();
         let mut elements: Vec<Element> = Vec::new();
         let mut end = false;
         while let Some((at, c)) = chars.next() {
-            let at = at + offset;
             let atom = match c {
-                '$' if chars.peek().is_none() => {
+                '$' if chars.peek().is_none() || alternation_next(chars) => {
                     end = true;
-                    break;
+                    continue;
                 }
                 '.' => Atom::Any,
                 '*' => match elements.last_mut() {
@@ -106,14 +136,15 @@ impl Pattern {
                     }
                     None => Atom::Char('*'),
                 },
-                '[' => class(&mut chars, at)?,
+                '[' => class(chars, at)?,
                 '\\' => match chars.next() {
+                    Some((_, '|')) => return Ok((Branch { elements, start, end }, true)),
                     Some((_, c @ ('.' | '*' | '[' | ']' | '^' | '$' | '\\'))) => Atom::Char(c),
                     Some(_) => {
                         return refuse(
                             at,
-                            "\\ makes one of . * [ ] ^ $ \\ literal (no groups, intervals, \
-                             back references or escapes)",
+                            "\\ makes one of . * [ ] ^ $ \\ literal, or \\| separates \
+                             alternatives (no groups, intervals, back references or escapes)",
                         );
                     }
                     None => return refuse(at, "\\ ends the pattern"),
@@ -125,7 +156,7 @@ impl Pattern {
             }
             elements.push(Element { atom, repeated: false });
         }
-        Ok(Pattern { elements, start, end })
+        Ok((Branch { elements, start, end }, false))
     }
 
     /// Whether `line` holds a match.
@@ -172,7 +203,7 @@ fn has(set: &[u64; WORDS], i: usize) -> bool {
 }
 
 /// Parses a class after its `[` (at byte `open`), up to and with its `]`.
-fn class(chars: &mut Peekable<CharIndices<'_>>, open: usize) -> Result<Atom, PatternError> {
+fn class(chars: &mut Chars<'_>, open: usize) -> Result<Atom, PatternError> {
     const UNCLOSED: &str = "[ without its ]";
     let negated = chars.next_if(|&(_, c)| c == '^').is_some();
     let mut ranges = Vec::new();
@@ -254,6 +285,17 @@ mod tests {
         assert!(grep("a\\.c", "a.c") && !grep("a\\.c", "abc"));
         assert!(grep("\\$$", "cost $") && grep("\\^", "x^y") && grep("\\\\", "a\\b"));
         assert!(grep("\\[x]", "[x]") && !grep("\\[x]", "x"));
+    }
+
+    #[test]
+    fn alternatives_match_each_with_its_anchors() {
+        assert!(grep("irq\\|tick", "timer tick") && grep("irq\\|tick", "irq_handler"));
+        assert!(!grep("irq\\|tick", "rx: byte"));
+        assert!(grep("^a\\|b$", "ax") && grep("^a\\|b$", "xb") && !grep("^a\\|b$", "xa"));
+        assert!(grep("x\\|", "anything"), "an empty alternative matches every line");
+        assert!(grep("a$\\|^b", "xa") && grep("a$\\|^b", "bx") && !grep("a$\\|^b", "ab!"));
+        assert!(grep("[\\|]", "|") && !grep("[\\|]", "a"), "\\ in a class is itself");
+        assert!(grep("a\\\\|b", "a\\|b") && !grep("a\\\\|b", "b"), "\\\\| is \\ then |");
     }
 
     #[test]

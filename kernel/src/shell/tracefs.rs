@@ -14,7 +14,7 @@ use shell_core::tree::{self, Tree};
 use trace::{
     Instance, InstanceConfig, InstanceError, Mode, Tracer, event::DescriptorKind,
     event::EventDescriptor, tracer::FunctionError as TracerFunctionError, tracer::HookError,
-    tracer::is_settable,
+    tracer::TriggerReason, tracer::is_settable,
 };
 
 /// A file-system error, printed as the errno text a Linux shell would show.
@@ -160,6 +160,20 @@ impl From<FunctionError> for FsError {
             }
             FunctionError::Tracer(error) => FsError::Rule(error.reason()),
             FunctionError::Busy => FsError::Busy,
+            FunctionError::CommandElsewhere => {
+                FsError::Rule("commands (FUNCTION:COMMAND) are written to set_ftrace_filter")
+            }
+            FunctionError::Command(HookError::Trigger(error)) => match error.reason {
+                TriggerReason::UnknownCommand => FsError::Rule(
+                    "unknown command (mod, traceon, traceoff, snapshot, stacktrace, \
+                     enable_event, disable_event)",
+                ),
+                TriggerReason::NotFound => FsError::Rule("no function named has this command"),
+                TriggerReason::TooMany => FsError::Rule("a function holds at most 8 commands"),
+                TriggerReason::UnexpectedText => FsError::Rule("a command takes no filter"),
+                _ => FsError::Parse(HookError::Trigger(error)),
+            },
+            FunctionError::Command(error) => error.into(),
         }
     }
 }
@@ -384,6 +398,10 @@ tracing mini-HOWTO:
   available_filter_functions - list of functions that can be traced
   set_ftrace_filter\t- echo function name (globs) in here to only trace these
 \t\t\t  functions ('>' sets, '>>' adds, '!glob' removes)
+\t\t\t  Commands: <function>:<command>[:count], acting when the function
+\t\t\t  is called, whatever the tracer: traceon, traceoff, snapshot,
+\t\t\t  stacktrace, enable_event:<system>:<event>,
+\t\t\t  disable_event:<system>:<event>; '!<function>:<command>' removes
   set_ftrace_notrace\t- echo function name (globs) in here to never trace
   set_graph_function\t- function_graph records only these functions and what they call
   set_graph_notrace\t- function_graph records nothing from these functions until they return
@@ -495,6 +513,39 @@ fn function_list(file: File) -> List {
     }
 }
 
+/// Writes one of `instance`'s function lists as ftrace reads it: the functions (or
+/// the line saying there are none), then for `set_ftrace_filter` the commands.
+fn write_function_list(
+    out: &mut dyn Write,
+    instance: &trace::Instance<'_, KernelPlatform>,
+    list: List,
+) -> fmt::Result {
+    let mut any = false;
+    let mut result = Ok(());
+    functions::for_each_listed(instance, list, |f| {
+        any = true;
+        result = result.and_then(|()| writeln!(out, "{}", f.name));
+    });
+    result?;
+    match (any, list) {
+        (true, _) => {}
+        (false, List::Filter | List::GraphFunction) => {
+            writeln!(out, "#### all functions enabled ####")?
+        }
+        (false, List::Notrace | List::GraphNotrace) => {
+            writeln!(out, "#### no functions disabled ####")?
+        }
+    }
+    if list == List::Filter {
+        let mut result = Ok(());
+        functions::for_each_command(instance, |f, command| {
+            result = result.and_then(|()| writeln!(out, "{}:{command}", f.name));
+        });
+        result?;
+    }
+    Ok(())
+}
+
 /// Writes a CPU mask as Linux does: hex, as many digits as the CPUs need.
 fn write_cpumask(out: &mut dyn Write, mask: u64, cpus: usize) -> fmt::Result {
     let digits = cpus.div_ceil(4).max(1);
@@ -584,24 +635,7 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
         File::SetFtraceFilter
         | File::SetFtraceNotrace
         | File::SetGraphFunction
-        | File::SetGraphNotrace => {
-            let list = function_list(file);
-            let mut any = false;
-            let mut result = Ok(());
-            functions::for_each_listed(instance, list, |f| {
-                any = true;
-                result = result.and_then(|()| writeln!(out, "{}", f.name));
-            });
-            match (any, list) {
-                (true, _) => result,
-                (false, List::Filter | List::GraphFunction) => {
-                    writeln!(out, "#### all functions enabled ####")
-                }
-                (false, List::Notrace | List::GraphNotrace) => {
-                    writeln!(out, "#### no functions disabled ####")
-                }
-            }
-        }
+        | File::SetGraphNotrace => write_function_list(out, instance, function_list(file)),
         File::MaxGraphDepth => writeln!(out, "{}", functions::max_graph_depth()),
         File::SubbufSizeKb => writeln!(out, "4"),
         File::PrintkFormats => tracer
@@ -700,6 +734,11 @@ fn size_kb(value: &str) -> Result<usize, FsError> {
         kb => kb.checked_mul(1024).ok_or(FsError::Rule("the size is too large")),
     }
 }
+
+const _: () = assert!(
+    trace::tracer::MAX_TRIGGERS == 8,
+    "the error text of function commands names the limit"
+);
 
 const _: () = assert!(
     trace::tracer::MAX_RAW_MARKER == 80,

@@ -104,6 +104,9 @@ struct Cpu {
     muted: AtomicU64,
     /// Calls not hooked because the shadow stack was full.
     overflow: AtomicU64,
+    /// The call the entry hook is in (ELF addresses: after its entry's `call`, and
+    /// its return address), for a function command's stack trace.
+    hooked: [AtomicU64; 2],
 }
 
 impl Cpu {
@@ -137,6 +140,7 @@ static CPUS: [Cpu; MAX_CPUS] = [const {
         inside: AtomicU64::new(0),
         muted: AtomicU64::new(0),
         overflow: AtomicU64::new(0),
+        hooked: [const { AtomicU64::new(0) }; 2],
     }
 }; MAX_CPUS];
 
@@ -205,6 +209,10 @@ pub enum FunctionError {
     Busy,
     /// The tracer refused.
     Tracer(trace::tracer::FunctionError),
+    /// A command written to a list other than `set_ftrace_filter`.
+    CommandElsewhere,
+    /// A function command was refused.
+    Command(trace::tracer::HookError),
 }
 
 impl From<trace::tracer::FunctionError> for FunctionError {
@@ -256,6 +264,13 @@ fn selection(instance: &Instance<'_, KernelPlatform>, list: List) -> Vec<bool> {
 /// (`kernel`, `latency_watchdog`: a crate is this kernel's module). Without
 /// `append` (`>`) the list is emptied first. A glob that matches nothing refuses the
 /// whole write. Patches what changed if the instance traces functions.
+///
+/// `set_ftrace_filter` also takes commands, `[!]GLOB:COMMAND[:COUNT]` (ftrace's
+/// "filter commands": `traceon`, `traceoff`, `snapshot`, `stacktrace`,
+/// `enable_event:SYSTEM:EVENT`, `disable_event:SYSTEM:EVENT`), which act each time
+/// one of the functions is called, add up whether written with `>` or `>>`, and are
+/// removed with `!` ([`trace::Instance::set_function_command`]). Every entry is
+/// checked before any is applied.
 pub fn write_list(
     instance: &Instance<'_, KernelPlatform>,
     list: List,
@@ -267,31 +282,68 @@ pub fn write_list(
         true => selection(instance, list),
         false => alloc::vec![false; functions.len()],
     };
+    let mut commands: Vec<(Vec<usize>, alloc::string::String)> = Vec::new();
     for word in text.split_ascii_whitespace() {
-        let (set, glob) = match word.strip_prefix('!') {
-            Some(glob) => (false, glob),
+        let (set, entry) = match word.strip_prefix('!') {
+            Some(entry) => (false, entry),
             None => (true, word),
         };
-        let (glob, krate) = match glob.split_once(":mod:") {
-            Some((glob, krate)) => (glob, Some(krate)),
-            None => (glob, None),
-        };
+        let (glob, command) = split_command(entry);
+        let krate = command.and_then(|c| c.strip_prefix("mod:"));
         let in_crate = |name: &str| {
             let path = name.trim_start_matches('<');
             krate.is_none_or(|k| path.strip_prefix(k).is_some_and(|rest| rest.starts_with("::")))
         };
-        let mut matched = false;
-        for (bit, function) in new.iter_mut().zip(functions) {
-            if trace::event::glob(glob, function.name) && in_crate(function.name) {
-                *bit = set;
-                matched = true;
-            }
-        }
-        if !matched {
+        let matching: Vec<usize> = (functions.iter().enumerate())
+            .filter(|(_, f)| trace::event::glob(glob, f.name) && in_crate(f.name))
+            .map(|(i, _)| i)
+            .collect();
+        if matching.is_empty() {
             return Err(FunctionError::NoMatch);
         }
+        match command.filter(|_| krate.is_none()) {
+            None => matching.iter().for_each(|&i| new[i] = set),
+            Some(_) if list != List::Filter => return Err(FunctionError::CommandElsewhere),
+            Some(command) => {
+                let line = if set { command.into() } else { alloc::format!("!{command}") };
+                commands.push((matching, line));
+            }
+        }
     }
-    Ok(instance.set_function_list(list, &new)?)
+    for (matching, line) in &commands {
+        instance.check_function_command(matching, line).map_err(FunctionError::Command)?;
+    }
+    instance.set_function_list(list, &new)?;
+    for (matching, line) in &commands {
+        instance.set_function_command(matching, line).map_err(FunctionError::Command)?;
+    }
+    Ok(())
+}
+
+/// Splits `GLOB:COMMAND` at its first lone `:` (a function's path holds `::`).
+fn split_command(entry: &str) -> (&str, Option<&str>) {
+    let bytes = entry.as_bytes();
+    let lone = (0..bytes.len()).find(|&i| {
+        bytes[i] == b':' && bytes.get(i + 1) != Some(&b':') && (i == 0 || bytes[i - 1] != b':')
+    });
+    match lone {
+        Some(i) => (&entry[..i], Some(&entry[i + 1..])),
+        None => (entry, None),
+    }
+}
+
+/// Calls `each` with every function command of `instance`, in address order: the
+/// function and the command as `set_ftrace_filter` lists it.
+pub fn for_each_command(
+    instance: &Instance<'_, KernelPlatform>,
+    mut each: impl FnMut(&Function, &str),
+) {
+    let functions = functions();
+    for (index, command) in instance.function_commands() {
+        if let Some(function) = functions.get(index) {
+            each(function, &command);
+        }
+    }
 }
 
 /// Calls `each` with every function on one of `instance`'s lists, in address order.
@@ -310,6 +362,15 @@ pub fn stop() {
     STOPPED.store(true, Relaxed);
 }
 
+/// The call whose entry hook this CPU runs, if it runs one: (an address in the
+/// function, after its entry's `call`; the call's return address), ELF addresses,
+/// as a stack walk from inside the hook would find them but cannot (the hook runs
+/// before the function's frame exists).
+pub fn hooked_call() -> Option<[u64; 2]> {
+    let cpu = this_cpu().filter(|cpu| cpu.busy.load(Relaxed))?;
+    Some(cpu.hooked.each_ref().map(|word| word.load(Relaxed)))
+}
+
 /// The current CPU's state.
 fn this_cpu() -> Option<&'static Cpu> {
     CPUS.get(percpu::index())
@@ -326,6 +387,8 @@ fn on_entry(function: u64, ret: u64, slot: u64) -> bool {
         return false;
     }
     cpu.busy.store(true, Relaxed);
+    cpu.hooked[0].store(stack::elf_address(function + 5), Relaxed);
+    cpu.hooked[1].store(stack::elf_address(ret), Relaxed);
     compiler_fence(SeqCst);
     let hooked = record_entry(cpu, function, ret, slot);
     compiler_fence(SeqCst);

@@ -81,13 +81,18 @@ const CONTEXTS: [[Context; 2]; 7] = {
 /// Frames a stack trace walks: the tracer's own (at most a handful) and those it keeps.
 const WALKED_FRAMES: usize = 32;
 
-/// Whether the return address `ret` (an ELF address) lies in the `trace` crate's code
-/// (its functions and the generic ones the kernel instantiates). Without a symbol
-/// table, nothing is.
-fn in_tracer(ret: u64) -> bool {
+/// The `trace` crate's code (its functions and the generic ones the kernel
+/// instantiates).
+const TRACER_CODE: &[&str] = &["trace::", "<trace::"];
+/// The function tracers' entry hook and its trampoline.
+const FUNCTION_HOOK: &[&str] = &["kernel::tracing::functions::", "kernel::arch::ftrace::"];
+
+/// Whether the return address `ret` (an ELF address) lies in a function whose name
+/// starts with one of `prefixes`. Without a symbol table, none does.
+fn returns_into(ret: u64, prefixes: &[&str]) -> bool {
     // The call sits just before the return address.
     let name = crate::symbols::table().and_then(|t| t.lookup(ret.wrapping_sub(1)));
-    name.is_some_and(|(name, _)| name.starts_with("trace::") || name.starts_with("<trace::"))
+    name.is_some_and(|(name, _)| prefixes.iter().any(|p| name.starts_with(p)))
 }
 
 /// What `trace` needs from the kernel: the CPU index from per-CPU data (callable from
@@ -149,10 +154,16 @@ impl trace::Platform for KernelPlatform {
         let chain = &mut chain[..depth];
         functions::restore_returns(chain);
         let chain = chain.get(1..).unwrap_or_default();
-        let ours = chain.iter().take_while(|&&ret| in_tracer(ret)).count();
-        let kept = &chain[ours..];
-        let n = kept.len().min(frames.len());
-        frames[..n].copy_from_slice(&kept[..n]);
-        n
+        let ours = chain.iter().take_while(|&&ret| returns_into(ret, TRACER_CODE)).count();
+        let mut kept = &chain[ours..];
+        // A function command's: the entry hook's frames give way to the call they
+        // hook, which the walk cannot see (its frame does not exist yet).
+        let hook = kept.iter().take_while(|&&ret| returns_into(ret, FUNCTION_HOOK)).count();
+        let call = functions::hooked_call().filter(|_| hook > 0);
+        if call.is_some() {
+            kept = &kept[hook..];
+        }
+        let walked = call.iter().flatten().chain(kept);
+        frames.iter_mut().zip(walked).map(|(frame, &ret)| *frame = ret).count()
     }
 }

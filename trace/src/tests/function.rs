@@ -5,7 +5,7 @@
 //! One test: the function tracers' events are statics every tracer of the process
 //! shares, so two tests tracing functions at once would see each other's bits.
 
-use crate::tracer::{FUNCGRAPH_ENTRY, FUNCGRAPH_EXIT, FUNCTION, FunctionError};
+use crate::tracer::{FUNCGRAPH_ENTRY, FUNCGRAPH_EXIT, FUNCTION, FunctionError, HookError};
 use crate::tracer::{FunctionList, FunctionTracer, GraphScope};
 use crate::{HostPlatform, InstanceConfig, InstanceError, Limits, Mode, Platform, Tracer};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -198,4 +198,139 @@ fn instances_trace_their_own_functions_and_release_them() {
 
 fn top_config() -> InstanceConfig {
     InstanceConfig { bytes_per_cpu: 4096, mode: Mode::Overwrite, snapshot: false }
+}
+
+/// `set_ftrace_filter`'s `FUNCTION:COMMAND`s: patched entries whatever the tracer,
+/// actions when the function is called, a count per function, read-back, removal,
+/// refusals that change nothing, and a destroyed instance's commands gone.
+#[test]
+fn function_commands_act_when_their_functions_are_called() {
+    static TARGET: crate::event::EventDescriptor = crate::event::EventDescriptor::new(
+        "sys",
+        "target",
+        "",
+        &[],
+        crate::event::DescriptorKind::Event,
+    );
+    HostPlatform::set_cpu(0);
+    HostPlatform::set_clock(1);
+    let patcher = Patcher {
+        calls: Arc::new(Mutex::new(vec![false; COUNT])),
+        refuse: Arc::new(AtomicBool::new(false)),
+    };
+    let calls = || patcher.calls.lock().unwrap().clone();
+    let limits = Limits { max_instances: 4, max_total_bytes: 1 << 20 };
+    let tracer = Tracer::new(patcher.clone(), 1, &[&TARGET], limits, top_config()).unwrap();
+    let top = tracer.top();
+    let refused = top.set_function_command(&[0], "traceoff");
+    assert_eq!(refused, Err(HookError::Function(FunctionError::Unavailable)));
+    assert!(tracer.set_functions(COUNT));
+    let call = |index: usize| {
+        tracer.record_function_entry(index, 0x100, 0x200, Some(0), GraphScope::default())
+    };
+
+    // `traceoff:2` on functions 1 and 2: their entries become calls with `nop`, and
+    // each function turns tracing off twice.
+    top.set_function_command(&[1, 2], "traceoff:2").unwrap();
+    assert_eq!(calls(), [false, true, true, false]);
+    assert_eq!(top.function_tracer(), FunctionTracer::Nop);
+    let listed = |i: &crate::Instance<'_, Patcher>| i.function_commands();
+    let both = |n: &str| vec![(1, n.to_string()), (2, n.to_string())];
+    assert_eq!(listed(&top), both("traceoff:count=2"));
+    let tracing = || top.recorder().live().is_recording();
+    call(0);
+    assert!(tracing(), "function 0 has no command");
+    call(1);
+    assert!(!tracing());
+    assert_eq!(listed(&top)[0], (1, "traceoff:count=1".to_string()));
+    call(1);
+    assert_eq!(listed(&top)[0], (1, "traceoff:count=1".to_string()), "off already: kept");
+    for _ in 0..2 {
+        top.set_tracing(true);
+        call(2);
+        assert!(!tracing());
+    }
+    top.set_tracing(true);
+    call(2);
+    assert!(tracing(), "function 2's count ran out, function 1's did not");
+    assert_eq!(listed(&top), [(1, "traceoff:count=1".into()), (2, "traceoff:count=0".into())]);
+
+    // The same command again keeps the one there, with its count.
+    top.set_function_command(&[1], "traceoff:9").unwrap();
+    assert_eq!(listed(&top)[0], (1, "traceoff:count=1".to_string()));
+
+    // enable_event, stacktrace and snapshot; the target is in soft mode meanwhile.
+    top.set_function_command(&[3], "enable_event:sys:target:1").unwrap();
+    assert!(top.event_soft_mode(&TARGET));
+    assert!(!TARGET.recording_in(0));
+    call(3);
+    assert!(TARGET.recording_in(0));
+    top.set_function_command(&[3], "stacktrace").unwrap();
+    top.set_function_command(&[3], "snapshot:1").unwrap();
+    assert!(top.has_snapshot(), "a snapshot command allocates the snapshot buffer");
+    call(3);
+    // The stack trace was recorded, then the snapshot taken: it holds the record.
+    let recorder = top.recorder();
+    let mut kept = recorder.snapshot().unwrap().iter(0).unwrap();
+    let stack = crate::tracer::STACK_TRACE.id();
+    let mut found = false;
+    while let Some(record) = kept.next_record() {
+        found |= record.id == stack;
+    }
+    assert!(found, "no stack trace in the snapshot");
+    assert_eq!(
+        listed(&top)[2..],
+        [
+            (3, "enable_event:sys:target:count=0".to_string()),
+            (3, "stacktrace:unlimited".to_string()),
+            (3, "snapshot:count=0".to_string()),
+        ]
+    );
+
+    // Refusals change nothing.
+    let before = listed(&top);
+    let trigger = |reason| Err(HookError::Trigger(crate::tracer::TriggerError { pos: 0, reason }));
+    assert!(matches!(top.set_function_command(&[0], "bogus"), Err(HookError::Trigger(_))));
+    assert_eq!(
+        top.set_function_command(&[0], "traceoff if ip == 1"),
+        Err(HookError::Trigger(crate::tracer::TriggerError {
+            pos: 9,
+            reason: crate::tracer::TriggerReason::UnexpectedText
+        })),
+        "function commands take no filter"
+    );
+    assert_eq!(
+        top.set_function_command(&[0, 2], "!traceon"),
+        trigger(crate::tracer::TriggerReason::NotFound)
+    );
+    let refused = top.set_function_command(&[COUNT], "traceoff");
+    assert_eq!(refused, Err(HookError::Function(FunctionError::NoSuchFunction)));
+    patcher.refuse.store(true, Relaxed);
+    let refused = top.set_function_command(&[0], "traceon");
+    assert_eq!(refused, Err(HookError::Function(FunctionError::Patch("refused"))));
+    patcher.refuse.store(false, Relaxed);
+    assert_eq!(listed(&top), before);
+    assert_eq!(calls(), [false, true, true, true]);
+
+    // Removal: a count after it is ignored; entries without commands are NOPs again.
+    top.set_function_command(&[1, 2], "!traceoff:0").unwrap();
+    assert_eq!(calls(), [false, false, false, true]);
+    for command in ["!enable_event:sys:target", "!stacktrace", "!snapshot"] {
+        top.set_function_command(&[3], command).unwrap();
+    }
+    assert!(listed(&top).is_empty());
+    assert!(!top.event_soft_mode(&TARGET));
+    assert_eq!(calls(), [false; COUNT]);
+
+    // An instance's commands go with it; a new instance in its slot has none.
+    let g = tracer.get_or_create("g", top_config()).unwrap();
+    g.set_function_command(&[0], "traceoff").unwrap();
+    assert_eq!(calls(), [true, false, false, false]);
+    drop(g);
+    tracer.destroy_by_name("g").unwrap();
+    assert_eq!(calls(), [false; COUNT]);
+    let g = tracer.get_or_create("g", top_config()).unwrap();
+    assert!(g.function_commands().is_empty());
+    call(0);
+    assert!(g.recorder().live().is_recording());
 }

@@ -15,6 +15,8 @@
 //! mask before the grace period that frees its slot, so a bit a writer sees names
 //! the instance that set it.
 
+use super::commands::CommandTable;
+use super::rcu::RcuCell;
 use super::{MAX_INSTANCES, Tracer};
 use crate::event::dispatch::{Body, INLINE_WORDS, Inline};
 use crate::event::{DescriptorKind, EventDescriptor};
@@ -22,6 +24,7 @@ use crate::field::{Field, FieldKind};
 use crate::platform::Platform;
 use crate::sync::{AtomicU64, Ordering::Relaxed};
 use crate::tracer::Instance;
+use alloc::sync::Arc;
 use alloc::vec;
 use alloc::vec::Vec;
 use core::fmt;
@@ -143,6 +146,8 @@ pub enum FunctionError {
     Unavailable,
     /// A list does not have one entry per registered function.
     WrongLength,
+    /// A function index beyond the registered functions.
+    NoSuchFunction,
     /// Patching needs a context that may wait (thread context, interrupts on).
     WouldDeadlock,
     /// The platform's patcher refused, and patched nothing.
@@ -155,6 +160,7 @@ impl FunctionError {
         match self {
             FunctionError::Unavailable => "no function can be traced",
             FunctionError::WrongLength => "a list needs one entry per function",
+            FunctionError::NoSuchFunction => "no such function",
             FunctionError::WouldDeadlock => {
                 "patching function entries needs a context that may wait"
             }
@@ -194,9 +200,12 @@ impl Selection {
 }
 
 /// The control side, behind [`Functions::control`].
-struct Control {
+pub(super) struct Control {
     /// Each instance slot's selection (reset when its instance is destroyed).
     slots: Vec<Selection>,
+    /// Each instance slot's function commands, as published in
+    /// [`Functions::commands`] (`None`: none).
+    pub(super) commands: Vec<Option<Arc<CommandTable>>>,
     /// Which functions' entries are calls now.
     patched: Vec<bool>,
 }
@@ -212,7 +221,11 @@ pub(crate) struct Functions {
     mutes: Vec<AtomicU64>,
     /// The instances with a `set_graph_function`.
     rooted: AtomicU64,
-    control: spin::Mutex<Control>,
+    /// The instances with commands on each function ([`super::commands`]).
+    pub(super) commanded: Vec<AtomicU64>,
+    /// Each instance slot's function commands, as writers read them.
+    pub(super) commands: [RcuCell<CommandTable>; MAX_INSTANCES],
+    pub(super) control: spin::Mutex<Control>,
 }
 
 impl Functions {
@@ -258,8 +271,11 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
                 roots: masks(),
                 mutes: masks(),
                 rooted: AtomicU64::new(0),
+                commanded: masks(),
+                commands: core::array::from_fn(|_| RcuCell::empty()),
                 control: spin::Mutex::new(Control {
                     slots: (0..MAX_INSTANCES).map(|_| Selection::empty(count)).collect(),
+                    commands: vec![None; MAX_INSTANCES],
                     patched: vec![false; count],
                 }),
             }
@@ -293,6 +309,26 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         let Some(functions) = self.functions.get().filter(|f| index < f.masks.len()) else {
             return (0, scope);
         };
+        let recorded = self.trace_function_entry(functions, index, ip, parent, depth, scope);
+        // The call is recorded before its commands act, as an event before its
+        // triggers.
+        if functions.commanded[index].load(Relaxed) != 0 {
+            self.run_function_commands(functions, index, ip, parent);
+        }
+        recorded
+    }
+
+    /// [`Tracer::record_function_entry`]'s records.
+    #[inline(always)]
+    fn trace_function_entry(
+        &self,
+        functions: &Functions,
+        index: usize,
+        ip: u64,
+        parent: u64,
+        depth: Option<u64>,
+        scope: GraphScope,
+    ) -> (u64, GraphScope) {
         let mask = &functions.masks[index];
         // Each record's instances are read again inside its section; these reads
         // only spare a section no instance records in.
@@ -357,18 +393,22 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         let mut control = functions.control.lock();
         control.slots[slot] = Selection::empty(functions.masks.len());
         functions.publish(slot, &control.slots[slot]);
+        self.release_function_commands(functions, &mut control, slot);
         if self.platform.may_wait() {
             let _ = self.sync_entries(functions, &mut control);
         }
     }
 
     /// Patches the entries whose state differs from what the masks want.
-    fn sync_entries(
+    pub(super) fn sync_entries(
         &self,
         functions: &Functions,
         control: &mut Control,
     ) -> Result<(), FunctionError> {
-        let wanted: Vec<bool> = functions.masks.iter().map(|m| m.load(Relaxed) != 0).collect();
+        // A function is a call while some instance traces it or has commands on it.
+        let wanted: Vec<bool> = (functions.masks.iter().zip(&functions.commanded))
+            .map(|(traced, commanded)| traced.load(Relaxed) | commanded.load(Relaxed) != 0)
+            .collect();
         let changes: Vec<(usize, bool)> = wanted
             .iter()
             .zip(&control.patched)

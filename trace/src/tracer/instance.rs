@@ -15,7 +15,7 @@ use crate::ring::record::Mode;
 use crate::ring::recorder::Recorder;
 use crate::ring::stats::RingStats;
 use crate::tracer::EventHooks;
-use crate::tracer::function::is_function_event;
+use crate::tracer::function::{FunctionError, is_function_event};
 use crate::tracer::trigger::{
     Action, MAX_TRIGGERS, STACK_TRACE, Trigger, TriggerCommand, TriggerError, TriggerReason,
 };
@@ -117,6 +117,14 @@ pub enum HookError {
     Filter(FilterError),
     /// The trigger line is refused: where, and why.
     Trigger(TriggerError),
+    /// The function tracers refused (a function command).
+    Function(FunctionError),
+}
+
+impl From<FunctionError> for HookError {
+    fn from(e: FunctionError) -> Self {
+        HookError::Function(e)
+    }
 }
 
 impl From<InstanceError> for HookError {
@@ -137,6 +145,7 @@ impl fmt::Display for HookError {
             HookError::Instance(e) => e.fmt(f),
             HookError::Filter(e) => e.fmt(f),
             HookError::Trigger(e) => e.fmt(f),
+            HookError::Function(e) => e.fmt(f),
         }
     }
 }

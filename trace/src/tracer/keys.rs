@@ -5,9 +5,9 @@
 //! Patching waits for every CPU, so it happens only in a context that may wait;
 //! yet an `enable_event` trigger (and a driver's interrupt handler) enables events
 //! from any context. As ftrace does for a trigger's target (soft mode), such events
-//! stay armed while off: a trigger's target for as long as the trigger exists, and
-//! any event a driver names with [`Tracer::keep_armed`]. Enabling an event that is
-//! not armed from a context that may not wait is refused
+//! stay armed while off: a trigger's (or function command's) target for as long as
+//! it exists, and any event a driver names with [`Tracer::keep_armed`]. Enabling an
+//! event that is not armed from a context that may not wait is refused
 //! ([`InstanceError::NotArmed`]) and changes nothing.
 
 use super::{Registry, Tracer, is_settable};
@@ -59,7 +59,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         let targeted = |event: &EventDescriptor| {
             let tables = registry.hooks.iter().flatten();
             let mut hooks = tables.flat_map(|table| table.iter().flatten());
-            hooks.any(|h| h.targets(event))
+            hooks.any(|h| h.targets(event)) || self.commands_target(None, event)
         };
         // Only tracepoints have sites: the events the tracer records itself do not.
         let sited = |d: &&&EventDescriptor| d.kind == DescriptorKind::Event && is_settable(d);

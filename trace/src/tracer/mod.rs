@@ -8,10 +8,12 @@
 //! DESIGN.md, "The per-CPU section" and "Instances".
 //!
 //! Inside: `instance` is the handle a caller works with ([`Instance`]), `rcu` the
-//! cell each instance slot is read through, `trigger` ftrace's event triggers.
+//! cell each instance slot is read through, `trigger` ftrace's event triggers,
+//! `function` the function tracers and `commands` their `FUNCTION:COMMAND`s.
 
 extern crate alloc;
 
+mod commands;
 mod function;
 mod instance;
 mod keys;
@@ -696,16 +698,16 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
     }
 
     /// Whether the event at `index` is in ftrace's soft mode in `slot`'s instance: it
-    /// has triggers there, or a trigger there enables or disables it.
+    /// has triggers there, or a trigger or function command there enables or
+    /// disables it.
     pub(crate) fn soft_mode(&self, slot: usize, index: usize) -> bool {
         let registry = self.registry.lock();
-        let Some(table) = registry.hooks[slot].as_deref() else { return false };
         let event = self.events[index];
+        let table = registry.hooks[slot].iter().flat_map(|table| table.iter().enumerate());
         table
-            .iter()
-            .enumerate()
             .filter_map(|(i, hooks)| Some((i, hooks.as_deref()?)))
             .any(|(i, hooks)| (i == index && !hooks.triggers.is_empty()) || hooks.targets(event))
+            || self.commands_target(Some(slot), event)
     }
 
     #[cold]

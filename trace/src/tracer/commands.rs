@@ -1,0 +1,266 @@
+//! Function commands, as ftrace's `set_ftrace_filter` takes them
+//! (`Documentation/trace/ftrace.rst`, "Filter commands"): `FUNCTION:COMMAND[:COUNT]`,
+//! with the commands of event triggers (`traceon`, `traceoff`, `snapshot`,
+//! `stacktrace`, `enable_event:SYSTEM:EVENT`, `disable_event:SYSTEM:EVENT`), acting
+//! each time the function is called, whatever the instance's `current_tracer`. The
+//! platform keeps a function's entry a call while some instance has commands on it.
+//!
+//! Each function holds its own trigger per command, so each counts down on its own
+//! (as each ftrace probe keeps a count per function). An instance's commands are one
+//! table, sorted by function, replaced whole on a change and read by writers inside
+//! their section through an `RcuCell`, like the instance's event hooks; per
+//! function, a mask of the instances with commands on it spares the others the
+//! section.
+
+use super::function::{Control, FUNCTION, FunctionError, Functions};
+use super::trigger::{Action, MAX_TRIGGERS, Trigger, TriggerCommand, TriggerError, TriggerReason};
+use super::{FireTarget, HookError, Instance, Tracer};
+use crate::event::EventDescriptor;
+use crate::event::dispatch::{Body, Inline};
+use crate::event::format_file::Origin;
+use crate::platform::Platform;
+use crate::sync::Ordering::Relaxed;
+use alloc::string::{String, ToString};
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+
+/// One instance's function commands: each function with some (its index, in
+/// ascending order) and its triggers.
+pub(crate) type CommandTable = Vec<(usize, Vec<Arc<Trigger>>)>;
+
+/// Where `index`'s commands are in `table`.
+fn find(table: &CommandTable, index: usize) -> Result<usize, usize> {
+    table.binary_search_by_key(&index, |&(function, _)| function)
+}
+
+impl<P: Platform + Clone + Send + Sync> Tracer<P> {
+    /// Runs the commands on function `index` (at ELF address `ip`, called from
+    /// `parent`) of every instance with some. From any context.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn run_function_commands(
+        &self,
+        functions: &Functions,
+        index: usize,
+        ip: u64,
+        parent: u64,
+    ) {
+        let cpu = self.platform.cpu();
+        let Some(section) = self.sections.enter(&self.platform, cpu) else { return };
+        // Read again inside the section: destroy clears a slot's bit before the grace
+        // period that frees the slot, so a bit seen here names the instance that set
+        // it. A CPU outside an instance's cpumask runs none of its commands.
+        let mut mask = functions.commanded[index].load(Relaxed) & !self.excluded_on(cpu);
+        let origin = Origin { context: self.platform.context(), cpu };
+        // The call as a `function` event would hold it: what a trigger is judged on.
+        let mut words: Inline = Default::default();
+        words[0] = ip.to_le_bytes();
+        words[1] = parent.to_le_bytes();
+        let bytes = &words.as_flattened()[..16];
+        let body = Body { len: bytes.len(), payload: &bytes, words: Some(&words) };
+        while mask != 0 {
+            let slot = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            let (Some(recorder), Some(table)) =
+                (self.slots[slot].read(&section), functions.commands[slot].read(&section))
+            else {
+                continue;
+            };
+            let Ok(at) = find(table, index) else { continue };
+            let target = FireTarget { tracer: self, section: &section, origin, slot, recorder };
+            table[at].1.iter().for_each(|trigger| trigger.fire(&body, origin, &target));
+        }
+    }
+
+    /// Publishes `table` as `slot`'s commands (`control` is locked): the masks of
+    /// the functions that lose every command are cleared before the table changes,
+    /// those of the functions that have some set after, and the old table goes
+    /// after a grace period.
+    fn publish_commands(
+        &self,
+        functions: &Functions,
+        control: &mut Control,
+        slot: usize,
+        table: Option<Arc<CommandTable>>,
+    ) -> Result<(), crate::Error> {
+        let grace = self.sections.grace(&self.platform)?;
+        let bit = 1 << slot;
+        let has = |index: usize| table.as_deref().is_some_and(|t| find(t, index).is_ok());
+        for (index, mask) in functions.commanded.iter().enumerate() {
+            if !has(index) {
+                mask.fetch_and(!bit, Relaxed);
+            }
+        }
+        functions.commands[slot].replace(table.clone(), grace);
+        for &(index, _) in table.iter().flat_map(|t| t.iter()) {
+            functions.commanded[index].fetch_or(bit, Relaxed);
+        }
+        control.commands[slot] = table;
+        Ok(())
+    }
+
+    /// Forgets `slot`'s function commands (its instance is being destroyed).
+    pub(super) fn release_function_commands(
+        &self,
+        functions: &Functions,
+        control: &mut Control,
+        slot: usize,
+    ) {
+        if control.commands[slot].is_some() {
+            // Destroy has waited for a grace period already: this one can too.
+            let _ = self.publish_commands(functions, control, slot, None);
+        }
+    }
+
+    /// Whether a function command of `slot`'s instance (of any instance: `None`)
+    /// enables or disables `event`.
+    pub(super) fn commands_target(&self, slot: Option<usize>, event: &EventDescriptor) -> bool {
+        let Some(functions) = self.functions.get() else { return false };
+        let control = functions.control.lock();
+        let tables = control.commands.iter().enumerate();
+        let tables = tables.filter(|&(s, _)| slot.is_none_or(|slot| slot == s));
+        let triggers = tables.filter_map(|(_, t)| t.as_deref()).flatten().flat_map(|(_, t)| t);
+        triggers.map(|t| t.action().target()).any(|d| d.is_some_and(|d| core::ptr::eq(d, event)))
+    }
+}
+
+impl<P: Platform + Clone + Send + Sync> Instance<'_, P> {
+    /// Adds a command to each function of `functions` (indices of the platform's
+    /// functions), or with a leading `!` removes it from each. `line` is what
+    /// follows `FUNCTION:` in `set_ftrace_filter`: `traceoff`, `snapshot:1`,
+    /// `enable_event:irq:nmi:2`, `!traceoff` (a count after a removal is ignored, as
+    /// in ftrace: `!traceoff:0`). A function that has the command already keeps it
+    /// as it is. Refused whole, with nothing changed: a bad line, an `if` (function
+    /// commands take no filter), a removal that finds the command on none of the
+    /// functions, more than [`MAX_TRIGGERS`] commands on a function. Needs a context
+    /// that may wait; the functions' entries are patched as needed.
+    pub fn set_function_command(&self, functions: &[usize], line: &str) -> Result<(), HookError> {
+        let tracer = self.tracer;
+        let state = self.functions_state()?;
+        if let TriggerCommand::Add(trigger) = self.parse_function_command(line)?
+            && trigger.action() == Action::Snapshot
+        {
+            self.snapshot_alloc()?;
+        }
+        let slot = self.state.slot;
+        let mut control = state.control.lock();
+        let old = control.commands[slot].clone();
+        let table = self.edited_commands(old.as_deref(), functions, line)?;
+        let table = Some(Arc::new(table)).filter(|t| !t.is_empty());
+        tracer.publish_commands(state, &mut control, slot, table)?;
+        if let Err(error) = tracer.sync_entries(state, &mut control) {
+            tracer.publish_commands(state, &mut control, slot, old)?;
+            return Err(error.into());
+        }
+        drop(control);
+        // An `enable_event` target is armed while the command exists.
+        tracer.sync_keys_now();
+        Ok(())
+    }
+
+    /// Whether [`Instance::set_function_command`] would take `line` for `functions`
+    /// now (but for a refused patch or snapshot allocation); changes nothing.
+    pub fn check_function_command(&self, functions: &[usize], line: &str) -> Result<(), HookError> {
+        let control = self.functions_state()?.control.lock();
+        let current = control.commands[self.state.slot].as_deref();
+        self.edited_commands(current, functions, line).map(|_| ())
+    }
+
+    /// The function tracers' state, where the caller may patch.
+    fn functions_state(&self) -> Result<&Functions, HookError> {
+        let state = self.tracer.functions.get().ok_or(FunctionError::Unavailable)?;
+        match self.tracer.platform.may_wait() {
+            true => Ok(state),
+            false => Err(FunctionError::WouldDeadlock.into()),
+        }
+    }
+
+    /// Parses a function command (see [`Instance::set_function_command`]).
+    fn parse_function_command(&self, line: &str) -> Result<TriggerCommand, HookError> {
+        let lookup = |system: &str, name: &str| {
+            self.tracer.events().iter().copied().find(|d| d.system == system && d.name == name)
+        };
+        let command = match Trigger::parse(line, FUNCTION.fields, lookup) {
+            // A removal's count is ignored: parsed without it.
+            Err(TriggerError { pos, reason: TriggerReason::BadCount })
+                if line.trim_start().starts_with('!') =>
+            {
+                Trigger::parse(&line[..pos - 1], FUNCTION.fields, lookup)
+            }
+            command => command,
+        }
+        .map_err(HookError::Trigger)?;
+        let (TriggerCommand::Add(trigger) | TriggerCommand::Remove(trigger)) = &command;
+        if trigger.filter().is_some() {
+            let pos = line.find(" if").map_or(0, |at| at + 1);
+            let reason = TriggerReason::UnexpectedText;
+            return Err(HookError::Trigger(TriggerError { pos, reason }));
+        }
+        Ok(command)
+    }
+
+    /// `current` with `line` applied to `functions` (see
+    /// [`Instance::set_function_command`]), or why it is refused.
+    fn edited_commands(
+        &self,
+        current: Option<&CommandTable>,
+        functions: &[usize],
+        line: &str,
+    ) -> Result<CommandTable, HookError> {
+        let count = self.tracer.functions.get().map_or(0, |f| f.commanded.len());
+        if functions.iter().any(|&index| index >= count) {
+            return Err(FunctionError::NoSuchFunction.into());
+        }
+        let refuse = |reason| HookError::Trigger(TriggerError { pos: 0, reason });
+        let mut table = current.cloned().unwrap_or_default();
+        match self.parse_function_command(line)? {
+            TriggerCommand::Add(trigger) => {
+                for &index in functions {
+                    let at = find(&table, index).unwrap_or_else(|at| {
+                        table.insert(at, (index, Vec::new()));
+                        at
+                    });
+                    let triggers = &mut table[at].1;
+                    if triggers.iter().any(|t| t.action() == trigger.action()) {
+                        continue;
+                    }
+                    if triggers.len() == MAX_TRIGGERS {
+                        return Err(refuse(TriggerReason::TooMany));
+                    }
+                    // Each function its own trigger, with its own count.
+                    let TriggerCommand::Add(own) = self.parse_function_command(line)? else {
+                        continue;
+                    };
+                    triggers.push(Arc::new(own));
+                }
+            }
+            TriggerCommand::Remove(trigger) => {
+                let mut removed = false;
+                for &index in functions {
+                    if let Ok(at) = find(&table, index) {
+                        let triggers = &mut table[at].1;
+                        let before = triggers.len();
+                        triggers.retain(|t| t.action() != trigger.action());
+                        removed |= triggers.len() != before;
+                    }
+                }
+                if !removed {
+                    return Err(refuse(TriggerReason::NotFound));
+                }
+            }
+        }
+        table.retain(|(_, triggers)| !triggers.is_empty());
+        Ok(table)
+    }
+
+    /// The instance's function commands in function order: each function's index
+    /// and its command as ftrace lists it (`traceoff:count=2`,
+    /// `enable_event:irq:nmi:unlimited`), with the counts left.
+    pub fn function_commands(&self) -> Vec<(usize, String)> {
+        let Some(functions) = self.tracer.functions.get() else { return Vec::new() };
+        let control = functions.control.lock();
+        let table = control.commands[self.state.slot].as_deref();
+        let commands = table.into_iter().flatten();
+        commands.flat_map(|(index, t)| t.iter().map(|t| (*index, t.to_string()))).collect()
+    }
+}
