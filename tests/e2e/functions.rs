@@ -578,4 +578,24 @@ fn function_commands_act_when_their_function_is_called() {
         m.run(&format!("echo 0 > {root}{kmalloc}"));
         assert_eq!(entry(&mut m, pwd), nop_before, "{root}: the NOP again");
     }
+
+    // A glob puts the command on each function it matches, and a removal takes it
+    // from those its glob matches (`func_set_ftrace_file.tc`). `traceon` while on
+    // does nothing, whoever calls these.
+    assert_eq!(m.run("echo '*::commands::p*:traceon' > set_ftrace_filter"), "");
+    let named = |m: &mut Machine, pattern: &str| -> Vec<String> {
+        let functions = m.run(&format!("cat available_filter_functions | grep '{pattern}'"));
+        functions.lines().map(|f| format!("{f}:traceon:unlimited")).collect()
+    };
+    let listed = |m: &mut Machine| -> Vec<String> {
+        let filter = m.run("cat set_ftrace_filter");
+        filter.lines().filter(|l| !l.starts_with("####")).map(String::from).collect()
+    };
+    let all_p = named(&mut m, "::commands::p");
+    assert!(all_p.len() >= 3, "{all_p:?}");
+    assert_eq!(listed(&mut m), all_p);
+    assert_eq!(m.run("echo '!*::commands::pw*:traceon' >> set_ftrace_filter"), "");
+    assert_eq!(listed(&mut m), named(&mut m, "::commands::p[^w]"));
+    assert_eq!(m.run("echo '!*:traceon' >> set_ftrace_filter"), "");
+    assert!(listed(&mut m).is_empty());
 }

@@ -182,6 +182,7 @@ impl From<HookError> for FsError {
     fn from(error: HookError) -> Self {
         match error {
             HookError::Instance(error) => error.into(),
+            HookError::Function(error) => FunctionError::Tracer(error).into(),
             error => FsError::Parse(error),
         }
     }

@@ -24,6 +24,16 @@ struct Patcher {
     refuse: Arc<AtomicBool>,
 }
 
+impl Patcher {
+    /// [`COUNT`] entries, each a NOP; patches are taken.
+    fn new() -> Patcher {
+        Patcher {
+            calls: Arc::new(Mutex::new(vec![false; COUNT])),
+            refuse: Arc::new(AtomicBool::new(false)),
+        }
+    }
+}
+
 impl Platform for Patcher {
     fn cpu(&self) -> usize {
         HostPlatform.cpu()
@@ -74,10 +84,7 @@ fn entry(tracer: &Tracer<Patcher>, index: usize, ip: u64, parent: u64, depth: Op
 fn instances_trace_their_own_functions_and_release_them() {
     HostPlatform::set_cpu(0);
     HostPlatform::set_clock(1);
-    let patcher = Patcher {
-        calls: Arc::new(Mutex::new(vec![false; COUNT])),
-        refuse: Arc::new(AtomicBool::new(false)),
-    };
+    let patcher = Patcher::new();
     let calls = || patcher.calls.lock().unwrap().clone();
     let top = InstanceConfig { bytes_per_cpu: 4096, mode: Mode::Overwrite, snapshot: false };
     let limits = Limits { max_instances: 4, max_total_bytes: 1 << 20 };
@@ -214,10 +221,7 @@ fn function_commands_act_when_their_functions_are_called() {
     );
     HostPlatform::set_cpu(0);
     HostPlatform::set_clock(1);
-    let patcher = Patcher {
-        calls: Arc::new(Mutex::new(vec![false; COUNT])),
-        refuse: Arc::new(AtomicBool::new(false)),
-    };
+    let patcher = Patcher::new();
     let calls = || patcher.calls.lock().unwrap().clone();
     let limits = Limits { max_instances: 4, max_total_bytes: 1 << 20 };
     let tracer = Tracer::new(patcher.clone(), 1, &[&TARGET], limits, top_config()).unwrap();
