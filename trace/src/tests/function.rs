@@ -338,3 +338,38 @@ fn function_commands_act_when_their_functions_are_called() {
     call(0);
     assert!(g.recorder().live().is_recording());
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig {
+        cases: 200,
+        failure_persistence: None,
+        ..proptest::prelude::ProptestConfig::default()
+    })]
+
+    /// Whatever is written as a function command, the tracer answers without
+    /// panicking, and a refused one leaves the commands and entries as they were.
+    #[test]
+    #[cfg_attr(miri, ignore = "single-threaded safe code, run natively")]
+    fn any_function_command_is_taken_or_refused_whole(
+        lines in proptest::collection::vec(
+            "!?(traceon|traceoff|snapshot|stacktrace|enable_event|disable_event|[a-z]{0,3})\
+             (:[a-z0-9é]{0,4}){0,4}( if [a-z=0-9 ]{0,6})?",
+            1..6,
+        ),
+        functions in proptest::collection::vec(0..COUNT + 1, 0..4),
+    ) {
+        let patcher = Patcher::new();
+        let limits = Limits { max_instances: 2, max_total_bytes: 1 << 20 };
+        let tracer = Tracer::new(patcher.clone(), 1, &[], limits, top_config()).unwrap();
+        assert!(tracer.set_functions(COUNT));
+        let top = tracer.top();
+        for line in &lines {
+            let (before, entries) = (top.function_commands(), patcher.calls.lock().unwrap().clone());
+            if top.set_function_command(&functions, line).is_err() {
+                proptest::prop_assert_eq!(top.function_commands(), before, "{}", line);
+                proptest::prop_assert_eq!(patcher.calls.lock().unwrap().clone(), entries);
+            }
+            tracer.record_function_entry(0, 1, 2, Some(0), GraphScope::default());
+        }
+    }
+}
