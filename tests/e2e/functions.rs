@@ -566,6 +566,13 @@ fn function_commands_act_when_their_function_is_called() {
             assert!(error.contains(rule), "{line}: {error}");
             assert_eq!(cat(&mut m, "set_ftrace_filter"), listed, "{line} changed the list");
         }
+        // error_log's caret is under the count, in the value as written.
+        let bad = format!("{pwd} {pwd}:traceoff:x");
+        m.run(&format!("echo > {root}error_log"));
+        m.run(&format!("echo '{bad}' >> {filter}"));
+        let log = cat(&mut m, "error_log");
+        let caret = log.lines().last().unwrap_or_default();
+        assert_eq!(caret.find('^'), Some("  Command: ".len() + bad.find('x').unwrap()), "{log}");
         let error = m.run(&format!("echo '{pwd}:traceoff' >> {root}set_ftrace_notrace"));
         assert!(error.contains("commands (FUNCTION:COMMAND) are written to set_ftrace_filter"));
 

@@ -27,8 +27,8 @@ use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use core::sync::atomic::{Ordering::SeqCst, compiler_fence};
 use spin::Once;
 use trace::Instance;
-use trace::tracer::GraphScope;
 pub use trace::tracer::{FunctionList as List, FunctionTracer as Kind};
+use trace::tracer::{GraphScope, HookError, TriggerError};
 
 /// Deepest `function_graph` nesting a CPU records (deeper calls are not hooked).
 pub const MAX_DEPTH: usize = 64;
@@ -282,7 +282,9 @@ pub fn write_list(
         true => selection(instance, list),
         false => alloc::vec![false; functions.len()],
     };
-    let mut commands: Vec<(Vec<usize>, alloc::string::String)> = Vec::new();
+    // Each command: its functions, its line, and where its line's text lies in
+    // `text` (its errors' positions are the line's).
+    let mut commands: Vec<(Vec<usize>, alloc::string::String, usize)> = Vec::new();
     for word in text.split_ascii_whitespace() {
         let (set, entry) = match word.strip_prefix('!') {
             Some(entry) => (false, entry),
@@ -306,18 +308,29 @@ pub fn write_list(
             Some(_) if list != List::Filter => return Err(FunctionError::CommandElsewhere),
             Some(command) => {
                 let line = if set { command.into() } else { alloc::format!("!{command}") };
-                commands.push((matching, line));
+                // The line's `command` is where the word's is; a `!` before both.
+                let at = command.as_ptr() as usize - text.as_ptr() as usize;
+                commands.push((matching, line, at - usize::from(!set)));
             }
         }
     }
-    for (matching, line) in &commands {
-        instance.check_function_command(matching, line).map_err(FunctionError::Command)?;
+    let refused = |at: usize| move |error| FunctionError::Command(shifted(error, at));
+    for (matching, line, at) in &commands {
+        instance.check_function_command(matching, line).map_err(refused(*at))?;
     }
     instance.set_function_list(list, &new)?;
-    for (matching, line) in &commands {
-        instance.set_function_command(matching, line).map_err(FunctionError::Command)?;
+    for (matching, line, at) in &commands {
+        instance.set_function_command(matching, line).map_err(refused(*at))?;
     }
     Ok(())
+}
+
+/// `error` with its position (a trigger's) moved `at` bytes on.
+fn shifted(error: HookError, at: usize) -> HookError {
+    match error {
+        HookError::Trigger(e) => HookError::Trigger(TriggerError { pos: e.pos + at, ..e }),
+        error => error,
+    }
 }
 
 /// Splits `GLOB:COMMAND` at its first lone `:` (a function's path holds `::`).
