@@ -277,6 +277,14 @@ fn snapshot_allocates_takes_clears_and_frees() {
         );
         assert!(m.run(&format!("cat {file}")).contains("Snapshot is freed"), "unchanged");
         let size: usize = m.run(&format!("cat {root}buffer_size_kb")).trim().parse().unwrap();
+        m.run(&format!("echo timer:tick >> {root}set_event"));
+        // Each CPU ticks before the snapshot (100 Hz: within a few commands).
+        let ticked = |m: &mut Machine, cpu| {
+            trace_lines(&m.run(&format!("cat {root}per_cpu/cpu{cpu}/trace")))
+                .iter()
+                .any(|l| l.event == "tick")
+        };
+        assert!((0..500).any(|_| (1..4).all(|cpu| ticked(&mut m, cpu))), "{root}: no ticks");
         m.run(&format!("echo before-snapshot > {root}trace_marker"));
         assert_eq!(m.run(&format!("echo 1 > {file}")), "");
         m.run(&format!("echo after-snapshot > {root}trace_marker"));
@@ -294,6 +302,28 @@ fn snapshot_allocates_takes_clears_and_frees() {
             m.run(&format!("cat {root}buffer_total_size_kb")).trim(),
             format!("{}", size * 4)
         );
+        // per_cpu/cpuN/snapshot: that CPU's records; `2` clears that CPU's alone; one
+        // CPU cannot be swapped, nor its snapshot freed.
+        let cpu_file = |cpu| format!("{root}per_cpu/cpu{cpu}/snapshot");
+        let cpu_lines =
+            |m: &mut Machine, cpu| trace_lines(&m.run(&format!("cat {}", cpu_file(cpu))));
+        let one = m.run(&format!("cat {}", cpu_file(1)));
+        assert!(one.contains("Snapshot is allocated"), "{one}");
+        let lines = trace_lines(&one);
+        assert!(!lines.is_empty() && lines.iter().all(|l| l.cpu == 1), "{one}");
+        for (value, rule) in [
+            ("1", "a snapshot takes every CPU's buffer"),
+            ("0", "0 is invalid for a per-CPU snapshot file"),
+            ("x", "2 or more clears this CPU's snapshot"),
+        ] {
+            let error = m.run(&format!("echo {value} > {}", cpu_file(1)));
+            assert!(error.contains(rule), "{value}: {error}");
+        }
+        assert_eq!(cpu_lines(&mut m, 1).len(), lines.len(), "refusals change nothing");
+        assert_eq!(m.run(&format!("echo 2 > {}", cpu_file(1))), "");
+        assert!(cpu_lines(&mut m, 1).is_empty(), "{root}: cpu1's snapshot cleared");
+        assert!(!cpu_lines(&mut m, 2).is_empty(), "{root}: cpu2's kept");
+        assert!(m.run(&format!("cat {file}")).contains("before-snapshot"));
         assert_eq!(m.run(&format!("echo 2 > {file}")), "");
         let cleared = m.run(&format!("cat {file}"));
         assert!(

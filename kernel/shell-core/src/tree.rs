@@ -114,6 +114,8 @@ pub enum File<S, E> {
     TracePipeRaw,
     /// `per_cpu/cpuN/trace_pipe_raw`.
     CpuTracePipeRaw(usize),
+    /// `per_cpu/cpuN/snapshot`.
+    CpuSnapshot(usize),
     /// `per_cpu/cpuN/trace_pipe`.
     CpuTracePipe(usize),
     /// `events/enable`, `events/SYS/enable`.
@@ -201,6 +203,7 @@ fn node<T: Tree>(tree: &T, rest: &[&str], top: bool) -> Option<Node<T::System, T
                 ["trace"] => file(CpuTrace(cpu)),
                 ["trace_pipe"] => file(CpuTracePipe(cpu)),
                 ["trace_pipe_raw"] => file(CpuTracePipeRaw(cpu)),
+                ["snapshot"] => file(CpuSnapshot(cpu)),
                 ["buffer_size_kb"] => file(CpuBufferSizeKb(cpu)),
                 _ => None,
             }
@@ -337,6 +340,8 @@ mod tests {
         assert_eq!(node_at("/", "per_cpu/cpu1"), Some(Node::Dir(Dir::Cpu)));
         assert_eq!(node_at("/", "per_cpu/cpu1/stats"), Some(Node::File(File::CpuStats(1))));
         assert_eq!(node_at("/", "per_cpu/cpu0/trace"), Some(Node::File(File::CpuTrace(0))));
+        let snapshot = Some(Node::File(File::CpuSnapshot(1)));
+        assert_eq!(node_at("/instances/foo", "per_cpu/cpu1/snapshot"), snapshot);
         assert_eq!(
             node_at("/instances/foo", "per_cpu/cpu1/trace_pipe_raw"),
             Some(Node::File(File::CpuTracePipeRaw(1)))

@@ -312,9 +312,11 @@ pub fn list(located: &Located) -> Result<Vec<String>, FsError> {
         Dir::Instances => tracer.instance_names().into_iter().map(|n| n + "/").collect(),
         Dir::Options => ["nanoseconds", "overwrite"].map(String::from).into(),
         Dir::PerCpu => (0..tracer.cpus()).map(|cpu| format!("cpu{cpu}/")).collect(),
-        Dir::Cpu => ["buffer_size_kb", "stats", "trace", "trace_pipe", "trace_pipe_raw"]
-            .map(String::from)
-            .into(),
+        Dir::Cpu => {
+            ["buffer_size_kb", "snapshot", "stats", "trace", "trace_pipe", "trace_pipe_raw"]
+                .map(String::from)
+                .into()
+        }
         Dir::Events => {
             let mut names: Vec<String> =
                 ["enable", "header_event", "header_page"].map(String::from).into();
@@ -379,6 +381,32 @@ const SNAPSHOT_HELP: &str = "\
 #                      Takes a snapshot of the main buffer.
 # echo 2 > snapshot : Clears snapshot buffer (but does not allocate or free)
 ";
+
+/// `per_cpu/cpuN/snapshot`'s help, as Linux words it for a kernel that cannot swap
+/// one CPU's buffer.
+const CPU_SNAPSHOT_HELP: &str = "\
+# Snapshot commands:
+# echo 0 > snapshot : Invalid for per_cpu snapshot file.
+# echo 1 > snapshot : Not supported with this kernel.
+# echo 2 > snapshot : Clears this cpu's snapshot buffer (but does not allocate)
+";
+
+/// `snapshot` (`cpu` `None`) or `per_cpu/cpuN/snapshot`: whether a snapshot is
+/// allocated, the commands, and its records (those of CPU `cpu`).
+fn write_snapshot(
+    out: &mut dyn Write,
+    instance: &trace::Instance<'_, KernelPlatform>,
+    cpu: Option<usize>,
+    nanoseconds: bool,
+) -> fmt::Result {
+    let help = if cpu.is_some() { CPU_SNAPSHOT_HELP } else { SNAPSHOT_HELP };
+    match instance.has_snapshot() {
+        true => writeln!(out, "# * Snapshot is allocated *\n#")?,
+        false => writeln!(out, "# * Snapshot is freed *\n#")?,
+    }
+    out.write_str(help)?;
+    tracing::write_snapshot(out, instance, cpu, nanoseconds)
+}
 
 /// The `README` file: a mini-HOWTO of this tree.
 const README: &str = "\
@@ -595,16 +623,8 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
         File::TracingOn => writeln!(out, "{}", u8::from(instance.tracing())),
         File::Trace => tracing::write_trace(out, instance, None, ns),
         File::CpuTrace(cpu) => tracing::write_trace(out, instance, Some(cpu), ns),
-        File::Snapshot => {
-            if instance.has_snapshot() {
-                writeln!(out, "# * Snapshot is allocated *\n#")
-                    .and_then(|()| out.write_str(SNAPSHOT_HELP))
-                    .and_then(|()| tracing::write_snapshot(out, instance, ns))
-            } else {
-                writeln!(out, "# * Snapshot is freed *\n#")
-                    .and_then(|()| out.write_str(SNAPSHOT_HELP))
-            }
-        }
+        File::Snapshot => write_snapshot(out, instance, None, ns),
+        File::CpuSnapshot(cpu) => write_snapshot(out, instance, Some(cpu), ns),
         File::BufferSizeKb => {
             // Linux shows X when the CPUs' sizes differ.
             let mut sizes = cpu_kb(instance);
@@ -822,6 +842,16 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
             Ok(_) if instance.has_snapshot() => Ok(instance.snapshot_clear()?),
             Ok(_) => Ok(()),
             Err(_) => Err(FsError::Rule("0 frees, 1 takes a snapshot, 2 or more clears it")),
+        },
+        // As Linux's per-CPU file where one CPU's buffer cannot be swapped.
+        File::CpuSnapshot(cpu) => match value.trim().parse::<u64>() {
+            Ok(0) => Err(FsError::Rule("0 is invalid for a per-CPU snapshot file")),
+            Ok(1) => Err(FsError::Rule(
+                "a snapshot takes every CPU's buffer: echo 1 > snapshot in the instance",
+            )),
+            Ok(_) if instance.has_snapshot() => Ok(instance.snapshot_clear_cpu(cpu)?),
+            Ok(_) => Ok(()),
+            Err(_) => Err(FsError::Rule("2 or more clears this CPU's snapshot")),
         },
         File::BufferSizeKb => Ok(instance.resize(size_kb(value)?)?),
         File::CpuBufferSizeKb(cpu) => Ok(instance.resize_cpu(cpu, size_kb(value)?)?),

@@ -270,15 +270,16 @@ pub fn write_trace(
     })
 }
 
-/// The snapshot buffer's records, merged in time order.
+/// The snapshot buffer's records (CPU `cpu`'s, or every CPU's merged in time order).
 pub fn write_snapshot(
     out: &mut dyn Write,
     instance: &Instance<'_, KernelPlatform>,
+    cpu: Option<usize>,
     nanoseconds: bool,
 ) -> fmt::Result {
     match instance.recorder().snapshot() {
         Some(snapshot) => {
-            write_records(out, instance.tracer(), snapshot, None, nanoseconds, |_| Ok(()))
+            write_records(out, instance.tracer(), snapshot, cpu, nanoseconds, |_| Ok(()))
         }
         None => Ok(()),
     }

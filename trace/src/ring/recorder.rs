@@ -249,14 +249,15 @@ impl<P: Platform> Recorder<P> {
         reset
     }
 
-    /// Empties the snapshot (spare) set. `NoSpare` if there is none.
-    pub fn clear_snapshot(&self) -> Result<(), Error> {
+    /// Empties the snapshot (spare) set, or only CPU `cpu`'s ring of it. `NoSpare` if
+    /// there is none.
+    pub fn clear_snapshot(&self, cpu: Option<usize>) -> Result<(), Error> {
         let _guard = self.lock()?;
         let snapshot = self.snapshot().ok_or(Error::NoSpare)?;
         // Writers only enter the live set; after a grace period none is left in the
         // spare, even after a `swap_nowait`.
         self.sections.synchronize(snapshot.platform())?;
-        snapshot.reset(None)
+        snapshot.reset(cpu)
     }
 }
 

@@ -452,7 +452,7 @@ fn recorder_swap_takes_a_snapshot() {
     assert_eq!(events(snap, 0), vec![(1, b"a".to_vec()), (2, b"b".to_vec())]);
     assert_eq!(events(r.live(), 0), vec![(3, b"c".to_vec())]);
     assert!(r.live().is_recording());
-    r.clear_snapshot().unwrap();
+    r.clear_snapshot(None).unwrap();
     assert!(events(r.snapshot().unwrap(), 0).is_empty());
     // Clearing needs no recording switch: writes pause for the grace period.
     r.clear().unwrap();

@@ -491,7 +491,14 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
 
     /// Empties the snapshot buffer (keeps it allocated).
     pub fn snapshot_clear(&self) -> Result<(), InstanceError> {
-        Ok(self.state.recorder.lock().clear_snapshot()?)
+        Ok(self.state.recorder.lock().clear_snapshot(None)?)
+    }
+
+    /// Empties CPU `cpu`'s ring of the snapshot buffer (`per_cpu/cpuN/snapshot`).
+    /// `Buffer(NoSpare)` without a snapshot buffer, `Buffer(BadCpu)` for a CPU
+    /// beyond the tracer's.
+    pub fn snapshot_clear_cpu(&self, cpu: usize) -> Result<(), InstanceError> {
+        Ok(self.state.recorder.lock().clear_snapshot(Some(cpu))?)
     }
 
     /// Frees the snapshot buffer and what it holds.
