@@ -376,6 +376,36 @@ mod tracer {
         });
     }
 
+    /// A function command (`traceoff`) of instance "a" runs in a writer while the
+    /// control side destroys "a" and creates "b" in the same slot: the command acts
+    /// on "a" or not at all, never on "b" (destroy clears its bits and table before
+    /// the slot is reused).
+    #[test]
+    fn loom_function_command_destroy_and_recreate_vs_writer() {
+        let _serial = one_at_a_time();
+        model(3, || {
+            hook::clear();
+            let t = tracer();
+            assert!(t.set_functions(1));
+            let cfg = InstanceConfig { bytes_per_cpu: 64, mode: Mode::Overwrite, snapshot: false };
+            let a = t.get_or_create("a", cfg).unwrap();
+            a.set_function_command(&[0], "traceoff").unwrap();
+            let slot = a.state.slot;
+            drop(a);
+            let w = loom::thread::spawn(move || {
+                CPU.with(|c| c.set(0));
+                t.record_function_entry(0, 0x100, 0x200, Some(0), Default::default());
+            });
+            CPU.with(|c| c.set(1));
+            t.destroy_by_name("a").unwrap();
+            let b = t.get_or_create("b", cfg).unwrap();
+            assert_eq!(b.state.slot, slot, "the slot is reused");
+            w.join().unwrap();
+            assert!(b.tracing(), "a command of a destroyed instance acted on its successor");
+            assert!(b.function_commands().is_empty());
+        });
+    }
+
     /// A snapshot swap through an instance while a writer records into it and a
     /// nested writer interrupts it: the snapshot is frozen when the swap returns.
     #[test]
