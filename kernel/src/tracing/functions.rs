@@ -104,8 +104,8 @@ struct Cpu {
     muted: AtomicU64,
     /// Calls not hooked because the shadow stack was full.
     overflow: AtomicU64,
-    /// The call the entry hook is in (ELF addresses: after its entry's `call`, and
-    /// its return address), for a function command's stack trace.
+    /// The call the entry hook is in (the function's address and the call's return
+    /// address, as loaded), for a function command's stack trace.
     hooked: [AtomicU64; 2],
 }
 
@@ -381,7 +381,8 @@ pub fn stop() {
 /// before the function's frame exists).
 pub fn hooked_call() -> Option<[u64; 2]> {
     let cpu = this_cpu().filter(|cpu| cpu.busy.load(Relaxed))?;
-    Some(cpu.hooked.each_ref().map(|word| word.load(Relaxed)))
+    let [function, ret] = cpu.hooked.each_ref().map(|word| word.load(Relaxed));
+    Some([stack::elf_address(function + 5), stack::elf_address(ret)])
 }
 
 /// The current CPU's state.
@@ -400,8 +401,8 @@ fn on_entry(function: u64, ret: u64, slot: u64) -> bool {
         return false;
     }
     cpu.busy.store(true, Relaxed);
-    cpu.hooked[0].store(stack::elf_address(function + 5), Relaxed);
-    cpu.hooked[1].store(stack::elf_address(ret), Relaxed);
+    cpu.hooked[0].store(function, Relaxed);
+    cpu.hooked[1].store(ret, Relaxed);
     compiler_fence(SeqCst);
     let hooked = record_entry(cpu, function, ret, slot);
     compiler_fence(SeqCst);
