@@ -531,13 +531,29 @@ fn function_commands_act_when_their_function_is_called() {
         assert!(frames[0].starts_with(&format!("{pwd}+0x5")), "{trace}");
         assert!(frames[1].starts_with("kernel::shell::"), "the caller: {trace}");
         assert!(frames.iter().all(|f| !f.contains("ftrace") && !f.starts_with("trace::")));
-        // enable_event: kmem:kmalloc, soft-disabled meanwhile, on when cd is called.
+        // disable_event and enable_event with a count, as `func_event_triggers.tc`:
+        // the target is soft-disabled (`1*`/`0*`) meanwhile; each call of cd switches
+        // it back three times, then no more.
         let kmalloc = "events/kmem/kmalloc/enable";
-        let command = format!("{cd}:enable_event:kmem:kmalloc:1");
-        assert_eq!(m.run(&format!("echo '{command}' >> {filter}")), "");
+        for (command, set, then) in [("disable", "1", "0"), ("enable", "0", "1")] {
+            let line = format!("{cd}:{command}_event:kmem:kmalloc:3");
+            assert_eq!(m.run(&format!("echo '{line}' >> {filter}")), "");
+            for _ in 0..3 {
+                m.run(&format!("echo {set} > {root}{kmalloc}"));
+                assert_eq!(cat(&mut m, kmalloc), format!("{set}*\n"), "{root}{command}");
+                m.run("cd /");
+                assert_eq!(cat(&mut m, kmalloc), format!("{then}*\n"), "{root}{command}");
+            }
+            m.run(&format!("echo {set} > {root}{kmalloc}"));
+            m.run("cd /");
+            assert_eq!(cat(&mut m, kmalloc), format!("{set}*\n"), "{root}{command}: ran out");
+            if command == "disable" {
+                assert_eq!(m.run(&format!("echo '!{line}' >> {filter}")), "");
+            }
+        }
         assert_eq!(cat(&mut m, kmalloc), "0*\n");
         m.run("cd /");
-        assert_eq!(cat(&mut m, kmalloc), "1*\n");
+        assert_eq!(cat(&mut m, kmalloc), "0*\n", "enable_event's count ran out");
         // snapshot: the live buffer, with the marker written before, becomes the
         // snapshot.
         assert_eq!(m.run(&format!("echo '{pwd}:snapshot:1' >> {filter}")), "");
@@ -581,7 +597,7 @@ fn function_commands_act_when_their_function_is_called() {
         }
         assert_eq!(m.run(&format!("echo '!{pwd}:snapshot' >> {filter}")), "");
         assert_eq!(cat(&mut m, "set_ftrace_filter"), all);
-        assert_eq!(cat(&mut m, kmalloc), "1\n", "no longer soft-disabled");
+        assert_eq!(cat(&mut m, kmalloc), "0\n", "no longer soft-disabled");
         m.run(&format!("echo 0 > {root}{kmalloc}"));
         assert_eq!(entry(&mut m, pwd), nop_before, "{root}: the NOP again");
     }
