@@ -351,29 +351,49 @@ mod tracer {
         let _serial = one_at_a_time();
         use crate::tracer::{FunctionList, FunctionTracer};
         model(3, || {
-            hook::clear();
             let t = tracer();
-            assert!(t.set_functions(2));
-            let cfg = InstanceConfig { bytes_per_cpu: 64, mode: Mode::Overwrite, snapshot: false };
-            let a = t.get_or_create("a", cfg).unwrap();
-            a.set_function_tracer(FunctionTracer::Function).unwrap();
-            let slot = a.state.slot;
-            drop(a);
-            let w = loom::thread::spawn(move || {
-                CPU.with(|c| c.set(0));
-                t.record_function_entry(0, 0x100, 0x200, Some(0), Default::default());
-            });
-            CPU.with(|c| c.set(1));
-            t.destroy_by_name("a").unwrap();
-            let b = t.get_or_create("b", cfg).unwrap();
-            assert_eq!(b.state.slot, slot, "the slot is reused");
-            b.set_function_list(FunctionList::Filter, &[false, true]).unwrap();
-            b.set_function_tracer(FunctionTracer::Function).unwrap();
-            w.join().unwrap();
+            let b = recreated_while_function_0_runs(
+                t,
+                2,
+                |a| a.set_function_tracer(FunctionTracer::Function).unwrap(),
+                |b| {
+                    b.set_function_list(FunctionList::Filter, &[false, true]).unwrap();
+                    b.set_function_tracer(FunctionTracer::Function).unwrap();
+                },
+            );
             let s = b.stats(0).unwrap();
             b.set_function_tracer(FunctionTracer::Nop).unwrap();
             assert_eq!(s.written, 0, "a function of a destroyed instance landed in its successor");
         });
+    }
+
+    /// With `functions` registered, instance "a" is set up by `arm`; then, while a
+    /// writer records function 0's entry, "a" is destroyed and "b" created in its
+    /// slot and set up by `then`. Returns "b" once the writer is done.
+    fn recreated_while_function_0_runs(
+        t: &'static Tracer<LoomPlatform>,
+        functions: usize,
+        arm: impl FnOnce(&crate::Instance<'_, LoomPlatform>),
+        then: impl FnOnce(&crate::Instance<'_, LoomPlatform>),
+    ) -> crate::Instance<'static, LoomPlatform> {
+        hook::clear();
+        assert!(t.set_functions(functions));
+        let cfg = InstanceConfig { bytes_per_cpu: 64, mode: Mode::Overwrite, snapshot: false };
+        let a = t.get_or_create("a", cfg).unwrap();
+        arm(&a);
+        let slot = a.state.slot;
+        drop(a);
+        let w = loom::thread::spawn(move || {
+            CPU.with(|c| c.set(0));
+            t.record_function_entry(0, 0x100, 0x200, Some(0), Default::default());
+        });
+        CPU.with(|c| c.set(1));
+        t.destroy_by_name("a").unwrap();
+        let b = t.get_or_create("b", cfg).unwrap();
+        assert_eq!(b.state.slot, slot, "the slot is reused");
+        then(&b);
+        w.join().unwrap();
+        b
     }
 
     /// A function command (`traceoff`) of instance "a" runs in a writer while the
@@ -384,23 +404,10 @@ mod tracer {
     fn loom_function_command_destroy_and_recreate_vs_writer() {
         let _serial = one_at_a_time();
         model(3, || {
-            hook::clear();
-            let t = tracer();
-            assert!(t.set_functions(1));
-            let cfg = InstanceConfig { bytes_per_cpu: 64, mode: Mode::Overwrite, snapshot: false };
-            let a = t.get_or_create("a", cfg).unwrap();
-            a.set_function_command(&[0], "traceoff").unwrap();
-            let slot = a.state.slot;
-            drop(a);
-            let w = loom::thread::spawn(move || {
-                CPU.with(|c| c.set(0));
-                t.record_function_entry(0, 0x100, 0x200, Some(0), Default::default());
-            });
-            CPU.with(|c| c.set(1));
-            t.destroy_by_name("a").unwrap();
-            let b = t.get_or_create("b", cfg).unwrap();
-            assert_eq!(b.state.slot, slot, "the slot is reused");
-            w.join().unwrap();
+            let arm = |a: &crate::Instance<'_, LoomPlatform>| {
+                a.set_function_command(&[0], "traceoff").unwrap();
+            };
+            let b = recreated_while_function_0_runs(tracer(), 1, arm, |_| {});
             assert!(b.tracing(), "a command of a destroyed instance acted on its successor");
             assert!(b.function_commands().is_empty());
         });
