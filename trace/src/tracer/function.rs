@@ -309,26 +309,6 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         let Some(functions) = self.functions.get().filter(|f| index < f.masks.len()) else {
             return (0, scope);
         };
-        let recorded = self.trace_function_entry(functions, index, ip, parent, depth, scope);
-        // The call is recorded before its commands act, as an event before its
-        // triggers.
-        if functions.commanded[index].load(Relaxed) != 0 {
-            self.run_function_commands(functions, index, ip, parent);
-        }
-        recorded
-    }
-
-    /// [`Tracer::record_function_entry`]'s records.
-    #[inline(always)]
-    fn trace_function_entry(
-        &self,
-        functions: &Functions,
-        index: usize,
-        ip: u64,
-        parent: u64,
-        depth: Option<u64>,
-        scope: GraphScope,
-    ) -> (u64, GraphScope) {
         let mask = &functions.masks[index];
         // Each record's instances are read again inside its section; these reads
         // only spare a section no instance records in.
@@ -337,23 +317,31 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
             self.record_values(&FUNCTION, &[ip, parent], traced);
         }
         let graphed = || mask.load(Relaxed) & FUNCGRAPH_ENTRY.enabled_mask();
-        if graphed() == 0 {
-            return (0, scope);
+        let recorded = 'graph: {
+            if graphed() == 0 {
+                break 'graph (0, scope);
+            }
+            let (mut graph, mut callee) = (0, scope);
+            let mut judge = || {
+                let candidates = graphed();
+                let inside = scope.inside | (functions.roots[index].load(Relaxed) & candidates);
+                let muted = scope.muted | (functions.mutes[index].load(Relaxed) & candidates);
+                callee = GraphScope { inside, muted };
+                graph = candidates & (!functions.rooted.load(Relaxed) | inside) & !muted;
+                graph
+            };
+            let Some(depth) = depth else {
+                break 'graph (judge(), scope);
+            };
+            self.record_values(&FUNCGRAPH_ENTRY, &[ip, depth], judge);
+            (graph, callee)
+        };
+        // The call is recorded before its commands act, as an event before its
+        // triggers.
+        if functions.commanded[index].load(Relaxed) != 0 {
+            self.run_function_commands(functions, index, ip, parent);
         }
-        let (mut graph, mut callee) = (0, scope);
-        let mut judge = || {
-            let candidates = graphed();
-            let inside = scope.inside | (functions.roots[index].load(Relaxed) & candidates);
-            let muted = scope.muted | (functions.mutes[index].load(Relaxed) & candidates);
-            callee = GraphScope { inside, muted };
-            graph = candidates & (!functions.rooted.load(Relaxed) | inside) & !muted;
-            graph
-        };
-        let Some(depth) = depth else {
-            return (judge(), scope);
-        };
-        self.record_values(&FUNCGRAPH_ENTRY, &[ip, depth], judge);
-        (graph, callee)
+        recorded
     }
 
     /// Records a traced call's return (function at ELF address `ip`, at `depth`,
