@@ -11,6 +11,7 @@ use crate::tracing::{self, KernelPlatform};
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::Write;
+use core::sync::atomic::{AtomicBool, Ordering::Acquire, Ordering::Release};
 use trace::dump::{BufferKind, DumpWriter};
 use trace::{Tracer, ring::Buffer, ring::RecordRef, ring::RingStats, tracer::InstanceView};
 
@@ -113,6 +114,30 @@ pub fn panic_dump(cpu: usize, message: &str, location: &str) {
         Some((cpu, message, location)),
         &mut crate::arch::uart::EmergencyConsole,
     );
+}
+
+/// The dump a `dump` or `cpudump` function command prints (CPU `cpu`'s records
+/// only, or every CPU's), from the hooked function's context: as a panic's, it
+/// turns recording off in every instance (as ftrace's dump turns tracing off),
+/// takes no lock another CPU may hold and writes through the emergency console.
+/// One at a time: a command that meets another's dump prints nothing (`false`).
+fn command_dump(cpu: Option<usize>) -> bool {
+    static RUNNING: AtomicBool = AtomicBool::new(false);
+    let Some(tracer) = tracing::tracer() else { return false };
+    if RUNNING.swap(true, Acquire) {
+        return false;
+    }
+    tracer.stop_all();
+    let cpus = if cpu.is_some() { Cpus::Origin } else { Cpus::All };
+    let config = DumpConfig { cpus, ..DumpConfig::DEFAULT };
+    write(tracer, &config, None, &mut crate::arch::uart::EmergencyConsole);
+    RUNNING.store(false, Release);
+    true
+}
+
+/// Makes [`command_dump`] what the `dump` and `cpudump` function commands print.
+pub fn init() {
+    tracing::set_dump(command_dump);
 }
 
 /// A live dump to `out` (the `dump` command); recording goes on.

@@ -139,6 +139,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
         Ok(tracer) => {
             println!("trace: {} events, {} CPU(s)", tracer.events().len(), tracer.cpus());
             persist::init(tracer, persistent);
+            dump::init();
             if let Err(error) = watchdog::init() {
                 println!("latency watchdog: not started: {error}");
             }

@@ -572,7 +572,7 @@ fn function_commands_act_when_their_function_is_called() {
 
         // Refusals name the rule and change nothing.
         for (line, rule) in [
-            (format!("{pwd}:dump"), "unknown command (mod, traceon, traceoff, snapshot"),
+            (format!("{pwd}:bogus"), "unknown command (mod, traceon, traceoff, snapshot"),
             (format!("!{pwd}:traceon"), "no function named has this command"),
             (format!("{pwd}:traceoff:x"), "count must be a number from 1 on"),
             (format!("{pwd}:enable_event:kmem:nope"), "no such event"),
@@ -601,6 +601,28 @@ fn function_commands_act_when_their_function_is_called() {
         m.run(&format!("echo 0 > {root}{kmalloc}"));
         assert_eq!(entry(&mut m, pwd), nop_before, "{root}: the NOP again");
     }
+
+    // cpudump: the call prints the dump a panic would, of its CPU's records; every
+    // instance stops recording; the host tool reads the dump. Not an event trigger.
+    m.run("echo before-dump > trace_marker");
+    assert_eq!(m.run(&format!("echo '{pwd}:cpudump:1' >> set_ftrace_filter")), "");
+    let out = m.run("pwd");
+    assert!(out.contains("# trace dump: 4 CPU(s), records of CPU(s) 0..0"), "{out}");
+    for root in ["", "instances/c/"] {
+        assert_eq!(m.run(&format!("cat {root}tracing_on")), "0\n", "{root}");
+        m.run(&format!("echo 1 > {root}tracing_on"));
+    }
+    let dumps = m.dumps();
+    let [dump] = &dumps[..] else { panic!("{} dumps", dumps.len()) };
+    assert!(dump.problems.is_empty() && dump.panic.is_none(), "{:?}", dump.problems);
+    let sections = dump.sections();
+    let top = sections.iter().find(|s| s.instance == "top").expect("the top level");
+    assert!(top.events.iter().any(|e| e.text == "before-dump"));
+    assert!(sections.iter().flat_map(|s| &s.events).all(|e| e.cpu == 0));
+    assert!(m.run("cat set_ftrace_filter").contains(&format!("{pwd}:cpudump:count=0")));
+    assert_eq!(m.run(&format!("echo '!{pwd}:cpudump' >> set_ftrace_filter")), "");
+    let error = m.run("echo dump > events/irq/irq_handler_entry/trigger");
+    assert!(error.contains("parse error at 0: unknown command"), "{error}");
 
     // A glob puts the command on each function it matches, and a removal takes it
     // from those its glob matches (`func_set_ftrace_file.tc`). `traceon` while on

@@ -83,6 +83,16 @@ pub trait Platform {
         let _ = (event, armed);
     }
 
+    /// Prints the trace to the platform's console from the caller's context, as a
+    /// panic would (ftrace's `dump` and `cpudump` function commands): every CPU's
+    /// records, or only CPU `cpu`'s. Returns whether it did. Callable from any
+    /// context; must not wait for other CPUs. The default has no console and
+    /// refuses.
+    fn dump(&self, cpu: Option<usize>) -> bool {
+        let _ = cpu;
+        false
+    }
+
     /// Makes the entry of each listed function (its index among those registered
     /// with [`crate::Tracer::set_functions`]) a call to the platform's entry hook
     /// (`true`) or its NOP again, and returns once every CPU executes the new bytes.

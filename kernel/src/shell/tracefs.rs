@@ -166,7 +166,7 @@ impl From<FunctionError> for FsError {
             FunctionError::Command(HookError::Trigger(error)) => match error.reason {
                 TriggerReason::UnknownCommand => FsError::Rule(
                     "unknown command (mod, traceon, traceoff, snapshot, stacktrace, \
-                     enable_event, disable_event)",
+                     enable_event, disable_event, dump, cpudump)",
                 ),
                 TriggerReason::NotFound => FsError::Rule("no function named has this command"),
                 TriggerReason::TooMany => FsError::Rule("a function holds at most 8 commands"),
@@ -430,7 +430,8 @@ tracing mini-HOWTO:
 \t\t\t  Commands: <function>:<command>[:count], acting when the function
 \t\t\t  is called, whatever the tracer: traceon, traceoff, snapshot,
 \t\t\t  stacktrace, enable_event:<system>:<event>,
-\t\t\t  disable_event:<system>:<event>; '!<function>:<command>' removes
+\t\t\t  disable_event:<system>:<event>, dump, cpudump;
+\t\t\t  '!<function>:<command>' removes
   set_ftrace_notrace\t- echo function name (globs) in here to never trace
   set_graph_function\t- function_graph records only these functions and what they call
   set_graph_notrace\t- function_graph records nothing from these functions until they return

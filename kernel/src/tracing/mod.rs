@@ -24,6 +24,17 @@ const MAX_INSTANCES: usize = 16;
 
 static TRACER: Once<Tracer<KernelPlatform>> = Once::new();
 
+/// What prints the trace for a `dump` or `cpudump` function command (registered by
+/// the dump module above this one).
+static DUMP: Once<fn(Option<usize>) -> bool> = Once::new();
+
+/// Registers what prints the trace for a `dump` (`None`) or `cpudump` (the calling
+/// CPU) function command: from any context, without waiting for other CPUs, and
+/// returning whether it printed. Once per boot.
+pub fn set_dump(dump: fn(Option<usize>) -> bool) {
+    DUMP.call_once(|| dump);
+}
+
 /// Builds the tracer over every descriptor the linker collected, installs it as
 /// the destination of all tracepoints and of the `log` crate, and enables every
 /// event in the top-level instance but the (very noisy) heap events and the
@@ -143,6 +154,10 @@ impl trace::Platform for KernelPlatform {
     #[inline(always)]
     fn context(&self) -> Context {
         CONTEXTS[irq::running() as usize][usize::from(irq::irqs_off())]
+    }
+
+    fn dump(&self, cpu: Option<usize>) -> bool {
+        DUMP.get().is_some_and(|dump| dump(cpu))
     }
 
     fn stack_trace(&self, frames: &mut [u64]) -> usize {

@@ -98,7 +98,11 @@ struct Mock {
     event: Cell<bool>,
     snapshots: Cell<u32>,
     stacks: Cell<u32>,
+    /// Dumps asked for: (every CPU's, this CPU's).
+    dumps: Cell<(u32, u32)>,
     refuse_snapshots: bool,
+    /// The platform has no console: every dump refused.
+    refuse_dumps: bool,
 }
 
 impl Target for Mock {
@@ -117,6 +121,11 @@ impl Target for Mock {
     }
     fn stack_trace(&self) {
         self.stacks.set(self.stacks.get() + 1);
+    }
+    fn dump(&self, this_cpu: bool) -> bool {
+        let (all, cpu) = self.dumps.get();
+        self.dumps.set(if this_cpu { (all, cpu + 1) } else { (all + 1, cpu) });
+        !self.refuse_dumps
     }
     fn event_enabled(&self, _: &EventDescriptor) -> bool {
         self.event.get()
@@ -172,6 +181,23 @@ fn trigger_counts_run_out_and_state_changes_count_once() {
 }
 
 #[test]
+fn dump_and_cpudump_ask_for_their_dump_and_a_refused_one_keeps_its_count() {
+    assert_eq!(add("dump").to_string(), "dump:unlimited");
+    assert_eq!(add("cpudump:2").to_string(), "cpudump:count=2");
+    let mock = Mock::default();
+    let (dump, cpudump) = (add("dump:1"), add("cpudump"));
+    for _ in 0..3 {
+        dump.fire(&body(&n(0)), HERE, &mock);
+        cpudump.fire(&body(&n(0)), HERE, &mock);
+    }
+    assert_eq!(mock.dumps.get(), (1, 3));
+    let console_less = Mock { refuse_dumps: true, ..Mock::default() };
+    let dump = add("dump:2");
+    dump.fire(&body(&n(0)), HERE, &console_less);
+    assert_eq!((dump.refused(), dump.count()), (1, Some(2)));
+}
+
+#[test]
 fn trigger_refused_snapshot_is_counted_and_keeps_its_count() {
     let mock = Mock { refuse_snapshots: true, ..Mock::default() };
     let snap = add("snapshot:2");
@@ -194,6 +220,9 @@ fn trigger_counts_are_exact_across_threads() {
             Ok(())
         }
         fn stack_trace(&self) {}
+        fn dump(&self, _: bool) -> bool {
+            false
+        }
         fn event_enabled(&self, _: &EventDescriptor) -> bool {
             true
         }
@@ -457,6 +486,19 @@ fn trigger_snapshot_keeps_the_window_up_to_the_event() {
     fire(t, &EV, 11);
     assert_eq!(i.triggers(&EV), ["snapshot:count=2"]);
     assert_eq!(recorded(i.recorder().live(), EV.id()), [8, 9, 10, 11]);
+}
+
+#[test]
+fn dump_is_a_function_command_not_an_event_trigger() {
+    static EV: EventDescriptor =
+        EventDescriptor::new("zt9", "ev", "n={n}", N_FIELDS, DescriptorKind::Event);
+    let t = tracer(&[&EV]);
+    for (line, pos) in [("dump", 0), (" cpudump:1", 1), ("!dump", 1)] {
+        let refused = t.top().set_trigger(&EV, line);
+        let reason = TriggerReason::UnknownCommand;
+        assert_eq!(refused, Err(HookError::Trigger(TriggerError { pos, reason })), "{line}");
+    }
+    assert!(t.top().triggers(&EV).is_empty());
 }
 
 #[test]

@@ -1,8 +1,9 @@
 //! Function commands, as ftrace's `set_ftrace_filter` takes them
 //! (`Documentation/trace/ftrace.rst`, "Filter commands"): `FUNCTION:COMMAND[:COUNT]`,
 //! with the commands of event triggers (`traceon`, `traceoff`, `snapshot`,
-//! `stacktrace`, `enable_event:SYSTEM:EVENT`, `disable_event:SYSTEM:EVENT`), acting
-//! each time the function is called, whatever the instance's `current_tracer`. The
+//! `stacktrace`, `enable_event:SYSTEM:EVENT`, `disable_event:SYSTEM:EVENT`) and
+//! `dump` and `cpudump` ([`crate::Platform::dump`]), acting each time the function
+//! is called, whatever the instance's `current_tracer`. The
 //! platform keeps a function's entry a call while some instance has commands on it.
 //!
 //! Each function holds its own trigger per command, so each counts down on its own
@@ -127,7 +128,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
 impl<P: Platform + Clone + Send + Sync> Instance<'_, P> {
     /// Adds a command to each function of `functions` (indices of the platform's
     /// functions), or with a leading `!` removes it from each. `line` is what
-    /// follows `FUNCTION:` in `set_ftrace_filter`: `traceoff`, `snapshot:1`,
+    /// follows `FUNCTION:` in `set_ftrace_filter`: `traceoff`, `snapshot:1`, `cpudump`,
     /// `enable_event:irq:nmi:2`, `!traceoff` (a count after a removal is ignored, as
     /// in ftrace: `!traceoff:0`). A function that has the command already keeps it
     /// as it is. Refused whole, with nothing changed: a bad line, an `if` (function

@@ -350,7 +350,15 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
             tracer.events().iter().copied().find(|d| d.system == system && d.name == name)
         };
         let trigger_error = |reason| HookError::Trigger(TriggerError { pos: 0, reason });
-        match Trigger::parse(line, event.fields, lookup).map_err(HookError::Trigger)? {
+        let command = Trigger::parse(line, event.fields, lookup).map_err(HookError::Trigger)?;
+        let (TriggerCommand::Add(trigger) | TriggerCommand::Remove(trigger)) = &command;
+        if matches!(trigger.action(), Action::Dump { .. }) {
+            // A function command only, as in ftrace.
+            let pos = line.len() - line.trim_start().trim_start_matches('!').len();
+            let reason = TriggerReason::UnknownCommand;
+            return Err(HookError::Trigger(TriggerError { pos, reason }));
+        }
+        match command {
             TriggerCommand::Add(trigger) => {
                 let existing = self.tracer.hooks_of(self.state.slot, index);
                 let triggers = existing.as_ref().map_or(&[][..], |h| &h.triggers);

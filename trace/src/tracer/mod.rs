@@ -848,6 +848,10 @@ impl<P: Platform> Target for FireTarget<'_, P> {
         let _ = self.recorder.write_in(self.section, self.origin.cpu, tag, len, len, fill);
     }
 
+    fn dump(&self, this_cpu: bool) -> bool {
+        self.tracer.platform.dump(this_cpu.then_some(self.origin.cpu))
+    }
+
     fn event_enabled(&self, event: &EventDescriptor) -> bool {
         event.recording_in(self.slot)
     }

@@ -5,6 +5,7 @@
 //! [!]COMMAND[:COUNT] [if FILTER]
 //! COMMAND := traceon | traceoff | snapshot | stacktrace
 //!          | enable_event:SYSTEM:EVENT | disable_event:SYSTEM:EVENT
+//!          | dump | cpudump            (function commands only)
 //! ```
 //!
 //! `COUNT` limits how many times the trigger acts (`traceon`, `traceoff`,
@@ -77,6 +78,12 @@ pub enum Action {
     Snapshot,
     /// Records the caller's stack as a [`STACK_TRACE`] event.
     StackTrace,
+    /// Prints the trace to the platform's console (a function command only), every
+    /// CPU's records (`dump`) or the calling CPU's (`cpudump`).
+    Dump {
+        /// Only the calling CPU's records.
+        this_cpu: bool,
+    },
     /// Enables this event in the instance.
     EnableEvent(&'static EventDescriptor),
     /// Disables this event in the instance.
@@ -91,6 +98,8 @@ impl Action {
             Action::TraceOff => "traceoff",
             Action::Snapshot => "snapshot",
             Action::StackTrace => "stacktrace",
+            Action::Dump { this_cpu: false } => "dump",
+            Action::Dump { this_cpu: true } => "cpudump",
             Action::EnableEvent(_) => "enable_event",
             Action::DisableEvent(_) => "disable_event",
         }
@@ -213,6 +222,9 @@ pub(crate) trait Target {
     fn snapshot(&self) -> Result<(), crate::Error>;
     /// Records the caller's stack.
     fn stack_trace(&self);
+    /// Prints the trace to the platform's console (only the calling CPU's records:
+    /// `this_cpu`); whether it did.
+    fn dump(&self, this_cpu: bool) -> bool;
     /// Whether the instance records `event`.
     fn event_enabled(&self, event: &EventDescriptor) -> bool;
     /// Enables or disables `event` in the instance.
@@ -259,6 +271,8 @@ impl Trigger {
             "traceoff" => Action::TraceOff,
             "snapshot" => Action::Snapshot,
             "stacktrace" => Action::StackTrace,
+            "dump" => Action::Dump { this_cpu: false },
+            "cpudump" => Action::Dump { this_cpu: true },
             "enable_event" | "disable_event" => {
                 let (Some((system, _)), Some((event, event_at))) = (next_part(), next_part())
                 else {
@@ -323,7 +337,8 @@ impl Trigger {
     }
 
     /// Times the action could not run in the event's context (a `snapshot` while
-    /// another snapshot operation of the instance ran, or without a snapshot buffer).
+    /// another snapshot operation of the instance ran, or without a snapshot buffer;
+    /// a dump the platform refused).
     pub fn refused(&self) -> u64 {
         self.refused.load(Relaxed)
     }
@@ -373,11 +388,7 @@ impl Trigger {
             }
             Action::Snapshot => {
                 if self.take() && target.snapshot().is_err() {
-                    self.refused.fetch_add(1, Relaxed);
-                    // Not acted: the count is given back.
-                    if self.count.load(Relaxed) != UNLIMITED {
-                        self.count.fetch_add(1, Relaxed);
-                    }
+                    self.not_acted();
                 }
             }
             Action::StackTrace => {
@@ -385,6 +396,19 @@ impl Trigger {
                     target.stack_trace();
                 }
             }
+            Action::Dump { this_cpu } => {
+                if self.take() && !target.dump(this_cpu) {
+                    self.not_acted();
+                }
+            }
+        }
+    }
+
+    /// Counts a refusal in the event's context and gives the count back.
+    fn not_acted(&self) {
+        self.refused.fetch_add(1, Relaxed);
+        if self.count.load(Relaxed) != UNLIMITED {
+            self.count.fetch_add(1, Relaxed);
         }
     }
 }
