@@ -170,7 +170,6 @@ impl From<FunctionError> for FsError {
                 ),
                 TriggerReason::NotFound => FsError::Rule("no function named has this command"),
                 TriggerReason::TooMany => FsError::Rule("a function holds at most 8 commands"),
-                TriggerReason::UnexpectedText => FsError::Rule("a command takes no filter"),
                 _ => FsError::Parse(HookError::Trigger(error)),
             },
             FunctionError::Command(error) => error.into(),
