@@ -186,6 +186,27 @@ fn function_records_the_filtered_functions_with_their_callers() {
     // Each command is called by the shell's loop.
     let cpus = calls.iter().find(|(f, _)| f == "kernel::shell::commands::cpus").unwrap();
     assert!(cpus.1.starts_with("kernel::shell::run"), "{cpus:?}");
+
+    // options/func_stack_trace: a stack trace after each function recorded, from the
+    // function outward.
+    machine.run("echo kernel::shell::commands::cpus > set_ftrace_filter");
+    assert_eq!(machine.run("cat options/func_stack_trace"), "0\n");
+    assert_eq!(machine.run("echo 1 > options/func_stack_trace"), "");
+    assert_eq!(machine.run("cat options/func_stack_trace"), "1\n");
+    machine.run("echo function > current_tracer");
+    machine.run("echo > trace");
+    machine.run("cpus");
+    machine.run("echo nop > current_tracer");
+    assert_eq!(machine.run("echo 0 > options/func_stack_trace"), "");
+    let error = machine.run("echo 2 > options/func_stack_trace");
+    assert!(error.contains("Invalid argument (0 or 1)"), "{error}");
+    let trace = machine.run("cat trace");
+    let lines: Vec<&str> = trace.lines().filter(|l| !l.starts_with('#')).collect();
+    let at = lines.iter().position(|l| l.contains(" kernel::shell::commands::cpus <-"));
+    let at = at.unwrap_or_else(|| panic!("no call of cpus:\n{trace}"));
+    assert!(lines[at + 1].contains(" kernel_stack: depth="), "{trace}");
+    assert!(lines[at + 2].starts_with(" => kernel::shell::commands::cpus+0x5"), "{trace}");
+    assert!(lines[at + 3].starts_with(" => kernel::shell::run+0x"), "{trace}");
 }
 
 /// One `function_graph` line: CPU, depth (from the indentation), name, the

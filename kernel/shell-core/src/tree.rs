@@ -76,6 +76,8 @@ pub enum File<S, E> {
     Overwrite,
     /// `options/nanoseconds` (timestamps in ns rather than µs).
     Nanoseconds,
+    /// `options/func_stack_trace`.
+    FuncStackTrace,
     /// `tracing_cpumask`.
     CpuMask,
     /// `README` (top level).
@@ -180,6 +182,7 @@ fn node<T: Tree>(tree: &T, rest: &[&str], top: bool) -> Option<Node<T::System, T
         ["options"] => dir(Dir::Options),
         ["options", "overwrite"] => file(Overwrite),
         ["options", "nanoseconds"] => file(Nanoseconds),
+        ["options", "func_stack_trace"] => file(FuncStackTrace),
         ["tracing_cpumask"] => file(CpuMask),
         ["README"] if top => file(Readme),
         ["available_tracers"] => file(AvailableTracers),

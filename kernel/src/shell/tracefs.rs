@@ -309,7 +309,7 @@ pub fn list(located: &Located) -> Result<Vec<String>, FsError> {
                 .collect()
         }
         Dir::Instances => tracer.instance_names().into_iter().map(|n| n + "/").collect(),
-        Dir::Options => ["nanoseconds", "overwrite"].map(String::from).into(),
+        Dir::Options => ["func_stack_trace", "nanoseconds", "overwrite"].map(String::from).into(),
         Dir::PerCpu => (0..tracer.cpus()).map(|cpu| format!("cpu{cpu}/")).collect(),
         Dir::Cpu => {
             ["buffer_size_kb", "snapshot", "stats", "trace", "trace_pipe", "trace_pipe_raw"]
@@ -447,6 +447,8 @@ tracing mini-HOWTO:
   trace_options\t\t- not here: each option is a file in options/
   options/overwrite\t- 1: overwrite the oldest events when full, 0: drop new ones
   options/nanoseconds\t- 1: timestamps in nanoseconds, 0: microseconds
+  options/func_stack_trace - 1: a stack trace after each function the
+\t\t\t  function tracer records (keep set_ftrace_filter short)
   trace_marker\t\t- Writes into this file writes into the kernel buffer
   trace_marker_raw\t- Writes into this file writes binary data into the kernel buffer
 \t\t\t  (a 4-byte id, then the data)
@@ -643,6 +645,7 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
         File::TraceClock => writeln!(out, "[local]"),
         File::Overwrite => writeln!(out, "{}", u8::from(instance.mode() == Mode::Overwrite)),
         File::Nanoseconds => writeln!(out, "{}", u8::from(ns)),
+        File::FuncStackTrace => writeln!(out, "{}", u8::from(instance.function_stack_trace())),
         File::CpuMask => write_cpumask(out, instance.cpumask(), tracer.cpus()),
         File::Readme => out.write_str(README),
         File::AvailableTracers => {
@@ -882,6 +885,10 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
             let on = switch(value)?;
             with_extras(instance, |extras| extras.nanoseconds = on);
             Ok(())
+        }
+        File::FuncStackTrace => {
+            let on = switch(value)?;
+            Ok(instance.set_function_stack_trace(on).map_err(FunctionError::from)?)
         }
         File::CpuMask => {
             instance.set_cpumask(parse_cpumask(value, tracer.cpus())?);

@@ -100,6 +100,28 @@ fn instances_trace_their_own_functions_and_release_them() {
     assert_eq!(calls(), [true; COUNT]);
     assert_eq!(entry(&tracer, 0, 0x100, 0x200, Some(0)), 0, "no graph");
     assert_eq!(records(&top, &FUNCTION), [vec![0x100, 0x200]]);
+    // `func_stack_trace`: a stack trace after each function record (the host
+    // platform has no unwinder: depth 0), while it is on.
+    assert!(!top.function_stack_trace());
+    top.set_function_stack_trace(true).unwrap();
+    assert!(top.function_stack_trace());
+    entry(&tracer, 0, 0x100, 0x200, Some(0));
+    let stacks = || {
+        let recorder = top.recorder();
+        let mut records = recorder.live().iter(0).unwrap();
+        let mut stacks = 0;
+        while let Some(record) = records.next_record() {
+            stacks += usize::from(record.id == crate::tracer::STACK_TRACE.id());
+        }
+        stacks
+    };
+    assert_eq!((records(&top, &FUNCTION).len(), stacks()), (2, 1));
+    top.set_function_stack_trace(false).unwrap();
+    entry(&tracer, 0, 0x100, 0x200, Some(0));
+    assert_eq!((records(&top, &FUNCTION).len(), stacks()), (3, 1));
+    // Back to the one record the rest of the test expects.
+    top.clear().unwrap();
+    entry(&tracer, 0, 0x100, 0x200, Some(0));
 
     // An instance traces function 1 with `function_graph`; the top level keeps 0.
     let g = tracer.get_or_create("g", top_config()).unwrap();

@@ -17,8 +17,10 @@
 
 use super::commands::CommandTable;
 use super::rcu::RcuCell;
-use super::{MAX_INSTANCES, Tracer};
+use super::trigger::Target;
+use super::{FireTarget, MAX_INSTANCES, Tracer};
 use crate::event::dispatch::{Body, INLINE_WORDS, Inline};
+use crate::event::format_file::Origin;
 use crate::event::{DescriptorKind, EventDescriptor};
 use crate::field::{Field, FieldKind};
 use crate::platform::Platform;
@@ -221,6 +223,9 @@ pub(crate) struct Functions {
     mutes: Vec<AtomicU64>,
     /// The instances with a `set_graph_function`.
     rooted: AtomicU64,
+    /// The instances whose `options/func_stack_trace` is on: a stack trace after
+    /// each `function` record.
+    stacked: AtomicU64,
     /// The instances with commands on each function ([`super::commands`]).
     pub(super) commanded: Vec<AtomicU64>,
     /// Each instance slot's function commands, as writers read them.
@@ -271,6 +276,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
                 roots: masks(),
                 mutes: masks(),
                 rooted: AtomicU64::new(0),
+                stacked: AtomicU64::new(0),
                 commanded: masks(),
                 commands: core::array::from_fn(|_| RcuCell::empty()),
                 control: spin::Mutex::new(Control {
@@ -315,6 +321,9 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         let traced = || mask.load(Relaxed) & FUNCTION.enabled_mask();
         if traced() != 0 {
             self.record_values(&FUNCTION, &[ip, parent], traced);
+            if functions.stacked.load(Relaxed) & traced() != 0 {
+                self.record_function_stacks(functions, traced);
+            }
         }
         let graphed = || mask.load(Relaxed) & FUNCGRAPH_ENTRY.enabled_mask();
         let recorded = 'graph: {
@@ -373,6 +382,26 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         self.record_into(mask, descriptor, body);
     }
 
+    /// Records a stack trace after a `function` record in each instance of `mask`
+    /// whose `func_stack_trace` is on.
+    #[cold]
+    #[inline(never)]
+    fn record_function_stacks(&self, functions: &Functions, mask: impl FnOnce() -> u64) {
+        let cpu = self.platform.cpu();
+        let Some(section) = self.sections.enter(&self.platform, cpu) else { return };
+        // Read inside the section, as a record's instances are.
+        let mut mask = mask() & functions.stacked.load(Relaxed) & !self.excluded_on(cpu);
+        let origin = Origin { context: self.platform.context(), cpu };
+        while mask != 0 {
+            let slot = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            if let Some(recorder) = self.slots[slot].read(&section) {
+                FireTarget { tracer: self, section: &section, origin, slot, recorder }
+                    .stack_trace();
+            }
+        }
+    }
+
     /// Forgets the selection of the instance in `slot` (it is being destroyed): its
     /// bit leaves every function's mask and its events, and entries no instance
     /// traces any more go back to their NOP (where the caller may wait).
@@ -381,6 +410,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         let mut control = functions.control.lock();
         control.slots[slot] = Selection::empty(functions.masks.len());
         functions.publish(slot, &control.slots[slot]);
+        functions.stacked.fetch_and(!(1 << slot), Relaxed);
         self.release_function_commands(functions, &mut control, slot);
         if self.platform.may_wait() {
             let _ = self.sync_entries(functions, &mut control);
@@ -417,6 +447,27 @@ impl<P: Platform + Clone + Send + Sync> Instance<'_, P> {
     pub fn function_tracer(&self) -> FunctionTracer {
         let functions = self.tracer.functions.get();
         functions.map_or(FunctionTracer::Nop, |f| f.control.lock().slots[self.state.slot].tracer)
+    }
+
+    /// Whether the instance records a stack trace after each `function` record
+    /// (`options/func_stack_trace`).
+    pub fn function_stack_trace(&self) -> bool {
+        let functions = self.tracer.functions.get();
+        functions.is_some_and(|f| f.stacked.load(Relaxed) & (1 << self.state.slot) != 0)
+    }
+
+    /// Sets `options/func_stack_trace`: with the `function` tracer, a stack trace
+    /// (an `ftrace:kernel_stack` event, as the `stacktrace` trigger records) after
+    /// each function's record, from the function outward. As in ftrace, keep the
+    /// functions traced few first. Takes effect at the next call.
+    pub fn set_function_stack_trace(&self, on: bool) -> Result<(), FunctionError> {
+        let functions = self.tracer.functions.get().ok_or(FunctionError::Unavailable)?;
+        let bit = 1 << self.state.slot;
+        match on {
+            true => functions.stacked.fetch_or(bit, Relaxed),
+            false => functions.stacked.fetch_and(!bit, Relaxed),
+        };
+        Ok(())
     }
 
     /// The functions on one of the instance's lists (indices, in order).
