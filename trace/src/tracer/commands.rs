@@ -15,10 +15,9 @@
 
 use super::function::{Control, FUNCTION, FunctionError, Functions};
 use super::trigger::{Action, MAX_TRIGGERS, Trigger, TriggerCommand, TriggerError, TriggerReason};
-use super::{FireTarget, HookError, Instance, Tracer};
+use super::{HookError, Instance, Tracer};
 use crate::event::EventDescriptor;
 use crate::event::dispatch::{Body, Inline};
-use crate::event::format_file::Origin;
 use crate::platform::Platform;
 use crate::sync::Ordering::Relaxed;
 use alloc::string::{String, ToString};
@@ -46,31 +45,18 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         ip: u64,
         parent: u64,
     ) {
-        let cpu = self.platform.cpu();
-        let Some(section) = self.sections.enter(&self.platform, cpu) else { return };
-        // Read again inside the section: destroy clears a slot's bit before the grace
-        // period that frees the slot, so a bit seen here names the instance that set
-        // it. A CPU outside an instance's cpumask runs none of its commands.
-        let mut mask = functions.commanded[index].load(Relaxed) & !self.excluded_on(cpu);
-        let origin = Origin { context: self.platform.context(), cpu };
         // The call as a `function` event would hold it: what a trigger is judged on.
         let mut words: Inline = Default::default();
         words[0] = ip.to_le_bytes();
         words[1] = parent.to_le_bytes();
         let bytes = &words.as_flattened()[..16];
         let body = Body { len: bytes.len(), payload: &bytes, words: Some(&words) };
-        while mask != 0 {
-            let slot = mask.trailing_zeros() as usize;
-            mask &= mask - 1;
-            let (Some(recorder), Some(table)) =
-                (self.slots[slot].read(&section), functions.commands[slot].read(&section))
-            else {
-                continue;
-            };
-            let Ok(at) = find(table, index) else { continue };
-            let target = FireTarget { tracer: self, section: &section, origin, slot, recorder };
-            table[at].1.iter().for_each(|trigger| trigger.fire(&body, origin, &target));
-        }
+        let commanded = || functions.commanded[index].load(Relaxed);
+        self.for_each_target(commanded, |target| {
+            let Some(table) = functions.commands[target.slot].read(target.section) else { return };
+            let Ok(at) = find(table, index) else { return };
+            table[at].1.iter().for_each(|trigger| trigger.fire(&body, target.origin, target));
+        });
     }
 
     /// Publishes `table` as `slot`'s commands (`control` is locked): the masks of

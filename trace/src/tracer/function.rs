@@ -18,9 +18,8 @@
 use super::commands::CommandTable;
 use super::rcu::RcuCell;
 use super::trigger::Target;
-use super::{FireTarget, MAX_INSTANCES, Tracer};
+use super::{MAX_INSTANCES, Tracer};
 use crate::event::dispatch::{Body, INLINE_WORDS, Inline};
-use crate::event::format_file::Origin;
 use crate::event::{DescriptorKind, EventDescriptor};
 use crate::field::{Field, FieldKind};
 use crate::platform::Platform;
@@ -319,9 +318,10 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         // Each record's instances are read again inside its section; these reads
         // only spare a section no instance records in.
         let traced = || mask.load(Relaxed) & FUNCTION.enabled_mask();
-        if traced() != 0 {
+        let tracing = traced();
+        if tracing != 0 {
             self.record_values(&FUNCTION, &[ip, parent], traced);
-            if functions.stacked.load(Relaxed) & traced() != 0 {
+            if functions.stacked.load(Relaxed) & tracing != 0 {
                 self.record_function_stacks(functions, traced);
             }
         }
@@ -387,19 +387,8 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
     #[cold]
     #[inline(never)]
     fn record_function_stacks(&self, functions: &Functions, mask: impl FnOnce() -> u64) {
-        let cpu = self.platform.cpu();
-        let Some(section) = self.sections.enter(&self.platform, cpu) else { return };
-        // Read inside the section, as a record's instances are.
-        let mut mask = mask() & functions.stacked.load(Relaxed) & !self.excluded_on(cpu);
-        let origin = Origin { context: self.platform.context(), cpu };
-        while mask != 0 {
-            let slot = mask.trailing_zeros() as usize;
-            mask &= mask - 1;
-            if let Some(recorder) = self.slots[slot].read(&section) {
-                FireTarget { tracer: self, section: &section, origin, slot, recorder }
-                    .stack_trace();
-            }
-        }
+        let stacked = || mask() & functions.stacked.load(Relaxed);
+        self.for_each_target(stacked, |target| target.stack_trace());
     }
 
     /// Forgets the selection of the instance in `slot` (it is being destroyed): its

@@ -813,6 +813,27 @@ pub fn install<P: Platform + Clone + Send + Sync + 'static>(
     crate::event::dispatch::install(tracer)
 }
 
+impl<P: Platform + Clone + Send + Sync> Tracer<P> {
+    /// Runs `act` on each instance of `mask` as a trigger's target, from the caller's
+    /// context, in this CPU's section: the mask is read inside it (destroy clears a
+    /// slot's bits before the grace period that frees the slot, so a bit seen there
+    /// names the instance that set it), less the instances whose cpumask leaves this
+    /// CPU out.
+    fn for_each_target(&self, mask: impl FnOnce() -> u64, mut act: impl FnMut(&FireTarget<'_, P>)) {
+        let cpu = self.platform.cpu();
+        let Some(section) = self.sections.enter(&self.platform, cpu) else { return };
+        let mut mask = mask() & !self.excluded_on(cpu);
+        let origin = Origin { context: self.platform.context(), cpu };
+        while mask != 0 {
+            let slot = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            if let Some(recorder) = self.slots[slot].read(&section) {
+                act(&FireTarget { tracer: self, section: &section, origin, slot, recorder });
+            }
+        }
+    }
+}
+
 /// What a trigger fired in the instance in `slot` acts on, from the event's context.
 struct FireTarget<'a, P> {
     tracer: &'a Tracer<P>,
