@@ -295,7 +295,8 @@ fn triggers_read_and_refuse_as_linux_selftests_expect() {
 /// enabled): every marker is recorded, `set_event` cannot turn it off, its filter
 /// applies, and a `snapshot` trigger swaps buffers at each marker, as Linux's
 /// `trigger-trace-marker-snapshot.tc` expects: the odd markers end in the live
-/// buffer, the even ones in the snapshot.
+/// buffer, the even ones in the snapshot; once the snapshot is freed, the trigger
+/// marks the trace and stops recording.
 #[test]
 fn markers_are_always_recorded_and_take_filters_and_triggers() {
     let mut m = boot();
@@ -325,8 +326,22 @@ fn markers_are_always_recorded_and_take_filters_and_triggers() {
         let even: Vec<String> = (1..=10).filter(|i| i % 2 == 0).map(text).collect();
         assert_eq!(markers(&mut m, &format!("{root}trace")), odd, "{root}");
         assert_eq!(markers(&mut m, &format!("{root}snapshot")), even, "{root}");
+
+        // The snapshot freed under its trigger: as ftrace, the trigger marks the
+        // trace and stops recording, so the window stays in the live buffer.
+        m.run(&format!("echo 0 > {root}snapshot"));
+        m.run(&format!("echo 'hello >11<' > {root}trace_marker"));
+        m.run(&format!("echo 'hello >12<' > {root}trace_marker"));
+        let mut expected = odd.clone();
+        expected.extend(
+            ["hello >11<", "*** SNAPSHOT NOT ALLOCATED ***", "*** stopping trace here!   ***"]
+                .map(String::from),
+        );
+        assert_eq!(markers(&mut m, &format!("{root}trace")), expected, "{root}");
+        assert_eq!(cat(&mut m, &format!("{root}tracing_on")), "0", "{root}");
         m.run(&format!("echo '!snapshot' > {print}/trigger"));
         m.run(&format!("echo 0 > {root}snapshot"));
+        m.run(&format!("echo 1 > {root}tracing_on"));
     }
 }
 

@@ -9,11 +9,11 @@ use crate::tracer::trigger::{
     Action, Target, Trigger, TriggerCommand, TriggerError, TriggerReason,
 };
 use crate::{
-    HostPlatform, InstanceConfig, InstanceError, Limits, Mode, Tracer, event::DescriptorKind,
-    event::EventDescriptor, event::FilterError, event::FilterReason, event::dispatch::Dispatch,
-    tracer::HookError, tracer::STACK_TRACE,
+    Error, HostPlatform, InstanceConfig, InstanceError, Limits, Mode, Tracer,
+    event::DescriptorKind, event::EventDescriptor, event::FilterError, event::FilterReason,
+    event::dispatch::Dispatch, tracer::HookError, tracer::STACK_TRACE,
 };
-use core::cell::Cell;
+use core::cell::{Cell, RefCell};
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::boxed::Box;
 use std::string::{String, ToString};
@@ -98,9 +98,12 @@ struct Mock {
     event: Cell<bool>,
     snapshots: Cell<u32>,
     stacks: Cell<u32>,
+    /// Lines written into the trace.
+    notes: RefCell<Vec<String>>,
     /// Dumps asked for: (every CPU's, this CPU's).
     dumps: Cell<(u32, u32)>,
-    refuse_snapshots: bool,
+    /// Why every snapshot is refused, if it is.
+    refuse_snapshots: Option<crate::Error>,
     /// The platform has no console: every dump refused.
     refuse_dumps: bool,
 }
@@ -113,11 +116,14 @@ impl Target for Mock {
         self.tracing.set(on);
     }
     fn snapshot(&self) -> Result<(), crate::Error> {
-        if self.refuse_snapshots {
-            return Err(crate::Error::Busy);
+        if let Some(error) = self.refuse_snapshots {
+            return Err(error);
         }
         self.snapshots.set(self.snapshots.get() + 1);
         Ok(())
+    }
+    fn note(&self, text: &str) {
+        self.notes.borrow_mut().push(text.into());
     }
     fn stack_trace(&self) {
         self.stacks.set(self.stacks.get() + 1);
@@ -198,12 +204,31 @@ fn dump_and_cpudump_ask_for_their_dump_and_a_refused_one_keeps_its_count() {
 }
 
 #[test]
-fn trigger_refused_snapshot_is_counted_and_keeps_its_count() {
-    let mock = Mock { refuse_snapshots: true, ..Mock::default() };
+fn trigger_refused_snapshot_is_counted_marked_and_keeps_its_count() {
+    let busy =
+        Mock { tracing: Cell::new(true), refuse_snapshots: Some(Error::Busy), ..Mock::default() };
     let snap = add("snapshot:2");
-    snap.fire(&body(&n(0)), HERE, &mock);
-    snap.fire(&body(&n(0)), HERE, &mock);
+    snap.fire(&body(&n(0)), HERE, &busy);
+    snap.fire(&body(&n(0)), HERE, &busy);
     assert_eq!((snap.refused(), snap.count()), (2, Some(2)));
+    assert!(busy.tracing(), "a busy snapshot leaves recording on");
+    assert_eq!(busy.notes.borrow().len(), 2);
+    assert!(busy.notes.borrow()[0].contains("SNAPSHOT BUSY"));
+
+    // Without a snapshot buffer, as ftrace: marked, and recording stops so the
+    // window stays in the live buffer.
+    let freed = Mock {
+        tracing: Cell::new(true),
+        refuse_snapshots: Some(Error::NoSpare),
+        ..Mock::default()
+    };
+    snap.fire(&body(&n(0)), HERE, &freed);
+    assert!(!freed.tracing());
+    assert_eq!(
+        *freed.notes.borrow(),
+        ["*** SNAPSHOT NOT ALLOCATED ***", "*** stopping trace here!   ***"]
+    );
+    assert_eq!((snap.refused(), snap.count()), (3, Some(2)));
 }
 
 #[test]
@@ -219,6 +244,7 @@ fn trigger_counts_are_exact_across_threads() {
             self.0.fetch_add(1, Relaxed);
             Ok(())
         }
+        fn note(&self, _: &str) {}
         fn stack_trace(&self) {}
         fn dump(&self, _: bool) -> bool {
             false

@@ -857,6 +857,13 @@ impl<P: Platform> Target for FireTarget<'_, P> {
         self.recorder.swap_nowait()
     }
 
+    fn note(&self, text: &str) {
+        let len = 2 + text.len();
+        let tag = Tag { id: MARKER.id(), ctx: self.origin.context };
+        let fill = |w: &mut RecordWriter<'_>| w.put_str(text);
+        let _ = self.recorder.write_in(self.section, self.origin.cpu, tag, len, len, fill);
+    }
+
     fn stack_trace(&self) {
         let mut frames = [0u64; STACK_FRAMES];
         let depth = self.tracer.platform.stack_trace(&mut frames).min(STACK_FRAMES);

@@ -19,9 +19,10 @@
 //! Triggers run in the context of the event that fires them, NMIs included, so every
 //! action is lock-free: `traceon`/`traceoff` store the instance's recording switch,
 //! `enable_event`/`disable_event` flip the target's enable bit, `snapshot` exchanges
-//! the live and snapshot buffers without waiting (refused, and counted in
-//! [`Trigger::refused`], while another snapshot operation of the instance runs or if
-//! the snapshot buffer was freed), and `stacktrace` records a [`STACK_TRACE`] event
+//! the live and snapshot buffers without waiting (refused, counted in
+//! [`Trigger::refused`] and marked in the live buffer while another snapshot
+//! operation of the instance runs; if the snapshot buffer was freed, as in ftrace,
+//! marked and recording stopped, so the window stays in the live buffer), and `stacktrace` records a [`STACK_TRACE`] event
 //! with the frames the platform's unwinder gives ([`crate::Platform::stack_trace`];
 //! none without one).
 
@@ -220,6 +221,8 @@ pub(crate) trait Target {
     fn set_tracing(&self, on: bool);
     /// Swaps the live and snapshot buffers, from the event's context.
     fn snapshot(&self) -> Result<(), crate::Error>;
+    /// Writes a line of text into the instance's live buffer, as a marker is.
+    fn note(&self, text: &str);
     /// Records the caller's stack.
     fn stack_trace(&self);
     /// Prints the trace to the platform's console (only the calling CPU's records:
@@ -387,8 +390,23 @@ impl Trigger {
                 }
             }
             Action::Snapshot => {
-                if self.take() && target.snapshot().is_err() {
-                    self.not_acted();
+                if !self.take() {
+                    return;
+                }
+                match target.snapshot() {
+                    Ok(()) => {}
+                    // As ftrace: the window the snapshot was to keep stays in the
+                    // live buffer, marked, and nothing overwrites it.
+                    Err(crate::Error::NoSpare) => {
+                        target.note("*** SNAPSHOT NOT ALLOCATED ***");
+                        target.note("*** stopping trace here!   ***");
+                        target.set_tracing(false);
+                        self.not_acted();
+                    }
+                    Err(_) => {
+                        target.note("*** SNAPSHOT BUSY: another snapshot operation runs ***");
+                        self.not_acted();
+                    }
                 }
             }
             Action::StackTrace => {
