@@ -412,3 +412,101 @@ fn report_elf_names_the_frames_the_kernel_names() {
     assert_serial_interrupt_stack(&host);
     assert_eq!(stack_frames(&host), stack_frames(&kernel), "host:\n{host}\nkernel:\n{kernel}");
 }
+
+/// A `hist` file's entries, as (key text, hitcount), and its totals (hits, entries,
+/// dropped).
+fn hist(m: &mut Machine, path: &str) -> (Vec<(String, u64)>, [u64; 3]) {
+    let text = m.run(&format!("cat {path}"));
+    let entries = text
+        .lines()
+        .filter_map(|l| {
+            let (key, rest) = l.strip_prefix("{ ")?.split_once(" } hitcount:")?;
+            let hits = rest.split_whitespace().next()?.parse().ok()?;
+            Some((key.split_whitespace().collect::<Vec<_>>().join(" "), hits))
+        })
+        .collect();
+    let total = |name: &str| -> u64 {
+        let line = text.lines().find_map(|l| l.trim().strip_prefix(name));
+        line.and_then(|v| v.trim().parse().ok()).unwrap_or_else(|| panic!("{name}: {text}"))
+    };
+    (entries, [total("Hits:"), total("Entries:"), total("Dropped:")])
+}
+
+/// `hist` triggers, at the top level and in an instance, as Linux's
+/// `trigger-hist.tc` and `trigger-hist-syntax-errors.tc` use them: counts per key
+/// from interrupt context (the serial and timer interrupts), compound keys with a
+/// common field, string keys on trace_marker's event, sort, pause, continue,
+/// clear, removal, and refusals that name the position in `error_log`.
+#[test]
+fn hist_triggers_count_by_key_from_any_context() {
+    let mut m = boot();
+    for root in ROOTS {
+        let entry = format!("{root}events/irq/irq_handler_entry");
+        m.run(&format!("echo 'hist:keys=vector,CPU:sort=vector' > {entry}/trigger"));
+        // Polled: ticks come at the timer's pace.
+        let ticked = (0..300).any(|_| {
+            hist(&mut m, &format!("{entry}/hist"))
+                .0
+                .iter()
+                .any(|(k, _)| k.starts_with("vector: 48,"))
+        });
+        assert!(ticked, "{root}");
+        assert_eq!(
+            cat(&mut m, &format!("{entry}/trigger")),
+            "hist:keys=vector,CPU:vals=hitcount:sort=vector:size=2048 [active]"
+        );
+        let (entries, [hits, count, dropped]) = hist(&mut m, &format!("{entry}/hist"));
+        // Keys typed raise vector 49 on CPU 0; every CPU's timer raises 48.
+        assert!(entries.iter().any(|(k, _)| k == "vector: 49, CPU: 0"), "{root}{entries:?}");
+        let vectors: Vec<&str> = entries.iter().map(|(k, _)| &k[..10]).collect();
+        assert!(vectors.is_sorted(), "{root}: sorted on vector: {vectors:?}");
+        assert_eq!(count as usize, entries.len());
+        assert_eq!(hits, entries.iter().map(|(_, n)| n).sum::<u64>() + dropped, "{root}");
+        m.run(&format!("echo '!hist:keys=vector,CPU:sort=vector' > {entry}/trigger"));
+        assert!(!m.run(&format!("cat {entry}/trigger")).contains("hist:"), "{root}");
+        assert_eq!(m.run(&format!("cat {entry}/hist")).trim(), "", "{root}");
+
+        // String keys on the markers, most frequent first.
+        let print = format!("{root}events/ftrace/print");
+        let spec = "hist:keys=buf:sort=hitcount.descending";
+        m.run(&format!("echo '{spec}' > {print}/trigger"));
+        for text in ["hello", "hello", "world", "hello"] {
+            m.run(&format!("echo {text} > {root}trace_marker"));
+        }
+        let (entries, totals) = hist(&mut m, &format!("{print}/hist"));
+        let expected = [("buf: hello".to_string(), 3), ("buf: world".to_string(), 1)];
+        assert_eq!((entries, totals), (expected.to_vec(), [4, 2, 0]), "{root}");
+        m.run(&format!("echo '{spec}:pause' >> {print}/trigger"));
+        assert!(cat(&mut m, &format!("{print}/trigger")).ends_with("[paused]"), "{root}");
+        m.run(&format!("echo world > {root}trace_marker"));
+        assert_eq!(hist(&mut m, &format!("{print}/hist")).1, [4, 2, 0], "{root}: paused");
+        m.run(&format!("echo '{spec}:cont' >> {print}/trigger"));
+        m.run(&format!("echo world > {root}trace_marker"));
+        assert_eq!(hist(&mut m, &format!("{print}/hist")).1, [5, 2, 0], "{root}");
+        m.run(&format!("echo '{spec}:clear' >> {print}/trigger"));
+        assert_eq!(hist(&mut m, &format!("{print}/hist")), (vec![], [0, 0, 0]), "{root}");
+        let out = m.run(&format!("echo '{spec}' >> {print}/trigger"));
+        assert!(out.contains("already"), "{root}: {out}");
+        m.run(&format!("echo '!{spec}' >> {print}/trigger"));
+
+        // Refusals name the position, as the syntax-error selftest checks them.
+        let kmalloc = format!("{root}events/kmem/kmalloc/trigger");
+        for (bad, pos) in [
+            ("hist:keys=common_pid:vals=size:sort=common_pid,junk", 47),
+            ("hist:keys=common_pid:vals=size:sort=", 31),
+            ("hist:keys=common_pid:vals=size:sort=common_pid,", 31),
+            ("hist:keys=common_pid:vals=size:sort=common_pid.junk", 47),
+            ("hist:keys=common_pid:vals=size,align:sort=common_pid,size,align", 37),
+        ] {
+            let out = m.run(&format!("echo '{bad}' > {kmalloc}"));
+            assert!(out.contains("Invalid argument"), "{root}{bad}: {out}");
+            let log = m.run(&format!("cat {root}error_log"));
+            let lines: Vec<&str> = log.lines().collect();
+            let at = lines.iter().rposition(|l| l.trim() == format!("Command: {bad}"));
+            let at = at.unwrap_or_else(|| panic!("{root}{bad}: {log}"));
+            let start = lines[at].find("hist:").unwrap();
+            assert_eq!(lines[at + 1].find('^'), Some(start + pos), "{root}{bad}: {log}");
+        }
+        assert!(!m.run(&format!("cat {kmalloc}")).contains("hist:"), "{root}");
+    }
+}

@@ -9,7 +9,9 @@
 //! `enabled` (a tracepoint with two `u64` into one instance), `enabled2` (into two),
 //! `filter-pass` / `filter-reject` (`enabled` with a two-term integer filter that
 //! passes / fails at its first term), `trigger-idle` (`enabled` with a `traceon`
-//! trigger while recording is on: it has nothing to do).
+//! trigger while recording is on: it has nothing to do), `hist` (a `hist` trigger
+//! keyed on `a % 64`'s field, summing `b`, on the event recorded in no instance: the
+//! histogram's cost alone).
 
 use std::hint::black_box;
 mod common;
@@ -77,6 +79,10 @@ fn main() {
             instance.set_event(Some("bench"), None, true).expect("enable");
             instance.set_trigger(BENCH.descriptor(), "traceon").expect("trigger");
             (0..n).for_each(|i| trace::emit!(BENCH, black_box(i), i));
+        }
+        "hist" => {
+            instance.set_trigger(BENCH.descriptor(), "hist:keys=a:vals=b").expect("trigger");
+            (0..n).for_each(|i| trace::emit!(BENCH, black_box(i) % 64, i));
         }
         other => panic!("unknown mode {other}"),
     }

@@ -2,7 +2,7 @@
 
 use std::sync::{Mutex, MutexGuard};
 use trace::ring::Buffer;
-use trace::tracer::HookError;
+use trace::tracer::{HookError, TriggerReason};
 use trace::{
     HostPlatform, InstanceConfig, InstanceError, Limits, Mode, Tracer, event::EventDescriptor,
 };
@@ -369,4 +369,163 @@ fn markers_are_always_recorded_and_take_filters_and_triggers() {
     assert_eq!(m.write_marker_raw(7, &too_long), Err(trace::ring::WriteError::TooLarge));
     assert_eq!(rendered(&tracer, &m), ["ftrace:raw_data: # 7 buf: ab 01"]);
     tracer.destroy(m).unwrap();
+}
+
+/// `write_hists` as a string.
+fn hists(instance: &trace::Instance<'_, HostPlatform>, event: &EventDescriptor) -> String {
+    let mut out = String::new();
+    instance.write_hists(event, &mut out).unwrap();
+    out
+}
+
+/// The entry lines of a `hist` file.
+fn hist_entries(text: &str) -> Vec<&str> {
+    text.lines().filter(|l| l.starts_with("{ ")).collect()
+}
+
+/// `hist` triggers, as `Documentation/trace/histogram.rst` and Linux's
+/// `trigger-hist.tc` use them: a key, compound keys, string keys, values summed,
+/// sort, `.hex` and `.log2`, a filter, pause, continue, clear, removal; on an event
+/// the instance does not record, as a histogram on a disabled event in Linux.
+#[test]
+fn hist_triggers_count_by_key_and_read_as_ftrace_shows_them() {
+    let tracer = tracer();
+    let h = tracer.get_or_create("hist", InstanceConfig::default()).unwrap();
+    h.set_event(None, None, false).unwrap();
+    let tick = |count: u64, late_ns: u64| trace::emit!(TICK, count, late_ns);
+    let everything = |c: u32, d: i64, h: &str| {
+        trace::emit!(EVERYTHING, 1u8, 2i16, c, d, false, 'x', [0u8; 4], h)
+    };
+
+    h.set_trigger(TICK.descriptor(), "hist:keys=count:vals=late_ns").unwrap();
+    assert_eq!(
+        h.triggers(TICK.descriptor()),
+        ["hist:keys=count:vals=hitcount,late_ns:sort=hitcount:size=2048 [active]"]
+    );
+    for (count, late) in [(3, 10), (1, 5), (3, 20), (2, 1), (3, 30), (1, 5)] {
+        tick(count, late);
+    }
+    let text = hists(&h, TICK.descriptor());
+    assert!(text.starts_with(
+        "# event histogram\n#\n# trigger info: \
+         hist:keys=count:vals=hitcount,late_ns:sort=hitcount:size=2048 [active]\n#\n\n"
+    ));
+    assert_eq!(
+        hist_entries(&text),
+        [
+            "{ count:          2 } hitcount:          1  late_ns:          1",
+            "{ count:          1 } hitcount:          2  late_ns:         10",
+            "{ count:          3 } hitcount:          3  late_ns:         60",
+        ]
+    );
+    assert!(text.ends_with("\nTotals:\n    Hits: 6\n    Entries: 3\n    Dropped: 0\n"), "{text}");
+    assert!(rendered(&tracer, &h).is_empty(), "the event fired for its trigger only");
+
+    // The same histogram again is refused; with `:pause`, `:cont` and `:clear` it
+    // acts on the one there.
+    let exists = h.set_trigger(TICK.descriptor(), "hist:keys=count:vals=late_ns").unwrap_err();
+    assert!(matches!(exists, HookError::Trigger(e) if e.reason == TriggerReason::Exists));
+    h.set_trigger(TICK.descriptor(), "hist:keys=count:vals=late_ns:pause").unwrap();
+    assert!(h.triggers(TICK.descriptor())[0].ends_with(" [paused]"));
+    tick(9, 9);
+    assert!(!hists(&h, TICK.descriptor()).contains("count:          9"), "paused");
+    h.set_trigger(TICK.descriptor(), "hist:keys=count:vals=late_ns:cont").unwrap();
+    tick(9, 9);
+    assert!(hists(&h, TICK.descriptor()).contains("{ count:          9 } hitcount:          1"));
+    h.set_trigger(TICK.descriptor(), "hist:keys=count:vals=late_ns:clear").unwrap();
+    let text = hists(&h, TICK.descriptor());
+    assert!(hist_entries(&text).is_empty() && text.contains("Hits: 0\n"), "{text}");
+    assert!(h.triggers(TICK.descriptor())[0].ends_with(" [active]"));
+
+    // A second histogram on the same event: compound keys, `.hex`, `.log2`, sorted
+    // on a key descending, with a filter; the file shows both, in the order set.
+    h.set_trigger(
+        TICK.descriptor(),
+        "hist:keys=count.hex,late_ns.log2:sort=count.descending if count > 1",
+    )
+    .unwrap();
+    for (count, late) in [(16, 1000), (255, 3), (16, 1024), (1, 7)] {
+        tick(count, late);
+    }
+    let text = hists(&h, TICK.descriptor());
+    let (first, second) = text.split_once("\n\n\n# event histogram").unwrap();
+    assert_eq!(hist_entries(first).len(), 3, "{first}");
+    assert!(second.contains(
+        "# trigger info: hist:keys=count.hex,late_ns.log2:vals=hitcount\
+         :sort=count.descending:size=2048 if count > 1 [active]"
+    ));
+    assert_eq!(
+        hist_entries(second),
+        [
+            "{ count: ff, late_ns: ~ 2^2  } hitcount:          1",
+            "{ count: 10, late_ns: ~ 2^10 } hitcount:          2",
+        ]
+    );
+    assert!(second.ends_with("Hits: 3\n    Entries: 2\n    Dropped: 0\n"), "{second}");
+
+    // `!` removes the histogram with those keys, values, sort and filter.
+    let not_found =
+        h.set_trigger(TICK.descriptor(), "!hist:keys=count.hex,late_ns.log2").unwrap_err();
+    assert!(matches!(not_found, HookError::Trigger(e) if e.reason == TriggerReason::NotFound));
+    h.set_trigger(
+        TICK.descriptor(),
+        "!hist:keys=count.hex,late_ns.log2:sort=count.descending if count > 1",
+    )
+    .unwrap();
+    h.set_trigger(TICK.descriptor(), "!hist:keys=count:vals=late_ns").unwrap();
+    assert!(h.triggers(TICK.descriptor()).is_empty() && hists(&h, TICK.descriptor()).is_empty());
+
+    // String keys (an event too large to travel as words: the arguments are read as
+    // they are), signed values, a common field, sort on a value; `size` rounds up.
+    h.set_trigger(EVERYTHING.descriptor(), "hist:keys=h,CPU:vals=d:sort=d:size=200").unwrap();
+    everything(1, -5, "alpha");
+    everything(2, 7, "a string longer than a key keeps: cut");
+    everything(3, -10, "alpha");
+    let text = hists(&h, EVERYTHING.descriptor());
+    assert!(text.contains(":sort=d:size=256 [active]"), "{text}");
+    let alpha =
+        format!("{{ h: {:<50}, CPU:          0 }} hitcount:          2  d:        -15", "alpha");
+    let long = format!(
+        "{{ h: {:<50}, CPU:          0 }} hitcount:          1  d:          7",
+        "a string longer than a key keeps"
+    );
+    assert_eq!(hist_entries(&text), [alpha.as_str(), long.as_str()]);
+    h.clear_triggers(EVERYTHING.descriptor()).unwrap();
+    tracer.destroy(h).unwrap();
+}
+
+/// A `hist` line that breaks a rule is refused with the position and the reason,
+/// as Linux's `trigger-hist-syntax-errors.tc` expects, and changes nothing.
+#[test]
+fn hist_errors_name_the_position_and_nothing_changes() {
+    let tracer = tracer();
+    let top = tracer.top();
+    let refused = |line: &str| match top.set_trigger(EVERYTHING.descriptor(), line) {
+        Err(HookError::Trigger(e)) => (e.pos, e.reason),
+        other => panic!("{line}: {other:?}"),
+    };
+    use trace::tracer::HistReason::*;
+    for (line, pos, reason) in [
+        ("hist:keys=c:vals=d:sort=c,junk", 26, InvalidSortField),
+        ("hist:keys=c:vals=d:sort=", 19, EmptyAssignment),
+        ("hist:keys=c:vals=d:sort=c,", 19, EmptySortField),
+        ("hist:keys=c:vals=d:sort=c.junk", 26, InvalidSortModifier),
+        ("hist:keys=c:vals=d,a:sort=c,d,a", 21, TooManySortFields),
+        ("hist:vals=d", 0, MissingKeys),
+        ("hist:keys=nope", 10, UnknownField),
+        ("hist:keys=g", 10, BytesField),
+        ("hist:keys=c:vals=h", 17, StringValue),
+        ("hist:keys=a,b,c,d", 16, TooManyKeys),
+        ("hist:keys=h,h,a", 14, KeysTooWide),
+        ("hist:keys=c:vals=a,b,d,e", 23, TooManyVals),
+        ("hist:keys=c.sym", 12, BadModifier),
+        ("hist:keys=h.hex", 12, BadModifier),
+        ("hist:keys=c:size=64", 17, BadSize),
+        ("hist:keys=c:size=lots", 17, BadSize),
+        ("hist:keys=c:name=shared", 12, UnknownAttribute),
+        ("hist:keys=c:keys=d", 12, Repeated),
+    ] {
+        assert_eq!(refused(line), (pos, TriggerReason::Hist(reason)), "{line}");
+    }
+    assert!(top.triggers(EVERYTHING.descriptor()).is_empty());
 }

@@ -138,6 +138,8 @@ pub enum File<S, E> {
     SystemFilter(S),
     /// `events/SYS/EVENT/trigger`.
     EventTrigger(E),
+    /// `events/SYS/EVENT/hist`.
+    EventHist(E),
 }
 
 /// What a path names.
@@ -230,6 +232,7 @@ fn node<T: Tree>(tree: &T, rest: &[&str], top: bool) -> Option<Node<T::System, T
                         ["id"] => file(EventId(event)),
                         ["filter"] => file(EventFilter(event)),
                         ["trigger"] => file(EventTrigger(event)),
+                        ["hist"] => file(EventHist(event)),
                         _ => None,
                     }
                 }
@@ -382,6 +385,7 @@ mod tests {
             node_at("/", "events/sched/switch/trigger"),
             Some(Node::File(File::EventTrigger(ev)))
         );
+        assert_eq!(node_at("/", "events/sched/switch/hist"), Some(Node::File(File::EventHist(ev))));
         assert_eq!(
             node_at("/", "events/sched/switch/format"),
             Some(Node::File(File::EventFormat(ev)))

@@ -333,7 +333,9 @@ pub fn list(located: &Located) -> Result<Vec<String>, FsError> {
                 .extend(events(tracer).filter(|d| d.system == sys).map(|d| format!("{}/", d.name)));
             names
         }
-        Dir::Event => ["enable", "filter", "format", "id", "trigger"].map(String::from).into(),
+        Dir::Event => {
+            ["enable", "filter", "format", "hist", "id", "trigger"].map(String::from).into()
+        }
     };
     Ok(names)
 }
@@ -367,7 +369,7 @@ fn write_format(out: &mut dyn Write, d: &EventDescriptor) -> fmt::Result {
 /// What an event's `trigger` file reads without triggers (as ftrace's).
 const AVAILABLE_TRIGGERS: &str = "\
 # Available triggers:
-# traceon traceoff snapshot stacktrace enable_event disable_event
+# traceon traceoff snapshot stacktrace enable_event disable_event hist
 ";
 
 /// Bytes of a ring page as `events/header_page` describes it.
@@ -703,6 +705,7 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
                 triggers.iter().try_for_each(|t| writeln!(out, "{t}"))
             }
         }
+        File::EventHist(d) => instance.write_hists(d, out),
         File::TracePipe | File::CpuTracePipe(_) | File::TracePipeRaw | File::CpuTracePipeRaw(_) => {
             return Err(FsError::Invalid);
         }
@@ -955,6 +958,7 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
         | File::TracePipeRaw
         | File::CpuTracePipeRaw(_)
         | File::EventFormat(_)
+        | File::EventHist(_)
         | File::HeaderPage
         | File::HeaderEvent
         | File::EventId(_)

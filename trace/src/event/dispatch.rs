@@ -1,8 +1,9 @@
 //! Where tracepoints send their records: the one tracer the kernel installed.
 
 use crate::event::EventDescriptor;
-use crate::event::filter::Filter;
+use crate::event::filter::{Encoded, Fields, Filter};
 use crate::event::format_file::Origin;
+use crate::field::FieldKind;
 use crate::ring::per_cpu::RecordWriter;
 use spin::Once;
 
@@ -15,6 +16,10 @@ pub(crate) trait Payload {
     /// event's fields), judged on the values the record holds. Callable from any
     /// context.
     fn passes(&self, filter: &Filter, origin: Origin) -> bool;
+
+    /// Runs `f` on the values the record holds, read through [`Fields`]; `kinds` are
+    /// the event's field kinds. Callable from any context.
+    fn with_fields(&self, kinds: &[FieldKind], f: &mut dyn FnMut(&dyn Fields));
 }
 
 impl Payload for &[u8] {
@@ -25,6 +30,10 @@ impl Payload for &[u8] {
 
     fn passes(&self, filter: &Filter, origin: Origin) -> bool {
         filter.matches(self, origin)
+    }
+
+    fn with_fields(&self, kinds: &[FieldKind], f: &mut dyn FnMut(&dyn Fields)) {
+        f(&Encoded { payload: self, kinds })
     }
 }
 

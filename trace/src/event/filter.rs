@@ -198,6 +198,71 @@ pub(crate) struct FieldRef {
     shift: u8,
 }
 
+impl FieldRef {
+    /// The field named `name` among an event's `fields` (the event's own first, as
+    /// in Linux, then the common fields every event has), and its kind.
+    pub(crate) fn resolve(fields: &[Field<'_>], name: &str) -> Option<(FieldRef, FieldKind)> {
+        let (index, kind, location) = match fields.iter().position(|f| f.name == name) {
+            Some(index) => {
+                let mut at = Some(0usize);
+                for field in &fields[..index] {
+                    at = at.and_then(|at| Some(at + field.kind.fixed_size()?));
+                }
+                let location = match at {
+                    Some(at) if at <= usize::from(u16::MAX) => Location::Fixed(at as u16),
+                    _ => Location::Walk,
+                };
+                (u16::try_from(index).ok()?, fields[index].kind, location)
+            }
+            None => {
+                let (location, kind) = Common::named(name)?;
+                (u16::MAX, kind, location)
+            }
+        };
+        let width = kind.fixed_size().unwrap_or(0) as u8;
+        let signed =
+            matches!(kind, FieldKind::I8 | FieldKind::I16 | FieldKind::I32 | FieldKind::I64);
+        let field = FieldRef { index, location, width, shift: 8 * (8 - width.clamp(1, 8)), signed };
+        Some((field, kind))
+    }
+
+    /// Whether the field is an integer its reader sign-extends.
+    pub(crate) fn signed(&self) -> bool {
+        self.signed
+    }
+
+    /// The integer field's value in an event whose values `fields` gives, written at
+    /// `origin` (`None`: the payload lacks it). For an integer field only.
+    #[inline(always)]
+    pub(crate) fn int<F: Fields + ?Sized>(&self, fields: &F, origin: Origin) -> Option<u64> {
+        match self.location {
+            Location::Common(common) => Some(common.int(origin)),
+            _ => fields.int(self),
+        }
+    }
+
+    /// Passes the string field's value to `f`, in an event whose values `fields`
+    /// gives, written at `origin` (`COMM` is the task column's name, formatted on the
+    /// stack); nothing if the payload lacks it or the field is an integer.
+    pub(crate) fn with_str<F: Fields + ?Sized>(
+        &self,
+        fields: &F,
+        origin: Origin,
+        f: impl FnOnce(&str),
+    ) {
+        match self.location {
+            Location::Comm => f(Comm::of(origin).as_str()),
+            Location::Common(_) => {}
+            _ if self.width != 0 => {}
+            _ => {
+                if let Some(s) = fields.str(self) {
+                    f(s)
+                }
+            }
+        }
+    }
+}
+
 /// Where a predicate's field sits in the payload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Location {
@@ -254,6 +319,19 @@ impl Common {
 struct Comm {
     bytes: [u8; 32],
     len: usize,
+}
+
+impl Comm {
+    /// The name of the task at `origin`.
+    fn of(origin: Origin) -> Comm {
+        let mut comm = Comm { bytes: [0; 32], len: 0 };
+        let _ = fmt::write(&mut comm, format_args!("{}", Task::of(origin.context, origin.cpu)));
+        comm
+    }
+
+    fn as_str(&self) -> &str {
+        core::str::from_utf8(&self.bytes[..self.len]).unwrap_or_default()
+    }
 }
 
 impl fmt::Write for Comm {
@@ -468,19 +546,13 @@ impl Filter {
         while let Some(node) = self.nodes.get(usize::from(at)) {
             let location = node.field.location;
             let pass = match &node.test {
-                &Test::Int { mask, lo, span } => {
-                    let value = match location {
-                        Location::Common(common) => Some(common.int(origin)),
-                        _ => fields.int(&node.field),
-                    };
-                    match value {
-                        Some(v) => in_range(v, mask, lo, span),
-                        None => {
-                            at = node.on_missing;
-                            continue;
-                        }
+                &Test::Int { mask, lo, span } => match node.field.int(fields, origin) {
+                    Some(v) => in_range(v, mask, lo, span),
+                    None => {
+                        at = node.on_missing;
+                        continue;
                     }
-                }
+                },
                 Test::Str(op, range) if location == Location::Comm => {
                     self.comm_test(*op, range, origin)
                 }
@@ -500,10 +572,7 @@ impl Filter {
     /// A comparison of the name of the task at `origin` with `text[operand]`.
     #[inline(never)]
     fn comm_test(&self, op: StrOp, operand: &Range<usize>, origin: Origin) -> bool {
-        let mut comm = Comm { bytes: [0; 32], len: 0 };
-        let _ = fmt::write(&mut comm, format_args!("{}", Task::of(origin.context, origin.cpu)));
-        let name = core::str::from_utf8(&comm.bytes[..comm.len]).unwrap_or_default();
-        self.str_test(op, operand, name)
+        self.str_test(op, operand, Comm::of(origin).as_str())
     }
 
     /// A string comparison with the operand `text[operand]`.
@@ -519,9 +588,9 @@ impl Filter {
 }
 
 /// An encoded payload of an event whose fields have `kinds`.
-struct Encoded<'a> {
-    payload: &'a [u8],
-    kinds: &'a [FieldKind],
+pub(crate) struct Encoded<'a> {
+    pub(crate) payload: &'a [u8],
+    pub(crate) kinds: &'a [FieldKind],
 }
 
 impl Encoded<'_> {
@@ -638,41 +707,11 @@ impl<'t> Parsed<'t> {
     /// Binds the parsed filter to `fields` and compiles it.
     fn bind(&self, fields: &[Field<'_>]) -> Result<Filter, FilterError> {
         let err = |pos: usize, reason| FilterError { pos: self.offset + pos, reason };
-        let mut offsets = Vec::with_capacity(fields.len());
-        let mut fixed = Some(0usize);
-        for field in fields {
-            offsets.push(fixed);
-            fixed = fixed.and_then(|at| Some(at + field.kind.fixed_size()?));
-        }
         let mut bound = Vec::with_capacity(self.preds.len());
         for pred in &self.preds {
             let name = &self.text[pred.field.clone()];
-            let unknown = err(pred.field.start, FilterReason::UnknownField);
-            // The event's own fields first, as in Linux.
-            let (index, kind, location) = match fields.iter().position(|f| f.name == name) {
-                Some(index) => {
-                    let location = match offsets[index] {
-                        Some(at) if at <= usize::from(u16::MAX) => Location::Fixed(at as u16),
-                        _ => Location::Walk,
-                    };
-                    (u16::try_from(index).map_err(|_| unknown)?, fields[index].kind, location)
-                }
-                None => {
-                    let (location, kind) = Common::named(name).ok_or(unknown)?;
-                    (u16::MAX, kind, location)
-                }
-            };
-            let width = kind.fixed_size().unwrap_or(0) as u8;
-            let field = FieldRef {
-                index,
-                location,
-                width,
-                shift: 8 * (8 - width.clamp(1, 8)),
-                signed: matches!(
-                    kind,
-                    FieldKind::I8 | FieldKind::I16 | FieldKind::I32 | FieldKind::I64
-                ),
-            };
+            let (field, kind) = FieldRef::resolve(fields, name)
+                .ok_or(err(pred.field.start, FilterReason::UnknownField))?;
             let value = &self.text[pred.value.clone()];
             let bad_number = err(pred.value.start, FilterReason::BadNumber);
             let (test, negated) = match (kind, pred.op) {

@@ -441,6 +441,17 @@ impl<T: Args<A>, A> crate::event::dispatch::Payload for Encode<T, A> {
         self.0.encode(&mut encoder);
         filter.matches(encoder.bytes(), origin)
     }
+
+    fn with_fields(&self, kinds: &[crate::field::FieldKind], f: &mut dyn FnMut(&dyn Fields)) {
+        // As `passes`: the arguments when they fit whole, the record's bytes otherwise.
+        if self.0.payload_len() < MAX_EVENT_PAYLOAD {
+            return f(self);
+        }
+        let mut buf = [0u8; MAX_EVENT_PAYLOAD];
+        let mut encoder = Encoder::new(&mut buf);
+        self.0.encode(&mut encoder);
+        f(&crate::event::filter::Encoded { payload: encoder.bytes(), kinds })
+    }
 }
 
 impl<T: Args<A>, A> Fields for Encode<T, A> {

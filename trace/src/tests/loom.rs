@@ -533,3 +533,42 @@ fn loom_disarm_vs_enable_where_patching_cannot_wait() {
         assert_eq!(refused, !enabled);
     });
 }
+
+/// The histogram table: two writers add keys whose first slot is the same (one key
+/// each, or the same key), while the main thread adds a third. Whatever the
+/// interleaving, every hit is in its key's entry or counted as dropped (a writer
+/// that met a slot of its hash still being claimed for too long), and no key has
+/// two entries.
+#[test]
+fn loom_hist_writers_same_and_colliding_keys() {
+    use crate::tracer::hist::{Table, hash};
+    // Two keys whose first slot is the same in a table of 4 slots (2 entries), and a
+    // third that starts elsewhere.
+    let a = 1u64;
+    let b = (2..).find(|&k| hash(&[k]) & 3 == hash(&[a]) & 3).unwrap();
+    let c = (2..).find(|&k| hash(&[k]) & 3 != hash(&[a]) & 3).unwrap();
+    for (first, second) in [(a, b), (a, a)] {
+        model(2, move || {
+            let table = Arc::new(Table::new(2, 1, 0));
+            let writers: Vec<_> = [first, second]
+                .into_iter()
+                .map(|key| {
+                    let table = table.clone();
+                    loom::thread::spawn(move || table.add(&[key], &[]))
+                })
+                .collect();
+            table.add(&[c], &[]);
+            writers.into_iter().for_each(|w| w.join().unwrap());
+            let mut seen = Vec::new();
+            let mut counted = 0;
+            for (key, sums) in table.contents() {
+                assert!(!seen.contains(&key[0]), "key {} has two entries", key[0]);
+                seen.push(key[0]);
+                let added = [first, second, c].iter().filter(|&&k| k == key[0]).count() as u64;
+                assert!(sums[0] <= added, "key {}: {} hits of {added}", key[0], sums[0]);
+                counted += sums[0];
+            }
+            assert_eq!(counted + table.drops(), 3, "every hit counted once");
+        });
+    }
+}

@@ -8,6 +8,8 @@ mod filter;
 #[cfg(not(loom))]
 mod function;
 #[cfg(not(loom))]
+mod hist;
+#[cfg(not(loom))]
 mod keys;
 #[cfg(all(loom, test))]
 mod loom;

@@ -16,6 +16,7 @@ use crate::ring::recorder::Recorder;
 use crate::ring::stats::RingStats;
 use crate::tracer::EventHooks;
 use crate::tracer::function::{FunctionError, is_function_event};
+use crate::tracer::hist::{Hist, HistOp};
 use crate::tracer::trigger::{
     Action, MAX_TRIGGERS, STACK_TRACE, Trigger, TriggerCommand, TriggerError, TriggerReason,
 };
@@ -362,8 +363,11 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
             TriggerCommand::Add(trigger) => {
                 let existing = self.tracer.hooks_of(self.state.slot, index);
                 let triggers = existing.as_ref().map_or(&[][..], |h| &h.triggers);
-                if triggers.iter().any(|t| t.same_as(&trigger)) {
-                    return Err(trigger_error(TriggerReason::Exists));
+                if let Some(same) = triggers.iter().find(|t| t.same_as(&trigger)) {
+                    return match (same.hist(), trigger.hist().and_then(Hist::op)) {
+                        (Some(hist), Some(op)) => self.apply_hist_op(hist, op),
+                        _ => Err(trigger_error(TriggerReason::Exists)),
+                    };
                 }
                 if triggers.len() == MAX_TRIGGERS {
                     return Err(trigger_error(TriggerReason::TooMany));
@@ -396,6 +400,42 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
                 Ok(())
             }),
         }
+    }
+
+    /// Pauses, continues or clears a histogram of this instance. Clearing pauses it
+    /// and waits for a grace period, so that no writer is adding to it, then empties
+    /// it and restores its state.
+    fn apply_hist_op(&self, hist: &Hist, op: HistOp) -> Result<(), HookError> {
+        match op {
+            HistOp::Pause => hist.set_paused(true),
+            HistOp::Continue => hist.set_paused(false),
+            HistOp::Clear => {
+                let paused = hist.paused();
+                hist.set_paused(true);
+                let waited = self.tracer.sections.synchronize(&self.tracer.platform);
+                if waited.is_ok() {
+                    hist.reset();
+                }
+                hist.set_paused(paused);
+                waited?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the histograms of `event` in this instance as ftrace's `hist` file
+    /// shows them (nothing without `hist` triggers).
+    pub fn write_hists(&self, event: &EventDescriptor, out: &mut dyn fmt::Write) -> fmt::Result {
+        let Ok(index) = self.event_index(event) else { return Ok(()) };
+        let Some(hooks) = self.tracer.hooks_of(self.state.slot, index) else { return Ok(()) };
+        let hists = hooks.triggers.iter().filter_map(|t| Some((t, t.hist()?)));
+        for (n, (trigger, hist)) in hists.enumerate() {
+            if n > 0 {
+                out.write_str("\n\n")?;
+            }
+            hist.write(trigger, out)?;
+        }
+        Ok(())
     }
 
     /// Removes every trigger of `event` in this instance.

@@ -15,6 +15,7 @@ extern crate alloc;
 
 mod commands;
 mod function;
+pub(crate) mod hist;
 mod instance;
 mod keys;
 // The one module of the crate with `unsafe` (its `allow` is inside; see DESIGN.md).
@@ -24,6 +25,9 @@ pub(crate) mod trigger;
 pub use function::{
     FUNCGRAPH_ENTRY, FUNCGRAPH_EXIT, FUNCTION, FunctionError, FunctionList, FunctionTracer,
     GraphScope, is_function_event,
+};
+pub use hist::{
+    Hist, HistOp, HistReason, MAX_KEYS, MAX_SIZE, MAX_VALS, MIN_SIZE, STRING_KEY_BYTES,
 };
 pub use instance::{HookError, Instance, InstanceConfig, InstanceError, MAX_NAME};
 pub use trigger::{

@@ -31,7 +31,9 @@ use crate::event::filter::{Filter, FilterReason};
 use crate::event::format_file::Origin;
 use crate::event::{DescriptorKind, EventDescriptor};
 use crate::field::{Field, FieldKind};
+use crate::tracer::hist::{Hist, HistReason};
 use crate::tracer::is_settable;
+use alloc::boxed::Box;
 use core::fmt;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -89,6 +91,8 @@ pub enum Action {
     EnableEvent(&'static EventDescriptor),
     /// Disables this event in the instance.
     DisableEvent(&'static EventDescriptor),
+    /// Adds the event to a histogram ([`Trigger::hist`]).
+    Hist,
 }
 
 impl Action {
@@ -103,6 +107,7 @@ impl Action {
             Action::Dump { this_cpu: true } => "cpudump",
             Action::EnableEvent(_) => "enable_event",
             Action::DisableEvent(_) => "disable_event",
+            Action::Hist => "hist",
         }
     }
 }
@@ -155,6 +160,8 @@ pub enum TriggerReason {
     NotFound,
     /// The event has [`MAX_TRIGGERS`] triggers already.
     TooMany,
+    /// The `hist` command is refused.
+    Hist(HistReason),
 }
 
 /// A refused trigger line: the byte offset where the problem is, and why.
@@ -173,13 +180,16 @@ impl fmt::Display for TriggerError {
             TriggerReason::TooLong => "trigger too long",
             TriggerReason::UnknownCommand => {
                 "unknown command (traceon, traceoff, snapshot, stacktrace, enable_event, \
-                 disable_event)"
+                 disable_event, hist)"
             }
             TriggerReason::ExpectedEvent => "SYSTEM:EVENT expected",
             TriggerReason::UnknownEvent => "no such event",
             TriggerReason::BadCount => "count must be a number from 1 on",
             TriggerReason::UnexpectedText => "'if FILTER' or the end expected",
             TriggerReason::Filter(reason) => {
+                return write!(f, "parse error at {}: {reason}", self.pos);
+            }
+            TriggerReason::Hist(reason) => {
                 return write!(f, "parse error at {}: {reason}", self.pos);
             }
             TriggerReason::Exists => {
@@ -202,6 +212,8 @@ pub struct Trigger {
     filter: Option<Filter>,
     /// Times the action could not run in the event's context.
     refused: AtomicU64,
+    /// The histogram of a `hist` trigger.
+    hist: Option<Box<Hist>>,
 }
 
 /// What a trigger line asks for.
@@ -269,6 +281,7 @@ impl Trigger {
             at += part.len() + 1;
             Some((part, part_at))
         };
+        let mut hist_of = None;
         let action = match name {
             "traceon" => Action::TraceOn,
             "traceoff" => Action::TraceOff,
@@ -289,6 +302,14 @@ impl Trigger {
                 } else {
                     Action::DisableEvent(target)
                 }
+            }
+            "hist" => {
+                let hist = Hist::parse(command, command_at, fields)
+                    .map_err(|(pos, reason)| err(pos, TriggerReason::Hist(reason)))?;
+                // The attributes are the histogram's: no count.
+                while next_part().is_some() {}
+                hist_of = Some(Box::new(hist));
+                Action::Hist
             }
             _ => return Err(err(command_at, TriggerReason::UnknownCommand)),
         };
@@ -319,8 +340,13 @@ impl Trigger {
                     .map_err(|e| err(filter_at + e.pos, TriggerReason::Filter(e.reason)))?,
             )
         };
-        let trigger =
-            Trigger { action, count: AtomicU64::new(count), filter, refused: AtomicU64::new(0) };
+        let trigger = Trigger {
+            action,
+            count: AtomicU64::new(count),
+            filter,
+            refused: AtomicU64::new(0),
+            hist: hist_of,
+        };
         Ok(if remove { TriggerCommand::Remove(trigger) } else { TriggerCommand::Add(trigger) })
     }
 
@@ -346,12 +372,22 @@ impl Trigger {
         self.refused.load(Relaxed)
     }
 
+    /// The histogram of a `hist` trigger.
+    pub fn hist(&self) -> Option<&Hist> {
+        self.hist.as_deref()
+    }
+
     /// Whether `other` is the same trigger, of which an event holds one: the same
     /// command, except that `traceon` and `traceoff` are one, and `enable_event` and
     /// `disable_event` are one per target event (in Linux each pair is one trigger
-    /// type: the second is refused, and `!` removes either).
+    /// type: the second is refused, and `!` removes either); histograms are the same
+    /// with the same keys, values, sort and filter.
     pub fn same_as(&self, other: &Trigger) -> bool {
         use Action::{TraceOff, TraceOn};
+        if let (Some(a), Some(b)) = (self.hist(), other.hist()) {
+            let (x, y) = (self.filter.as_ref(), other.filter.as_ref());
+            return a.same_as(b) && x.map(Filter::text) == y.map(Filter::text);
+        }
         match (self.action, other.action) {
             (TraceOn | TraceOff, TraceOn | TraceOff) => true,
             (a, b) => match (a.target(), b.target()) {
@@ -414,6 +450,11 @@ impl Trigger {
                     target.stack_trace();
                 }
             }
+            Action::Hist => {
+                if let Some(hist) = &self.hist {
+                    hist.record(body, origin);
+                }
+            }
             Action::Dump { this_cpu } => {
                 if self.take() && !target.dump(this_cpu) {
                     self.not_acted();
@@ -433,6 +474,13 @@ impl Trigger {
 
 impl fmt::Display for Trigger {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(hist) = &self.hist {
+            write!(f, "{hist}")?;
+            if let Some(filter) = &self.filter {
+                write!(f, " if {filter}")?;
+            }
+            return f.write_str(if hist.paused() { " [paused]" } else { " [active]" });
+        }
         f.write_str(self.action.name())?;
         if let Action::EnableEvent(event) | Action::DisableEvent(event) = self.action {
             write!(f, ":{}:{}", event.system, event.name)?;

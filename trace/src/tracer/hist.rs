@@ -1,0 +1,766 @@
+//! Histogram triggers (`hist`, ftrace's `Documentation/trace/histogram.rst`): each
+//! event that fires the trigger adds to a running total in a table keyed on some of
+//! its fields.
+//!
+//! ```text
+//! hist:keys=FIELD[.MOD][,FIELD...][:vals=FIELD[,FIELD...]][:sort=FIELD[.ORDER][,FIELD]]
+//!     [:size=N][:pause][:cont][:clear] [if FILTER]
+//! ```
+//!
+//! Keys are up to [`MAX_KEYS`] fields: integers (`.hex` prints them in hex, `.log2`
+//! keys on the power of two above the value), strings (their first
+//! [`STRING_KEY_BYTES`] bytes) and the common fields (`CPU`, `common_pid`, `COMM`).
+//! Values are up to [`MAX_VALS`] integer fields, summed; `hitcount` counts the events
+//! and is always kept. `sort` takes at most two of `hitcount`, a key or a value, each
+//! `.ascending` (the default) or `.descending`. `size` is the most entries kept, a
+//! power of two from [`MIN_SIZE`] to [`MAX_SIZE`] (default 2048).
+//!
+//! # The table, from any context
+//!
+//! Events add to the table from their own context, NMIs included, so it takes no lock
+//! and allocates nothing: a fixed array of slots (twice `size`, open addressing, linear
+//! probing), each a word of tag, the key's words and the sums. A writer that finds an
+//! empty slot reserves an entry (`entries`, at most `size`), claims the slot with a
+//! compare-and-swap of its tag (the key's hash, marked claimed), stores the key and
+//! publishes it with a release store of the tag marked ready; the sums are atomic
+//! adds. A writer that meets a slot of the same hash still being claimed waits for
+//! it a bounded number of steps (`MAX_SPIN`): the claimer may be the context it
+//! interrupted on the same CPU, which cannot finish until it returns. Then, as when
+//! the table is full, the event is dropped and counted. `Hits` is the sum of the
+//! hitcounts plus `Dropped`, added up when read: a counter of every hit would be a
+//! line every CPU writes. Reading walks the ready slots.
+//! Clearing needs no writer inside: the instance pauses the histogram and waits for a
+//! grace period first.
+
+use crate::event::dispatch::Body;
+use crate::event::filter::{Encoded, FieldRef, Fields};
+use crate::event::format_file::Origin;
+use crate::field::{Field, FieldKind};
+use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*, spin};
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use core::fmt::{self, Write};
+
+/// Most key fields.
+pub const MAX_KEYS: usize = 3;
+/// Most value fields besides `hitcount`.
+pub const MAX_VALS: usize = 3;
+/// Most sort fields.
+const MAX_SORT: usize = 2;
+/// Words of key a slot holds (an integer takes one, a string [`STRING_KEY_WORDS`]).
+const KEY_WORDS: usize = 8;
+/// Words a string key takes.
+const STRING_KEY_WORDS: usize = 4;
+/// Bytes of a string a key keeps (the rest is cut off; shorter ones are zero-padded).
+pub const STRING_KEY_BYTES: usize = 8 * STRING_KEY_WORDS;
+/// Fewest entries a histogram keeps (`size`).
+pub const MIN_SIZE: usize = 128;
+/// Most entries a histogram keeps (`size`).
+pub const MAX_SIZE: usize = 16384;
+/// Entries kept without `size`.
+const DEFAULT_SIZE: usize = 2048;
+/// Steps a writer waits for a slot of its key's hash to be published before it
+/// drops the event (a few under loom, which explores each step).
+const MAX_SPIN: u32 = if cfg!(loom) { 3 } else { 1024 };
+/// The tag bit of a slot whose key is published.
+const READY: u64 = 1 << 63;
+
+/// Why a `hist` line was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HistReason {
+    /// No `keys=`.
+    MissingKeys,
+    /// An attribute that is none of `keys`, `vals`, `sort`, `size`, `pause`, `cont`,
+    /// `clear`.
+    UnknownAttribute,
+    /// An attribute given twice.
+    Repeated,
+    /// `NAME=` with nothing after it.
+    EmptyAssignment,
+    /// The event has no such field.
+    UnknownField,
+    /// A byte-array field, which cannot be a key or a value.
+    BytesField,
+    /// A value that is a string.
+    StringValue,
+    /// More than [`MAX_KEYS`] keys.
+    TooManyKeys,
+    /// The keys take more than 64 bytes (an integer 8, a string 32).
+    KeysTooWide,
+    /// More than [`MAX_VALS`] values.
+    TooManyVals,
+    /// A modifier that is not `.hex` or `.log2` (keys), `.hex` (values).
+    BadModifier,
+    /// A sort field that is not `hitcount`, a key or a value.
+    InvalidSortField,
+    /// An empty sort field (`sort=a,`).
+    EmptySortField,
+    /// A sort modifier that is not `.ascending` or `.descending`.
+    InvalidSortModifier,
+    /// More than two sort fields.
+    TooManySortFields,
+    /// A size that is not a number from [`MIN_SIZE`] to [`MAX_SIZE`].
+    BadSize,
+}
+
+impl fmt::Display for HistReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            HistReason::MissingKeys => "hist needs keys=FIELD[,FIELD...]",
+            HistReason::UnknownAttribute => {
+                "unknown hist attribute (keys, vals, sort, size, pause, cont, clear)"
+            }
+            HistReason::Repeated => "attribute given twice",
+            HistReason::EmptyAssignment => "empty assignment",
+            HistReason::UnknownField => "no such field",
+            HistReason::BytesField => "a byte-array field cannot be a key or a value",
+            HistReason::StringValue => "values must be integer fields",
+            HistReason::TooManyKeys => "at most 3 keys",
+            HistReason::KeysTooWide => "keys take at most 64 bytes (an integer 8, a string 32)",
+            HistReason::TooManyVals => "at most 3 values besides hitcount",
+            HistReason::BadModifier => "unknown modifier (keys: .hex, .log2; values: .hex)",
+            HistReason::InvalidSortField => "sort takes hitcount, a key or a value",
+            HistReason::EmptySortField => "empty sort field",
+            HistReason::InvalidSortModifier => "sort modifiers are .ascending and .descending",
+            HistReason::TooManySortFields => "at most 2 sort fields",
+            HistReason::BadSize => "size must be a number from 128 to 16384",
+        })
+    }
+}
+
+/// A refused `hist` line: where (a byte offset into the line) and why.
+pub type HistError = (usize, HistReason);
+
+/// What a `hist` line asks of a histogram the event has already (with the same
+/// keys, values, sort and filter); a new one starts paused with `Pause`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HistOp {
+    /// Stop adding events.
+    Pause,
+    /// Add events again.
+    Continue,
+    /// Empty the table.
+    Clear,
+}
+
+/// How a key is shown (and, for `log2`, what it keys on).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Modifier {
+    Plain,
+    Hex,
+    Log2,
+}
+
+/// A key or value field.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Column {
+    name: Box<str>,
+    field: FieldRef,
+    string: bool,
+    modifier: Modifier,
+    /// Its first word in the key (keys only).
+    at: usize,
+}
+
+impl Column {
+    fn words(&self) -> usize {
+        if self.string { STRING_KEY_WORDS } else { 1 }
+    }
+}
+
+/// What a sort field names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SortBy {
+    Hitcount,
+    Key(usize),
+    Val(usize),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Sort {
+    by: SortBy,
+    descending: bool,
+}
+
+/// A histogram: its keys, values and sort, and its table.
+#[derive(Debug)]
+pub struct Hist {
+    keys: Box<[Column]>,
+    vals: Box<[Column]>,
+    sort: Box<[Sort]>,
+    /// The event's field kinds, to read fields after a string.
+    kinds: Box<[FieldKind]>,
+    paused: AtomicBool,
+    op: Option<HistOp>,
+    table: Table,
+}
+
+impl Hist {
+    /// Parses a trigger line's command, `hist:keys=...` up to the filter, which
+    /// starts at byte `at` of the line, for an event with `fields`. Errors are at
+    /// positions in the line.
+    pub(crate) fn parse(attrs: &str, at: usize, fields: &[Field<'_>]) -> Result<Hist, HistError> {
+        let mut keys: Option<(Vec<Column>, usize)> = None;
+        let mut vals: Option<Vec<Column>> = None;
+        let mut sort_text: Option<(&str, usize)> = None;
+        let mut size = None;
+        let mut op = None;
+        let mut pos = at;
+        for attr in attrs.split(':') {
+            let attr_at = pos;
+            pos += attr.len() + 1;
+            if attr_at == at {
+                // What precedes the first `:` is `hist` itself.
+                continue;
+            }
+            let (name, value) = match attr.split_once('=') {
+                Some((name, value)) => (name, Some(value)),
+                None => (attr, None),
+            };
+            let value_at = attr_at + name.len() + 1;
+            if value == Some("") {
+                return Err((attr_at, HistReason::EmptyAssignment));
+            }
+            let repeated =
+                |set: bool| if set { Err((attr_at, HistReason::Repeated)) } else { Ok(()) };
+            match (name, value) {
+                ("keys" | "key", Some(value)) => {
+                    repeated(keys.is_some())?;
+                    keys = Some((columns(value, value_at, fields, true)?, attr_at));
+                }
+                ("vals" | "values", Some(value)) => {
+                    repeated(vals.is_some())?;
+                    vals = Some(columns(value, value_at, fields, false)?);
+                }
+                ("sort", Some(value)) => {
+                    repeated(sort_text.is_some())?;
+                    sort_text = Some((value, attr_at));
+                }
+                ("size", Some(value)) => {
+                    repeated(size.is_some())?;
+                    let n = value
+                        .parse::<usize>()
+                        .ok()
+                        .filter(|n| (MIN_SIZE..=MAX_SIZE).contains(n))
+                        .ok_or((value_at, HistReason::BadSize))?;
+                    size = Some(n.next_power_of_two());
+                }
+                ("pause", None) => op = Some(HistOp::Pause),
+                ("cont" | "continue", None) => op = Some(HistOp::Continue),
+                ("clear", None) => op = Some(HistOp::Clear),
+                _ => return Err((attr_at, HistReason::UnknownAttribute)),
+            }
+        }
+        let (keys, _) = keys.ok_or((at, HistReason::MissingKeys))?;
+        let vals = vals.unwrap_or_default();
+        let sort = match sort_text {
+            None => [Sort { by: SortBy::Hitcount, descending: false }].into(),
+            Some((text, attr_at)) => sorts(text, attr_at, &keys, &vals)?,
+        };
+        let key_words = keys.iter().map(Column::words).sum();
+        let table = Table::new(size.unwrap_or(DEFAULT_SIZE), key_words, vals.len());
+        Ok(Hist {
+            keys: keys.into(),
+            vals: vals.into(),
+            sort,
+            kinds: fields.iter().map(|f| f.kind).collect(),
+            paused: AtomicBool::new(op == Some(HistOp::Pause)),
+            op,
+            table,
+        })
+    }
+
+    /// What the line asked of a histogram the event has already, if anything.
+    pub fn op(&self) -> Option<HistOp> {
+        self.op
+    }
+
+    /// Whether `other` has the same keys, values and sort (the filter aside).
+    pub fn same_as(&self, other: &Hist) -> bool {
+        self.keys == other.keys && self.vals == other.vals && self.sort == other.sort
+    }
+
+    /// Whether events are not added.
+    pub fn paused(&self) -> bool {
+        self.paused.load(Relaxed)
+    }
+
+    /// Stops or resumes adding events.
+    pub fn set_paused(&self, paused: bool) {
+        self.paused.store(paused, Relaxed);
+    }
+
+    /// Empties the table. Only while no writer can be adding to it (paused, then a
+    /// grace period): a writer inside would add to a slot being emptied.
+    pub(crate) fn reset(&self) {
+        self.table.reset();
+    }
+
+    /// Adds the event (`body`, written at `origin`) to the table, unless paused.
+    /// Callable from any context: no lock, no allocation, a bounded wait.
+    pub(crate) fn record(&self, body: &Body<'_>, origin: Origin) {
+        if self.paused() {
+            return;
+        }
+        let mut key = [0u64; KEY_WORDS];
+        let mut vals = [0u64; MAX_VALS];
+        let complete = match body.words {
+            // A small payload's words, read in line.
+            Some(words) => {
+                let bytes = words.as_flattened();
+                let payload = bytes.get(..body.len).unwrap_or(bytes);
+                let fields = Encoded { payload, kinds: &self.kinds };
+                self.read(&fields, origin, &mut key, &mut vals)
+            }
+            None => {
+                let mut complete = false;
+                body.payload.with_fields(&self.kinds, &mut |fields| {
+                    complete = self.read(fields, origin, &mut key, &mut vals);
+                });
+                complete
+            }
+        };
+        let key = &key[..self.table.key_words];
+        let vals = &vals[..self.vals.len()];
+        if complete { self.table.add(key, vals) } else { self.table.drop_one() }
+    }
+
+    /// Reads the event's key and values; false if it lacks one of the fields.
+    #[inline(always)]
+    fn read<F: Fields + ?Sized>(
+        &self,
+        fields: &F,
+        origin: Origin,
+        key: &mut [u64; KEY_WORDS],
+        vals: &mut [u64; MAX_VALS],
+    ) -> bool {
+        let mut complete = true;
+        for column in &self.keys {
+            complete &= column.key_into(fields, origin, key);
+        }
+        for (column, out) in self.vals.iter().zip(vals) {
+            match column.field.int(fields, origin) {
+                Some(v) => *out = v,
+                None => complete = false,
+            }
+        }
+        complete
+    }
+
+    /// Writes the histogram as ftrace's `hist` file shows it: the trigger line, the
+    /// entries sorted, and the totals. `line` is the trigger as it reads back.
+    pub fn write(&self, line: &dyn fmt::Display, out: &mut dyn Write) -> fmt::Result {
+        writeln!(out, "# event histogram\n#\n# trigger info: {line}\n#\n")?;
+        let mut entries = self.table.entries();
+        entries.sort_by(|a, b| {
+            self.sort.iter().fold(core::cmp::Ordering::Equal, |order, sort| {
+                order.then_with(|| {
+                    let (x, y) = (self.sort_value(a, sort.by), self.sort_value(b, sort.by));
+                    if sort.descending { y.cmp(&x) } else { x.cmp(&y) }
+                })
+            })
+        });
+        for entry in &entries {
+            out.write_str("{ ")?;
+            for (i, key) in self.keys.iter().enumerate() {
+                if i > 0 {
+                    out.write_str(", ")?;
+                }
+                key.write_key(&entry.key, out)?;
+            }
+            write!(out, " }} hitcount: {:>10}", entry.vals[0])?;
+            for (val, &sum) in self.vals.iter().zip(&entry.vals[1..]) {
+                match (val.modifier, val.field.signed()) {
+                    (Modifier::Hex, _) => write!(out, "  {}: {sum:>10x}", val.name)?,
+                    (_, true) => write!(out, "  {}: {:>10}", val.name, sum as i64)?,
+                    (_, false) => write!(out, "  {}: {sum:>10}", val.name)?,
+                }
+            }
+            out.write_char('\n')?;
+        }
+        let (hits, drops) = self.table.totals(&entries);
+        write!(
+            out,
+            "\nTotals:\n    Hits: {hits}\n    Entries: {}\n    Dropped: {drops}\n",
+            entries.len()
+        )
+    }
+
+    /// The value an entry is sorted on (keys by their words: a signed key as signed).
+    fn sort_value(&self, entry: &Entry, by: SortBy) -> SortValue {
+        match by {
+            SortBy::Hitcount => SortValue::Int(i128::from(entry.vals[0])),
+            SortBy::Val(i) => self.vals[i].int_value(entry.vals[1 + i]),
+            SortBy::Key(i) => {
+                let key = &self.keys[i];
+                if key.string {
+                    SortValue::Words(
+                        entry.key[key.at..key.at + STRING_KEY_WORDS]
+                            .iter()
+                            .map(|w| w.swap_bytes())
+                            .collect(),
+                    )
+                } else {
+                    key.int_value(entry.key[key.at])
+                }
+            }
+        }
+    }
+}
+
+/// What entries are sorted on.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+enum SortValue {
+    Int(i128),
+    /// A string key's words, byte order made big-endian so that words compare as
+    /// the bytes do.
+    Words(Vec<u64>),
+}
+
+impl Column {
+    /// Stores this key's value into `key`; false if the event lacks the field.
+    #[inline(always)]
+    fn key_into<F: Fields + ?Sized>(
+        &self,
+        fields: &F,
+        origin: Origin,
+        key: &mut [u64; KEY_WORDS],
+    ) -> bool {
+        if !self.string {
+            let Some(v) = self.field.int(fields, origin) else { return false };
+            key[self.at] = if self.modifier == Modifier::Log2 { log2_bucket(v) } else { v };
+            return true;
+        }
+        let mut found = false;
+        self.field.with_str(fields, origin, |s| {
+            found = true;
+            let mut bytes = [0u8; STRING_KEY_BYTES];
+            let n = s.len().min(STRING_KEY_BYTES);
+            bytes[..n].copy_from_slice(&s.as_bytes()[..n]);
+            let words = key[self.at..self.at + STRING_KEY_WORDS].iter_mut();
+            for (word, chunk) in words.zip(bytes.as_chunks::<8>().0) {
+                *word = u64::from_le_bytes(*chunk);
+            }
+        });
+        found
+    }
+
+    /// An integer column's value as shown and sorted (signed fields as signed).
+    fn int_value(&self, v: u64) -> SortValue {
+        SortValue::Int(if self.field.signed() { i128::from(v as i64) } else { i128::from(v) })
+    }
+
+    /// Writes this key's part of an entry, as ftrace does.
+    fn write_key(&self, key: &[u64], out: &mut dyn Write) -> fmt::Result {
+        let name = &self.name;
+        if self.string {
+            let mut bytes = [0u8; STRING_KEY_BYTES];
+            let words = &key[self.at..self.at + STRING_KEY_WORDS];
+            for (chunk, word) in bytes.as_chunks_mut::<8>().0.iter_mut().zip(words) {
+                *chunk = word.to_le_bytes();
+            }
+            let len = bytes.iter().position(|&b| b == 0).unwrap_or(STRING_KEY_BYTES);
+            // A string cut inside a character shows the whole characters before it.
+            let text = match core::str::from_utf8(&bytes[..len]) {
+                Ok(text) => text,
+                Err(e) => core::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or_default(),
+            };
+            return write!(out, "{name}: {text:<50}");
+        }
+        let v = key[self.at];
+        match self.modifier {
+            Modifier::Hex => write!(out, "{name}: {v:x}"),
+            Modifier::Log2 => write!(out, "{name}: ~ 2^{v:<2}"),
+            Modifier::Plain if self.field.signed() => write!(out, "{name}: {:>10}", v as i64),
+            Modifier::Plain => write!(out, "{name}: {v:>10}"),
+        }
+    }
+}
+
+/// The `log2` bucket of `v`: the power of two at or above it (0 for 0 and 1).
+fn log2_bucket(v: u64) -> u64 {
+    if v <= 1 { 0 } else { u64::from(64 - (v - 1).leading_zeros()) }
+}
+
+/// Parses a comma-separated list of keys (`keys`) or values, each `FIELD[.MOD]`.
+fn columns(
+    list: &str,
+    at: usize,
+    fields: &[Field<'_>],
+    keys: bool,
+) -> Result<Vec<Column>, HistError> {
+    let mut columns: Vec<Column> = Vec::new();
+    let mut words = 0;
+    let mut pos = at;
+    for item in list.split(',') {
+        let item_at = pos;
+        pos += item.len() + 1;
+        let (name, modifier) = match item.split_once('.') {
+            Some((name, modifier)) => (name, Some((modifier, item_at + name.len() + 1))),
+            None => (item, None),
+        };
+        if !keys && name == "hitcount" && modifier.is_none() {
+            continue;
+        }
+        let (field, kind) =
+            FieldRef::resolve(fields, name).ok_or((item_at, HistReason::UnknownField))?;
+        let string = kind == FieldKind::Str;
+        match kind {
+            FieldKind::Bytes(_) => return Err((item_at, HistReason::BytesField)),
+            FieldKind::Str if !keys => return Err((item_at, HistReason::StringValue)),
+            _ => {}
+        }
+        let modifier = match modifier {
+            None => Modifier::Plain,
+            Some(("hex", _)) if !string => Modifier::Hex,
+            Some(("log2", _)) if keys && !string => Modifier::Log2,
+            Some((_, mod_at)) => return Err((mod_at, HistReason::BadModifier)),
+        };
+        let limit = if keys { MAX_KEYS } else { MAX_VALS };
+        if columns.len() == limit {
+            let reason = if keys { HistReason::TooManyKeys } else { HistReason::TooManyVals };
+            return Err((item_at, reason));
+        }
+        let column = Column { name: name.into(), field, string, modifier, at: words };
+        words += column.words();
+        if words > KEY_WORDS {
+            return Err((item_at, HistReason::KeysTooWide));
+        }
+        columns.push(column);
+    }
+    Ok(columns)
+}
+
+/// Parses `sort=`'s list (the attribute starts at `attr_at`).
+fn sorts(
+    list: &str,
+    attr_at: usize,
+    keys: &[Column],
+    vals: &[Column],
+) -> Result<Box<[Sort]>, HistError> {
+    let mut sorts = Vec::new();
+    let mut pos = attr_at + "sort=".len();
+    if list.split(',').count() > MAX_SORT {
+        return Err((attr_at, HistReason::TooManySortFields));
+    }
+    for item in list.split(',') {
+        let item_at = pos;
+        pos += item.len() + 1;
+        if item.is_empty() {
+            return Err((attr_at, HistReason::EmptySortField));
+        }
+        let (name, order) = match item.split_once('.') {
+            Some((name, order)) => (name, Some((order, item_at + name.len() + 1))),
+            None => (item, None),
+        };
+        let descending = match order {
+            None | Some(("ascending", _)) => false,
+            Some(("descending", _)) => true,
+            Some((_, order_at)) => return Err((order_at, HistReason::InvalidSortModifier)),
+        };
+        let by = if name == "hitcount" {
+            SortBy::Hitcount
+        } else if let Some(i) = keys.iter().position(|k| &*k.name == name) {
+            SortBy::Key(i)
+        } else if let Some(i) = vals.iter().position(|v| &*v.name == name) {
+            SortBy::Val(i)
+        } else {
+            return Err((item_at, HistReason::InvalidSortField));
+        };
+        sorts.push(Sort { by, descending });
+    }
+    Ok(sorts.into())
+}
+
+impl fmt::Display for Hist {
+    /// The histogram's part of its trigger line: `hist:keys=...:vals=...:sort=...:size=N`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("hist:keys=")?;
+        for (i, key) in self.keys.iter().enumerate() {
+            let modifier = match key.modifier {
+                Modifier::Plain => "",
+                Modifier::Hex => ".hex",
+                Modifier::Log2 => ".log2",
+            };
+            write!(f, "{}{}{modifier}", if i > 0 { "," } else { "" }, key.name)?;
+        }
+        f.write_str(":vals=hitcount")?;
+        for val in &self.vals {
+            let modifier = if val.modifier == Modifier::Hex { ".hex" } else { "" };
+            write!(f, ",{}{modifier}", val.name)?;
+        }
+        f.write_str(":sort=")?;
+        for (i, sort) in self.sort.iter().enumerate() {
+            let name = match sort.by {
+                SortBy::Hitcount => "hitcount",
+                SortBy::Key(i) => &self.keys[i].name,
+                SortBy::Val(i) => &self.vals[i].name,
+            };
+            let order = if sort.descending { ".descending" } else { "" };
+            write!(f, "{}{name}{order}", if i > 0 { "," } else { "" })?;
+        }
+        write!(f, ":size={}", self.table.max)
+    }
+}
+
+/// An entry as read: its key's words and its sums (`hitcount` first).
+pub(crate) struct Entry {
+    key: [u64; KEY_WORDS],
+    vals: [u64; 1 + MAX_VALS],
+}
+
+/// The lock-free table (see the module's documentation).
+#[derive(Debug)]
+pub(crate) struct Table {
+    /// The slots, each `stride` words: tag, key, hitcount, sums.
+    words: Box<[AtomicU64]>,
+    stride: usize,
+    key_words: usize,
+    /// Slots (a power of two: twice `max`).
+    slots: usize,
+    /// Most entries.
+    max: usize,
+    entries: AtomicUsize,
+    drops: AtomicU64,
+}
+
+impl Table {
+    /// A table of at most `max` entries (a power of two), each of `key_words` words
+    /// of key, a hitcount and `vals` sums.
+    pub(crate) fn new(max: usize, key_words: usize, vals: usize) -> Table {
+        let stride = 1 + key_words + 1 + vals;
+        let slots = 2 * max;
+        Table {
+            words: (0..slots * stride).map(|_| AtomicU64::new(0)).collect(),
+            stride,
+            key_words,
+            slots,
+            max,
+            entries: AtomicUsize::new(0),
+            drops: AtomicU64::new(0),
+        }
+    }
+
+    fn slot(&self, index: usize) -> &[AtomicU64] {
+        let start = (index & (self.slots - 1)) * self.stride;
+        &self.words[start..start + self.stride]
+    }
+
+    /// Counts an event that was not added.
+    fn drop_one(&self) {
+        self.drops.fetch_add(1, Relaxed);
+    }
+
+    /// Adds one hit and `vals` to `key`'s entry, made if it is new.
+    pub(crate) fn add(&self, key: &[u64], vals: &[u64]) {
+        let hash = hash(key);
+        let claimed = (hash | 1) & !READY;
+        let ready = claimed | READY;
+        for probe in 0..self.slots {
+            let slot = self.slot((hash as usize).wrapping_add(probe));
+            let (tag, keys) = (&slot[0], &slot[1..=self.key_words]);
+            // Acquire: a ready tag's key is visible.
+            let mut seen = tag.load(Acquire);
+            if seen == 0 {
+                if self.entries.fetch_add(1, Relaxed) >= self.max {
+                    self.entries.fetch_sub(1, Relaxed);
+                    break;
+                }
+                match tag.compare_exchange(0, claimed, Relaxed, Acquire) {
+                    Ok(_) => {
+                        keys.iter().zip(key).for_each(|(word, &k)| word.store(k, Relaxed));
+                        // Release: the key before the tag that says it is there.
+                        tag.store(ready, Release);
+                        self.accumulate(slot, vals);
+                        return;
+                    }
+                    Err(now) => {
+                        self.entries.fetch_sub(1, Relaxed);
+                        seen = now;
+                    }
+                }
+            }
+            if seen | READY != ready {
+                continue;
+            }
+            let mut spins = 0;
+            while seen & READY == 0 {
+                if spins == MAX_SPIN {
+                    return self.drop_one();
+                }
+                spin();
+                spins += 1;
+                seen = tag.load(Acquire);
+            }
+            if keys.iter().zip(key).all(|(word, &k)| word.load(Relaxed) == k) {
+                self.accumulate(slot, vals);
+                return;
+            }
+        }
+        self.drop_one();
+    }
+
+    fn accumulate(&self, slot: &[AtomicU64], vals: &[u64]) {
+        let sums = &slot[1 + self.key_words..];
+        sums[0].fetch_add(1, Relaxed);
+        sums[1..].iter().zip(vals).for_each(|(sum, &v)| {
+            sum.fetch_add(v, Relaxed);
+        });
+    }
+
+    /// The published entries.
+    pub(crate) fn entries(&self) -> Vec<Entry> {
+        (0..self.slots)
+            .map(|i| self.slot(i))
+            .filter(|slot| slot[0].load(Acquire) & READY != 0)
+            .map(|slot| {
+                let mut entry = Entry { key: [0; KEY_WORDS], vals: [0; 1 + MAX_VALS] };
+                let (keys, sums) = slot[1..].split_at(self.key_words);
+                entry.key.iter_mut().zip(keys).for_each(|(k, w)| *k = w.load(Relaxed));
+                entry.vals.iter_mut().zip(sums).for_each(|(v, w)| *v = w.load(Relaxed));
+                entry
+            })
+            .collect()
+    }
+
+    /// Events that fired the histogram, and those of them not added: the hitcounts
+    /// of `entries` (the table's, as read) plus the drops, and the drops. No counter
+    /// of every hit is kept: each CPU would write it.
+    pub(crate) fn totals(&self, entries: &[Entry]) -> (u64, u64) {
+        let drops = self.drops.load(Relaxed);
+        (entries.iter().map(|e| e.vals[0]).sum::<u64>() + drops, drops)
+    }
+
+    fn reset(&self) {
+        self.words.iter().for_each(|w| w.store(0, Relaxed));
+        self.entries.store(0, Relaxed);
+        self.drops.store(0, Relaxed);
+    }
+}
+
+/// A key's hash (a multiply-xorshift mix of its words).
+pub(crate) fn hash(key: &[u64]) -> u64 {
+    let mut h = 0x9e37_79b9_7f4a_7c15u64;
+    for &w in key {
+        h = (h ^ w).wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^= h >> 32;
+    }
+    h
+}
+
+#[cfg(test)]
+impl Table {
+    /// The entries as plain data: `(key words, sums)`, `hitcount` first.
+    pub(crate) fn contents(&self) -> Vec<(Vec<u64>, Vec<u64>)> {
+        let sums = self.stride - 1 - self.key_words;
+        self.entries()
+            .into_iter()
+            .map(|e| (e.key[..self.key_words].to_vec(), e.vals[..sums].to_vec()))
+            .collect()
+    }
+
+    /// Events not added.
+    pub(crate) fn drops(&self) -> u64 {
+        self.drops.load(Relaxed)
+    }
+}
