@@ -158,3 +158,46 @@ fn memory_barriers_run_by_every_cpu_at_once_all_complete() {
     assert_eq!(machine.run("barrier 1 2").trim(), "barrier: usage: barrier [MS]");
     assert_eq!(machine.run_to_exit("poweroff"), Outcome::Success);
 }
+
+/// A `hist` trigger on the stress event, keyed on where it was written, counts every
+/// event the stress run wrote, from threads, timer interrupts, IPIs and NMIs on 4
+/// CPUs at once: each (source, CPU) entry is the run's own count of its writes (or
+/// less by what `Dropped` counts, a claim the table gave up waiting for).
+#[test]
+fn a_histogram_counts_every_stress_event_from_every_context() {
+    let mut machine = boot_with_cpus(4);
+    let trigger = "events/stress/event/trigger";
+    machine.run(&format!("echo 'hist:keys=source,CPU:size=128' > {trigger}"));
+    let report = machine.run("stress overwrite 500");
+    assert!(report.contains("stress overwrite: PASS"), "{report}");
+    let hist = machine.run("cat events/stress/event/hist");
+    let mut counted = std::collections::HashMap::new();
+    for line in hist.lines().filter(|l| l.starts_with("{ ")) {
+        let words: Vec<&str> = line.split([' ', ',', '{', '}']).filter(|w| !w.is_empty()).collect();
+        // source: S CPU: C hitcount: N
+        let (source, cpu, hits) = (words[1], words[3], words[5]);
+        counted
+            .insert((source.parse::<u8>().unwrap(), cpu.to_string()), hits.parse::<u64>().unwrap());
+    }
+    let total = |name: &str| -> u64 {
+        let line = hist.lines().find_map(|l| l.trim().strip_prefix(name)).expect(name);
+        line.trim().parse().unwrap()
+    };
+    let (hits, dropped) = (total("Hits:"), total("Dropped:"));
+    let mut written = 0;
+    for line in report.lines().filter(|l| l.starts_with("cpu")).take(4) {
+        let c = stress_counts(line);
+        let cpu = line.split(':').next().unwrap().trim_start_matches("cpu").to_string();
+        for (source, name) in ["thread", "timer", "ipi", "nmi"].iter().enumerate() {
+            let mine = counted.get(&(source as u8, cpu.clone())).copied().unwrap_or(0);
+            assert!(mine <= c[*name], "cpu{cpu} {name}: {mine} > {}\n{hist}\n{report}", c[*name]);
+            if dropped == 0 {
+                assert_eq!(mine, c[*name], "cpu{cpu} {name}\n{hist}\n{report}");
+            }
+        }
+        assert!(c["nmi"] > 0 || cpu == "0", "cpu{cpu}: no NMI events: {line}");
+        written += c["written"];
+    }
+    assert_eq!(hits, written, "every event the run wrote fired the histogram\n{hist}");
+    assert_eq!(hits, counted.values().sum::<u64>() + dropped, "{hist}");
+}
