@@ -749,6 +749,14 @@ pub(crate) fn hash(key: &[u64]) -> u64 {
 }
 
 #[cfg(test)]
+impl Hist {
+    /// The table.
+    pub(crate) fn table(&self) -> &Table {
+        &self.table
+    }
+}
+
+#[cfg(test)]
 impl Table {
     /// The entries as plain data: `(key words, sums)`, `hitcount` first.
     pub(crate) fn contents(&self) -> Vec<(Vec<u64>, Vec<u64>)> {
