@@ -466,6 +466,21 @@ fn hist_triggers_count_by_key_from_any_context() {
         assert!(!m.run(&format!("cat {entry}/trigger")).contains("hist:"), "{root}");
         assert_eq!(m.run(&format!("cat {entry}/hist")).trim(), "", "{root}");
 
+        // Tick intervals in buckets of 1 ms (the timer runs at 100 Hz: about 10 ms).
+        let tick = format!("{root}events/timer/tick");
+        m.run(&format!("echo 'hist:keys=interval_ns.buckets=1000000' > {tick}/trigger"));
+        let ticks = (0..300)
+            .map(|_| hist(&mut m, &format!("{tick}/hist")).0)
+            .find(|entries| !entries.is_empty())
+            .unwrap_or_else(|| panic!("{root}: no tick"));
+        for (key, _) in &ticks {
+            let range = key.strip_prefix("interval_ns: ~ ").unwrap_or_else(|| panic!("{key}"));
+            let (lo, hi) = range.split_once('-').unwrap();
+            let (lo, hi): (u64, u64) = (lo.parse().unwrap(), hi.parse().unwrap());
+            assert_eq!((lo % 1_000_000, hi), (0, lo + 999_999), "{root}{key}");
+        }
+        m.run(&format!("echo '!hist:keys=interval_ns.buckets=1000000' > {tick}/trigger"));
+
         // String keys on the markers, most frequent first.
         let print = format!("{root}events/ftrace/print");
         let spec = "hist:keys=buf:sort=hitcount.descending";

@@ -2,7 +2,7 @@
 
 use std::sync::{Mutex, MutexGuard};
 use trace::ring::Buffer;
-use trace::tracer::{HookError, TriggerReason};
+use trace::tracer::{HistReason, HookError, TriggerError, TriggerReason};
 use trace::{
     HostPlatform, InstanceConfig, InstanceError, Limits, Mode, Tracer, event::EventDescriptor,
 };
@@ -462,6 +462,29 @@ fn hist_triggers_count_by_key_and_read_as_ftrace_shows_them() {
         ]
     );
     assert!(second.ends_with("Hits: 3\n    Entries: 2\n    Dropped: 0\n"), "{second}");
+
+    // `.buckets=N` keys on the multiple of N at or below the value.
+    h.set_trigger(TICK.descriptor(), "hist:keys=late_ns.buckets=100:vals=count").unwrap();
+    let text = hists(&h, TICK.descriptor());
+    let third = text.rsplit("\n\n\n# event histogram").next().unwrap();
+    assert!(third.contains("hist:keys=late_ns.buckets=100:vals=hitcount,count:"), "{third}");
+    assert_eq!(hist_entries(third), Vec::<&str>::new());
+    tick(7, 1050);
+    tick(9, 1099);
+    tick(1, 3);
+    let text = hists(&h, TICK.descriptor());
+    let third = text.rsplit("\n\n\n# event histogram").next().unwrap();
+    assert_eq!(
+        hist_entries(third),
+        [
+            "{ late_ns: ~ 0-99 } hitcount:          1  count:          1",
+            "{ late_ns: ~ 1000-1099 } hitcount:          2  count:         16",
+        ]
+    );
+    let refused = h.set_trigger(TICK.descriptor(), "hist:keys=late_ns.buckets=0").unwrap_err();
+    let bad = TriggerError { pos: 18, reason: TriggerReason::Hist(HistReason::BadModifier) };
+    assert_eq!(refused, HookError::Trigger(bad));
+    h.set_trigger(TICK.descriptor(), "!hist:keys=late_ns.buckets=100:vals=count").unwrap();
 
     // `!` removes the histogram with those keys, values, sort and filter.
     let not_found =

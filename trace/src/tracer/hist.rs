@@ -8,7 +8,8 @@
 //! ```
 //!
 //! Keys are up to [`MAX_KEYS`] fields: integers (`.hex` prints them in hex, `.log2`
-//! keys on the power of two above the value), strings (their first
+//! keys on the power of two above the value, `.buckets=N` on the multiple of `N` at
+//! or below it), strings (their first
 //! [`STRING_KEY_BYTES`] bytes) and the common fields (`CPU`, `common_pid`, `COMM`).
 //! Values are up to [`MAX_VALS`] integer fields, summed; `hitcount` counts the events
 //! and is always kept. `sort` takes at most two of `hitcount`, a key or a value, each
@@ -89,7 +90,8 @@ pub enum HistReason {
     KeysTooWide,
     /// More than [`MAX_VALS`] values.
     TooManyVals,
-    /// A modifier that is not `.hex` or `.log2` (keys), `.hex` (values).
+    /// A modifier that is not `.hex`, `.log2` or `.buckets=N` (keys), `.hex`
+    /// (values).
     BadModifier,
     /// A sort field that is not `hitcount`, a key or a value.
     InvalidSortField,
@@ -118,7 +120,9 @@ impl fmt::Display for HistReason {
             HistReason::TooManyKeys => "at most 3 keys",
             HistReason::KeysTooWide => "keys take at most 64 bytes (an integer 8, a string 32)",
             HistReason::TooManyVals => "at most 3 values besides hitcount",
-            HistReason::BadModifier => "unknown modifier (keys: .hex, .log2; values: .hex)",
+            HistReason::BadModifier => {
+                "unknown modifier (keys: .hex, .log2, .buckets=N with N from 1; values: .hex)"
+            }
             HistReason::InvalidSortField => "sort takes hitcount, a key or a value",
             HistReason::EmptySortField => "empty sort field",
             HistReason::InvalidSortModifier => "sort modifiers are .ascending and .descending",
@@ -149,6 +153,8 @@ enum Modifier {
     Plain,
     Hex,
     Log2,
+    /// Keys on the multiple of this size at or below the value.
+    Buckets(u64),
 }
 
 /// A key or value field.
@@ -428,7 +434,11 @@ impl Column {
     ) -> bool {
         if !self.string {
             let Some(v) = self.field.int(fields, origin) else { return false };
-            key[self.at] = if self.modifier == Modifier::Log2 { log2_bucket(v) } else { v };
+            key[self.at] = match self.modifier {
+                Modifier::Log2 => log2_bucket(v),
+                Modifier::Buckets(size) => v - v % size,
+                _ => v,
+            };
             return true;
         }
         let mut found = false;
@@ -471,6 +481,7 @@ impl Column {
         match self.modifier {
             Modifier::Hex => write!(out, "{name}: {v:x}"),
             Modifier::Log2 => write!(out, "{name}: ~ 2^{v:<2}"),
+            Modifier::Buckets(size) => write!(out, "{name}: ~ {v}-{}", v.saturating_add(size - 1)),
             Modifier::Plain if self.field.signed() => write!(out, "{name}: {:>10}", v as i64),
             Modifier::Plain => write!(out, "{name}: {v:>10}"),
         }
@@ -514,6 +525,10 @@ fn columns(
             None => Modifier::Plain,
             Some(("hex", _)) if !string => Modifier::Hex,
             Some(("log2", _)) if keys && !string => Modifier::Log2,
+            Some((m, mod_at)) if keys && !string && m.starts_with("buckets=") => {
+                let size = m["buckets=".len()..].parse::<u64>().ok().filter(|&n| n > 0);
+                Modifier::Buckets(size.ok_or((mod_at, HistReason::BadModifier))?)
+            }
             Some((_, mod_at)) => return Err((mod_at, HistReason::BadModifier)),
         };
         let limit = if keys { MAX_KEYS } else { MAX_VALS };
@@ -577,12 +592,13 @@ impl fmt::Display for Hist {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("hist:keys=")?;
         for (i, key) in self.keys.iter().enumerate() {
-            let modifier = match key.modifier {
-                Modifier::Plain => "",
-                Modifier::Hex => ".hex",
-                Modifier::Log2 => ".log2",
-            };
-            write!(f, "{}{}{modifier}", if i > 0 { "," } else { "" }, key.name)?;
+            write!(f, "{}{}", if i > 0 { "," } else { "" }, key.name)?;
+            match key.modifier {
+                Modifier::Plain => {}
+                Modifier::Hex => f.write_str(".hex")?,
+                Modifier::Log2 => f.write_str(".log2")?,
+                Modifier::Buckets(size) => write!(f, ".buckets={size}")?,
+            }
         }
         f.write_str(":vals=hitcount")?;
         for val in &self.vals {
