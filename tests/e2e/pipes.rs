@@ -46,6 +46,18 @@ fn pipes_filter_the_output_and_head_stops_the_read() {
         "grep: 'a\\(b': at 1: \\ makes one of . * [ ] ^ $ \\ literal, or \\| separates alternatives"
     ));
     assert!(m.run("cat trace | grep '[a-'").contains("grep: '[a-': at 0: [ without its ]"));
+    // The options the selftests use: `-c` counts, `-e` gives patterns (any matches).
+    assert_eq!(m.run("cat available_events | grep -c irq"), format!("{}\n", irq.len()));
+    assert_eq!(m.run("cat available_events | grep -vc irq"), format!("{}\n", not_irq.len()));
+    assert_eq!(
+        m.run("cat available_events | grep -e ^irq:nmi -e^timer"),
+        matching(&|l| l == "irq:nmi" || l.starts_with("timer"))
+    );
+    assert_eq!(
+        m.run("cat available_events | grep -v -e irq -e timer | grep -c -e irq -e timer"),
+        "0\n"
+    );
+    assert_eq!(m.run("echo -x | grep -- -x"), "-x\n");
     // Other commands whose output is text pipe too.
     assert!(m.run("uptime | grep heap").starts_with("heap: "));
     assert_eq!(
@@ -83,7 +95,12 @@ fn pipes_filter_the_output_and_head_stops_the_read() {
     assert!(m.run("cat trace | tail -n 99999").contains("tail: at most 10000 lines"));
     assert!(m.run("cat trace |").contains("syntax error: empty command after '|'"));
     assert!(m.run("| head").contains("syntax error: empty command before '|'"));
-    assert!(m.run("cat trace | grep").contains("grep: usage: grep [-v] PATTERN"));
+    let usage = "grep: usage: grep [-v] [-c] [-e PATTERN]... [PATTERN]";
+    assert!(m.run("cat trace | grep").contains(usage));
+    assert!(m.run("cat trace | grep -v").contains(usage));
+    assert!(m.run("cat trace | grep -e").contains(usage));
+    assert!(m.run("cat trace | grep -e a b").contains(usage));
+    assert!(m.run("cat trace | grep -x tick").contains("grep: unknown option -x"));
     assert!(m.run("stress | head").contains("stress: its output cannot be piped"));
     assert!(m.run("echo 1 > tracing_on | head").contains("cannot both redirect and pipe"));
 }

@@ -1,7 +1,8 @@
 //! A command's output on its way to the console: through the filters of a pipeline
-//! (`| head [-n N | -N]`, `| tail [-n N | -N]`, `| grep [-v] PATTERN`, `| wc -l`; `grep`
-//! takes basic regular expressions without groups, [`shell_core::pattern`]), line by
-//! line as it is written, and stopped by Ctrl-C between any two lines.
+//! (`| head [-n N | -N]`, `| tail [-n N | -N]`, `| grep [-v] [-c] [-e PATTERN]...
+//! [PATTERN]`, `| wc -l`; `grep` takes basic regular expressions without groups,
+//! [`shell_core::pattern`]), line by line as it is written, and stopped by Ctrl-C
+//! between any two lines.
 //!
 //! A write fails once the output wants no more (Ctrl-C, or `head` has its lines), so
 //! a long read stops early rather than format what nobody will see.
@@ -24,8 +25,9 @@ enum Stage {
     Head { left: usize },
     /// Keeps the last `keep` lines; passes them on at the end.
     Tail { keep: usize, lines: VecDeque<String> },
-    /// Passes lines holding a match of `pattern` (or, `invert`, those without).
-    Grep { pattern: Pattern, invert: bool },
+    /// Passes lines holding a match of one of `patterns` (or, `invert`, those
+    /// without); with `count`, counts them instead and passes the count on at the end.
+    Grep { patterns: Vec<Pattern>, invert: bool, count: Option<u64> },
     /// Counts lines; passes the count on at the end.
     Count { lines: u64 },
 }
@@ -61,12 +63,8 @@ impl Stage {
                     _ => Err(alloc::format!("tail: at most {MAX_TAIL} lines")),
                 }
             }
-            ["grep", "-v", pattern] => Ok(Stage::Grep { pattern: grep(pattern)?, invert: true }),
-            ["grep", pattern] if !pattern.starts_with('-') => {
-                Ok(Stage::Grep { pattern: grep(pattern)?, invert: false })
-            }
+            ["grep", args @ ..] => grep_stage(args),
             ["wc", "-l"] => Ok(Stage::Count { lines: 0 }),
-            ["grep", ..] => Err("grep: usage: grep [-v] PATTERN".into()),
             ["wc", ..] => Err("wc: usage: wc -l".into()),
             [name, ..] => Err(alloc::format!(
                 "{name}: not a pipe command (pipes take head, tail, grep, wc -l)"
@@ -74,6 +72,50 @@ impl Stage {
             [] => Err("syntax error: empty command in a pipe".into()),
         }
     }
+}
+
+/// `grep`'s usage.
+const GREP_USAGE: &str = "grep: usage: grep [-v] [-c] [-e PATTERN]... [PATTERN]";
+
+/// Parses `grep`'s arguments: flags `-v` (invert), `-c` (count), together or apart
+/// (`-vc`), `-e PATTERN` (or `-ePATTERN`) any number of times, then the pattern
+/// unless `-e` gave one; `--` ends the flags.
+fn grep_stage(args: &[&str]) -> Result<Stage, String> {
+    let (mut invert, mut count, mut patterns) = (false, false, Vec::new());
+    let mut rest = args;
+    while let [flag, tail @ ..] = rest {
+        if *flag == "--" {
+            rest = tail;
+            break;
+        }
+        let Some(letters) = flag.strip_prefix('-').filter(|l| !l.is_empty()) else { break };
+        rest = tail;
+        for (i, letter) in letters.char_indices() {
+            match letter {
+                'v' => invert = true,
+                'c' => count = true,
+                'e' => {
+                    let pattern = match &letters[i + 1..] {
+                        "" => {
+                            let [pattern, tail @ ..] = rest else { return Err(GREP_USAGE.into()) };
+                            rest = tail;
+                            *pattern
+                        }
+                        attached => attached,
+                    };
+                    patterns.push(grep(pattern)?);
+                    break;
+                }
+                _ => return Err(alloc::format!("grep: unknown option -{letter} ({GREP_USAGE})")),
+            }
+        }
+    }
+    match rest {
+        [] if !patterns.is_empty() => {}
+        [pattern] if patterns.is_empty() => patterns.push(grep(pattern)?),
+        _ => return Err(GREP_USAGE.into()),
+    }
+    Ok(Stage::Grep { patterns, invert, count: count.then_some(0) })
 }
 
 /// `grep`'s pattern, compiled, or the error naming where it breaks a rule.
@@ -145,7 +187,13 @@ impl Output {
                     }
                     deliver = false;
                 }
-                Stage::Grep { pattern, invert } => deliver = pattern.matches(line) != *invert,
+                Stage::Grep { patterns, invert, count } => {
+                    deliver = patterns.iter().any(|p| p.matches(line)) != *invert;
+                    if let Some(n) = count {
+                        *n += u64::from(deliver);
+                        deliver = false;
+                    }
+                }
                 Stage::Count { lines } => {
                     *lines += 1;
                     deliver = false;
@@ -164,8 +212,8 @@ impl Output {
         true
     }
 
-    /// Ends the output: writes an unterminated last line, and what `tail` and
-    /// `wc -l` kept, through the stages after them.
+    /// Ends the output: writes an unterminated last line, and what `tail`, `wc -l`
+    /// and `grep -c` kept, through the stages after them.
     pub fn finish(&mut self) {
         if !self.partial.is_empty() {
             let line = core::mem::take(&mut self.partial);
@@ -179,7 +227,9 @@ impl Output {
             self.stopped = None;
             let kept: Vec<String> = match &mut self.stages[index] {
                 Stage::Tail { lines, .. } => lines.drain(..).collect(),
-                Stage::Count { lines } => [lines.to_string()].into(),
+                Stage::Count { lines } | Stage::Grep { count: Some(lines), .. } => {
+                    [lines.to_string()].into()
+                }
                 _ => continue,
             };
             for line in kept {

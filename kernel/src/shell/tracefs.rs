@@ -478,7 +478,7 @@ tracing mini-HOWTO:
 
  Commands besides the files: help lists them (dump, stress, bench, ...).
  Output of cat, ls, echo, ... can be piped: | head [-n N | -N], | tail [-n N | -N],
- | grep [-v] PATTERN (^ $ . * [...]), | wc -l. Ctrl-C stops a long read.
+ | grep [-v] [-c] [-e PATTERN]... [PATTERN] (^ $ . * [...]), | wc -l. Ctrl-C stops a long read.
 ";
 
 /// Most entries `error_log` keeps per instance (Linux keeps as many).
