@@ -665,3 +665,58 @@ fn function_commands_act_when_their_function_is_called() {
     assert_eq!(m.run("echo '!*:traceon' >> set_ftrace_filter"), "");
     assert!(listed(&mut m).is_empty());
 }
+
+/// The function tracers' events take filters and triggers like any event's: a `hist`
+/// trigger keyed on `ip.sym` counts the calls of each function (ftrace's function
+/// profiler's hit counts), one on `funcgraph_exit` sums their durations, and a filter
+/// on the caller keeps `function` records out of the trace.
+#[test]
+fn hist_triggers_on_function_events_profile_the_calls() {
+    let mut machine = Machine::boot();
+    let pwd = "kernel::shell::commands::pwd";
+    let cat = "kernel::shell::commands::cat";
+    machine.run(&format!("echo '{pwd} {cat}' > set_ftrace_filter"));
+    machine.run("echo function > current_tracer");
+    machine.run("echo 'hist:keys=ip.sym:sort=ip' > events/ftrace/function/trigger");
+    for command in ["pwd", "pwd", "pwd", "cat tracing_on", "cat tracing_on"] {
+        machine.run(command);
+    }
+    // The `cat` that reads the file is the third.
+    let hist = machine.run("cat events/ftrace/function/hist");
+    let counts: Vec<(String, u64)> = hist
+        .lines()
+        .filter_map(|l| {
+            let (key, hits) = l.strip_prefix("{ ip: [")?.split_once(" } hitcount:")?;
+            let name = key.split_once("] ")?.1.trim().to_string();
+            Some((name, hits.trim().parse().ok()?))
+        })
+        .collect();
+    let mut expected = vec![(pwd.to_string(), 3), (cat.to_string(), 3)];
+    expected.sort_by_key(|(name, _)| hist.find(&format!("] {name}")).unwrap_or(usize::MAX));
+    assert_eq!(counts, expected, "{hist}");
+
+    // A filter on the caller: no `function` record, the histogram still counts.
+    // (The pattern does not match the `shell:command` record of its own command.)
+    let records = "cat trace | grep -c 'commands::pwd [<]-'";
+    let before = machine.run(records);
+    machine.run("echo 'parent_ip == 0' > events/ftrace/function/filter");
+    machine.run("pwd");
+    assert_eq!(machine.run(records), before);
+    assert_ne!(before, "0\n");
+    assert!(machine.run("cat events/ftrace/function/hist").contains("hitcount:          4"));
+    machine.run("echo 0 > events/ftrace/function/filter");
+
+    // Durations per function, summed from `function_graph`'s returns.
+    machine.run("echo function_graph > current_tracer");
+    machine.run("echo 'hist:keys=func.sym:vals=duration' > events/ftrace/funcgraph_exit/trigger");
+    machine.run("pwd");
+    machine.run("pwd");
+    let hist = machine.run("cat events/ftrace/funcgraph_exit/hist");
+    let line =
+        hist.lines().find(|l| l.contains(&format!("] {pwd} "))).unwrap_or_else(|| panic!("{hist}"));
+    let (_, rest) = line.split_once("hitcount:").unwrap();
+    let words: Vec<&str> = rest.split_whitespace().collect();
+    assert_eq!((words[0], words[1]), ("2", "duration:"), "{line}");
+    assert!(words[2].parse::<u64>().unwrap() > 0, "{line}");
+    machine.run("echo nop > current_tracer");
+}

@@ -219,6 +219,45 @@ pub fn write_graph_line(
     }
 }
 
+/// Text formatted into a buffer on the stack (no allocation: usable from any
+/// context), dropping what does not fit; a cut falls on a character boundary.
+pub(crate) struct StackText<const N: usize> {
+    bytes: [u8; N],
+    len: usize,
+}
+
+impl<const N: usize> StackText<N> {
+    /// Empty text.
+    pub(crate) fn new() -> Self {
+        StackText { bytes: [0; N], len: 0 }
+    }
+
+    /// `args` formatted, as much as fits.
+    pub(crate) fn of(args: fmt::Arguments<'_>) -> Self {
+        let mut text = Self::new();
+        let _ = text.write_fmt(args);
+        text
+    }
+
+    /// The text.
+    pub(crate) fn as_str(&self) -> &str {
+        // Only whole characters are ever copied in.
+        core::str::from_utf8(&self.bytes[..self.len]).unwrap_or_default()
+    }
+}
+
+impl<const N: usize> Write for StackText<N> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let mut end = s.len().min(N - self.len);
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.bytes[self.len..self.len + end].copy_from_slice(&s.as_bytes()[..end]);
+        self.len += end;
+        Ok(())
+    }
+}
+
 /// Writes `: ` before the first text of a body, so an empty body leaves none.
 struct BodyStart<'a> {
     out: &'a mut dyn Write,

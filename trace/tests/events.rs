@@ -374,7 +374,7 @@ fn markers_are_always_recorded_and_take_filters_and_triggers() {
 /// `write_hists` as a string.
 fn hists(instance: &trace::Instance<'_, HostPlatform>, event: &EventDescriptor) -> String {
     let mut out = String::new();
-    instance.write_hists(event, &mut out).unwrap();
+    instance.write_hists(event, None, &mut out).unwrap();
     out
 }
 
@@ -486,6 +486,30 @@ fn hist_triggers_count_by_key_and_read_as_ftrace_shows_them() {
     assert_eq!(refused, HookError::Trigger(bad));
     h.set_trigger(TICK.descriptor(), "!hist:keys=late_ns.buckets=100:vals=count").unwrap();
 
+    // `.sym` and `.sym-offset` show an address and the function holding it, named
+    // from a symbol table (without one, the address alone).
+    let table = trace::symtab::encode([(0x1000, 0x1100, "alpha"), (0x2000, 0x2010, "beta")]);
+    let table = trace::symtab::SymbolTable::parse(&table).unwrap();
+    h.set_trigger(TICK.descriptor(), "hist:keys=count.sym,late_ns.sym-offset:sort=count").unwrap();
+    tick(0x1010, 0x2004);
+    tick(0x3000, 0x1000);
+    let mut text = String::new();
+    h.write_hists(TICK.descriptor(), Some(&table), &mut text).unwrap();
+    let fourth = text.rsplit("\n\n\n# event histogram").next().unwrap();
+    let line = |ip: &str, sym: &str, late: &str, off: &str| {
+        format!("{{ count: [{ip}] {sym:<45}, late_ns: [{late}] {off:<45} }} hitcount:          1")
+    };
+    assert_eq!(
+        hist_entries(fourth),
+        [
+            line("0000000000001010", "alpha", "0000000000002004", "beta+0x4"),
+            line("0000000000003000", "", "0000000000001000", "alpha+0x0"),
+        ]
+    );
+    let plain = hists(&h, TICK.descriptor());
+    assert!(plain.contains(&line("0000000000003000", "", "0000000000001000", "")), "{plain}");
+    h.set_trigger(TICK.descriptor(), "!hist:keys=count.sym,late_ns.sym-offset:sort=count").unwrap();
+
     // `!` removes the histogram with those keys, values, sort and filter.
     let not_found =
         h.set_trigger(TICK.descriptor(), "!hist:keys=count.hex,late_ns.log2").unwrap_err();
@@ -541,7 +565,7 @@ fn hist_errors_name_the_position_and_nothing_changes() {
         ("hist:keys=a,b,c,d", 16, TooManyKeys),
         ("hist:keys=h,h,a", 14, KeysTooWide),
         ("hist:keys=c:vals=a,b,d,e", 23, TooManyVals),
-        ("hist:keys=c.sym", 12, BadModifier),
+        ("hist:keys=c.execname", 12, BadModifier),
         ("hist:keys=h.hex", 12, BadModifier),
         ("hist:keys=c:size=64", 17, BadSize),
         ("hist:keys=c:size=lots", 17, BadSize),

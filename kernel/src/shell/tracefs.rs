@@ -705,7 +705,7 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
                 triggers.iter().try_for_each(|t| writeln!(out, "{t}"))
             }
         }
-        File::EventHist(d) => instance.write_hists(d, out),
+        File::EventHist(d) => instance.write_hists(d, crate::symbols::table(), out),
         File::TracePipe | File::CpuTracePipe(_) | File::TracePipeRaw | File::CpuTracePipeRaw(_) => {
             return Err(FsError::Invalid);
         }

@@ -35,7 +35,7 @@ use crate::event::dispatch::{INLINE_WORDS, Inline};
 use crate::event::format_file::Origin;
 use crate::event::{EventDescriptor, glob};
 use crate::field::{Field, FieldKind};
-use crate::text::Task;
+use crate::text::{StackText, Task};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::fmt;
@@ -251,7 +251,7 @@ impl FieldRef {
         f: impl FnOnce(&str),
     ) {
         match self.location {
-            Location::Comm => f(Comm::of(origin).as_str()),
+            Location::Comm => f(comm_of(origin).as_str()),
             Location::Common(_) => {}
             _ if self.width != 0 => {}
             _ => {
@@ -316,31 +316,11 @@ impl Common {
 }
 
 /// A task name, written on the stack (the longest is `work/` and a CPU index).
-struct Comm {
-    bytes: [u8; 32],
-    len: usize,
-}
+type Comm = StackText<32>;
 
-impl Comm {
-    /// The name of the task at `origin`.
-    fn of(origin: Origin) -> Comm {
-        let mut comm = Comm { bytes: [0; 32], len: 0 };
-        let _ = fmt::write(&mut comm, format_args!("{}", Task::of(origin.context, origin.cpu)));
-        comm
-    }
-
-    fn as_str(&self) -> &str {
-        core::str::from_utf8(&self.bytes[..self.len]).unwrap_or_default()
-    }
-}
-
-impl fmt::Write for Comm {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        let end = self.len + s.len();
-        self.bytes.get_mut(self.len..end).ok_or(fmt::Error)?.copy_from_slice(s.as_bytes());
-        self.len = end;
-        Ok(())
-    }
+/// The name of the task at `origin`.
+fn comm_of(origin: Origin) -> Comm {
+    StackText::of(format_args!("{}", Task::of(origin.context, origin.cpu)))
 }
 
 /// Verdict targets: past every node index.
@@ -572,7 +552,7 @@ impl Filter {
     /// A comparison of the name of the task at `origin` with `text[operand]`.
     #[inline(never)]
     fn comm_test(&self, op: StrOp, operand: &Range<usize>, origin: Origin) -> bool {
-        self.str_test(op, operand, Comm::of(origin).as_str())
+        self.str_test(op, operand, comm_of(origin).as_str())
     }
 
     /// A string comparison with the operand `text[operand]`.

@@ -5,7 +5,7 @@
 
 use crate::event::{DescriptorKind, EventDescriptor, MAX_EVENT_PAYLOAD};
 use crate::field::{Encoder, Field, FieldKind, Sink};
-use core::fmt::{self, Write};
+use crate::text::StackText;
 
 /// The `log:message` event.
 pub static LOG_MESSAGE: EventDescriptor = EventDescriptor::new(
@@ -26,25 +26,6 @@ pub struct Logger;
 /// The one logger.
 pub static LOGGER: Logger = Logger;
 
-/// Formats into a fixed buffer, dropping what does not fit.
-struct Truncating<'a> {
-    buf: &'a mut [u8],
-    len: usize,
-}
-
-impl Write for Truncating<'_> {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        let room = self.buf.len() - self.len;
-        let mut end = s.len().min(room);
-        while !s.is_char_boundary(end) {
-            end -= 1;
-        }
-        self.buf[self.len..self.len + end].copy_from_slice(&s.as_bytes()[..end]);
-        self.len += end;
-        Ok(())
-    }
-}
-
 impl log::Log for Logger {
     fn enabled(&self, _metadata: &log::Metadata<'_>) -> bool {
         LOG_MESSAGE.enabled_mask() != 0
@@ -54,16 +35,12 @@ impl log::Log for Logger {
         if LOG_MESSAGE.enabled_mask() == 0 {
             return;
         }
-        let mut text = [0u8; MAX_EVENT_PAYLOAD];
-        let mut message = Truncating { buf: &mut text, len: 0 };
-        let _ = write!(message, "{}", record.args());
-        let len = message.len;
-        let message = core::str::from_utf8(&text[..len]).unwrap_or("<not UTF-8>");
+        let message = StackText::<MAX_EVENT_PAYLOAD>::of(*record.args());
         let mut buf = [0u8; MAX_EVENT_PAYLOAD];
         let mut encoder = Encoder::new(&mut buf);
         encoder.put_str(record.level().as_str());
         encoder.put_str(record.target());
-        encoder.put_str(message);
+        encoder.put_str(message.as_str());
         crate::event::dispatch::record(&LOG_MESSAGE, encoder.bytes().len(), &encoder.bytes());
     }
 

@@ -152,7 +152,22 @@ fn instances_trace_their_own_functions_and_release_them() {
         g.set_event(Some("ftrace"), Some("funcgraph_*"), false),
         Err(InstanceError::FunctionEvent)
     );
-    assert!(g.set_filter(&FUNCTION, "ip == 1").is_err());
+    // They take filters and triggers: a filter on the caller, and a histogram of the
+    // calls by function (a profiler), which counts every call, the filter aside, as
+    // any trigger runs whatever the event's filter says.
+    top.set_filter(&FUNCTION, "parent_ip != 0x201").unwrap();
+    top.set_trigger(&FUNCTION, "hist:keys=ip:vals=parent_ip").unwrap();
+    entry(&tracer, 0, 0x100, 0x201, Some(0));
+    entry(&tracer, 0, 0x100, 0x202, Some(0));
+    assert_eq!(records(&top, &FUNCTION), [vec![0x100, 0x200], vec![0x100, 0x202]]);
+    let mut text = String::new();
+    top.write_hists(&FUNCTION, None, &mut text).unwrap();
+    let entries: Vec<&str> = text.lines().filter(|l| l.starts_with('{')).collect();
+    assert_eq!(entries, ["{ ip:        256 } hitcount:          2  parent_ip:       1027"]);
+    top.set_filter(&FUNCTION, "0").unwrap();
+    top.clear_triggers(&FUNCTION).unwrap();
+    top.clear().unwrap();
+    entry(&tracer, 0, 0x100, 0x200, Some(0));
 
     // A refused patch changes nothing: lists, tracer, masks, entries.
     patcher.refuse.store(true, Relaxed);
@@ -177,10 +192,18 @@ fn instances_trace_their_own_functions_and_release_them() {
     assert_eq!(calls(), [true, false, false, false]);
     g.set_function_list(FunctionList::Notrace, &[false; COUNT]).unwrap();
 
-    // Destroying g releases its functions; a new "g" starts with `nop` and no lists.
+    // Destroying g releases its functions and its hooks on their events; a new "g"
+    // starts with `nop`, no lists and no hooks.
     let slot_bit = graph;
+    g.set_trigger(&FUNCGRAPH_EXIT, "hist:keys=func").unwrap();
+    g.set_filter(&FUNCGRAPH_ENTRY, "depth < 9").unwrap();
+    let hooked = || FUNCGRAPH_EXIT.hooked_mask() | FUNCGRAPH_ENTRY.hooked_mask();
+    assert_eq!(hooked() & slot_bit, slot_bit);
     drop(g);
     tracer.destroy_by_name("g").unwrap();
+    assert_eq!(hooked() & slot_bit, 0, "no hook bit left in the slot");
+    assert_eq!(FUNCGRAPH_EXIT.triggered_mask() & slot_bit, 0);
+    assert_eq!(FUNCGRAPH_EXIT.enabled_mask() & slot_bit, 0, "not left firing for a trigger");
     assert_eq!(calls(), [true, false, false, false]);
     assert_eq!(entry(&tracer, 1, 0x110, 0x210, Some(0)), 0);
     let g = tracer.get_or_create("g", top_config()).unwrap();

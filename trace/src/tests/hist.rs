@@ -176,7 +176,7 @@ mod lines {
                     let added = if hist.paused() { 0 } else { payloads.len() as u64 };
                     prop_assert_eq!(hits + hist.table().drops(), added);
                     let mut text = String::new();
-                    hist.write(&trigger, &mut text).unwrap();
+                    hist.write(&trigger, None, &mut text).unwrap();
                     prop_assert!(text.contains("Totals:"));
                     let _: Vec<&str> = text.lines().collect();
                 }

@@ -37,7 +37,9 @@ use crate::event::dispatch::Body;
 use crate::event::filter::{Encoded, FieldRef, Fields};
 use crate::event::format_file::Origin;
 use crate::field::{Field, FieldKind};
+use crate::symtab::SymbolTable;
 use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*, spin};
+use crate::text::StackText;
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::fmt::{self, Write};
@@ -90,8 +92,8 @@ pub enum HistReason {
     KeysTooWide,
     /// More than [`MAX_VALS`] values.
     TooManyVals,
-    /// A modifier that is not `.hex`, `.log2` or `.buckets=N` (keys), `.hex`
-    /// (values).
+    /// A modifier that is not `.hex`, `.sym`, `.sym-offset`, `.log2` or
+    /// `.buckets=N` (keys), `.hex` (values).
     BadModifier,
     /// A sort field that is not `hitcount`, a key or a value.
     InvalidSortField,
@@ -121,7 +123,8 @@ impl fmt::Display for HistReason {
             HistReason::KeysTooWide => "keys take at most 64 bytes (an integer 8, a string 32)",
             HistReason::TooManyVals => "at most 3 values besides hitcount",
             HistReason::BadModifier => {
-                "unknown modifier (keys: .hex, .log2, .buckets=N with N from 1; values: .hex)"
+                "unknown modifier (keys: .hex, .sym, .sym-offset, .log2, .buckets=N with N \
+                 from 1; values: .hex)"
             }
             HistReason::InvalidSortField => "sort takes hitcount, a key or a value",
             HistReason::EmptySortField => "empty sort field",
@@ -155,6 +158,10 @@ enum Modifier {
     Log2,
     /// Keys on the multiple of this size at or below the value.
     Buckets(u64),
+    /// Shows the value as an address and the function holding it.
+    Sym,
+    /// Shows the value as an address and `function+0xoffset`.
+    SymOffset,
 }
 
 /// A key or value field.
@@ -354,8 +361,14 @@ impl Hist {
     }
 
     /// Writes the histogram as ftrace's `hist` file shows it: the trigger line, the
-    /// entries sorted, and the totals. `line` is the trigger as it reads back.
-    pub fn write(&self, line: &dyn fmt::Display, out: &mut dyn Write) -> fmt::Result {
+    /// entries sorted, and the totals. `line` is the trigger as it reads back;
+    /// `symbols` names the `.sym` keys (without it they show their address only).
+    pub fn write(
+        &self,
+        line: &dyn fmt::Display,
+        symbols: Option<&SymbolTable<'_>>,
+        out: &mut dyn Write,
+    ) -> fmt::Result {
         writeln!(out, "# event histogram\n#\n# trigger info: {line}\n#\n")?;
         let mut entries = self.table.entries();
         entries.sort_by(|a, b| {
@@ -372,7 +385,7 @@ impl Hist {
                 if i > 0 {
                     out.write_str(", ")?;
                 }
-                key.write_key(&entry.key, out)?;
+                key.write_key(&entry.key, symbols, out)?;
             }
             write!(out, " }} hitcount: {:>10}", entry.vals[0])?;
             for (val, &sum) in self.vals.iter().zip(&entry.vals[1..]) {
@@ -461,7 +474,12 @@ impl Column {
     }
 
     /// Writes this key's part of an entry, as ftrace does.
-    fn write_key(&self, key: &[u64], out: &mut dyn Write) -> fmt::Result {
+    fn write_key(
+        &self,
+        key: &[u64],
+        symbols: Option<&SymbolTable<'_>>,
+        out: &mut dyn Write,
+    ) -> fmt::Result {
         let name = &self.name;
         if self.string {
             let mut bytes = [0u8; STRING_KEY_BYTES];
@@ -482,6 +500,17 @@ impl Column {
             Modifier::Hex => write!(out, "{name}: {v:x}"),
             Modifier::Log2 => write!(out, "{name}: ~ 2^{v:<2}"),
             Modifier::Buckets(size) => write!(out, "{name}: ~ {v}-{}", v.saturating_add(size - 1)),
+            Modifier::Sym | Modifier::SymOffset => {
+                write!(out, "{name}: [{v:016x}] ")?;
+                // On the stack, to be padded (a longer name is cut).
+                let mut symbol = StackText::<128>::new();
+                match (symbols.and_then(|t| t.lookup(v)), self.modifier) {
+                    (Some((function, _)), Modifier::Sym) => symbol.write_str(function)?,
+                    (Some(_), _) => symbols.map_or(Ok(()), |t| t.write_address(&mut symbol, v))?,
+                    (None, _) => {}
+                }
+                write!(out, "{:<45}", symbol.as_str())
+            }
             Modifier::Plain if self.field.signed() => write!(out, "{name}: {:>10}", v as i64),
             Modifier::Plain => write!(out, "{name}: {v:>10}"),
         }
@@ -525,6 +554,8 @@ fn columns(
             None => Modifier::Plain,
             Some(("hex", _)) if !string => Modifier::Hex,
             Some(("log2", _)) if keys && !string => Modifier::Log2,
+            Some(("sym", _)) if keys && !string => Modifier::Sym,
+            Some(("sym-offset", _)) if keys && !string => Modifier::SymOffset,
             Some((m, mod_at)) if keys && !string && m.starts_with("buckets=") => {
                 let size = m["buckets=".len()..].parse::<u64>().ok().filter(|&n| n > 0);
                 Modifier::Buckets(size.ok_or((mod_at, HistReason::BadModifier))?)
@@ -598,6 +629,8 @@ impl fmt::Display for Hist {
                 Modifier::Hex => f.write_str(".hex")?,
                 Modifier::Log2 => f.write_str(".log2")?,
                 Modifier::Buckets(size) => write!(f, ".buckets={size}")?,
+                Modifier::Sym => f.write_str(".sym")?,
+                Modifier::SymOffset => f.write_str(".sym-offset")?,
             }
         }
         f.write_str(":vals=hitcount")?;

@@ -14,6 +14,7 @@ use crate::platform::Platform;
 use crate::ring::record::Mode;
 use crate::ring::recorder::Recorder;
 use crate::ring::stats::RingStats;
+use crate::symtab::SymbolTable;
 use crate::tracer::EventHooks;
 use crate::tracer::function::{FunctionError, is_function_event};
 use crate::tracer::hist::{Hist, HistOp};
@@ -68,7 +69,8 @@ pub enum InstanceError {
     /// context that may wait: keep it armed first (`Tracer::keep_armed`).
     NotArmed,
     /// The function tracers' events are recorded by the instance's function tracer
-    /// ([`Instance::set_function_tracer`]), not enabled, filtered or triggered.
+    /// ([`Instance::set_function_tracer`]), not enabled (they may be filtered and
+    /// triggered).
     FunctionEvent,
     /// The tracer writes this event itself: the markers' (always recorded; they may
     /// be filtered and triggered) or the `stacktrace` trigger's; it is not enabled.
@@ -271,9 +273,7 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
             .filter(|_| event.kind == DescriptorKind::Event)
             .ok_or(HookError::Instance(InstanceError::NoSuchEvent))
             .and_then(|index| {
-                if is_function_event(event) {
-                    Err(HookError::Instance(InstanceError::FunctionEvent))
-                } else if core::ptr::eq(event, &STACK_TRACE) {
+                if core::ptr::eq(event, &STACK_TRACE) {
                     // Its records are written by a trigger, past every hook.
                     Err(HookError::Instance(InstanceError::WrittenByTracer))
                 } else {
@@ -424,8 +424,13 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
     }
 
     /// Writes the histograms of `event` in this instance as ftrace's `hist` file
-    /// shows them (nothing without `hist` triggers).
-    pub fn write_hists(&self, event: &EventDescriptor, out: &mut dyn fmt::Write) -> fmt::Result {
+    /// shows them (nothing without `hist` triggers); `symbols` names `.sym` keys.
+    pub fn write_hists(
+        &self,
+        event: &EventDescriptor,
+        symbols: Option<&SymbolTable<'_>>,
+        out: &mut dyn fmt::Write,
+    ) -> fmt::Result {
         let Ok(index) = self.event_index(event) else { return Ok(()) };
         let Some(hooks) = self.tracer.hooks_of(self.state.slot, index) else { return Ok(()) };
         let hists = hooks.triggers.iter().filter_map(|t| Some((t, t.hist()?)));
@@ -433,7 +438,7 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
             if n > 0 {
                 out.write_str("\n\n")?;
             }
-            hist.write(trigger, out)?;
+            hist.write(trigger, symbols, out)?;
         }
         Ok(())
     }

@@ -330,8 +330,15 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
             return Err(InstanceError::Busy);
         }
         self.sections.grace(&self.platform)?;
-        for descriptor in self.events.iter().filter(|d| !is_function_event(d)) {
-            descriptor.clear_slot(slot);
+        let hooks = registry.hooks[slot].as_deref().map_or(&[][..], |t| &t[..]);
+        for (index, descriptor) in self.events.iter().enumerate() {
+            if !is_function_event(descriptor) {
+                descriptor.clear_slot(slot);
+            } else if hooks.get(index).is_some_and(Option::is_some) {
+                // The function tracer's bits are `release_functions`'; the hooks'
+                // go here, so that its `set_enabled` finds no trigger to keep for.
+                descriptor.set_hooks(slot, false, false);
+            }
         }
         self.release_functions(slot);
         // Each replacement waits for a grace period: no writer still holds the old
