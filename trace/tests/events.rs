@@ -576,3 +576,46 @@ fn hist_errors_name_the_position_and_nothing_changes() {
     }
     assert!(top.triggers(EVERYTHING.descriptor()).is_empty());
 }
+
+/// Histograms' tables share a memory budget: one that would take it past
+/// `MAX_HIST_BYTES` is refused, and nothing changes; a removed one gives its bytes
+/// back (after the grace period that frees it).
+#[test]
+fn hist_tables_share_a_bounded_budget() {
+    let tracer = tracer();
+    let event = EVERYTHING.descriptor();
+    let (a, b) = (
+        tracer.get_or_create("budget-a", InstanceConfig::default()).unwrap(),
+        tracer.get_or_create("budget-b", InstanceConfig::default()).unwrap(),
+    );
+    // Each the largest there is: 2 x 16384 slots of 13 words.
+    let bytes = 2 * trace::tracer::MAX_SIZE * 13 * 8;
+    let fits = trace::tracer::MAX_HIST_BYTES / bytes;
+    let sorts = ["a", "b", "c", "hitcount", "a.descending", "b.descending", "c.descending", "h"];
+    let lines: Vec<String> =
+        sorts.iter().map(|s| format!("hist:keys=h,h:vals=a,b,c:size=16384:sort={s}")).collect();
+    let mut taken = Vec::new();
+    let refusal = 'fill: {
+        for instance in [&a, &b] {
+            for line in &lines {
+                match instance.set_trigger(event, line) {
+                    Ok(()) => taken.push((instance, line)),
+                    Err(e) => break 'fill e,
+                }
+            }
+        }
+        panic!("never refused");
+    };
+    let no_memory = TriggerError { pos: 0, reason: TriggerReason::Hist(HistReason::NoMemory) };
+    assert_eq!(refusal, HookError::Trigger(no_memory));
+    assert_eq!(taken.len(), fits);
+    assert_eq!(b.triggers(event).len(), fits - lines.len(), "the refused one is not there");
+    let (instance, line) = taken.pop().unwrap();
+    instance.set_trigger(event, &format!("!{line}")).unwrap();
+    instance.set_trigger(event, line).unwrap();
+    a.clear_triggers(event).unwrap();
+    b.clear_triggers(event).unwrap();
+    drop((a, b));
+    tracer.destroy_by_name("budget-a").unwrap();
+    tracer.destroy_by_name("budget-b").unwrap();
+}

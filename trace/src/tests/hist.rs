@@ -5,6 +5,13 @@ use crate::tracer::hist::Table;
 use std::collections::HashMap;
 use std::vec::Vec;
 
+/// An allocated table.
+fn table(max: usize, key_words: usize, vals: usize) -> Table {
+    let mut table = Table::new(max, key_words, vals);
+    assert!(table.allocate());
+    table
+}
+
 /// Adds key `i % keys` with value `i` from each of `threads` threads, `n` times each.
 fn hammer(table: &Table, threads: u64, n: u64, keys: u64) {
     std::thread::scope(|s| {
@@ -25,7 +32,7 @@ fn by_key(table: &Table) -> HashMap<u64, (u64, u64)> {
 
 #[test]
 fn hist_table_counts_every_hit_exactly_from_many_threads() {
-    let table = Table::new(128, 1, 1);
+    let table = table(128, 1, 1);
     hammer(&table, 4, 50_000, 100);
     let entries = by_key(&table);
     assert_eq!(entries.len(), 100);
@@ -38,7 +45,7 @@ fn hist_table_counts_every_hit_exactly_from_many_threads() {
 
 #[test]
 fn hist_table_full_drops_and_counts_what_it_cannot_keep() {
-    let table = Table::new(128, 1, 1);
+    let table = table(128, 1, 1);
     hammer(&table, 4, 30_000, 300);
     let entries = by_key(&table);
     assert_eq!(entries.len(), 128, "the table keeps `size` entries");
@@ -54,7 +61,7 @@ fn hist_table_full_drops_and_counts_what_it_cannot_keep() {
 fn hist_table_writers_racing_for_empty_slots_keep_each_key_once() {
     let threads = 4;
     for round in 0..2000u64 {
-        let table = Table::new(128, 1, 1);
+        let table = table(128, 1, 1);
         let start = std::sync::Barrier::new(threads);
         std::thread::scope(|s| {
             for t in 0..threads as u64 {
@@ -158,7 +165,8 @@ mod lines {
             line.push_str(filter);
             match parse(&line) {
                 Err(pos) => prop_assert!(pos <= line.len(), "{} at {}", line, pos),
-                Ok(trigger) => {
+                Ok(mut trigger) => {
+                    prop_assert!(trigger.allocate().is_ok());
                     let shown = trigger.to_string();
                     let back = shown.strip_suffix(" [active]").or(shown.strip_suffix(" [paused]"));
                     let again = parse(back.unwrap()).unwrap();

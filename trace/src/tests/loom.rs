@@ -549,7 +549,11 @@ fn loom_hist_writers_same_and_colliding_keys() {
     let c = (2..).find(|&k| hash(&[k]) & 3 != hash(&[a]) & 3).unwrap();
     for (first, second) in [(a, b), (a, a)] {
         model(2, move || {
-            let table = Arc::new(Table::new(2, 1, 0));
+            let table = {
+                let mut table = Table::new(2, 1, 0);
+                assert!(table.allocate());
+                Arc::new(table)
+            };
             let writers: Vec<_> = [first, second]
                 .into_iter()
                 .map(|key| {

@@ -65,6 +65,13 @@ const DEFAULT_SIZE: usize = 2048;
 /// Steps a writer waits for a slot of its key's hash to be published before it
 /// drops the event (a few under loom, which explores each step).
 const MAX_SPIN: u32 = if cfg!(loom) { 3 } else { 1024 };
+/// Most bytes all histograms' tables take together (a table of the largest size
+/// with the widest entries takes 3.4 MB; one of the default size with one key, 96
+/// KiB).
+pub const MAX_HIST_BYTES: usize = 32 << 20;
+/// Bytes the histograms' tables take now (every tracer's: the budget is the
+/// kernel's). Outside loom's model: a plain atomic.
+static HIST_BYTES: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
 /// The tag bit of a slot whose key is published.
 const READY: u64 = 1 << 63;
 
@@ -105,6 +112,8 @@ pub enum HistReason {
     TooManySortFields,
     /// A size that is not a number from [`MIN_SIZE`] to [`MAX_SIZE`].
     BadSize,
+    /// The histograms would take more than [`MAX_HIST_BYTES`].
+    NoMemory,
 }
 
 impl fmt::Display for HistReason {
@@ -131,6 +140,7 @@ impl fmt::Display for HistReason {
             HistReason::InvalidSortModifier => "sort modifiers are .ascending and .descending",
             HistReason::TooManySortFields => "at most 2 sort fields",
             HistReason::BadSize => "size must be a number from 128 to 16384",
+            HistReason::NoMemory => "the histograms' memory is used up (32 MiB in all)",
         })
     }
 }
@@ -213,7 +223,7 @@ impl Hist {
     /// starts at byte `at` of the line, for an event with `fields`. Errors are at
     /// positions in the line.
     pub(crate) fn parse(attrs: &str, at: usize, fields: &[Field<'_>]) -> Result<Hist, HistError> {
-        let mut keys: Option<(Vec<Column>, usize)> = None;
+        let mut keys: Option<Vec<Column>> = None;
         let mut vals: Option<Vec<Column>> = None;
         let mut sort_text: Option<(&str, usize)> = None;
         let mut size = None;
@@ -239,7 +249,7 @@ impl Hist {
             match (name, value) {
                 ("keys" | "key", Some(value)) => {
                     repeated(keys.is_some())?;
-                    keys = Some((columns(value, value_at, fields, true)?, attr_at));
+                    keys = Some(columns(value, value_at, fields, true)?);
                 }
                 ("vals" | "values", Some(value)) => {
                     repeated(vals.is_some())?;
@@ -264,7 +274,7 @@ impl Hist {
                 _ => return Err((attr_at, HistReason::UnknownAttribute)),
             }
         }
-        let (keys, _) = keys.ok_or((at, HistReason::MissingKeys))?;
+        let keys = keys.ok_or((at, HistReason::MissingKeys))?;
         let vals = vals.unwrap_or_default();
         let sort = match sort_text {
             None => [Sort { by: SortBy::Hitcount, descending: false }].into(),
@@ -281,6 +291,13 @@ impl Hist {
             op,
             table,
         })
+    }
+
+    /// Allocates the table (a parsed line has none: a removal, or `:pause` for a
+    /// histogram there, needs none); false, with nothing allocated, if it would take
+    /// the histograms past [`MAX_HIST_BYTES`].
+    pub(crate) fn allocate(&mut self) -> bool {
+        self.table.allocate()
     }
 
     /// What the line asked of a histogram the event has already, if anything.
@@ -675,19 +692,37 @@ pub(crate) struct Table {
 
 impl Table {
     /// A table of at most `max` entries (a power of two), each of `key_words` words
-    /// of key, a hitcount and `vals` sums.
+    /// of key, a hitcount and `vals` sums; its slots are allocated by
+    /// [`Table::allocate`] (until then every event is dropped).
     pub(crate) fn new(max: usize, key_words: usize, vals: usize) -> Table {
-        let stride = 1 + key_words + 1 + vals;
-        let slots = 2 * max;
         Table {
-            words: (0..slots * stride).map(|_| AtomicU64::new(0)).collect(),
-            stride,
+            words: Box::default(),
+            stride: 1 + key_words + 1 + vals,
             key_words,
-            slots,
+            slots: 0,
             max,
             entries: AtomicUsize::new(0),
             drops: AtomicU64::new(0),
         }
+    }
+
+    /// Allocates the slots, unless they would take the histograms past
+    /// [`MAX_HIST_BYTES`] (false, nothing allocated) or are there already.
+    pub(crate) fn allocate(&mut self) -> bool {
+        if self.slots != 0 {
+            return true;
+        }
+        let slots = 2 * self.max;
+        let bytes = slots * self.stride * 8;
+        let budget = HIST_BYTES.try_update(Relaxed, Relaxed, |used| {
+            used.checked_add(bytes).filter(|&total| total <= MAX_HIST_BYTES)
+        });
+        if budget.is_err() {
+            return false;
+        }
+        self.words = (0..slots * self.stride).map(|_| AtomicU64::new(0)).collect();
+        self.slots = slots;
+        true
     }
 
     fn slot(&self, index: usize) -> &[AtomicU64] {
@@ -702,6 +737,9 @@ impl Table {
 
     /// Adds one hit and `vals` to `key`'s entry, made if it is new.
     pub(crate) fn add(&self, key: &[u64], vals: &[u64]) {
+        if self.slots == 0 {
+            return self.drop_one();
+        }
         let hash = hash(key);
         let claimed = (hash | 1) & !READY;
         let ready = claimed | READY;
@@ -784,6 +822,12 @@ impl Table {
         self.words.iter().for_each(|w| w.store(0, Relaxed));
         self.entries.store(0, Relaxed);
         self.drops.store(0, Relaxed);
+    }
+}
+
+impl Drop for Table {
+    fn drop(&mut self) {
+        HIST_BYTES.fetch_sub(self.words.len() * 8, Relaxed);
     }
 }
 

@@ -372,6 +372,8 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
                 if triggers.len() == MAX_TRIGGERS {
                     return Err(trigger_error(TriggerReason::TooMany));
                 }
+                let mut trigger = trigger;
+                trigger.allocate().map_err(trigger_error)?;
                 if trigger.action() == Action::Snapshot {
                     self.snapshot_alloc()?;
                 }

@@ -372,6 +372,15 @@ impl Trigger {
         self.refused.load(Relaxed)
     }
 
+    /// Allocates what the trigger needs to act (a histogram's table), before it is
+    /// set; refused if the histograms' memory is used up.
+    pub(crate) fn allocate(&mut self) -> Result<(), TriggerReason> {
+        match self.hist.as_mut().map(|hist| hist.allocate()) {
+            Some(false) => Err(TriggerReason::Hist(HistReason::NoMemory)),
+            _ => Ok(()),
+        }
+    }
+
     /// The histogram of a `hist` trigger.
     pub fn hist(&self) -> Option<&Hist> {
         self.hist.as_deref()
