@@ -1,7 +1,7 @@
 //! The histogram table under concurrent writers: every hit is counted once, in its
 //! key's entry or as a drop, and no key has two entries.
 
-use crate::tracer::hist::Table;
+use crate::tracer::hist::table::Table;
 use std::collections::HashMap;
 use std::vec::Vec;
 

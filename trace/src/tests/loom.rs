@@ -541,7 +541,7 @@ fn loom_disarm_vs_enable_where_patching_cannot_wait() {
 /// two entries.
 #[test]
 fn loom_hist_writers_same_and_colliding_keys() {
-    use crate::tracer::hist::{Table, hash};
+    use crate::tracer::hist::table::{Table, hash};
     // Two keys whose first slot is the same in a table of 4 slots (2 entries), and a
     // third that starts elsewhere.
     let a = 1u64;
