@@ -5,6 +5,12 @@ use crate::tracer::hist::table::Table;
 use std::collections::HashMap;
 use std::vec::Vec;
 
+/// Adds per thread in the threaded tests (a few hundred under Miri, which
+/// interprets every step).
+const ADDS: u64 = if cfg!(miri) { 400 } else { 50_000 };
+/// Fresh tables in the racing test.
+const ROUNDS: u64 = if cfg!(miri) { 3 } else { 2000 };
+
 /// An allocated table.
 fn table(max: usize, key_words: usize, vals: usize) -> Table {
     let mut table = Table::new(max, key_words, vals);
@@ -33,11 +39,11 @@ fn by_key(table: &Table) -> HashMap<u64, (u64, u64)> {
 #[test]
 fn hist_table_counts_every_hit_exactly_from_many_threads() {
     let table = table(128, 1, 1);
-    hammer(&table, 4, 50_000, 100);
+    hammer(&table, 4, ADDS, 100);
     let entries = by_key(&table);
     assert_eq!(entries.len(), 100);
     for (key, (hits, sum)) in entries {
-        let mine: Vec<u64> = (0..50_000).filter(|i| i % 100 == key).collect();
+        let mine: Vec<u64> = (0..ADDS).filter(|i| i % 100 == key).collect();
         assert_eq!((hits, sum), (4 * mine.len() as u64, 4 * mine.iter().sum::<u64>()), "key {key}");
     }
     assert_eq!(table.drops(), 0);
@@ -46,11 +52,11 @@ fn hist_table_counts_every_hit_exactly_from_many_threads() {
 #[test]
 fn hist_table_full_drops_and_counts_what_it_cannot_keep() {
     let table = table(128, 1, 1);
-    hammer(&table, 4, 30_000, 300);
+    hammer(&table, 4, ADDS, 300);
     let entries = by_key(&table);
     assert_eq!(entries.len(), 128, "the table keeps `size` entries");
     let counted: u64 = entries.values().map(|(n, _)| n).sum();
-    assert_eq!(counted + table.drops(), 120_000, "every hit counted once");
+    assert_eq!(counted + table.drops(), 4 * ADDS, "every hit counted once");
     assert!(table.drops() > 0);
 }
 
@@ -60,7 +66,7 @@ fn hist_table_full_drops_and_counts_what_it_cannot_keep() {
 #[test]
 fn hist_table_writers_racing_for_empty_slots_keep_each_key_once() {
     let threads = 4;
-    for round in 0..2000u64 {
+    for round in 0..ROUNDS {
         let table = table(128, 1, 1);
         let start = std::sync::Barrier::new(threads);
         std::thread::scope(|s| {
@@ -151,7 +157,7 @@ mod lines {
         /// back the same; any payload, even one that does not fit the fields, is
         /// added or counted as dropped.
         #[test]
-        #[cfg_attr(miri, ignore = "single-threaded safe code, run natively")]
+        #[cfg_attr(miri, ignore = "single-threaded safe code, run natively (2,000 cases)")]
         fn hist_lines_round_trip_and_any_payload_is_counted(
             attrs in prop::collection::vec(prop::sample::select(ATTRS), 0..6),
             filter in prop::sample::select(&["", " if n > 3", " if s ~ \"a*\"", " if"][..]),
