@@ -538,6 +538,19 @@ fn hist_triggers_count_by_key_and_read_as_ftrace_shows_them() {
     );
     assert_eq!(hist_entries(&text), [alpha.as_str(), long.as_str()]);
     h.clear_triggers(EVERYTHING.descriptor()).unwrap();
+
+    // Sorted on a string key: as the bytes compare ("ab" before "b", "b" before "ba").
+    h.set_trigger(EVERYTHING.descriptor(), "hist:keys=h:sort=h.descending").unwrap();
+    for word in ["b", "ab", "ba", "a", "b"] {
+        everything(0, 0, word);
+    }
+    let text = hists(&h, EVERYTHING.descriptor());
+    let order: Vec<&str> = hist_entries(&text)
+        .iter()
+        .map(|l| l.trim_start_matches("{ h: ").split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(order, ["ba", "b", "ab", "a"], "{text}");
+    h.clear_triggers(EVERYTHING.descriptor()).unwrap();
     tracer.destroy(h).unwrap();
 }
 

@@ -123,7 +123,7 @@ impl fmt::Display for HistReason {
 }
 
 /// A refused `hist` line: where (a byte offset into the line) and why.
-pub type HistError = (usize, HistReason);
+pub(crate) type HistError = (usize, HistReason);
 
 /// What a `hist` line asks of a histogram the event has already (with the same
 /// keys, values, sort and filter); a new one starts paused with `Pause`.
@@ -407,12 +407,10 @@ impl Hist {
             SortBy::Key(i) => {
                 let key = &self.keys[i];
                 if key.string {
-                    SortValue::Words(
-                        entry.key[key.at..key.at + STRING_KEY_WORDS]
-                            .iter()
-                            .map(|w| w.swap_bytes())
-                            .collect(),
-                    )
+                    let mut words = [0; STRING_KEY_WORDS];
+                    let key_words = &entry.key[key.at..key.at + STRING_KEY_WORDS];
+                    words.iter_mut().zip(key_words).for_each(|(w, k)| *w = k.swap_bytes());
+                    SortValue::Words(words)
                 } else {
                     key.int_value(entry.key[key.at])
                 }
@@ -427,7 +425,7 @@ enum SortValue {
     Int(i128),
     /// A string key's words, byte order made big-endian so that words compare as
     /// the bytes do.
-    Words(Vec<u64>),
+    Words([u64; STRING_KEY_WORDS]),
 }
 
 impl Column {
