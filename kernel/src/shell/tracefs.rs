@@ -462,15 +462,17 @@ tracing mini-HOWTO:
   events/\t\t- Directory containing all trace event subsystems:
       enable\t\t- Write 0/1 to enable/disable tracing of all events
   events/name/\t\t- Each subsystem has its own enable and filter files and a
-\t\t\t  directory per event: enable, filter, format, id, trigger
+\t\t\t  directory per event: enable, filter, format, hist, id, trigger
       filter\t\t- If set, only events passing filter are traced
 \t\t\t  (echo 'vector == 48' > filter; echo 0 > filter clears it)
       trigger\t\t- If set, a command to perform when event is hit
 \t\t\t  Format: <trigger>[:count][if <filter>]
 \t\t\t  trigger: traceon, traceoff, snapshot, stacktrace,
 \t\t\t           enable_event:<system>:<event>,
-\t\t\t           disable_event:<system>:<event>
+\t\t\t           disable_event:<system>:<event>,
+\t\t\t           hist:keys=<field>[,...][:vals=<field>][:sort=<field>]
 \t\t\t  To remove a trigger: echo '!<trigger>' > trigger
+      hist\t\t- The event's histograms (hist triggers), sorted
   available_events\t- list of all events the kernel has
   set_event\t\t- Enables events by name written into it ([!]system:event,
 \t\t\t  or [!]name for a system or an event; globs allowed;
