@@ -226,6 +226,8 @@ fn bench_reports_every_figure_and_leaves_no_instance_behind() {
     // Recording costs more than not recording, by far; an event more than the raw
     // write it makes, and a second instance more again.
     assert!(4.0 * disabled < raw && raw < enabled && enabled < two, "{report}");
+    // A histogram's add costs more than the disabled site it sits behind.
+    assert!(cycles("tracepoint, hist trigger only") > 4.0 * disabled, "{report}");
     // Five rounds of 1000 raw writes and five of 1000 events, all into the instance.
     assert!(report.contains("events recorded by the instance: 10000"), "{report}");
     assert!(report.contains("the second instance / raw ring write:"), "{report}");

@@ -1,7 +1,8 @@
 //! `bench`: the cost of tracing, measured in the kernel with the TSC, all in one run:
 //! an empty loop, a disabled tracepoint, the ring's raw write of the same record, and
 //! the enabled tracepoint (two `u64` arguments) through the tracer into an instance,
-//! then into two; then a call to a small function, with the function tracer off (its entry NOP),
+//! then into two, then recorded nowhere but added to a `hist` trigger's table (keyed
+//! on one of 64 values, summing the other); then a call to a small function, with the function tracer off (its entry NOP),
 //! and traced by `function` and by `function_graph` (records go to the top-level
 //! instance).
 
@@ -99,6 +100,13 @@ pub fn run(iterations: u64) -> Result<(), &'static str> {
         (two, tracer.destroy(second).is_ok())
     });
     let _ = instance.set_event(None, None, false);
+    // The histogram alone: the event fires for its trigger only.
+    let line = "hist:keys=a:vals=b";
+    let hist = instance.set_trigger(BENCH.descriptor(), line).ok().map(|()| {
+        let cycles = cycles_per(iterations, |i| trace::emit!(BENCH, i % 64, i));
+        let _ = instance.set_trigger(BENCH.descriptor(), &alloc::format!("!{line}"));
+        cycles
+    });
     drop(recorder);
     tracer.destroy(instance).map_err(|_| "cannot remove the bench instance")?;
     if second.is_some_and(|(_, removed)| !removed) {
@@ -124,6 +132,13 @@ pub fn run(iterations: u64) -> Result<(), &'static str> {
             println!("  the second instance / raw ring write: {:.2}", (two - enabled) / raw);
         }
         None => println!("  tracepoint, enabled in two instances:    n/a (no room for a second)"),
+    }
+    match hist {
+        Some(c) => {
+            let what = "tracepoint, hist trigger only";
+            println!("  {what:<36} {c:>8.1} cycles {:>8.1} ns", c * ns_per_cycle);
+        }
+        None => println!("  tracepoint, hist trigger only:           n/a (refused)"),
     }
     for (what, cycles) in call_costs(iterations) {
         match cycles {
