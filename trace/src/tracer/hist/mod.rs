@@ -644,10 +644,3 @@ impl fmt::Display for Hist {
     }
 }
 
-#[cfg(test)]
-impl Hist {
-    /// The table.
-    pub(crate) fn table(&self) -> &Table {
-        &self.table
-    }
-}
