@@ -6,6 +6,7 @@
 //! COMMAND := traceon | traceoff | snapshot | stacktrace
 //!          | enable_event:SYSTEM:EVENT | disable_event:SYSTEM:EVENT
 //!          | dump | cpudump            (function commands only)
+//! [!]hist:ATTRIBUTES [if FILTER]       (histograms: crate::tracer::hist)
 //! ```
 //!
 //! `COUNT` limits how many times the trigger acts (`traceon`, `traceoff`,
@@ -19,12 +20,13 @@
 //! Triggers run in the context of the event that fires them, NMIs included, so every
 //! action is lock-free: `traceon`/`traceoff` store the instance's recording switch,
 //! `enable_event`/`disable_event` flip the target's enable bit, `snapshot` exchanges
-//! the live and snapshot buffers without waiting (refused, counted in
-//! [`Trigger::refused`] and marked in the live buffer while another snapshot
-//! operation of the instance runs; if the snapshot buffer was freed, as in ftrace,
-//! marked and recording stopped, so the window stays in the live buffer), and `stacktrace` records a [`STACK_TRACE`] event
-//! with the frames the platform's unwinder gives ([`crate::Platform::stack_trace`];
-//! none without one).
+//! the live and snapshot buffers without waiting, `hist` adds to its table, and
+//! `stacktrace` records a [`STACK_TRACE`] event with the frames the platform's
+//! unwinder gives ([`crate::Platform::stack_trace`]; none without one). A snapshot
+//! refused in the event's context is counted in [`Trigger::refused`] and marked in
+//! the live buffer: while another snapshot operation of the instance runs; and if
+//! the snapshot buffer was freed, as in ftrace, recording stops too, so the window
+//! stays in the live buffer.
 
 use crate::event::dispatch::Body;
 use crate::event::filter::{Filter, FilterReason};
