@@ -481,6 +481,19 @@ fn hist_triggers_count_by_key_from_any_context() {
         }
         m.run(&format!("echo '!hist:keys=interval_ns.buckets=1000000' > {tick}/trigger"));
 
+        // The caller's stack as the key: where `shell:command` is emitted from,
+        // named from the kernel's symbols.
+        let command = format!("{root}events/shell/command");
+        m.run(&format!("echo 'hist:keys=common_stacktrace' > {command}/trigger"));
+        m.run("pwd");
+        let text = m.run(&format!("cat {command}/hist"));
+        let block = text.split("{ common_stacktrace:").nth(1).unwrap_or_else(|| panic!("{text}"));
+        let (frames, hits) = block.split_once(" } hitcount:").unwrap();
+        let frames: Vec<&str> = frames.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+        assert!(frames[0].starts_with("kernel::shell::run+0x"), "{root}: {text}");
+        assert_eq!(hits.split_whitespace().next(), Some("2"), "{root}: pwd, then this cat: {text}");
+        m.run(&format!("echo '!hist:keys=common_stacktrace' > {command}/trigger"));
+
         // String keys on the markers, most frequent first.
         let print = format!("{root}events/ftrace/print");
         let spec = "hist:keys=buf:sort=hitcount.descending";

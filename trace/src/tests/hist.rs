@@ -182,7 +182,7 @@ mod lines {
                     let hist = trigger.hist().unwrap();
                     for payload in &payloads {
                         let body = Body { len: payload.len(), payload: &&payload[..], words: None };
-                        hist.record(&body, HERE);
+                        hist.record(&body, HERE, |frames| frames.fill(0x1234));
                     }
                     // Every event added is in a hitcount or in `Dropped`: `Hits`.
                     let mut text = String::new();

@@ -128,6 +128,9 @@ impl Target for Mock {
     fn stack_trace(&self) {
         self.stacks.set(self.stacks.get() + 1);
     }
+    fn stack_frames(&self, frames: &mut [u64]) {
+        frames.fill(0);
+    }
     fn dump(&self, this_cpu: bool) -> bool {
         let (all, cpu) = self.dumps.get();
         self.dumps.set(if this_cpu { (all, cpu + 1) } else { (all + 1, cpu) });
@@ -246,6 +249,7 @@ fn trigger_counts_are_exact_across_threads() {
         }
         fn note(&self, _: &str) {}
         fn stack_trace(&self) {}
+        fn stack_frames(&self, _: &mut [u64]) {}
         fn dump(&self, _: bool) -> bool {
             false
         }

@@ -876,6 +876,11 @@ impl<P: Platform> Target for FireTarget<'_, P> {
         let _ = self.recorder.write_in(self.section, self.origin.cpu, tag, len, len, fill);
     }
 
+    fn stack_frames(&self, frames: &mut [u64]) {
+        let depth = self.tracer.platform.stack_trace(frames).min(frames.len());
+        frames[depth..].fill(0);
+    }
+
     fn stack_trace(&self) {
         let mut frames = [0u64; STACK_FRAMES];
         let depth = self.tracer.platform.stack_trace(&mut frames).min(STACK_FRAMES);

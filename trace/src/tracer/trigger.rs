@@ -239,6 +239,9 @@ pub(crate) trait Target {
     fn note(&self, text: &str);
     /// Records the caller's stack.
     fn stack_trace(&self);
+    /// Fills `frames` with the caller's return addresses, innermost first (zero past
+    /// the last the unwinder gives).
+    fn stack_frames(&self, frames: &mut [u64]);
     /// Prints the trace to the platform's console (only the calling CPU's records:
     /// `this_cpu`); whether it did.
     fn dump(&self, this_cpu: bool) -> bool;
@@ -463,7 +466,7 @@ impl Trigger {
             }
             Action::Hist => {
                 if let Some(hist) = &self.hist {
-                    hist.record(body, origin);
+                    hist.record(body, origin, |frames| target.stack_frames(frames));
                 }
             }
             Action::Dump { this_cpu } => {

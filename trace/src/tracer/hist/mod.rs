@@ -10,7 +10,9 @@
 //! Keys are up to [`MAX_KEYS`] fields: integers (`.hex` prints them in hex, `.log2`
 //! keys on the power of two above the value, `.buckets=N` on the multiple of `N` at
 //! or below it), strings (their first
-//! [`STRING_KEY_BYTES`] bytes) and the common fields (`CPU`, `common_pid`, `COMM`).
+//! [`STRING_KEY_BYTES`] bytes) and the common fields (`CPU`, `common_pid`, `COMM`);
+//! or, alone, `common_stacktrace` (`stacktrace`): the caller's return addresses, as
+//! the platform's unwinder gives them.
 //! Values are up to [`MAX_VALS`] integer fields, summed; `hitcount` counts the events
 //! and is always kept. `sort` takes at most two of `hitcount`, a key or a value, each
 //! `.ascending` (the default) or `.descending`. `size` is the most entries kept, a
@@ -39,8 +41,11 @@ pub const MAX_KEYS: usize = 3;
 pub const MAX_VALS: usize = 3;
 /// Most sort fields.
 const MAX_SORT: usize = 2;
-/// Words of key a slot holds (an integer takes one, a string [`STRING_KEY_WORDS`]).
+/// Words of key a slot holds (an integer takes one, a string [`STRING_KEY_WORDS`],
+/// the caller's stack [`STACK_WORDS`]).
 const KEY_WORDS: usize = 8;
+/// Return addresses a `common_stacktrace` key keeps (as the `stacktrace` trigger).
+const STACK_WORDS: usize = crate::tracer::trigger::STACK_FRAMES;
 /// Words a string key takes.
 const STRING_KEY_WORDS: usize = 4;
 /// Bytes of a string a key keeps (the rest is cut off; shorter ones are zero-padded).
@@ -185,7 +190,10 @@ struct Sort {
 /// A histogram: its keys, values and sort, and its table.
 #[derive(Debug)]
 pub struct Hist {
+    /// The keys, or none when the key is the caller's stack (`common_stacktrace`).
     keys: Box<[Column]>,
+    /// Whether the key is the caller's stack: [`STACK_WORDS`] return addresses.
+    stack: bool,
     vals: Box<[Column]>,
     sort: Box<[Sort]>,
     /// The event's field kinds, to read fields after a string.
@@ -224,6 +232,10 @@ impl Hist {
             let repeated =
                 |set: bool| if set { Err((attr_at, HistReason::Repeated)) } else { Ok(()) };
             match (name, value) {
+                ("keys" | "key", Some("common_stacktrace" | "stacktrace")) => {
+                    repeated(keys.is_some())?;
+                    keys = Some(Vec::new());
+                }
                 ("keys" | "key", Some(value)) => {
                     repeated(keys.is_some())?;
                     keys = Some(columns(value, value_at, fields, true)?);
@@ -257,9 +269,11 @@ impl Hist {
             None => [Sort { by: SortBy::Hitcount, descending: false }].into(),
             Some((text, attr_at)) => sorts(text, attr_at, &keys, &vals)?,
         };
-        let key_words = keys.iter().map(Column::words).sum();
+        let stack = keys.is_empty();
+        let key_words = if stack { STACK_WORDS } else { keys.iter().map(Column::words).sum() };
         let table = Table::new(size.unwrap_or(DEFAULT_SIZE), key_words, vals.len());
         Ok(Hist {
+            stack,
             keys: keys.into(),
             vals: vals.into(),
             sort,
@@ -284,7 +298,8 @@ impl Hist {
 
     /// Whether `other` has the same keys, values and sort (the filter aside).
     pub fn same_as(&self, other: &Hist) -> bool {
-        self.keys == other.keys && self.vals == other.vals && self.sort == other.sort
+        (self.keys == other.keys && self.stack == other.stack)
+            && (self.vals == other.vals && self.sort == other.sort)
     }
 
     /// Whether events are not added.
@@ -303,14 +318,19 @@ impl Hist {
         self.table.reset();
     }
 
-    /// Adds the event (`body`, written at `origin`) to the table, unless paused.
-    /// Callable from any context: no lock, no allocation, a bounded wait.
-    pub(crate) fn record(&self, body: &Body<'_>, origin: Origin) {
+    /// Adds the event (`body`, written at `origin`) to the table, unless paused;
+    /// `stack` fills a slice with the caller's return addresses (for a
+    /// `common_stacktrace` key). Callable from any context: no lock, no allocation,
+    /// a bounded wait.
+    pub(crate) fn record(&self, body: &Body<'_>, origin: Origin, stack: impl FnOnce(&mut [u64])) {
         if self.paused() {
             return;
         }
         let mut key = [0u64; KEY_WORDS];
         let mut vals = [0u64; MAX_VALS];
+        if self.stack {
+            stack(&mut key[..STACK_WORDS]);
+        }
         let complete = match body.words {
             // A small payload's words, read in line.
             Some(words) => {
@@ -375,6 +395,9 @@ impl Hist {
         });
         for entry in &entries {
             out.write_str("{ ")?;
+            if self.stack {
+                write_stack(&entry.key[..STACK_WORDS], symbols, out)?;
+            }
             for (i, key) in self.keys.iter().enumerate() {
                 if i > 0 {
                     out.write_str(", ")?;
@@ -509,6 +532,24 @@ impl Column {
     }
 }
 
+/// Writes a stack key as ftrace does: a line per return address, innermost first,
+/// named from `symbols` (`function+0xoffset`) or as addresses, up to the first zero.
+fn write_stack(
+    frames: &[u64],
+    symbols: Option<&SymbolTable<'_>>,
+    out: &mut dyn Write,
+) -> fmt::Result {
+    out.write_str("common_stacktrace:")?;
+    for &ret in frames.iter().take_while(|&&ret| ret != 0) {
+        out.write_str("\n         ")?;
+        match symbols {
+            Some(table) => table.write_frame(out, ret)?,
+            None => write!(out, "{ret:#x}")?,
+        }
+    }
+    out.write_char('\n')
+}
+
 /// The `log2` bucket of `v`: the power of two at or above it (0 for 0 and 1).
 fn log2_bucket(v: u64) -> u64 {
     if v <= 1 { 0 } else { u64::from(64 - (v - 1).leading_zeros()) }
@@ -614,6 +655,9 @@ impl fmt::Display for Hist {
     /// The histogram's part of its trigger line: `hist:keys=...:vals=...:sort=...:size=N`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("hist:keys=")?;
+        if self.stack {
+            f.write_str("common_stacktrace")?;
+        }
         for (i, key) in self.keys.iter().enumerate() {
             write!(f, "{}{}", if i > 0 { "," } else { "" }, key.name)?;
             match key.modifier {
@@ -643,4 +687,3 @@ impl fmt::Display for Hist {
         write!(f, ":size={}", self.table.max)
     }
 }
-

@@ -100,6 +100,7 @@ impl Table {
     }
 
     /// Adds one hit and `vals` to `key`'s entry, made if it is new.
+    #[inline(always)]
     pub(crate) fn add(&self, key: &[u64], vals: &[u64]) {
         if self.slots == 0 {
             return self.drop_one();
