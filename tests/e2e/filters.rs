@@ -517,6 +517,28 @@ fn hist_triggers_count_by_key_from_any_context() {
         assert!(out.contains("already"), "{root}: {out}");
         m.run(&format!("echo '!{spec}' >> {print}/trigger"));
 
+        // `.percent` and `.graph` show each entry's share and a bar.
+        let spec = "hist:keys=buf:vals=hitcount.percent:sort=hitcount.descending";
+        m.run(&format!("echo '{spec}' > {print}/trigger"));
+        for text in ["one", "three", "three", "three"] {
+            m.run(&format!("echo {text} > {root}trace_marker"));
+        }
+        let text = m.run(&format!("cat {print}/hist"));
+        let shares: Vec<&str> =
+            text.lines().filter_map(|l| l.split_once("} ")).map(|l| l.1).collect();
+        assert_eq!(shares, ["hitcount (%):  75.00", "hitcount (%):  25.00"], "{root}{text}");
+        m.run(&format!("echo '!{spec}' >> {print}/trigger"));
+        let spec = "hist:keys=buf:vals=hitcount.graph:sort=hitcount.descending";
+        m.run(&format!("echo '{spec}' > {print}/trigger"));
+        for text in ["one", "three", "three", "three", "three"] {
+            m.run(&format!("echo {text} > {root}trace_marker"));
+        }
+        let text = m.run(&format!("cat {print}/hist"));
+        let bars: Vec<&str> =
+            text.lines().filter_map(|l| l.split_once("hitcount: ")).map(|l| l.1).collect();
+        assert_eq!(bars, ["#".repeat(20), format!("{:<20}", "#".repeat(5))], "{root}{text}");
+        m.run(&format!("echo '!{spec}' >> {print}/trigger"));
+
         // Refusals name the position, as the syntax-error selftest checks them.
         let kmalloc = format!("{root}events/kmem/kmalloc/trigger");
         for (bad, pos) in [

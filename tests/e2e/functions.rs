@@ -594,6 +594,7 @@ fn function_commands_act_when_their_function_is_called() {
         // Refusals name the rule and change nothing.
         for (line, rule) in [
             (format!("{pwd}:bogus"), "unknown command (mod, traceon, traceoff, snapshot"),
+            (format!("{pwd}:hist:keys=ip"), "unknown command (mod, traceon, traceoff, snapshot"),
             (format!("!{pwd}:traceon"), "no function named has this command"),
             (format!("{pwd}:traceoff:x"), "count must be a number from 1 on"),
             (format!("{pwd}:enable_event:kmem:nope"), "no such event"),

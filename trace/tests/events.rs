@@ -510,6 +510,32 @@ fn hist_triggers_count_by_key_and_read_as_ftrace_shows_them() {
     assert!(plain.contains(&line("0000000000003000", "", "0000000000001000", "")), "{plain}");
     h.set_trigger(TICK.descriptor(), "!hist:keys=count.sym,late_ns.sym-offset:sort=count").unwrap();
 
+    // `.percent` shows a value as its share of the entries' total, `.graph` as a bar
+    // scaled to the largest entry's (`hitcount` too), as Linux since 6.1.
+    let line = "hist:keys=count:vals=hitcount.percent,late_ns.graph:sort=hitcount,count";
+    h.set_trigger(TICK.descriptor(), line).unwrap();
+    for (count, late) in [(1, 40), (2, 10), (2, 10), (3, 0)] {
+        tick(count, late);
+    }
+    let text = hists(&h, TICK.descriptor());
+    let fifth = text.rsplit("\n\n\n# event histogram").next().unwrap();
+    assert!(fifth.contains(&format!("{line}:size=2048 [active]")), "{fifth}");
+    assert_eq!(
+        hist_entries(fifth),
+        [
+            "{ count:          1 } hitcount (%):  25.00  late_ns: ####################",
+            "{ count:          3 } hitcount (%):  25.00  late_ns:                     ",
+            "{ count:          2 } hitcount (%):  50.00  late_ns: ##########          ",
+        ]
+    );
+    let refused = h.set_trigger(TICK.descriptor(), "hist:keys=count.percent").unwrap_err();
+    let bad = TriggerError { pos: 16, reason: TriggerReason::Hist(HistReason::BadModifier) };
+    assert_eq!(refused, HookError::Trigger(bad), "values only");
+    let shown_otherwise = "!hist:keys=count:vals=hitcount,late_ns.graph:sort=hitcount,count";
+    let not_found = h.set_trigger(TICK.descriptor(), shown_otherwise).unwrap_err();
+    assert!(matches!(not_found, HookError::Trigger(e) if e.reason == TriggerReason::NotFound));
+    h.set_trigger(TICK.descriptor(), &format!("!{line}")).unwrap();
+
     // `!` removes the histogram with those keys, values, sort and filter.
     let not_found =
         h.set_trigger(TICK.descriptor(), "!hist:keys=count.hex,late_ns.log2").unwrap_err();

@@ -12,24 +12,24 @@ pub(crate) trait Payload {
     /// Writes the payload into `out`, a record reserved for it.
     fn write(&self, out: &mut RecordWriter<'_>);
 
-    /// Whether the payload, written at `origin`, passes `filter` (compiled for the
-    /// event's fields), judged on the values the record holds. Callable from any
-    /// context.
-    fn passes(&self, filter: &Filter, origin: Origin) -> bool;
-
     /// Runs `f` on the values the record holds, read through [`Fields`]; `kinds` are
     /// the event's field kinds. Callable from any context.
     fn with_fields(&self, kinds: &[FieldKind], f: &mut dyn FnMut(&dyn Fields));
+
+    /// Whether the payload, written at `origin`, passes `filter` (compiled for the
+    /// event's fields), judged on the values the record holds. Callable from any
+    /// context.
+    fn passes(&self, filter: &Filter, origin: Origin) -> bool {
+        let mut pass = false;
+        self.with_fields(filter.kinds(), &mut |fields| pass = filter.eval(fields, origin));
+        pass
+    }
 }
 
 impl Payload for &[u8] {
     #[inline]
     fn write(&self, out: &mut RecordWriter<'_>) {
         crate::field::Sink::put(out, self);
-    }
-
-    fn passes(&self, filter: &Filter, origin: Origin) -> bool {
-        filter.matches(self, origin)
     }
 
     fn with_fields(&self, kinds: &[FieldKind], f: &mut dyn FnMut(&dyn Fields)) {

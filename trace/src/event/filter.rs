@@ -484,6 +484,11 @@ impl Filter {
         &self.text
     }
 
+    /// The field kinds of the event the filter was compiled for.
+    pub(crate) fn kinds(&self) -> &[FieldKind] {
+        &self.kinds
+    }
+
     /// Whether a payload of the event the filter was compiled for, written at
     /// `origin`, passes. Callable from any context: no lock, no allocation.
     pub fn matches(&self, payload: &[u8], origin: Origin) -> bool {

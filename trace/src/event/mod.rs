@@ -27,7 +27,6 @@ pub use glob::glob;
 
 use crate::event::dispatch::{INLINE_WORDS, Inline};
 use crate::event::filter::{FieldRef, Fields};
-use crate::event::format_file::Origin;
 use crate::field::{Encoder, Field, FieldValue, Measure, Sink};
 
 use core::marker::PhantomData;
@@ -430,20 +429,9 @@ impl<T: Args<A>, A> crate::event::dispatch::Payload for Encode<T, A> {
         self.0.encode(out);
     }
 
-    fn passes(&self, filter: &Filter, origin: Origin) -> bool {
-        // A payload that fits whole (a constant check when every field has a fixed
-        // size) holds the arguments as they are; one cut short is encoded as recorded.
-        if self.0.payload_len() < MAX_EVENT_PAYLOAD {
-            return filter.eval(self, origin);
-        }
-        let mut buf = [0u8; MAX_EVENT_PAYLOAD];
-        let mut encoder = Encoder::new(&mut buf);
-        self.0.encode(&mut encoder);
-        filter.matches(encoder.bytes(), origin)
-    }
-
     fn with_fields(&self, kinds: &[crate::field::FieldKind], f: &mut dyn FnMut(&dyn Fields)) {
-        // As `passes`: the arguments when they fit whole, the record's bytes otherwise.
+        // A payload that fits whole (a constant check when every field has a fixed
+        // size) holds the arguments as they are; one cut short is read as recorded.
         if self.0.payload_len() < MAX_EVENT_PAYLOAD {
             return f(self);
         }

@@ -156,7 +156,7 @@ fn instances_trace_their_own_functions_and_release_them() {
     // calls by function (a profiler), which counts every call, the filter aside, as
     // any trigger runs whatever the event's filter says.
     top.set_filter(&FUNCTION, "parent_ip != 0x201").unwrap();
-    top.set_trigger(&FUNCTION, "hist:keys=ip:vals=parent_ip").unwrap();
+    top.set_trigger(&FUNCTION, "hist:keys=ip:vals=parent_ip:size=128").unwrap();
     entry(&tracer, 0, 0x100, 0x201, Some(0));
     entry(&tracer, 0, 0x100, 0x202, Some(0));
     assert_eq!(records(&top, &FUNCTION), [vec![0x100, 0x200], vec![0x100, 0x202]]);
@@ -195,7 +195,7 @@ fn instances_trace_their_own_functions_and_release_them() {
     // Destroying g releases its functions and its hooks on their events; a new "g"
     // starts with `nop`, no lists and no hooks.
     let slot_bit = graph;
-    g.set_trigger(&FUNCGRAPH_EXIT, "hist:keys=func").unwrap();
+    g.set_trigger(&FUNCGRAPH_EXIT, "hist:keys=func:size=128").unwrap();
     g.set_filter(&FUNCGRAPH_ENTRY, "depth < 9").unwrap();
     let hooked = || FUNCGRAPH_EXIT.hooked_mask() | FUNCGRAPH_ENTRY.hooked_mask();
     assert_eq!(hooked() & slot_bit, slot_bit);
@@ -340,6 +340,11 @@ fn function_commands_act_when_their_functions_are_called() {
     let before = listed(&top);
     let trigger = |reason| Err(HookError::Trigger(crate::tracer::TriggerError { pos: 0, reason }));
     assert!(matches!(top.set_function_command(&[0], "bogus"), Err(HookError::Trigger(_))));
+    let reason = crate::tracer::TriggerReason::UnknownCommand;
+    for (line, pos) in [("hist:keys=ip", 0), ("!hist:keys=ip", 1)] {
+        let unknown = Err(HookError::Trigger(crate::tracer::TriggerError { pos, reason }));
+        assert_eq!(top.set_function_command(&[0], line), unknown, "{line}: an event trigger");
+    }
     assert_eq!(
         top.set_function_command(&[0], "traceoff if ip == 1"),
         Err(HookError::Trigger(crate::tracer::TriggerError {
@@ -397,7 +402,7 @@ proptest::proptest! {
     #[cfg_attr(miri, ignore = "single-threaded safe code, run natively")]
     fn any_function_command_is_taken_or_refused_whole(
         lines in proptest::collection::vec(
-            "!?(traceon|traceoff|snapshot|stacktrace|enable_event|disable_event|[a-z]{0,3})\
+            "!?(traceon|traceoff|snapshot|stacktrace|enable_event|disable_event|hist|[a-z]{0,3})\
              (:[a-z0-9é]{0,4}){0,4}( if [a-z=0-9 ]{0,6})?",
             1..6,
         ),

@@ -5,11 +5,11 @@ use crate::tracer::hist::table::Table;
 use std::collections::HashMap;
 use std::vec::Vec;
 
-/// Adds per thread in the threaded tests (a few hundred under Miri, which
+/// Adds per thread in the threaded tests (a couple of hundred under Miri, which
 /// interprets every step).
-const ADDS: u64 = if cfg!(miri) { 400 } else { 50_000 };
+const ADDS: u64 = if cfg!(miri) { 200 } else { 50_000 };
 /// Fresh tables in the racing test.
-const ROUNDS: u64 = if cfg!(miri) { 3 } else { 2000 };
+const ROUNDS: u64 = if cfg!(miri) { 2 } else { 2000 };
 
 /// An allocated table.
 fn table(max: usize, key_words: usize, vals: usize) -> Table {
@@ -115,6 +115,10 @@ mod lines {
         "values=n,d",
         "vals=s",
         "vals=hitcount",
+        "vals=hitcount.percent,d.graph",
+        "vals=hitcount.graph,n.percent,d.hex",
+        "vals=hitcount.hex",
+        "keys=n.percent",
         "sort=n",
         "sort=hitcount.descending",
         "sort=d,n.ascending",
@@ -138,7 +142,7 @@ mod lines {
 
     fn parse(line: &str) -> Result<Trigger, usize> {
         match Trigger::parse(line, FIELDS, |_, _| None) {
-            Ok(TriggerCommand::Add(t)) => Ok(t),
+            Ok(TriggerCommand::Add(t) | TriggerCommand::Hist(t, _)) => Ok(t),
             Ok(TriggerCommand::Remove(_)) => panic!("{line}: a removal"),
             Err(e) => Err(e.pos),
         }

@@ -31,7 +31,7 @@ fn lookup(system: &str, name: &str) -> Option<&'static EventDescriptor> {
 fn add(line: &str) -> Trigger {
     match Trigger::parse(line, N_FIELDS, lookup).unwrap() {
         TriggerCommand::Add(t) => t,
-        TriggerCommand::Remove(_) => panic!("{line}: a removal"),
+        other => panic!("{line}: not an addition: {other:?}"),
     }
 }
 

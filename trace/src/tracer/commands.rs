@@ -177,7 +177,11 @@ impl<P: Platform + Clone + Send + Sync> Instance<'_, P> {
             command => command,
         }
         .map_err(HookError::Trigger)?;
-        let (TriggerCommand::Add(trigger) | TriggerCommand::Remove(trigger)) = &command;
+        let trigger = command.trigger();
+        if trigger.action() == Action::Hist {
+            // An event trigger only, as in ftrace.
+            return Err(HookError::Trigger(TriggerError::unknown_command(line)));
+        }
         if trigger.filter().is_some() {
             let pos = line.find(" if").map_or(0, |at| at + 1);
             let reason = TriggerReason::UnexpectedText;
@@ -201,7 +205,8 @@ impl<P: Platform + Clone + Send + Sync> Instance<'_, P> {
         let refuse = |reason| HookError::Trigger(TriggerError { pos: 0, reason });
         let mut table = current.cloned().unwrap_or_default();
         match self.parse_function_command(line)? {
-            TriggerCommand::Add(trigger) => {
+            // (No `TriggerCommand::Hist`: refused by the parse.)
+            TriggerCommand::Add(trigger) | TriggerCommand::Hist(trigger, _) => {
                 for &index in functions {
                     let at = find(&table, index).unwrap_or_else(|at| {
                         table.insert(at, (index, Vec::new()));

@@ -352,19 +352,20 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
         };
         let trigger_error = |reason| HookError::Trigger(TriggerError { pos: 0, reason });
         let command = Trigger::parse(line, event.fields, lookup).map_err(HookError::Trigger)?;
-        let (TriggerCommand::Add(trigger) | TriggerCommand::Remove(trigger)) = &command;
-        if matches!(trigger.action(), Action::Dump { .. }) {
+        if matches!(command.trigger().action(), Action::Dump { .. }) {
             // A function command only, as in ftrace.
-            let pos = line.len() - line.trim_start().trim_start_matches('!').len();
-            let reason = TriggerReason::UnknownCommand;
-            return Err(HookError::Trigger(TriggerError { pos, reason }));
+            return Err(HookError::Trigger(TriggerError::unknown_command(line)));
         }
+        let hist_op = match command {
+            TriggerCommand::Hist(_, op) => Some(op),
+            _ => None,
+        };
         match command {
-            TriggerCommand::Add(trigger) => {
+            TriggerCommand::Add(trigger) | TriggerCommand::Hist(trigger, _) => {
                 let existing = self.tracer.hooks_of(self.state.slot, index);
                 let triggers = existing.as_ref().map_or(&[][..], |h| &h.triggers);
                 if let Some(same) = triggers.iter().find(|t| t.same_as(&trigger)) {
-                    return match (same.hist(), trigger.hist().and_then(Hist::op)) {
+                    return match (same.hist(), hist_op) {
                         (Some(hist), Some(op)) => self.apply_hist_op(hist, op),
                         _ => Err(trigger_error(TriggerReason::Exists)),
                     };

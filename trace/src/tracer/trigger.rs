@@ -33,7 +33,7 @@ use crate::event::filter::{Filter, FilterReason};
 use crate::event::format_file::Origin;
 use crate::event::{DescriptorKind, EventDescriptor};
 use crate::field::{Field, FieldKind};
-use crate::tracer::hist::{Hist, HistReason};
+use crate::tracer::hist::{Hist, HistOp, HistReason};
 use crate::tracer::is_settable;
 use alloc::boxed::Box;
 use core::fmt;
@@ -175,6 +175,15 @@ pub struct TriggerError {
     pub reason: TriggerReason,
 }
 
+impl TriggerError {
+    /// `line`'s command, valid but not taken where it was written (`dump` on an
+    /// event, `hist` on a function): refused at the command.
+    pub(crate) fn unknown_command(line: &str) -> TriggerError {
+        let pos = line.len() - line.trim_start().trim_start_matches('!').len();
+        TriggerError { pos, reason: TriggerReason::UnknownCommand }
+    }
+}
+
 impl fmt::Display for TriggerError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let reason = match self.reason {
@@ -225,6 +234,21 @@ pub enum TriggerCommand {
     Add(Trigger),
     /// Remove the trigger with this one's action (`!COMMAND`).
     Remove(Trigger),
+    /// A `hist` line ending in `:pause`, `:cont` or `:clear`: do that to the event's
+    /// histogram that is the same as this one, or, if it has none, add this one
+    /// (paused, for `:pause`).
+    Hist(Trigger, HistOp),
+}
+
+impl TriggerCommand {
+    /// The trigger the line describes.
+    pub fn trigger(&self) -> &Trigger {
+        match self {
+            TriggerCommand::Add(trigger)
+            | TriggerCommand::Remove(trigger)
+            | TriggerCommand::Hist(trigger, _) => trigger,
+        }
+    }
 }
 
 /// What a firing trigger acts on: the instance the event fired in.
@@ -286,7 +310,7 @@ impl Trigger {
             at += part.len() + 1;
             Some((part, part_at))
         };
-        let mut hist_of = None;
+        let (mut hist_of, mut hist_op) = (None, None);
         let action = match name {
             "traceon" => Action::TraceOn,
             "traceoff" => Action::TraceOff,
@@ -309,11 +333,11 @@ impl Trigger {
                 }
             }
             "hist" => {
-                let hist = Hist::parse(command, command_at, fields)
+                let (hist, op) = Hist::parse(command, command_at, fields)
                     .map_err(|(pos, reason)| err(pos, TriggerReason::Hist(reason)))?;
                 // The attributes are the histogram's: no count.
                 while next_part().is_some() {}
-                hist_of = Some(Box::new(hist));
+                (hist_of, hist_op) = (Some(Box::new(hist)), op);
                 Action::Hist
             }
             _ => return Err(err(command_at, TriggerReason::UnknownCommand)),
@@ -352,7 +376,11 @@ impl Trigger {
             refused: AtomicU64::new(0),
             hist: hist_of,
         };
-        Ok(if remove { TriggerCommand::Remove(trigger) } else { TriggerCommand::Add(trigger) })
+        Ok(match (remove, hist_op) {
+            (true, _) => TriggerCommand::Remove(trigger),
+            (false, Some(op)) => TriggerCommand::Hist(trigger, op),
+            (false, None) => TriggerCommand::Add(trigger),
+        })
     }
 
     /// The action.

@@ -14,7 +14,9 @@
 //! or, alone, `common_stacktrace` (`stacktrace`): the caller's return addresses, as
 //! the platform's unwinder gives them.
 //! Values are up to [`MAX_VALS`] integer fields, summed; `hitcount` counts the events
-//! and is always kept. `sort` takes at most two of `hitcount`, a key or a value, each
+//! and is always kept. A value (`hitcount` too) is shown as it is, in hex (`.hex`),
+//! as its share of the entries' total (`.percent`) or as a bar scaled to the
+//! largest entry's (`.graph`). `sort` takes at most two of `hitcount`, a key or a value, each
 //! `.ascending` (the default) or `.descending`. `size` is the most entries kept, a
 //! power of two from [`MIN_SIZE`] to [`MAX_SIZE`] (default 2048).
 //!
@@ -82,7 +84,7 @@ pub enum HistReason {
     /// More than [`MAX_VALS`] values.
     TooManyVals,
     /// A modifier that is not `.hex`, `.sym`, `.sym-offset`, `.log2` or
-    /// `.buckets=N` (keys), `.hex` (values).
+    /// `.buckets=N` (keys), `.hex`, `.percent` or `.graph` (values).
     BadModifier,
     /// A sort field that is not `hitcount`, a key or a value.
     InvalidSortField,
@@ -115,7 +117,7 @@ impl fmt::Display for HistReason {
             HistReason::TooManyVals => "at most 3 values besides hitcount",
             HistReason::BadModifier => {
                 "unknown modifier (keys: .hex, .sym, .sym-offset, .log2, .buckets=N with N \
-                 from 1; values: .hex)"
+                 from 1; values: .hex, .percent, .graph)"
             }
             HistReason::InvalidSortField => "sort takes hitcount, a key or a value",
             HistReason::EmptySortField => "empty sort field",
@@ -130,8 +132,9 @@ impl fmt::Display for HistReason {
 /// A refused `hist` line: where (a byte offset into the line) and why.
 pub(crate) type HistError = (usize, HistReason);
 
-/// What a `hist` line asks of a histogram the event has already (with the same
-/// keys, values, sort and filter); a new one starts paused with `Pause`.
+/// What a `hist` line ending in `:pause`, `:cont` or `:clear` asks of the histogram
+/// the event has already with the same keys, values, sort and filter (a new one
+/// starts paused with `Pause`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HistOp {
     /// Stop adding events.
@@ -154,6 +157,29 @@ enum Modifier {
     Sym,
     /// Shows the value as an address and `function+0xoffset`.
     SymOffset,
+    /// Shows a value as its share of the entries' total, in percent.
+    Percent,
+    /// Shows a value as a bar of up to [`GRAPH_WIDTH`] `#`, the largest entry's full.
+    Graph,
+}
+
+/// Characters of a `.graph` bar.
+const GRAPH_WIDTH: usize = 20;
+
+impl fmt::Display for Modifier {
+    /// The modifier as written after its field (nothing for `Plain`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Modifier::Plain => Ok(()),
+            Modifier::Hex => f.write_str(".hex"),
+            Modifier::Log2 => f.write_str(".log2"),
+            Modifier::Buckets(size) => write!(f, ".buckets={size}"),
+            Modifier::Sym => f.write_str(".sym"),
+            Modifier::SymOffset => f.write_str(".sym-offset"),
+            Modifier::Percent => f.write_str(".percent"),
+            Modifier::Graph => f.write_str(".graph"),
+        }
+    }
 }
 
 /// A key or value field.
@@ -195,21 +221,27 @@ pub struct Hist {
     /// Whether the key is the caller's stack: [`STACK_WORDS`] return addresses.
     stack: bool,
     vals: Box<[Column]>,
+    /// How `hitcount` is shown (plain, `.percent` or `.graph`).
+    hitcount: Modifier,
     sort: Box<[Sort]>,
     /// The event's field kinds, to read fields after a string.
     kinds: Box<[FieldKind]>,
     paused: AtomicBool,
-    op: Option<HistOp>,
     table: Table,
 }
 
 impl Hist {
     /// Parses a trigger line's command, `hist:keys=...` up to the filter, which
-    /// starts at byte `at` of the line, for an event with `fields`. Errors are at
-    /// positions in the line.
-    pub(crate) fn parse(attrs: &str, at: usize, fields: &[Field<'_>]) -> Result<Hist, HistError> {
+    /// starts at byte `at` of the line, for an event with `fields`: the histogram,
+    /// and what the line asks of one the event has already, if anything. Errors are
+    /// at positions in the line.
+    pub(crate) fn parse(
+        attrs: &str,
+        at: usize,
+        fields: &[Field<'_>],
+    ) -> Result<(Hist, Option<HistOp>), HistError> {
         let mut keys: Option<Vec<Column>> = None;
-        let mut vals: Option<Vec<Column>> = None;
+        let mut vals: Option<(Vec<Column>, Modifier)> = None;
         let mut sort_text: Option<(&str, usize)> = None;
         let mut size = None;
         let mut op = None;
@@ -238,7 +270,7 @@ impl Hist {
                 }
                 ("keys" | "key", Some(value)) => {
                     repeated(keys.is_some())?;
-                    keys = Some(columns(value, value_at, fields, true)?);
+                    keys = Some(columns(value, value_at, fields, true)?.0);
                 }
                 ("vals" | "values", Some(value)) => {
                     repeated(vals.is_some())?;
@@ -264,7 +296,7 @@ impl Hist {
             }
         }
         let keys = keys.ok_or((at, HistReason::MissingKeys))?;
-        let vals = vals.unwrap_or_default();
+        let (vals, hitcount) = vals.unwrap_or((Vec::new(), Modifier::Plain));
         let sort = match sort_text {
             None => [Sort { by: SortBy::Hitcount, descending: false }].into(),
             Some((text, attr_at)) => sorts(text, attr_at, &keys, &vals)?,
@@ -272,16 +304,17 @@ impl Hist {
         let stack = keys.is_empty();
         let key_words = if stack { STACK_WORDS } else { keys.iter().map(Column::words).sum() };
         let table = Table::new(size.unwrap_or(DEFAULT_SIZE), key_words, vals.len());
-        Ok(Hist {
+        let hist = Hist {
             stack,
             keys: keys.into(),
             vals: vals.into(),
+            hitcount,
             sort,
             kinds: fields.iter().map(|f| f.kind).collect(),
             paused: AtomicBool::new(op == Some(HistOp::Pause)),
-            op,
             table,
-        })
+        };
+        Ok((hist, op))
     }
 
     /// Allocates the table (a parsed line has none: a removal, or `:pause` for a
@@ -291,15 +324,12 @@ impl Hist {
         self.table.allocate()
     }
 
-    /// What the line asked of a histogram the event has already, if anything.
-    pub fn op(&self) -> Option<HistOp> {
-        self.op
-    }
-
-    /// Whether `other` has the same keys, values and sort (the filter aside).
+    /// Whether `other` has the same keys, values (as shown) and sort (the filter aside; the
+    /// size too, as in ftrace: `!hist:keys=x` removes a histogram set with `size=`).
     pub fn same_as(&self, other: &Hist) -> bool {
         (self.keys == other.keys && self.stack == other.stack)
-            && (self.vals == other.vals && self.sort == other.sort)
+            && (self.vals == other.vals && self.hitcount == other.hitcount)
+            && self.sort == other.sort
     }
 
     /// Whether events are not added.
@@ -393,6 +423,13 @@ impl Hist {
                 })
             })
         });
+        // The total and largest of each value, for `.percent` and `.graph`.
+        let mut stats = [(0u64, 0u64); 1 + MAX_VALS];
+        for entry in &entries {
+            for (stat, &v) in stats.iter_mut().zip(&entry.vals) {
+                *stat = (stat.0.wrapping_add(v), stat.1.max(v));
+            }
+        }
         for entry in &entries {
             out.write_str("{ ")?;
             if self.stack {
@@ -404,13 +441,12 @@ impl Hist {
                 }
                 key.write_key(&entry.key, symbols, out)?;
             }
-            write!(out, " }} hitcount: {:>10}", entry.vals[0])?;
-            for (val, &sum) in self.vals.iter().zip(&entry.vals[1..]) {
-                match (val.modifier, val.field.signed()) {
-                    (Modifier::Hex, _) => write!(out, "  {}: {sum:>10x}", val.name)?,
-                    (_, true) => write!(out, "  {}: {:>10}", val.name, sum as i64)?,
-                    (_, false) => write!(out, "  {}: {sum:>10}", val.name)?,
-                }
+            out.write_str(" }")?;
+            write_val("hitcount", self.hitcount, false, entry.vals[0], stats[0], out)?;
+            for (i, val) in self.vals.iter().enumerate() {
+                out.write_char(' ')?;
+                let (sum, stat) = (entry.vals[1 + i], stats[1 + i]);
+                write_val(&val.name, val.modifier, val.field.signed(), sum, stat, out)?;
             }
             out.write_char('\n')?;
         }
@@ -526,9 +562,46 @@ impl Column {
                 }
                 write!(out, "{:<45}", symbol.as_str())
             }
-            Modifier::Plain if self.field.signed() => write!(out, "{name}: {:>10}", v as i64),
-            Modifier::Plain => write!(out, "{name}: {v:>10}"),
+            // Plain (`.percent` and `.graph` are values' only).
+            _ if self.field.signed() => write!(out, "{name}: {:>10}", v as i64),
+            _ => write!(out, "{name}: {v:>10}"),
         }
+    }
+}
+
+/// Writes a value of an entry as ftrace does (after a space): `stat` is the total
+/// and the largest of the value over the entries, for `.percent` and `.graph`.
+fn write_val(
+    name: &str,
+    modifier: Modifier,
+    signed: bool,
+    v: u64,
+    (total, max): (u64, u64),
+    out: &mut dyn Write,
+) -> fmt::Result {
+    // Hundredths of a percent of `of`; `None` for a share of nothing.
+    let share = |of: u64| match of {
+        0 if v == 0 => Some(0),
+        0 => None,
+        of => Some((u128::from(v) * 10_000 / u128::from(of)) as u64),
+    };
+    match modifier {
+        Modifier::Percent => match share(total) {
+            Some(pc) => write!(out, " {name} (%): {:>3}.{:02}", pc / 100, pc % 100),
+            None => write!(out, " {name} (%):[ERROR]"),
+        },
+        Modifier::Graph => match share(max) {
+            Some(pc) => {
+                let len = (pc as usize * GRAPH_WIDTH / 10_000).min(GRAPH_WIDTH);
+                let bar = [b'#'; GRAPH_WIDTH];
+                let bar = core::str::from_utf8(&bar[..len]).unwrap_or_default();
+                write!(out, " {name}: {bar:<GRAPH_WIDTH$}")
+            }
+            None => write!(out, " {name}: {:>GRAPH_WIDTH$}", "[ERROR]"),
+        },
+        Modifier::Hex => write!(out, " {name}: {v:>10x}"),
+        _ if signed => write!(out, " {name}: {:>10}", v as i64),
+        _ => write!(out, " {name}: {v:>10}"),
     }
 }
 
@@ -555,14 +628,16 @@ fn log2_bucket(v: u64) -> u64 {
     if v <= 1 { 0 } else { u64::from(64 - (v - 1).leading_zeros()) }
 }
 
-/// Parses a comma-separated list of keys (`keys`) or values, each `FIELD[.MOD]`.
+/// Parses a comma-separated list of keys (`keys`) or values, each `FIELD[.MOD]`;
+/// with the values, how `hitcount` is shown.
 fn columns(
     list: &str,
     at: usize,
     fields: &[Field<'_>],
     keys: bool,
-) -> Result<Vec<Column>, HistError> {
+) -> Result<(Vec<Column>, Modifier), HistError> {
     let mut columns: Vec<Column> = Vec::new();
+    let mut hitcount = Modifier::Plain;
     let mut words = 0;
     let mut pos = at;
     for item in list.split(',') {
@@ -572,7 +647,13 @@ fn columns(
             Some((name, modifier)) => (name, Some((modifier, item_at + name.len() + 1))),
             None => (item, None),
         };
-        if !keys && name == "hitcount" && modifier.is_none() {
+        if !keys && name == "hitcount" {
+            hitcount = match modifier {
+                None => Modifier::Plain,
+                Some(("percent", _)) => Modifier::Percent,
+                Some(("graph", _)) => Modifier::Graph,
+                Some((_, mod_at)) => return Err((mod_at, HistReason::BadModifier)),
+            };
             continue;
         }
         let (field, kind) =
@@ -586,6 +667,8 @@ fn columns(
         let modifier = match modifier {
             None => Modifier::Plain,
             Some(("hex", _)) if !string => Modifier::Hex,
+            Some(("percent", _)) if !keys => Modifier::Percent,
+            Some(("graph", _)) if !keys => Modifier::Graph,
             Some(("log2", _)) if keys && !string => Modifier::Log2,
             Some(("sym", _)) if keys && !string => Modifier::Sym,
             Some(("sym-offset", _)) if keys && !string => Modifier::SymOffset,
@@ -607,7 +690,7 @@ fn columns(
         }
         columns.push(column);
     }
-    Ok(columns)
+    Ok((columns, hitcount))
 }
 
 /// Parses `sort=`'s list (the attribute starts at `attr_at`).
@@ -659,20 +742,11 @@ impl fmt::Display for Hist {
             f.write_str("common_stacktrace")?;
         }
         for (i, key) in self.keys.iter().enumerate() {
-            write!(f, "{}{}", if i > 0 { "," } else { "" }, key.name)?;
-            match key.modifier {
-                Modifier::Plain => {}
-                Modifier::Hex => f.write_str(".hex")?,
-                Modifier::Log2 => f.write_str(".log2")?,
-                Modifier::Buckets(size) => write!(f, ".buckets={size}")?,
-                Modifier::Sym => f.write_str(".sym")?,
-                Modifier::SymOffset => f.write_str(".sym-offset")?,
-            }
+            write!(f, "{}{}{}", if i > 0 { "," } else { "" }, key.name, key.modifier)?;
         }
-        f.write_str(":vals=hitcount")?;
+        write!(f, ":vals=hitcount{}", self.hitcount)?;
         for val in &self.vals {
-            let modifier = if val.modifier == Modifier::Hex { ".hex" } else { "" };
-            write!(f, ",{}{modifier}", val.name)?;
+            write!(f, ",{}{}", val.name, val.modifier)?;
         }
         f.write_str(":sort=")?;
         for (i, sort) in self.sort.iter().enumerate() {
