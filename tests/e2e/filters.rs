@@ -539,6 +539,22 @@ fn hist_triggers_count_by_key_from_any_context() {
         assert_eq!(bars, ["#".repeat(20), format!("{:<20}", "#".repeat(5))], "{root}{text}");
         m.run(&format!("echo '!{spec}' >> {print}/trigger"));
 
+        // `enable_hist` and `disable_hist`: each shell command continues, then
+        // pauses, the markers' histogram (the command's event comes before it runs).
+        m.run(&format!("echo 'hist:keys=buf:pause' > {print}/trigger"));
+        m.run(&format!("echo before > {root}trace_marker"));
+        m.run(&format!("echo 'enable_hist:ftrace:print:1' > {command}/trigger"));
+        m.run(&format!("echo during > {root}trace_marker"));
+        assert_eq!(cat(&mut m, &format!("{command}/trigger")), "enable_hist:ftrace:print:count=0");
+        m.run(&format!("echo '!enable_hist:ftrace:print' > {command}/trigger"));
+        m.run(&format!("echo 'disable_hist:ftrace:print' > {command}/trigger"));
+        m.run(&format!("echo after > {root}trace_marker"));
+        let expected = (vec![("buf: during".to_string(), 1)], [1, 1, 0]);
+        assert_eq!(hist(&mut m, &format!("{print}/hist")), expected, "{root}");
+        assert!(cat(&mut m, &format!("{print}/trigger")).ends_with("[paused]"), "{root}");
+        m.run(&format!("echo '!disable_hist:ftrace:print' > {command}/trigger"));
+        m.run(&format!("echo '!hist:keys=buf' > {print}/trigger"));
+
         // Refusals name the position, as the syntax-error selftest checks them.
         let kmalloc = format!("{root}events/kmem/kmalloc/trigger");
         for (bad, pos) in [

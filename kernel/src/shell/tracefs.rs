@@ -369,7 +369,7 @@ fn write_format(out: &mut dyn Write, d: &EventDescriptor) -> fmt::Result {
 /// What an event's `trigger` file reads without triggers (as ftrace's).
 const AVAILABLE_TRIGGERS: &str = "\
 # Available triggers:
-# traceon traceoff snapshot stacktrace enable_event disable_event hist
+# traceon traceoff snapshot stacktrace enable_event disable_event enable_hist disable_hist hist
 ";
 
 /// Bytes of a ring page as `events/header_page` describes it.
@@ -470,6 +470,8 @@ tracing mini-HOWTO:
 \t\t\t  trigger: traceon, traceoff, snapshot, stacktrace,
 \t\t\t           enable_event:<system>:<event>,
 \t\t\t           disable_event:<system>:<event>,
+\t\t\t           enable_hist:<system>:<event>,
+\t\t\t           disable_hist:<system>:<event>,
 \t\t\t           hist:keys=<field>[,...][:vals=<field>][:sort=<field>]
 \t\t\t  To remove a trigger: echo '!<trigger>' > trigger
       hist\t\t- The event's histograms (hist triggers), sorted

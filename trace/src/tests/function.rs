@@ -402,7 +402,7 @@ proptest::proptest! {
     #[cfg_attr(miri, ignore = "single-threaded safe code, run natively")]
     fn any_function_command_is_taken_or_refused_whole(
         lines in proptest::collection::vec(
-            "!?(traceon|traceoff|snapshot|stacktrace|enable_event|disable_event|hist|[a-z]{0,3})\
+            "!?(traceon|traceoff|snapshot|stacktrace|enable_event|disable_event|hist|enable_hist:s:e|[a-z]{0,3})\
              (:[a-z0-9é]{0,4}){0,4}( if [a-z=0-9 ]{0,6})?",
             1..6,
         ),

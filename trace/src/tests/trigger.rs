@@ -48,6 +48,8 @@ fn trigger_lines_read_back_as_ftrace_prints_them() {
         ("stacktrace if n > 1 && n < 9", "stacktrace:unlimited if n > 1 && n < 9"),
         ("enable_event:sys:target", "enable_event:sys:target:unlimited"),
         ("disable_event:sys:target:5 if n&1", "disable_event:sys:target:count=5 if n&1"),
+        ("enable_hist:sys:target", "enable_hist:sys:target:unlimited"),
+        ("disable_hist:sys:target:2 if n == 1", "disable_hist:sys:target:count=2 if n == 1"),
     ] {
         assert_eq!(add(line).to_string(), shown, "{line}");
     }
@@ -61,6 +63,9 @@ fn trigger_lines_read_back_as_ftrace_prints_them() {
     assert!(!add("enable_event:sys:target").same_as(&add("traceon")));
     assert!(add("traceon:2").same_as(&add("traceoff if n == 1")));
     assert!(!add("traceon").same_as(&add("snapshot")));
+    assert!(add("enable_hist:sys:target").same_as(&add("disable_hist:sys:target:3")));
+    assert!(!add("enable_hist:sys:target").same_as(&add("enable_event:sys:target")));
+    assert!(!add("disable_hist:sys:target").same_as(&add("disable_event:sys:target")));
 }
 
 #[test]
@@ -106,6 +111,8 @@ struct Mock {
     refuse_snapshots: Option<crate::Error>,
     /// The platform has no console: every dump refused.
     refuse_dumps: bool,
+    /// What `enable_hist`/`disable_hist` last did: paused or continued.
+    hists_paused: Cell<Option<bool>>,
 }
 
 impl Target for Mock {
@@ -141,6 +148,9 @@ impl Target for Mock {
     }
     fn set_event(&self, _: &EventDescriptor, on: bool) {
         self.event.set(on);
+    }
+    fn set_hists_paused(&self, _: &EventDescriptor, paused: bool) {
+        self.hists_paused.set(Some(paused));
     }
 }
 
@@ -187,6 +197,70 @@ fn trigger_counts_run_out_and_state_changes_count_once() {
     stack.fire(&body(&n(0)), HERE, &mock);
     stack.fire(&body(&n(0)), HERE, &mock);
     assert_eq!((mock.stacks.get(), stack.count()), (2, None));
+
+    // `enable_hist` and `disable_hist` count each run, a change or not, as in ftrace.
+    let (on, off) = (add("enable_hist:sys:target:2"), add("disable_hist:sys:target if n == 1"));
+    off.fire(&body(&n(0)), HERE, &mock);
+    assert_eq!(mock.hists_paused.get(), None, "the filter rejects n == 0");
+    off.fire(&body(&n(1)), HERE, &mock);
+    assert_eq!(mock.hists_paused.get(), Some(true));
+    for _ in 0..3 {
+        on.fire(&body(&n(0)), HERE, &mock);
+        mock.hists_paused.set(Some(true));
+    }
+    assert_eq!(on.count(), Some(0));
+    on.fire(&body(&n(0)), HERE, &mock);
+    assert_eq!(mock.hists_paused.get(), Some(true), "ran out after two runs");
+}
+
+/// `enable_hist` and `disable_hist` continue and pause every histogram the target
+/// event has in the instance, and only there; they are event triggers only.
+#[test]
+fn enable_hist_and_disable_hist_drive_the_target_events_histograms() {
+    static GO: EventDescriptor =
+        EventDescriptor::new("zt10", "go", "n={n}", N_FIELDS, DescriptorKind::Event);
+    static STOP: EventDescriptor =
+        EventDescriptor::new("zt10", "stop", "n={n}", N_FIELDS, DescriptorKind::Event);
+    static DATA: EventDescriptor =
+        EventDescriptor::new("zt10", "data", "n={n}", N_FIELDS, DescriptorKind::Event);
+    let t = tracer(&[&GO, &STOP, &DATA]);
+    let top = t.top();
+    let other = t.get_or_create("other", InstanceConfig::default()).unwrap();
+    for instance in [&top, &other] {
+        instance.set_trigger(&DATA, "hist:keys=n:pause").unwrap();
+    }
+    top.set_trigger(&DATA, "hist:keys=n:vals=n:pause").unwrap();
+    top.set_trigger(&GO, "enable_hist:zt10:data:1").unwrap();
+    top.set_trigger(&STOP, "disable_hist:zt10:data").unwrap();
+    let refused = top.set_trigger(&STOP, "enable_hist:zt10:data").unwrap_err();
+    assert!(matches!(refused, HookError::Trigger(e) if e.reason == TriggerReason::Exists));
+    assert!(top.event_soft_mode(&DATA), "a target, as in ftrace");
+    let states = |i: &crate::Instance<'_, HostPlatform>| -> Vec<String> {
+        i.triggers(&DATA).iter().map(|t| t.rsplit(' ').next().unwrap().to_string()).collect()
+    };
+    fire(t, &DATA, 1);
+    fire(t, &GO, 0);
+    assert_eq!(states(&top), ["[active]", "[active]"], "both of the event's histograms");
+    assert_eq!(states(&other), ["[paused]"], "not another instance's");
+    fire(t, &DATA, 2);
+    fire(t, &STOP, 0);
+    assert_eq!(states(&top), ["[paused]", "[paused]"]);
+    fire(t, &DATA, 3);
+    fire(t, &GO, 0);
+    assert_eq!(states(&top), ["[paused]", "[paused]"], "its count ran out");
+    let mut text = String::new();
+    top.write_hists(&DATA, None, &mut text).unwrap();
+    let entries: Vec<&str> = text.lines().filter(|l| l.starts_with('{')).collect();
+    assert_eq!(
+        entries,
+        [
+            "{ n:          2 } hitcount:          1",
+            "{ n:          2 } hitcount:          1  n:          2"
+        ],
+        "only what came while they ran"
+    );
+    assert_eq!(top.triggers(&GO), ["enable_hist:zt10:data:count=0"]);
+    t.destroy(other).unwrap();
 }
 
 #[test]
@@ -257,6 +331,7 @@ fn trigger_counts_are_exact_across_threads() {
             true
         }
         fn set_event(&self, _: &EventDescriptor, _: bool) {}
+        fn set_hists_paused(&self, _: &EventDescriptor, _: bool) {}
     }
     let snap = add("snapshot:10000");
     let target = Shared(AtomicU64::new(0));

@@ -178,8 +178,7 @@ impl<P: Platform + Clone + Send + Sync> Instance<'_, P> {
         }
         .map_err(HookError::Trigger)?;
         let trigger = command.trigger();
-        if trigger.action() == Action::Hist {
-            // An event trigger only, as in ftrace.
+        if trigger.action().event_only() {
             return Err(HookError::Trigger(TriggerError::unknown_command(line)));
         }
         if trigger.filter().is_some() {

@@ -856,7 +856,7 @@ struct FireTarget<'a, P> {
     recorder: &'a Recorder<P>,
 }
 
-impl<P: Platform> Target for FireTarget<'_, P> {
+impl<P: Platform + Clone + Send + Sync> Target for FireTarget<'_, P> {
     fn tracing(&self) -> bool {
         self.recorder.live().is_recording()
     }
@@ -874,6 +874,12 @@ impl<P: Platform> Target for FireTarget<'_, P> {
         let tag = Tag { id: MARKER.id(), ctx: self.origin.context };
         let fill = |w: &mut RecordWriter<'_>| w.put_str(text);
         let _ = self.recorder.write_in(self.section, self.origin.cpu, tag, len, len, fill);
+    }
+
+    fn set_hists_paused(&self, event: &EventDescriptor, paused: bool) {
+        let hooks = self.tracer.hooks_in(self.section, self.slot, event);
+        let triggers = hooks.iter().flat_map(|hooks| &hooks.triggers);
+        triggers.filter_map(|t| t.hist()).for_each(|hist| hist.set_paused(paused));
     }
 
     fn stack_frames(&self, frames: &mut [u64]) {

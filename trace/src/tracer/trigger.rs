@@ -5,13 +5,15 @@
 //! [!]COMMAND[:COUNT] [if FILTER]
 //! COMMAND := traceon | traceoff | snapshot | stacktrace
 //!          | enable_event:SYSTEM:EVENT | disable_event:SYSTEM:EVENT
+//!          | enable_hist:SYSTEM:EVENT | disable_hist:SYSTEM:EVENT   (event triggers only)
 //!          | dump | cpudump            (function commands only)
-//! [!]hist:ATTRIBUTES [if FILTER]       (histograms: crate::tracer::hist)
+//! [!]hist:ATTRIBUTES [if FILTER]       (histograms, event triggers only: crate::tracer::hist)
 //! ```
 //!
-//! `COUNT` limits how many times the trigger acts (`traceon`, `traceoff`,
-//! `enable_event` and `disable_event` count only the times they change something, as
-//! in ftrace); the count is decremented atomically, from any context. `FILTER` is an
+//! `enable_hist` and `disable_hist` continue or pause every histogram the target
+//! event has in the instance. `COUNT` limits how many times the trigger acts
+//! (`traceon`, `traceoff`, `enable_event` and `disable_event` count only the times
+//! they change something, as in ftrace); the count is decremented atomically, from any context. `FILTER` is an
 //! event filter ([`crate::event::Filter`]) on the triggering event's fields. A leading `!`
 //! removes the trigger with the same command (and target event). Read back, each
 //! trigger prints as ftrace prints it: `traceoff:count=2 if irq == 48`,
@@ -19,7 +21,8 @@
 //!
 //! Triggers run in the context of the event that fires them, NMIs included, so every
 //! action is lock-free: `traceon`/`traceoff` store the instance's recording switch,
-//! `enable_event`/`disable_event` flip the target's enable bit, `snapshot` exchanges
+//! `enable_event`/`disable_event` flip the target's enable bit, `enable_hist`/
+//! `disable_hist` store the target's histograms' pause flags, `snapshot` exchanges
 //! the live and snapshot buffers without waiting, `hist` adds to its table, and
 //! `stacktrace` records a [`STACK_TRACE`] event with the frames the platform's
 //! unwinder gives ([`crate::Platform::stack_trace`]; none without one). A snapshot
@@ -93,6 +96,10 @@ pub enum Action {
     EnableEvent(&'static EventDescriptor),
     /// Disables this event in the instance.
     DisableEvent(&'static EventDescriptor),
+    /// Continues this event's histograms in the instance.
+    EnableHist(&'static EventDescriptor),
+    /// Pauses this event's histograms in the instance.
+    DisableHist(&'static EventDescriptor),
     /// Adds the event to a histogram ([`Trigger::hist`]).
     Hist,
 }
@@ -109,17 +116,40 @@ impl Action {
             Action::Dump { this_cpu: true } => "cpudump",
             Action::EnableEvent(_) => "enable_event",
             Action::DisableEvent(_) => "disable_event",
+            Action::EnableHist(_) => "enable_hist",
+            Action::DisableHist(_) => "disable_hist",
             Action::Hist => "hist",
         }
     }
 }
 
 impl Action {
-    /// The event `enable_event`/`disable_event` acts on.
+    /// The event `enable_event`, `disable_event`, `enable_hist` or `disable_hist`
+    /// acts on (which is then in soft mode, as in ftrace).
     pub fn target(self) -> Option<&'static EventDescriptor> {
         match self {
-            Action::EnableEvent(event) | Action::DisableEvent(event) => Some(event),
+            Action::EnableEvent(event)
+            | Action::DisableEvent(event)
+            | Action::EnableHist(event)
+            | Action::DisableHist(event) => Some(event),
             _ => None,
+        }
+    }
+
+    /// Whether the command is taken by events only, not as a function command (as
+    /// in ftrace).
+    pub(crate) fn event_only(self) -> bool {
+        matches!(self, Action::Hist | Action::EnableHist(_) | Action::DisableHist(_))
+    }
+
+    /// The action with its pair, of which an event holds one per target: `traceon`
+    /// for `traceoff`, `enable_X` for `disable_X` (in ftrace each pair is one type).
+    fn kind(self) -> Action {
+        match self {
+            Action::TraceOff => Action::TraceOn,
+            Action::DisableEvent(event) => Action::EnableEvent(event),
+            Action::DisableHist(event) => Action::EnableHist(event),
+            action => action,
         }
     }
 }
@@ -128,7 +158,9 @@ impl PartialEq for Action {
     fn eq(&self, other: &Action) -> bool {
         match (self, other) {
             (Action::EnableEvent(a), Action::EnableEvent(b))
-            | (Action::DisableEvent(a), Action::DisableEvent(b)) => core::ptr::eq(*a, *b),
+            | (Action::DisableEvent(a), Action::DisableEvent(b))
+            | (Action::EnableHist(a), Action::EnableHist(b))
+            | (Action::DisableHist(a), Action::DisableHist(b)) => core::ptr::eq(*a, *b),
             (a, b) => core::mem::discriminant(a) == core::mem::discriminant(b),
         }
     }
@@ -145,7 +177,8 @@ pub enum TriggerReason {
     TooLong,
     /// Not one of the commands.
     UnknownCommand,
-    /// `enable_event`/`disable_event` need `:SYSTEM:EVENT`.
+    /// `enable_event`, `disable_event`, `enable_hist`, `disable_hist` need
+    /// `:SYSTEM:EVENT`.
     ExpectedEvent,
     /// The tracer has no such event.
     UnknownEvent,
@@ -156,7 +189,8 @@ pub enum TriggerReason {
     /// The filter after `if` is refused.
     Filter(FilterReason),
     /// The event has this trigger already (see [`Trigger::same_as`]: `traceon` or
-    /// `traceoff`, one of `enable_event`/`disable_event` per target).
+    /// `traceoff`, one of `enable_event`/`disable_event` and one of
+    /// `enable_hist`/`disable_hist` per target).
     Exists,
     /// The event has no such trigger to remove.
     NotFound,
@@ -177,7 +211,7 @@ pub struct TriggerError {
 
 impl TriggerError {
     /// `line`'s command, valid but not taken where it was written (`dump` on an
-    /// event, `hist` on a function): refused at the command.
+    /// event, `hist` on a function, ...): refused at the command.
     pub(crate) fn unknown_command(line: &str) -> TriggerError {
         let pos = line.len() - line.trim_start().trim_start_matches('!').len();
         TriggerError { pos, reason: TriggerReason::UnknownCommand }
@@ -191,7 +225,7 @@ impl fmt::Display for TriggerError {
             TriggerReason::TooLong => "trigger too long",
             TriggerReason::UnknownCommand => {
                 "unknown command (traceon, traceoff, snapshot, stacktrace, enable_event, \
-                 disable_event, hist)"
+                 disable_event, enable_hist, disable_hist, hist)"
             }
             TriggerReason::ExpectedEvent => "SYSTEM:EVENT expected",
             TriggerReason::UnknownEvent => "no such event",
@@ -205,7 +239,7 @@ impl fmt::Display for TriggerError {
             }
             TriggerReason::Exists => {
                 "the event has this trigger already (traceon and traceoff: one of the two; \
-                 enable_event and disable_event: one per target)"
+                 enable_event and disable_event, enable_hist and disable_hist: one per target)"
             }
             TriggerReason::NotFound => "no such trigger on the event",
             TriggerReason::TooMany => "too many triggers on the event",
@@ -263,6 +297,8 @@ pub(crate) trait Target {
     fn note(&self, text: &str);
     /// Records the caller's stack.
     fn stack_trace(&self);
+    /// Pauses or continues every histogram `event` has in the instance.
+    fn set_hists_paused(&self, event: &EventDescriptor, paused: bool);
     /// Fills `frames` with the caller's return addresses, innermost first (zero past
     /// the last the unwinder gives).
     fn stack_frames(&self, frames: &mut [u64]);
@@ -318,18 +354,25 @@ impl Trigger {
             "stacktrace" => Action::StackTrace,
             "dump" => Action::Dump { this_cpu: false },
             "cpudump" => Action::Dump { this_cpu: true },
-            "enable_event" | "disable_event" => {
+            "enable_event" | "disable_event" | "enable_hist" | "disable_hist" => {
                 let (Some((system, _)), Some((event, event_at))) = (next_part(), next_part())
                 else {
                     return Err(err(command_end, TriggerReason::ExpectedEvent));
                 };
+                // `enable_event` needs an event `set_event` takes; `enable_hist`, one
+                // that can hold a histogram (the markers' and function events too).
+                let takes = |d: &EventDescriptor| match name {
+                    "enable_hist" | "disable_hist" => !core::ptr::eq(d, &STACK_TRACE),
+                    _ => is_settable(d),
+                };
                 let target = lookup(system, event)
-                    .filter(|d| d.kind == DescriptorKind::Event && is_settable(d))
+                    .filter(|d| d.kind == DescriptorKind::Event && takes(d))
                     .ok_or(err(event_at, TriggerReason::UnknownEvent))?;
-                if name == "enable_event" {
-                    Action::EnableEvent(target)
-                } else {
-                    Action::DisableEvent(target)
+                match name {
+                    "enable_event" => Action::EnableEvent(target),
+                    "disable_event" => Action::DisableEvent(target),
+                    "enable_hist" => Action::EnableHist(target),
+                    _ => Action::DisableHist(target),
                 }
             }
             "hist" => {
@@ -420,23 +463,17 @@ impl Trigger {
     }
 
     /// Whether `other` is the same trigger, of which an event holds one: the same
-    /// command, except that `traceon` and `traceoff` are one, and `enable_event` and
-    /// `disable_event` are one per target event (in Linux each pair is one trigger
-    /// type: the second is refused, and `!` removes either); histograms are the same
-    /// with the same keys, values, sort and filter.
+    /// command, except that `traceon` and `traceoff` are one, and so are
+    /// `enable_event` and `disable_event`, and `enable_hist` and `disable_hist`, per
+    /// target event (in Linux each pair is one trigger type: the second is refused,
+    /// and `!` removes either); histograms are the same with the same keys, values,
+    /// sort and filter.
     pub fn same_as(&self, other: &Trigger) -> bool {
-        use Action::{TraceOff, TraceOn};
         if let (Some(a), Some(b)) = (self.hist(), other.hist()) {
             let (x, y) = (self.filter.as_ref(), other.filter.as_ref());
             return a.same_as(b) && x.map(Filter::text) == y.map(Filter::text);
         }
-        match (self.action, other.action) {
-            (TraceOn | TraceOff, TraceOn | TraceOff) => true,
-            (a, b) => match (a.target(), b.target()) {
-                (Some(a), Some(b)) => core::ptr::eq(a, b),
-                _ => a == b,
-            },
-        }
+        self.action.kind() == other.action.kind()
     }
 
     /// Takes one from the count: false once it ran out. Lock-free (a CAS loop),
@@ -465,6 +502,13 @@ impl Trigger {
                 let on = matches!(self.action, Action::EnableEvent(_));
                 if target.event_enabled(event) != on && self.take() {
                     target.set_event(event, on);
+                }
+            }
+            // Counted on each run, as in ftrace.
+            Action::EnableHist(event) | Action::DisableHist(event) => {
+                let paused = matches!(self.action, Action::DisableHist(_));
+                if self.take() {
+                    target.set_hists_paused(event, paused);
                 }
             }
             Action::Snapshot => {
@@ -524,7 +568,7 @@ impl fmt::Display for Trigger {
             return f.write_str(if hist.paused() { " [paused]" } else { " [active]" });
         }
         f.write_str(self.action.name())?;
-        if let Action::EnableEvent(event) | Action::DisableEvent(event) = self.action {
+        if let Some(event) = self.action.target() {
             write!(f, ":{}:{}", event.system, event.name)?;
         }
         match self.count() {
