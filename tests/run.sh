@@ -14,15 +14,15 @@ trap 'jobs -p | xargs -r kill 2>/dev/null; echo "== [${SECONDS}s] finished"' EXI
 
 section "cargo fmt --check"
 cargo fmt --all -- --check
-section "cargo clippy (host crates and the x86_64-unknown-none kernel)"
-cargo clippy --workspace --all-targets -- -D warnings
-# Miri interprets on one core: it runs in the background beside the next three
+# Miri interprets on one core: it runs in the background beside the next four
 # sections, and its output is shown (and its status checked) before the QEMU tests,
 # which get both cores to themselves.
 section "Miri on the trace crate's unit, property and stress tests: started in the background"
 miri_log=$(mktemp)
 CARGO_TARGET_DIR=target/miri cargo miri test -q -p trace --lib >"$miri_log" 2>&1 &
 miri=$!
+section "cargo clippy (host crates and the x86_64-unknown-none kernel)"
+cargo clippy --workspace --all-targets -- -D warnings
 section "loom models of the ring's protocols"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -q -p trace --release --lib loom
 section "release kernel keeps the tracepoint section and has its trace code optimised"

@@ -13,8 +13,8 @@ use std::sync::{Arc, Barrier};
 use std::vec::Vec;
 
 /// Outer writes per writer thread (the hammer adds one nested write per 8). Under
-/// Miri (whose data-race detector checks the same code) a few hundred.
-const PER_WRITER: u64 = if cfg!(miri) { 300 } else { 1_000_000 };
+/// Miri (whose data-race detector checks the same code) a hundred.
+const PER_WRITER: u64 = if cfg!(miri) { 100 } else { 1_000_000 };
 const CPUS: usize = 2;
 
 type WriteFn = Arc<dyn Fn(u16, &[u8]) -> Result<(), WriteError> + Send + Sync>;
@@ -241,7 +241,7 @@ fn swaps_under_writers_lose_nothing_uncounted() {
 /// 50_000_000 per writer gives the 10^8-event run).
 fn tracer_events() -> u64 {
     if cfg!(miri) {
-        return 200;
+        return 60;
     }
     std::env::var("TRACE_STRESS_EVENTS").ok().and_then(|v| v.parse().ok()).unwrap_or(300_000)
 }
@@ -296,7 +296,9 @@ fn tracer_control_operations_under_nested_writers_account_exactly() {
             HostPlatform::set_cpu(CPUS); // not a writer's CPU
             let keep = tracer.lookup("keep").unwrap();
             let (mut snapshots, mut ops) = (0u64, 0u64);
-            while !done.load(Relaxed) || ops < 20 {
+            // At least this many rounds of every operation (a few under Miri).
+            let rounds = if cfg!(miri) { 3 } else { 20 };
+            while !done.load(Relaxed) || ops < rounds {
                 let churn = tracer.get_or_create("churn", cfg).unwrap();
                 churn.set_event(Some("s"), None, true).unwrap();
                 churn.resize(8192).unwrap();
