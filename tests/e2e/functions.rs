@@ -459,7 +459,7 @@ fn set_graph_function_and_set_graph_notrace_choose_the_call_graphs() {
 }
 
 #[test]
-fn max_graph_depth_limits_how_deep_function_graph_follows() {
+fn max_graph_depth_and_tracing_thresh_limit_what_function_graph_records() {
     let mut machine = Machine::boot();
     assert_eq!(machine.run("cat max_graph_depth"), "0\n");
     for bad in ["-1", "two", "1 2", ""] {
@@ -485,6 +485,38 @@ fn max_graph_depth_limits_how_deep_function_graph_follows() {
             assert!(lines.iter().all(|l| l.leaf), "limit 1:\n{trace}");
         }
     }
+
+    // `tracing_thresh` (µs, top level): `function_graph` records a call only at its
+    // return, and only if it took at least that long.
+    assert_eq!(machine.run("cat tracing_thresh"), "0\n");
+    assert!(machine.run("cat instances/d/tracing_thresh").contains("No such file or directory"));
+    for (bad, rule) in [
+        ("-1", "a decimal number of microseconds (0: off)"),
+        ("1.5", "a decimal number of microseconds (0: off)"),
+        ("18446744073709551615", "the threshold is too large"),
+    ] {
+        let out = machine.run(&format!("echo '{bad}' > tracing_thresh"));
+        assert!(out.contains(rule), "{bad}: {out}");
+    }
+    assert_eq!(machine.run("cat tracing_thresh"), "0\n", "a refused write changes nothing");
+    assert_eq!(machine.run("echo 1 > tracing_thresh"), "");
+    assert_eq!(machine.run("cat tracing_thresh"), "1\n");
+    let (trace, lines) = graph_of(&mut machine, &["cat events/shell/command/format"]);
+    // Each call is one `}` line at its depth, innermost first: no entry is recorded.
+    let names: Vec<&str> = lines.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(names, [NESTED[2], NESTED[1], NESTED[0]], "{trace}");
+    for (line, depth) in lines.iter().zip([2, 1, 0]) {
+        assert!(!line.leaf && line.duration.is_some_and(|ns| ns >= 1000), "{line:?}\n{trace}");
+        assert_eq!(line.depth, depth, "{trace}");
+    }
+    // No call takes 10 s; 0 records every call again, entries included.
+    machine.run("echo 10000000 > tracing_thresh");
+    let (trace, lines) = graph_of(&mut machine, &["cat events/shell/command/format"]);
+    assert!(lines.is_empty(), "{trace}");
+    machine.run("echo 0 > tracing_thresh");
+    let (trace, lines) = graph_of(&mut machine, &["cat events/shell/command/format"]);
+    let entries = lines.iter().filter(|l| l.duration.is_none()).count();
+    assert_eq!((lines.len(), entries), (5, 2), "cat and read open, write_format a leaf:\n{trace}");
 }
 
 /// `set_ftrace_filter`'s commands (`FUNCTION:COMMAND[:COUNT]`), at the top level and
@@ -720,4 +752,142 @@ fn hist_triggers_on_function_events_profile_the_calls() {
     assert_eq!((words[0], words[1]), ("2", "duration:"), "{line}");
     assert!(words[2].parse::<u64>().unwrap() > 0, "{line}");
     machine.run("echo nop > current_tracer");
+}
+
+/// A row of `stack_trace`: index, depth, size, location.
+#[derive(Debug)]
+struct StackRow {
+    depth: u64,
+    size: u64,
+    location: String,
+}
+
+/// The rows of `stack_trace`, after checking its header names their count.
+fn stack_rows(machine: &mut Machine) -> (String, Vec<StackRow>) {
+    let text = machine.run("cat stack_trace");
+    let mut lines = text.lines();
+    let header = lines.next().unwrap_or_default();
+    assert_eq!(lines.next(), Some("        -----    ----   --------"), "{text}");
+    let rows: Vec<StackRow> = lines
+        .filter(|l| !l.starts_with('#'))
+        .enumerate()
+        .map(|(i, line)| {
+            let (index, rest) = line.split_once(')').unwrap_or_else(|| panic!("{text}"));
+            assert_eq!(index.trim().parse::<usize>().ok(), Some(i), "{text}");
+            // The location may hold spaces (`<T as Trait>::f+0x0`).
+            let words: Vec<&str> = rest.split_whitespace().collect();
+            let number = |i: usize| words.get(i).and_then(|w| w.parse().ok());
+            let (Some(depth), Some(size)) = (number(0), number(1)) else { panic!("{line}") };
+            StackRow { depth, size, location: words[2..].join(" ") }
+        })
+        .collect();
+    let count = format!("        Depth    Size   Location    ({} entries)", rows.len());
+    assert_eq!(header, count, "{text}");
+    // Each row's size is its depth less the next one's; the last row's, its depth.
+    for (i, row) in rows.iter().enumerate() {
+        let next = rows.get(i + 1).map_or(0, |r| r.depth);
+        assert!(row.depth >= next, "depths fall outward:\n{text}");
+        assert_eq!(row.size, row.depth - next, "row {i}:\n{text}");
+    }
+    (text, rows)
+}
+
+/// The stack tracer (`stack_tracer_enabled`, `stack_max_size`, `stack_trace`,
+/// `stack_trace_filter`), as ftrace's: the functions it checks are calls while it is
+/// on, beside a function tracer's; `stack_trace` is the deepest chain seen, from the
+/// checked function outward, each frame's size the difference of the depths;
+/// `stack_max_size` is its depth, and writing 0 starts again; the filter limits
+/// which entries are checked; refusals change nothing; off, every entry is its NOP
+/// again, byte for byte.
+#[test]
+fn the_stack_tracer_shows_the_deepest_stack_of_the_functions_it_checks() {
+    let mut machine = Machine::boot();
+    let before = summary(&mut machine);
+    assert_eq!(machine.run("cat stack_tracer_enabled"), "0\n");
+    assert_eq!(machine.run("cat stack_max_size"), "0\n");
+    assert_eq!(machine.run("cat stack_trace_filter"), "#### all functions enabled ####\n");
+    let (text, rows) = stack_rows(&mut machine);
+    assert!(rows.is_empty() && text.contains("Stack tracer disabled"), "{text}");
+    machine.run("mkdir instances/s");
+    for top_only in ["stack_tracer_enabled", "stack_max_size", "stack_trace", "stack_trace_filter"]
+    {
+        let out = machine.run(&format!("cat instances/s/{top_only}"));
+        assert!(out.contains("No such file or directory"), "{top_only}: {out}");
+    }
+
+    // On, every function is checked: a read through cat > read > write_format
+    // leaves a chain at least that deep, cat's caller (the shell) further out.
+    assert_eq!(machine.run("echo 1 > stack_tracer_enabled"), "");
+    assert_eq!(machine.run("cat stack_tracer_enabled"), "1\n");
+    let on = summary(&mut machine);
+    assert_eq!((on.calls, on.tracer.as_str()), (before.functions, "stack"), "{on:?}");
+    machine.run("cat events/shell/command/format");
+    let (text, rows) = stack_rows(&mut machine);
+    let max: u64 = machine.run("cat stack_max_size").trim().parse().unwrap();
+    assert!(rows.len() >= 4, "{text}");
+    assert!(rows[0].location.ends_with("+0x0"), "the checked function's entry:\n{text}");
+    assert_eq!((rows[0].size, rows[0].depth), (0, rows[1].depth), "no frame yet:\n{text}");
+    assert!(max >= rows[0].depth, "stack_max_size {max}:\n{text}");
+    let at = |name: &str| rows.iter().position(|r| r.location.starts_with(&format!("{name}+")));
+    let (cat, run) = (at(NESTED[0]), at("kernel::shell::run"));
+    assert!(cat.is_some() && run.is_some() && cat < run, "cat called from the shell:\n{text}");
+
+    // The filter: only write_format is checked (one call); from 0, the next read
+    // through it is the maximum, and the chain is exactly cat > read > write_format.
+    assert_eq!(machine.run(&format!("echo {} > stack_trace_filter", NESTED[2])), "");
+    assert_eq!(machine.run("cat stack_trace_filter"), format!("{}\n", NESTED[2]));
+    assert_eq!(summary(&mut machine).calls, 1);
+    assert_eq!(machine.run("echo 0 > stack_max_size"), "");
+    assert_eq!(machine.run("cat stack_max_size"), "0\n", "nothing checked ran since");
+    machine.run("cat events/shell/command/format");
+    let (text, rows) = stack_rows(&mut machine);
+    let names: Vec<&str> =
+        rows.iter().map(|r| r.location.split('+').next().unwrap_or_default()).collect();
+    assert_eq!(names[..3], [NESTED[2], NESTED[1], NESTED[0]], "{text}");
+    assert_eq!(rows[0].location, format!("{}+0x0", NESTED[2]), "{text}");
+    let max = machine.run("cat stack_max_size");
+    assert_eq!(max, format!("{}\n", rows[0].depth), "{text}");
+    // Only a deeper stack is stored: the same read again changes nothing.
+    machine.run("cat events/shell/command/format");
+    assert_eq!(machine.run("cat stack_max_size"), max);
+    assert_eq!(stack_rows(&mut machine).0, text);
+    // `>>` adds; `>` with nothing is every function again.
+    let pwd = "kernel::shell::commands::pwd";
+    assert_eq!(machine.run(&format!("echo {pwd} >> stack_trace_filter")), "");
+    assert_eq!(machine.run("cat stack_trace_filter").lines().count(), 2);
+    assert_eq!(summary(&mut machine).calls, 2);
+
+    // Refusals name the rule and change nothing.
+    for (file, value, rule) in [
+        ("stack_tracer_enabled", "2", "0 or 1"),
+        ("stack_max_size", "big", "a decimal number of bytes"),
+        ("stack_max_size", "-1", "a decimal number of bytes"),
+        ("stack_trace_filter", "no_such_function", "a glob matches no function"),
+        ("stack_trace_filter", "kernel::shell::commands::pwd:traceon", "set_ftrace_filter"),
+        ("stack_trace", "1", "read-only"),
+    ] {
+        let out = machine.run(&format!("echo '{value}' > {file}"));
+        assert!(out.contains(rule), "{file} {value}: {out}");
+    }
+    assert_eq!(machine.run("cat stack_tracer_enabled"), "1\n");
+    assert_eq!(machine.run("cat stack_max_size"), max);
+    assert_eq!(machine.run("cat stack_trace_filter").lines().count(), 2);
+    assert_eq!(summary(&mut machine).calls, 2);
+
+    // Beside a function tracer: its entries stay calls when the stack tracer goes.
+    machine.run(&format!("echo {pwd} > set_ftrace_filter"));
+    machine.run("echo function > current_tracer");
+    assert_eq!(machine.run("echo > stack_trace_filter"), "");
+    assert_eq!(summary(&mut machine).calls, before.functions);
+    assert_eq!(machine.run("echo 0 > stack_tracer_enabled"), "");
+    let (kept, kept_max) = (stack_rows(&mut machine).0, machine.run("cat stack_max_size"));
+    let traced = summary(&mut machine);
+    assert_eq!((traced.calls, traced.tracer.as_str()), (1, "/=function"), "{traced:?}");
+    machine.run("echo nop > current_tracer");
+    assert_eq!(summary(&mut machine), before, "every entry is its NOP again, byte for byte");
+    // Off, nothing is checked, and the deepest chain stays to be read.
+    machine.run("cat events/shell/command/format");
+    assert_eq!(machine.run("cat stack_max_size"), kept_max);
+    assert_eq!(stack_rows(&mut machine).0, kept);
+    assert!(!kept.contains("disabled"), "{kept}");
 }

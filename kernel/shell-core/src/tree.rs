@@ -98,6 +98,16 @@ pub enum File<S, E> {
     SetGraphNotrace,
     /// `max_graph_depth` (top level).
     MaxGraphDepth,
+    /// `tracing_thresh` (top level).
+    TracingThresh,
+    /// `stack_tracer_enabled` (top level).
+    StackTracerEnabled,
+    /// `stack_max_size` (top level).
+    StackMaxSize,
+    /// `stack_trace` (top level).
+    StackTrace,
+    /// `stack_trace_filter` (top level).
+    StackTraceFilter,
     /// `trace_marker_raw`.
     TraceMarkerRaw,
     /// `buffer_subbuf_size_kb`.
@@ -195,6 +205,11 @@ fn node<T: Tree>(tree: &T, rest: &[&str], top: bool) -> Option<Node<T::System, T
         ["set_graph_function"] => file(SetGraphFunction),
         ["set_graph_notrace"] => file(SetGraphNotrace),
         ["max_graph_depth"] if top => file(MaxGraphDepth),
+        ["tracing_thresh"] if top => file(TracingThresh),
+        ["stack_tracer_enabled"] if top => file(StackTracerEnabled),
+        ["stack_max_size"] if top => file(StackMaxSize),
+        ["stack_trace"] if top => file(StackTrace),
+        ["stack_trace_filter"] if top => file(StackTraceFilter),
         ["trace_marker_raw"] => file(TraceMarkerRaw),
         ["buffer_subbuf_size_kb"] => file(SubbufSizeKb),
         ["printk_formats"] if top => file(PrintkFormats),
@@ -325,6 +340,7 @@ mod tests {
         assert_eq!(node_at("/", "README"), Some(Node::File(File::Readme)));
         assert_eq!(node_at("/", "instances"), Some(Node::Dir(Dir::Instances)));
         assert_eq!(node_at("/", "printk_formats"), Some(Node::File(File::PrintkFormats)));
+        assert_eq!(node_at("/", "stack_trace"), Some(Node::File(File::StackTrace)));
     }
 
     #[test]
@@ -333,7 +349,9 @@ mod tests {
         assert_eq!(foo("instances/foo"), Some(("foo", Node::Dir(Dir::Root))));
         assert_eq!(foo("instances/foo/trace"), Some(("foo", Node::File(File::Trace))));
         assert_eq!(foo("/instances/foo/snapshot"), Some(("foo", Node::File(File::Snapshot))));
-        for top_only in ["README", "instances", "printk_formats"] {
+        let stack = ["stack_tracer_enabled", "stack_max_size", "stack_trace", "stack_trace_filter"];
+        let stack = stack.into_iter().chain(["tracing_thresh"]);
+        for top_only in ["README", "instances", "printk_formats"].into_iter().chain(stack) {
             assert_eq!(foo(&alloc::format!("instances/foo/{top_only}")), None, "{top_only}");
         }
         assert_eq!(at("/", "instances/bar/trace"), None, "no such instance");

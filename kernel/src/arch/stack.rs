@@ -92,13 +92,39 @@ fn stack_end(rsp: u64) -> Option<u64> {
 
 /// Fills `frames` with the return addresses of the call chain, innermost first (this
 /// function's caller's return address first), as addresses in the kernel ELF, and
-/// returns how many it wrote. Through the handler of a fatal exception the chain
-/// goes on at the interrupted address (for an exception with an error code, found
-/// through the frame [`record_fault`] noted). Each frame pointer followed must lie
-/// above the previous one and within the current stack, so the walk ends and never
-/// reads outside that stack.
+/// returns how many it wrote (see [`walk`]).
 #[inline(never)]
 pub fn stack_trace(frames: &mut [u64]) -> usize {
+    let mut depth = 0;
+    walk(|ret, _| match frames.get_mut(depth) {
+        Some(frame) => {
+            *frame = ret;
+            depth += 1;
+            depth < frames.len()
+        }
+        None => false,
+    });
+    depth
+}
+
+/// Bytes of this CPU's kernel stack in use down to `addr` (from the stack's top to
+/// `addr`, the word at `addr` included); `None` if `addr` is not on that stack.
+pub fn kernel_stack_used(addr: u64) -> Option<u64> {
+    let [low, high] = KERNEL_STACKS.get(percpu::index())?;
+    let (low, high) = (low.load(Relaxed), high.load(Relaxed));
+    (low..high).contains(&addr).then(|| high - addr)
+}
+
+/// Walks the call chain from the function this is inlined into outward: calls
+/// `visit` with each return address (an address in the kernel ELF) and the stack
+/// address it lies at, innermost first, until `visit` returns `false` or the chain
+/// ends. Through the handler of a fatal exception the chain goes on at the
+/// interrupted address (for an exception with an error code, found through the frame
+/// [`record_fault`] noted). Each frame pointer followed must lie above the previous
+/// one and within the current stack, so the walk ends and never reads outside that
+/// stack.
+#[inline(always)]
+pub fn walk(mut visit: impl FnMut(u64, u64) -> bool) {
     let (rsp, mut fp): (u64, u64);
     // SAFETY: copies the stack and frame pointers into registers; no memory is
     // touched.
@@ -109,12 +135,11 @@ pub fn stack_trace(frames: &mut [u64]) -> usize {
             options(nomem, nostack, preserves_flags)
         );
     }
-    let Some(end) = stack_end(rsp) else { return 0 };
+    let Some(end) = stack_end(rsp) else { return };
     let offset = IMAGE_OFFSET.load(Relaxed);
     let error_code_frame =
         ERROR_CODE_FRAME.get(percpu::index()).map_or(0, |frame| frame.load(Relaxed));
     let mut low = rsp;
-    let mut depth = 0;
     loop {
         // The handler of an exception with an error code: between its saved frame
         // pointer and the interrupt frame lie the error code (and an alignment
@@ -126,7 +151,7 @@ pub fn stack_trace(frames: &mut [u64]) -> usize {
         };
         let in_stack =
             fp >= low && fp % 8 == 0 && fp.checked_add(8 * (ret_at + 1)).is_some_and(|e| e <= end);
-        if depth == frames.len() || !in_stack {
+        if !in_stack {
             break;
         }
         // SAFETY: `[fp, fp + 8 * (ret_at + 1))` lies within `[rsp, end)`, the part of
@@ -136,13 +161,10 @@ pub fn stack_trace(frames: &mut [u64]) -> usize {
             let frame = fp as *const u64;
             (frame.read_volatile(), frame.add(ret_at as usize).read_volatile())
         };
-        if ret == 0 {
+        if ret == 0 || !visit(ret.wrapping_sub(offset), fp + 8 * ret_at) {
             break;
         }
-        frames[depth] = ret.wrapping_sub(offset);
-        depth += 1;
         low = fp + 16;
         fp = next;
     }
-    depth
 }

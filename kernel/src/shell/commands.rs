@@ -475,6 +475,9 @@ fn functions(
                 let _ = write!(tracers, " {name}={}", current.name());
             }
         }
+        if tracer.stack_tracer() {
+            tracers.push_str(" stack");
+        }
     }
     let _ = writeln!(
         out,

@@ -263,7 +263,7 @@ pub fn resolve(cwd: &str, path: &str) -> Result<Located, FsError> {
 }
 
 /// The entries of an instance's root, and whether only the top level has them.
-const ROOT_FILES: [(&str, bool); 29] = [
+const ROOT_FILES: [(&str, bool); 34] = [
     ("README", true),
     ("available_events", false),
     ("available_filter_functions", true),
@@ -285,6 +285,10 @@ const ROOT_FILES: [(&str, bool); 29] = [
     ("set_graph_function", false),
     ("set_graph_notrace", false),
     ("snapshot", false),
+    ("stack_max_size", true),
+    ("stack_trace", true),
+    ("stack_trace_filter", true),
+    ("stack_tracer_enabled", true),
     ("trace", false),
     ("trace_clock", false),
     ("trace_marker", false),
@@ -293,6 +297,7 @@ const ROOT_FILES: [(&str, bool); 29] = [
     ("trace_pipe_raw", false),
     ("tracing_cpumask", false),
     ("tracing_on", false),
+    ("tracing_thresh", true),
 ];
 
 /// The entries of a directory: names, directories with a trailing `/`.
@@ -437,6 +442,14 @@ tracing mini-HOWTO:
   set_graph_function\t- function_graph records only these functions and what they call
   set_graph_notrace\t- function_graph records nothing from these functions until they return
   max_graph_depth\t- Trace a limited depth with function_graph (0: no limit)
+  tracing_thresh\t- function_graph records only calls that took at least this
+\t\t\t  many microseconds, at their return (0: every call)
+  stack_tracer_enabled\t- 1: the stack tracer checks the kernel stack at each
+\t\t\t  function entry (those stack_trace_filter lists, or all)
+  stack_max_size\t- the most kernel stack in use seen at a function entry, in
+\t\t\t  bytes (echo 0 > stack_max_size starts again)
+  stack_trace\t\t- the call chain of that deepest stack, with each frame's size
+  stack_trace_filter\t- functions the stack tracer checks (globs, as set_ftrace_filter)
   error_log\t- error log for failed commands (that support it)
   buffer_size_kb\t- view and modify size of per cpu buffer
   buffer_total_size_kb  - view total size of all cpu buffers
@@ -667,6 +680,22 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
         | File::SetGraphFunction
         | File::SetGraphNotrace => write_function_list(out, instance, function_list(file)),
         File::MaxGraphDepth => writeln!(out, "{}", functions::max_graph_depth()),
+        File::TracingThresh => writeln!(out, "{}", tracer.graph_threshold() / 1000),
+        File::StackTracerEnabled => writeln!(out, "{}", u8::from(tracer.stack_tracer())),
+        File::StackMaxSize => writeln!(out, "{}", tracer.stack_max().size),
+        File::StackTrace => tracer.stack_max().write(out, crate::symbols::table()),
+        File::StackTraceFilter => {
+            let mut any = false;
+            let mut result = Ok(());
+            functions::for_each_stack_filtered(|f| {
+                any = true;
+                result = result.and_then(|()| writeln!(out, "{}", f.name));
+            });
+            result.and_then(|()| match any {
+                true => Ok(()),
+                false => writeln!(out, "#### all functions enabled ####"),
+            })
+        }
         File::SubbufSizeKb => writeln!(out, "4"),
         File::PrintkFormats => tracer
             .events()
@@ -919,6 +948,21 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
             functions::set_max_graph_depth(depth);
             Ok(())
         }
+        File::TracingThresh => {
+            const RULE: &str = "a decimal number of microseconds (0: off)";
+            let us: u64 = value.trim().parse().map_err(|_| FsError::Rule(RULE))?;
+            let ns = us.checked_mul(1000).ok_or(FsError::Rule("the threshold is too large"))?;
+            Ok(tracer.set_graph_threshold(ns).map_err(FunctionError::from)?)
+        }
+        File::StackTracerEnabled => {
+            Ok(tracer.set_stack_tracer(switch(value)?).map_err(FunctionError::from)?)
+        }
+        File::StackMaxSize => {
+            let size =
+                value.trim().parse().map_err(|_| FsError::Rule("a decimal number of bytes"))?;
+            Ok(tracer.set_stack_max_size(size).map_err(FunctionError::from)?)
+        }
+        File::StackTraceFilter => Ok(functions::write_stack_filter(value, append)?),
         File::SubbufSizeKb => match value.trim() {
             "4" => Ok(()),
             _ => Err(FsError::Rule(
@@ -969,6 +1013,7 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
         | File::Readme
         | File::AvailableTracers
         | File::AvailableFilterFunctions
+        | File::StackTrace
         | File::PrintkFormats => Err(FsError::ReadOnly),
     }
 }

@@ -28,7 +28,7 @@ use core::sync::atomic::{Ordering::SeqCst, compiler_fence};
 use spin::Once;
 use trace::Instance;
 pub use trace::tracer::{FunctionList as List, FunctionTracer as Kind};
-use trace::tracer::{GraphScope, HookError, TriggerError};
+use trace::tracer::{GraphScope, HookError, StackEntry, TriggerError};
 
 /// Deepest `function_graph` nesting a CPU records (deeper calls are not hooked).
 pub const MAX_DEPTH: usize = 64;
@@ -277,14 +277,38 @@ pub fn write_list(
     text: &str,
     append: bool,
 ) -> Result<(), FunctionError> {
-    let functions = functions();
     let mut new = match append {
         true => selection(instance, list),
-        false => alloc::vec![false; functions.len()],
+        false => alloc::vec![false; functions().len()],
     };
-    // Each command: its functions, its line, and where its line's text lies in
-    // `text` (its errors' positions are the line's).
-    let mut commands: Vec<(Vec<usize>, alloc::string::String, usize)> = Vec::new();
+    let commands = apply_globs(text, &mut new, list == List::Filter)?;
+    let refused = |at: usize| move |error| FunctionError::Command(shifted(error, at));
+    for (matching, line, at) in &commands {
+        instance.check_function_command(matching, line).map_err(refused(*at))?;
+    }
+    instance.set_function_list(list, &new)?;
+    for (matching, line, at) in &commands {
+        instance.set_function_command(matching, line).map_err(refused(*at))?;
+    }
+    Ok(())
+}
+
+/// A function command of a filter write: its functions, its line, and where its
+/// line's text lies in the written text (its errors' positions are the line's).
+type Command = (Vec<usize>, alloc::string::String, usize);
+
+/// Applies the whitespace-separated entries of `text` to `list` (one entry per
+/// function): each glob sets what it matches, or with a leading `!` clears it;
+/// `GLOB:mod:CRATE` matches only that crate's functions. Returns the function
+/// commands (`GLOB:COMMAND`), which only `commands` allows. A glob that matches
+/// nothing refuses the whole text.
+fn apply_globs(
+    text: &str,
+    list: &mut [bool],
+    commands: bool,
+) -> Result<Vec<Command>, FunctionError> {
+    let functions = functions();
+    let mut found = Vec::new();
     for word in text.split_ascii_whitespace() {
         let (set, entry) = match word.strip_prefix('!') {
             Some(entry) => (false, entry),
@@ -304,25 +328,37 @@ pub fn write_list(
             return Err(FunctionError::NoMatch);
         }
         match command.filter(|_| krate.is_none()) {
-            None => matching.iter().for_each(|&i| new[i] = set),
-            Some(_) if list != List::Filter => return Err(FunctionError::CommandElsewhere),
+            None => matching.iter().for_each(|&i| list[i] = set),
+            Some(_) if !commands => return Err(FunctionError::CommandElsewhere),
             Some(command) => {
                 let line = if set { command.into() } else { alloc::format!("!{command}") };
                 // The line's `command` is where the word's is; a `!` before both.
                 let at = command.as_ptr() as usize - text.as_ptr() as usize;
-                commands.push((matching, line, at - usize::from(!set)));
+                found.push((matching, line, at - usize::from(!set)));
             }
         }
     }
-    let refused = |at: usize| move |error| FunctionError::Command(shifted(error, at));
-    for (matching, line, at) in &commands {
-        instance.check_function_command(matching, line).map_err(refused(*at))?;
+    Ok(found)
+}
+
+/// Writes `text` to `stack_trace_filter` (`append` for `>>`): globs as
+/// [`write_list`] takes them, without commands; empty, the stack tracer checks
+/// every function. Patches what changed while the stack tracer is on.
+pub fn write_stack_filter(text: &str, append: bool) -> Result<(), FunctionError> {
+    let tracer = super::tracer().ok_or(trace::tracer::FunctionError::Unavailable)?;
+    let mut new = alloc::vec![false; functions().len()];
+    if append {
+        tracer.stack_filter().into_iter().for_each(|i| new[i] = true);
     }
-    instance.set_function_list(list, &new)?;
-    for (matching, line, at) in &commands {
-        instance.set_function_command(matching, line).map_err(refused(*at))?;
-    }
-    Ok(())
+    apply_globs(text, &mut new, false)?;
+    Ok(tracer.set_stack_filter(&new)?)
+}
+
+/// Calls `each` with every function `stack_trace_filter` lists, in address order.
+pub fn for_each_stack_filtered(each: impl FnMut(&Function)) {
+    let Some(tracer) = super::tracer() else { return };
+    let functions = functions();
+    tracer.stack_filter().into_iter().filter_map(|i| functions.get(i)).for_each(each);
 }
 
 /// `error` with its position (a trigger's) moved `at` bytes on.
@@ -421,6 +457,8 @@ fn record_entry(cpu: &Cpu, function: u64, ret: u64, slot: u64) -> bool {
     let frame = cpu.frames.get(depth);
     let parent = stack::elf_address(ret);
     let scope = cpu.scope();
+    let used = || stack::kernel_stack_used(slot);
+    tracer.check_stack(index, func, used, |entries| callers(slot, ret, entries));
     // A call `max_graph_depth` deep or deeper is not followed: `function_graph`
     // skips it as when the shadow stack is full, and it is not pushed, so its
     // callees are as deep and skipped too.
@@ -445,6 +483,33 @@ fn record_entry(cpu: &Cpu, function: u64, ret: u64, slot: u64) -> bool {
     cpu.set_scope(callee);
     cpu.depth.store(depth + 1, Relaxed);
     true
+}
+
+/// The stack tracer's call chain for the call hooked at `slot` (returning to
+/// `ret`): that return address, then those of the calls further out, each with the
+/// kernel stack in use down to where it lies (see `trace::tracer::StackEntry`).
+/// Returns how many entries it wrote.
+fn callers(slot: u64, ret: u64, entries: &mut [StackEntry]) -> usize {
+    let Some(first) = entries.first_mut() else { return 0 };
+    // Where each return address lies, in `depth` until the end.
+    *first = StackEntry { ip: stack::elf_address(ret), depth: slot };
+    let mut count = 1;
+    // The hook's own frames lie below `slot`; the callers' above it.
+    stack::walk(|ip, at| {
+        if at <= slot {
+            return true;
+        }
+        let Some(entry) = entries.get_mut(count) else { return false };
+        *entry = StackEntry { ip, depth: at };
+        count += 1;
+        true
+    });
+    let entries = &mut entries[..count];
+    restore_returns(entries.iter_mut().map(|entry| &mut entry.ip));
+    for entry in entries {
+        entry.depth = stack::kernel_stack_used(entry.depth).unwrap_or(0);
+    }
+    count
 }
 
 /// The exit hook: pops the call that returned, records its return with
@@ -495,12 +560,12 @@ pub fn set_max_graph_depth(depth: usize) {
 /// Puts back the return addresses `function_graph` hooked in a stack walk of this
 /// CPU (ELF addresses, innermost first): each of the trampoline's stands for the
 /// next hooked call from the shadow stack's top.
-pub fn restore_returns(frames: &mut [u64]) {
+pub fn restore_returns<'a>(frames: impl IntoIterator<Item = &'a mut u64>) {
     let trampoline = stack::elf_address(ftrace::return_address());
     let Some(cpu) = this_cpu() else { return };
     let depth = cpu.depth.load(Relaxed);
     let mut nth = 0;
-    for frame in frames.iter_mut().filter(|f| **f == trampoline) {
+    for frame in frames.into_iter().filter(|f| **f == trampoline) {
         nth += 1;
         if let Some(hooked) = depth.checked_sub(nth).and_then(|d| cpu.frames.get(d)) {
             *frame = stack::elf_address(hooked.ret.load(Relaxed));

@@ -167,7 +167,7 @@ impl trace::Platform for KernelPlatform {
         let mut chain = [0u64; WALKED_FRAMES];
         let depth = crate::arch::stack::stack_trace(&mut chain);
         let chain = &mut chain[..depth];
-        functions::restore_returns(chain);
+        functions::restore_returns(chain.iter_mut());
         let chain = chain.get(1..).unwrap_or_default();
         let ours = chain.iter().take_while(|&&ret| returns_into(ret, TRACER_CODE)).count();
         let mut kept = &chain[ours..];

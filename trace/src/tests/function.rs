@@ -92,6 +92,7 @@ fn instances_trace_their_own_functions_and_release_them() {
     let top = tracer.top();
     assert_eq!(top.set_function_tracer(FunctionTracer::Function), Err(FunctionError::Unavailable));
     assert_eq!(top.set_function_tracer(FunctionTracer::Nop), Ok(()), "nop needs no functions");
+    assert_eq!(tracer.set_graph_threshold(1), Err(FunctionError::Unavailable));
     assert!(tracer.set_functions(COUNT));
     assert!(!tracer.set_functions(COUNT), "registered once");
 
@@ -144,6 +145,18 @@ fn instances_trace_their_own_functions_and_release_them() {
     // A call the platform cannot follow is recorded by `function` instances only.
     assert_ne!(entry(&tracer, 1, 0x110, 0x210, None), 0);
     assert_eq!(records(&g, &FUNCGRAPH_ENTRY).len(), 1);
+    // `tracing_thresh`: a call is recorded only at its return, if it took as long.
+    tracer.set_graph_threshold(40).unwrap();
+    assert_eq!(tracer.graph_threshold(), 40);
+    let graph = entry(&tracer, 1, 0x110, 0x210, Some(3));
+    assert_ne!(graph, 0, "its return is still followed");
+    assert_eq!(records(&g, &FUNCGRAPH_ENTRY).len(), 1, "no entry recorded");
+    tracer.record_function_return(graph, 0x110, 3, 39);
+    tracer.record_function_return(graph, 0x110, 3, 40);
+    assert_eq!(records(&g, &FUNCGRAPH_EXIT), [vec![0x110, 3, 42], vec![0x110, 3, 40]]);
+    tracer.set_graph_threshold(0).unwrap();
+    assert_eq!(entry(&tracer, 1, 0x110, 0x210, Some(3)), graph);
+    assert_eq!(records(&g, &FUNCGRAPH_ENTRY).len(), 2, "off: the entry is recorded again");
 
     // The events are the tracer's, not `set_event`'s.
     let refused = g.set_event(Some("ftrace"), Some("function"), true);
@@ -246,6 +259,123 @@ fn instances_trace_their_own_functions_and_release_them() {
     top.set_function_tracer(FunctionTracer::Nop).unwrap();
     assert_eq!(calls(), [false; COUNT]);
     assert!(!tracer.functions_traced());
+}
+
+/// The stack tracer: the entries it checks are patched while it is on, beside the
+/// function tracers'; only a deeper stack than the maximum is stored, with its
+/// chain; `stack_max_size` and `stack_trace_filter` act as in ftrace; a store never
+/// waits; a refused patch changes nothing.
+#[test]
+fn the_stack_tracer_keeps_the_deepest_stack_of_the_functions_it_checks() {
+    use crate::tracer::{StackEntry, StackMax};
+    HostPlatform::set_cpu(0);
+    let patcher = Patcher::new();
+    let calls = || patcher.calls.lock().unwrap().clone();
+    let limits = Limits { max_instances: 2, max_total_bytes: 1 << 20 };
+    let tracer = Tracer::new(patcher.clone(), 1, &[], limits, top_config()).unwrap();
+    assert_eq!(tracer.set_stack_tracer(true), Err(FunctionError::Unavailable));
+    assert!(tracer.set_functions(COUNT));
+    // A chain of two callers, each return address at a depth.
+    let chain = |entries: &mut [StackEntry]| {
+        let callers = [StackEntry { ip: 0x210, depth: 500 }, StackEntry { ip: 0x320, depth: 380 }];
+        entries.iter_mut().zip(callers).map(|(entry, caller)| *entry = caller).count()
+    };
+    let unwalked = |_: &mut [StackEntry]| -> usize { panic!("walked for no new maximum") };
+    let check = |index: usize, depth: u64| tracer.check_stack(index, 0x100, || Some(depth), chain);
+
+    // Off: nothing is checked, and stack_trace says how to turn it on.
+    check(1, 500);
+    assert_eq!(tracer.stack_max(), StackMax::default());
+    let mut text = String::new();
+    tracer.stack_max().write(&mut text, None).unwrap();
+    assert!(text.contains("(0 entries)") && text.contains("Stack tracer disabled"), "{text}");
+
+    tracer.set_stack_tracer(true).unwrap();
+    assert!(tracer.stack_tracer());
+    assert_eq!(calls(), [true; COUNT], "every function is checked");
+    check(1, 500);
+    let deepest = |size: u64| StackMax {
+        on: true,
+        size,
+        entries: vec![
+            StackEntry { ip: 0x100, depth: size },
+            StackEntry { ip: 0x210, depth: 500 },
+            StackEntry { ip: 0x320, depth: 380 },
+        ],
+    };
+    assert_eq!(tracer.stack_max(), deepest(500));
+    let mut text = String::new();
+    tracer.stack_max().write(&mut text, None).unwrap();
+    assert_eq!(
+        text,
+        "        Depth    Size   Location    (3 entries)\n\
+        \x20       -----    ----   --------\n\
+        \x20 0)      500       0   0x100\n\
+        \x20 1)      500     120   0x210\n\
+        \x20 2)      380     380   0x320\n"
+    );
+    // Not deeper: no walk, nothing changes; off a kernel stack: nothing either.
+    tracer.check_stack(2, 0x100, || Some(500), unwalked);
+    tracer.check_stack(2, 0x100, || None, unwalked);
+    assert_eq!(tracer.stack_max(), deepest(500));
+    check(2, 620);
+    assert_eq!(tracer.stack_max(), deepest(620));
+
+    // A check that finds the store under way (an interrupt on the storing CPU, or
+    // another CPU storing) gives the sample up instead of waiting.
+    tracer.check_stack(
+        1,
+        0x100,
+        || Some(900),
+        |entries| {
+            check(1, 1000);
+            chain(entries)
+        },
+    );
+    assert_eq!(tracer.stack_max(), deepest(900), "the nested check gave up");
+
+    // `stack_max_size`: set to 0, the next check stores; the chain stays until then.
+    tracer.set_stack_max_size(0).unwrap();
+    assert_eq!(tracer.stack_max().size, 0);
+    assert_eq!(tracer.stack_max().entries, deepest(900).entries);
+    check(3, 100);
+    assert_eq!(tracer.stack_max(), deepest(100));
+
+    // `stack_trace_filter`: only function 2 is checked and patched; a function
+    // tracer's entries stay patched beside it, and go with it.
+    let only = |i: usize| (0..COUNT).map(|j| j == i).collect::<Vec<_>>();
+    tracer.set_stack_filter(&only(2)).unwrap();
+    assert_eq!(tracer.stack_filter(), [2]);
+    assert_eq!(calls(), [false, false, true, false]);
+    tracer.set_stack_max_size(0).unwrap();
+    check(1, 700);
+    assert_eq!(tracer.stack_max().size, 0, "function 1 is not checked");
+    check(2, 700);
+    assert_eq!(tracer.stack_max().size, 700);
+    let top = tracer.top();
+    top.set_function_list(FunctionList::Filter, &only(0)).unwrap();
+    top.set_function_tracer(FunctionTracer::Function).unwrap();
+    assert_eq!(calls(), [true, false, true, false]);
+    assert_eq!(tracer.set_stack_filter(&[true]), Err(FunctionError::WrongLength));
+
+    // A refused patch: the stack tracer stays on, with its filter and entries.
+    patcher.refuse.store(true, Relaxed);
+    assert_eq!(tracer.set_stack_tracer(false), Err(FunctionError::Patch("refused")));
+    assert_eq!(tracer.set_stack_filter(&only(3)), Err(FunctionError::Patch("refused")));
+    assert!(tracer.stack_tracer());
+    assert_eq!(tracer.stack_filter(), [2]);
+    assert_eq!(calls(), [true, false, true, false]);
+    check(2, 800);
+    assert_eq!(tracer.stack_max().size, 800, "function 2 is still checked");
+    patcher.refuse.store(false, Relaxed);
+
+    // Off: only the function tracer's entry stays a call; nothing is checked.
+    tracer.set_stack_tracer(false).unwrap();
+    assert_eq!(calls(), [true, false, false, false]);
+    check(2, 900);
+    assert_eq!(tracer.stack_max().size, 800);
+    top.set_function_tracer(FunctionTracer::Nop).unwrap();
+    assert_eq!(calls(), [false; COUNT]);
 }
 
 fn top_config() -> InstanceConfig {

@@ -17,6 +17,7 @@
 
 use super::commands::CommandTable;
 use super::rcu::RcuCell;
+use super::stack::StackTracer;
 use super::trigger::Target;
 use super::{MAX_INSTANCES, Tracer};
 use crate::event::dispatch::{Body, INLINE_WORDS, Inline};
@@ -209,6 +210,8 @@ pub(super) struct Control {
     pub(super) commands: Vec<Option<Arc<CommandTable>>>,
     /// Which functions' entries are calls now.
     patched: Vec<bool>,
+    /// `stack_trace_filter`, one entry per function (none set: every function).
+    pub(super) stack_filter: Vec<bool>,
 }
 
 /// The registered functions: each one's masks of instances, as writers read them,
@@ -225,10 +228,15 @@ pub(crate) struct Functions {
     /// The instances whose `options/func_stack_trace` is on: a stack trace after
     /// each `function` record.
     stacked: AtomicU64,
+    /// `tracing_thresh` in nanoseconds (0: off): `function_graph` records only the
+    /// returns of calls that took at least this long.
+    threshold: AtomicU64,
     /// The instances with commands on each function ([`super::commands`]).
     pub(super) commanded: Vec<AtomicU64>,
     /// Each instance slot's function commands, as writers read them.
     pub(super) commands: [RcuCell<CommandTable>; MAX_INSTANCES],
+    /// The stack tracer.
+    pub(super) stack: StackTracer,
     pub(super) control: spin::Mutex<Control>,
 }
 
@@ -276,12 +284,15 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
                 mutes: masks(),
                 rooted: AtomicU64::new(0),
                 stacked: AtomicU64::new(0),
+                threshold: AtomicU64::new(0),
                 commanded: masks(),
                 commands: core::array::from_fn(|_| RcuCell::empty()),
+                stack: StackTracer::new(count),
                 control: spin::Mutex::new(Control {
                     slots: (0..MAX_INSTANCES).map(|_| Selection::empty(count)).collect(),
                     commands: vec![None; MAX_INSTANCES],
                     patched: vec![false; count],
+                    stack_filter: vec![false; count],
                 }),
             }
         });
@@ -342,6 +353,11 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
             let Some(depth) = depth else {
                 break 'graph (judge(), scope);
             };
+            // With a threshold only the return is recorded, if the call took long.
+            if functions.threshold.load(Relaxed) != 0 {
+                let graph = judge();
+                break 'graph (graph, callee);
+            }
             self.record_values(&FUNCGRAPH_ENTRY, &[ip, depth], judge);
             (graph, callee)
         };
@@ -355,9 +371,11 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
 
     /// Records a traced call's return (function at ELF address `ip`, at `depth`,
     /// after `duration` ns) in the `graph` instances [`Tracer::record_function_entry`]
-    /// returned, those still tracing with `function_graph`. From any context.
+    /// returned, those still tracing with `function_graph`, unless the call was
+    /// quicker than `tracing_thresh`. From any context.
     pub fn record_function_return(&self, graph: u64, ip: u64, depth: u64, duration: u64) {
-        if graph == 0 {
+        let threshold = self.functions.get().map_or(0, |f| f.threshold.load(Relaxed));
+        if graph == 0 || duration < threshold {
             return;
         }
         let mask = || graph & FUNCGRAPH_EXIT.enabled_mask();
@@ -391,6 +409,21 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         self.for_each_target(stacked, |target| target.stack_trace());
     }
 
+    /// `tracing_thresh`, in nanoseconds (0: off).
+    pub fn graph_threshold(&self) -> u64 {
+        self.functions.get().map_or(0, |f| f.threshold.load(Relaxed))
+    }
+
+    /// Sets `tracing_thresh` (ns; 0: off): above 0, `function_graph` records a call
+    /// only at its return, and only if it took at least that long, in every
+    /// instance. Takes effect at the next entry and the next return. From any
+    /// context.
+    pub fn set_graph_threshold(&self, ns: u64) -> Result<(), FunctionError> {
+        let functions = self.functions.get().ok_or(FunctionError::Unavailable)?;
+        functions.threshold.store(ns, Relaxed);
+        Ok(())
+    }
+
     /// Forgets the selection of the instance in `slot` (it is being destroyed): its
     /// bit leaves every function's mask and its events, and entries no instance
     /// traces any more go back to their NOP (where the caller may wait).
@@ -412,9 +445,12 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         functions: &Functions,
         control: &mut Control,
     ) -> Result<(), FunctionError> {
-        // A function is a call while some instance traces it or has commands on it.
-        let wanted: Vec<bool> = (functions.masks.iter().zip(&functions.commanded))
-            .map(|(traced, commanded)| traced.load(Relaxed) | commanded.load(Relaxed) != 0)
+        // A function is a call while some instance traces it or has commands on it,
+        // or the stack tracer checks it.
+        let wanted: Vec<bool> = (functions.masks.iter().zip(&functions.commanded).enumerate())
+            .map(|(i, (traced, commanded))| {
+                traced.load(Relaxed) | commanded.load(Relaxed) != 0 || functions.stack.checks(i)
+            })
             .collect();
         let changes: Vec<(usize, bool)> = wanted
             .iter()
