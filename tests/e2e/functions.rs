@@ -891,3 +891,133 @@ fn the_stack_tracer_shows_the_deepest_stack_of_the_functions_it_checks() {
     assert_eq!(stack_rows(&mut machine).0, kept);
     assert!(!kept.contains("disabled"), "{kept}");
 }
+
+/// A row of `trace_stat/functionN`: name, calls, and the three durations in ns.
+#[derive(Debug)]
+struct ProfileRow {
+    name: String,
+    hits: u64,
+    time: u64,
+    avg: u64,
+}
+
+/// The rows of CPU `cpu`'s function profile, after checking its header.
+fn profile_rows(machine: &mut Machine, cpu: usize) -> (String, Vec<ProfileRow>) {
+    let text = machine.run(&format!("cat trace_stat/function{cpu}"));
+    let mut lines = text.lines();
+    let header = lines.next().unwrap_or_default();
+    assert!(
+        header.starts_with("  Function ")
+            && header.ends_with("Hit    Time            Avg             s^2"),
+        "{text}"
+    );
+    assert!(lines.next().is_some_and(|l| l.starts_with("  --------")), "{text}");
+    let ns = |us: &str| -> u64 {
+        let (whole, frac) = us.split_once('.').unwrap_or((us, ""));
+        let frac = format!("{frac:0<3}");
+        whole.parse::<u64>().unwrap() * 1000 + frac[..3].parse::<u64>().unwrap()
+    };
+    let rows = lines
+        .map(|line| {
+            // The name, then: hits, time "us", avg "us", s^2 "us".
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let n = words.len();
+            assert!(
+                n >= 8 && words[n - 1] == "us" && words[n - 3] == "us" && words[n - 5] == "us",
+                "{line}"
+            );
+            ProfileRow {
+                name: words[..n - 7].join(" "),
+                hits: words[n - 7].parse().unwrap_or_else(|_| panic!("{line}")),
+                time: ns(words[n - 6]),
+                avg: ns(words[n - 4]),
+            }
+        })
+        .collect();
+    (text, rows)
+}
+
+/// The function profiler (`function_profile_enabled`, `trace_stat/functionN`), as
+/// ftrace's: it profiles the functions the top level's `set_ftrace_filter` selects,
+/// per CPU: calls, total and average time; interrupt handlers on every CPU count
+/// on theirs; on again starts from zero, off keeps the counts; refusals change
+/// nothing; off, every entry is its NOP again, byte for byte.
+#[test]
+fn the_function_profiler_counts_each_call_and_its_time_per_cpu() {
+    let mut machine = Machine::boot();
+    let before = summary(&mut machine);
+    assert_eq!(machine.run("cat function_profile_enabled"), "0\n");
+    assert_eq!(machine.run("ls trace_stat"), "function0\nfunction1\nfunction2\nfunction3\n");
+    assert!(profile_rows(&mut machine, 0).1.is_empty());
+    machine.run("mkdir instances/p");
+    for file in ["function_profile_enabled", "trace_stat"] {
+        let out = machine.run(&format!("cat instances/p/{file}"));
+        assert!(out.contains("No such file or directory"), "{file}: {out}");
+    }
+
+    let (pwd, cd) = ("kernel::shell::commands::pwd", "kernel::shell::commands::cd");
+    machine.run(&format!("echo '{pwd} {cd}' > set_ftrace_filter"));
+    assert_eq!(machine.run("echo 1 > function_profile_enabled"), "");
+    assert_eq!(machine.run("cat function_profile_enabled"), "1\n");
+    let on = summary(&mut machine);
+    assert_eq!((on.calls, on.tracer.as_str()), (2, "profile"), "{on:?}");
+    for _ in 0..5 {
+        machine.run("pwd");
+    }
+    machine.run("cd /events");
+    machine.run("cd /");
+    let (text, rows) = profile_rows(&mut machine, 0);
+    let mut counted: Vec<(&str, u64)> = rows.iter().map(|r| (r.name.as_str(), r.hits)).collect();
+    counted.sort();
+    assert_eq!(counted, [(cd, 2), (pwd, 5)], "{text}");
+    for row in &rows {
+        assert!(row.time > 0 && row.avg * row.hits <= row.time, "{row:?}\n{text}");
+        assert!(row.time < (row.avg + 1) * row.hits, "the average is time / calls: {row:?}");
+    }
+    let times: Vec<u64> = rows.iter().map(|r| r.time).collect();
+    assert!(times.is_sorted_by(|a, b| a >= b), "the longest total first:\n{text}");
+    for cpu in 1..4 {
+        assert!(profile_rows(&mut machine, cpu).1.is_empty(), "the shell runs on CPU 0");
+    }
+
+    // Refusals name the rule and change nothing.
+    for (file, value, rule) in [
+        ("function_profile_enabled", "2", "0 or 1"),
+        ("function_profile_enabled", "on", "0 or 1"),
+        ("trace_stat/function0", "0", "read-only"),
+    ] {
+        let out = machine.run(&format!("echo '{value}' > {file}"));
+        assert!(out.contains(rule), "{file} {value}: {out}");
+    }
+    assert!(machine.run("cat trace_stat/function4").contains("No such file or directory"));
+    assert_eq!(profile_rows(&mut machine, 0).0, text);
+
+    // Off keeps the counts; on again starts from zero.
+    assert_eq!(machine.run("echo 0 > function_profile_enabled"), "");
+    machine.run("pwd");
+    assert_eq!(profile_rows(&mut machine, 0).0, text);
+    assert_eq!(summary(&mut machine), before, "every entry is its NOP again, byte for byte");
+    machine.run("echo 1 > function_profile_enabled");
+    machine.run("pwd");
+    let (text, rows) = profile_rows(&mut machine, 0);
+    assert_eq!(
+        rows.iter().map(|r| (r.name.as_str(), r.hits)).collect::<Vec<_>>(),
+        [(pwd, 1)],
+        "{text}"
+    );
+
+    // The timer's handler runs on every CPU: each CPU counts its own calls.
+    let tick = "kernel::timer::on_tick";
+    machine.run(&format!("echo {tick} > set_ftrace_filter"));
+    machine.run("echo 0 > function_profile_enabled");
+    machine.run("echo 1 > function_profile_enabled");
+    let out = machine.run_within("stress overwrite 200", Duration::from_secs(300));
+    assert!(out.contains("stress overwrite: PASS"), "{out}");
+    machine.run("echo 0 > function_profile_enabled");
+    for cpu in 0..4 {
+        let (text, rows) = profile_rows(&mut machine, cpu);
+        assert!(rows.len() == 1 && rows[0].name == tick && rows[0].hits > 0, "CPU {cpu}:\n{text}");
+    }
+    machine.run("echo > set_ftrace_filter");
+    assert_eq!(summary(&mut machine), before);
+}

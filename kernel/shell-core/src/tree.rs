@@ -47,6 +47,8 @@ pub enum Dir<S> {
     System(S),
     /// `events/SYS/EVENT/`.
     Event,
+    /// `trace_stat/` (top level only).
+    TraceStat,
 }
 
 /// A file of the tree.
@@ -100,6 +102,10 @@ pub enum File<S, E> {
     MaxGraphDepth,
     /// `tracing_thresh` (top level).
     TracingThresh,
+    /// `function_profile_enabled` (top level).
+    FunctionProfileEnabled,
+    /// `trace_stat/functionN` (top level): CPU N's function profile.
+    FunctionStat(usize),
     /// `stack_tracer_enabled` (top level).
     StackTracerEnabled,
     /// `stack_max_size` (top level).
@@ -206,6 +212,11 @@ fn node<T: Tree>(tree: &T, rest: &[&str], top: bool) -> Option<Node<T::System, T
         ["set_graph_notrace"] => file(SetGraphNotrace),
         ["max_graph_depth"] if top => file(MaxGraphDepth),
         ["tracing_thresh"] if top => file(TracingThresh),
+        ["function_profile_enabled"] if top => file(FunctionProfileEnabled),
+        ["trace_stat"] if top => dir(Dir::TraceStat),
+        ["trace_stat", name] if top => {
+            file(FunctionStat(cpu_number(name.strip_prefix("function")?, tree.cpus())?))
+        }
         ["stack_tracer_enabled"] if top => file(StackTracerEnabled),
         ["stack_max_size"] if top => file(StackMaxSize),
         ["stack_trace"] if top => file(StackTrace),
@@ -260,7 +271,11 @@ fn node<T: Tree>(tree: &T, rest: &[&str], top: bool) -> Option<Node<T::System, T
 /// `cpuN` with `N` below `cpus` (decimal digits only: `cpu+1` and `cpu01` name
 /// nothing, as in tracefs).
 fn parse_cpu(name: &str, cpus: usize) -> Option<usize> {
-    let digits = name.strip_prefix("cpu")?;
+    cpu_number(name.strip_prefix("cpu")?, cpus)
+}
+
+/// A CPU number below `cpus`, in decimal without leading zeros.
+fn cpu_number(digits: &str, cpus: usize) -> Option<usize> {
     let canonical = !digits.is_empty()
         && digits.bytes().all(|b| b.is_ascii_digit())
         && (digits == "0" || !digits.starts_with('0'));
@@ -341,6 +356,12 @@ mod tests {
         assert_eq!(node_at("/", "instances"), Some(Node::Dir(Dir::Instances)));
         assert_eq!(node_at("/", "printk_formats"), Some(Node::File(File::PrintkFormats)));
         assert_eq!(node_at("/", "stack_trace"), Some(Node::File(File::StackTrace)));
+        assert_eq!(node_at("/", "trace_stat"), Some(Node::Dir(Dir::TraceStat)));
+        let stat = |path: &str| node_at("/", path);
+        assert_eq!(stat("trace_stat/function1"), Some(Node::File(File::FunctionStat(1))));
+        for bad in ["function4", "function01", "function", "functionx", "cpu0", "function-1"] {
+            assert_eq!(stat(&alloc::format!("trace_stat/{bad}")), None, "{bad}");
+        }
     }
 
     #[test]
@@ -350,7 +371,8 @@ mod tests {
         assert_eq!(foo("instances/foo/trace"), Some(("foo", Node::File(File::Trace))));
         assert_eq!(foo("/instances/foo/snapshot"), Some(("foo", Node::File(File::Snapshot))));
         let stack = ["stack_tracer_enabled", "stack_max_size", "stack_trace", "stack_trace_filter"];
-        let stack = stack.into_iter().chain(["tracing_thresh"]);
+        let stack = stack.into_iter().chain(["tracing_thresh", "function_profile_enabled"]);
+        let stack = stack.chain(["trace_stat", "trace_stat/function0"]);
         for top_only in ["README", "instances", "printk_formats"].into_iter().chain(stack) {
             assert_eq!(foo(&alloc::format!("instances/foo/{top_only}")), None, "{top_only}");
         }

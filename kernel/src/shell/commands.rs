@@ -478,6 +478,9 @@ fn functions(
         if tracer.stack_tracer() {
             tracers.push_str(" stack");
         }
+        if tracer.function_profile() {
+            tracers.push_str(" profile");
+        }
     }
     let _ = writeln!(
         out,

@@ -263,7 +263,7 @@ pub fn resolve(cwd: &str, path: &str) -> Result<Located, FsError> {
 }
 
 /// The entries of an instance's root, and whether only the top level has them.
-const ROOT_FILES: [(&str, bool); 34] = [
+const ROOT_FILES: [(&str, bool); 36] = [
     ("README", true),
     ("available_events", false),
     ("available_filter_functions", true),
@@ -274,6 +274,7 @@ const ROOT_FILES: [(&str, bool); 34] = [
     ("current_tracer", false),
     ("error_log", false),
     ("events/", false),
+    ("function_profile_enabled", true),
     ("instances/", true),
     ("max_graph_depth", true),
     ("options/", false),
@@ -295,6 +296,7 @@ const ROOT_FILES: [(&str, bool); 34] = [
     ("trace_marker_raw", false),
     ("trace_pipe", false),
     ("trace_pipe_raw", false),
+    ("trace_stat/", true),
     ("tracing_cpumask", false),
     ("tracing_on", false),
     ("tracing_thresh", true),
@@ -316,6 +318,7 @@ pub fn list(located: &Located) -> Result<Vec<String>, FsError> {
         Dir::Instances => tracer.instance_names().into_iter().map(|n| n + "/").collect(),
         Dir::Options => ["func_stack_trace", "nanoseconds", "overwrite"].map(String::from).into(),
         Dir::PerCpu => (0..tracer.cpus()).map(|cpu| format!("cpu{cpu}/")).collect(),
+        Dir::TraceStat => (0..tracer.cpus()).map(|cpu| format!("function{cpu}")).collect(),
         Dir::Cpu => {
             ["buffer_size_kb", "snapshot", "stats", "trace", "trace_pipe", "trace_pipe_raw"]
                 .map(String::from)
@@ -442,6 +445,9 @@ tracing mini-HOWTO:
   set_graph_function\t- function_graph records only these functions and what they call
   set_graph_notrace\t- function_graph records nothing from these functions until they return
   max_graph_depth\t- Trace a limited depth with function_graph (0: no limit)
+  function_profile_enabled - 1: count each call of the functions set_ftrace_filter
+\t\t\t  selects, and its time (counts start from 0; 0 stops)
+  trace_stat/functionN\t- CPU N's function profile: calls, time, average, s^2
   tracing_thresh\t- function_graph records only calls that took at least this
 \t\t\t  many microseconds, at their return (0: every call)
   stack_tracer_enabled\t- 1: the stack tracer checks the kernel stack at each
@@ -681,6 +687,11 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
         | File::SetGraphNotrace => write_function_list(out, instance, function_list(file)),
         File::MaxGraphDepth => writeln!(out, "{}", functions::max_graph_depth()),
         File::TracingThresh => writeln!(out, "{}", tracer.graph_threshold() / 1000),
+        File::FunctionProfileEnabled => writeln!(out, "{}", u8::from(tracer.function_profile())),
+        File::FunctionStat(cpu) => {
+            let name = |index: usize| functions::functions().get(index).map(|f| f.name);
+            trace::tracer::FunctionStat::write_table(out, &tracer.function_stats(cpu), &name)
+        }
         File::StackTracerEnabled => writeln!(out, "{}", u8::from(tracer.stack_tracer())),
         File::StackMaxSize => writeln!(out, "{}", tracer.stack_max().size),
         File::StackTrace => tracer.stack_max().write(out, crate::symbols::table()),
@@ -957,6 +968,9 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
         File::StackTracerEnabled => {
             Ok(tracer.set_stack_tracer(switch(value)?).map_err(FunctionError::from)?)
         }
+        File::FunctionProfileEnabled => {
+            Ok(tracer.set_function_profile(switch(value)?).map_err(FunctionError::from)?)
+        }
         File::StackMaxSize => {
             let size =
                 value.trim().parse().map_err(|_| FsError::Rule("a decimal number of bytes"))?;
@@ -1014,6 +1028,7 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
         | File::AvailableTracers
         | File::AvailableFilterFunctions
         | File::StackTrace
+        | File::FunctionStat(_)
         | File::PrintkFormats => Err(FsError::ReadOnly),
     }
 }

@@ -87,6 +87,8 @@ struct Frame {
     start: AtomicU64,
     /// The instances that record its return.
     graph: AtomicU64,
+    /// The function's index plus one if the profiler times the call, else 0.
+    profiled: AtomicU64,
     /// The CPU's graph scope before the call, restored at its return.
     inside: AtomicU64,
     muted: AtomicU64,
@@ -133,6 +135,7 @@ static CPUS: [Cpu; MAX_CPUS] = [const {
                 func: AtomicU64::new(0),
                 start: AtomicU64::new(0),
                 graph: AtomicU64::new(0),
+                profiled: AtomicU64::new(0),
                 inside: AtomicU64::new(0),
                 muted: AtomicU64::new(0),
             }
@@ -446,9 +449,10 @@ fn on_entry(function: u64, ret: u64, slot: u64) -> bool {
     hooked
 }
 
-/// [`on_entry`]'s work, with `busy` set: records the entry in the instances
-/// tracing the function, and pushes the call if some record it with
-/// `function_graph` or it changes the CPU's graph scope.
+/// [`on_entry`]'s work, with `busy` set: checks the stack for the stack tracer,
+/// records the entry in the instances tracing the function, counts it for the
+/// profiler, and pushes the call if some instance records it with `function_graph`,
+/// it changes the CPU's graph scope, or the profiler times it.
 fn record_entry(cpu: &Cpu, function: u64, ret: u64, slot: u64) -> bool {
     let Some(tracer) = super::tracer() else { return false };
     let Some(index) = index_of(function as usize) else { return false };
@@ -466,7 +470,8 @@ fn record_entry(cpu: &Cpu, function: u64, ret: u64, slot: u64) -> bool {
     let followed = max == 0 || depth < max;
     let at = frame.filter(|_| followed).map(|_| depth as u64);
     let (graph, callee) = tracer.record_function_entry(index, func, parent, at, scope);
-    if !followed || (graph == 0 && callee == scope) {
+    let profiled = tracer.profile_entry(index);
+    if !followed || (graph == 0 && callee == scope && !profiled) {
         return false;
     }
     let Some(frame) = frame else {
@@ -478,6 +483,7 @@ fn record_entry(cpu: &Cpu, function: u64, ret: u64, slot: u64) -> bool {
     frame.func.store(func, Relaxed);
     frame.start.store(clock::now_ns(), Relaxed);
     frame.graph.store(graph, Relaxed);
+    frame.profiled.store(if profiled { index as u64 + 1 } else { 0 }, Relaxed);
     frame.inside.store(scope.inside, Relaxed);
     frame.muted.store(scope.muted, Relaxed);
     cpu.set_scope(callee);
@@ -534,6 +540,9 @@ fn on_exit(slot: u64) -> u64 {
         let func = frame.func.load(Relaxed);
         let took = clock::now_ns().saturating_sub(frame.start.load(Relaxed));
         tracer.record_function_return(frame.graph.load(Relaxed), func, depth as u64 - 1, took);
+        if let Some(index) = frame.profiled.load(Relaxed).checked_sub(1) {
+            tracer.profile_return(index as usize, took);
+        }
     }
     cpu.set_scope(GraphScope {
         inside: frame.inside.load(Relaxed),

@@ -378,6 +378,104 @@ fn the_stack_tracer_keeps_the_deepest_stack_of_the_functions_it_checks() {
     assert_eq!(calls(), [false; COUNT]);
 }
 
+/// The function profiler: it profiles what the top level's filter and notrace
+/// lists select (patched while it is on, beside the function tracers' entries);
+/// per CPU, the calls counted at entry and their times at return, exact beyond 64
+/// bits of squares; its table as ftrace's `trace_stat`; on again, it starts from
+/// zero; a refused patch changes nothing.
+#[test]
+fn the_function_profiler_counts_calls_and_their_times_per_cpu() {
+    use crate::tracer::FunctionStat;
+    let patcher = Patcher::new();
+    let calls = || patcher.calls.lock().unwrap().clone();
+    let limits = Limits { max_instances: 2, max_total_bytes: 1 << 20 };
+    let tracer = Tracer::new(patcher.clone(), 2, &[], limits, top_config()).unwrap();
+    assert_eq!(tracer.set_function_profile(true), Err(FunctionError::Unavailable));
+    assert!(tracer.set_functions(COUNT));
+    let top = tracer.top();
+    let only = |set: &[usize]| (0..COUNT).map(|j| set.contains(&j)).collect::<Vec<_>>();
+    top.set_function_list(FunctionList::Filter, &only(&[0, 1])).unwrap();
+    top.set_function_list(FunctionList::Notrace, &only(&[1])).unwrap();
+    HostPlatform::set_cpu(0);
+    assert!(!tracer.profile_entry(0), "off");
+    assert_eq!(calls(), [false; COUNT]);
+
+    tracer.set_function_profile(true).unwrap();
+    assert!(tracer.function_profile());
+    assert_eq!(calls(), [true, false, false, false], "the filter, less notrace");
+    assert!(tracer.profile_entry(0) && !tracer.profile_entry(1) && !tracer.profile_entry(2));
+    tracer.profile_return(0, 10_000);
+    assert!(tracer.profile_entry(0));
+    tracer.profile_return(0, 30_000);
+    let stat = |hits, time, time_squared| FunctionStat { index: 0, hits, time, time_squared };
+    assert_eq!(tracer.function_stats(0), [stat(2, 40_000, 1_000_000_000)]);
+    // Another CPU has its own counts; squares carry past 64 bits.
+    HostPlatform::set_cpu(1);
+    let long = u64::from(u32::MAX);
+    for _ in 0..2 {
+        assert!(tracer.profile_entry(0));
+        tracer.profile_return(0, long);
+    }
+    let squares = 2 * u128::from(long) * u128::from(long);
+    assert!(squares > u128::from(u64::MAX));
+    assert_eq!(tracer.function_stats(1), [stat(2, 2 * long, squares)]);
+    assert_eq!(tracer.function_stats(0).len(), 1, "CPU 0's counts are its own");
+    assert!(tracer.function_stats(2).is_empty(), "no such CPU");
+    HostPlatform::set_cpu(0);
+
+    // The table: calls, time, average and s^2 (10 and 30 us: 200 us^2), the
+    // longest total first; a long name widens the name column.
+    let names =
+        |index: usize| ["f0", "kernel::a_function_with_a_forty_char_nam"].get(index).copied();
+    let mut text = String::new();
+    let two = [stat(2, 40_000, 1_000_000_000), FunctionStat { index: 1, ..stat(1, 5_000, 0) }];
+    FunctionStat::write_table(&mut text, &two[..1], &names).unwrap();
+    assert_eq!(
+        text,
+        "  Function                               Hit    Time            Avg             s^2\n\
+        \x20 --------                               ---    ----            ---             ---\n\
+        \x20 f0                                       2    40.000 us       20.000 us       200.000 us  \n"
+    );
+    let mut text = String::new();
+    FunctionStat::write_table(&mut text, &two, &names).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let hits_end = |line: &str| line.find(" Hit").map(|at| at + 4);
+    assert_eq!(hits_end(lines[0]), Some(lines[2].find(" 2 ").unwrap() + 2), "{text}");
+    assert!(lines[3].starts_with("  kernel::a_function_with_a_forty_char_nam  "), "{text}");
+    assert_eq!(lines[2].find(" 2 "), lines[3].find(" 1 "), "aligned:\n{text}");
+
+    // The top level's lists change what is profiled; a function tracer's entries
+    // stay calls beside it.
+    top.set_function_list(FunctionList::Filter, &only(&[2])).unwrap();
+    assert_eq!(calls(), [false, false, true, false]);
+    assert!(!tracer.profile_entry(0) && tracer.profile_entry(2));
+    let g = tracer.get_or_create("g", top_config()).unwrap();
+    g.set_function_list(FunctionList::Filter, &only(&[3])).unwrap();
+    g.set_function_tracer(FunctionTracer::Function).unwrap();
+    assert_eq!(calls(), [false, false, true, true]);
+    assert!(!tracer.profile_entry(3), "g's functions are not profiled");
+
+    // A refused patch changes nothing; off keeps the counts; on starts from zero.
+    patcher.refuse.store(true, Relaxed);
+    assert_eq!(tracer.set_function_profile(false), Err(FunctionError::Patch("refused")));
+    patcher.refuse.store(false, Relaxed);
+    assert!(tracer.function_profile() && tracer.profile_entry(2));
+    tracer.set_function_profile(false).unwrap();
+    assert_eq!(calls(), [false, false, false, true]);
+    assert!(!tracer.profile_entry(2));
+    tracer.profile_return(2, 7);
+    let kept = tracer.function_stats(0);
+    assert_eq!(
+        kept.iter().map(|s| (s.index, s.hits, s.time)).collect::<Vec<_>>(),
+        [(0, 2, 40_000), (2, 2, 0)]
+    );
+    tracer.set_function_profile(true).unwrap();
+    assert!(tracer.function_stats(0).is_empty() && tracer.function_stats(1).is_empty());
+    tracer.set_function_profile(false).unwrap();
+    g.set_function_tracer(FunctionTracer::Nop).unwrap();
+    assert_eq!(calls(), [false; COUNT]);
+}
+
 fn top_config() -> InstanceConfig {
     InstanceConfig { bytes_per_cpu: 4096, mode: Mode::Overwrite, snapshot: false }
 }

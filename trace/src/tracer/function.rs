@@ -16,10 +16,11 @@
 //! the instance that set it.
 
 use super::commands::CommandTable;
+use super::profile::Profile;
 use super::rcu::RcuCell;
 use super::stack::StackTracer;
 use super::trigger::Target;
-use super::{MAX_INSTANCES, Tracer};
+use super::{MAX_INSTANCES, TOP_SLOT, Tracer};
 use crate::event::dispatch::{Body, INLINE_WORDS, Inline};
 use crate::event::{DescriptorKind, EventDescriptor};
 use crate::field::{Field, FieldKind};
@@ -214,6 +215,15 @@ pub(super) struct Control {
     pub(super) stack_filter: Vec<bool>,
 }
 
+impl Control {
+    /// The top-level instance's `set_ftrace_filter` and `set_ftrace_notrace`, which
+    /// the profiler follows.
+    pub(super) fn top_lists(&self) -> (Vec<bool>, Vec<bool>) {
+        let top = &self.slots[TOP_SLOT];
+        (top.list(FunctionList::Filter).clone(), top.list(FunctionList::Notrace).clone())
+    }
+}
+
 /// The registered functions: each one's masks of instances, as writers read them,
 /// and the control state.
 pub(crate) struct Functions {
@@ -237,6 +247,8 @@ pub(crate) struct Functions {
     pub(super) commands: [RcuCell<CommandTable>; MAX_INSTANCES],
     /// The stack tracer.
     pub(super) stack: StackTracer,
+    /// The function profiler.
+    pub(super) profile: Profile,
     pub(super) control: spin::Mutex<Control>,
 }
 
@@ -263,6 +275,10 @@ impl Functions {
             set(&self.mutes[i], mutes[i]);
         }
         set(&self.rooted, roots.contains(&true));
+        // The profiler follows the top level's lists.
+        if slot == TOP_SLOT {
+            self.profile.publish(self.profile.is_on(), filter, notrace);
+        }
         FUNCTION.set_enabled(slot, selection.tracer == FunctionTracer::Function);
         for event in [&FUNCGRAPH_ENTRY, &FUNCGRAPH_EXIT] {
             event.set_enabled(slot, selection.tracer == FunctionTracer::Graph);
@@ -288,6 +304,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
                 commanded: masks(),
                 commands: core::array::from_fn(|_| RcuCell::empty()),
                 stack: StackTracer::new(count),
+                profile: Profile::new(count, self.cpus),
                 control: spin::Mutex::new(Control {
                     slots: (0..MAX_INSTANCES).map(|_| Selection::empty(count)).collect(),
                     commands: vec![None; MAX_INSTANCES],
@@ -446,10 +463,12 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         control: &mut Control,
     ) -> Result<(), FunctionError> {
         // A function is a call while some instance traces it or has commands on it,
-        // or the stack tracer checks it.
+        // or the stack tracer checks it, or the profiler profiles it.
         let wanted: Vec<bool> = (functions.masks.iter().zip(&functions.commanded).enumerate())
             .map(|(i, (traced, commanded))| {
-                traced.load(Relaxed) | commanded.load(Relaxed) != 0 || functions.stack.checks(i)
+                traced.load(Relaxed) | commanded.load(Relaxed) != 0
+                    || functions.stack.checks(i)
+                    || functions.profile.profiles(i)
             })
             .collect();
         let changes: Vec<(usize, bool)> = wanted

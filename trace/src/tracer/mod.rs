@@ -10,7 +10,7 @@
 //! Inside: `instance` is the handle a caller works with ([`Instance`]), `rcu` the
 //! cell each instance slot is read through, `trigger` ftrace's event triggers,
 //! `function` the function tracers and `commands` their `FUNCTION:COMMAND`s,
-//! `stack` the stack tracer.
+//! `stack` the stack tracer, `profile` the function profiler.
 
 extern crate alloc;
 
@@ -20,6 +20,7 @@ pub(crate) mod hist;
 mod instance;
 mod keys;
 // The one module of the crate with `unsafe` (its `allow` is inside; see DESIGN.md).
+mod profile;
 mod rcu;
 mod stack;
 pub(crate) mod trigger;
@@ -33,6 +34,7 @@ pub use hist::{
     STRING_KEY_BYTES,
 };
 pub use instance::{HookError, Instance, InstanceConfig, InstanceError, MAX_NAME};
+pub use profile::FunctionStat;
 pub use stack::{MAX_STACK_ENTRIES, StackEntry, StackMax};
 pub use trigger::{
     Action, MAX_TRIGGER_LEN, MAX_TRIGGERS, STACK_FRAMES, STACK_TRACE, Trigger, TriggerCommand,

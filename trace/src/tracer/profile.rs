@@ -1,0 +1,247 @@
+//! The function profiler (ftrace's `function_profile_enabled` and
+//! `trace_stat/functionN`): per CPU and per function, the calls, their total time and
+//! the sum of its squares. The functions it profiles are those the top-level
+//! instance's `set_ftrace_filter` and `set_ftrace_notrace` select; their entries are
+//! patched while it is on. The platform's entry hook counts a call
+//! ([`Tracer::profile_entry`]) and, for a call whose return it follows, adds the
+//! time at the return ([`Tracer::profile_return`]). Each counter is one atomic add,
+//! so the profile is exact from any context, NMIs included.
+
+use super::Tracer;
+use super::function::{FunctionError, Functions};
+use crate::platform::Platform;
+use crate::sync::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use alloc::vec::Vec;
+use core::fmt::{self, Write};
+
+/// One function's profile on one CPU.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FunctionStat {
+    /// The function's index among those registered.
+    pub index: usize,
+    /// Calls counted.
+    pub hits: u64,
+    /// Nanoseconds the calls whose return was followed took, their callees included.
+    pub time: u64,
+    /// The sum of the squares of those times (ns²).
+    pub time_squared: u128,
+}
+
+impl FunctionStat {
+    /// Writes the table of one CPU's `stats` as ftrace's `trace_stat/functionN`:
+    /// per function its name (`name` gives it; the column widens to the longest
+    /// name where Linux cuts names to 30 characters), calls, total and average time,
+    /// and the sample variance `s^2` (in µs², printed as Linux prints it), in the
+    /// order given.
+    pub fn write_table(
+        out: &mut dyn Write,
+        stats: &[FunctionStat],
+        name: &dyn Fn(usize) -> Option<&'static str>,
+    ) -> fmt::Result {
+        let name = |stat: &FunctionStat| name(stat.index).unwrap_or("?");
+        let width = stats.iter().map(|stat| name(stat).chars().count()).max().unwrap_or(0).max(30);
+        let pad = width - 30;
+        writeln!(
+            out,
+            "  Function{:pad$}                               Hit    Time            Avg             s^2",
+            ""
+        )?;
+        writeln!(
+            out,
+            "  --------{:pad$}                               ---    ----            ---             ---",
+            ""
+        )?;
+        for stat in stats {
+            write!(out, "  {:<width$}  {:>10}    ", name(stat), stat.hits)?;
+            let avg = stat.time / stat.hits.max(1);
+            let variance = match u128::from(stat.hits) {
+                n @ 2.. => {
+                    let time = u128::from(stat.time);
+                    let spread = n.saturating_mul(stat.time_squared).saturating_sub(time * time);
+                    spread / n.saturating_mul(n - 1).saturating_mul(1000)
+                }
+                _ => 0,
+            };
+            write_duration(out, u128::from(stat.time))?;
+            out.write_str("    ")?;
+            write_duration(out, u128::from(avg))?;
+            out.write_str("    ")?;
+            write_duration(out, variance)?;
+            out.write_str("\n")?;
+        }
+        Ok(())
+    }
+}
+
+/// Writes `ns` as Linux's `trace_print_graph_duration`: microseconds, then up to
+/// three digits of nanoseconds while the number has fewer than 8 characters, ` us `,
+/// padded to 8 characters before the unit.
+fn write_duration(out: &mut dyn Write, ns: u128) -> fmt::Result {
+    let (us, rem) = (ns / 1000, ns % 1000);
+    let mut text = alloc::format!("{us}");
+    if text.len() < 7 {
+        let digits = alloc::format!("{rem:03}");
+        let keep = (7 - text.len()).min(3);
+        text.push('.');
+        text.push_str(&digits[..keep]);
+    }
+    write!(out, "{text} us {:pad$}", "", pad = 8usize.saturating_sub(text.len()))
+}
+
+/// The profiler's state, part of [`Functions`].
+pub(super) struct Profile {
+    /// Whether it is on.
+    on: AtomicBool,
+    /// Per function: whether it is profiled (on, and the top level's lists select
+    /// it).
+    profiled: Vec<AtomicBool>,
+    /// Per CPU, then per function: calls, time, and the time's squares summed (low
+    /// and high words: the high word takes the carry of the low one).
+    stats: Vec<[AtomicU64; 4]>,
+}
+
+impl Profile {
+    /// Off, over `count` functions on `cpus` CPUs.
+    pub(super) fn new(count: usize, cpus: usize) -> Profile {
+        let counters = || [0; 4].map(AtomicU64::new);
+        Profile {
+            on: AtomicBool::new(false),
+            profiled: (0..count).map(|_| AtomicBool::new(false)).collect(),
+            stats: (0..count * cpus).map(|_| counters()).collect(),
+        }
+    }
+
+    /// Whether the profiler is on.
+    pub(super) fn is_on(&self) -> bool {
+        self.on.load(Relaxed)
+    }
+
+    /// Whether function `index` is profiled.
+    pub(super) fn profiles(&self, index: usize) -> bool {
+        self.profiled.get(index).is_some_and(|p| p.load(Relaxed))
+    }
+
+    /// Publishes which functions are profiled: while `on`, those the top level's
+    /// `selection` traces (its filter, or every function, less its notrace list).
+    pub(super) fn publish(&self, on: bool, filter: &[bool], notrace: &[bool]) {
+        let all = !filter.contains(&true);
+        for ((profiled, &listed), &never) in self.profiled.iter().zip(filter).zip(notrace) {
+            profiled.store(on && (all || listed) && !never, Relaxed);
+        }
+        self.on.store(on, Relaxed);
+    }
+
+    /// The counters of function `index` on `cpu`.
+    fn counters(&self, cpu: usize, index: usize) -> Option<&[AtomicU64; 4]> {
+        self.stats.get(cpu.checked_mul(self.profiled.len())?.checked_add(index)?)
+    }
+}
+
+impl<P: Platform + Clone + Send + Sync> Tracer<P> {
+    /// The profiler's count of a call of function `index`, from the platform's entry
+    /// hook, in any context: returns whether the function is profiled, and then the
+    /// platform follows the call's return and hands its time to
+    /// [`Tracer::profile_return`].
+    pub fn profile_entry(&self, index: usize) -> bool {
+        let Some(profile) = self.functions.get().map(|f| &f.profile) else { return false };
+        if !profile.profiles(index) {
+            return false;
+        }
+        if let Some(counters) = profile.counters(self.platform.cpu(), index) {
+            counters[0].fetch_add(1, Relaxed);
+        }
+        true
+    }
+
+    /// Adds the time of a profiled call of function `index` (`duration` ns, its
+    /// callees included) to this CPU's profile, from the platform's exit hook, while
+    /// the profiler is on.
+    pub fn profile_return(&self, index: usize, duration: u64) {
+        let Some(profile) = self.functions.get().map(|f| &f.profile) else { return };
+        let cpu = self.platform.cpu();
+        let Some(counters) = profile.counters(cpu, index).filter(|_| profile.is_on()) else {
+            return;
+        };
+        counters[1].fetch_add(duration, Relaxed);
+        let square = u128::from(duration) * u128::from(duration);
+        let low = square as u64;
+        let carry = counters[2].fetch_add(low, Relaxed).checked_add(low).is_none();
+        counters[3].fetch_add((square >> 64) as u64 + u64::from(carry), Relaxed);
+    }
+
+    /// Whether the profiler is on (`function_profile_enabled`).
+    pub fn function_profile(&self) -> bool {
+        self.functions.get().is_some_and(|f| f.profile.is_on())
+    }
+
+    /// Turns the profiler on (its counts start from zero) or off (they stay to be
+    /// read). The entries of the functions it profiles become calls, or their NOPs
+    /// again where nothing else wants them. Needs a context that may wait; a refused
+    /// patch changes nothing.
+    pub fn set_function_profile(&self, on: bool) -> Result<(), FunctionError> {
+        let functions: &Functions = self.functions.get().ok_or(FunctionError::Unavailable)?;
+        if !self.platform.may_wait() {
+            return Err(FunctionError::WouldDeadlock);
+        }
+        let mut control = functions.control.lock();
+        let was = functions.profile.is_on();
+        if on && !was {
+            let counters = functions.profile.stats.iter().flatten();
+            counters.for_each(|counter| counter.store(0, Relaxed));
+        }
+        let top = control.top_lists();
+        functions.profile.publish(on, &top.0, &top.1);
+        let result = self.sync_entries(functions, &mut control);
+        if result.is_err() {
+            functions.profile.publish(was, &top.0, &top.1);
+        }
+        result
+    }
+
+    /// CPU `cpu`'s profile: each function called since the profiler was turned on,
+    /// the longest total time first (ties: the most calls first, then by index).
+    pub fn function_stats(&self, cpu: usize) -> Vec<FunctionStat> {
+        let Some(profile) = self.functions.get().map(|f| &f.profile) else { return Vec::new() };
+        let mut stats: Vec<FunctionStat> = (0..profile.profiled.len())
+            .filter_map(|index| {
+                let [hits, time, low, high] = profile.counters(cpu, index)?;
+                let hits = hits.load(Relaxed);
+                let square = |w: &AtomicU64| u128::from(w.load(Relaxed));
+                let time_squared = square(low) | square(high) << 64;
+                (hits > 0).then(|| FunctionStat {
+                    index,
+                    hits,
+                    time: time.load(Relaxed),
+                    time_squared,
+                })
+            })
+            .collect();
+        stats.sort_by(|a, b| {
+            b.time.cmp(&a.time).then(b.hits.cmp(&a.hits)).then(a.index.cmp(&b.index))
+        });
+        stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::write_duration;
+    use alloc::string::String;
+
+    fn duration(ns: u128) -> String {
+        let mut out = String::new();
+        write_duration(&mut out, ns).unwrap();
+        out
+    }
+
+    /// As Linux's `trace_print_graph_duration`: at most 7 digits with the decimals
+    /// (cut, not rounded), padded to 8 characters before the unit.
+    #[test]
+    fn durations_print_as_linux_prints_them() {
+        assert_eq!(duration(5), "0.005 us    ");
+        assert_eq!(duration(40_000), "40.000 us   ");
+        assert_eq!(duration(123_456_789), "123456.7 us ");
+        assert_eq!(duration(1_234_567_890), "1234567 us  ");
+        assert_eq!(duration(89_627_450_000), "89627450 us ");
+    }
+}
