@@ -437,6 +437,41 @@ fn hist(m: &mut Machine, path: &str) -> (Vec<(String, u64)>, [u64; 3]) {
 /// from interrupt context (the serial and timer interrupts), compound keys with a
 /// common field, string keys on trace_marker's event, sort, pause, continue,
 /// clear, removal, and refusals that name the position in `error_log`.
+/// Named histograms: `shell:command` and `ftrace:print` keyed on `COMM` under one
+/// name add to one table, which both `hist` files show; another key under that
+/// name is refused; in an instance the name is the instance's own.
+#[test]
+fn named_histograms_share_one_table_across_events() {
+    let mut m = boot();
+    for root in ROOTS {
+        let (command, print) =
+            (format!("{root}events/shell/command"), format!("{root}events/ftrace/print"));
+        let line = "hist:name=by_task:keys=COMM";
+        m.run(&format!("echo '{line}' > {command}/trigger"));
+        m.run(&format!("echo '{line}' > {print}/trigger"));
+        let read_back =
+            "hist:name=by_task:keys=COMM:vals=hitcount:sort=hitcount:size=2048 [active]";
+        assert_eq!(cat(&mut m, &format!("{print}/trigger")), read_back, "{root}");
+        // A command line fires shell:command: one hit for each line since the first
+        // trigger (the second trigger's, the `cat`); a marker write fires
+        // ftrace:print too: two hits each; then one for the `cat` reading the table.
+        for _ in 0..2 {
+            m.run(&format!("echo marked > {root}trace_marker"));
+        }
+        let (entries, [hits, ..]) = hist(&mut m, &format!("{command}/hist"));
+        assert_eq!((entries, hits), (vec![("COMM: shell".to_string(), 7)], 7), "{root}");
+        let (entries, _) = hist(&mut m, &format!("{print}/hist"));
+        assert_eq!(entries, [("COMM: shell".to_string(), 8)], "{root}: the same table");
+        let out = m.run(&format!("echo 'hist:name=by_task:keys=CPU' > {print}/trigger"));
+        assert!(out.contains("a histogram of that name has other keys or values"), "{root}: {out}");
+        let out = m.run(&format!("echo 'hist:name=by-task:keys=COMM' > {print}/trigger"));
+        assert!(out.contains("letters, digits and _"), "{root}: {out}");
+        m.run(&format!("echo '!{line}' > {command}/trigger"));
+        m.run(&format!("echo '!{line}' > {print}/trigger"));
+        assert_eq!(m.run(&format!("cat {print}/hist")).trim(), "", "{root}");
+    }
+}
+
 #[test]
 fn hist_triggers_count_by_key_from_any_context() {
     let mut m = boot();

@@ -492,6 +492,7 @@ tracing mini-HOWTO:
 \t\t\t           enable_hist:<system>:<event>,
 \t\t\t           disable_hist:<system>:<event>,
 \t\t\t           hist:keys=<field>[,...][:vals=<field>][:sort=<field>]
+\t\t\t                [:size=N][:name=<name>][:pause|:cont|:clear]
 \t\t\t  To remove a trigger: echo '!<trigger>' > trigger
       hist\t\t- The event's histograms (hist triggers), sorted
   available_events\t- list of all events the kernel has

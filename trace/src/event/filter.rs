@@ -226,6 +226,12 @@ impl FieldRef {
         Some((field, kind))
     }
 
+    /// Whether `other` has the same type: a string, or an integer of the same width
+    /// and signedness (wherever either lies).
+    pub(crate) fn same_type(&self, other: &FieldRef) -> bool {
+        (self.width, self.signed) == (other.width, other.signed)
+    }
+
     /// Whether the field is an integer its reader sign-extends.
     pub(crate) fn signed(&self) -> bool {
         self.signed

@@ -11,7 +11,7 @@ use crate::tracer::trigger::{
 use crate::{
     Error, HostPlatform, InstanceConfig, InstanceError, Limits, Mode, Tracer,
     event::DescriptorKind, event::EventDescriptor, event::FilterError, event::FilterReason,
-    event::dispatch::Dispatch, tracer::HookError, tracer::STACK_TRACE,
+    event::dispatch::Dispatch, tracer::HistReason, tracer::HookError, tracer::STACK_TRACE,
 };
 use core::cell::{Cell, RefCell};
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -349,6 +349,89 @@ fn trigger_counts_are_exact_across_threads() {
 
 /// A tracer over `events` (whose systems sort after the built-in ones, so that
 /// those get the same ids in every test's tracer); one CPU, CPU 0.
+/// Named histograms (`name=`): every histogram of one name in an instance, on any
+/// event, adds to one table, which each one's `hist` file shows; pause, continue
+/// and clear act on it; keys or values of other names, types or modifiers are
+/// refused; removing one keeps the table for the others; another instance's name
+/// is another table.
+#[test]
+fn named_histograms_share_one_table_across_events() {
+    const WIDE: &[Field<'static>] = &[Field { name: "n", kind: FieldKind::U64 }];
+    static A: EventDescriptor =
+        EventDescriptor::new("zt11", "a", "n={n}", N_FIELDS, DescriptorKind::Event);
+    static B: EventDescriptor =
+        EventDescriptor::new("zt11", "b", "n={n}", N_FIELDS, DescriptorKind::Event);
+    static C: EventDescriptor =
+        EventDescriptor::new("zt11", "c", "n={n}", WIDE, DescriptorKind::Event);
+    let t = tracer(&[&A, &B, &C]);
+    let top = t.top();
+    let other = t.get_or_create("other", InstanceConfig::default()).unwrap();
+    let entries = |i: &crate::Instance<'_, HostPlatform>, event: &EventDescriptor| {
+        let mut text = String::new();
+        i.write_hists(event, None, &mut text).unwrap();
+        text.lines().filter(|l| l.starts_with('{')).map(String::from).collect::<Vec<_>>()
+    };
+    let reason = |result: Result<(), HookError>| match result {
+        Err(HookError::Trigger(e)) => e.reason,
+        other => panic!("{other:?}"),
+    };
+    // The smallest table (Miri interprets each slot's creation); the second takes
+    // the first's, whatever its own size says.
+    top.set_trigger(&A, "hist:name=both:keys=n:size=128").unwrap();
+    top.set_trigger(&B, "hist:name=both:keys=n").unwrap();
+    let line = "hist:name=both:keys=n:vals=hitcount:sort=hitcount:size=128 [active]";
+    assert_eq!((top.triggers(&A), top.triggers(&B)), (vec![line.into()], vec![line.into()]));
+    fire(t, &A, 1);
+    fire(t, &B, 1);
+    fire(t, &B, 2);
+    let both = ["{ n:          2 } hitcount:          1", "{ n:          1 } hitcount:          2"];
+    assert_eq!(entries(&top, &A), both);
+    assert_eq!(entries(&top, &B), both);
+
+    // Other keys or values, or a field of another type, under that name: refused.
+    for (event, line) in [(&B, "hist:name=both:keys=n.hex"), (&C, "hist:name=both:keys=n")] {
+        let refused = reason(top.set_trigger(event, line));
+        assert_eq!(refused, TriggerReason::Hist(HistReason::IncompatibleName), "{line}");
+    }
+    for name in ["a-b", "x.y", &"n".repeat(33)] {
+        let refused = reason(top.set_trigger(&C, &format!("hist:name={name}:keys=n")));
+        assert_eq!(refused, TriggerReason::Hist(HistReason::BadName), "{name}");
+    }
+    assert!(top.triggers(&C).is_empty());
+
+    // Pausing through one pauses all of the name; clearing through one empties the
+    // table.
+    top.set_trigger(&A, "hist:name=both:keys=n:pause").unwrap();
+    assert!(top.triggers(&B)[0].ends_with("[paused]"));
+    fire(t, &B, 3);
+    top.set_trigger(&A, "hist:name=both:keys=n:cont").unwrap();
+    assert_eq!(entries(&top, &B), both, "nothing added while paused");
+    top.set_trigger(&B, "hist:name=both:keys=n:clear").unwrap();
+    assert!(entries(&top, &A).is_empty());
+
+    // Removing one keeps the table for the rest; a new one joins it again.
+    fire(t, &A, 5);
+    top.set_trigger(&A, "!hist:name=both:keys=n").unwrap();
+    assert!(top.triggers(&A).is_empty());
+    let five = ["{ n:          5 } hitcount:          1"];
+    assert_eq!(entries(&top, &B), five);
+    top.set_trigger(&A, "hist:name=both:keys=n").unwrap();
+    assert_eq!(entries(&top, &A), five);
+    // A histogram without the name is its own.
+    top.set_trigger(&A, "hist:keys=n:size=128").unwrap();
+    fire(t, &A, 6);
+    let mut text = String::new();
+    top.write_hists(&A, None, &mut text).unwrap();
+    assert_eq!(text.matches("{ n:          6 }").count(), 2, "{text}");
+    assert_eq!(text.matches("{ n:          5 }").count(), 1, "{text}");
+
+    // Another instance's name is another table.
+    other.set_trigger(&A, "hist:name=both:keys=n:size=128").unwrap();
+    fire(t, &A, 7);
+    assert_eq!(entries(&other, &A), ["{ n:          7 } hitcount:          1"]);
+    t.destroy(other).unwrap();
+}
+
 fn tracer(events: &[&'static EventDescriptor]) -> &'static Tracer<HostPlatform> {
     tracer_on(1, events)
 }

@@ -374,6 +374,12 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
                     return Err(trigger_error(TriggerReason::TooMany));
                 }
                 let mut trigger = trigger;
+                // A named histogram shares the table of the one of its name, if any.
+                let name = trigger.hist().and_then(Hist::name);
+                let named = name.and_then(|name| self.named_hist(name));
+                if let Some(hist) = named.as_deref().and_then(Trigger::hist) {
+                    trigger.share_hist(hist).map_err(trigger_error)?;
+                }
                 trigger.allocate().map_err(trigger_error)?;
                 if trigger.action() == Action::Snapshot {
                     self.snapshot_alloc()?;
@@ -403,6 +409,16 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
                 Ok(())
             }),
         }
+    }
+
+    /// The `hist` trigger of this instance whose histogram is named `name`, on any
+    /// event (the first found: all of one name share one table).
+    fn named_hist(&self, name: &str) -> Option<Arc<Trigger>> {
+        (0..self.tracer.events().len()).find_map(|index| {
+            let hooks = self.tracer.hooks_of(self.state.slot, index)?;
+            let named = hooks.triggers.iter().find(|t| t.hist().and_then(Hist::name) == Some(name));
+            named.cloned()
+        })
     }
 
     /// Pauses, continues or clears a histogram of this instance. Clearing pauses it

@@ -462,6 +462,15 @@ impl Trigger {
         self.hist.as_deref()
     }
 
+    /// Makes a `hist` trigger's histogram (not set yet) share the table of `named`,
+    /// a histogram of the same name (see [`Hist::share`]).
+    pub(crate) fn share_hist(&mut self, named: &Hist) -> Result<(), TriggerReason> {
+        match self.hist.as_mut() {
+            Some(hist) => hist.share(named).map_err(TriggerReason::Hist),
+            None => Ok(()),
+        }
+    }
+
     /// Whether `other` is the same trigger, of which an event holds one: the same
     /// command, except that `traceon` and `traceoff` are one, and so are
     /// `enable_event` and `disable_event`, and `enable_hist` and `disable_hist`, per

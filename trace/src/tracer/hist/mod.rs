@@ -30,6 +30,7 @@ use crate::symtab::SymbolTable;
 use crate::sync::{AtomicBool, Ordering::Relaxed};
 use crate::text::StackText;
 use alloc::boxed::Box;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt::{self, Write};
 
@@ -64,8 +65,8 @@ const DEFAULT_SIZE: usize = 2048;
 pub enum HistReason {
     /// No `keys=`.
     MissingKeys,
-    /// An attribute that is none of `keys`, `vals`, `sort`, `size`, `pause`, `cont`,
-    /// `clear`.
+    /// An attribute that is none of `keys`, `vals`, `sort`, `size`, `name`, `pause`,
+    /// `cont`, `clear`.
     UnknownAttribute,
     /// An attribute given twice.
     Repeated,
@@ -98,6 +99,11 @@ pub enum HistReason {
     BadSize,
     /// The histograms would take more than [`MAX_HIST_BYTES`].
     NoMemory,
+    /// A `name=` that is not 1 to [`MAX_HIST_NAME`] letters, digits and `_`.
+    BadName,
+    /// A histogram of that name has keys or values of other names, kinds or
+    /// modifiers.
+    IncompatibleName,
 }
 
 impl fmt::Display for HistReason {
@@ -105,7 +111,7 @@ impl fmt::Display for HistReason {
         f.write_str(match self {
             HistReason::MissingKeys => "hist needs keys=FIELD[,FIELD...]",
             HistReason::UnknownAttribute => {
-                "unknown hist attribute (keys, vals, sort, size, pause, cont, clear)"
+                "unknown hist attribute (keys, vals, sort, size, name, pause, cont, clear)"
             }
             HistReason::Repeated => "attribute given twice",
             HistReason::EmptyAssignment => "empty assignment",
@@ -125,6 +131,11 @@ impl fmt::Display for HistReason {
             HistReason::TooManySortFields => "at most 2 sort fields",
             HistReason::BadSize => "size must be a number from 128 to 16384",
             HistReason::NoMemory => "the histograms' memory is used up (32 MiB in all)",
+            HistReason::BadName => "a histogram's name is 1 to 32 letters, digits and _",
+            HistReason::IncompatibleName => {
+                "a histogram of that name has other keys or values (names, kinds and \
+                 modifiers must match)"
+            }
         })
     }
 }
@@ -197,6 +208,14 @@ impl Column {
     fn words(&self) -> usize {
         if self.string { STRING_KEY_WORDS } else { 1 }
     }
+
+    /// Whether `other` (of a histogram on another event) reads a field of the same
+    /// name and type into the same place, shown the same way.
+    fn compatible(&self, other: &Column) -> bool {
+        (self.name == other.name && self.string == other.string)
+            && (self.modifier == other.modifier && self.at == other.at)
+            && self.field.same_type(&other.field)
+    }
 }
 
 /// What a sort field names.
@@ -213,9 +232,23 @@ struct Sort {
     descending: bool,
 }
 
-/// A histogram: its keys, values and sort, and its table.
+/// Longest `name=` of a named histogram.
+pub const MAX_HIST_NAME: usize = 32;
+
+/// What the histograms of one name share (each histogram has its own otherwise):
+/// the table events add to, and whether adding is paused.
+#[derive(Debug)]
+struct Shared {
+    paused: AtomicBool,
+    table: Table,
+}
+
+/// A histogram: its keys, values and sort, and its table (shared with the other
+/// histograms of its name, if it has one).
 #[derive(Debug)]
 pub struct Hist {
+    /// `name=`: histograms of one name, on any events of the instance, share a table.
+    name: Option<Box<str>>,
     /// The keys, or none when the key is the caller's stack (`common_stacktrace`).
     keys: Box<[Column]>,
     /// Whether the key is the caller's stack: [`STACK_WORDS`] return addresses.
@@ -226,8 +259,7 @@ pub struct Hist {
     sort: Box<[Sort]>,
     /// The event's field kinds, to read fields after a string.
     kinds: Box<[FieldKind]>,
-    paused: AtomicBool,
-    table: Table,
+    shared: Arc<Shared>,
 }
 
 impl Hist {
@@ -244,6 +276,7 @@ impl Hist {
         let mut vals: Option<(Vec<Column>, Modifier)> = None;
         let mut sort_text: Option<(&str, usize)> = None;
         let mut size = None;
+        let mut hist_name = None;
         let mut op = None;
         let mut pos = at;
         for attr in attrs.split(':') {
@@ -289,6 +322,13 @@ impl Hist {
                         .ok_or((value_at, HistReason::BadSize))?;
                     size = Some(n.next_power_of_two());
                 }
+                ("name", Some(value)) => {
+                    repeated(hist_name.is_some())?;
+                    let valid = value.len() <= MAX_HIST_NAME
+                        && value.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+                    hist_name =
+                        Some(valid.then_some(value).ok_or((value_at, HistReason::BadName))?);
+                }
                 ("pause", None) => op = Some(HistOp::Pause),
                 ("cont" | "continue", None) => op = Some(HistOp::Continue),
                 ("clear", None) => op = Some(HistOp::Clear),
@@ -305,14 +345,14 @@ impl Hist {
         let key_words = if stack { STACK_WORDS } else { keys.iter().map(Column::words).sum() };
         let table = Table::new(size.unwrap_or(DEFAULT_SIZE), key_words, vals.len());
         let hist = Hist {
+            name: hist_name.map(Box::from),
             stack,
             keys: keys.into(),
             vals: vals.into(),
             hitcount,
             sort,
             kinds: fields.iter().map(|f| f.kind).collect(),
-            paused: AtomicBool::new(op == Some(HistOp::Pause)),
-            table,
+            shared: Arc::new(Shared { paused: AtomicBool::new(op == Some(HistOp::Pause)), table }),
         };
         Ok((hist, op))
     }
@@ -321,31 +361,58 @@ impl Hist {
     /// histogram there, needs none); false, with nothing allocated, if it would take
     /// the histograms past [`MAX_HIST_BYTES`].
     pub(crate) fn allocate(&mut self) -> bool {
-        self.table.allocate()
+        // A table shared with a histogram of the same name is allocated already.
+        Arc::get_mut(&mut self.shared).is_none_or(|shared| shared.table.allocate())
     }
 
-    /// Whether `other` has the same keys, values (as shown) and sort (the filter aside; the
-    /// size too, as in ftrace: `!hist:keys=x` removes a histogram set with `size=`).
+    /// Whether `other` has the same name, keys, values (as shown) and sort (the
+    /// filter aside; the size too, as in ftrace: `!hist:keys=x` removes a histogram
+    /// set with `size=`).
     pub fn same_as(&self, other: &Hist) -> bool {
-        (self.keys == other.keys && self.stack == other.stack)
+        (self.name == other.name)
+            && (self.keys == other.keys && self.stack == other.stack)
             && (self.vals == other.vals && self.hitcount == other.hitcount)
             && self.sort == other.sort
     }
 
-    /// Whether events are not added.
+    /// `name=`, if the histogram has one.
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    /// Makes this histogram (not set yet) share the table and pause state of
+    /// `named`, a histogram of the same name: refused unless their keys and values
+    /// have the same names, kinds and modifiers, in order (their events may differ,
+    /// and their fields' places).
+    pub(crate) fn share(&mut self, named: &Hist) -> Result<(), HistReason> {
+        let columns = |a: &[Column], b: &[Column]| {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.compatible(y))
+        };
+        let compatible = (self.name == named.name && self.stack == named.stack)
+            && columns(&self.keys, &named.keys)
+            && (columns(&self.vals, &named.vals) && self.hitcount == named.hitcount);
+        if !compatible {
+            return Err(HistReason::IncompatibleName);
+        }
+        self.shared = Arc::clone(&named.shared);
+        Ok(())
+    }
+
+    /// Whether events are not added (for every histogram of its name).
     pub fn paused(&self) -> bool {
-        self.paused.load(Relaxed)
+        self.shared.paused.load(Relaxed)
     }
 
-    /// Stops or resumes adding events.
+    /// Stops or resumes adding events (to every histogram of its name).
     pub fn set_paused(&self, paused: bool) {
-        self.paused.store(paused, Relaxed);
+        self.shared.paused.store(paused, Relaxed);
     }
 
-    /// Empties the table. Only while no writer can be adding to it (paused, then a
-    /// grace period): a writer inside would add to a slot being emptied.
+    /// Empties the table (every histogram of its name shows it empty). Only while no
+    /// writer can be adding to it (paused, then a grace period): a writer inside
+    /// would add to a slot being emptied.
     pub(crate) fn reset(&self) {
-        self.table.reset();
+        self.shared.table.reset();
     }
 
     /// Adds the event (`body`, written at `origin`) to the table, unless paused;
@@ -377,9 +444,9 @@ impl Hist {
                 complete
             }
         };
-        let key = &key[..self.table.key_words];
+        let key = &key[..self.shared.table.key_words];
         let vals = &vals[..self.vals.len()];
-        if complete { self.table.add(key, vals) } else { self.table.drop_one() }
+        if complete { self.shared.table.add(key, vals) } else { self.shared.table.drop_one() }
     }
 
     /// Reads the event's key and values; false if it lacks one of the fields.
@@ -414,7 +481,7 @@ impl Hist {
         out: &mut dyn Write,
     ) -> fmt::Result {
         writeln!(out, "# event histogram\n#\n# trigger info: {line}\n#\n")?;
-        let mut entries = self.table.entries();
+        let mut entries = self.shared.table.entries();
         entries.sort_by(|a, b| {
             self.sort.iter().fold(core::cmp::Ordering::Equal, |order, sort| {
                 order.then_with(|| {
@@ -450,7 +517,7 @@ impl Hist {
             }
             out.write_char('\n')?;
         }
-        let (hits, drops) = self.table.totals(&entries);
+        let (hits, drops) = self.shared.table.totals(&entries);
         write!(
             out,
             "\nTotals:\n    Hits: {hits}\n    Entries: {}\n    Dropped: {drops}\n",
@@ -737,7 +804,11 @@ fn sorts(
 impl fmt::Display for Hist {
     /// The histogram's part of its trigger line: `hist:keys=...:vals=...:sort=...:size=N`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("hist:keys=")?;
+        f.write_str("hist:")?;
+        if let Some(name) = &self.name {
+            write!(f, "name={name}:")?;
+        }
+        f.write_str("keys=")?;
         if self.stack {
             f.write_str("common_stacktrace")?;
         }
@@ -758,6 +829,6 @@ impl fmt::Display for Hist {
             let order = if sort.descending { ".descending" } else { "" };
             write!(f, "{}{name}{order}", if i > 0 { "," } else { "" })?;
         }
-        write!(f, ":size={}", self.table.max)
+        write!(f, ":size={}", self.shared.table.max)
     }
 }
