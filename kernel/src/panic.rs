@@ -94,6 +94,17 @@ fn print_call_trace(cpu: usize) {
     }
 }
 
+/// With the stack tracer on, prints the deepest kernel stack it saw, as its
+/// `stack_trace` file shows it: after a stack overflow, the chain that came closest.
+fn print_stack_max() {
+    let Some(tracer) = crate::tracing::tracer().filter(|t| t.stack_tracer()) else { return };
+    crate::emergency_println!("Deepest kernel stack the stack tracer saw (stack_trace):");
+    let written = tracer.write_stack_max_now(&mut EmergencyConsole, crate::symbols::table());
+    if written != Ok(true) {
+        crate::emergency_println!("  (not shown: it was being stored when the kernel stopped)");
+    }
+}
+
 /// Stops the other CPUs (once), writes the dump, leaves QEMU.
 fn stop_dump_and_exit(cpu: usize, message: &str, location: &str) -> ! {
     STAGE.store(Stage::Dumping as u8, Ordering::SeqCst);
@@ -145,6 +156,7 @@ fn panic(info: &PanicInfo<'_>) -> ! {
     }
     crate::emergency_println!("\nKERNEL PANIC on cpu {cpu}: {info}");
     print_call_trace(cpu);
+    print_stack_max();
     let mut message = Truncated::new();
     let _ = write!(message, "{}", info.message());
     stop_dump_and_exit(cpu, message.as_str(), location(info).as_str())

@@ -890,6 +890,22 @@ fn the_stack_tracer_shows_the_deepest_stack_of_the_functions_it_checks() {
     assert_eq!(machine.run("cat stack_max_size"), kept_max);
     assert_eq!(stack_rows(&mut machine).0, kept);
     assert!(!kept.contains("disabled"), "{kept}");
+
+    // The crash day: a stack overflow's panic report shows the deepest stack the
+    // stack tracer saw, here the recursion that filled the 256 KiB stack.
+    machine.run("echo kernel::shell::commands::recurse > stack_trace_filter");
+    machine.run("echo 1 > stack_tracer_enabled");
+    assert_eq!(machine.run_to_exit("fault stack"), boot::qemu::Outcome::KernelFailure);
+    let transcript = machine.transcript();
+    let report =
+        transcript.split("Deepest kernel stack the stack tracer saw (stack_trace):").nth(1);
+    let report = report.unwrap_or_else(|| panic!("{transcript}"));
+    let first = report.lines().map(str::trim).find(|l| l.starts_with("0)")).unwrap_or_default();
+    let words: Vec<&str> = first.split_whitespace().collect();
+    let depth: u64 =
+        words.get(1).and_then(|w| w.parse().ok()).unwrap_or_else(|| panic!("{report}"));
+    assert!(depth > 250 * 1024 && depth <= 256 * 1024, "{report}");
+    assert_eq!(words.get(3), Some(&"kernel::shell::commands::recurse+0x0"), "{report}");
 }
 
 /// A row of `trace_stat/functionN`: name, calls, and the three durations in ns.

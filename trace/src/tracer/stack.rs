@@ -50,25 +50,36 @@ impl StackMax {
     /// (`function+0xoffset`), as an address otherwise. Off with nothing seen, the
     /// header says how to turn it on.
     pub fn write(&self, out: &mut dyn Write, symbols: Option<&SymbolTable<'_>>) -> fmt::Result {
-        writeln!(out, "        Depth    Size   Location    ({} entries)", self.entries.len())?;
-        writeln!(out, "        -----    ----   --------")?;
-        if !self.on && self.size == 0 {
-            out.write_str(DISABLED)?;
-        }
-        for (i, entry) in self.entries.iter().enumerate() {
-            let next = self.entries.get(i + 1).map_or(0, |e| e.depth);
-            let size = entry.depth.saturating_sub(next);
-            write!(out, "{i:3}) {:8}   {size:5}   ", entry.depth)?;
-            match symbols {
-                // The checked function's own address; the others are return addresses.
-                Some(table) if i == 0 => table.write_address(out, entry.ip)?,
-                Some(table) => table.write_frame(out, entry.ip)?,
-                None => write!(out, "{:#x}", entry.ip)?,
-            }
-            writeln!(out)?;
-        }
-        Ok(())
+        write_chain(out, self.on, self.size, &self.entries, symbols)
     }
+}
+
+/// [`StackMax::write`] over its parts.
+fn write_chain(
+    out: &mut dyn Write,
+    on: bool,
+    size: u64,
+    entries: &[StackEntry],
+    symbols: Option<&SymbolTable<'_>>,
+) -> fmt::Result {
+    writeln!(out, "        Depth    Size   Location    ({} entries)", entries.len())?;
+    writeln!(out, "        -----    ----   --------")?;
+    if !on && size == 0 {
+        out.write_str(DISABLED)?;
+    }
+    for (i, entry) in entries.iter().enumerate() {
+        let next = entries.get(i + 1).map_or(0, |e| e.depth);
+        let size = entry.depth.saturating_sub(next);
+        write!(out, "{i:3}) {:8}   {size:5}   ", entry.depth)?;
+        match symbols {
+            // The checked function's own address; the others are return addresses.
+            Some(table) if i == 0 => table.write_address(out, entry.ip)?,
+            Some(table) => table.write_frame(out, entry.ip)?,
+            None => write!(out, "{:#x}", entry.ip)?,
+        }
+        writeln!(out)?;
+    }
+    Ok(())
 }
 
 /// What `stack_trace` says while the stack tracer is off and has seen nothing.
@@ -201,6 +212,21 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         let chain = stack.chain.lock();
         let entries = chain.entries[..chain.len].to_vec();
         StackMax { on: stack.on.load(Relaxed), size: stack.max.load(Relaxed), entries }
+    }
+
+    /// Writes `stack_trace` as [`StackMax::write`] does, from any context, without
+    /// waiting or allocating (the panic path): `Ok(false)`, with nothing written,
+    /// while a CPU holds the chain (it stopped while storing or reading it).
+    pub fn write_stack_max_now(
+        &self,
+        out: &mut dyn Write,
+        symbols: Option<&SymbolTable<'_>>,
+    ) -> Result<bool, fmt::Error> {
+        let Some(stack) = self.functions.get().map(|f| &f.stack) else { return Ok(false) };
+        let Some(chain) = stack.chain.try_lock() else { return Ok(false) };
+        let (on, size) = (stack.on.load(Relaxed), stack.max.load(Relaxed));
+        write_chain(out, on, size, &chain.entries[..chain.len], symbols)?;
+        Ok(true)
     }
 
     /// Sets `stack_max_size`: only a function entry with more of the stack in use is
