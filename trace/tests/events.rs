@@ -608,7 +608,9 @@ fn hist_errors_name_the_position_and_nothing_changes() {
         ("hist:keys=h.hex", 12, BadModifier),
         ("hist:keys=c:size=64", 17, BadSize),
         ("hist:keys=c:size=lots", 17, BadSize),
-        ("hist:keys=c:name=shared", 12, UnknownAttribute),
+        ("hist:keys=c:nohitcount", 12, UnknownAttribute),
+        ("hist:keys=c:name=a.b", 17, BadName),
+        ("hist:keys=c:name=", 12, EmptyAssignment),
         ("hist:keys=c:keys=d", 12, Repeated),
     ] {
         assert_eq!(refused(line), (pos, TriggerReason::Hist(reason)), "{line}");
