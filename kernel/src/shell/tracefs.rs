@@ -577,28 +577,40 @@ fn write_function_list(
     instance: &trace::Instance<'_, KernelPlatform>,
     list: List,
 ) -> fmt::Result {
-    let mut any = false;
-    let mut result = Ok(());
-    functions::for_each_listed(instance, list, |f| {
-        any = true;
-        result = result.and_then(|()| writeln!(out, "{}", f.name));
-    });
-    result?;
-    match (any, list) {
-        (true, _) => {}
-        (false, List::Filter | List::GraphFunction) => {
-            writeln!(out, "#### all functions enabled ####")?
-        }
-        (false, List::Notrace | List::GraphNotrace) => {
-            writeln!(out, "#### no functions disabled ####")?
-        }
-    }
+    let none = match list {
+        List::Filter | List::GraphFunction => ALL_FUNCTIONS,
+        List::Notrace | List::GraphNotrace => "#### no functions disabled ####",
+    };
+    write_names(out, |each| functions::for_each_listed(instance, list, each), none)?;
     if list == List::Filter {
         let mut result = Ok(());
         functions::for_each_command(instance, |f, command| {
             result = result.and_then(|()| writeln!(out, "{}:{command}", f.name));
         });
         result?;
+    }
+    Ok(())
+}
+
+/// What a filter file that selects every function reads.
+const ALL_FUNCTIONS: &str = "#### all functions enabled ####";
+
+/// Writes the name of each function `list` gives, a line each, or the line `none`
+/// if it gives none.
+fn write_names(
+    out: &mut dyn Write,
+    list: impl FnOnce(&mut dyn FnMut(&functions::Function)),
+    none: &str,
+) -> fmt::Result {
+    let mut any = false;
+    let mut result = Ok(());
+    list(&mut |f| {
+        any = true;
+        result = result.and_then(|()| writeln!(out, "{}", f.name));
+    });
+    result?;
+    if !any {
+        writeln!(out, "{none}")?;
     }
     Ok(())
 }
@@ -697,16 +709,7 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
         File::StackMaxSize => writeln!(out, "{}", tracer.stack_max().size),
         File::StackTrace => tracer.stack_max().write(out, crate::symbols::table()),
         File::StackTraceFilter => {
-            let mut any = false;
-            let mut result = Ok(());
-            functions::for_each_stack_filtered(|f| {
-                any = true;
-                result = result.and_then(|()| writeln!(out, "{}", f.name));
-            });
-            result.and_then(|()| match any {
-                true => Ok(()),
-                false => writeln!(out, "#### all functions enabled ####"),
-            })
+            write_names(out, |each| functions::for_each_stack_filtered(each), ALL_FUNCTIONS)
         }
         File::SubbufSizeKb => writeln!(out, "4"),
         File::PrintkFormats => tracer

@@ -465,6 +465,11 @@ fn the_function_profiler_counts_calls_and_their_times_per_cpu() {
     assert!(!tracer.profile_entry(2));
     tracer.profile_return(2, 7);
     let kept = tracer.function_stats(0);
+    patcher.refuse.store(true, Relaxed);
+    assert_eq!(tracer.set_function_profile(true), Err(FunctionError::Patch("refused")));
+    patcher.refuse.store(false, Relaxed);
+    assert!(!tracer.function_profile() && !tracer.profile_entry(2));
+    assert_eq!(tracer.function_stats(0), kept, "a refused start keeps the counts");
     assert_eq!(
         kept.iter().map(|s| (s.index, s.hits, s.time)).collect::<Vec<_>>(),
         [(0, 2, 40_000), (2, 2, 0)]

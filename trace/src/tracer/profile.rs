@@ -122,7 +122,7 @@ impl Profile {
     }
 
     /// Publishes which functions are profiled: while `on`, those the top level's
-    /// `selection` traces (its filter, or every function, less its notrace list).
+    /// `filter` lists (every function if it lists none), less its `notrace` list.
     pub(super) fn publish(&self, on: bool, filter: &[bool], notrace: &[bool]) {
         let all = !filter.contains(&true);
         for ((profiled, &listed), &never) in self.profiled.iter().zip(filter).zip(notrace) {
@@ -185,15 +185,18 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         }
         let mut control = functions.control.lock();
         let was = functions.profile.is_on();
+        let counters = || functions.profile.stats.iter().flatten();
+        // The counts kept from before, put back if the patch is refused.
+        let kept: Vec<u64> = counters().map(|counter| counter.load(Relaxed)).collect();
         if on && !was {
-            let counters = functions.profile.stats.iter().flatten();
-            counters.for_each(|counter| counter.store(0, Relaxed));
+            counters().for_each(|counter| counter.store(0, Relaxed));
         }
         let top = control.top_lists();
         functions.profile.publish(on, &top.0, &top.1);
         let result = self.sync_entries(functions, &mut control);
         if result.is_err() {
             functions.profile.publish(was, &top.0, &top.1);
+            counters().zip(kept).for_each(|(counter, count)| counter.store(count, Relaxed));
         }
         result
     }
