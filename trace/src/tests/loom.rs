@@ -413,6 +413,36 @@ mod tracer {
         });
     }
 
+    /// The profiler's counters: two counts of a call on one CPU (an interrupt's
+    /// count between the steps of the one it interrupted), each a call and its
+    /// time, whose squares carry past 64 bits: both are there, exact, once done.
+    #[test]
+    fn loom_profile_counts_vs_nested_count() {
+        let _serial = one_at_a_time();
+        model(3, || {
+            let t = tracer();
+            assert!(t.set_functions(1));
+            t.set_function_profile(true).unwrap();
+            let long = u64::from(u32::MAX);
+            let count = move || {
+                CPU.with(|c| c.set(0));
+                assert!(t.profile_entry(0));
+                t.profile_return(0, long);
+            };
+            let w = loom::thread::spawn(count);
+            count();
+            w.join().unwrap();
+            let squares = 2 * u128::from(long) * u128::from(long);
+            let stat = crate::tracer::FunctionStat {
+                index: 0,
+                hits: 2,
+                time: 2 * long,
+                time_squared: squares,
+            };
+            assert_eq!(t.function_stats(0), [stat], "a count was lost");
+        });
+    }
+
     /// A snapshot swap through an instance while a writer records into it and a
     /// nested writer interrupts it: the snapshot is frozen when the swap returns.
     #[test]
