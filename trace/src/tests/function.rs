@@ -321,8 +321,9 @@ fn the_stack_tracer_keeps_the_deepest_stack_of_the_functions_it_checks() {
     check(2, 620);
     assert_eq!(tracer.stack_max(), deepest(620));
 
-    // A check that finds the store under way (an interrupt on the storing CPU, or
-    // another CPU storing) gives the sample up instead of waiting.
+    // A check interrupted during its walk by a deeper one (an interrupt on the same
+    // CPU): the walk holds no lock, the deeper one is stored, and the interrupted
+    // one, no longer a maximum, gives up.
     tracer.check_stack(
         1,
         0x100,
@@ -332,12 +333,12 @@ fn the_stack_tracer_keeps_the_deepest_stack_of_the_functions_it_checks() {
             chain(entries)
         },
     );
-    assert_eq!(tracer.stack_max(), deepest(900), "the nested check gave up");
+    assert_eq!(tracer.stack_max(), deepest(1000), "the deeper, nested check is kept");
 
     // `stack_max_size`: set to 0, the next check stores; the chain stays until then.
     tracer.set_stack_max_size(0).unwrap();
     assert_eq!(tracer.stack_max().size, 0);
-    assert_eq!(tracer.stack_max().entries, deepest(900).entries);
+    assert_eq!(tracer.stack_max().entries, deepest(1000).entries);
     check(3, 100);
     assert_eq!(tracer.stack_max(), deepest(100));
 

@@ -112,11 +112,13 @@ impl Profile {
     }
 
     /// Whether the profiler is on.
+    #[inline]
     pub(super) fn is_on(&self) -> bool {
         self.on.load(Relaxed)
     }
 
     /// Whether function `index` is profiled.
+    #[inline]
     pub(super) fn profiles(&self, index: usize) -> bool {
         self.profiled.get(index).is_some_and(|p| p.load(Relaxed))
     }
@@ -132,6 +134,7 @@ impl Profile {
     }
 
     /// The counters of function `index` on `cpu`.
+    #[inline]
     fn counters(&self, cpu: usize, index: usize) -> Option<&[AtomicU64; 4]> {
         self.stats.get(cpu.checked_mul(self.profiled.len())?.checked_add(index)?)
     }
@@ -142,6 +145,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
     /// hook, in any context: returns whether the function is profiled, and then the
     /// platform follows the call's return and hands its time to
     /// [`Tracer::profile_return`].
+    #[inline]
     pub fn profile_entry(&self, index: usize) -> bool {
         let Some(profile) = self.functions.get().map(|f| &f.profile) else { return false };
         if !profile.profiles(index) {

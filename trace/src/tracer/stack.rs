@@ -124,6 +124,7 @@ impl StackTracer {
     }
 
     /// Whether function `index`'s entry is checked.
+    #[inline]
     pub(super) fn checks(&self, index: usize) -> bool {
         self.checked.get(index).is_some_and(|c| c.load(Relaxed))
     }
@@ -146,6 +147,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
     /// kernel stack), and if that is a new maximum, `walk` fills the entries after
     /// the first with the callers' return addresses and depths, innermost first,
     /// and returns how many it wrote.
+    #[inline]
     pub fn check_stack(
         &self,
         index: usize,
@@ -153,21 +155,40 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         depth: impl FnOnce() -> Option<u64>,
         walk: impl FnOnce(&mut [StackEntry]) -> usize,
     ) {
-        let Some(stack) = self.functions.get().map(|f| &f.stack).filter(|s| s.checks(index)) else {
-            return;
-        };
-        let Some(depth) = depth().filter(|&d| d > stack.max.load(Relaxed)) else { return };
+        // What every hooked entry pays while the function is not checked.
+        if let Some(stack) = self.functions.get().map(|f| &f.stack).filter(|s| s.checks(index)) {
+            stack.check(ip, depth, walk);
+        }
+    }
+}
+
+impl StackTracer {
+    /// [`Tracer::check_stack`] for a function it checks.
+    #[inline(never)]
+    fn check(
+        &self,
+        ip: u64,
+        depth: impl FnOnce() -> Option<u64>,
+        walk: impl FnOnce(&mut [StackEntry]) -> usize,
+    ) {
+        let Some(depth) = depth().filter(|&d| d > self.max.load(Relaxed)) else { return };
+        // The walk fills a copy, so the lock is held only to store it: a stack
+        // overflow in the walk leaves the chain stored before readable.
+        let mut entries = [StackEntry::default(); MAX_STACK_ENTRIES];
+        entries[0] = StackEntry { ip, depth };
+        let walked = walk(&mut entries[1..]).min(MAX_STACK_ENTRIES - 1);
         // Never wait: a writer that finds the lock held gives up this sample.
-        let Some(mut chain) = stack.chain.try_lock() else { return };
-        if depth <= stack.max.load(Relaxed) {
+        let Some(mut chain) = self.chain.try_lock() else { return };
+        if depth <= self.max.load(Relaxed) {
             return;
         }
-        chain.entries[0] = StackEntry { ip, depth };
-        let walked = walk(&mut chain.entries[1..]).min(MAX_STACK_ENTRIES - 1);
+        chain.entries = entries;
         chain.len = 1 + walked;
-        stack.max.store(depth, Relaxed);
+        self.max.store(depth, Relaxed);
     }
+}
 
+impl<P: Platform + Clone + Send + Sync> Tracer<P> {
     /// Whether the stack tracer is on.
     pub fn stack_tracer(&self) -> bool {
         self.functions.get().is_some_and(|f| f.stack.on.load(Relaxed))
