@@ -360,8 +360,13 @@ pub fn write_stack_filter(text: &str, append: bool) -> Result<(), FunctionError>
 /// Calls `each` with every function `stack_trace_filter` lists, in address order.
 pub fn for_each_stack_filtered(each: impl FnMut(&Function)) {
     let Some(tracer) = super::tracer() else { return };
+    for_each_index(tracer.stack_filter(), each);
+}
+
+/// Calls `each` with the functions at `indices`.
+fn for_each_index(indices: Vec<usize>, each: impl FnMut(&Function)) {
     let functions = functions();
-    tracer.stack_filter().into_iter().filter_map(|i| functions.get(i)).for_each(each);
+    indices.into_iter().filter_map(|i| functions.get(i)).for_each(each);
 }
 
 /// `error` with its position (a trigger's) moved `at` bytes on.
@@ -404,8 +409,7 @@ pub fn for_each_listed(
     list: List,
     each: impl FnMut(&Function),
 ) {
-    let functions = functions();
-    instance.function_list(list).into_iter().filter_map(|i| functions.get(i)).for_each(each);
+    for_each_index(instance.function_list(list), each);
 }
 
 /// Stops recording (the panic path): sites stay patched, the hooks return at once,

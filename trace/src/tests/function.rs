@@ -335,10 +335,28 @@ fn the_stack_tracer_keeps_the_deepest_stack_of_the_functions_it_checks() {
     );
     assert_eq!(tracer.stack_max(), deepest(1000), "the deeper, nested check is kept");
 
+    // A deeper check striking while the chain is read (an interrupt on the CPU
+    // reading `stack_trace`) gives its sample up rather than wait: the reader's
+    // lock is never waited for, and what it reads stays whole.
+    struct Interrupted<F: FnMut()>(F, String);
+    impl<F: FnMut()> core::fmt::Write for Interrupted<F> {
+        fn write_str(&mut self, s: &str) -> core::fmt::Result {
+            (self.0)();
+            self.1.push_str(s);
+            Ok(())
+        }
+    }
+    let mut reader = Interrupted(|| check(1, 1100), String::new());
+    assert_eq!(tracer.write_stack_max_now(&mut reader, None), Ok(true));
+    assert!(reader.1.contains("(3 entries)") && reader.1.contains("1000"), "{}", reader.1);
+    assert_eq!(tracer.stack_max(), deepest(1000), "the check given up stored nothing");
+    check(1, 1100);
+    assert_eq!(tracer.stack_max(), deepest(1100), "the next one is stored");
+
     // `stack_max_size`: set to 0, the next check stores; the chain stays until then.
     tracer.set_stack_max_size(0).unwrap();
     assert_eq!(tracer.stack_max().size, 0);
-    assert_eq!(tracer.stack_max().entries, deepest(1000).entries);
+    assert_eq!(tracer.stack_max().entries, deepest(1100).entries);
     check(3, 100);
     assert_eq!(tracer.stack_max(), deepest(100));
 

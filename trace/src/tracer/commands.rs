@@ -123,23 +123,23 @@ impl<P: Platform + Clone + Send + Sync> Instance<'_, P> {
     /// that may wait; the functions' entries are patched as needed.
     pub fn set_function_command(&self, functions: &[usize], line: &str) -> Result<(), HookError> {
         let tracer = self.tracer;
-        let state = self.functions_state()?;
+        self.functions_state()?;
         if let TriggerCommand::Add(trigger) = self.parse_function_command(line)?
             && trigger.action() == Action::Snapshot
         {
             self.snapshot_alloc()?;
         }
         let slot = self.state.slot;
-        let mut control = state.control.lock();
-        let old = control.commands[slot].clone();
-        let table = self.edited_commands(old.as_deref(), functions, line)?;
-        let table = Some(Arc::new(table)).filter(|t| !t.is_empty());
-        tracer.publish_commands(state, &mut control, slot, table)?;
-        if let Err(error) = tracer.sync_entries(state, &mut control) {
-            tracer.publish_commands(state, &mut control, slot, old)?;
-            return Err(error.into());
-        }
-        drop(control);
+        tracer.change_patched::<HookError, _>(|state, control| {
+            let old = control.commands[slot].clone();
+            let table = self.edited_commands(old.as_deref(), functions, line)?;
+            let table = Some(Arc::new(table)).filter(|t| !t.is_empty());
+            tracer.publish_commands(state, control, slot, table)?;
+            Ok(move |state: &Functions, control: &mut Control| {
+                // Cannot fail: its grace period's conditions held a moment ago.
+                let _ = tracer.publish_commands(state, control, slot, old);
+            })
+        })?;
         // An `enable_event` target is armed while the command exists.
         tracer.sync_keys_now();
         Ok(())

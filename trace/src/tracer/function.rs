@@ -215,6 +215,11 @@ pub(super) struct Control {
     pub(super) stack_filter: Vec<bool>,
 }
 
+/// The indices of the functions `bits` sets, in order.
+pub(super) fn listed(bits: &[bool]) -> Vec<usize> {
+    bits.iter().enumerate().filter(|(_, on)| **on).map(|(i, _)| i).collect()
+}
+
 impl Control {
     /// The top-level instance's `set_ftrace_filter` and `set_ftrace_notrace`, which
     /// the profiler follows.
@@ -456,6 +461,25 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         }
     }
 
+    /// Changes what the entry hook sees and patches the entries that change needs:
+    /// `change` publishes its change (under the control lock) and returns how to undo
+    /// it, which runs if patching is refused, so a refusal changes nothing. Needs a
+    /// context that may wait.
+    pub(super) fn change_patched<E: From<FunctionError>, U: FnOnce(&Functions, &mut Control)>(
+        &self,
+        change: impl FnOnce(&Functions, &mut Control) -> Result<U, E>,
+    ) -> Result<(), E> {
+        let functions = self.functions.get().ok_or(FunctionError::Unavailable)?;
+        if !self.platform.may_wait() {
+            return Err(FunctionError::WouldDeadlock.into());
+        }
+        let mut control = functions.control.lock();
+        let undo = change(functions, &mut control)?;
+        self.sync_entries(functions, &mut control)
+            .inspect_err(|_| undo(functions, &mut control))?;
+        Ok(())
+    }
+
     /// Patches the entries whose state differs from what the masks want.
     pub(super) fn sync_entries(
         &self,
@@ -518,8 +542,7 @@ impl<P: Platform + Clone + Send + Sync> Instance<'_, P> {
     pub fn function_list(&self, list: FunctionList) -> Vec<usize> {
         let Some(functions) = self.tracer.functions.get() else { return Vec::new() };
         let control = functions.control.lock();
-        let bits = control.slots[self.state.slot].list(list);
-        bits.iter().enumerate().filter(|(_, on)| **on).map(|(i, _)| i).collect()
+        listed(control.slots[self.state.slot].list(list))
     }
 
     /// Sets `current_tracer`: the entries the instance now traces become calls once
@@ -561,26 +584,16 @@ impl<P: Platform + Clone + Send + Sync> Instance<'_, P> {
         &self,
         edit: impl FnOnce(&mut Selection) -> Result<(), FunctionError>,
     ) -> Result<(), FunctionError> {
-        let tracer = self.tracer;
-        let functions = tracer.functions.get().ok_or(FunctionError::Unavailable)?;
-        if !tracer.platform.may_wait() {
-            return Err(FunctionError::WouldDeadlock);
-        }
         let slot = self.state.slot;
-        let mut control = functions.control.lock();
-        let before = control.slots[slot].clone();
-        let mut after = before.clone();
-        edit(&mut after)?;
-        functions.publish(slot, &after);
-        match tracer.sync_entries(functions, &mut control) {
-            Ok(()) => {
-                control.slots[slot] = after;
-                Ok(())
-            }
-            Err(error) => {
+        self.tracer.change_patched(|functions, control| {
+            let mut after = control.slots[slot].clone();
+            edit(&mut after)?;
+            functions.publish(slot, &after);
+            let before = core::mem::replace(&mut control.slots[slot], after);
+            Ok(move |functions: &Functions, control: &mut Control| {
                 functions.publish(slot, &before);
-                Err(error)
-            }
-        }
+                control.slots[slot] = before;
+            })
+        })
     }
 }

@@ -8,7 +8,7 @@
 //! so the profile is exact from any context, NMIs included.
 
 use super::Tracer;
-use super::function::{FunctionError, Functions};
+use super::function::{Control, FunctionError, Functions};
 use crate::platform::Platform;
 use crate::sync::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use alloc::vec::Vec;
@@ -133,6 +133,11 @@ impl Profile {
         self.on.store(on, Relaxed);
     }
 
+    /// Every counter of every function and CPU.
+    fn counters_all(&self) -> impl Iterator<Item = &AtomicU64> {
+        self.stats.iter().flatten()
+    }
+
     /// The counters of function `index` on `cpu`.
     #[inline]
     fn counters(&self, cpu: usize, index: usize) -> Option<&[AtomicU64; 4]> {
@@ -183,26 +188,22 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
     /// again where nothing else wants them. Needs a context that may wait; a refused
     /// patch changes nothing.
     pub fn set_function_profile(&self, on: bool) -> Result<(), FunctionError> {
-        let functions: &Functions = self.functions.get().ok_or(FunctionError::Unavailable)?;
-        if !self.platform.may_wait() {
-            return Err(FunctionError::WouldDeadlock);
-        }
-        let mut control = functions.control.lock();
-        let was = functions.profile.is_on();
-        let counters = || functions.profile.stats.iter().flatten();
-        // The counts kept from before, put back if the patch is refused.
-        let kept: Vec<u64> = counters().map(|counter| counter.load(Relaxed)).collect();
-        if on && !was {
-            counters().for_each(|counter| counter.store(0, Relaxed));
-        }
-        let top = control.top_lists();
-        functions.profile.publish(on, &top.0, &top.1);
-        let result = self.sync_entries(functions, &mut control);
-        if result.is_err() {
-            functions.profile.publish(was, &top.0, &top.1);
-            counters().zip(kept).for_each(|(counter, count)| counter.store(count, Relaxed));
-        }
-        result
+        self.change_patched(|functions, control| {
+            let profile = &functions.profile;
+            let was = profile.is_on();
+            // The counts kept from before, put back if the patch is refused.
+            let kept: Vec<u64> = profile.counters_all().map(|c| c.load(Relaxed)).collect();
+            if on && !was {
+                profile.counters_all().for_each(|counter| counter.store(0, Relaxed));
+            }
+            let (filter, notrace) = control.top_lists();
+            profile.publish(on, &filter, &notrace);
+            Ok(move |functions: &Functions, _: &mut Control| {
+                let profile = &functions.profile;
+                profile.publish(was, &filter, &notrace);
+                profile.counters_all().zip(kept).for_each(|(c, count)| c.store(count, Relaxed));
+            })
+        })
     }
 
     /// CPU `cpu`'s profile: each function called since the profiler was turned on,

@@ -10,7 +10,7 @@
 //! any context, NMIs included.
 
 use super::Tracer;
-use super::function::{FunctionError, Functions};
+use super::function::{Control, FunctionError, Functions, listed};
 use crate::platform::Platform;
 use crate::symtab::SymbolTable;
 use crate::sync::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -208,8 +208,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
     /// function is checked).
     pub fn stack_filter(&self) -> Vec<usize> {
         let Some(functions) = self.functions.get() else { return Vec::new() };
-        let control = functions.control.lock();
-        control.stack_filter.iter().enumerate().filter(|(_, on)| **on).map(|(i, _)| i).collect()
+        listed(&functions.control.lock().stack_filter)
     }
 
     /// Replaces `stack_trace_filter` with `selected` (one entry per function; none
@@ -266,24 +265,16 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         &self,
         edit: impl FnOnce(&mut bool, &mut Vec<bool>) -> Result<(), FunctionError>,
     ) -> Result<(), FunctionError> {
-        let functions: &Functions = self.functions.get().ok_or(FunctionError::Unavailable)?;
-        if !self.platform.may_wait() {
-            return Err(FunctionError::WouldDeadlock);
-        }
-        let mut control = functions.control.lock();
-        let before = (functions.stack.on.load(Relaxed), control.stack_filter.clone());
-        let (mut on, mut filter) = before.clone();
-        edit(&mut on, &mut filter)?;
-        functions.stack.publish(on, &filter);
-        match self.sync_entries(functions, &mut control) {
-            Ok(()) => {
-                control.stack_filter = filter;
-                Ok(())
-            }
-            Err(error) => {
-                functions.stack.publish(before.0, &before.1);
-                Err(error)
-            }
-        }
+        self.change_patched(|functions, control| {
+            let was = functions.stack.on.load(Relaxed);
+            let (mut on, mut filter) = (was, control.stack_filter.clone());
+            edit(&mut on, &mut filter)?;
+            functions.stack.publish(on, &filter);
+            let before = core::mem::replace(&mut control.stack_filter, filter);
+            Ok(move |functions: &Functions, control: &mut Control| {
+                functions.stack.publish(was, &before);
+                control.stack_filter = before;
+            })
+        })
     }
 }
