@@ -38,7 +38,7 @@ fn readme_tracers_subbuf_size_and_printk_formats() {
     }
     for root in ROOTS {
         // Every instance has the function tracers (tests/e2e/functions.rs).
-        let tracers = "function_graph function nop\n";
+        let tracers = "function_graph irqsoff function nop\n";
         assert_eq!(m.run(&format!("cat {root}available_tracers")), tracers);
         assert_eq!(m.run(&format!("cat {root}current_tracer")), "nop\n");
         assert_eq!(m.run(&format!("echo nop > {root}current_tracer")), "");

@@ -54,7 +54,7 @@ fn tracers_patch_every_entry_and_nop_restores_each_byte_for_byte() {
             assert!(!path.starts_with(never), "{name}");
         }
     }
-    assert_eq!(machine.run("cat available_tracers"), "function_graph function nop\n");
+    assert_eq!(machine.run("cat available_tracers"), "function_graph irqsoff function nop\n");
     assert_eq!(machine.run("cat current_tracer"), "nop\n");
     assert_eq!(machine.run("cat set_ftrace_filter"), "#### all functions enabled ####\n");
     assert_eq!(machine.run("cat set_ftrace_notrace"), "#### no functions disabled ####\n");
@@ -102,7 +102,7 @@ fn bad_tracer_and_filter_writes_are_refused_and_change_nothing() {
     assert!(error.contains("no such tracer (see available_tracers)"), "{error}");
     assert_eq!(machine.run("cat instances/a/current_tracer"), "nop\n");
     let tracers = machine.run("cat instances/a/available_tracers");
-    assert_eq!(tracers, "function_graph function nop\n");
+    assert_eq!(tracers, "function_graph irqsoff function nop\n");
     let listing = machine.run("ls instances/a");
     assert!(listing.contains("set_ftrace_filter") && listing.contains("set_ftrace_notrace"));
     assert!(!listing.contains("available_filter_functions"), "top level only: {listing}");
@@ -1036,4 +1036,107 @@ fn the_function_profiler_counts_each_call_and_its_time_per_cpu() {
     }
     machine.run("echo > set_ftrace_filter");
     assert_eq!(summary(&mut machine), before);
+}
+
+/// The `latency_ns=` of an `irqsoff` line.
+fn irqsoff_ns(line: &str) -> u64 {
+    let ns = line.split("latency_ns=").nth(1).and_then(|s| s.split(' ').next());
+    ns.and_then(|ns| ns.parse().ok()).unwrap_or_else(|| panic!("no latency in {line}"))
+}
+
+/// The `irqsoff` tracer: `latency spike` keeps interrupts off on purpose; the longest
+/// region is reported in the owner instance's snapshot, with where interrupts went
+/// off and on, and `tracing_max_latency` shows it; `tracing_thresh` reports every
+/// region at least that long; one instance at a time; bad writes are refused and
+/// change nothing. On the crash day the panic dump carries the window and `report
+/// --elf` names the places.
+#[test]
+fn irqsoff_keeps_the_longest_irqs_off_region_in_the_snapshot() {
+    let mut m = Machine::boot();
+    let tracers = m.run("cat available_tracers");
+    assert_eq!(tracers, "function_graph irqsoff function nop\n");
+    m.run("mkdir instances/lat");
+    assert_eq!(m.run("echo irqsoff > instances/lat/current_tracer"), "");
+    assert_eq!(m.run("cat instances/lat/current_tracer"), "irqsoff\n");
+    let snapshot = m.run("cat instances/lat/snapshot");
+    assert!(snapshot.contains("# * Snapshot is allocated *"), "with the tracer:\n{snapshot}");
+    let free = m.run("echo 0 > instances/lat/snapshot");
+    assert!(free.contains("the irqsoff tracer keeps its window in the snapshot"), "{free}");
+    assert!(m.run("cat instances/lat/snapshot").contains("# * Snapshot is allocated *"));
+    let busy = m.run("echo irqsoff > current_tracer");
+    assert!(busy.contains("another instance's tracer is irqsoff (one at a time)"), "{busy}");
+    assert_eq!(m.run("cat current_tracer"), "nop\n");
+    assert!(m.run("ls instances/lat").split_whitespace().all(|f| f != "tracing_max_latency"));
+
+    // A high bar first: bad writes leave it as it is.
+    assert_eq!(m.run("echo 100000000 > tracing_max_latency"), "");
+    for bad in ["x", "-1", "1.5", "99999999999999999999"] {
+        let out = m.run(&format!("echo '{bad}' > tracing_max_latency"));
+        assert!(out.contains("Invalid argument ("), "{bad}: {out}");
+    }
+    assert_eq!(m.run("cat tracing_max_latency"), "100000000\n");
+    assert!(
+        m.run("echo 1 > instances/lat/events/ftrace/irqsoff/enable").contains("current_tracer")
+    );
+
+    // The spike: interrupts off on CPU 0 for 30 ms, the longest region by far.
+    m.run("echo 0 > tracing_max_latency");
+    m.run("latency spike 30");
+    let max: u64 = m.run("cat tracing_max_latency").trim().parse().unwrap();
+    assert!((30_000..1_000_000).contains(&max), "{max}");
+    let snapshot = m.run("cat instances/lat/snapshot");
+    let reports: Vec<&str> = snapshot.lines().filter(|l| l.contains(": irqsoff: ")).collect();
+    let last = reports.last().unwrap_or_else(|| panic!("no report in\n{snapshot}"));
+    assert_eq!(irqsoff_ns(last) / 1000, max, "{last}");
+    assert!(last.contains("shell-1 ") && last.contains("[000] d...."), "{last}");
+    let spike = "start=kernel::watchdog::spike+0x";
+    assert!(last.contains(spike) && last.contains(" end=kernel::watchdog::spike+0x"), "{last}");
+    // The live buffer went on after the swap: the report is not there.
+    assert!(!m.run("cat instances/lat/trace").contains(spike));
+
+    // `tracing_thresh`: a region at least that long is reported below the maximum.
+    m.run("echo 10000 > tracing_thresh");
+    m.run("latency spike 15");
+    let thresh: u64 = m.run("cat tracing_max_latency").trim().parse().unwrap();
+    assert!((15_000..max).contains(&thresh), "{thresh} (max {max})");
+    m.run("echo 0 > tracing_thresh");
+
+    // Interrupt handlers run with interrupts off: with `tracing_thresh` at 1 µs every
+    // region is reported, among them the serial interrupt's, which each key typed
+    // raises.
+    m.run("echo 1 > tracing_thresh");
+    m.run("cpus");
+    let handlers = m.run("cat instances/lat/snapshot");
+    m.run("echo 0 > tracing_thresh");
+    let serial = |l: &str| l.contains("<irq>-0 ") && l.contains("start=kernel::arch::idt::serial+");
+    assert!(handlers.lines().any(serial), "{handlers}");
+
+    // Off: nothing more is reported; another instance may take the tracer.
+    m.run("echo 100000000 > tracing_max_latency");
+    assert_eq!(m.run("echo nop > instances/lat/current_tracer"), "");
+    m.run("echo 0 > tracing_max_latency");
+    m.run("latency spike 5");
+    assert_eq!(m.run("cat tracing_max_latency"), "0\n", "nop times nothing");
+    assert_eq!(m.run("echo irqsoff > current_tracer"), "");
+    assert_eq!(m.run("echo nop > current_tracer"), "");
+
+    // The crash day: the window survives a panic in the dump, which the host names.
+    assert_eq!(m.run("echo irqsoff > instances/lat/current_tracer"), "");
+    m.run("latency spike 30");
+    assert_eq!(m.run_to_exit("panic"), boot::qemu::Outcome::KernelFailure);
+    let dumps = m.dumps();
+    let dump = dumps.last().expect("the panic dump");
+    assert!(dump.problems.is_empty(), "{:?}", dump.problems);
+    let mut snapshot = dump
+        .sections()
+        .into_iter()
+        .find(|t| t.instance == "lat" && t.buffer == trace::dump::BufferKind::Snapshot)
+        .expect("the panic dump carries the irqsoff window");
+    let symbols = boot::report::Symbols::read(std::path::Path::new(boot::KERNEL_ELF)).unwrap();
+    symbols.symbolize(&mut snapshot);
+    let mut text = Vec::new();
+    boot::report::write_text(&snapshot, &mut text).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    let last = text.lines().rfind(|l| l.contains(": irqsoff: ")).unwrap_or("");
+    assert!(last.contains(spike) && irqsoff_ns(last) >= 30_000_000, "{text}");
 }

@@ -102,6 +102,14 @@ pub trait Platform {
         let _ = changes;
         Err("this platform does not patch function entries")
     }
+
+    /// Tells the platform whether an instance's tracer is `irqsoff`: while it is
+    /// not, its hooks need not call [`crate::Tracer::irqs_off`] (which would return
+    /// at once). Called by control operations; must not wait. The default ignores
+    /// it.
+    fn time_irqs_off(&self, on: bool) {
+        let _ = on;
+    }
 }
 
 #[cfg(not(any(target_os = "none", target_os = "uefi")))]

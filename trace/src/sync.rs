@@ -44,6 +44,36 @@ impl<T> core::ops::Deref for CachePadded<T> {
     }
 }
 
+/// A spin lock over the facade's atomics (so loom sees it), for a short section
+/// that callers on different CPUs run one at a time. Never taken twice on one CPU.
+#[derive(Default)]
+pub(crate) struct SpinLock(AtomicBool);
+
+/// Holding a [`SpinLock`]; dropping it releases the lock.
+pub(crate) struct SpinGuard<'a>(&'a AtomicBool);
+
+impl SpinLock {
+    /// Waits for the lock and takes it.
+    pub(crate) fn lock(&self) -> SpinGuard<'_> {
+        // Acquire: what the previous holder wrote is visible to this one.
+        while self
+            .0
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            spin();
+        }
+        SpinGuard(&self.0)
+    }
+}
+
+impl Drop for SpinGuard<'_> {
+    fn drop(&mut self) {
+        // Release: pairs with the next holder's Acquire.
+        self.0.store(false, Ordering::Release);
+    }
+}
+
 /// Adds `n` to a counter that has a single writer at a time (a per-nesting-depth
 /// counter, or the consuming reader's counter): a load and a store, no RMW instruction.
 #[inline(always)]

@@ -121,12 +121,49 @@ impl Symbols {
         }
     }
 
+    /// Rewrites the `irqsoff` tracer's events (`ftrace:irqsoff`) of `trace` with
+    /// symbols: `start` and `end` become `function+0xoffset`, and the text reads as
+    /// the kernel's `trace` file shows it.
+    fn symbolize_irqsoff(&self, trace: &mut Section) {
+        use trace::tracer::IRQSOFF;
+        let Some(table) = self.table() else { return };
+        let ids: Vec<u16> = trace
+            .descriptors
+            .values()
+            .filter(|d| d.system == IRQSOFF.system && d.name == IRQSOFF.name)
+            .map(|d| d.id)
+            .collect();
+        for id in &ids {
+            let Some(d) = trace.descriptors.get_mut(id) else { continue };
+            for f in d.fields.iter_mut().filter(|f| matches!(f.name.as_str(), "start" | "end")) {
+                f.kind = FieldKind::Str;
+                d.format =
+                    d.format.replace(&format!("{{{}:#x}}", f.name), &format!("{{{}}}", f.name));
+            }
+        }
+        let place = |addr: u64| {
+            let mut place = String::new();
+            let _ = table.write_address(&mut place, addr);
+            place
+        };
+        for ev in trace.events.iter_mut().filter(|e| ids.contains(&e.id)) {
+            let [Value::Unsigned(ns), Value::Unsigned(start), Value::Unsigned(end)] = ev.values[..]
+            else {
+                continue;
+            };
+            let (start, end) = (place(start), place(end));
+            ev.text = format!("latency_ns={ns} start={start} end={end}");
+            ev.values = vec![Value::Unsigned(ns), Value::Str(start), Value::Str(end)];
+        }
+    }
+
     /// Rewrites the `ftrace:kernel_stack` and the function tracer's events of
     /// `trace` with symbols: a stack's `ipN` fields become strings
     /// (`function+0xoffset`, empty past `depth`), and its text lists the frames as
     /// ftrace does, one ` => frame` line each.
     pub fn symbolize(&self, trace: &mut Section) {
         self.symbolize_functions(trace);
+        self.symbolize_irqsoff(trace);
         let (system, name) = (trace::tracer::STACK_TRACE.system, trace::tracer::STACK_TRACE.name);
         let ids: Vec<u16> = trace
             .descriptors

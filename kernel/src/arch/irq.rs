@@ -1,27 +1,87 @@
 //! Interrupt masking with proof: an [`IrqGuard`] exists only while interrupts are off
 //! on the current CPU. And interrupt context: every handler holds a [`HandlerGuard`],
-//! so code can tell whether it runs inside one ([`may_wait`]).
+//! so code can tell whether it runs inside one ([`may_wait`]). Both tell the hooks
+//! set with [`set_irqs_off_hooks`] where interrupts go off and on again.
 
 use super::percpu;
 use core::marker::PhantomData;
-use core::sync::atomic::Ordering::Relaxed;
+use core::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use spin::Once;
 use x86_64::instructions::interrupts;
+
+/// Hooks where interrupts go off (an [`IrqGuard`] made with them on, an interrupt or
+/// exception handler entered) and on again, with the address of the code that did
+/// it. `off` returns whether to call `on` for this region (it times it). Both run
+/// with interrupts off, never from an NMI.
+#[derive(Clone, Copy)]
+pub struct IrqsOffHooks {
+    /// Interrupts went off at the address given.
+    pub off: fn(ip: u64) -> bool,
+    /// Interrupts go on again at the address given, closing a region `off` timed.
+    pub on: fn(ip: u64),
+}
+
+static IRQS_OFF_HOOKS: Once<IrqsOffHooks> = Once::new();
+
+/// Whether the `off` hook is called: all an [`IrqGuard`] pays while it is not.
+static TIMING: AtomicBool = AtomicBool::new(false);
+
+/// Registers the irqs-off hooks; once per boot (later calls change nothing).
+pub fn set_irqs_off_hooks(hooks: IrqsOffHooks) {
+    IRQS_OFF_HOOKS.call_once(|| hooks);
+}
+
+/// Calls the `off` hook from now on (`true`) or not. A region it timed is still
+/// closed with the `on` hook.
+pub fn time_irqs_off(on: bool) {
+    TIMING.store(on, Relaxed);
+}
+
+/// Runs the `off` hook for code at `ip`: whether the region is timed.
+#[inline(always)]
+fn irqs_went_off(ip: u64) -> bool {
+    TIMING.load(Relaxed) && IRQS_OFF_HOOKS.get().is_some_and(|hooks| (hooks.off)(ip))
+}
+
+/// Runs the `on` hook for code at `ip`, closing a timed region.
+#[inline(always)]
+fn irqs_go_on(ip: u64) {
+    if let Some(hooks) = IRQS_OFF_HOOKS.get() {
+        (hooks.on)(ip);
+    }
+}
+
+/// The address of the instruction that runs this (inlined into its caller).
+#[inline(always)]
+fn here() -> u64 {
+    let ip: u64;
+    // SAFETY: reads the instruction pointer into a register; touches no memory, the
+    // stack or the flags.
+    unsafe {
+        core::arch::asm!("lea {}, [rip]", out(reg) ip, options(nomem, nostack, preserves_flags));
+    }
+    ip
+}
 
 /// Disables interrupts on this CPU for as long as it lives, then restores the state
 /// it found (so guards nest). It is `!Send`: the proof is only valid on the CPU that
 /// created it.
 pub struct IrqGuard {
     was_enabled: bool,
+    /// Whether the irqs-off hook times the region this guard opened.
+    timed: bool,
     _not_send: PhantomData<*const ()>,
 }
 
 impl IrqGuard {
     /// Disables interrupts on this CPU and remembers whether they were enabled.
-    #[inline]
+    /// Inlined always, so that the irqs-off hook is told the caller's address.
+    #[inline(always)]
     pub fn new() -> Self {
         let was_enabled = interrupts::are_enabled();
         interrupts::disable();
-        Self { was_enabled, _not_send: PhantomData }
+        let timed = was_enabled && irqs_went_off(here());
+        Self { was_enabled, timed, _not_send: PhantomData }
     }
 }
 
@@ -32,8 +92,11 @@ impl Default for IrqGuard {
 }
 
 impl Drop for IrqGuard {
-    #[inline]
+    #[inline(always)]
     fn drop(&mut self) {
+        if self.timed {
+            irqs_go_on(here());
+        }
         if self.was_enabled {
             interrupts::enable();
         }
@@ -60,6 +123,8 @@ const NMI_UNIT: u32 = 1 << 16;
 /// lives; every handler takes one first. `!Send`, like [`IrqGuard`].
 pub struct HandlerGuard {
     unit: u32,
+    /// Whether the irqs-off hook times this handler (it runs with interrupts off).
+    timed: bool,
     /// The CPU's `running` code before this handler, restored when it ends.
     was: u8,
     _not_send: PhantomData<*const ()>,
@@ -88,13 +153,18 @@ impl HandlerGuard {
         cpu.handler_depth.store(depth, Relaxed);
         let was = cpu.running.load(Relaxed);
         cpu.running.store(Running::of(depth, cpu.busy.load(Relaxed)) as u8, Relaxed);
-        Self { unit, was, _not_send: PhantomData }
+        // NMIs are not timed: they may strike inside the hooks.
+        let timed = unit != NMI_UNIT && irqs_went_off(here());
+        Self { unit, timed, was, _not_send: PhantomData }
     }
 }
 
 impl Drop for HandlerGuard {
     #[inline(always)]
     fn drop(&mut self) {
+        if self.timed {
+            irqs_go_on(here());
+        }
         let cpu = percpu::current();
         cpu.running.store(self.was, Relaxed);
         cpu.handler_depth.store(cpu.handler_depth.load(Relaxed) - self.unit, Relaxed);

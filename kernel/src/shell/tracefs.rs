@@ -135,6 +135,9 @@ impl From<InstanceError> for FsError {
                  write to trace_marker and trace_marker_raw, ftrace:kernel_stack by the \
                  stacktrace trigger",
             ),
+            InstanceError::SnapshotInUse => FsError::Rule(
+                "the irqsoff tracer keeps its window in the snapshot (set current_tracer first)",
+            ),
             InstanceError::Buffer(trace::Error::NoMemory | trace::Error::TooBig) => {
                 let (heap_used, heap) = crate::memory::heap::usage();
                 let (used, max) = tracer().map_or((0, 0), |t| t.memory());
@@ -263,7 +266,7 @@ pub fn resolve(cwd: &str, path: &str) -> Result<Located, FsError> {
 }
 
 /// The entries of an instance's root, and whether only the top level has them.
-const ROOT_FILES: [(&str, bool); 36] = [
+const ROOT_FILES: [(&str, bool); 37] = [
     ("README", true),
     ("available_events", false),
     ("available_filter_functions", true),
@@ -299,6 +302,7 @@ const ROOT_FILES: [(&str, bool); 36] = [
     ("trace_stat/", true),
     ("tracing_cpumask", false),
     ("tracing_on", false),
+    ("tracing_max_latency", true),
     ("tracing_thresh", true),
 ];
 
@@ -431,7 +435,8 @@ tracing mini-HOWTO:
   trace_pipe\t\t- A consuming read to see the contents of the buffer
   trace_pipe_raw\t- A consuming read streaming the records as a dump (report reads it)
 \t\t\t  (cat stops at a key press)
-  current_tracer\t- function tracers: function, function_graph, or nop
+  current_tracer\t- function tracers: function, function_graph; irqsoff (the
+\t\t\t  longest irqs-off region, kept in the snapshot); or nop
   available_tracers\t- list of configured tracers for current_tracer
   available_filter_functions - list of functions that can be traced
   set_ftrace_filter\t- echo function name (globs) in here to only trace these
@@ -449,7 +454,10 @@ tracing mini-HOWTO:
 \t\t\t  selects, and its time (counts start from 0; 0 stops)
   trace_stat/functionN\t- CPU N's function profile: calls, time, average, s^2
   tracing_thresh\t- function_graph records only calls that took at least this
-\t\t\t  many microseconds, at their return (0: every call)
+\t\t\t  many microseconds, at their return (0: every call); irqsoff
+\t\t\t  reports every region at least that long
+  tracing_max_latency\t- irqsoff: the longest irqs-off region reported (us); only
+\t\t\t  a longer one is reported (echo 0 > tracing_max_latency starts again)
   stack_tracer_enabled\t- 1: the stack tracer checks the kernel stack at each
 \t\t\t  function entry (those stack_trace_filter lists, or all)
   stack_max_size\t- the most kernel stack in use seen at a function entry, in
@@ -700,6 +708,7 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
         | File::SetGraphNotrace => write_function_list(out, instance, function_list(file)),
         File::MaxGraphDepth => writeln!(out, "{}", functions::max_graph_depth()),
         File::TracingThresh => writeln!(out, "{}", tracer.graph_threshold() / 1000),
+        File::TracingMaxLatency => writeln!(out, "{}", tracer.max_latency() / 1000),
         File::FunctionProfileEnabled => writeln!(out, "{}", u8::from(tracer.function_profile())),
         File::FunctionStat(cpu) => {
             let name = |index: usize| functions::functions().get(index).map(|f| f.name);
@@ -968,6 +977,12 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
             let us: u64 = value.trim().parse().map_err(|_| FsError::Rule(RULE))?;
             let ns = us.checked_mul(1000).ok_or(FsError::Rule("the threshold is too large"))?;
             Ok(tracer.set_graph_threshold(ns).map_err(FunctionError::from)?)
+        }
+        File::TracingMaxLatency => {
+            const RULE: &str = "a decimal number of microseconds";
+            let us: u64 = value.trim().parse().map_err(|_| FsError::Rule(RULE))?;
+            let ns = us.checked_mul(1000).ok_or(FsError::Rule("the latency is too large"))?;
+            Ok(tracer.set_max_latency(ns).map_err(FunctionError::from)?)
         }
         File::StackTracerEnabled => {
             Ok(tracer.set_stack_tracer(switch(value)?).map_err(FunctionError::from)?)

@@ -7,7 +7,9 @@ use crate::{clock, symbols};
 use core::fmt::{self, Write};
 use trace::field::{Decoder, FieldKind, Value};
 use trace::text::{self, GraphCall, Line};
-use trace::tracer::{FUNCGRAPH_ENTRY, FUNCGRAPH_EXIT, FUNCTION, STACK_FRAMES, STACK_TRACE};
+use trace::tracer::{
+    FUNCGRAPH_ENTRY, FUNCGRAPH_EXIT, FUNCTION, IRQSOFF, STACK_FRAMES, STACK_TRACE,
+};
 use trace::{Instance, Tracer, event::DescriptorKind, ring::Buffer, ring::RecordRef};
 
 /// Writes one record as ftrace's trace line (see [`trace::text`]), the fields
@@ -34,6 +36,7 @@ fn write_record(
     text::write_line(out, &line, nanoseconds, |out| match descriptor {
         Some(d) if core::ptr::eq(d, &STACK_TRACE) && write_stack(out, record.payload)? => Ok(()),
         Some(d) if core::ptr::eq(d, &FUNCTION) && write_function(out, record.payload)? => Ok(()),
+        Some(d) if core::ptr::eq(d, &IRQSOFF) && write_irqsoff(out, record.payload)? => Ok(()),
         Some(d) if d.kind == DescriptorKind::Event => {
             trace::event::format::render(out, d.format, d.fields, record.payload)
         }
@@ -169,6 +172,22 @@ fn write_function(out: &mut dyn Write, payload: &[u8]) -> Result<bool, fmt::Erro
     }
     let [ip, parent] = values;
     write!(out, "{} <-{}", Symbol(ip), Symbol(parent.saturating_sub(1)))?;
+    Ok(true)
+}
+
+/// Writes an `irqsoff` tracer's record with the places interrupts went off and on
+/// as `function+0xoffset`; `false`, with nothing written, without symbols or if the
+/// payload does not decode.
+fn write_irqsoff(out: &mut dyn Write, payload: &[u8]) -> Result<bool, fmt::Error> {
+    let mut values = [0u64; 3];
+    let Some(table) = symbols::table().filter(|_| decode_u64s(payload, &mut values)) else {
+        return Ok(false);
+    };
+    let [ns, start, end] = values;
+    write!(out, "latency_ns={ns} start=")?;
+    table.write_address(out, start)?;
+    out.write_str(" end=")?;
+    table.write_address(out, end)?;
     Ok(true)
 }
 

@@ -19,7 +19,7 @@
 //! `busy` set, so an NMI never interleaves with a push or a pop.
 
 use super::KernelPlatform;
-use crate::arch::{MAX_CPUS, ftrace, percpu, stack};
+use crate::arch::{MAX_CPUS, ftrace, irq, percpu, stack};
 use crate::memory::text::{self, ENTRY_NOP};
 use crate::{barrier, clock, symbols};
 use alloc::vec::Vec;
@@ -177,6 +177,7 @@ pub fn init() -> Result<(usize, usize), &'static str> {
     if !tracer.set_functions(count) {
         return Err("the tracer has its functions already");
     }
+    irq::set_irqs_off_hooks(irq::IrqsOffHooks { off: irqs_off, on: irqs_on });
     Ok((count, sites.len()))
 }
 
@@ -431,6 +432,19 @@ pub fn hooked_call() -> Option<[u64; 2]> {
 /// The current CPU's state.
 fn this_cpu() -> Option<&'static Cpu> {
     CPUS.get(percpu::index())
+}
+
+/// The irqs-off hook (see `arch::irq::IrqsOffHooks`): the `irqsoff` tracer's
+/// [`trace::Tracer::irqs_off`].
+fn irqs_off(ip: u64) -> bool {
+    super::tracer().is_some_and(|tracer| tracer.irqs_off(stack::elf_address(ip)))
+}
+
+/// The irqs-on hook: the `irqsoff` tracer's [`trace::Tracer::irqs_on`].
+fn irqs_on(ip: u64) {
+    if let Some(tracer) = super::tracer() {
+        tracer.irqs_on(stack::elf_address(ip));
+    }
 }
 
 /// The entry hook (see `arch::ftrace::Hooks`): records the call, and with

@@ -151,6 +151,10 @@ impl trace::Platform for KernelPlatform {
         functions::patch(changes)
     }
 
+    fn time_irqs_off(&self, on: bool) {
+        irq::time_irqs_off(on);
+    }
+
     #[inline(always)]
     fn context(&self) -> Context {
         CONTEXTS[irq::running() as usize][usize::from(irq::irqs_off())]

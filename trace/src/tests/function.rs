@@ -62,8 +62,15 @@ fn records(
     instance: &crate::Instance<'_, Patcher>,
     descriptor: &crate::event::EventDescriptor,
 ) -> Vec<Vec<u64>> {
-    let recorder = instance.recorder();
-    let mut records = recorder.live().iter(0).unwrap();
+    buffer_records(instance.recorder().live(), descriptor)
+}
+
+/// [`records`] of one buffer.
+fn buffer_records(
+    buffer: &crate::ring::Buffer<Patcher>,
+    descriptor: &crate::event::EventDescriptor,
+) -> Vec<Vec<u64>> {
+    let mut records = buffer.iter(0).unwrap();
     let mut out = Vec::new();
     while let Some(record) = records.next_record() {
         if record.id == descriptor.id() {
@@ -674,4 +681,106 @@ proptest::proptest! {
             tracer.record_function_entry(0, 1, 2, Some(0), GraphScope::default());
         }
     }
+}
+
+/// The irqsoff tracer: one instance at a time, which gets a snapshot buffer; a
+/// region longer than `tracing_max_latency` is recorded and swapped into the
+/// snapshot, a shorter one is not; with `tracing_thresh`, every region at least that
+/// long is; a region inside an open one (an exception's) times nothing of its own.
+#[test]
+fn the_irqsoff_tracer_keeps_the_longest_irqs_off_region() {
+    use crate::tracer::IRQSOFF;
+    HostPlatform::set_cpu(0);
+    let patcher = Patcher::new();
+    let config = InstanceConfig { bytes_per_cpu: 4096, mode: Mode::Overwrite, snapshot: false };
+    let limits = Limits { max_instances: 4, max_total_bytes: 1 << 20 };
+    let tracer = Tracer::new(patcher.clone(), 1, &[], limits, config).unwrap();
+    // Interrupts off for `ns` from `start` to `end`; whether the region was timed.
+    let region = |start: u64, end: u64, ns: u64| {
+        HostPlatform::set_clock(1_000_000);
+        let opened = tracer.irqs_off(start);
+        HostPlatform::set_clock(1_000_000 + ns);
+        tracer.irqs_on(end);
+        opened
+    };
+    assert!(!region(0x10, 0x20, 500), "no functions registered: nothing is timed");
+    assert_eq!(tracer.set_max_latency(1), Err(FunctionError::Unavailable));
+    assert!(tracer.set_functions(COUNT));
+    assert!(!region(0x10, 0x20, 500), "no instance's tracer is irqsoff");
+    assert_eq!(tracer.max_latency(), 0);
+
+    let lat = tracer.get_or_create("lat", config).unwrap();
+    lat.set_function_tracer(FunctionTracer::Irqsoff).unwrap();
+    assert_eq!(lat.function_tracer(), FunctionTracer::Irqsoff);
+    assert!(lat.has_snapshot(), "irqsoff keeps its window in the snapshot");
+    assert_eq!(lat.snapshot_free(), Err(InstanceError::SnapshotInUse));
+    assert!(lat.has_snapshot());
+    assert_eq!(patcher.calls.lock().unwrap().clone(), [false; COUNT], "no entry is patched");
+    let top = tracer.top();
+    let busy = top.set_function_tracer(FunctionTracer::Irqsoff);
+    assert_eq!(busy, Err(FunctionError::IrqsoffBusy));
+    assert!(!top.has_snapshot(), "the refusal allocated nothing");
+    assert_eq!(top.function_tracer(), FunctionTracer::Nop);
+    let set_event = lat.set_event(Some("ftrace"), Some("irqsoff"), true);
+    assert_eq!(set_event, Err(InstanceError::FunctionEvent), "its tracer enables it");
+
+    // The first region is the longest yet: recorded, then swapped into the snapshot.
+    let recorder = lat.recorder();
+    // The snapshot holds the live buffer as it was at the last report (after the
+    // records of the window before the previous report): its last record is that
+    // report's.
+    let snapshot = || buffer_records(recorder.snapshot().unwrap(), &IRQSOFF).pop();
+    assert!(region(0x100, 0x180, 500));
+    assert_eq!(tracer.max_latency(), 500);
+    assert_eq!(snapshot(), Some(vec![500, 0x100, 0x180]));
+    assert_eq!(records(&lat, &IRQSOFF), [[0u64; 0]; 0], "the live buffer goes on");
+    assert_eq!(records(&top, &IRQSOFF), [[0u64; 0]; 0], "only the tracer's instance");
+    // Shorter or as long: nothing.
+    assert!(region(0x200, 0x280, 400) && region(0x200, 0x280, 500));
+    assert_eq!(tracer.max_latency(), 500);
+    assert_eq!(snapshot(), Some(vec![500, 0x100, 0x180]));
+    // Longer: the new window replaces the old one.
+    assert!(region(0x300, 0x380, 900));
+    assert_eq!((tracer.max_latency(), snapshot()), (900, Some(vec![900, 0x300, 0x380])));
+
+    // A region that opens inside an open one (an exception taken with interrupts
+    // off) is not timed: its close does not end the outer one.
+    HostPlatform::set_clock(2_000_000);
+    assert!(tracer.irqs_off(0x400));
+    assert!(!tracer.irqs_off(0x500), "already open");
+    HostPlatform::set_clock(2_001_000);
+    tracer.irqs_on(0x480);
+    assert_eq!(snapshot(), Some(vec![1000, 0x400, 0x480]));
+    // A close without an open region (the tracer was turned on inside one) is none.
+    tracer.irqs_on(0x490);
+    assert_eq!(tracer.max_latency(), 1000);
+
+    // `tracing_max_latency` written: only longer ones from there.
+    tracer.set_max_latency(5000).unwrap();
+    assert!(region(0x600, 0x680, 4000));
+    assert_eq!(tracer.max_latency(), 5000);
+    // `tracing_thresh`: every region at least that long, the last one's latency kept.
+    tracer.set_graph_threshold(300).unwrap();
+    assert!(region(0x700, 0x780, 300) && region(0x800, 0x880, 299));
+    assert_eq!((tracer.max_latency(), snapshot()), (300, Some(vec![300, 0x700, 0x780])));
+    tracer.set_graph_threshold(0).unwrap();
+
+    // Back to nop: nothing is timed; another instance may take the tracer.
+    lat.set_function_tracer(FunctionTracer::Nop).unwrap();
+    assert!(!region(0x900, 0x980, 1 << 20));
+    top.set_function_tracer(FunctionTracer::Irqsoff).unwrap();
+    assert!(region(0x900, 0x980, 1 << 20));
+    assert_eq!(
+        buffer_records(top.recorder().snapshot().unwrap(), &IRQSOFF),
+        [[1 << 20, 0x900, 0x980]]
+    );
+    // Destroying the owner leaves none.
+    let other = tracer.get_or_create("other", config).unwrap();
+    assert_eq!(other.set_function_tracer(FunctionTracer::Irqsoff), Err(FunctionError::IrqsoffBusy));
+    top.set_function_tracer(FunctionTracer::Nop).unwrap();
+    other.set_function_tracer(FunctionTracer::Irqsoff).unwrap();
+    tracer.destroy(other).unwrap();
+    assert!(!region(0xa00, 0xa80, 1 << 30), "its destroy left no owner");
+    top.set_function_tracer(FunctionTracer::Irqsoff).unwrap();
+    top.set_function_tracer(FunctionTracer::Nop).unwrap();
 }

@@ -443,6 +443,43 @@ mod tracer {
         });
     }
 
+    /// The irqsoff tracer: two CPUs close irqs-off regions of 500 and 900 ns at
+    /// once. Whatever the order, the maximum is 900 and the snapshot holds that
+    /// region's record: the reports' compare, record and swap are one step each.
+    #[test]
+    fn loom_irqsoff_reports_on_two_cpus() {
+        let _serial = one_at_a_time();
+        use crate::tracer::{FunctionTracer, IRQSOFF};
+        model(3, || {
+            let t = tracer();
+            assert!(t.set_functions(1));
+            let cfg = InstanceConfig { bytes_per_cpu: 64, mode: Mode::Overwrite, snapshot: false };
+            let lat = t.get_or_create("lat", cfg).unwrap();
+            lat.set_function_tracer(FunctionTracer::Irqsoff).unwrap();
+            let region = move |cpu: usize, ip: u64, ns: u64| {
+                CPU.with(|c| c.set(cpu));
+                CLOCK.with(|c| c.set(1000));
+                assert!(t.irqs_off(ip));
+                CLOCK.with(|c| c.set(1000 + ns));
+                t.irqs_on(ip + 0x80);
+            };
+            let w = loom::thread::spawn(move || region(0, 0x100, 500));
+            region(1, 0x200, 900);
+            w.join().unwrap();
+            assert_eq!(t.max_latency(), 900, "a shorter region's report overtook the longer's");
+            let recorder = lat.recorder();
+            let mut kept = recorder.snapshot().unwrap().iter(1).unwrap();
+            let mut last = None;
+            while let Some(record) = kept.next_record() {
+                if record.id == IRQSOFF.id() {
+                    last = Some(u64::from_le_bytes(record.payload[..8].try_into().unwrap()));
+                }
+            }
+            assert_eq!(last, Some(900), "the snapshot is not the longest region's window");
+            lat.set_function_tracer(FunctionTracer::Nop).unwrap();
+        });
+    }
+
     /// A snapshot swap through an instance while a writer records into it and a
     /// nested writer interrupts it: the snapshot is frozen when the swap returns.
     #[test]

@@ -16,6 +16,7 @@
 //! the instance that set it.
 
 use super::commands::CommandTable;
+use super::latency::{IRQSOFF, Latency};
 use super::profile::Profile;
 use super::rcu::RcuCell;
 use super::stack::StackTracer;
@@ -26,7 +27,7 @@ use crate::event::{DescriptorKind, EventDescriptor};
 use crate::field::{Field, FieldKind};
 use crate::platform::Platform;
 use crate::sync::{AtomicU64, Ordering::Relaxed};
-use crate::tracer::Instance;
+use crate::tracer::{Instance, InstanceError};
 use alloc::sync::Arc;
 use alloc::vec;
 use alloc::vec::Vec;
@@ -67,10 +68,11 @@ pub static FUNCGRAPH_EXIT: EventDescriptor = EventDescriptor::new(
     DescriptorKind::Event,
 );
 
-/// Whether `descriptor` is one of the function tracers' events (which their tracer
-/// enables, not `set_event`).
+/// Whether `descriptor` is one of the `current_tracer` tracers' events (which their
+/// tracer enables, not `set_event`).
 pub fn is_function_event(descriptor: &EventDescriptor) -> bool {
-    [&FUNCTION, &FUNCGRAPH_ENTRY, &FUNCGRAPH_EXIT].iter().any(|d| core::ptr::eq(*d, descriptor))
+    let events = [&FUNCTION, &FUNCGRAPH_ENTRY, &FUNCGRAPH_EXIT, &IRQSOFF];
+    events.iter().any(|d| core::ptr::eq(*d, descriptor))
 }
 
 /// An instance's `current_tracer`.
@@ -83,12 +85,18 @@ pub enum FunctionTracer {
     Function,
     /// Each traced function's entry and return, nested, with durations.
     Graph,
+    /// No function tracing: the longest irqs-off region (see [`super::latency`]).
+    Irqsoff,
 }
 
 impl FunctionTracer {
     /// Every tracer, as `available_tracers` lists them.
-    pub const ALL: [FunctionTracer; 3] =
-        [FunctionTracer::Graph, FunctionTracer::Function, FunctionTracer::Nop];
+    pub const ALL: [FunctionTracer; 4] = [
+        FunctionTracer::Graph,
+        FunctionTracer::Irqsoff,
+        FunctionTracer::Function,
+        FunctionTracer::Nop,
+    ];
 
     /// The tracer's name in `current_tracer`.
     pub fn name(self) -> &'static str {
@@ -96,6 +104,7 @@ impl FunctionTracer {
             FunctionTracer::Nop => "nop",
             FunctionTracer::Function => "function",
             FunctionTracer::Graph => "function_graph",
+            FunctionTracer::Irqsoff => "irqsoff",
         }
     }
 
@@ -155,6 +164,11 @@ pub enum FunctionError {
     WouldDeadlock,
     /// The platform's patcher refused, and patched nothing.
     Patch(&'static str),
+    /// Another instance's `current_tracer` is `irqsoff` (one at a time).
+    IrqsoffBusy,
+    /// `irqsoff` keeps its window in the snapshot buffer, which could not be
+    /// allocated.
+    Snapshot(InstanceError),
 }
 
 impl FunctionError {
@@ -168,6 +182,8 @@ impl FunctionError {
                 "patching function entries needs a context that may wait"
             }
             FunctionError::Patch(reason) => reason,
+            FunctionError::IrqsoffBusy => "another instance's tracer is irqsoff (one at a time)",
+            FunctionError::Snapshot(_) => "irqsoff needs a snapshot buffer, which was refused",
         }
     }
 }
@@ -245,7 +261,7 @@ pub(crate) struct Functions {
     stacked: AtomicU64,
     /// `tracing_thresh` in nanoseconds (0: off): `function_graph` records only the
     /// returns of calls that took at least this long.
-    threshold: AtomicU64,
+    pub(super) threshold: AtomicU64,
     /// The instances with commands on each function ([`super::commands`]).
     pub(super) commanded: Vec<AtomicU64>,
     /// Each instance slot's function commands, as writers read them.
@@ -254,6 +270,8 @@ pub(crate) struct Functions {
     pub(super) stack: StackTracer,
     /// The function profiler.
     pub(super) profile: Profile,
+    /// The irqsoff tracer.
+    pub(super) latency: Latency,
     pub(super) control: spin::Mutex<Control>,
 }
 
@@ -268,7 +286,7 @@ impl Functions {
             true => mask.fetch_or(bit, Relaxed),
             false => mask.fetch_and(!bit, Relaxed),
         };
-        let on = selection.tracer != FunctionTracer::Nop;
+        let on = matches!(selection.tracer, FunctionTracer::Function | FunctionTracer::Graph);
         let filter = selection.list(FunctionList::Filter);
         let all = !filter.contains(&true);
         let notrace = selection.list(FunctionList::Notrace);
@@ -288,6 +306,9 @@ impl Functions {
         for event in [&FUNCGRAPH_ENTRY, &FUNCGRAPH_EXIT] {
             event.set_enabled(slot, selection.tracer == FunctionTracer::Graph);
         }
+        let irqsoff = selection.tracer == FunctionTracer::Irqsoff;
+        IRQSOFF.set_enabled(slot, irqsoff);
+        self.latency.set_owner(slot, irqsoff);
     }
 }
 
@@ -310,6 +331,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
                 commands: core::array::from_fn(|_| RcuCell::empty()),
                 stack: StackTracer::new(count),
                 profile: Profile::new(count, self.cpus),
+                latency: Latency::new(self.cpus),
                 control: spin::Mutex::new(Control {
                     slots: (0..MAX_INSTANCES).map(|_| Selection::empty(count)).collect(),
                     commands: vec![None; MAX_INSTANCES],
@@ -406,7 +428,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
 
     /// Records `values` (one per field) as an event of `descriptor` into the
     /// instances `mask` gives.
-    fn record_values(
+    pub(super) fn record_values(
         &self,
         descriptor: &EventDescriptor,
         values: &[u64],
@@ -446,6 +468,13 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         Ok(())
     }
 
+    /// Publishes `slot`'s selection ([`Functions::publish`]) and tells the platform
+    /// whether irqs-off regions are timed now.
+    fn publish_selection(&self, functions: &Functions, slot: usize, selection: &Selection) {
+        functions.publish(slot, selection);
+        self.platform.time_irqs_off(functions.latency.owner().is_some());
+    }
+
     /// Forgets the selection of the instance in `slot` (it is being destroyed): its
     /// bit leaves every function's mask and its events, and entries no instance
     /// traces any more go back to their NOP (where the caller may wait).
@@ -453,7 +482,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         let Some(functions) = self.functions.get() else { return };
         let mut control = functions.control.lock();
         control.slots[slot] = Selection::empty(functions.masks.len());
-        functions.publish(slot, &control.slots[slot]);
+        self.publish_selection(functions, slot, &control.slots[slot]);
         functions.stacked.fetch_and(!(1 << slot), Relaxed);
         self.release_function_commands(functions, &mut control, slot);
         if self.platform.may_wait() {
@@ -553,6 +582,12 @@ impl<P: Platform + Clone + Send + Sync> Instance<'_, P> {
         if tracer == FunctionTracer::Nop && self.tracer.functions.get().is_none() {
             return Ok(());
         }
+        if tracer == FunctionTracer::Irqsoff {
+            // Checked again under the lock; first here, to allocate nothing for a
+            // refusal.
+            self.check_irqsoff_owner()?;
+            self.snapshot_alloc().map_err(FunctionError::Snapshot)?;
+        }
         self.change_functions(|selection| {
             selection.tracer = tracer;
             Ok(())
@@ -577,6 +612,15 @@ impl<P: Platform + Clone + Send + Sync> Instance<'_, P> {
         })
     }
 
+    /// `IrqsoffBusy` if another instance's tracer is `irqsoff`.
+    fn check_irqsoff_owner(&self) -> Result<(), FunctionError> {
+        let functions = self.tracer.functions.get().ok_or(FunctionError::Unavailable)?;
+        match functions.latency.owner() {
+            Some(owner) if owner != self.state.slot => Err(FunctionError::IrqsoffBusy),
+            _ => Ok(()),
+        }
+    }
+
     /// Edits the instance's selection, updates the function masks and the
     /// instance's events, and patches; if patching is refused, everything is as it
     /// was.
@@ -588,10 +632,14 @@ impl<P: Platform + Clone + Send + Sync> Instance<'_, P> {
         self.tracer.change_patched(|functions, control| {
             let mut after = control.slots[slot].clone();
             edit(&mut after)?;
-            functions.publish(slot, &after);
+            if after.tracer == FunctionTracer::Irqsoff {
+                self.check_irqsoff_owner()?;
+            }
+            let tracer = self.tracer;
+            tracer.publish_selection(functions, slot, &after);
             let before = core::mem::replace(&mut control.slots[slot], after);
             Ok(move |functions: &Functions, control: &mut Control| {
-                functions.publish(slot, &before);
+                tracer.publish_selection(functions, slot, &before);
                 control.slots[slot] = before;
             })
         })

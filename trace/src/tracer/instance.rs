@@ -75,6 +75,9 @@ pub enum InstanceError {
     /// The tracer writes this event itself: the markers' (always recorded; they may
     /// be filtered and triggered) or the `stacktrace` trigger's; it is not enabled.
     WrittenByTracer,
+    /// The snapshot cannot be freed: the instance's `irqsoff` tracer keeps its
+    /// window there.
+    SnapshotInUse,
     /// A buffer operation failed.
     Buffer(Error),
 }
@@ -103,6 +106,9 @@ impl fmt::Display for InstanceError {
             }
             InstanceError::WrittenByTracer => {
                 f.write_str("written by the tracer itself (the markers, the stacktrace trigger)")
+            }
+            InstanceError::SnapshotInUse => {
+                f.write_str("the irqsoff tracer keeps its window in the snapshot")
             }
             InstanceError::Buffer(e) => e.fmt(f),
         }
@@ -573,10 +579,14 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
         Ok(self.state.recorder.lock().clear_snapshot(Some(cpu))?)
     }
 
-    /// Frees the snapshot buffer and what it holds.
+    /// Frees the snapshot buffer and what it holds; `SnapshotInUse` while the
+    /// instance's tracer is `irqsoff`.
     pub fn snapshot_free(&self) -> Result<(), InstanceError> {
         if !self.has_snapshot() {
             return Ok(());
+        }
+        if self.function_tracer() == crate::tracer::FunctionTracer::Irqsoff {
+            return Err(InstanceError::SnapshotInUse);
         }
         self.tracer.replace_recorder(&self.state, |r| Ok(r.without_spare()))
     }

@@ -10,7 +10,8 @@
 //! Inside: `instance` is the handle a caller works with ([`Instance`]), `rcu` the
 //! cell each instance slot is read through, `trigger` ftrace's event triggers,
 //! `function` the function tracers and `commands` their `FUNCTION:COMMAND`s,
-//! `stack` the stack tracer, `profile` the function profiler.
+//! `stack` the stack tracer, `profile` the function profiler, `latency` the irqsoff
+//! tracer.
 
 extern crate alloc;
 
@@ -19,8 +20,9 @@ mod function;
 pub(crate) mod hist;
 mod instance;
 mod keys;
-// The one module of the crate with `unsafe` (its `allow` is inside; see DESIGN.md).
+mod latency;
 mod profile;
+// The one module of the crate with `unsafe` (its `allow` is inside; see DESIGN.md).
 mod rcu;
 mod stack;
 pub(crate) mod trigger;
@@ -34,6 +36,7 @@ pub use hist::{
     STRING_KEY_BYTES,
 };
 pub use instance::{HookError, Instance, InstanceConfig, InstanceError, MAX_NAME};
+pub use latency::IRQSOFF;
 pub use profile::FunctionStat;
 pub use stack::{MAX_STACK_ENTRIES, StackEntry, StackMax};
 pub use trigger::{
@@ -105,7 +108,7 @@ fn is_written_by_tracer(descriptor: &EventDescriptor) -> bool {
 }
 
 /// Descriptors the tracer provides itself, besides those found in the section.
-fn builtin() -> [&'static EventDescriptor; 7] {
+fn builtin() -> [&'static EventDescriptor; 8] {
     [
         &MARKER,
         &RAW_MARKER,
@@ -114,6 +117,7 @@ fn builtin() -> [&'static EventDescriptor; 7] {
         &FUNCTION,
         &FUNCGRAPH_ENTRY,
         &FUNCGRAPH_EXIT,
+        &IRQSOFF,
     ]
 }
 
