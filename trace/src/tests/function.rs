@@ -713,7 +713,10 @@ fn the_irqsoff_tracer_keeps_the_longest_irqs_off_region() {
     lat.set_function_tracer(FunctionTracer::Irqsoff).unwrap();
     assert_eq!(lat.function_tracer(), FunctionTracer::Irqsoff);
     assert!(lat.has_snapshot(), "irqsoff keeps its window in the snapshot");
-    assert_eq!(lat.snapshot_free(), Err(InstanceError::SnapshotInUse));
+    for refused in [lat.snapshot_free(), lat.snapshot_take(), lat.snapshot_clear()] {
+        assert_eq!(refused, Err(InstanceError::SnapshotInUse), "the window is irqsoff's");
+    }
+    assert_eq!(lat.snapshot_clear_cpu(0), Err(InstanceError::SnapshotInUse));
     assert!(lat.has_snapshot());
     assert_eq!(patcher.calls.lock().unwrap().clone(), [false; COUNT], "no entry is patched");
     let top = tracer.top();
@@ -742,6 +745,21 @@ fn the_irqsoff_tracer_keeps_the_longest_irqs_off_region() {
     // Longer: the new window replaces the old one.
     assert!(region(0x300, 0x380, 900));
     assert_eq!((tracer.max_latency(), snapshot()), (900, Some(vec![900, 0x300, 0x380])));
+    // A `snapshot` trigger leaves the window alone and says so, in ftrace's words.
+    let marker = &crate::tracer::MARKER;
+    lat.set_trigger(marker, "snapshot").unwrap();
+    lat.write_marker("x");
+    assert_eq!(snapshot(), Some(vec![900, 0x300, 0x380]));
+    let mut live = recorder.live().iter(0).unwrap();
+    let mut notes = Vec::new();
+    while let Some(record) = live.next_record() {
+        if record.id == marker.id() {
+            notes.push(String::from_utf8_lossy(&record.payload[2..]).into_owned());
+        }
+    }
+    let active = ["x", "*** LATENCY TRACER ACTIVE ***", "*** Can not use snapshot (sorry) ***"];
+    assert_eq!(notes, active);
+    lat.set_trigger(marker, "!snapshot").unwrap();
 
     // A region that opens inside an open one (an exception taken with interrupts
     // off) is not timed: its close does not end the outer one.

@@ -75,8 +75,8 @@ pub enum InstanceError {
     /// The tracer writes this event itself: the markers' (always recorded; they may
     /// be filtered and triggered) or the `stacktrace` trigger's; it is not enabled.
     WrittenByTracer,
-    /// The snapshot cannot be freed: the instance's `irqsoff` tracer keeps its
-    /// window there.
+    /// The snapshot cannot be taken, cleared or freed: the instance's `irqsoff`
+    /// tracer keeps its window there.
     SnapshotInUse,
     /// A buffer operation failed.
     Buffer(Error),
@@ -559,16 +559,27 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
         self.tracer.replace_recorder(&self.state, Recorder::with_spare)
     }
 
+    /// `SnapshotInUse` while the instance's tracer is `irqsoff`, whose window the
+    /// snapshot holds: as in ftrace, it cannot be taken, cleared or freed then.
+    fn check_snapshot_free(&self) -> Result<(), InstanceError> {
+        match self.tracer.irqsoff_owner() == Some(self.state.slot) {
+            true => Err(InstanceError::SnapshotInUse),
+            false => Ok(()),
+        }
+    }
+
     /// Takes a snapshot: allocates the snapshot buffer if needed, then swaps it with
     /// the live buffer, so the snapshot holds what was recorded until now while
     /// recording goes on in the (previous snapshot's) buffer.
     pub fn snapshot_take(&self) -> Result<(), InstanceError> {
+        self.check_snapshot_free()?;
         self.snapshot_alloc()?;
         Ok(self.state.recorder.lock().swap()?)
     }
 
     /// Empties the snapshot buffer (keeps it allocated).
     pub fn snapshot_clear(&self) -> Result<(), InstanceError> {
+        self.check_snapshot_free()?;
         Ok(self.state.recorder.lock().clear_snapshot(None)?)
     }
 
@@ -576,18 +587,16 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
     /// `Buffer(NoSpare)` without a snapshot buffer, `Buffer(BadCpu)` for a CPU
     /// beyond the tracer's.
     pub fn snapshot_clear_cpu(&self, cpu: usize) -> Result<(), InstanceError> {
+        self.check_snapshot_free()?;
         Ok(self.state.recorder.lock().clear_snapshot(Some(cpu))?)
     }
 
-    /// Frees the snapshot buffer and what it holds; `SnapshotInUse` while the
-    /// instance's tracer is `irqsoff`.
+    /// Frees the snapshot buffer and what it holds.
     pub fn snapshot_free(&self) -> Result<(), InstanceError> {
         if !self.has_snapshot() {
             return Ok(());
         }
-        if self.function_tracer() == crate::tracer::FunctionTracer::Irqsoff {
-            return Err(InstanceError::SnapshotInUse);
-        }
+        self.check_snapshot_free()?;
         self.tracer.replace_recorder(&self.state, |r| Ok(r.without_spare()))
     }
 

@@ -15,7 +15,6 @@
 
 use super::Tracer;
 use super::function::FunctionError;
-use super::trigger::Target;
 use crate::event::{DescriptorKind, EventDescriptor};
 use crate::field::{Field, FieldKind};
 use crate::platform::Platform;
@@ -155,8 +154,13 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         // while a control operation holds the buffers, the window is not kept; the
         // record says what happened.
         self.for_each_target(owner, |target| {
-            let _ = target.snapshot();
+            let _ = target.recorder.swap_nowait();
         });
+    }
+
+    /// The slot of the instance whose tracer is `irqsoff`, if one's is.
+    pub(super) fn irqsoff_owner(&self) -> Option<usize> {
+        self.functions.get().and_then(|f| f.latency.owner())
     }
 
     /// `tracing_max_latency`: the longest irqs-off region reported, in ns (or the

@@ -878,6 +878,10 @@ impl<P: Platform + Clone + Send + Sync> Target for FireTarget<'_, P> {
         self.recorder.swap_nowait()
     }
 
+    fn snapshot_kept(&self) -> bool {
+        self.tracer.irqsoff_owner() == Some(self.slot)
+    }
+
     fn note(&self, text: &str) {
         let len = 2 + text.len();
         let tag = Tag { id: MARKER.id(), ctx: self.origin.context };

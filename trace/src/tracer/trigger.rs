@@ -293,6 +293,11 @@ pub(crate) trait Target {
     fn set_tracing(&self, on: bool);
     /// Swaps the live and snapshot buffers, from the event's context.
     fn snapshot(&self) -> Result<(), crate::Error>;
+    /// Whether the snapshot is the instance's `irqsoff` window, which a `snapshot`
+    /// trigger leaves alone.
+    fn snapshot_kept(&self) -> bool {
+        false
+    }
     /// Writes a line of text into the instance's live buffer, as a marker is.
     fn note(&self, text: &str);
     /// Records the caller's stack.
@@ -522,6 +527,13 @@ impl Trigger {
             }
             Action::Snapshot => {
                 if !self.take() {
+                    return;
+                }
+                if target.snapshot_kept() {
+                    // ftrace's words, where a latency tracer holds the snapshot.
+                    target.note("*** LATENCY TRACER ACTIVE ***");
+                    target.note("*** Can not use snapshot (sorry) ***");
+                    self.not_acted();
                     return;
                 }
                 match target.snapshot() {
