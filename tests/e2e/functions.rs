@@ -60,7 +60,7 @@ fn tracers_patch_every_entry_and_nop_restores_each_byte_for_byte() {
     assert_eq!(machine.run("cat set_ftrace_notrace"), "#### no functions disabled ####\n");
     assert_eq!(machine.run("cat set_graph_function"), "#### all functions enabled ####\n");
     assert_eq!(machine.run("cat set_graph_notrace"), "#### no functions disabled ####\n");
-    for tracer in ["function", "function_graph"] {
+    for tracer in ["function", "function_graph", "irqsoff"] {
         machine.run(&format!("echo {tracer} > current_tracer"));
         assert_eq!(machine.run("cat current_tracer"), format!("{tracer}\n"));
         let on = summary(&mut machine);
@@ -1057,6 +1057,8 @@ fn irqsoff_keeps_the_longest_irqs_off_region_in_the_snapshot() {
     assert_eq!(tracers, "function_graph irqsoff function nop\n");
     m.run("mkdir instances/lat");
     assert_eq!(m.run("echo irqsoff > instances/lat/current_tracer"), "");
+    // Every traceable function's entry is a call, to record those called inside.
+    assert!(m.run("functions").contains("tracers: lat=irqsoff"));
     assert_eq!(m.run("cat instances/lat/current_tracer"), "irqsoff\n");
     let snapshot = m.run("cat instances/lat/snapshot");
     assert!(snapshot.contains("# * Snapshot is allocated *"), "with the tracer:\n{snapshot}");
@@ -1113,6 +1115,10 @@ fn irqsoff_keeps_the_longest_irqs_off_region_in_the_snapshot() {
     m.run("echo 0 > tracing_thresh");
     let serial = |l: &str| l.contains("<irq>-0 ") && l.contains("start=kernel::arch::idt::serial+");
     assert!(handlers.lines().any(serial), "{handlers}");
+    // With the functions called inside the regions (those the function tracer may
+    // trace): the serial handler's.
+    let call = "kernel::serial::on_receive_interrupt <-kernel::arch::idt::serial";
+    assert!(handlers.lines().any(|l| l.contains("<irq>-0 ") && l.contains(call)), "{handlers}");
 
     // Off: nothing more is reported; another instance may take the tracer.
     m.run("echo 100000000 > tracing_max_latency");

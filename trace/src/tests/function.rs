@@ -718,7 +718,7 @@ fn the_irqsoff_tracer_keeps_the_longest_irqs_off_region() {
     }
     assert_eq!(lat.snapshot_clear_cpu(0), Err(InstanceError::SnapshotInUse));
     assert!(lat.has_snapshot());
-    assert_eq!(patcher.calls.lock().unwrap().clone(), [false; COUNT], "no entry is patched");
+    assert_eq!(patcher.calls.lock().unwrap().clone(), [true; COUNT], "it traces functions");
     let top = tracer.top();
     let busy = top.set_function_tracer(FunctionTracer::Irqsoff);
     assert_eq!(busy, Err(FunctionError::IrqsoffBusy));
@@ -761,14 +761,30 @@ fn the_irqsoff_tracer_keeps_the_longest_irqs_off_region() {
     assert_eq!(notes, active);
     lat.set_trigger(marker, "!snapshot").unwrap();
 
+    // Functions called inside a timed region are recorded, those outside are not.
+    entry(&tracer, 1, 0x1000, 0x2000, Some(0));
+    assert_eq!(records(&lat, &FUNCTION), [[0u64; 0]; 0], "interrupts are on");
+    HostPlatform::set_clock(1_500_000);
+    assert!(tracer.irqs_off(0x310));
+    entry(&tracer, 2, 0x1100, 0x2100, Some(0));
+    HostPlatform::set_clock(1_502_000);
+    tracer.irqs_on(0x390);
+    let kept = buffer_records(recorder.snapshot().unwrap(), &FUNCTION);
+    assert_eq!(kept.last(), Some(&vec![0x1100, 0x2100]), "the call is in the window");
+    assert_eq!(snapshot(), Some(vec![2000, 0x310, 0x390]));
+    assert_eq!(records(&top, &FUNCTION), [[0u64; 0]; 0], "only the tracer's instance");
+
     // A region that opens inside an open one (an exception taken with interrupts
-    // off) is not timed: its close does not end the outer one.
+    // off) is not timed: its close does not end the outer one. (The bar at 0: the
+    // next region is reported.)
+    tracer.set_max_latency(0).unwrap();
     HostPlatform::set_clock(2_000_000);
     assert!(tracer.irqs_off(0x400));
     assert!(!tracer.irqs_off(0x500), "already open");
     HostPlatform::set_clock(2_001_000);
     tracer.irqs_on(0x480);
     assert_eq!(snapshot(), Some(vec![1000, 0x400, 0x480]));
+    assert_eq!(tracer.max_latency(), 1000);
     // A close without an open region (the tracer was turned on inside one) is none.
     tracer.irqs_on(0x490);
     assert_eq!(tracer.max_latency(), 1000);

@@ -85,7 +85,8 @@ pub enum FunctionTracer {
     Function,
     /// Each traced function's entry and return, nested, with durations.
     Graph,
-    /// No function tracing: the longest irqs-off region (see [`super::latency`]).
+    /// The longest irqs-off region, with the functions called inside it (see
+    /// [`super::latency`]).
     Irqsoff,
 }
 
@@ -286,7 +287,7 @@ impl Functions {
             true => mask.fetch_or(bit, Relaxed),
             false => mask.fetch_and(!bit, Relaxed),
         };
-        let on = matches!(selection.tracer, FunctionTracer::Function | FunctionTracer::Graph);
+        let on = selection.tracer != FunctionTracer::Nop;
         let filter = selection.list(FunctionList::Filter);
         let all = !filter.contains(&true);
         let notrace = selection.list(FunctionList::Notrace);
@@ -302,11 +303,11 @@ impl Functions {
         if slot == TOP_SLOT {
             self.profile.publish(self.profile.is_on(), filter, notrace);
         }
-        FUNCTION.set_enabled(slot, selection.tracer == FunctionTracer::Function);
+        let irqsoff = selection.tracer == FunctionTracer::Irqsoff;
+        FUNCTION.set_enabled(slot, selection.tracer == FunctionTracer::Function || irqsoff);
         for event in [&FUNCGRAPH_ENTRY, &FUNCGRAPH_EXIT] {
             event.set_enabled(slot, selection.tracer == FunctionTracer::Graph);
         }
-        let irqsoff = selection.tracer == FunctionTracer::Irqsoff;
         IRQSOFF.set_enabled(slot, irqsoff);
         self.latency.set_owner(slot, irqsoff);
     }
@@ -370,9 +371,12 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
             return (0, scope);
         };
         let mask = &functions.masks[index];
+        // The irqsoff tracer's instance records only calls made inside a timed
+        // irqs-off region.
+        let outside = functions.latency.outside_region(|| self.platform.cpu());
         // Each record's instances are read again inside its section; these reads
         // only spare a section no instance records in.
-        let traced = || mask.load(Relaxed) & FUNCTION.enabled_mask();
+        let traced = || mask.load(Relaxed) & FUNCTION.enabled_mask() & !outside;
         let tracing = traced();
         if tracing != 0 {
             self.record_values(&FUNCTION, &[ip, parent], traced);

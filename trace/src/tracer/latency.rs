@@ -5,7 +5,9 @@
 //! second is timed; one longer than `tracing_max_latency` (or, with `tracing_thresh`
 //! set, one at least that long) is reported: recorded in the instance as an
 //! `ftrace:irqsoff` event, and the instance's live buffer swapped into its snapshot,
-//! which then holds the window that led to it.
+//! which then holds the window that led to it. The instance records the functions
+//! called inside a timed region (`ftrace:function`, through the function tracer's
+//! entries and lists), as ftrace's `function-trace` option does.
 //!
 //! A CPU's region words are touched only by that CPU with interrupts off, so they
 //! need no protocol (NMIs, which do not call the hooks, aside). Reports from several
@@ -80,6 +82,17 @@ impl Latency {
             self.owner.store(slot + 1, Relaxed);
         } else if self.owner() == Some(slot) {
             self.owner.store(0, Relaxed);
+        }
+    }
+
+    /// The owner's bit while the CPU `cpu` gives is outside a timed region (the
+    /// owner records no function called there), else 0.
+    #[inline]
+    pub(super) fn outside_region(&self, cpu: impl FnOnce() -> usize) -> u64 {
+        let Some(owner) = self.owner() else { return 0 };
+        match self.regions.get(cpu()).is_some_and(|region| region.open.load(Relaxed)) {
+            true => 0,
+            false => 1 << owner,
         }
     }
 
