@@ -87,10 +87,19 @@ impl Latency {
 
     /// The owner's bit while the CPU `cpu` gives is outside a timed region (the
     /// owner records no function called there), else 0.
-    #[inline]
+    #[inline(always)]
     pub(super) fn outside_region(&self, cpu: impl FnOnce() -> usize) -> u64 {
-        let Some(owner) = self.owner() else { return 0 };
-        match self.regions.get(cpu()).is_some_and(|region| region.open.load(Relaxed)) {
+        match self.owner.load(Relaxed) {
+            0 => 0,
+            owner => self.owner_outside(owner - 1, cpu()),
+        }
+    }
+
+    /// [`Latency::outside_region`] while `owner` owns the tracer.
+    #[cold]
+    #[inline(never)]
+    fn owner_outside(&self, owner: usize, cpu: usize) -> u64 {
+        match self.regions.get(cpu).is_some_and(|region| region.open.load(Relaxed)) {
             true => 0,
             false => 1 << owner,
         }
