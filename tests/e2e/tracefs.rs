@@ -390,6 +390,27 @@ fn trace_clock_and_overwrite_options() {
         assert!(m.run(&format!("echo yes > {file}")).contains("Invalid argument (0 or 1)"));
         assert_eq!(m.run(&format!("cat {file}")).trim(), "0");
         assert_eq!(m.run(&format!("echo 1 > {file}")), "");
+        // `trace_options`: every option, `noNAME` when off; `echo [no]NAME` sets one.
+        let options = format!("{root}trace_options");
+        let listed = "nofunc_stack_trace\nnonanoseconds\noverwrite\n";
+        assert_eq!(m.run(&format!("cat {options}")), listed);
+        assert_eq!(m.run(&format!("echo nooverwrite > {options}")), "");
+        assert_eq!(m.run(&format!("cat {file}")).trim(), "0");
+        assert_eq!(m.run(&format!("echo nanoseconds > {options}")), "");
+        assert_eq!(m.run(&format!("cat {root}options/nanoseconds")).trim(), "1");
+        let listed = "nofunc_stack_trace\nnanoseconds\nnooverwrite\n";
+        assert_eq!(m.run(&format!("cat {options}")), listed);
+        for bad in ["verbose", "nofoo", "no", "overwrite=1", ""] {
+            let out = m.run(&format!("echo '{bad}' > {options}"));
+            assert!(out.contains("no such option (see trace_options)"), "{bad}: {out}");
+        }
+        assert_eq!(m.run(&format!("cat {options}")), listed, "refused writes change nothing");
+        m.run(&format!("echo overwrite > {options}"));
+        m.run(&format!("echo nonanoseconds > {options}"));
+        assert_eq!(
+            m.run(&format!("cat {options}")),
+            "nofunc_stack_trace\nnonanoseconds\noverwrite\n"
+        );
     }
 }
 

@@ -80,6 +80,8 @@ pub enum File<S, E> {
     Nanoseconds,
     /// `options/func_stack_trace`.
     FuncStackTrace,
+    /// `trace_options`: every file of `options/` as one list.
+    TraceOptions,
     /// `tracing_cpumask`.
     CpuMask,
     /// `README` (top level).
@@ -199,6 +201,7 @@ fn node<T: Tree>(tree: &T, rest: &[&str], top: bool) -> Option<Node<T::System, T
         ["buffer_total_size_kb"] => file(BufferTotalSizeKb),
         ["trace_marker"] => file(TraceMarker),
         ["trace_clock"] => file(TraceClock),
+        ["trace_options"] => file(TraceOptions),
         ["options"] => dir(Dir::Options),
         ["options", "overwrite"] => file(Overwrite),
         ["options", "nanoseconds"] => file(Nanoseconds),

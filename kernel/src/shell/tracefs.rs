@@ -266,7 +266,7 @@ pub fn resolve(cwd: &str, path: &str) -> Result<Located, FsError> {
 }
 
 /// The entries of an instance's root, and whether only the top level has them.
-const ROOT_FILES: [(&str, bool); 37] = [
+const ROOT_FILES: [(&str, bool); 38] = [
     ("README", true),
     ("available_events", false),
     ("available_filter_functions", true),
@@ -297,6 +297,7 @@ const ROOT_FILES: [(&str, bool); 37] = [
     ("trace_clock", false),
     ("trace_marker", false),
     ("trace_marker_raw", false),
+    ("trace_options", false),
     ("trace_pipe", false),
     ("trace_pipe_raw", false),
     ("trace_stat/", true),
@@ -320,7 +321,7 @@ pub fn list(located: &Located) -> Result<Vec<String>, FsError> {
                 .collect()
         }
         Dir::Instances => tracer.instance_names().into_iter().map(|n| n + "/").collect(),
-        Dir::Options => ["func_stack_trace", "nanoseconds", "overwrite"].map(String::from).into(),
+        Dir::Options => OPTIONS.iter().map(|(name, _)| String::from(*name)).collect(),
         Dir::PerCpu => (0..tracer.cpus()).map(|cpu| format!("cpu{cpu}/")).collect(),
         Dir::TraceStat => (0..tracer.cpus()).map(|cpu| format!("function{cpu}")).collect(),
         Dir::Cpu => {
@@ -473,7 +474,8 @@ tracing mini-HOWTO:
   tracing_cpumask\t- Limit which CPUs to trace (a hex mask)
   instances\t\t- Make sub-buffers with: mkdir instances/foo
 \t\t\t  Remove sub-buffer with rmdir
-  trace_options\t\t- not here: each option is a file in options/
+  trace_options\t\t- every option of options/, as NAME (on) or noNAME (off);
+\t\t\t  echo NAME or echo noNAME sets it
   options/overwrite\t- 1: overwrite the oldest events when full, 0: drop new ones
   options/nanoseconds\t- 1: timestamps in nanoseconds, 0: microseconds
   options/func_stack_trace - 1: a stack trace after each function the
@@ -654,6 +656,36 @@ fn cpu_kb<'a>(instance: &'a Instance<'_, KernelPlatform>) -> impl Iterator<Item 
     (0..instance.tracer().cpus()).map(|cpu| instance.bytes_of_cpu(cpu).unwrap_or(0) / 1024)
 }
 
+/// The files of `options/`, as `trace_options` lists them.
+const OPTIONS: [(&str, File); 3] = [
+    ("func_stack_trace", File::FuncStackTrace),
+    ("nanoseconds", File::Nanoseconds),
+    ("overwrite", File::Overwrite),
+];
+
+/// Whether the option `file` (one of [`OPTIONS`]) is on in `instance`.
+fn option(instance: &Instance<'_, KernelPlatform>, file: File) -> bool {
+    match file {
+        File::Overwrite => instance.mode() == Mode::Overwrite,
+        File::Nanoseconds => nanoseconds(instance),
+        _ => instance.function_stack_trace(),
+    }
+}
+
+/// Turns the option `file` (one of [`OPTIONS`]) on or off in `instance`.
+fn set_option(
+    instance: &Instance<'_, KernelPlatform>,
+    file: File,
+    on: bool,
+) -> Result<(), FsError> {
+    match file {
+        File::Overwrite => instance.set_mode(if on { Mode::Overwrite } else { Mode::Discard }),
+        File::Nanoseconds => with_extras(instance, |extras| extras.nanoseconds = on),
+        _ => instance.set_function_stack_trace(on).map_err(FunctionError::from)?,
+    }
+    Ok(())
+}
+
 /// Reads a file into `out`. The `trace_pipe` files are read by the shell's
 /// streaming reader, not here.
 pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
@@ -689,9 +721,13 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
         File::BufferTotalSizeKb => writeln!(out, "{}", cpu_kb(instance).sum::<usize>()),
         File::TraceMarker | File::TraceMarkerRaw => return Err(FsError::WriteOnly),
         File::TraceClock => writeln!(out, "[local]"),
-        File::Overwrite => writeln!(out, "{}", u8::from(instance.mode() == Mode::Overwrite)),
-        File::Nanoseconds => writeln!(out, "{}", u8::from(ns)),
-        File::FuncStackTrace => writeln!(out, "{}", u8::from(instance.function_stack_trace())),
+        File::Overwrite | File::Nanoseconds | File::FuncStackTrace => {
+            writeln!(out, "{}", u8::from(option(instance, file)))
+        }
+        File::TraceOptions => OPTIONS.iter().try_for_each(|&(name, file)| {
+            let no = if option(instance, file) { "" } else { "no" };
+            writeln!(out, "{no}{name}")
+        }),
         File::CpuMask => write_cpumask(out, instance.cpumask(), tracer.cpus()),
         File::Readme => out.write_str(README),
         File::AvailableTracers => {
@@ -937,18 +973,18 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
             "local" => Ok(()),
             _ => Err(FsError::Rule("the only clock is local")),
         },
-        File::Overwrite => {
-            instance.set_mode(if switch(value)? { Mode::Overwrite } else { Mode::Discard });
-            Ok(())
+        File::Overwrite | File::Nanoseconds | File::FuncStackTrace => {
+            set_option(instance, file, switch(value)?)
         }
-        File::Nanoseconds => {
-            let on = switch(value)?;
-            with_extras(instance, |extras| extras.nanoseconds = on);
-            Ok(())
-        }
-        File::FuncStackTrace => {
-            let on = switch(value)?;
-            Ok(instance.set_function_stack_trace(on).map_err(FunctionError::from)?)
+        File::TraceOptions => {
+            let word = value.trim();
+            let (name, on) = match word.strip_prefix("no") {
+                Some(name) => (name, false),
+                None => (word, true),
+            };
+            let known = OPTIONS.iter().find(|(option, _)| *option == name);
+            let &(_, file) = known.ok_or(FsError::Rule("no such option (see trace_options)"))?;
+            set_option(instance, file, on)
         }
         File::CpuMask => {
             instance.set_cpumask(parse_cpumask(value, tracer.cpus())?);
