@@ -1109,10 +1109,22 @@ fn irqsoff_keeps_the_longest_irqs_off_region_in_the_snapshot() {
     // Interrupt handlers run with interrupts off: with `tracing_thresh` at 1 µs every
     // region is reported, among them the serial interrupt's, which each key typed
     // raises.
+    // A `hist` trigger on the reports profiles where interrupts are held off.
+    let trigger = "instances/lat/events/ftrace/irqsoff/trigger";
+    let hist = "hist:keys=start.sym-offset:vals=latency_ns:sort=latency_ns.descending";
+    assert_eq!(m.run(&format!("echo '{hist}' > {trigger}")), "");
     m.run("echo 1 > tracing_thresh");
     m.run("cpus");
     let handlers = m.run("cat instances/lat/snapshot");
+    m.run("latency spike 5");
     m.run("echo 0 > tracing_thresh");
+    let profile = m.run("cat instances/lat/events/ftrace/irqsoff/hist");
+    m.run(&format!("echo '!{hist}' > {trigger}"));
+    let rows: Vec<&str> = profile.lines().filter(|l| l.starts_with("{ start: ")).collect();
+    let spike_row = rows.iter().find(|r| r.contains("] kernel::watchdog::spike+0x"));
+    let spike_ns = spike_row.and_then(|r| r.split("latency_ns:").nth(1)?.trim().parse().ok());
+    assert!(spike_ns.is_some_and(|ns: u64| ns >= 5_000_000), "{profile}");
+    assert!(rows.iter().any(|r| r.contains("] kernel::arch::idt::serial+0x")), "{profile}");
     let serial = |l: &str| l.contains("<irq>-0 ") && l.contains("start=kernel::arch::idt::serial+");
     assert!(handlers.lines().any(serial), "{handlers}");
     // With the functions called inside the regions (those the function tracer may
