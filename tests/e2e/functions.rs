@@ -1117,6 +1117,13 @@ fn irqsoff_keeps_the_longest_irqs_off_region_in_the_snapshot() {
     m.run("cpus");
     let handlers = m.run("cat instances/lat/snapshot");
     m.run("latency spike 5");
+    // Every CPU's handlers report at once (the timer, IPIs) while every CPU writes
+    // at full speed: the reports serialise and the rings' accounting holds.
+    let stress = m.run("stress both 200");
+    assert!(stress.contains("stress overwrite: PASS"), "{stress}");
+    assert!(stress.contains("stress discard: PASS"), "{stress}");
+    let others = m.run("cat instances/lat/snapshot | grep -v '\\[000\\]' | grep -c ' irqsoff: '");
+    assert_ne!(others.trim(), "0", "reports from the other CPUs");
     m.run("echo 0 > tracing_thresh");
     let profile = m.run("cat instances/lat/events/ftrace/irqsoff/hist");
     m.run(&format!("echo '!{hist}' > {trigger}"));

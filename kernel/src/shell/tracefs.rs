@@ -302,8 +302,8 @@ const ROOT_FILES: [(&str, bool); 38] = [
     ("trace_pipe_raw", false),
     ("trace_stat/", true),
     ("tracing_cpumask", false),
-    ("tracing_on", false),
     ("tracing_max_latency", true),
+    ("tracing_on", false),
     ("tracing_thresh", true),
 ];
 
