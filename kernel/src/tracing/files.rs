@@ -298,9 +298,49 @@ pub fn write_snapshot(
 ) -> fmt::Result {
     match instance.recorder().snapshot() {
         Some(snapshot) => {
+            write_irqsoff_report(out, snapshot, cpu)?;
             write_records(out, instance.tracer(), snapshot, cpu, nanoseconds, |_| Ok(()))
         }
         None => Ok(()),
+    }
+}
+
+/// The head of a snapshot the irqsoff tracer kept, as Linux's latency header has it
+/// (shortened): the last `ftrace:irqsoff` report among the records of `buffer` (of
+/// `cpu`, or all), its length, CPU, and where interrupts went off and on. Nothing
+/// if there is none.
+fn write_irqsoff_report(
+    out: &mut dyn Write,
+    buffer: &Buffer<KernelPlatform>,
+    cpu: Option<usize>,
+) -> fmt::Result {
+    let mut last = None;
+    let _ = for_each_record(
+        buffer,
+        cpu,
+        || (),
+        |record| {
+            let mut values = [0u64; 3];
+            if record.id == IRQSOFF.id() && decode_u64s(record.payload, &mut values) {
+                last = Some((record.cpu, values));
+            }
+            true
+        },
+    );
+    let Some((cpu, [ns, start, end])) = last else { return Ok(()) };
+    writeln!(out, "# irqsoff latency: {} us, CPU#{cpu}", ns / 1000)?;
+    write!(out, "#  => started at: ")?;
+    write_place(out, start)?;
+    write!(out, "\n#  => ended at:   ")?;
+    write_place(out, end)?;
+    writeln!(out, "\n#")
+}
+
+/// A code address as `function+0xoffset` (`0x...` without the kernel's symbols).
+fn write_place(out: &mut dyn Write, addr: u64) -> fmt::Result {
+    match symbols::table() {
+        Some(table) => table.write_address(out, addr),
+        None => write!(out, "{addr:#x}"),
     }
 }
 
