@@ -1085,8 +1085,13 @@ fn irqsoff_keeps_the_longest_irqs_off_region_in_the_snapshot() {
     );
 
     // The spike: interrupts off on CPU 0 for 30 ms, the longest region by far.
+    // A `stacktrace` trigger on the reports: the chain where interrupts went on,
+    // from the function that enabled them (the tracer's hooks left out).
+    let stacktrace = "instances/lat/events/ftrace/irqsoff/trigger";
+    assert_eq!(m.run(&format!("echo stacktrace > {stacktrace}")), "");
     m.run("echo 0 > tracing_max_latency");
     m.run("latency spike 30");
+    m.run(&format!("echo '!stacktrace' > {stacktrace}"));
     let max: u64 = m.run("cat tracing_max_latency").trim().parse().unwrap();
     assert!((30_000..1_000_000).contains(&max), "{max}");
     let snapshot = m.run("cat instances/lat/snapshot");
@@ -1096,6 +1101,11 @@ fn irqsoff_keeps_the_longest_irqs_off_region_in_the_snapshot() {
     assert!(last.contains("shell-1 ") && last.contains("[000] d...."), "{last}");
     let spike = "start=kernel::watchdog::spike+0x";
     assert!(last.contains(spike) && last.contains(" end=kernel::watchdog::spike+0x"), "{last}");
+    let after = snapshot.split(last).nth(1).unwrap_or_default();
+    let frames: Vec<&str> = after.lines().skip(2).take(2).collect();
+    assert!(after.lines().nth(1).is_some_and(|l| l.contains(": kernel_stack: depth=")), "{after}");
+    assert!(frames[0].starts_with(" => kernel::watchdog::spike+0x"), "{after}");
+    assert!(frames[1].starts_with(" => kernel::shell::commands::latency+0x"), "{after}");
     // Headed as Linux's latency trace is, shortened.
     let head =
         format!("# irqsoff latency: {max} us, CPU#0\n#  => started at: kernel::watchdog::spike+0x");

@@ -95,8 +95,9 @@ const WALKED_FRAMES: usize = 32;
 /// The `trace` crate's code (its functions and the generic ones the kernel
 /// instantiates).
 const TRACER_CODE: &[&str] = &["trace::", "<trace::"];
-/// The function tracers' entry hook and its trampoline.
-const FUNCTION_HOOK: &[&str] = &["kernel::tracing::functions::", "kernel::arch::ftrace::"];
+/// The hooks into the tracer: the function tracers' entry hook and its trampoline,
+/// and the irqs-off hooks.
+const HOOKS: &[&str] = &["kernel::tracing::functions::", "kernel::arch::ftrace::"];
 
 /// Whether the return address `ret` (an ELF address) lies in a function whose name
 /// starts with one of `prefixes`. Without a symbol table, none does.
@@ -174,15 +175,13 @@ impl trace::Platform for KernelPlatform {
         functions::restore_returns(chain.iter_mut());
         let chain = chain.get(1..).unwrap_or_default();
         let ours = chain.iter().take_while(|&&ret| returns_into(ret, TRACER_CODE)).count();
-        let mut kept = &chain[ours..];
-        // A function command's: the entry hook's frames give way to the call they
-        // hook, which the walk cannot see (its frame does not exist yet).
-        let hook = kept.iter().take_while(|&&ret| returns_into(ret, FUNCTION_HOOK)).count();
+        // The hooks' frames (the entry hook's, the irqs-off hooks') are the tracer's
+        // too. A function command's: they give way to the call the entry hook
+        // hooks, which the walk cannot see (its frame does not exist yet).
+        let kept = &chain[ours..];
+        let hook = kept.iter().take_while(|&&ret| returns_into(ret, HOOKS)).count();
         let call = functions::hooked_call().filter(|_| hook > 0);
-        if call.is_some() {
-            kept = &kept[hook..];
-        }
-        let walked = call.iter().flatten().chain(kept);
+        let walked = call.iter().flatten().chain(&kept[hook..]);
         frames.iter_mut().zip(walked).map(|(frame, &ret)| *frame = ret).count()
     }
 }
