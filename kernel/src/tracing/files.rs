@@ -176,18 +176,18 @@ fn write_function(out: &mut dyn Write, payload: &[u8]) -> Result<bool, fmt::Erro
 }
 
 /// Writes an `irqsoff` tracer's record with the places interrupts went off and on
-/// as `function+0xoffset`; `false`, with nothing written, without symbols or if the
-/// payload does not decode.
+/// (see [`write_place`]); `false`, with nothing written, if the payload does not
+/// decode.
 fn write_irqsoff(out: &mut dyn Write, payload: &[u8]) -> Result<bool, fmt::Error> {
     let mut values = [0u64; 3];
-    let Some(table) = symbols::table().filter(|_| decode_u64s(payload, &mut values)) else {
+    if !decode_u64s(payload, &mut values) {
         return Ok(false);
-    };
+    }
     let [ns, start, end] = values;
     write!(out, "latency_ns={ns} start=")?;
-    table.write_address(out, start)?;
+    write_place(out, start)?;
     out.write_str(" end=")?;
-    table.write_address(out, end)?;
+    write_place(out, end)?;
     Ok(true)
 }
 
