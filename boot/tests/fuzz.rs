@@ -2,7 +2,8 @@
 //! output format: real panic logs (`tests/data/*.log`) and the crafted dumps are
 //! mutated (chunk bytes changed and checksummed again so that the decoders see
 //! them; lines dropped, repeated, swapped, renumbered, cut; markers added) and each
-//! result goes through the dump reader, the conversion, and every writer. Nothing
+//! result goes through the dump reader, the conversion, and every writer, each
+//! section as it is and symbolized with the kernel ELF (`report --elf`). Nothing
 //! may panic, and no execution may raise the process's peak memory by more than a
 //! constant times its input.
 //!
@@ -15,11 +16,12 @@
 
 mod crafted;
 
+use boot::report::Symbols;
 use std::io::{self, Write};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-use trace::dump::{BEGIN, Dump, END, Reader, decode_chunk, encode_chunk};
+use trace::dump::{BEGIN, Dump, END, Reader, Section, decode_chunk, encode_chunk};
 
 /// Peak memory an execution may add: this many times its input, plus [`SLACK`].
 const MEMORY_PER_INPUT_BYTE: u64 = 64;
@@ -98,6 +100,15 @@ fn seeds() -> Vec<Vec<String>> {
             .any(|d| d.instances.values().any(|s| s.buffer == trace::dump::BufferKind::Snapshot))
     };
     assert!(logs.iter().any(snapshot), "no real log in {} has a snapshot section", dir.display());
+    // The events `--elf` rewrites, so that symbolization meets them mutated.
+    for event in ["kernel_stack", "irqsoff", "function", "funcgraph_entry", "funcgraph_exit"] {
+        let holds = |log: &String| {
+            trace::dump::parse(log).iter().flat_map(|d| d.sections()).any(|s| {
+                s.events.iter().any(|e| s.descriptors.get(&e.id).is_some_and(|d| d.name == event))
+            })
+        };
+        assert!(logs.iter().any(holds), "no real log in {} holds ftrace:{event}", dir.display());
+    }
     logs.extend(crafted::crashers().into_iter().map(|c| c.log));
     logs.into_iter().map(|log| log.lines().map(String::from).collect()).collect()
 }
@@ -250,25 +261,32 @@ fn mutate(rng: &mut Rng, lines: &mut Vec<String>, seeds: &[Vec<String>]) {
     }
 }
 
+/// Writes one section (an instance's live buffer or snapshot) in every format:
+/// text, `--stat`, Perfetto JSON and protobuf, trace.dat and CTF files.
+fn write_section(trace: &Section) {
+    boot::report::write_text(trace, &mut io::sink()).unwrap();
+    boot::report::write_stat(trace, &mut io::sink()).unwrap();
+    boot::report::write_perfetto(trace, &mut io::sink()).unwrap();
+    boot::report::write_perfetto_proto(trace, &mut io::sink()).unwrap();
+    boot::report::write_tracedat(trace, &mut io::sink()).unwrap();
+    let files = boot::report::ctf_files(trace);
+    assert!(files.len() >= 2, "metadata and at least one stream");
+}
+
 /// What `report` does to a log, every format at once: reads its dumps one at a
-/// time and writes each section (an instance's live buffer or snapshot) as text,
-/// `--stat`, Perfetto JSON and protobuf, trace.dat and CTF files, and all of them
-/// as one Perfetto document.
+/// time and writes each section in every format, as it is and symbolized with
+/// `symbols` (as `--elf` does), and all of them as one Perfetto document.
 /// Returns the number of events converted.
-fn report_everything(log: &str) -> usize {
+fn report_everything(log: &str, symbols: &Symbols) -> usize {
     let mut events = 0;
     let mut convert = |dump: Dump| {
         let traces = dump.sections();
         boot::report::write_perfetto_of(&traces, &mut io::sink()).unwrap();
-        for trace in traces {
+        for mut trace in traces {
             events += trace.events.len();
-            boot::report::write_text(&trace, &mut io::sink()).unwrap();
-            boot::report::write_stat(&trace, &mut io::sink()).unwrap();
-            boot::report::write_perfetto(&trace, &mut io::sink()).unwrap();
-            boot::report::write_perfetto_proto(&trace, &mut io::sink()).unwrap();
-            boot::report::write_tracedat(&trace, &mut io::sink()).unwrap();
-            let files = boot::report::ctf_files(&trace);
-            assert!(files.len() >= 2, "metadata and at least one stream");
+            write_section(&trace);
+            symbols.symbolize(&mut trace);
+            write_section(&trace);
         }
     };
     let mut reader = Reader::new();
@@ -321,6 +339,7 @@ fn save_failure(log: &str) -> PathBuf {
 #[test]
 fn no_mutated_log_crashes_or_bloats_the_report() {
     let seeds = seeds();
+    let symbols = Symbols::read(std::path::Path::new(boot::KERNEL_ELF)).unwrap();
     let budget = Duration::from_secs(env("REPORT_FUZZ_SECS").unwrap_or(60));
     let max_execs = env("REPORT_FUZZ_EXECS").unwrap_or(u64::MAX);
     let seed = env("REPORT_FUZZ_SEED").unwrap_or(0x5eed_f00d);
@@ -349,7 +368,7 @@ fn no_mutated_log_crashes_or_bloats_the_report() {
         }
         let before = PeakMemory::restart();
         let began = Instant::now();
-        let result = catch_unwind(AssertUnwindSafe(|| report_everything(&log)));
+        let result = catch_unwind(AssertUnwindSafe(|| report_everything(&log, &symbols)));
         let took = began.elapsed();
         let Ok(converted) = result else {
             panic!(
