@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what is missing, then runs every check and test: formatting, clippy on the
-# host crates and the kernel target, the trace crate's unit/property/stress tests,
+# host crates and the kernel target, the documentation's links, the trace crate's unit/property/stress tests,
 # its loom models and Miri, the host tool's tests, and the QEMU end-to-end tests
 # (dev build, plus the release build's tracepoint-section and optimisation checks).
 set -euo pipefail
@@ -23,6 +23,8 @@ CARGO_TARGET_DIR=target/miri cargo miri test -q -p trace --lib >"$miri_log" 2>&1
 miri=$!
 section "cargo clippy (host crates and the x86_64-unknown-none kernel)"
 cargo clippy --workspace --all-targets -- -D warnings
+section "rustdoc: every crate's documentation builds, its links checked"
+RUSTDOCFLAGS="-D warnings" cargo doc -q --workspace --no-deps
 section "loom models of the ring's protocols"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -q -p trace --release --lib loom
 section "release kernel keeps the tracepoint section and has its trace code optimised"

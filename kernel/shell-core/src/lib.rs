@@ -1,5 +1,5 @@
 //! The kernel shell's pure logic, kept apart from the kernel so it is unit-tested on
-//! the host: the line editor ([`line`]), the command-line parser ([`parse`]), path
+//! the host: the line editor ([`line`](mod@line)), the command-line parser ([`parse`]), path
 //! normalisation ([`path`]), `grep`'s patterns ([`pattern`]) and the tracefs tree's path resolution ([`tree`]). No I/O: the kernel feeds bytes in and writes what
 //! comes out to the serial console.
 #![no_std]

@@ -86,7 +86,7 @@ pub enum FunctionTracer {
     /// Each traced function's entry and return, nested, with durations.
     Graph,
     /// The longest irqs-off region, with the functions called inside it (see
-    /// [`super::latency`]).
+    /// [`Tracer::irqs_off`](crate::Tracer::irqs_off)).
     Irqsoff,
 }
 

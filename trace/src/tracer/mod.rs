@@ -32,8 +32,8 @@ pub use function::{
     GraphScope, is_function_event,
 };
 pub use hist::{
-    Hist, HistOp, HistReason, MAX_HIST_BYTES, MAX_KEYS, MAX_SIZE, MAX_VALS, MIN_SIZE,
-    STRING_KEY_BYTES,
+    Hist, HistOp, HistReason, MAX_HIST_BYTES, MAX_HIST_NAME, MAX_KEYS, MAX_SIZE, MAX_VALS,
+    MIN_SIZE, STRING_KEY_BYTES,
 };
 pub use instance::{HookError, Instance, InstanceConfig, InstanceError, MAX_NAME};
 pub use latency::IRQSOFF;
