@@ -1046,7 +1046,8 @@ fn irqsoff_ns(line: &str) -> u64 {
 
 /// The `irqsoff` tracer: `latency spike` keeps interrupts off on purpose; the longest
 /// region is reported in the owner instance's snapshot, with where interrupts went
-/// off and on, and `tracing_max_latency` shows it; `tracing_thresh` reports every
+/// off and on, and its `tracing_max_latency` shows it (started again, with overwrite
+/// mode kept while the tracer is selected); `tracing_thresh` reports every
 /// region at least that long; one instance at a time; bad writes are refused and
 /// change nothing. On the crash day the panic dump carries the window and `report
 /// --elf` names the places.
@@ -1056,7 +1057,24 @@ fn irqsoff_keeps_the_longest_irqs_off_region_in_the_snapshot() {
     let tracers = m.run("cat available_tracers");
     assert_eq!(tracers, "function_graph irqsoff function nop\n");
     m.run("mkdir instances/lat");
+    // Each instance has its `tracing_max_latency`; selecting the tracer starts it
+    // again and puts the buffer in overwrite mode, as ftrace does.
+    assert_eq!(m.run("echo 0 > instances/lat/options/overwrite"), "");
+    assert_eq!(m.run("echo 100000000 > instances/lat/tracing_max_latency"), "");
+    assert_eq!(m.run("echo 7 > tracing_max_latency"), "");
     assert_eq!(m.run("echo irqsoff > instances/lat/current_tracer"), "");
+    // From 0, the shell's own regions have been reported since.
+    let started: u64 = m.run("cat instances/lat/tracing_max_latency").trim().parse().unwrap();
+    assert!(started < 100_000_000, "{started}");
+    assert_eq!(m.run("cat instances/lat/options/overwrite"), "1\n");
+    for discard in [
+        "echo 0 > instances/lat/options/overwrite",
+        "echo nooverwrite > instances/lat/trace_options",
+    ] {
+        let out = m.run(discard);
+        assert!(out.contains("the irqsoff tracer needs overwrite mode"), "{discard}: {out}");
+    }
+    assert_eq!(m.run("cat instances/lat/options/overwrite"), "1\n", "refused: as it was");
     // Every traceable function's entry is a call, to record those called inside.
     assert!(m.run("functions").contains("tracers: lat=irqsoff"));
     assert_eq!(m.run("cat instances/lat/current_tracer"), "irqsoff\n");
@@ -1071,15 +1089,16 @@ fn irqsoff_keeps_the_longest_irqs_off_region_in_the_snapshot() {
     let busy = m.run("echo irqsoff > current_tracer");
     assert!(busy.contains("another instance's tracer is irqsoff (one at a time)"), "{busy}");
     assert_eq!(m.run("cat current_tracer"), "nop\n");
-    assert!(m.run("ls instances/lat").split_whitespace().all(|f| f != "tracing_max_latency"));
+    assert!(m.run("ls instances/lat").split_whitespace().any(|f| f == "tracing_max_latency"));
 
     // A high bar first: bad writes leave it as it is.
-    assert_eq!(m.run("echo 100000000 > tracing_max_latency"), "");
+    let max_latency = "instances/lat/tracing_max_latency";
+    assert_eq!(m.run(&format!("echo 100000000 > {max_latency}")), "");
     for bad in ["x", "-1", "1.5", "99999999999999999999"] {
-        let out = m.run(&format!("echo '{bad}' > tracing_max_latency"));
+        let out = m.run(&format!("echo '{bad}' > {max_latency}"));
         assert!(out.contains("Invalid argument ("), "{bad}: {out}");
     }
-    assert_eq!(m.run("cat tracing_max_latency"), "100000000\n");
+    assert_eq!(m.run(&format!("cat {max_latency}")), "100000000\n");
     assert!(
         m.run("echo 1 > instances/lat/events/ftrace/irqsoff/enable").contains("current_tracer")
     );
@@ -1089,10 +1108,11 @@ fn irqsoff_keeps_the_longest_irqs_off_region_in_the_snapshot() {
     // from the function that enabled them (the tracer's hooks left out).
     let stacktrace = "instances/lat/events/ftrace/irqsoff/trigger";
     assert_eq!(m.run(&format!("echo stacktrace > {stacktrace}")), "");
-    m.run("echo 0 > tracing_max_latency");
+    m.run(&format!("echo 0 > {max_latency}"));
     m.run("latency spike 30");
     m.run(&format!("echo '!stacktrace' > {stacktrace}"));
-    let max: u64 = m.run("cat tracing_max_latency").trim().parse().unwrap();
+    let max: u64 = m.run(&format!("cat {max_latency}")).trim().parse().unwrap();
+    assert_eq!(m.run("cat tracing_max_latency"), "7\n", "the top level's is its own");
     assert!((30_000..1_000_000).contains(&max), "{max}");
     let snapshot = m.run("cat instances/lat/snapshot");
     let reports: Vec<&str> = snapshot.lines().filter(|l| l.contains(": irqsoff: ")).collect();
@@ -1117,7 +1137,7 @@ fn irqsoff_keeps_the_longest_irqs_off_region_in_the_snapshot() {
     // `tracing_thresh`: a region at least that long is reported below the maximum.
     m.run("echo 10000 > tracing_thresh");
     m.run("latency spike 15");
-    let thresh: u64 = m.run("cat tracing_max_latency").trim().parse().unwrap();
+    let thresh: u64 = m.run(&format!("cat {max_latency}")).trim().parse().unwrap();
     assert!((15_000..max).contains(&thresh), "{thresh} (max {max})");
     m.run("echo 0 > tracing_thresh");
 
@@ -1138,7 +1158,7 @@ fn irqsoff_keeps_the_longest_irqs_off_region_in_the_snapshot() {
     m.run("echo 0 > tracing_thresh");
     // Nothing more is reported while the buffers are read. Each report swaps them,
     // so a record may be in either: both are read.
-    m.run("echo 100000000 > tracing_max_latency");
+    m.run(&format!("echo 100000000 > {max_latency}"));
     let windows = m.run("cat instances/lat/snapshot") + &m.run("cat instances/lat/trace");
     let profile = m.run("cat instances/lat/events/ftrace/irqsoff/hist");
     m.run(&format!("echo '!{hist}' > {trigger}"));
@@ -1156,11 +1176,14 @@ fn irqsoff_keeps_the_longest_irqs_off_region_in_the_snapshot() {
     let call = "kernel::serial::on_receive_interrupt <-kernel::arch::idt::serial";
     assert!(windows.lines().any(|l| l.contains("<irq>-0 ") && l.contains(call)), "{windows}");
 
-    // Off: nothing more is reported; another instance may take the tracer.
+    // Off: nothing more is reported, the buffer discards again as before the
+    // tracer; another instance may take the tracer.
     assert_eq!(m.run("echo nop > instances/lat/current_tracer"), "");
-    m.run("echo 0 > tracing_max_latency");
+    assert_eq!(m.run("cat instances/lat/options/overwrite"), "0\n");
+    assert_eq!(m.run("echo 1 > instances/lat/options/overwrite"), "");
+    m.run(&format!("echo 0 > {max_latency}"));
     m.run("latency spike 5");
-    assert_eq!(m.run("cat tracing_max_latency"), "0\n", "nop times nothing");
+    assert_eq!(m.run(&format!("cat {max_latency}")), "0\n", "nop times nothing");
     assert_eq!(m.run("echo irqsoff > current_tracer"), "");
     assert_eq!(m.run("echo nop > current_tracer"), "");
 

@@ -104,7 +104,7 @@ pub enum File<S, E> {
     MaxGraphDepth,
     /// `tracing_thresh` (top level).
     TracingThresh,
-    /// `tracing_max_latency` (top level).
+    /// `tracing_max_latency`.
     TracingMaxLatency,
     /// `function_profile_enabled` (top level).
     FunctionProfileEnabled,
@@ -217,7 +217,7 @@ fn node<T: Tree>(tree: &T, rest: &[&str], top: bool) -> Option<Node<T::System, T
         ["set_graph_notrace"] => file(SetGraphNotrace),
         ["max_graph_depth"] if top => file(MaxGraphDepth),
         ["tracing_thresh"] if top => file(TracingThresh),
-        ["tracing_max_latency"] if top => file(TracingMaxLatency),
+        ["tracing_max_latency"] => file(TracingMaxLatency),
         ["function_profile_enabled"] if top => file(FunctionProfileEnabled),
         ["trace_stat"] if top => dir(Dir::TraceStat),
         ["trace_stat", name] if top => {
@@ -378,7 +378,6 @@ mod tests {
         assert_eq!(foo("/instances/foo/snapshot"), Some(("foo", Node::File(File::Snapshot))));
         let stack = ["stack_tracer_enabled", "stack_max_size", "stack_trace", "stack_trace_filter"];
         let stack = stack.into_iter().chain(["tracing_thresh", "function_profile_enabled"]);
-        let stack = stack.chain(["tracing_max_latency"]);
         let stack = stack.chain(["trace_stat", "trace_stat/function0"]);
         for top_only in ["README", "instances", "printk_formats"].into_iter().chain(stack) {
             assert_eq!(foo(&alloc::format!("instances/foo/{top_only}")), None, "{top_only}");

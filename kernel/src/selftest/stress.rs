@@ -136,7 +136,7 @@ pub fn run(mode: Mode, ms: u64, cycles: u32, functions: bool) -> Result<bool, &'
     // A fresh run: empty rings and zeroed counters, this run's mode, only this event.
     instance.set_tracing(false);
     instance.clear().map_err(|_| "the stress instance is busy (trace_pipe open?)")?;
-    instance.set_mode(mode);
+    instance.set_mode(mode).map_err(|_| "the stress instance's tracer is irqsoff")?;
     let _ = instance.set_event(None, None, false);
     instance.set_event(Some("stress"), Some("event"), true).map_err(|_| "no stress:event")?;
     instance.set_tracing(true);
@@ -155,7 +155,7 @@ pub fn run(mode: Mode, ms: u64, cycles: u32, functions: bool) -> Result<bool, &'
         let keyed = tracer.get_or_create(name, config).map_err(|_| "cannot create the instance")?;
         keyed.set_tracing(false);
         keyed.clear().map_err(|_| "the cycles' instance is busy (trace_pipe open?)")?;
-        keyed.set_mode(mode);
+        keyed.set_mode(mode).map_err(|_| "the cycles' instance's tracer is irqsoff")?;
         let _ = keyed.set_event(None, None, false);
         keyed.set_tracing(true);
         Some(keyed)

@@ -138,6 +138,9 @@ impl From<InstanceError> for FsError {
             InstanceError::SnapshotInUse => FsError::Rule(
                 "the irqsoff tracer keeps its window in the snapshot (set current_tracer first)",
             ),
+            InstanceError::OverwriteInUse => {
+                FsError::Rule("the irqsoff tracer needs overwrite mode (set current_tracer first)")
+            }
             InstanceError::Buffer(trace::Error::NoMemory | trace::Error::TooBig) => {
                 let (heap_used, heap) = crate::memory::heap::usage();
                 let (used, max) = tracer().map_or((0, 0), |t| t.memory());
@@ -302,7 +305,7 @@ const ROOT_FILES: [(&str, bool); 38] = [
     ("trace_pipe_raw", false),
     ("trace_stat/", true),
     ("tracing_cpumask", false),
-    ("tracing_max_latency", true),
+    ("tracing_max_latency", false),
     ("tracing_on", false),
     ("tracing_thresh", true),
 ];
@@ -457,7 +460,7 @@ tracing mini-HOWTO:
   tracing_thresh\t- function_graph records only calls that took at least this
 \t\t\t  many microseconds, at their return (0: every call); irqsoff
 \t\t\t  reports every region at least that long
-  tracing_max_latency\t- irqsoff: the longest irqs-off region reported (us); only
+  tracing_max_latency\t- irqsoff: the longest irqs-off region the instance reported (us); only
 \t\t\t  a longer one is reported (echo 0 > tracing_max_latency starts again)
   stack_tracer_enabled\t- 1: the stack tracer checks the kernel stack at each
 \t\t\t  function entry (those stack_trace_filter lists, or all)
@@ -679,7 +682,7 @@ fn set_option(
     on: bool,
 ) -> Result<(), FsError> {
     match file {
-        File::Overwrite => instance.set_mode(if on { Mode::Overwrite } else { Mode::Discard }),
+        File::Overwrite => instance.set_mode(if on { Mode::Overwrite } else { Mode::Discard })?,
         File::Nanoseconds => with_extras(instance, |extras| extras.nanoseconds = on),
         _ => instance.set_function_stack_trace(on).map_err(FunctionError::from)?,
     }
@@ -744,7 +747,7 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
         | File::SetGraphNotrace => write_function_list(out, instance, function_list(file)),
         File::MaxGraphDepth => writeln!(out, "{}", functions::max_graph_depth()),
         File::TracingThresh => writeln!(out, "{}", tracer.graph_threshold() / 1000),
-        File::TracingMaxLatency => writeln!(out, "{}", tracer.max_latency() / 1000),
+        File::TracingMaxLatency => writeln!(out, "{}", instance.max_latency() / 1000),
         File::FunctionProfileEnabled => writeln!(out, "{}", u8::from(tracer.function_profile())),
         File::FunctionStat(cpu) => {
             let name = |index: usize| functions::functions().get(index).map(|f| f.name);
@@ -1018,7 +1021,7 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
             const RULE: &str = "a decimal number of microseconds";
             let us: u64 = value.trim().parse().map_err(|_| FsError::Rule(RULE))?;
             let ns = us.checked_mul(1000).ok_or(FsError::Rule("the latency is too large"))?;
-            Ok(tracer.set_max_latency(ns).map_err(FunctionError::from)?)
+            Ok(instance.set_max_latency(ns).map_err(FunctionError::from)?)
         }
         File::StackTracerEnabled => {
             Ok(tracer.set_stack_tracer(switch(value)?).map_err(FunctionError::from)?)

@@ -683,10 +683,12 @@ proptest::proptest! {
     }
 }
 
-/// The irqsoff tracer: one instance at a time, which gets a snapshot buffer; a
-/// region longer than `tracing_max_latency` is recorded and swapped into the
-/// snapshot, a shorter one is not; with `tracing_thresh`, every region at least that
-/// long is; a region inside an open one (an exception's) times nothing of its own.
+/// The irqsoff tracer: one instance at a time, which gets a snapshot buffer, its
+/// `tracing_max_latency` at 0 and overwrite mode (discard refused; its mode back
+/// after); a region longer than its `tracing_max_latency` is recorded and swapped
+/// into the snapshot, a shorter one is not; with `tracing_thresh`, every region at
+/// least that long is; a region inside an open one (an exception's) times nothing
+/// of its own.
 #[test]
 fn the_irqsoff_tracer_keeps_the_longest_irqs_off_region() {
     use crate::tracer::IRQSOFF;
@@ -703,15 +705,29 @@ fn the_irqsoff_tracer_keeps_the_longest_irqs_off_region() {
         tracer.irqs_on(end);
         opened
     };
+    let top = tracer.top();
     assert!(!region(0x10, 0x20, 500), "no functions registered: nothing is timed");
-    assert_eq!(tracer.set_max_latency(1), Err(FunctionError::Unavailable));
+    assert_eq!(top.set_max_latency(1), Err(FunctionError::Unavailable));
     assert!(tracer.set_functions(COUNT));
     assert!(!region(0x10, 0x20, 500), "no instance's tracer is irqsoff");
-    assert_eq!(tracer.max_latency(), 0);
+    assert_eq!(top.max_latency(), 0);
 
     let lat = tracer.get_or_create("lat", config).unwrap();
+    lat.set_mode(Mode::Discard).unwrap();
+    lat.set_max_latency(700).unwrap();
+    // A refused patch changes nothing: mode and maximum as they were.
+    patcher.refuse.store(true, Relaxed);
+    let refused = lat.set_function_tracer(FunctionTracer::Irqsoff);
+    assert_eq!(refused, Err(FunctionError::Patch("refused")));
+    patcher.refuse.store(false, Relaxed);
+    assert_eq!((lat.function_tracer(), lat.mode()), (FunctionTracer::Nop, Mode::Discard));
+    assert_eq!(lat.max_latency(), 700);
     lat.set_function_tracer(FunctionTracer::Irqsoff).unwrap();
     assert_eq!(lat.function_tracer(), FunctionTracer::Irqsoff);
+    assert_eq!((lat.mode(), lat.max_latency()), (Mode::Overwrite, 0), "as ftrace starts it");
+    assert_eq!(lat.set_mode(Mode::Discard), Err(InstanceError::OverwriteInUse));
+    assert_eq!(lat.mode(), Mode::Overwrite, "the refusal changed nothing");
+    lat.set_mode(Mode::Overwrite).unwrap();
     assert!(lat.has_snapshot(), "irqsoff keeps its window in the snapshot");
     for refused in [lat.snapshot_free(), lat.snapshot_take(), lat.snapshot_clear()] {
         assert_eq!(refused, Err(InstanceError::SnapshotInUse), "the window is irqsoff's");
@@ -719,7 +735,6 @@ fn the_irqsoff_tracer_keeps_the_longest_irqs_off_region() {
     assert_eq!(lat.snapshot_clear_cpu(0), Err(InstanceError::SnapshotInUse));
     assert!(lat.has_snapshot());
     assert_eq!(patcher.calls.lock().unwrap().clone(), [true; COUNT], "it traces functions");
-    let top = tracer.top();
     let busy = top.set_function_tracer(FunctionTracer::Irqsoff);
     assert_eq!(busy, Err(FunctionError::IrqsoffBusy));
     assert!(!top.has_snapshot(), "the refusal allocated nothing");
@@ -734,17 +749,17 @@ fn the_irqsoff_tracer_keeps_the_longest_irqs_off_region() {
     // report's.
     let snapshot = || buffer_records(recorder.snapshot().unwrap(), &IRQSOFF).pop();
     assert!(region(0x100, 0x180, 500));
-    assert_eq!(tracer.max_latency(), 500);
+    assert_eq!(lat.max_latency(), 500);
     assert_eq!(snapshot(), Some(vec![500, 0x100, 0x180]));
     assert_eq!(records(&lat, &IRQSOFF), [[0u64; 0]; 0], "the live buffer goes on");
     assert_eq!(records(&top, &IRQSOFF), [[0u64; 0]; 0], "only the tracer's instance");
     // Shorter or as long: nothing.
     assert!(region(0x200, 0x280, 400) && region(0x200, 0x280, 500));
-    assert_eq!(tracer.max_latency(), 500);
+    assert_eq!(lat.max_latency(), 500);
     assert_eq!(snapshot(), Some(vec![500, 0x100, 0x180]));
     // Longer: the new window replaces the old one.
     assert!(region(0x300, 0x380, 900));
-    assert_eq!((tracer.max_latency(), snapshot()), (900, Some(vec![900, 0x300, 0x380])));
+    assert_eq!((lat.max_latency(), snapshot()), (900, Some(vec![900, 0x300, 0x380])));
     // A `snapshot` trigger leaves the window alone and says so, in ftrace's words.
     let marker = &crate::tracer::MARKER;
     lat.set_trigger(marker, "snapshot").unwrap();
@@ -777,33 +792,37 @@ fn the_irqsoff_tracer_keeps_the_longest_irqs_off_region() {
     // A region that opens inside an open one (an exception taken with interrupts
     // off) is not timed: its close does not end the outer one. (The bar at 0: the
     // next region is reported.)
-    tracer.set_max_latency(0).unwrap();
+    lat.set_max_latency(0).unwrap();
     HostPlatform::set_clock(2_000_000);
     assert!(tracer.irqs_off(0x400));
     assert!(!tracer.irqs_off(0x500), "already open");
     HostPlatform::set_clock(2_001_000);
     tracer.irqs_on(0x480);
     assert_eq!(snapshot(), Some(vec![1000, 0x400, 0x480]));
-    assert_eq!(tracer.max_latency(), 1000);
+    assert_eq!(lat.max_latency(), 1000);
     // A close without an open region (the tracer was turned on inside one) is none.
     tracer.irqs_on(0x490);
-    assert_eq!(tracer.max_latency(), 1000);
+    assert_eq!(lat.max_latency(), 1000);
 
     // `tracing_max_latency` written: only longer ones from there.
-    tracer.set_max_latency(5000).unwrap();
+    lat.set_max_latency(5000).unwrap();
     assert!(region(0x600, 0x680, 4000));
-    assert_eq!(tracer.max_latency(), 5000);
+    assert_eq!(lat.max_latency(), 5000);
     // `tracing_thresh`: every region at least that long, the last one's latency kept.
     tracer.set_graph_threshold(300).unwrap();
     assert!(region(0x700, 0x780, 300) && region(0x800, 0x880, 299));
-    assert_eq!((tracer.max_latency(), snapshot()), (300, Some(vec![300, 0x700, 0x780])));
+    assert_eq!((lat.max_latency(), snapshot()), (300, Some(vec![300, 0x700, 0x780])));
     tracer.set_graph_threshold(0).unwrap();
 
-    // Back to nop: nothing is timed; another instance may take the tracer.
+    // Back to nop: nothing is timed, the mode is back; another instance may take
+    // the tracer, and has its own maximum.
     lat.set_function_tracer(FunctionTracer::Nop).unwrap();
+    assert_eq!(lat.mode(), Mode::Discard, "the mode it had before irqsoff");
+    lat.set_mode(Mode::Overwrite).unwrap();
     assert!(!region(0x900, 0x980, 1 << 20));
     top.set_function_tracer(FunctionTracer::Irqsoff).unwrap();
     assert!(region(0x900, 0x980, 1 << 20));
+    assert_eq!((top.max_latency(), lat.max_latency()), (1 << 20, 300));
     assert_eq!(
         buffer_records(top.recorder().snapshot().unwrap(), &IRQSOFF),
         [[1 << 20, 0x900, 0x980]]

@@ -466,7 +466,7 @@ mod tracer {
             let w = loom::thread::spawn(move || region(0, 0x100, 500));
             region(1, 0x200, 900);
             w.join().unwrap();
-            assert_eq!(t.max_latency(), 900, "a shorter region's report overtook the longer's");
+            assert_eq!(lat.max_latency(), 900, "a shorter region's report overtook the longer's");
             let recorder = lat.recorder();
             let mut kept = recorder.snapshot().unwrap().iter(1).unwrap();
             let mut last = None;

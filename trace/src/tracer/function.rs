@@ -487,6 +487,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         let mut control = functions.control.lock();
         control.slots[slot] = Selection::empty(functions.masks.len());
         self.publish_selection(functions, slot, &control.slots[slot]);
+        functions.latency.forget(slot);
         functions.stacked.fetch_and(!(1 << slot), Relaxed);
         self.release_function_commands(functions, &mut control, slot);
         if self.platform.may_wait() {
@@ -581,7 +582,9 @@ impl<P: Platform + Clone + Send + Sync> Instance<'_, P> {
     /// Sets `current_tracer`: the entries the instance now traces become calls once
     /// it records them; those no instance traces any more become NOPs again after
     /// it stopped. Needs a context that may wait. `nop` is accepted (and changes
-    /// nothing) where no functions were registered.
+    /// nothing) where no functions were registered. `irqsoff` also allocates the
+    /// snapshot, zeroes [`Instance::max_latency`] and makes the buffer overwrite
+    /// until another tracer gives its mode back.
     pub fn set_function_tracer(&self, tracer: FunctionTracer) -> Result<(), FunctionError> {
         if tracer == FunctionTracer::Nop && self.tracer.functions.get().is_none() {
             return Ok(());
@@ -640,9 +643,13 @@ impl<P: Platform + Clone + Send + Sync> Instance<'_, P> {
                 self.check_irqsoff_owner()?;
             }
             let tracer = self.tracer;
+            let irqsoff = |s: &Selection| s.tracer == FunctionTracer::Irqsoff;
+            let (was, now) = (irqsoff(&control.slots[slot]), irqsoff(&after));
             tracer.publish_selection(functions, slot, &after);
+            let undo_mode = self.irqsoff_changed(&functions.latency, was, now);
             let before = core::mem::replace(&mut control.slots[slot], after);
             Ok(move |functions: &Functions, control: &mut Control| {
+                undo_mode(&functions.latency);
                 tracer.publish_selection(functions, slot, &before);
                 control.slots[slot] = before;
             })

@@ -78,6 +78,9 @@ pub enum InstanceError {
     /// The snapshot cannot be taken, cleared or freed: the instance's `irqsoff`
     /// tracer keeps its window there.
     SnapshotInUse,
+    /// Discard mode is refused: the instance's `irqsoff` tracer keeps the latest
+    /// records (as ftrace, it needs overwrite mode).
+    OverwriteInUse,
     /// A buffer operation failed.
     Buffer(Error),
 }
@@ -109,6 +112,9 @@ impl fmt::Display for InstanceError {
             }
             InstanceError::SnapshotInUse => {
                 f.write_str("the irqsoff tracer keeps its window in the snapshot")
+            }
+            InstanceError::OverwriteInUse => {
+                f.write_str("the irqsoff tracer needs overwrite mode (the latest records)")
             }
             InstanceError::Buffer(e) => e.fmt(f),
         }
@@ -502,7 +508,20 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
     }
 
     /// Switches between overwrite (flight recorder) and discard (producer/consumer).
-    pub fn set_mode(&self, mode: Mode) {
+    /// `OverwriteInUse` for discard while the instance's tracer is `irqsoff`.
+    pub fn set_mode(&self, mode: Mode) -> Result<(), InstanceError> {
+        // Under the function tracers' lock, which a change of tracer holds.
+        let functions = self.tracer.functions.get();
+        let _tracers = functions.map(|f| f.control.lock());
+        if mode == Mode::Discard && self.tracer.irqsoff_owner() == Some(self.state.slot) {
+            return Err(InstanceError::OverwriteInUse);
+        }
+        self.apply_mode(mode);
+        Ok(())
+    }
+
+    /// Sets the mode, unchecked.
+    pub(super) fn apply_mode(&self, mode: Mode) {
         self.state.recorder.lock().live().set_mode(mode);
         self.tracer.settle();
     }

@@ -2,12 +2,16 @@
 //! platform calls [`Tracer::irqs_off`] where it disables interrupts (or a handler
 //! starts with them off) and [`Tracer::irqs_on`] where it enables them again. While
 //! one instance's `current_tracer` is `irqsoff`, a CPU's region from the first to the
-//! second is timed; one longer than `tracing_max_latency` (or, with `tracing_thresh`
-//! set, one at least that long) is reported: recorded in the instance as an
+//! second is timed; one longer than that instance's `tracing_max_latency` (or, with
+//! `tracing_thresh` set, one at least that long) is reported: recorded in the instance as an
 //! `ftrace:irqsoff` event, and the instance's live buffer swapped into its snapshot,
 //! which then holds the window that led to it. The instance records the functions
 //! called inside a timed region (`ftrace:function`, through the function tracer's
-//! entries and lists), as ftrace's `function-trace` option does.
+//! entries and lists), as ftrace's `function-trace` option does. As in ftrace,
+//! selecting the tracer starts the instance's `tracing_max_latency` again and puts
+//! its buffer in overwrite mode (the window is the latest records) until another
+//! tracer is selected, which gives the mode it had back; discard mode is refused
+//! meanwhile.
 //!
 //! A CPU's region words are touched only by that CPU with interrupts off, so they
 //! need no protocol (NMIs, which do not call the hooks, aside). Reports from several
@@ -15,11 +19,13 @@
 //! the maximum and the snapshot always belong to the same region. See DESIGN.md,
 //! "The irqsoff tracer".
 
-use super::Tracer;
 use super::function::FunctionError;
+use super::instance::Instance;
+use super::{MAX_INSTANCES, Tracer};
 use crate::event::{DescriptorKind, EventDescriptor};
 use crate::field::{Field, FieldKind};
 use crate::platform::Platform;
+use crate::ring::Mode;
 use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, CachePadded, Ordering::Relaxed, SpinLock};
 use alloc::vec::Vec;
 
@@ -54,8 +60,11 @@ pub(super) struct Latency {
     /// none).
     owner: AtomicUsize,
     regions: Vec<CachePadded<Region>>,
-    /// `tracing_max_latency`, in ns.
-    max: AtomicU64,
+    /// Each instance's `tracing_max_latency`, in ns (by slot).
+    max: [AtomicU64; MAX_INSTANCES],
+    /// The owner's mode before it selected the tracer, given back when it selects
+    /// another (see [`Latency::owner_changed`]).
+    owner_mode: AtomicBool,
     /// Held by the CPU reporting a region.
     report: SpinLock,
 }
@@ -66,7 +75,8 @@ impl Latency {
         Latency {
             owner: AtomicUsize::new(0),
             regions: (0..cpus).map(|_| CachePadded(Region::default())).collect(),
-            max: AtomicU64::new(0),
+            max: core::array::from_fn(|_| AtomicU64::new(0)),
+            owner_mode: AtomicBool::new(true),
             report: SpinLock::default(),
         }
     }
@@ -105,11 +115,18 @@ impl Latency {
         }
     }
 
-    /// Whether a region of `latency` ns is reported: with a threshold, if it is at
-    /// least that long; otherwise if it is a new maximum.
-    fn reports(&self, latency: u64, threshold: u64) -> bool {
+    /// The instance in `slot` is gone: the next one there starts with a
+    /// `tracing_max_latency` of 0.
+    pub(super) fn forget(&self, slot: usize) {
+        self.max[slot].store(0, Relaxed);
+    }
+
+    /// Whether a region of `latency` ns is reported in the instance in `owner`:
+    /// with a threshold, if it is at least that long; otherwise if it is a new
+    /// maximum there.
+    fn reports(&self, latency: u64, threshold: u64, owner: usize) -> bool {
         match threshold {
-            0 => latency > self.max.load(Relaxed),
+            0 => self.max.get(owner).is_some_and(|max| latency > max.load(Relaxed)),
             t => latency >= t,
         }
     }
@@ -150,7 +167,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         }
         let took = self.platform.now().saturating_sub(region.since.load(Relaxed));
         let threshold = functions.threshold.load(Relaxed);
-        if latency.owner.load(Relaxed) != 0 && latency.reports(took, threshold) {
+        if latency.owner().is_some_and(|owner| latency.reports(took, threshold, owner)) {
             self.report_irqsoff(region.start.load(Relaxed), ip, took);
         }
         // Closed after the report: an exception inside it finds the region open and
@@ -166,10 +183,11 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         let latency = &functions.latency;
         let _report = latency.report.lock();
         // Again under the lock: another CPU may have reported a longer one.
-        if !latency.reports(took, functions.threshold.load(Relaxed)) {
+        let Some(slot) = latency.owner() else { return };
+        if !latency.reports(took, functions.threshold.load(Relaxed), slot) {
             return;
         }
-        latency.max.store(took, Relaxed);
+        latency.max[slot].store(took, Relaxed);
         let owner = || latency.owner().map_or(0, |slot| 1 << slot);
         self.record_values(&IRQSOFF, &[took, start, end], || owner() & IRQSOFF.enabled_mask());
         // Without a snapshot buffer (it cannot be: the tracer allocates one) or
@@ -184,19 +202,53 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
     pub(super) fn irqsoff_owner(&self) -> Option<usize> {
         self.functions.get().and_then(|f| f.latency.owner())
     }
+}
 
-    /// `tracing_max_latency`: the longest irqs-off region reported, in ns (or the
-    /// last one reported, with `tracing_thresh` set).
+impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
+    /// `tracing_max_latency`: the longest irqs-off region the instance's `irqsoff`
+    /// tracer reported, in ns (the last one, with `tracing_thresh` set); 0 again
+    /// each time the instance selects the tracer.
     pub fn max_latency(&self) -> u64 {
-        self.functions.get().map_or(0, |f| f.latency.max.load(Relaxed))
+        let functions = self.tracer.functions.get();
+        functions.map_or(0, |f| f.latency.max[self.state.slot].load(Relaxed))
     }
 
     /// Sets `tracing_max_latency` (ns): only a longer region is reported from now on
     /// (`0`: the next one). A report in flight on another CPU may still store its
     /// own. (Not under the report lock: an interrupt on this CPU may report.)
     pub fn set_max_latency(&self, ns: u64) -> Result<(), FunctionError> {
-        let functions = self.functions.get().ok_or(FunctionError::Unavailable)?;
-        functions.latency.max.store(ns, Relaxed);
+        let functions = self.tracer.functions.get().ok_or(FunctionError::Unavailable)?;
+        functions.latency.max[self.state.slot].store(ns, Relaxed);
         Ok(())
+    }
+
+    /// After the instance's tracer changed from `was` to `now` (`irqsoff` or not;
+    /// under the function tracers' lock): taking the tracer starts
+    /// `tracing_max_latency` again and makes the buffer overwrite, the mode kept for
+    /// when the instance leaves the tracer, which gives it back; both as ftrace
+    /// does. Returns how to undo that.
+    pub(super) fn irqsoff_changed<'s>(
+        &'s self,
+        latency: &Latency,
+        was: bool,
+        now: bool,
+    ) -> impl FnOnce(&Latency) + use<'s, 't, P> {
+        let slot = self.state.slot;
+        let (max, mode, kept) =
+            (latency.max[slot].load(Relaxed), self.mode(), latency.owner_mode.load(Relaxed));
+        match (was, now) {
+            (false, true) => {
+                latency.owner_mode.store(mode == Mode::Overwrite, Relaxed);
+                latency.max[slot].store(0, Relaxed);
+                self.apply_mode(Mode::Overwrite);
+            }
+            (true, false) => self.apply_mode(if kept { Mode::Overwrite } else { Mode::Discard }),
+            _ => {}
+        }
+        move |latency: &Latency| {
+            latency.max[slot].store(max, Relaxed);
+            latency.owner_mode.store(kept, Relaxed);
+            self.apply_mode(mode);
+        }
     }
 }
