@@ -537,12 +537,16 @@ fn convert(
                     Format::Perfetto => Buffers::All,
                     _ => Buffers::Live,
                 });
-                let traces = chosen(&dump, Some(name), buffers, symbols, selection)?;
+                // trace.dat keeps the addresses, and carries the symbols for
+                // trace-cmd to name them.
+                let tracedat = options.format == Format::Tracedat;
+                let named = if tracedat { None } else { symbols };
+                let traces = chosen(&dump, Some(name), buffers, named, selection)?;
                 match (options.format, &options.output) {
                     (Format::Ctf, Some(dir)) => report::write_ctf(&traces[0], dir)
                         .map_err(|e| format!("{}: {e}", dir.display()))?,
                     (Format::Tracedat, _) => {
-                        report::write_tracedat(&traces[0], out).map_err(write_error)?
+                        report::write_tracedat(&traces[0], symbols, out).map_err(write_error)?
                     }
                     (Format::PerfettoProto, _) => {
                         report::write_perfetto_proto(&traces[0], out).map_err(write_error)?

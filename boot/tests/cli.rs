@@ -448,16 +448,17 @@ fn report_elf_prints_stack_frames_as_functions() {
         decoded.lines().filter_map(|l| l.trim().strip_prefix("function_name: ")).collect();
     assert_eq!(frames, ["\"0x10\"".to_string(), format!("\"{name}+0x1a\"")], "{decoded}");
 
-    // trace-cmd (boot/setup.sh installs it) reads the frames from a trace.dat.
+    // trace-cmd (boot/setup.sh installs it) reads the frames from a trace.dat, in
+    // Linux's layout, and names them from the kallsyms `--elf` puts there.
     let dat = std::env::temp_dir().join(format!("boot-cli-{}-stack.dat", std::process::id()));
     let dat = dat.to_str().unwrap();
     let out = report(&[log, "--elf", boot::KERNEL_ELF, "--format", "tracedat", "-o", dat]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let out = Command::new("trace-cmd").args(["report", dat]).output().expect("trace-cmd runs");
     let read = text(&out.stdout);
-    let line =
-        read.lines().find(|l| l.contains(" stacktrace: ")).unwrap_or_else(|| panic!("{read}"));
-    assert!(line.contains(&format!(" depth=2 {name}+0x1a 0x10 ")), "{read}");
+    let lines: Vec<&str> = read.lines().skip_while(|l| !l.contains(" kernel_stack: ")).collect();
+    assert!(lines.first().is_some_and(|l| l.ends_with("<stack trace >")), "{read}");
+    assert_eq!(lines[1..], [format!("=> {name} ({:x})", serial + 0x1a), "=> 10".into()], "{read}");
 }
 
 #[test]

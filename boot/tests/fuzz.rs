@@ -262,20 +262,22 @@ fn mutate(rng: &mut Rng, lines: &mut Vec<String>, seeds: &[Vec<String>]) {
 }
 
 /// Writes one section (an instance's live buffer or snapshot) in every format:
-/// text, `--stat`, Perfetto JSON and protobuf, trace.dat and CTF files.
-fn write_section(trace: &Section) {
+/// text, `--stat`, Perfetto JSON and protobuf, trace.dat (with `symbols` as its
+/// kallsyms) and CTF files.
+fn write_section(trace: &Section, symbols: Option<&Symbols>) {
     boot::report::write_text(trace, &mut io::sink()).unwrap();
     boot::report::write_stat(trace, &mut io::sink()).unwrap();
     boot::report::write_perfetto(trace, &mut io::sink()).unwrap();
     boot::report::write_perfetto_proto(trace, &mut io::sink()).unwrap();
-    boot::report::write_tracedat(trace, &mut io::sink()).unwrap();
+    boot::report::write_tracedat(trace, symbols, &mut io::sink()).unwrap();
     let files = boot::report::ctf_files(trace);
     assert!(files.len() >= 2, "metadata and at least one stream");
 }
 
 /// What `report` does to a log, every format at once: reads its dumps one at a
-/// time and writes each section in every format, as it is and symbolized with
-/// `symbols` (as `--elf` does), and all of them as one Perfetto document.
+/// time and writes each section in every format, as it is (trace.dat with
+/// `symbols`) and symbolized with `symbols` (as `--elf` does the other formats),
+/// and all of them as one Perfetto document.
 /// Returns the number of events converted.
 fn report_everything(log: &str, symbols: &Symbols) -> usize {
     let mut events = 0;
@@ -284,9 +286,9 @@ fn report_everything(log: &str, symbols: &Symbols) -> usize {
         boot::report::write_perfetto_of(&traces, &mut io::sink()).unwrap();
         for mut trace in traces {
             events += trace.events.len();
-            write_section(&trace);
+            write_section(&trace, Some(symbols));
             symbols.symbolize(&mut trace);
-            write_section(&trace);
+            write_section(&trace, None);
         }
     };
     let mut reader = Reader::new();

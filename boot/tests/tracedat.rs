@@ -103,3 +103,135 @@ fn trace_cmd_sees_the_cpus_the_clock_and_the_stats() {
     assert_eq!(missing.status.code(), Some(2));
     assert!(text(&missing.stderr).contains("--format tracedat needs -o FILE"));
 }
+
+/// A real log with the function tracers' records (`tests/data/panic-tracers.log`).
+const TRACERS_LOG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/panic-tracers.log");
+
+/// A function's name as trace.dat's kallsyms carry it (trace-cmd reads a name up to
+/// its first space).
+fn kallsyms_name(name: &str) -> String {
+    name.replace(", ", ",").replace(' ', "_")
+}
+
+/// The name trace-cmd gives `addr` from the kallsyms of the kernel ELF `--elf`
+/// reads: the function starting last at or below it (libtraceevent's rule, which
+/// also names a return address just past its function's end).
+fn name_of(symbols: &boot::report::Symbols, addr: u64) -> Option<String> {
+    let functions = symbols.functions();
+    let (_, name) = functions.iter().rev().find(|(start, _)| *start <= addr)?;
+    Some(kallsyms_name(name))
+}
+
+/// `report --elf --format tracedat` of an instance of [`TRACERS_LOG`] read by
+/// `trace-cmd report ARGS`, and that instance's live buffer as we decode it.
+fn tracers_report(instance: &str, args: &[&str]) -> (String, trace::dump::Section) {
+    let file = temp_path(&format!("tracers-{instance}.dat"));
+    let path = file.to_str().unwrap();
+    let out = boot(&[
+        "report",
+        "--elf",
+        "--format",
+        "tracedat",
+        "--instance",
+        instance,
+        "-o",
+        path,
+        TRACERS_LOG,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report = trace_cmd_report(&file, args);
+    let _ = std::fs::remove_file(&file);
+    let log = std::fs::read_to_string(TRACERS_LOG).unwrap();
+    let dump = trace::dump::parse(&log).pop().expect("the log holds a dump");
+    let live = |t: &trace::dump::Section| {
+        t.instance == instance && t.buffer == trace::dump::BufferKind::Live
+    };
+    (report, dump.sections().into_iter().find(live).expect("the instance's live buffer"))
+}
+
+/// The values of `section`'s events named `name`, in order.
+fn values_of(section: &trace::dump::Section, name: &str) -> Vec<Vec<u64>> {
+    let unsigned = |v: &trace::dump::Value| match v {
+        trace::dump::Value::Unsigned(v) => *v,
+        other => panic!("{other:?}"),
+    };
+    section
+        .events
+        .iter()
+        .filter(|e| section.descriptor(e.id).is_some_and(|d| d.name == name))
+        .map(|e| e.values.iter().map(unsigned).collect())
+        .collect()
+}
+
+/// trace-cmd's function graph display reads our `function_graph` records: each
+/// call with its duration (`calltime`, `rettime` from our `duration`) and the
+/// function's name from the kallsyms `--elf` writes.
+#[test]
+fn trace_cmd_shows_function_graph_calls_with_durations_and_names() {
+    let symbols = boot::report::Symbols::read(Path::new(boot::KERNEL_ELF)).unwrap();
+    let (report, graph) = tracers_report("graph", &[]);
+    let exits = values_of(&graph, "funcgraph_exit");
+    assert!(exits.len() >= 10, "a real function graph: {exits:?}");
+    // `| name();` for a call whose return is the next record, `| name() {` ...
+    // `| }` otherwise; the duration on the line that ends the call.
+    let durations: Vec<&str> = report
+        .lines()
+        .filter_map(|l| l.split_once(" us |").map(|(head, _)| head.rsplit(' ').next().unwrap()))
+        .collect();
+    let ours: Vec<String> =
+        exits.iter().map(|e| format!("{}.{:03}", e[2] / 1000, e[2] % 1000)).collect();
+    assert_eq!(durations, ours, "{report}");
+    let called: Vec<&str> = report
+        .lines()
+        .filter_map(|l| {
+            let call = l.split_once(" |  ")?.1.trim_start();
+            call.strip_suffix("();").or(call.strip_suffix("() {"))
+        })
+        .collect();
+    let entries = values_of(&graph, "funcgraph_entry");
+    let names: Vec<String> = entries
+        .iter()
+        .map(|e| name_of(&symbols, e[0]).unwrap_or_else(|| format!("{:x}", e[0])))
+        .collect();
+    assert_eq!(called, names, "{report}");
+}
+
+/// trace-cmd names the function tracer's calls and callers from the kallsyms
+/// `--elf` writes (with `-O parent`, as Linux's `function` tracer prints them).
+#[test]
+fn trace_cmd_names_the_function_tracers_calls_from_the_elf() {
+    let symbols = boot::report::Symbols::read(Path::new(boot::KERNEL_ELF)).unwrap();
+    let (report, top) = tracers_report("top", &["-O", "parent"]);
+    let calls = values_of(&top, "function");
+    assert!(calls.len() >= 100, "a real function trace: {}", calls.len());
+    let lines: Vec<&str> = report.lines().filter(|l| l.contains(" function: ")).collect();
+    assert_eq!(lines.len(), calls.len(), "{report}");
+    for (line, call) in lines.iter().zip(&calls) {
+        let fields = line.split_once(" function: ").unwrap().1.trim();
+        let (ip, parent) = fields.split_once(" <-- ").unwrap_or_else(|| panic!("{line}"));
+        assert_eq!(Some(ip.to_string()), name_of(&symbols, call[0]), "{line}");
+        assert_eq!(Some(parent.to_string()), name_of(&symbols, call[1]), "{line}");
+    }
+}
+
+/// trace-cmd prints our `stacktrace` records as Linux's (`<stack trace >`, then
+/// `=> name (address)` per frame), named from the kallsyms `--elf` writes.
+#[test]
+fn trace_cmd_prints_stack_traces_with_names_from_the_elf() {
+    let symbols = boot::report::Symbols::read(Path::new(boot::KERNEL_ELF)).unwrap();
+    let (report, stk) = tracers_report("stk", &[]);
+    let stacks = values_of(&stk, "kernel_stack");
+    assert!(stacks.len() >= 4, "the trigger's stacks: {stacks:?}");
+    let heads = report.lines().filter(|l| l.ends_with(" kernel_stack:         <stack trace >"));
+    assert_eq!(heads.count(), stacks.len(), "{report}");
+    let frames: Vec<&str> = report.lines().filter(|l| l.starts_with("=> ")).collect();
+    let ours: Vec<u64> = stacks.iter().flat_map(|s| s[1..=s[0] as usize].to_vec()).collect();
+    assert_eq!(frames.len(), ours.len(), "each stack's frames, to its depth:\n{report}");
+    for (line, &ip) in frames.iter().zip(&ours) {
+        let expected = match name_of(&symbols, ip) {
+            Some(name) => format!("=> {name} ({ip:x})"),
+            None => format!("=> {ip:x}"),
+        };
+        assert_eq!(*line, expected);
+    }
+}

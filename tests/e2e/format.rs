@@ -45,11 +45,13 @@ fn format_and_header_files_are_what_trace_dat_carries() {
             .find(|d| format!("{}:{}", d.system, d.name) == event)
             .unwrap_or_else(|| panic!("the dump describes {event}"));
         let mut expected = String::new();
-        trace::event::format_file::write_format(
+        let fields = d.fields();
+        trace::event::format_file::write_event_format(
             &mut expected,
+            &d.system,
             &d.name,
             d.id,
-            &d.fields(),
+            &fields,
             &d.format,
         )
         .unwrap();
@@ -60,7 +62,7 @@ fn format_and_header_files_are_what_trace_dat_carries() {
     // The real parser: trace-cmd reads a trace.dat carrying exactly these files.
     let trace = dump.sections().into_iter().find(|t| t.instance == "top").unwrap();
     let path = std::env::temp_dir().join(format!("e2e-format-{}.dat", std::process::id()));
-    report::write_tracedat(&trace, &mut std::fs::File::create(&path).unwrap()).unwrap();
+    report::write_tracedat(&trace, None, &mut std::fs::File::create(&path).unwrap()).unwrap();
     let out = Command::new("trace-cmd")
         .arg("report")
         .arg(&path)

@@ -83,7 +83,7 @@ mod tests {
                     .contains(&format!("Total events: {}", trace.events.len()))
             );
             let mut out = Vec::new();
-            write_tracedat(trace, &mut out).unwrap();
+            write_tracedat(trace, None, &mut out).unwrap();
             assert!(out.starts_with(b"\x17\x08\x44tracing6\0"));
             let mut out = Vec::new();
             write_perfetto_proto(trace, &mut out).unwrap();

@@ -63,6 +63,16 @@ impl Symbols {
         self.table()?.lookup(addr)
     }
 
+    /// The functions: start address and name (damaged names left out).
+    pub fn functions(&self) -> Vec<(u64, &str)> {
+        let table = self.table();
+        table
+            .iter()
+            .flat_map(|t| t.functions())
+            .filter_map(|(start, _, name)| Some((start, name?)))
+            .collect()
+    }
+
     /// A return address as `function+0xoffset` (looked up one byte earlier, see the
     /// module documentation), or as `0x...` when no function holds it.
     pub fn frame(&self, ret: u64) -> String {

@@ -6,8 +6,9 @@
 //! 1. the magic, `tracing`, `6`, the endianness, the long size and the page size;
 //! 2. `header_page` and `header_event`, and every event's `format` file (the `ftrace`
 //!    system's in their own section, the others by system), as the kernel's tracefs
-//!    shows them ([`trace::event::format_file`]); empty kallsyms and printk formats; the
-//!    saved command lines;
+//!    shows them ([`trace::event::format_file`]); the kernel's functions as kallsyms
+//!    when the report has its ELF (`--elf`: trace-cmd then names the function
+//!    tracers' addresses itself), empty printk formats; the saved command lines;
 //! 3. the CPU count and options: the trace clock (the kernel's `local`: nanoseconds
 //!    since boot) and each CPU's ring statistics (`trace-cmd report --stat`);
 //! 4. `flyrecord`, each CPU's data offset and size, the trace clock again;
@@ -23,15 +24,21 @@
 //! `ftrace:printk`: libtraceevent reads `bprint` records as binary printk
 //! arguments). Lost events start a new page flagged with the
 //! count, which trace-cmd reports as `[N EVENTS DROPPED]`.
+//!
+//! `ftrace:funcgraph_exit` and `ftrace:kernel_stack` are written in Linux's layout,
+//! which trace-cmd's function graph and stack displays read
+//! ([`format_file::Linux`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use trace::event::format_file::{self, LayoutError};
+use trace::event::format_file::{self, LayoutError, Linux};
 use trace::text;
 
 use trace::dump::{DumpDescriptor, Event, MAX_CPUS, Section, Value, hex_dump};
+
+use super::Symbols;
 
 /// Bytes of a page of CPU data.
 pub const PAGE_SIZE: usize = 4096;
@@ -70,6 +77,31 @@ struct Declared<'a> {
     name: String,
     shape: Shape,
     descriptor: Option<&'a DumpDescriptor>,
+    /// Linux's layout, which its records are converted to, for an event trace-cmd
+    /// displays its own way.
+    linux: Option<Linux>,
+}
+
+impl Declared<'_> {
+    /// Appends an event's record in the ftrace layout of its declared fields
+    /// (Linux's where it has them); `Err` without fields.
+    fn encode(&self, ev: &Event, out: &mut Vec<u8>) -> Result<(), LayoutError> {
+        let d = self.descriptor.ok_or(LayoutError::Count)?;
+        let values: Vec<trace::field::Value<'_>> = ev.values.iter().map(borrowed).collect();
+        let start = out.len();
+        match self.linux {
+            Some(linux) => {
+                let values = linux.values(&values, ev.ts).ok_or(LayoutError::Type)?;
+                format_file::encode_record(ev.id, origin(ev), &linux.fields(), &values, out)?;
+            }
+            None => format_file::encode_record(ev.id, origin(ev), &fields(d), &values, out)?,
+        }
+        if out.len() - start > MAX_RECORD {
+            out.truncate(start);
+            return Err(LayoutError::TooLong);
+        }
+        Ok(())
+    }
 }
 
 /// Why a trace cannot be written as trace.dat.
@@ -82,7 +114,8 @@ fn too_many_cpus(cpu: usize) -> io::Error {
 
 /// An event name libtraceevent gives a meaning of its own (`ftrace:bprint` records
 /// carry a binary printk format and arguments; trace-cmd prints `ftrace:kernel_stack`
-/// from a `caller` array), and the name written instead.
+/// from a `caller` array), and the name written instead unless the event is in
+/// Linux's layout ([`Linux`]).
 const RESERVED: [(&str, &str, &str); 2] =
     [("ftrace", "bprint", "printk"), ("ftrace", "kernel_stack", "stacktrace")];
 
@@ -129,18 +162,6 @@ fn origin(ev: &Event) -> format_file::Origin {
     format_file::Origin { context: ev.context, cpu: ev.cpu }
 }
 
-/// Appends an event's record in the ftrace layout.
-fn encode_fields(d: &DumpDescriptor, ev: &Event, out: &mut Vec<u8>) -> Result<(), LayoutError> {
-    let values: Vec<trace::field::Value<'_>> = ev.values.iter().map(borrowed).collect();
-    let start = out.len();
-    format_file::encode_record(ev.id, origin(ev), &fields(d), &values, out)?;
-    if out.len() - start > MAX_RECORD {
-        out.truncate(start);
-        return Err(LayoutError::TooLong);
-    }
-    Ok(())
-}
-
 /// The text our report prints for an event (after its name).
 fn event_text(d: Option<&DumpDescriptor>, ev: &Event) -> String {
     match d {
@@ -156,12 +177,15 @@ fn declarations(trace: &Section) -> BTreeMap<u16, Declared<'_>> {
         .descriptors
         .iter()
         .map(|(&id, d)| {
+            let linux = Linux::of(&d.system, &d.name, &fields(d));
             let reserved = RESERVED.iter().find(|r| (r.0, r.1) == (&d.system, &d.name));
+            let reserved = reserved.filter(|_| linux.is_none());
             let declared = Declared {
                 system: c_name(&d.system),
                 name: reserved.map_or_else(|| c_name(&d.name), |r| r.2.to_string()),
                 shape: Shape::Fields,
                 descriptor: Some(d),
+                linux,
             };
             (id, declared)
         })
@@ -173,10 +197,11 @@ fn declarations(trace: &Section) -> BTreeMap<u16, Declared<'_>> {
             name: format!("id_{}", ev.id),
             shape: Shape::Text,
             descriptor: None,
+            linux: None,
         });
-        if let (Shape::Fields, Some(d)) = (entry.shape, entry.descriptor) {
+        if entry.shape == Shape::Fields {
             scratch.clear();
-            if encode_fields(d, ev, &mut scratch).is_err() {
+            if entry.encode(ev, &mut scratch).is_err() {
                 entry.shape = Shape::Text;
             }
         }
@@ -190,7 +215,8 @@ fn format_file(id: u16, declared: &Declared<'_>) -> String {
     // Writing to a String cannot fail.
     let _ = match (declared.shape, declared.descriptor) {
         (Shape::Fields, Some(d)) => {
-            format_file::write_format(&mut text, &declared.name, id, &fields(d), &d.format)
+            let name = &declared.name;
+            format_file::write_event_format(&mut text, &d.system, name, id, &fields(d), &d.format)
         }
         _ => format_file::write_text_format(&mut text, &declared.name, id),
     };
@@ -288,8 +314,27 @@ fn put_sized(out: &mut Vec<u8>, text: &[u8]) {
     out.extend_from_slice(text);
 }
 
-/// Writes the trace as a trace-cmd `trace.dat` (version 6).
-pub fn write_tracedat(trace: &Section, out: &mut impl Write) -> io::Result<()> {
+/// The kernel's functions in `/proc/kallsyms`' format (`ADDRESS t NAME`), which
+/// trace-cmd names addresses with. trace-cmd reads a name up to its first white
+/// space, which Rust's names have (`<T as Trait>::f`, `f::<A, B>`): `, ` becomes `,`
+/// and other white space `_`.
+fn kallsyms(symbols: Option<&Symbols>) -> String {
+    let mut text = String::new();
+    for (start, name) in symbols.into_iter().flat_map(Symbols::functions) {
+        let name = name.replace(", ", ",");
+        let name: String = name.chars().map(|c| if c.is_whitespace() { '_' } else { c }).collect();
+        let _ = writeln!(text, "{start:016x} t {name}");
+    }
+    text
+}
+
+/// Writes the trace as a trace-cmd `trace.dat` (version 6), with the kernel's
+/// functions from `symbols` as its kallsyms.
+pub fn write_tracedat(
+    trace: &Section,
+    symbols: Option<&Symbols>,
+    out: &mut impl Write,
+) -> io::Result<()> {
     if let Some(cpu) = trace.events.iter().map(|e| e.cpu).find(|&cpu| cpu >= MAX_CPUS) {
         return Err(too_many_cpus(cpu));
     }
@@ -302,8 +347,8 @@ pub fn write_tracedat(trace: &Section, out: &mut impl Write) -> io::Result<()> {
     for ev in &trace.events {
         let Some(entry) = declared.get(&ev.id) else { continue };
         record.clear();
-        match (entry.shape, entry.descriptor) {
-            (Shape::Fields, Some(d)) if encode_fields(d, ev, &mut record).is_ok() => {}
+        match entry.shape {
+            Shape::Fields if entry.encode(ev, &mut record).is_ok() => {}
             _ => {
                 let text = event_text(entry.descriptor, ev);
                 let mut end = text.len().min(MAX_RECORD - 16);
@@ -350,7 +395,9 @@ pub fn write_tracedat(trace: &Section, out: &mut impl Write) -> io::Result<()> {
             put_sized(&mut head, format.as_bytes());
         }
     }
-    put_u32(&mut head, 0); // kallsyms
+    let kallsyms = kallsyms(symbols);
+    put_u32(&mut head, kallsyms.len() as u32);
+    head.extend_from_slice(kallsyms.as_bytes());
     put_u32(&mut head, 0); // printk formats
     put_sized(&mut head, cmdlines(trace).as_bytes()); // saved command lines
     put_u32(&mut head, cpus as u32);
@@ -508,7 +555,7 @@ mod tests {
             std::thread::current().id()
         ));
         let mut file = std::fs::File::create(&path).unwrap();
-        write_tracedat(&t, &mut file).unwrap();
+        write_tracedat(&t, None, &mut file).unwrap();
         drop(file);
         let out = Command::new("trace-cmd")
             .args(["report", "-t"])
@@ -543,7 +590,7 @@ mod tests {
     fn absurd_cpus_are_refused_with_the_limit() {
         let mut t = trace();
         t.events[0].cpu = MAX_CPUS;
-        let error = write_tracedat(&t, &mut Vec::new()).unwrap_err();
+        let error = write_tracedat(&t, None, &mut Vec::new()).unwrap_err();
         assert_eq!(
             error.to_string(),
             format!("an event names CPU {MAX_CPUS}; trace.dat takes CPUs below {MAX_CPUS}")

@@ -379,7 +379,7 @@ fn enable_state<'a>(
 /// Writes the `format` file of an event (libtraceevent's syntax; see
 /// [`trace::event::format_file`] for the record layout it describes).
 fn write_format(out: &mut dyn Write, d: &EventDescriptor) -> fmt::Result {
-    trace::event::format_file::write_format(out, d.name, d.id(), d.fields, d.format)
+    trace::event::format_file::write_event_format(out, d.system, d.name, d.id(), d.fields, d.format)
 }
 
 /// What an event's `trigger` file reads without triggers (as ftrace's).

@@ -199,6 +199,134 @@ pub fn write_format(
     writeln!(out)
 }
 
+/// An event whose records leave the tracer in Linux's layout instead of its
+/// fields', so that the tools' own displays of it read them (trace-cmd's function
+/// graph and stack traces): its `format` file describes that layout
+/// ([`write_event_format`]) and [`Linux::values`] converts a record's values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Linux {
+    /// `ftrace:funcgraph_exit`, recorded as `func`, `depth`, `duration`: Linux's
+    /// `func`, `depth`, `overrun` (0), `calltime` and `rettime` (the record's time
+    /// less the duration, and the record's time).
+    GraphExit,
+    /// `ftrace:kernel_stack`, recorded as `depth` and `ip0`..`ipN`: Linux's
+    /// `int size` and `unsigned long caller[N+1]`, `-1` after the frames recorded
+    /// (where trace-cmd's display stops).
+    Stack(usize),
+}
+
+/// The names of a `kernel_stack`'s `caller` slots, as [`Linux::fields`] gives them.
+const CALLERS: [&str; 8] =
+    ["caller0", "caller1", "caller2", "caller3", "caller4", "caller5", "caller6", "caller7"];
+
+impl Linux {
+    /// Which, if any, an event of these names and fields is written as.
+    pub fn of(system: &str, name: &str, fields: &[Field<'_>]) -> Option<Linux> {
+        use FieldKind::{U8, U64};
+        let kinds = |kinds: &[FieldKind]| fields.iter().map(|f| f.kind).eq(kinds.iter().copied());
+        let names = |names: &[&str]| fields.iter().map(|f| f.name).eq(names.iter().copied());
+        match (system, name, fields.split_first()) {
+            ("ftrace", "funcgraph_exit", _)
+                if names(&["func", "depth", "duration"]) && kinds(&[U64; 3]) =>
+            {
+                Some(Linux::GraphExit)
+            }
+            ("ftrace", "kernel_stack", Some((depth, ips)))
+                if depth.name == "depth"
+                    && depth.kind == U8
+                    && (1..=CALLERS.len()).contains(&ips.len())
+                    && ips.iter().enumerate().all(|(i, f)| {
+                        let n = f.name.strip_prefix("ip").and_then(|n| n.parse::<usize>().ok());
+                        f.kind == U64 && n == Some(i)
+                    }) =>
+            {
+                Some(Linux::Stack(ips.len()))
+            }
+            _ => None,
+        }
+    }
+
+    /// The fields of Linux's layout, in the form [`encode_record`] takes (a
+    /// `caller` array as one field per slot).
+    pub fn fields(self) -> Vec<Field<'static>> {
+        use FieldKind::{I32, U32, U64};
+        match self {
+            Linux::GraphExit => [("func", U64), ("depth", U64), ("overrun", U32)]
+                .into_iter()
+                .chain([("calltime", U64), ("rettime", U64)])
+                .map(|(name, kind)| Field { name, kind })
+                .collect(),
+            Linux::Stack(frames) => core::iter::once(Field { name: "size", kind: I32 })
+                .chain(CALLERS[..frames].iter().map(|&name| Field { name, kind: U64 }))
+                .collect(),
+        }
+    }
+
+    /// A record's values (its fields', as recorded, at time `ts`) in Linux's
+    /// layout; `None` if they are not what the event records.
+    pub fn values<'v>(self, values: &[Value<'v>], ts: u64) -> Option<Vec<Value<'v>>> {
+        match self {
+            Linux::GraphExit => {
+                let [Value::Unsigned(func), Value::Unsigned(depth), Value::Unsigned(took)] =
+                    *values
+                else {
+                    return None;
+                };
+                let linux = [func, depth, 0, ts.saturating_sub(took), ts];
+                Some(linux.into_iter().map(Value::Unsigned).collect())
+            }
+            Linux::Stack(frames) => {
+                let (&Value::Unsigned(depth), ips) = values.split_first()? else { return None };
+                if ips.len() != frames {
+                    return None;
+                }
+                let depth = usize::try_from(depth).unwrap_or(usize::MAX).min(frames);
+                let mut linux = Vec::with_capacity(1 + frames);
+                linux.push(Value::Signed(depth as i64));
+                for (i, ip) in ips.iter().enumerate() {
+                    let &Value::Unsigned(ip) = ip else { return None };
+                    linux.push(Value::Unsigned(if i < depth { ip } else { u64::MAX }));
+                }
+                Some(linux)
+            }
+        }
+    }
+}
+
+/// Writes an event's `format` file as its records leave the tracer: in Linux's
+/// layout for the events of [`Linux`], in its fields' otherwise ([`write_format`]).
+pub fn write_event_format(
+    out: &mut dyn Write,
+    system: &str,
+    name: &str,
+    id: u16,
+    fields: &[Field<'_>],
+    format: &str,
+) -> fmt::Result {
+    match Linux::of(system, name, fields) {
+        Some(Linux::Stack(frames)) => write_stack_format(out, name, id, frames),
+        Some(linux @ Linux::GraphExit) => {
+            let format = "func={func:#x} depth={depth} calltime={calltime} rettime={rettime}";
+            write_format(out, name, id, &linux.fields(), format)
+        }
+        None => write_format(out, name, id, fields, format),
+    }
+}
+
+/// Writes Linux's `kernel_stack` format file: `int size` (the frames recorded) at
+/// offset 8, `unsigned long caller[frames]` at 16, and Linux's `print fmt`.
+fn write_stack_format(out: &mut dyn Write, name: &str, id: u16, frames: usize) -> fmt::Result {
+    write_head(out, name, id)?;
+    write_field(out, "int", "size", None, Slot { offset: COMMON_SIZE, size: 4 }, true)?;
+    let callers = Slot { offset: COMMON_SIZE + 8, size: 8 * frames };
+    write_field(out, "unsigned long", "caller", Some(frames as u16), callers, false)?;
+    write!(out, "\nprint fmt: \"")?;
+    (0..frames).try_for_each(|_| write!(out, "\\t=> %ps\\n"))?;
+    write!(out, "\"")?;
+    (0..frames).try_for_each(|i| write!(out, ", (void *)REC->caller[{i}]"))?;
+    writeln!(out)
+}
+
 /// Writes the `format` file of a text event (one string field, [`TEXT_FIELD`]).
 pub fn write_text_format(out: &mut dyn Write, name: &str, id: u16) -> fmt::Result {
     write_head(out, name, id)?;
@@ -603,5 +731,58 @@ mod tests {
         write_header_event(&mut event).unwrap();
         assert!(event.starts_with("# compressed entry header\n\ttype_len    :    5 bits\n"));
         assert!(event.contains("\ttime_extend : type == 30\n"));
+    }
+
+    #[test]
+    fn graph_returns_and_stacks_leave_in_linux_layout() {
+        use crate::tracer::{FUNCGRAPH_EXIT, STACK_TRACE};
+        let of = |d: &crate::event::EventDescriptor| Linux::of(d.system, d.name, d.fields);
+        assert_eq!(of(&FUNCGRAPH_EXIT), Some(Linux::GraphExit));
+        assert_eq!(of(&STACK_TRACE), Some(Linux::Stack(8)));
+        assert_eq!(Linux::of("ftrace", "funcgraph_exit", &FIELDS), None, "other fields");
+        assert_eq!(Linux::of("other", "kernel_stack", STACK_TRACE.fields), None);
+
+        // A return: its call `duration` before the record's time.
+        let graph = [Value::Unsigned(0x1234), Value::Unsigned(2), Value::Unsigned(300)];
+        let linux = Linux::GraphExit.values(&graph, 1000).unwrap();
+        let expected = [0x1234, 2, 0, 700, 1000].map(Value::Unsigned);
+        assert_eq!(linux, expected);
+        assert_eq!(Linux::GraphExit.values(&graph[..2], 1000), None);
+        let mut text = String::new();
+        write_event_format(&mut text, "ftrace", "funcgraph_exit", 10, FUNCGRAPH_EXIT.fields, "")
+            .unwrap();
+        assert!(text.contains("\tfield:unsigned long long calltime;\toffset:32;\tsize:8;"));
+        assert!(text.contains("\tfield:unsigned long long rettime;\toffset:40;\tsize:8;"));
+
+        // A stack: `size` then the callers, -1 after the frames recorded; a depth
+        // beyond the slots is cut to them.
+        let mut stack = [Value::Unsigned(2)].to_vec();
+        stack.extend((1..=8).map(|ip| Value::Unsigned(ip * 0x10)));
+        let linux = Linux::Stack(8).values(&stack, 0).unwrap();
+        assert_eq!(
+            linux[..4],
+            [
+                Value::Signed(2),
+                Value::Unsigned(0x10),
+                Value::Unsigned(0x20),
+                Value::Unsigned(u64::MAX)
+            ]
+        );
+        stack[0] = Value::Unsigned(u64::MAX);
+        assert_eq!(Linux::Stack(8).values(&stack, 0).unwrap()[0], Value::Signed(8));
+        assert_eq!(Linux::Stack(8).values(&stack[..8], 0), None, "a frame missing");
+        let mut record = Vec::new();
+        encode_record(4, ORIGIN, &Linux::Stack(8).fields(), &linux, &mut record).unwrap();
+        assert_eq!(record.len(), 16 + 64);
+        assert_eq!(record[8..12], 2i32.to_le_bytes());
+        assert_eq!(record[16..24], 0x10u64.to_le_bytes());
+        let mut text = String::new();
+        write_event_format(&mut text, "ftrace", "kernel_stack", 4, STACK_TRACE.fields, "").unwrap();
+        assert!(text.contains("\tfield:int size;\toffset:8;\tsize:4;\tsigned:1;\n"), "{text}");
+        assert!(
+            text.contains("\tfield:unsigned long caller[8];\toffset:16;\tsize:64;\tsigned:0;\n")
+        );
+        assert!(text.contains("print fmt: \"\\t=> %ps\\n\\t=> %ps\\n"), "{text}");
+        assert!(text.trim_end().ends_with("(void *)REC->caller[7]"), "{text}");
     }
 }
