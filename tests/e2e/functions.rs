@@ -396,6 +396,24 @@ fn instances_trace_their_own_functions_and_rmdir_restores_their_entries() {
     assert_eq!(machine.run("cat current_tracer"), "function_graph\n");
     let on = summary(&mut machine);
     assert_eq!((on.calls, on.tracer.as_str()), (2, "/=function_graph a=function"), "{on:?}");
+    // `enabled_functions`: the two entries, one callback each (by address); instance
+    // a on `cpus` too makes two there.
+    let enabled = |m: &mut Machine| {
+        let mut lines: Vec<String> =
+            m.run("cat enabled_functions").lines().map(String::from).collect();
+        lines.sort();
+        lines
+    };
+    let (cpus, pwd) = ("kernel::shell::commands::cpus", "kernel::shell::commands::pwd");
+    assert_eq!(enabled(&mut machine), [format!("{cpus} (1)"), format!("{pwd} (1)")]);
+    machine.run(&format!("echo {cpus} >> instances/a/set_ftrace_filter"));
+    assert_eq!(enabled(&mut machine), [format!("{cpus} (2)"), format!("{pwd} (1)")]);
+    machine.run(&format!("echo '!{cpus}' >> instances/a/set_ftrace_filter"));
+    assert_eq!(enabled(&mut machine), [format!("{cpus} (1)"), format!("{pwd} (1)")]);
+    let total: usize = machine.run("cat dyn_ftrace_total_info").trim().parse().unwrap();
+    assert_eq!(total, available(&mut machine).len());
+    assert!(machine.run("echo 1 > enabled_functions").contains("read-only"));
+    assert!(machine.run("cat instances/a/enabled_functions").contains("No such file"));
     machine.run("echo > trace");
     machine.run("cpus");
     machine.run("pwd");
@@ -419,6 +437,7 @@ fn instances_trace_their_own_functions_and_rmdir_restores_their_entries() {
     assert_eq!(filter, "#### all functions enabled ####\n");
     machine.run("echo nop > current_tracer");
     assert_eq!(summary(&mut machine), before, "every entry is its NOP again, byte for byte");
+    assert_eq!(machine.run("cat enabled_functions"), "");
 }
 
 #[test]

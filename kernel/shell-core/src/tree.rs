@@ -92,6 +92,10 @@ pub enum File<S, E> {
     CurrentTracer,
     /// `available_filter_functions` (top level).
     AvailableFilterFunctions,
+    /// `enabled_functions` (top level): the functions whose entries are calls.
+    EnabledFunctions,
+    /// `dyn_ftrace_total_info` (top level): how many functions may be traced.
+    DynFtraceTotalInfo,
     /// `set_ftrace_filter`.
     SetFtraceFilter,
     /// `set_ftrace_notrace`.
@@ -211,6 +215,8 @@ fn node<T: Tree>(tree: &T, rest: &[&str], top: bool) -> Option<Node<T::System, T
         ["available_tracers"] => file(AvailableTracers),
         ["current_tracer"] => file(CurrentTracer),
         ["available_filter_functions"] if top => file(AvailableFilterFunctions),
+        ["enabled_functions"] if top => file(EnabledFunctions),
+        ["dyn_ftrace_total_info"] if top => file(DynFtraceTotalInfo),
         ["set_ftrace_filter"] => file(SetFtraceFilter),
         ["set_ftrace_notrace"] => file(SetFtraceNotrace),
         ["set_graph_function"] => file(SetGraphFunction),

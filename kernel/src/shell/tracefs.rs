@@ -269,7 +269,7 @@ pub fn resolve(cwd: &str, path: &str) -> Result<Located, FsError> {
 }
 
 /// The entries of an instance's root, and whether only the top level has them.
-const ROOT_FILES: [(&str, bool); 38] = [
+const ROOT_FILES: [(&str, bool); 40] = [
     ("README", true),
     ("available_events", false),
     ("available_filter_functions", true),
@@ -278,6 +278,8 @@ const ROOT_FILES: [(&str, bool); 38] = [
     ("buffer_subbuf_size_kb", false),
     ("buffer_total_size_kb", false),
     ("current_tracer", false),
+    ("dyn_ftrace_total_info", true),
+    ("enabled_functions", true),
     ("error_log", false),
     ("events/", false),
     ("function_profile_enabled", true),
@@ -443,6 +445,10 @@ tracing mini-HOWTO:
 \t\t\t  longest irqs-off region, kept in the snapshot); or nop
   available_tracers\t- list of configured tracers for current_tracer
   available_filter_functions - list of functions that can be traced
+  enabled_functions\t- functions whose entries are calls, with the callbacks on each
+\t\t\t  (instances tracing it or with commands on it, the stack tracer,
+\t\t\t  the profiler)
+  dyn_ftrace_total_info\t- number of functions that can be traced
   set_ftrace_filter\t- echo function name (globs) in here to only trace these
 \t\t\t  functions ('>' sets, '>>' adds, '!glob' removes)
 \t\t\t  Commands: <function>:<command>[:count], acting when the function
@@ -741,6 +747,12 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
         File::AvailableFilterFunctions => {
             functions::functions().iter().try_for_each(|f| writeln!(out, "{}", f.name))
         }
+        File::EnabledFunctions => {
+            let enabled = tracer.enabled_functions().into_iter();
+            let named = enabled.filter_map(|(i, n)| Some((functions::functions().get(i)?, n)));
+            named.into_iter().try_for_each(|(f, n)| writeln!(out, "{} ({n})", f.name))
+        }
+        File::DynFtraceTotalInfo => writeln!(out, "{}", functions::functions().len()),
         File::SetFtraceFilter
         | File::SetFtraceNotrace
         | File::SetGraphFunction
@@ -1085,6 +1097,8 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
         | File::Readme
         | File::AvailableTracers
         | File::AvailableFilterFunctions
+        | File::EnabledFunctions
+        | File::DynFtraceTotalInfo
         | File::StackTrace
         | File::FunctionStat(_)
         | File::PrintkFormats => Err(FsError::ReadOnly),

@@ -104,8 +104,10 @@ fn instances_trace_their_own_functions_and_release_them() {
     assert!(!tracer.set_functions(COUNT), "registered once");
 
     // The top level traces every function with `function`: each entry is a call.
+    assert_eq!(tracer.enabled_functions(), []);
     top.set_function_tracer(FunctionTracer::Function).unwrap();
     assert_eq!(calls(), [true; COUNT]);
+    assert_eq!(tracer.enabled_functions(), [(0, 1), (1, 1), (2, 1), (3, 1)]);
     assert_eq!(entry(&tracer, 0, 0x100, 0x200, Some(0)), 0, "no graph");
     assert_eq!(records(&top, &FUNCTION), [vec![0x100, 0x200]]);
     // `func_stack_trace`: a stack trace after each function record (the host
@@ -138,6 +140,11 @@ fn instances_trace_their_own_functions_and_release_them() {
     g.set_function_tracer(FunctionTracer::Graph).unwrap();
     top.set_function_list(FunctionList::Filter, &only(0)).unwrap();
     assert_eq!(calls(), [true, true, false, false]);
+    assert_eq!(tracer.enabled_functions(), [(0, 1), (1, 1)]);
+    // Both instances on function 1: two callbacks on its entry.
+    top.set_function_list(FunctionList::Filter, &[true, true, false, false]).unwrap();
+    assert_eq!(tracer.enabled_functions(), [(0, 1), (1, 2)]);
+    top.set_function_list(FunctionList::Filter, &only(0)).unwrap();
     assert_eq!(g.function_list(FunctionList::Filter), [1]);
     assert_eq!(top.function_tracer(), FunctionTracer::Function);
     assert_eq!(g.function_tracer(), FunctionTracer::Graph);
@@ -300,6 +307,7 @@ fn the_stack_tracer_keeps_the_deepest_stack_of_the_functions_it_checks() {
     tracer.set_stack_tracer(true).unwrap();
     assert!(tracer.stack_tracer());
     assert_eq!(calls(), [true; COUNT], "every function is checked");
+    assert_eq!(tracer.enabled_functions(), [(0, 1), (1, 1), (2, 1), (3, 1)]);
     check(1, 500);
     let deepest = |size: u64| StackMax {
         on: true,
@@ -429,6 +437,7 @@ fn the_function_profiler_counts_calls_and_their_times_per_cpu() {
     tracer.set_function_profile(true).unwrap();
     assert!(tracer.function_profile());
     assert_eq!(calls(), [true, false, false, false], "the filter, less notrace");
+    assert_eq!(tracer.enabled_functions(), [(0, 1)], "the profiler's callback");
     assert!(tracer.profile_entry(0) && !tracer.profile_entry(1) && !tracer.profile_entry(2));
     tracer.profile_return(0, 10_000);
     assert!(tracer.profile_entry(0));
@@ -541,6 +550,7 @@ fn function_commands_act_when_their_functions_are_called() {
     // each function turns tracing off twice.
     top.set_function_command(&[1, 2], "traceoff:2").unwrap();
     assert_eq!(calls(), [false, true, true, false]);
+    assert_eq!(tracer.enabled_functions(), [(1, 1), (2, 1)]);
     assert_eq!(top.function_tracer(), FunctionTracer::Nop);
     let listed = |i: &crate::Instance<'_, Patcher>| i.function_commands();
     let both = |n: &str| vec![(1, n.to_string()), (2, n.to_string())];

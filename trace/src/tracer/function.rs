@@ -520,15 +520,8 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         functions: &Functions,
         control: &mut Control,
     ) -> Result<(), FunctionError> {
-        // A function is a call while some instance traces it or has commands on it,
-        // or the stack tracer checks it, or the profiler profiles it.
-        let wanted: Vec<bool> = (functions.masks.iter().zip(&functions.commanded).enumerate())
-            .map(|(i, (traced, commanded))| {
-                traced.load(Relaxed) | commanded.load(Relaxed) != 0
-                    || functions.stack.checks(i)
-                    || functions.profile.profiles(i)
-            })
-            .collect();
+        let wanted: Vec<bool> =
+            (0..functions.masks.len()).map(|i| functions.callbacks(i) != 0).collect();
         let changes: Vec<(usize, bool)> = wanted
             .iter()
             .zip(&control.patched)
@@ -541,6 +534,30 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         }
         control.patched = wanted;
         Ok(())
+    }
+}
+
+impl Functions {
+    /// The callbacks on function `index`'s entry (ftrace's `enabled_functions`
+    /// count): each instance tracing it, each with commands on it, the stack
+    /// tracer's check and the profiler's count. Its entry is a call while there is one.
+    fn callbacks(&self, index: usize) -> u32 {
+        let instances =
+            |masks: &[AtomicU64]| masks.get(index).map_or(0, |m| m.load(Relaxed).count_ones());
+        instances(&self.masks)
+            + instances(&self.commanded)
+            + u32::from(self.stack.checks(index))
+            + u32::from(self.profile.profiles(index))
+    }
+}
+
+impl<P: Platform + Clone + Send + Sync> Tracer<P> {
+    /// ftrace's `enabled_functions`: each function with callbacks on its entry (its
+    /// index among the functions registered) and their number, by index.
+    pub fn enabled_functions(&self) -> Vec<(usize, u32)> {
+        let Some(functions) = self.functions.get() else { return Vec::new() };
+        let callbacks = (0..functions.masks.len()).map(|i| (i, functions.callbacks(i)));
+        callbacks.filter(|&(_, n)| n != 0).collect()
     }
 }
 
