@@ -120,3 +120,51 @@ fn perfetto_proto_needs_an_output_file() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("--format perfetto-proto needs -o FILE"));
 }
+
+/// A real log with `function_graph` records (`tests/data/panic-tracers.log`).
+const TRACERS_LOG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/panic-tracers.log");
+
+/// `function_graph` in Perfetto: each traced call is a `call` slice from its entry
+/// to its return, named after the function (`--elf`), nested as the calls were.
+#[test]
+fn function_graph_calls_are_nested_slices() {
+    let out =
+        boot(&["report", "--elf", "--format", "perfetto", "--instance", "graph", TRACERS_LOG]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let events = doc["traceEvents"].as_array().unwrap();
+    let slices: Vec<&serde_json::Value> = events.iter().filter(|e| e["ph"] == "X").collect();
+    let log = std::fs::read_to_string(TRACERS_LOG).unwrap();
+    let dump = trace::dump::parse(&log).pop().expect("the log holds a dump");
+    let graph = dump
+        .sections()
+        .into_iter()
+        .find(|t| t.instance == "graph" && t.buffer == trace::dump::BufferKind::Live)
+        .expect("the graph instance");
+    let named = |name: &str| {
+        graph
+            .events
+            .iter()
+            .filter(|e| graph.descriptor(e.id).is_some_and(|d| d.name == name))
+            .count()
+    };
+    let (entries, exits) = (named("funcgraph_entry"), named("funcgraph_exit"));
+    assert!(exits >= 10 && entries >= exits, "{entries} entries, {exits} returns");
+    // A call whose return the dump holds is a slice; one still running is not.
+    assert_eq!(slices.len(), exits, "{slices:?}");
+    let mut open: Vec<(f64, f64)> = Vec::new();
+    for slice in &slices {
+        let name = slice["name"].as_str().unwrap();
+        assert!(name.starts_with("call func=kernel::shell::commands::"), "{name}");
+        let (ts, dur) = (slice["ts"].as_f64().unwrap(), slice["dur"].as_f64().unwrap());
+        assert!(dur > 0.0, "{slice}");
+        while open.last().is_some_and(|&(_, end)| end <= ts) {
+            open.pop();
+        }
+        if let Some(&(_, end)) = open.last() {
+            assert!(ts + dur <= end, "{name} overlaps the call it is inside");
+        }
+        open.push((ts, ts + dur));
+    }
+    assert!(slices.iter().any(|s| s["name"].as_str().unwrap().ends_with(" depth=1")), "nested");
+}

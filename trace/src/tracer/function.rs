@@ -23,7 +23,7 @@ use super::stack::StackTracer;
 use super::trigger::Target;
 use super::{MAX_INSTANCES, TOP_SLOT, Tracer};
 use crate::event::dispatch::{Body, INLINE_WORDS, Inline};
-use crate::event::{DescriptorKind, EventDescriptor};
+use crate::event::{DescriptorKind, EventDescriptor, Timeline};
 use crate::field::{Field, FieldKind};
 use crate::platform::Platform;
 use crate::sync::{AtomicU64, Ordering::Relaxed};
@@ -45,17 +45,19 @@ pub static FUNCTION: EventDescriptor = EventDescriptor::new(
     DescriptorKind::Event,
 );
 
-/// `ftrace:funcgraph_entry`: a traced function's entry, at a call depth.
+/// `ftrace:funcgraph_entry`: a traced function's entry, at a call depth. On a
+/// timeline it begins a `call` slice, which its return ends.
 pub static FUNCGRAPH_ENTRY: EventDescriptor = EventDescriptor::new(
     "ftrace",
     "funcgraph_entry",
     "func={func:#x} depth={depth}",
     &[Field { name: "func", kind: FieldKind::U64 }, Field { name: "depth", kind: FieldKind::U64 }],
     DescriptorKind::Event,
-);
+)
+.on_timeline(Timeline::Begin { label: "call", key: Some("func") });
 
 /// `ftrace:funcgraph_exit`: a traced function's return, with the time it took in
-/// nanoseconds.
+/// nanoseconds. On a timeline it ends its entry's `call` slice.
 pub static FUNCGRAPH_EXIT: EventDescriptor = EventDescriptor::new(
     "ftrace",
     "funcgraph_exit",
@@ -66,7 +68,8 @@ pub static FUNCGRAPH_EXIT: EventDescriptor = EventDescriptor::new(
         Field { name: "duration", kind: FieldKind::U64 },
     ],
     DescriptorKind::Event,
-);
+)
+.on_timeline(Timeline::End { label: "call", key: Some("func") });
 
 /// Whether `descriptor` is one of the `current_tracer` tracers' events (which their
 /// tracer enables, not `set_event`).
