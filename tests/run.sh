@@ -23,8 +23,8 @@ CARGO_TARGET_DIR=target/miri cargo miri test -q -p trace --lib >"$miri_log" 2>&1
 miri=$!
 section "cargo clippy (host crates and the x86_64-unknown-none kernel)"
 cargo clippy --workspace --all-targets -- -D warnings
-section "rustdoc: every crate's documentation builds, its links checked"
-RUSTDOCFLAGS="-D warnings" cargo doc -q --workspace --no-deps
+section "rustdoc: every crate's documentation, private items too, builds with its links checked"
+RUSTDOCFLAGS="-D warnings" cargo doc -q --workspace --no-deps --document-private-items
 section "loom models of the ring's protocols"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -q -p trace --release --lib loom
 section "release kernel keeps the tracepoint section and has its trace code optimised"

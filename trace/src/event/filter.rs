@@ -812,8 +812,8 @@ impl Parser<'_> {
         token
     }
 
-    /// The next token and its range (operators and punctuation; words are read by
-    /// [`Parser::word`] and [`Parser::value`]).
+    /// The next token and its range: an operator, punctuation, a word or a quoted
+    /// string.
     fn next_token(&mut self) -> (Token, Range<usize>) {
         self.skip_space();
         let start = self.at;

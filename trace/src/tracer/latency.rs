@@ -3,11 +3,12 @@
 //! starts with them off) and [`Tracer::irqs_on`] where it enables them again. While
 //! one instance's `current_tracer` is `irqsoff`, a CPU's region from the first to the
 //! second is timed; one longer than that instance's `tracing_max_latency` (or, with
-//! `tracing_thresh` set, one at least that long) is reported: recorded in the instance as an
-//! `ftrace:irqsoff` event, and the instance's live buffer swapped into its snapshot,
-//! which then holds the window that led to it. The instance records the functions
-//! called inside a timed region (`ftrace:function`, through the function tracer's
-//! entries and lists), as ftrace's `function-trace` option does. As in ftrace,
+//! `tracing_thresh` set, one at least that long) is reported: recorded in the
+//! instance as an `ftrace:irqsoff` event, and the instance's live buffer swapped
+//! into its snapshot, which then holds the window that led to it. The instance
+//! records the functions called inside a timed region (`ftrace:function`, through
+//! the function tracer's entries and lists), as ftrace's `function-trace` option
+//! does. As in ftrace,
 //! selecting the tracer starts the instance's `tracing_max_latency` again and puts
 //! its buffer in overwrite mode (the window is the latest records) until another
 //! tracer is selected, which gives the mode it had back; discard mode is refused
@@ -63,7 +64,7 @@ pub(super) struct Latency {
     /// Each instance's `tracing_max_latency`, in ns (by slot).
     max: [AtomicU64; MAX_INSTANCES],
     /// The owner's mode before it selected the tracer, given back when it selects
-    /// another (see [`Latency::owner_changed`]).
+    /// another (see [`Instance::irqsoff_changed`]).
     owner_mode: AtomicBool,
     /// Held by the CPU reporting a region.
     report: SpinLock,
@@ -246,9 +247,11 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
             _ => {}
         }
         move |latency: &Latency| {
-            latency.max[slot].store(max, Relaxed);
-            latency.owner_mode.store(kept, Relaxed);
-            self.apply_mode(mode);
+            if was != now {
+                latency.max[slot].store(max, Relaxed);
+                latency.owner_mode.store(kept, Relaxed);
+                self.apply_mode(mode);
+            }
         }
     }
 }
