@@ -600,7 +600,7 @@ fn chosen(
     let mut traces = dump.sections();
     // Filters judge the values as recorded, before stack addresses become names.
     for trace in &mut traces {
-        selection.apply(trace)?;
+        selection.apply(trace, symbols)?;
     }
     if let Some(symbols) = symbols {
         traces.iter_mut().for_each(|t| symbols.symbolize(t));

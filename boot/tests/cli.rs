@@ -562,4 +562,23 @@ fn report_filter_keeps_the_events_named_whose_filter_passes() {
         assert!(text(&out.stderr).contains(error), "{spec}: {}", text(&out.stderr));
         assert!(out.stdout.is_empty(), "{spec}");
     }
+    // `.function`: an address inside a function of the ELF `--elf` reads (only
+    // with it).
+    let tracers = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/panic-tracers.log");
+    let symbols = boot::report::Symbols::read(std::path::Path::new(boot::KERNEL_ELF)).unwrap();
+    // A function record prints `IP <-PARENT` after its time.
+    fn call(line: &str) -> Option<&str> {
+        line.split_once(" <-")?.0.rsplit(' ').next()
+    }
+    let calls = events(&report(&[tracers, "--instance", "top"]));
+    let ips =
+        calls.iter().filter_map(|l| u64::from_str_radix(call(l)?.strip_prefix("0x")?, 16).ok());
+    let (name, _) = ips.filter_map(|ip| symbols.lookup(ip)).next().expect("a function record");
+    let spec = format!("function: ip.function == \"{name}\"");
+    let kept = events(&report(&[tracers, "--instance", "top", "--elf", "--filter", &spec]));
+    assert!(!kept.is_empty());
+    assert!(kept.iter().all(|l| call(l) == Some(name)), "{kept:?}");
+    let out = report(&[tracers, "--instance", "top", "--filter", &spec]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("no function of that name"), "{}", text(&out.stderr));
 }

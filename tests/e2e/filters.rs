@@ -611,3 +611,46 @@ fn hist_triggers_count_by_key_from_any_context() {
         assert!(!m.run(&format!("cat {kmalloc}")).contains("hist:"), "{root}");
     }
 }
+
+/// `FIELD.function`: an address field filtered by the function it is in, looked up
+/// by name in the kernel's symbols when the filter is set; in a trigger's condition
+/// too. Bad names and operators are refused and change nothing.
+#[test]
+fn function_modifier_filters_addresses_by_their_function() {
+    let mut m = boot();
+    m.run("echo 0 > events/enable");
+    let pwd = "kernel::shell::commands::pwd";
+    m.run(&format!("echo {pwd} > set_ftrace_filter"));
+    m.run("echo kernel::shell::commands::cpus >> set_ftrace_filter");
+    assert_eq!(m.run("echo function > current_tracer"), "");
+    let filter = "events/ftrace/function/filter";
+    assert_eq!(m.run(&format!("echo 'ip.function == \"{pwd}\"' > {filter}")), "");
+    assert_eq!(cat(&mut m, filter), format!("ip.function == \"{pwd}\""));
+    m.run("echo > trace");
+    m.run("cpus");
+    m.run("pwd");
+    let trace = m.run("cat trace");
+    let calls: Vec<&str> = trace.lines().filter(|l| l.contains(" <-")).collect();
+    assert!(
+        !calls.is_empty() && calls.iter().all(|l| l.contains(&format!(": {pwd} <-"))),
+        "{trace}"
+    );
+    for (bad, reason) in [
+        ("ip.function == \"kernel::nowhere\"", "no function of that name"),
+        ("ip.function > \"kernel::shell::commands::pwd\"", "'.function' takes only == and !="),
+        ("ip.sym == 1", "unknown field modifier"),
+    ] {
+        let out = m.run(&format!("echo '{bad}' > {filter}"));
+        assert!(out.contains(reason), "{bad}: {out}");
+        assert_eq!(cat(&mut m, filter), format!("ip.function == \"{pwd}\""), "{bad} changed it");
+    }
+    assert_eq!(m.run(&format!("echo 0 > {filter}")), "");
+    // A trigger's condition: tracing stops when `cpus` is called, not `pwd`.
+    let trigger = "traceoff if ip.function == \"kernel::shell::commands::cpus\"";
+    assert_eq!(m.run(&format!("echo '{trigger}' > events/ftrace/function/trigger")), "");
+    m.run("pwd");
+    assert_eq!(cat(&mut m, "tracing_on"), "1");
+    m.run("cpus");
+    assert_eq!(cat(&mut m, "tracing_on"), "0");
+    m.run("echo nop > current_tracer");
+}

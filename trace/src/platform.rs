@@ -7,6 +7,7 @@
 
 use crate::context::Context;
 use crate::event::EventDescriptor;
+use crate::symtab::SymbolTable;
 
 /// The kernel's side of the tracer.
 ///
@@ -109,6 +110,12 @@ pub trait Platform {
     /// it.
     fn time_irqs_off(&self, on: bool) {
         let _ = on;
+    }
+
+    /// The kernel's function symbols, which filters' `.function` names are looked
+    /// up in (when a filter is set, in thread context). The default has none.
+    fn symbols(&self) -> Option<&SymbolTable<'_>> {
+        None
     }
 }
 

@@ -156,6 +156,12 @@ impl<'a> SymbolTable<'a> {
         Some((self.name(e.name)?, addr - e.start))
     }
 
+    /// The addresses of the first function named `name`: its start and its end
+    /// (exclusive). A scan of the table: for control paths, not writers.
+    pub fn range_of(&self, name: &str) -> Option<(u64, u64)> {
+        self.functions().find(|f| f.2 == Some(name)).map(|(start, end, _)| (start, end))
+    }
+
     /// Writes the code address `addr` as `function+0xoffset`, or as `0x...` when no
     /// function holds it.
     pub fn write_address(&self, out: &mut dyn Write, addr: u64) -> fmt::Result {

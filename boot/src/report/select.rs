@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 use trace::dump::{DumpDescriptor, Section};
 use trace::event::{Filter, glob};
 
+use super::Symbols;
+
 /// The parsed `--filter` specs (none: every event is shown).
 #[derive(Debug, Default)]
 pub struct Selection {
@@ -55,7 +57,9 @@ impl Selection {
     /// event left out move to the same CPU's next event kept. An error: a spec that names
     /// no event of the dump, or whose filter fits none of the events it names (then
     /// the first one's error: position and reason).
-    pub fn apply(&self, section: &mut Section) -> Result<(), String> {
+    /// A filter's `.function` names are looked up in `symbols` (`--elf`).
+    pub fn apply(&self, section: &mut Section, symbols: Option<&Symbols>) -> Result<(), String> {
+        let table = symbols.and_then(Symbols::table);
         if self.specs.is_empty() {
             return Ok(());
         }
@@ -74,7 +78,7 @@ impl Selection {
             };
             let (mut fitted, mut first_error) = (false, None);
             for d in named {
-                match d.filter(text) {
+                match d.filter(text, table.as_ref()) {
                     Ok(filter) => {
                         chosen.entry(d.id).or_default().push(Some(filter));
                         fitted = true;
@@ -123,7 +127,7 @@ mod tests {
 
     fn apply(specs: &[&str], section: &mut Section) -> Result<(), String> {
         let specs: Vec<String> = specs.iter().map(|s| s.to_string()).collect();
-        Selection::parse(&specs)?.apply(section)
+        Selection::parse(&specs)?.apply(section, None)
     }
 
     #[test]

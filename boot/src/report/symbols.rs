@@ -54,7 +54,7 @@ impl Symbols {
     }
 
     /// The table (none without functions).
-    fn table(&self) -> Option<SymbolTable<'_>> {
+    pub(crate) fn table(&self) -> Option<SymbolTable<'_>> {
         SymbolTable::parse(&self.table).ok()
     }
 

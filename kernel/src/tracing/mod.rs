@@ -121,6 +121,10 @@ impl trace::Platform for KernelPlatform {
         percpu::index()
     }
 
+    fn symbols(&self) -> Option<&trace::symtab::SymbolTable<'_>> {
+        crate::symbols::table()
+    }
+
     #[inline(always)]
     fn now(&self) -> u64 {
         clock::now_ns()

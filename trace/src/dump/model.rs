@@ -9,6 +9,7 @@ use crate::event::DescriptorKind;
 use crate::event::filter::{FieldRef, Fields, Filter, FilterError};
 use crate::event::format_file::Origin;
 use crate::field::{self, Decoder, Field};
+use crate::symtab::SymbolTable;
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::format;
 use alloc::string::String;
@@ -168,11 +169,16 @@ impl Dump {
 }
 
 impl DumpDescriptor {
-    /// Compiles `text` as a filter of this event ([`Filter::compile`]).
-    pub fn filter(&self, text: &str) -> Result<Filter, FilterError> {
+    /// Compiles `text` as a filter of this event ([`Filter::compile_with`]:
+    /// `.function` names are looked up in `symbols`).
+    pub fn filter(
+        &self,
+        text: &str,
+        symbols: Option<&SymbolTable<'_>>,
+    ) -> Result<Filter, FilterError> {
         let fields: Vec<Field<'_>> =
             self.fields.iter().map(|f| Field { name: &f.name, kind: f.kind }).collect();
-        Filter::compile(&fields, text)
+        Filter::compile_with(&fields, text, symbols)
     }
 }
 

@@ -6,7 +6,7 @@
 //! or        := and ( "||" and )*
 //! and       := unary ( "&&" unary )*
 //! unary     := "!" unary | "(" or ")" | predicate
-//! predicate := FIELD OP VALUE
+//! predicate := FIELD [".function"] OP VALUE
 //! ```
 //!
 //! Integer fields (`bool` and `char` count as integers: 0/1 and the scalar value) take
@@ -14,6 +14,9 @@
 //! `0` octal value (negative for signed fields). String fields take `==`, `!=` and `~`
 //! (a glob: `*` any run, `?` any one character, `[a-z]` or `[!...]` a class) and a value quoted with `"` or `'`, or
 //! a bare word. Byte-array fields cannot be filtered. `&&` binds tighter than `||`.
+//! An address field (unsigned 64-bit) with `.function` takes `==` or `!=` and a
+//! function's name: true where the address is inside that function (looked up when
+//! the filter is set, in the kernel's symbol table: one range check when it runs).
 //!
 //! Besides the event's own fields (which come first when names clash), a filter sees
 //! where the event was written, as Linux's generic and common fields: `CPU` (also
@@ -35,6 +38,7 @@ use crate::event::dispatch::{INLINE_WORDS, Inline};
 use crate::event::format_file::Origin;
 use crate::event::{EventDescriptor, glob};
 use crate::field::{Field, FieldKind};
+use crate::symtab::SymbolTable;
 use crate::text::{StackText, Task};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -83,6 +87,14 @@ pub enum FilterReason {
     UnexpectedText,
     /// No event of the system has every field the filter names.
     NoEventMatches,
+    /// A field modifier other than `.function`.
+    UnknownModifier,
+    /// `.function` on a field that is not an address (unsigned 64-bit).
+    FunctionOnNonAddress,
+    /// `.function` with an operator other than `==` and `!=`.
+    FunctionOrder,
+    /// `.function` names no function of the symbol table (or there is none).
+    UnknownFunction,
 }
 
 impl fmt::Display for FilterReason {
@@ -104,6 +116,12 @@ impl fmt::Display for FilterReason {
             FilterReason::MissingParen => "missing ')'",
             FilterReason::UnexpectedText => "'&&', '||' or ')' expected",
             FilterReason::NoEventMatches => "no event of the system has these fields",
+            FilterReason::UnknownModifier => "unknown field modifier ('.function' only)",
+            FilterReason::FunctionOnNonAddress => "'.function' is for address fields (u64)",
+            FilterReason::FunctionOrder => "'.function' takes only == and !=",
+            FilterReason::UnknownFunction => {
+                "no function of that name (see available_filter_functions)"
+            }
         })
     }
 }
@@ -428,6 +446,8 @@ fn extend(word: u64, shift: u8, signed: bool) -> u64 {
 #[derive(Clone, Debug)]
 struct Predicate {
     field: Range<usize>,
+    /// The field is written `FIELD.function`: the value names a function.
+    function: bool,
     op: Op,
     op_pos: usize,
     value: Range<usize>,
@@ -457,21 +477,32 @@ impl Filter {
     /// Compiles `text` for an event with `fields`. A bad filter gets the position
     /// and the reason.
     pub fn compile(fields: &[Field<'_>], text: &str) -> Result<Filter, FilterError> {
-        Parsed::new(text)?.bind(fields)
+        Filter::compile_with(fields, text, None)
+    }
+
+    /// [`Filter::compile`], with `.function` names looked up in `symbols`.
+    pub fn compile_with(
+        fields: &[Field<'_>],
+        text: &str,
+        symbols: Option<&SymbolTable<'_>>,
+    ) -> Result<Filter, FilterError> {
+        Parsed::new(text)?.bind(fields, symbols)
     }
 
     /// Compiles `text` for every event of `events` whose fields it fits (ftrace's
     /// `events/SYSTEM/filter`: the others keep their filter). A syntax error, or a
     /// filter that fits no event, is an error.
+    /// `.function` names are looked up in `symbols`.
     pub fn compile_for_system<'e>(
         events: impl IntoIterator<Item = &'e EventDescriptor>,
         text: &str,
+        symbols: Option<&SymbolTable<'_>>,
     ) -> Result<Vec<(&'e EventDescriptor, Filter)>, FilterError> {
         let parsed = Parsed::new(text)?;
         let mut first_error = None;
         let mut out = Vec::new();
         for event in events {
-            match parsed.bind(event.fields) {
+            match parsed.bind(event.fields, symbols) {
                 Ok(filter) => out.push((event, filter)),
                 Err(e) => {
                     first_error.get_or_insert(e);
@@ -696,7 +727,11 @@ impl<'t> Parsed<'t> {
     }
 
     /// Binds the parsed filter to `fields` and compiles it.
-    fn bind(&self, fields: &[Field<'_>]) -> Result<Filter, FilterError> {
+    fn bind(
+        &self,
+        fields: &[Field<'_>],
+        symbols: Option<&SymbolTable<'_>>,
+    ) -> Result<Filter, FilterError> {
         let err = |pos: usize, reason| FilterError { pos: self.offset + pos, reason };
         let mut bound = Vec::with_capacity(self.preds.len());
         for pred in &self.preds {
@@ -705,6 +740,14 @@ impl<'t> Parsed<'t> {
                 .ok_or(err(pred.field.start, FilterReason::UnknownField))?;
             let value = &self.text[pred.value.clone()];
             let bad_number = err(pred.value.start, FilterReason::BadNumber);
+            if pred.function {
+                bound.push((
+                    field,
+                    Self::function_test(pred, kind, value, symbols, err)?,
+                    pred.op == Op::Int(IntOp::Ne),
+                ));
+                continue;
+            }
             let (test, negated) = match (kind, pred.op) {
                 (FieldKind::Bytes(_), _) => {
                     return Err(err(pred.field.start, FilterReason::UnfilterableField));
@@ -736,6 +779,32 @@ impl<'t> Parsed<'t> {
             nodes: nodes.into_boxed_slice(),
             entry,
             kinds: fields.iter().map(|f| f.kind).collect(),
+        })
+    }
+}
+
+impl Parsed<'_> {
+    /// The test of a `FIELD.function` predicate on a field of `kind`: the address
+    /// is inside the function `name` names in `symbols` (`!=` negates it).
+    fn function_test(
+        pred: &Predicate,
+        kind: FieldKind,
+        name: &str,
+        symbols: Option<&SymbolTable<'_>>,
+        err: impl Fn(usize, FilterReason) -> FilterError,
+    ) -> Result<Test, FilterError> {
+        if kind != FieldKind::U64 {
+            return Err(err(pred.field.start, FilterReason::FunctionOnNonAddress));
+        }
+        if !matches!(pred.op, Op::Int(IntOp::Eq | IntOp::Ne)) {
+            return Err(err(pred.op_pos, FilterReason::FunctionOrder));
+        }
+        let unknown = err(pred.value.start, FilterReason::UnknownFunction);
+        let (start, end) = symbols.and_then(|s| s.range_of(name)).ok_or(unknown)?;
+        Ok(Test::Int {
+            mask: u64::MAX,
+            lo: start,
+            span: end.saturating_sub(start).saturating_sub(1),
         })
     }
 }
@@ -901,9 +970,20 @@ impl Parser<'_> {
             }
             _ => return Err(self.error(field.start, FilterReason::ExpectedField)),
         }
-        if !self.text[field.clone()].bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-            return Err(self.error(field.start, FilterReason::ExpectedField));
-        }
+        let name = |text: &str| {
+            !text.is_empty() && text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        };
+        let (field, function) = match self.text[field.clone()].split_once('.') {
+            None if name(&self.text[field.clone()]) => (field, false),
+            Some((base, modifier)) if name(base) => {
+                if modifier != "function" {
+                    let at = field.start + base.len();
+                    return Err(self.error(at, FilterReason::UnknownModifier));
+                }
+                (field.start..field.start + base.len(), true)
+            }
+            _ => return Err(self.error(field.start, FilterReason::ExpectedField)),
+        };
         let (token, op_range) = self.next_token();
         let Token::Op(op) = token else {
             return Err(self.error(op_range.start, FilterReason::ExpectedOperator));
@@ -920,7 +1000,7 @@ impl Parser<'_> {
         if self.preds.len() == MAX_PREDICATES {
             return Err(self.error(field.start, FilterReason::TooManyPredicates));
         }
-        self.preds.push(Predicate { field, op, op_pos: op_range.start, value, quoted });
+        self.preds.push(Predicate { field, function, op, op_pos: op_range.start, value, quoted });
         Ok(Ast::Pred(self.preds.len() - 1))
     }
 }

@@ -37,6 +37,13 @@
 //! arguments carry their own types) are written as *text events*: one
 //! `__data_loc char[] msg` field holding the rendered text ([`write_text_format`],
 //! [`encode_text_record`]).
+//!
+//! Two of the tracer's events leave in Linux's own layout rather than their
+//! fields', so that the tools' displays of them read them ([`Linux`]):
+//! `ftrace:funcgraph_exit` (Linux's `calltime` and `rettime` from the record's time
+//! and its `duration`) and `ftrace:kernel_stack` (`int size` and
+//! `unsigned long caller[8]`). [`write_event_format`] writes every event's format
+//! file accordingly.
 
 use crate::context::{Activity, Context};
 use crate::event::format::{Piece, Spec, pieces};

@@ -369,15 +369,54 @@ proptest! {
     }
 }
 
+/// `FIELD.function`: `c` (a `u64`) inside a function of the symbol table the
+/// filter was set with, by name; `==` and `!=` only, on address fields only.
+#[test]
+fn filter_function_modifier_matches_addresses_inside_a_function() {
+    use crate::symtab::{SymbolTable, encode};
+    let bytes = encode([(0x100, 0x180, "a::f"), (0x200, 0x240, "<b as c>::g")]);
+    let table = SymbolTable::parse(&bytes).unwrap();
+    let compile = |text: &str| Filter::compile_with(FIELDS, text, Some(&table));
+    let inside = compile("c.function == \"a::f\"").unwrap();
+    for (c, expected) in
+        [(0xff, false), (0x100, true), (0x17f, true), (0x180, false), (0x200, false)]
+    {
+        assert_eq!(judge(&inside, 1, 2, "s", c), expected, "{c:#x}");
+    }
+    let outside = compile("c.function != '<b as c>::g' && a == 1").unwrap();
+    assert!(judge(&outside, 1, 2, "s", 0x100) && !judge(&outside, 1, 2, "s", 0x23f));
+    assert_eq!(outside.text(), "c.function != '<b as c>::g' && a == 1", "reads back as set");
+    let refused = |text: &str| compile(text).unwrap_err();
+    assert_eq!(
+        refused("c.function < \"a::f\""),
+        FilterError { pos: 11, reason: FilterReason::FunctionOrder }
+    );
+    assert_eq!(
+        refused("a.function == \"a::f\""),
+        FilterError { pos: 0, reason: FilterReason::FunctionOnNonAddress }
+    );
+    assert_eq!(
+        refused("c.func == \"a::f\""),
+        FilterError { pos: 1, reason: FilterReason::UnknownModifier }
+    );
+    assert_eq!(
+        refused("c.function == nope"),
+        FilterError { pos: 14, reason: FilterReason::UnknownFunction }
+    );
+    assert_eq!(refused(".function == x").reason, FilterReason::ExpectedField);
+    let none = Filter::compile(FIELDS, "c.function == \"a::f\"").unwrap_err();
+    assert_eq!(none.reason, FilterReason::UnknownFunction, "no symbol table");
+}
+
 #[test]
 fn filter_for_a_system_goes_to_the_events_it_fits() {
-    let got = Filter::compile_for_system([&SYS_A, &SYS_B], "x == 3").unwrap();
+    let got = Filter::compile_for_system([&SYS_A, &SYS_B], "x == 3", None).unwrap();
     assert_eq!(got.len(), 1);
     assert!(core::ptr::eq(got[0].0, &SYS_A));
     assert!(got[0].1.matches(&[3], HERE));
-    let none = Filter::compile_for_system([&SYS_A, &SYS_B], "z == 3").unwrap_err();
+    let none = Filter::compile_for_system([&SYS_A, &SYS_B], "z == 3", None).unwrap_err();
     assert_eq!(none, FilterError { pos: 0, reason: FilterReason::NoEventMatches });
-    let syntax = Filter::compile_for_system([&SYS_A, &SYS_B], "x == ").unwrap_err();
+    let syntax = Filter::compile_for_system([&SYS_A, &SYS_B], "x == ", None).unwrap_err();
     assert_eq!(syntax.reason, FilterReason::ExpectedValue);
 }
 

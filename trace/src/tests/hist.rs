@@ -141,7 +141,7 @@ mod lines {
     ];
 
     fn parse(line: &str) -> Result<Trigger, usize> {
-        match Trigger::parse(line, FIELDS, |_, _| None) {
+        match Trigger::parse(line, FIELDS, |_, _| None, None) {
             Ok(TriggerCommand::Add(t) | TriggerCommand::Hist(t, _)) => Ok(t),
             Ok(TriggerCommand::Remove(_)) => panic!("{line}: a removal"),
             Err(e) => Err(e.pos),

@@ -29,14 +29,14 @@ fn lookup(system: &str, name: &str) -> Option<&'static EventDescriptor> {
 }
 
 fn add(line: &str) -> Trigger {
-    match Trigger::parse(line, N_FIELDS, lookup).unwrap() {
+    match Trigger::parse(line, N_FIELDS, lookup, None).unwrap() {
         TriggerCommand::Add(t) => t,
         other => panic!("{line}: not an addition: {other:?}"),
     }
 }
 
 fn refused(line: &str) -> TriggerError {
-    Trigger::parse(line, N_FIELDS, lookup).unwrap_err()
+    Trigger::parse(line, N_FIELDS, lookup, None).unwrap_err()
 }
 
 #[test]
@@ -53,7 +53,8 @@ fn trigger_lines_read_back_as_ftrace_prints_them() {
     ] {
         assert_eq!(add(line).to_string(), shown, "{line}");
     }
-    let TriggerCommand::Remove(t) = Trigger::parse("!traceoff:4", N_FIELDS, lookup).unwrap() else {
+    let TriggerCommand::Remove(t) = Trigger::parse("!traceoff:4", N_FIELDS, lookup, None).unwrap()
+    else {
         panic!("not a removal");
     };
     assert_eq!(t.action(), Action::TraceOff);

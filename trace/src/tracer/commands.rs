@@ -167,12 +167,13 @@ impl<P: Platform + Clone + Send + Sync> Instance<'_, P> {
         let lookup = |system: &str, name: &str| {
             self.tracer.events().iter().copied().find(|d| d.system == system && d.name == name)
         };
-        let command = match Trigger::parse(line, FUNCTION.fields, lookup) {
+        let symbols = self.tracer.platform.symbols();
+        let command = match Trigger::parse(line, FUNCTION.fields, lookup, symbols) {
             // A removal's count is ignored: parsed without it.
             Err(TriggerError { pos, reason: TriggerReason::BadCount })
                 if line.trim_start().starts_with('!') =>
             {
-                Trigger::parse(&line[..pos - 1], FUNCTION.fields, lookup)
+                Trigger::parse(&line[..pos - 1], FUNCTION.fields, lookup, symbols)
             }
             command => command,
         }

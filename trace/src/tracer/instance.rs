@@ -303,7 +303,11 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
         let index = self.event_index(event)?;
         let filter = match text.trim() {
             "0" => None,
-            _ => Some(Arc::new(Filter::compile(event.fields, text).map_err(HookError::Filter)?)),
+            _ => {
+                let symbols = self.tracer.platform.symbols();
+                let filter = Filter::compile_with(event.fields, text, symbols);
+                Some(Arc::new(filter.map_err(HookError::Filter)?))
+            }
         };
         self.tracer.edit_hooks(self.state.slot, |table| {
             set_entry_filter(&mut table[index], filter);
@@ -329,7 +333,7 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
         let filters: Vec<(usize, Option<Arc<Filter>>)> = if text.trim() == "0" {
             events().filter_map(|d| Some((self.tracer.index_of(d)?, None))).collect()
         } else {
-            Filter::compile_for_system(events(), text)
+            Filter::compile_for_system(events(), text, self.tracer.platform.symbols())
                 .map_err(HookError::Filter)?
                 .into_iter()
                 .filter_map(|(d, f)| Some((self.tracer.index_of(d)?, Some(Arc::new(f)))))
@@ -363,7 +367,9 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
             tracer.events().iter().copied().find(|d| d.system == system && d.name == name)
         };
         let trigger_error = |reason| HookError::Trigger(TriggerError { pos: 0, reason });
-        let command = Trigger::parse(line, event.fields, lookup).map_err(HookError::Trigger)?;
+        let symbols = tracer.platform.symbols();
+        let command =
+            Trigger::parse(line, event.fields, lookup, symbols).map_err(HookError::Trigger)?;
         if matches!(command.trigger().action(), Action::Dump { .. }) {
             // A function command only, as in ftrace.
             return Err(HookError::Trigger(TriggerError::unknown_command(line)));

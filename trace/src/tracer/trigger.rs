@@ -36,6 +36,7 @@ use crate::event::filter::{Filter, FilterReason};
 use crate::event::format_file::Origin;
 use crate::event::{DescriptorKind, EventDescriptor};
 use crate::field::{Field, FieldKind};
+use crate::symtab::SymbolTable;
 use crate::tracer::hist::{Hist, HistOp, HistReason};
 use crate::tracer::is_settable;
 use alloc::boxed::Box;
@@ -318,11 +319,13 @@ pub(crate) trait Target {
 
 impl Trigger {
     /// Parses one line written to an event's `trigger` file. `fields` are the
-    /// triggering event's (for `if FILTER`); `lookup` finds `SYSTEM:EVENT` targets.
+    /// triggering event's (for `if FILTER`, whose `.function` names `symbols` has);
+    /// `lookup` finds `SYSTEM:EVENT` targets.
     pub fn parse(
         line: &str,
         fields: &[Field<'_>],
         lookup: impl Fn(&str, &str) -> Option<&'static EventDescriptor>,
+        symbols: Option<&SymbolTable<'_>>,
     ) -> Result<TriggerCommand, TriggerError> {
         let err = |pos: usize, reason| TriggerError { pos, reason };
         if line.len() > MAX_TRIGGER_LEN {
@@ -413,7 +416,7 @@ impl Trigger {
                 .ok_or(err(rest_at, TriggerReason::UnexpectedText))?;
             let filter_at = rest_at + 2;
             Some(
-                Filter::compile(fields, condition)
+                Filter::compile_with(fields, condition, symbols)
                     .map_err(|e| err(filter_at + e.pos, TriggerReason::Filter(e.reason)))?,
             )
         };
