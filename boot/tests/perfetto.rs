@@ -168,3 +168,63 @@ fn function_graph_calls_are_nested_slices() {
     }
     assert!(slices.iter().any(|s| s["name"].as_str().unwrap().ends_with(" depth=1")), "nested");
 }
+
+/// The irqsoff tracer's reports in Perfetto: each region a slice `irqs off` that
+/// ends at the report and lasts its `latency_ns`, on a track of its own beside its
+/// CPU's (`cpuN irqs off`: it need not nest in the CPU's slices); the protobuf
+/// trace has the same tracks and slices.
+#[test]
+fn irqsoff_regions_are_slices_on_tracks_of_their_own() {
+    let out = boot(&["report", "--elf", "--format", "perfetto", "--instance", "irq", TRACERS_LOG]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let events = doc["traceEvents"].as_array().unwrap();
+    let log = std::fs::read_to_string(TRACERS_LOG).unwrap();
+    let dump = trace::dump::parse(&log).pop().expect("the log holds a dump");
+    let mut reports = Vec::new();
+    for (pid, section) in dump.sections().iter().filter(|t| t.instance == "irq").enumerate() {
+        for ev in &section.events {
+            if section.descriptor(ev.id).is_some_and(|d| d.name == "irqsoff") {
+                let trace::dump::Value::Unsigned(ns) = ev.values[0] else { panic!("{ev:?}") };
+                reports.push((pid as u64, ev.cpu as u64, ev.ts, ns));
+            }
+        }
+    }
+    assert!(!reports.is_empty(), "the log's irqsoff instance reported regions");
+    let spans: Vec<&serde_json::Value> =
+        events.iter().filter(|e| e["name"] == "irqs off").collect();
+    assert_eq!(spans.len(), reports.len(), "{spans:?}");
+    let cpus = trace::dump::MAX_CPUS as u64;
+    for (span, &(pid, cpu, ts, ns)) in spans.iter().zip(&reports) {
+        assert_eq!((span["ph"].as_str(), span["pid"].as_u64()), (Some("X"), Some(pid)), "{span}");
+        let tid = cpus + cpu;
+        assert_eq!(span["tid"].as_u64(), Some(tid), "{span}");
+        let (start, dur) = (span["ts"].as_f64().unwrap(), span["dur"].as_f64().unwrap());
+        assert!((dur - ns as f64 / 1e3).abs() < 1e-3, "{span}");
+        assert!((start + dur - ts as f64 / 1e3).abs() < 1e-3, "ends at the report: {span}");
+        let track = events.iter().find(|e| {
+            e["name"] == "thread_name"
+                && e["pid"].as_u64() == Some(pid)
+                && e["tid"].as_u64() == Some(tid)
+        });
+        assert_eq!(
+            track.map(|t| &t["args"]["name"]),
+            Some(&serde_json::json!(format!("cpu{cpu} irqs off")))
+        );
+    }
+    // The protobuf trace of the snapshot: its spans' tracks and slices.
+    let file = std::env::temp_dir().join(format!("boot-irqsoff-{}.pftrace", std::process::id()));
+    let path = file.to_str().unwrap();
+    let args =
+        ["report", "--format", "perfetto-proto", "--instance", "irq", "--buffer", "snapshot"];
+    let out = boot(&[&args[..], &["-o", path, TRACERS_LOG]].concat());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let decoded = decode(&std::fs::read(&file).unwrap());
+    let _ = std::fs::remove_file(&file);
+    let snapshot: Vec<_> = reports.iter().filter(|r| r.0 == 1).collect();
+    assert!(!snapshot.is_empty(), "the window kept in the snapshot has a report");
+    for &&(_, cpu, ..) in &snapshot {
+        assert!(decoded.contains(&format!("name: \"cpu{cpu} irqs off\"")), "{decoded}");
+    }
+    assert!(decoded.contains("name: \"irqs off\""), "interned as an event name: {decoded}");
+}

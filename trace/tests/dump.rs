@@ -456,6 +456,8 @@ trace::event! {
     pub DEPTH = "io":"depth" { depth: u64 } => "depth={depth}", counter;
     /// A plain event.
     pub NOTE = "io":"note" { n: u8 } => "n={n}";
+    /// A wait that lasted `ns`, reported at its end.
+    pub WAITED = "io":"waited" { ns: u64 } => "ns={ns}", span "wait" duration ns;
 }
 
 #[test]
@@ -472,6 +474,7 @@ fn descriptors_carry_their_timeline_through_a_dump() {
         (2, CLOSE.descriptor()),
         (3, DEPTH.descriptor()),
         (4, NOTE.descriptor()),
+        (5, WAITED.descriptor()),
     ] {
         writer.descriptor_as(id, event);
     }
@@ -486,5 +489,7 @@ fn descriptors_carry_their_timeline_through_a_dump() {
     assert_eq!(d.descriptors[&2].timeline, Timeline::End { label: "io".into(), key });
     assert_eq!(d.descriptors[&3].timeline, Timeline::Counter);
     assert_eq!(d.descriptors[&4].timeline, Timeline::Instant);
+    let span = Timeline::Span { label: "wait".into(), duration: "ns".into() };
+    assert_eq!(d.descriptors[&5].timeline, span);
     assert_eq!(OPEN.descriptor().timeline, Timeline::Begin { label: "io", key: Some("fd") });
 }

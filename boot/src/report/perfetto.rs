@@ -8,20 +8,25 @@
 //! with the same vector, and `shell:command`/`shell:command_done`); a slice is named
 //! after its label and the begin event's text (`irq vector=48`, `command ls`) and
 //! carries both events' fields. An event declared a `counter` becomes a counter
-//! (`"ph":"C"`, named `system:name cpuN`) of its integer fields. A begin is paired with the nearest later end of the same CPU and key,
+//! (`"ph":"C"`, named `system:name cpuN`) of its integer fields. An event declared a
+//! `span "LABEL" duration FIELD` (in the kernel `ftrace:irqsoff`) is a slice named
+//! after the label that ends at the event and lasts its field's nanoseconds, on a
+//! thread of its own per label and CPU (`cpuN LABEL`, tid `MAX_CPUS` times the
+//! label's rank plus the CPU), since it need not nest in the CPU's slices. A begin
+//! is paired with the nearest later end of the same CPU and key,
 //! innermost first; lost events on a CPU close no slice: what is open there stays
 //! unpaired. Every other event, and a begin or end left unpaired, is a
 //! thread-scoped instant (`"ph":"i","s":"t"`) named `system:name` with category
 //! `system` and the field values as args. Lost events are `lost events` instants
 //! with `{"count": N}`; a panic is a global instant at the last timestamp. Every
-//! track's events are in timestamp order.
+//! CPU track's events are in timestamp order.
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use serde_json::{Map, Value as Json, json};
 
-use trace::dump::{BufferKind, Event, Section, Value, hex_bytes, hex_dump};
+use trace::dump::{BufferKind, Event, MAX_CPUS, Section, Value, hex_bytes, hex_dump};
 use trace::event::Timeline;
 
 /// The value of field `name` of an event, if its descriptor has one.
@@ -51,10 +56,36 @@ pub(super) fn slices(trace: &Section) -> BTreeMap<usize, usize> {
                     paired.insert(stack.remove(at), i);
                 }
             }
-            Timeline::Instant | Timeline::Counter => {}
+            Timeline::Instant | Timeline::Counter | Timeline::Span { .. } => {}
         }
     }
     paired
+}
+
+/// The slice an event its descriptor declares a span ([`Timeline::Span`]) ends:
+/// its label and length in nanoseconds (at most its time: it began at or after 0);
+/// `None` for other events, or one whose duration field is not an unsigned integer.
+pub(super) fn span<'t>(trace: &'t Section, ev: &Event) -> Option<(&'t str, u64)> {
+    let Timeline::Span { label, duration } = &trace.descriptor(ev.id)?.timeline else {
+        return None;
+    };
+    match field(trace, ev, duration)? {
+        Value::Unsigned(ns) => Some((label, (*ns).min(ev.ts))),
+        _ => None,
+    }
+}
+
+/// The span labels the trace's descriptors declare, in order: each has a track per
+/// CPU, beside the CPU's own ([`span`]).
+pub(super) fn span_labels(trace: &Section) -> Vec<&str> {
+    let labels = trace.descriptors.values().filter_map(|d| match &d.timeline {
+        Timeline::Span { label, .. } => Some(label.as_str()),
+        _ => None,
+    });
+    let mut labels: Vec<&str> = labels.collect();
+    labels.sort_unstable();
+    labels.dedup();
+    labels
 }
 
 /// The integer fields of an event its descriptor declares a counter
@@ -175,13 +206,26 @@ fn buffer_events(trace: &Section, pid: usize, events: &mut Vec<Json>) {
     events.push(json!({
         "ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": process}
     }));
+    let thread = |events: &mut Vec<Json>, tid: usize, name: String, cpu: usize| {
+        events.push(json!({
+            "ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}
+        }));
+        events.push(json!({
+            "ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid, "args": {"sort_index": cpu}
+        }));
+    };
     for cpu in cpus {
-        events.push(json!({
-            "ph": "M", "name": "thread_name", "pid": pid, "tid": cpu, "args": {"name": format!("cpu{cpu}")}
-        }));
-        events.push(json!({
-            "ph": "M", "name": "thread_sort_index", "pid": pid, "tid": cpu, "args": {"sort_index": cpu}
-        }));
+        thread(events, cpu, format!("cpu{cpu}"), cpu);
+    }
+    // A span's track: a thread of its own per label and CPU, after the CPUs'.
+    let labels = span_labels(trace);
+    let span_tid = |label: &str, cpu: usize| {
+        MAX_CPUS * (1 + labels.iter().position(|l| *l == label).unwrap_or(0)) + cpu
+    };
+    let tracks: std::collections::BTreeSet<(&str, usize)> =
+        trace.events.iter().filter_map(|ev| Some((span(trace, ev)?.0, ev.cpu))).collect();
+    for &(label, cpu) in &tracks {
+        thread(events, span_tid(label, cpu), format!("cpu{cpu} {label}"), cpu);
     }
     let paired = slices(trace);
     let ends: std::collections::BTreeSet<usize> = paired.values().copied().collect();
@@ -194,6 +238,15 @@ fn buffer_events(trace: &Section, pid: usize, events: &mut Vec<Json>) {
             }));
         }
         if ends.contains(&i) {
+            continue;
+        }
+        if let Some((label, ns)) = span(trace, ev) {
+            let (name, cat, mut args) = described_json(trace, ev);
+            args.insert("event".into(), json!(name));
+            events.push(json!({
+                "ph": "X", "name": label, "cat": cat, "pid": pid, "tid": span_tid(label, ev.cpu),
+                "ts": micros(ev.ts - ns), "dur": micros(ns), "args": args
+            }));
             continue;
         }
         if let Some(values) = counters(trace, ev) {

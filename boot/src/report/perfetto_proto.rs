@@ -10,7 +10,8 @@
 //! event's, `end_`-prefixed where the begin has the same, and the two events' names), every other event an instant named
 //! `system:name` in category `system`, an event declared a counter a value on a
 //! counter track per CPU and integer field (`system:name field`, under the CPU's
-//! track), lost events `lost events` instants with their
+//! track), a span a slice on a track per label under its CPU's (`cpuN LABEL`, begun
+//! at the event's time less its duration), lost events `lost events` instants with their
 //! `count`, a panic an instant on the root track at the last timestamp. Fields are
 //! debug annotations. All packets form one sequence: the first clears its incremental
 //! state, and event names, categories and annotation names are interned (each sent
@@ -20,7 +21,7 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 
-use super::perfetto::{counters, described, slice_name, slices};
+use super::perfetto::{counters, described, slice_name, slices, span};
 use trace::dump::{Event, Section, Value, hex_bytes};
 
 /// `Trace.packet`.
@@ -298,6 +299,8 @@ pub fn write_perfetto_proto(trace: &Section, out: &mut impl Write) -> io::Result
     // Counter tracks, made when first used: (CPU, event id, field) -> uuid, after
     // the CPU tracks' uuids.
     let mut counter_tracks: HashMap<(usize, u16, String), u64> = HashMap::new();
+    // Span tracks likewise, beside their CPU's: (CPU, label) -> uuid.
+    let mut span_tracks: HashMap<(usize, String), u64> = HashMap::new();
     let first_counter = cpu_track(trace.cpu_ids().last().copied().unwrap_or(0)).saturating_add(1);
     let paired = slices(trace);
     // Slice end event index -> its begin event's name and field names.
@@ -316,10 +319,41 @@ pub fn write_perfetto_proto(trace: &Section, out: &mut impl Write) -> io::Result
                 frames: vec![],
             })?;
         }
+        let tracks = counter_tracks.len() + span_tracks.len();
+        if let Some((label, ns)) = span(trace, ev) {
+            let uuid = match span_tracks.entry((ev.cpu, label.to_string())) {
+                std::collections::hash_map::Entry::Occupied(e) => *e.get(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    let next = first_counter.saturating_add(tracks as u64);
+                    let mut t = Message::default();
+                    t.uint(track::UUID, next);
+                    t.uint(track::PARENT_UUID, track);
+                    t.string(track::NAME, &format!("cpu{} {label}", ev.cpu));
+                    w.track(&t, false)?;
+                    *e.insert(next)
+                }
+            };
+            let (name, cat, mut args) = described(trace, ev);
+            args.push(("event".into(), Value::Str(name)));
+            let (begin, end) = (ev.ts - ns, ev.ts);
+            let name = Some((label, cat.as_str()));
+            let slice = |ts, kind, name, args| TrackEvent {
+                ts,
+                track: uuid,
+                kind,
+                name,
+                args,
+                frames: vec![],
+            };
+            w.event(&slice(begin, event::SLICE_BEGIN, name, &args))?;
+            w.event(&slice(end, event::SLICE_END, None, &[]))?;
+            continue;
+        }
         if let Some(values) = counters(trace, ev) {
             let name = trace.descriptor(ev.id).map_or_else(String::new, |d| d.full_name());
             for (field, value) in values {
-                let next = first_counter.saturating_add(counter_tracks.len() as u64);
+                let next =
+                    first_counter.saturating_add((counter_tracks.len() + span_tracks.len()) as u64);
                 let uuid = match counter_tracks.entry((ev.cpu, ev.id, field.clone())) {
                     std::collections::hash_map::Entry::Occupied(e) => *e.get(),
                     std::collections::hash_map::Entry::Vacant(e) => {

@@ -559,6 +559,7 @@ fn descriptor(body: &mut &[u8]) -> Result<DumpDescriptor, String> {
                 }
             }
             3 => Timeline::Counter,
+            4 => Timeline::Span { label: string(body)?, duration: string(body)? },
             other => return Err(format!("unknown timeline kind {other}")),
         },
     };

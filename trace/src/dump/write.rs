@@ -147,6 +147,11 @@ impl<W: FnMut(&str)> DumpWriter<W> {
                 item.str(key.unwrap_or(""));
             }
             Timeline::Counter => item.varint(3),
+            Timeline::Span { label, duration } => {
+                item.varint(4);
+                item.str(label);
+                item.str(duration);
+            }
         }
         self.item(kind::DESCRIPTOR, &item);
     }

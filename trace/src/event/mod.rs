@@ -69,6 +69,16 @@ pub enum Timeline<S = &'static str> {
     },
     /// Its integer fields are counters: each a value over time, per CPU.
     Counter,
+    /// Ends a slice named `label` that began `duration` nanoseconds before it, the
+    /// value of its integer field `duration` (a region it measured, such as the
+    /// irqsoff tracer's). Drawn on a track of its own beside its CPU's: such a slice
+    /// need not nest in the CPU's others.
+    Span {
+        /// The slice's kind.
+        label: S,
+        /// The field holding the slice's length in nanoseconds.
+        duration: S,
+    },
 }
 
 /// A static description of an event: who it is, its fields, how to print it, and
@@ -456,7 +466,8 @@ impl<T: Args<A>, A> Fields for Encode<T, A> {
 
 /// Declares a tracepoint. After its format it may say what it is on a timeline
 /// ([`Timeline`]): `begin "LABEL"` / `end "LABEL"`, optionally `key FIELD` (the two
-/// events of a slice), or `counter`.
+/// events of a slice), `span "LABEL" duration FIELD` (the end of a slice that lasted
+/// FIELD ns), or `counter`.
 ///
 /// ```text
 /// trace::event! {
@@ -476,7 +487,7 @@ macro_rules! event {
     ($(
         $(#[$meta:meta])*
         $vis:vis $ident:ident = $system:literal : $name:literal { $($field:ident : $ty:ty),* $(,)? }
-            => $format:literal $(, $timeline:ident $($label:literal $(key $key:ident)?)?)?;
+            => $format:literal $(, $timeline:ident $($label:literal $($which:ident $key:ident)?)?)?;
     )*) => {$(
         $(#[$meta])*
         $vis static $ident: $crate::event::Event<($($ty,)*)> = $crate::event::Event::new($crate::event::EventDescriptor::new(
@@ -485,7 +496,7 @@ macro_rules! event {
             $format,
             &[$($crate::field::Field { name: stringify!($field), kind: <$ty as $crate::field::FieldValue>::KIND }),*],
             $crate::event::DescriptorKind::Event,
-        ).on_timeline($crate::timeline!($($timeline $($label $(key $key)?)?)?)));
+        ).on_timeline($crate::timeline!($($timeline $($label $($which $key)?)?)?)));
         const _: () = {
             #[used]
             #[unsafe(link_section = "trace_events")]
@@ -496,7 +507,7 @@ macro_rules! event {
 
 /// The [`Timeline`] an [`event!`](crate::event) declares after its format:
 /// nothing (an instant), `begin "LABEL"`, `end "LABEL"` (each optionally followed by
-/// `key FIELD`), or `counter`.
+/// `key FIELD`), `span "LABEL" duration FIELD`, or `counter`.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! timeline {
@@ -511,6 +522,9 @@ macro_rules! timeline {
     };
     (end $label:literal $(key $key:ident)?) => {
         $crate::event::Timeline::End { label: $label, key: $crate::timeline!(@key $($key)?) }
+    };
+    (span $label:literal duration $field:ident) => {
+        $crate::event::Timeline::Span { label: $label, duration: stringify!($field) }
     };
     (@key) => {
         None

@@ -23,7 +23,7 @@
 use super::function::FunctionError;
 use super::instance::Instance;
 use super::{MAX_INSTANCES, Tracer};
-use crate::event::{DescriptorKind, EventDescriptor};
+use crate::event::{DescriptorKind, EventDescriptor, Timeline};
 use crate::field::{Field, FieldKind};
 use crate::platform::Platform;
 use crate::ring::Mode;
@@ -31,7 +31,8 @@ use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, CachePadded, Ordering::Rel
 use alloc::vec::Vec;
 
 /// `ftrace:irqsoff`: a reported irqs-off region: how long it lasted (ns), and where
-/// interrupts went off and on again (ELF addresses).
+/// interrupts went off and on again (ELF addresses). On a timeline, the region is
+/// an `irqs off` slice ending at the report.
 pub static IRQSOFF: EventDescriptor = EventDescriptor::new(
     "ftrace",
     "irqsoff",
@@ -42,7 +43,8 @@ pub static IRQSOFF: EventDescriptor = EventDescriptor::new(
         Field { name: "end", kind: FieldKind::U64 },
     ],
     DescriptorKind::Event,
-);
+)
+.on_timeline(Timeline::Span { label: "irqs off", duration: "latency_ns" });
 
 /// One CPU's irqs-off region.
 #[derive(Default)]
