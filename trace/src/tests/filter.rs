@@ -386,23 +386,15 @@ fn filter_function_modifier_matches_addresses_inside_a_function() {
     let outside = compile("c.function != '<b as c>::g' && a == 1").unwrap();
     assert!(judge(&outside, 1, 2, "s", 0x100) && !judge(&outside, 1, 2, "s", 0x23f));
     assert_eq!(outside.text(), "c.function != '<b as c>::g' && a == 1", "reads back as set");
+    for (text, pos, reason) in [
+        ("c.function < \"a::f\"", 11, FilterReason::FunctionOrder),
+        ("a.function == \"a::f\"", 0, FilterReason::FunctionOnNonAddress),
+        ("c.func == \"a::f\"", 1, FilterReason::UnknownModifier),
+        ("c.function == nope", 14, FilterReason::UnknownFunction),
+    ] {
+        assert_eq!(compile(text).unwrap_err(), FilterError { pos, reason }, "{text}");
+    }
     let refused = |text: &str| compile(text).unwrap_err();
-    assert_eq!(
-        refused("c.function < \"a::f\""),
-        FilterError { pos: 11, reason: FilterReason::FunctionOrder }
-    );
-    assert_eq!(
-        refused("a.function == \"a::f\""),
-        FilterError { pos: 0, reason: FilterReason::FunctionOnNonAddress }
-    );
-    assert_eq!(
-        refused("c.func == \"a::f\""),
-        FilterError { pos: 1, reason: FilterReason::UnknownModifier }
-    );
-    assert_eq!(
-        refused("c.function == nope"),
-        FilterError { pos: 14, reason: FilterReason::UnknownFunction }
-    );
     assert_eq!(refused(".function == x").reason, FilterReason::ExpectedField);
     let none = Filter::compile(FIELDS, "c.function == \"a::f\"").unwrap_err();
     assert_eq!(none.reason, FilterReason::UnknownFunction, "no symbol table");
