@@ -1225,4 +1225,17 @@ fn irqsoff_keeps_the_longest_irqs_off_region_in_the_snapshot() {
     let text = String::from_utf8(text).unwrap();
     let last = text.lines().rfind(|l| l.contains(": irqsoff: ")).unwrap_or("");
     assert!(last.contains(spike) && irqsoff_ns(last) >= 30_000_000, "{text}");
+    // In Perfetto the region is a slice of its own, `irqs off` on CPU 0's track for
+    // it, named where interrupts went off.
+    let doc = boot::report::perfetto_json(&snapshot);
+    let events = doc["traceEvents"].as_array().unwrap();
+    let region = events.iter().rfind(|e| e["name"] == "irqs off" && e["ph"] == "X");
+    let region = region.unwrap_or_else(|| panic!("no irqs-off slice: {doc}"));
+    assert!(region["dur"].as_f64().is_some_and(|us| us >= 30_000.0), "{region}");
+    let start = region["args"]["start"].as_str().unwrap_or("");
+    assert!(start.starts_with("kernel::watchdog::spike+0x"), "{region}");
+    let tid = region["tid"].as_u64().unwrap();
+    let track =
+        events.iter().find(|e| e["name"] == "thread_name" && e["tid"].as_u64() == Some(tid));
+    assert_eq!(track.map(|t| t["args"]["name"].as_str()), Some(Some("cpu0 irqs off")));
 }
