@@ -749,8 +749,8 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
         }
         File::EnabledFunctions => {
             let enabled = tracer.enabled_functions().into_iter();
-            let named = enabled.filter_map(|(i, n)| Some((functions::functions().get(i)?, n)));
-            named.into_iter().try_for_each(|(f, n)| writeln!(out, "{} ({n})", f.name))
+            let mut named = enabled.filter_map(|(i, n)| Some((functions::functions().get(i)?, n)));
+            named.try_for_each(|(f, n)| writeln!(out, "{} ({n})", f.name))
         }
         File::DynFtraceTotalInfo => writeln!(out, "{}", functions::functions().len()),
         File::SetFtraceFilter

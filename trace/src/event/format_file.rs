@@ -258,11 +258,16 @@ impl Linux {
     pub fn fields(self) -> Vec<Field<'static>> {
         use FieldKind::{I32, U32, U64};
         match self {
-            Linux::GraphExit => [("func", U64), ("depth", U64), ("overrun", U32)]
-                .into_iter()
-                .chain([("calltime", U64), ("rettime", U64)])
-                .map(|(name, kind)| Field { name, kind })
-                .collect(),
+            Linux::GraphExit => {
+                let fields = [
+                    ("func", U64),
+                    ("depth", U64),
+                    ("overrun", U32),
+                    ("calltime", U64),
+                    ("rettime", U64),
+                ];
+                fields.into_iter().map(|(name, kind)| Field { name, kind }).collect()
+            }
             Linux::Stack(frames) => core::iter::once(Field { name: "size", kind: I32 })
                 .chain(CALLERS[..frames].iter().map(|&name| Field { name, kind: U64 }))
                 .collect(),

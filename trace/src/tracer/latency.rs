@@ -8,11 +8,10 @@
 //! into its snapshot, which then holds the window that led to it. The instance
 //! records the functions called inside a timed region (`ftrace:function`, through
 //! the function tracer's entries and lists), as ftrace's `function-trace` option
-//! does. As in ftrace,
-//! selecting the tracer starts the instance's `tracing_max_latency` again and puts
-//! its buffer in overwrite mode (the window is the latest records) until another
-//! tracer is selected, which gives the mode it had back; discard mode is refused
-//! meanwhile.
+//! does. As in ftrace, selecting the tracer starts the instance's
+//! `tracing_max_latency` again and puts its buffer in overwrite mode (the window is
+//! the latest records) until another tracer is selected, which gives the mode it
+//! had back; discard mode is refused meanwhile.
 //!
 //! A CPU's region words are touched only by that CPU with interrupts off, so they
 //! need no protocol (NMIs, which do not call the hooks, aside). Reports from several
@@ -237,19 +236,21 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
         now: bool,
     ) -> impl FnOnce(&Latency) + use<'s, 't, P> {
         let slot = self.state.slot;
-        let (max, mode, kept) =
-            (latency.max[slot].load(Relaxed), self.mode(), latency.owner_mode.load(Relaxed));
-        match (was, now) {
-            (false, true) => {
+        // What the change touches, kept for the undo (nothing if it is no change).
+        let before = (was != now).then(|| {
+            (latency.max[slot].load(Relaxed), self.mode(), latency.owner_mode.load(Relaxed))
+        });
+        if let Some((_, mode, kept)) = before {
+            if now {
                 latency.owner_mode.store(mode == Mode::Overwrite, Relaxed);
                 latency.max[slot].store(0, Relaxed);
                 self.apply_mode(Mode::Overwrite);
+            } else {
+                self.apply_mode(if kept { Mode::Overwrite } else { Mode::Discard });
             }
-            (true, false) => self.apply_mode(if kept { Mode::Overwrite } else { Mode::Discard }),
-            _ => {}
         }
         move |latency: &Latency| {
-            if was != now {
+            if let Some((max, mode, kept)) = before {
                 latency.max[slot].store(max, Relaxed);
                 latency.owner_mode.store(kept, Relaxed);
                 self.apply_mode(mode);
