@@ -3,7 +3,9 @@
 //! lookups ([`trace::symtab`]). Shared by the crate and its build script.
 
 use object::read::elf::ElfFile64;
-use object::{Endianness, Object, ObjectSection, ObjectSymbol, SectionKind, SymbolKind};
+use object::{
+    Endianness, Object, ObjectSection, ObjectSymbol, SectionFlags, SectionKind, SymbolKind,
+};
 
 /// The [`trace::symtab`] table of the ELF64 image `data` (see [`functions`]).
 pub fn symbol_table(data: &[u8]) -> Result<Vec<u8>, String> {
@@ -41,7 +43,13 @@ pub fn functions(data: &[u8]) -> Result<Vec<(u64, u64, String)>, String> {
         let section = symbol.section_index().and_then(|i| elf.section_by_index(i).ok());
         let code = match symbol.kind() {
             SymbolKind::Text => true,
-            SymbolKind::Unknown => section.as_ref().is_some_and(|s| s.kind() == SectionKind::Text),
+            // Code by its flags: a split debug file (`objcopy --only-keep-debug`)
+            // keeps the section headers, not the bytes, so its `.text` is NOBITS.
+            SymbolKind::Unknown => section.as_ref().is_some_and(|s| {
+                s.kind() == SectionKind::Text
+                    || matches!(s.flags(), SectionFlags::Elf { sh_flags }
+                        if sh_flags & u64::from(object::elf::SHF_EXECINSTR) != 0)
+            }),
             _ => false,
         };
         if !code || symbol.is_undefined() {

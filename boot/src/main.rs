@@ -506,6 +506,11 @@ fn convert(
             clean = false;
             eprintln!("report: {log}:{}: {}", problem.line, problem.what);
         }
+        if let (Some(symbols), Some(elf)) = (symbols, &options.elf) {
+            symbols
+                .check(dump.symbols)
+                .map_err(|e| format!("{log}:{}: {}: {e}", dump.line, elf.display()))?;
+        }
         match options.format {
             Format::Text => {
                 if total > 1 {

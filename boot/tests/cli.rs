@@ -24,7 +24,7 @@ fn log() -> String {
         out.push_str(line);
         out.push('\n');
     });
-    writer.header(2, Some((1, "oops", "src/net.rs:10:5")));
+    writer.header(2, Some((1, "oops", "src/net.rs:10:5")), None);
     writer.descriptor_as(1, descriptor);
     writer.instance(0, "");
     writer.cpu_stats(0, 0, &RingStats { written: 2, entries: 2, ..RingStats::default() });
@@ -204,7 +204,7 @@ fn a_dump_of_the_last_records_says_how_many_it_left_out() {
         log.push_str(line);
         log.push('\n');
     });
-    writer.header(2, None);
+    writer.header(2, None, None);
     writer.descriptor_as(1, descriptor);
     writer.instance(0, "");
     writer.cpu_stats(0, 0, &RingStats { written: 2, entries: 2, ..RingStats::default() });
@@ -239,7 +239,7 @@ fn a_dump_without_instances_or_their_names_gets_a_sentence() {
         log.push_str(line);
         log.push('\n');
     });
-    writer.header(1, None);
+    writer.header(1, None, None);
     writer.instance(0, "");
     for ts in 0..200 {
         writer.record(0, &record(0, ts, &[0; 16]), None);
@@ -341,15 +341,16 @@ fn kernel_functions() -> Vec<(String, u64, u64)> {
         .collect()
 }
 
-/// A log holding one `ftrace:kernel_stack` record of the frames `ips`.
-fn stack_log(ips: &[u64]) -> String {
+/// A log holding one `ftrace:kernel_stack` record of the frames `ips`, written by
+/// a kernel whose symbol table has the fingerprint `symbols`.
+fn stack_log(ips: &[u64], symbols: Option<u64>) -> String {
     use trace::field::FieldValue;
     let mut out = String::new();
     let mut writer = DumpWriter::begin(|line: &str| {
         out.push_str(line);
         out.push('\n');
     });
-    writer.header(1, None);
+    writer.header(1, None, symbols);
     writer.descriptor_as(1, &trace::tracer::STACK_TRACE);
     writer.instance(0, "");
     writer.cpu_stats(0, 0, &RingStats { written: 1, entries: 1, ..RingStats::default() });
@@ -396,7 +397,8 @@ fn report_elf_prints_stack_frames_as_functions() {
         .iter()
         .find(|f| f.0 == "kernel::arch::idt::serial")
         .expect("the serial interrupt's handler");
-    let log = temp("stack.log", stack_log(&[serial + 0x1a, 0x10]));
+    let kernel = boot::report::Symbols::read(std::path::Path::new(boot::KERNEL_ELF)).unwrap();
+    let log = temp("stack.log", stack_log(&[serial + 0x1a, 0x10], Some(kernel.fingerprint())));
     let log = log.to_str().unwrap();
 
     let out = report(&[log]);
@@ -461,9 +463,44 @@ fn report_elf_prints_stack_frames_as_functions() {
     assert_eq!(lines[1..], [format!("=> {name} ({:x})", serial + 0x1a), "=> 10".into()], "{read}");
 }
 
+/// A dump carries the fingerprint of its kernel's functions; an ELF whose functions
+/// are not those is refused (its names would be wrong), and nothing is written. A
+/// dump without one (older, or from a kernel without symbols) is named as it is.
+#[test]
+fn the_elf_of_another_kernel_is_refused_and_nothing_is_written() {
+    let kernel = boot::report::Symbols::read(std::path::Path::new(boot::KERNEL_ELF)).unwrap();
+    let ip = kernel.functions()[100].0 + 1;
+    let output = std::env::temp_dir().join(format!("boot-cli-{}-other.txt", std::process::id()));
+    let named = |fingerprint: Option<u64>| {
+        let log = temp("other.log", stack_log(&[ip], fingerprint));
+        let out = report(&[log.to_str().unwrap(), "--elf", "-o", output.to_str().unwrap()]);
+        (out, std::fs::read_to_string(&output).ok(), std::fs::remove_file(&output))
+    };
+    let (out, written, _) = named(Some(kernel.fingerprint()));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(written.is_some_and(|w| w.contains(&format!(" => {}", kernel.frame(ip)))));
+    let (out, written, _) = named(None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(written.is_some_and(|w| w.contains(&format!(" => {}", kernel.frame(ip)))));
+    let other = kernel.fingerprint() ^ 1;
+    let (out, written, _) = named(Some(other));
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{}: the ELF is not the kernel that wrote this dump: its functions' fingerprint is \
+             {:#018x}, the dump's kernel's {other:#018x}",
+            boot::KERNEL_ELF,
+            kernel.fingerprint()
+        )),
+        "{stderr}"
+    );
+    assert_eq!(written, None, "nothing is written");
+}
+
 #[test]
 fn a_bad_elf_is_refused_with_the_reason_and_nothing_is_written() {
-    let log = temp("elf.log", stack_log(&[0x1234]));
+    let log = temp("elf.log", stack_log(&[0x1234], None));
     let kernel = std::fs::read(boot::KERNEL_ELF).unwrap();
     let mut class32 = kernel[..64].to_vec();
     class32[4] = 1;
@@ -565,7 +602,9 @@ fn report_filter_keeps_the_events_named_whose_filter_passes() {
     // `.function`: an address inside a function of the ELF `--elf` reads (only
     // with it).
     let tracers = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/panic-tracers.log");
-    let symbols = boot::report::Symbols::read(std::path::Path::new(boot::KERNEL_ELF)).unwrap();
+    // The kernel that wrote it, as its split debug file.
+    let elf = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/panic-tracers.elf");
+    let symbols = boot::report::Symbols::read(std::path::Path::new(elf)).unwrap();
     // A function record prints `IP <-PARENT` after its time.
     fn call(line: &str) -> Option<&str> {
         line.split_once(" <-")?.0.rsplit(' ').next()
@@ -575,7 +614,7 @@ fn report_filter_keeps_the_events_named_whose_filter_passes() {
         calls.iter().filter_map(|l| u64::from_str_radix(call(l)?.strip_prefix("0x")?, 16).ok());
     let (name, _) = ips.filter_map(|ip| symbols.lookup(ip)).next().expect("a function record");
     let spec = format!("function: ip.function == \"{name}\"");
-    let kept = events(&report(&[tracers, "--instance", "top", "--elf", "--filter", &spec]));
+    let kept = events(&report(&[tracers, "--instance", "top", "--elf", elf, "--filter", &spec]));
     assert!(!kept.is_empty());
     assert!(kept.iter().all(|l| call(l) == Some(name)), "{kept:?}");
     let out = report(&[tracers, "--instance", "top", "--filter", &spec]);

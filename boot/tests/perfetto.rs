@@ -123,13 +123,23 @@ fn perfetto_proto_needs_an_output_file() {
 
 /// A real log with `function_graph` records (`tests/data/panic-tracers.log`).
 const TRACERS_LOG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/panic-tracers.log");
+/// The symbols of the kernel that wrote [`TRACERS_LOG`] (its split debug file).
+const TRACERS_ELF: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/panic-tracers.elf");
 
 /// `function_graph` in Perfetto: each traced call is a `call` slice from its entry
 /// to its return, named after the function (`--elf`), nested as the calls were.
 #[test]
 fn function_graph_calls_are_nested_slices() {
-    let out =
-        boot(&["report", "--elf", "--format", "perfetto", "--instance", "graph", TRACERS_LOG]);
+    let out = boot(&[
+        "report",
+        "--elf",
+        TRACERS_ELF,
+        "--format",
+        "perfetto",
+        "--instance",
+        "graph",
+        TRACERS_LOG,
+    ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let events = doc["traceEvents"].as_array().unwrap();
@@ -175,7 +185,16 @@ fn function_graph_calls_are_nested_slices() {
 /// trace has the same tracks and slices.
 #[test]
 fn irqsoff_regions_are_slices_on_tracks_of_their_own() {
-    let out = boot(&["report", "--elf", "--format", "perfetto", "--instance", "irq", TRACERS_LOG]);
+    let out = boot(&[
+        "report",
+        "--elf",
+        TRACERS_ELF,
+        "--format",
+        "perfetto",
+        "--instance",
+        "irq",
+        TRACERS_LOG,
+    ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let events = doc["traceEvents"].as_array().unwrap();

@@ -23,7 +23,7 @@ fn log() -> String {
         out.push_str(line);
         out.push('\n');
     });
-    writer.header(2, Some((0, "oops", "src/main.rs:1:1")));
+    writer.header(2, Some((0, "oops", "src/main.rs:1:1")), None);
     writer.descriptor_as(1, descriptor);
     let ping = |seq: u32| {
         let mut buf = [0u8; 64];

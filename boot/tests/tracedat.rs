@@ -106,6 +106,9 @@ fn trace_cmd_sees_the_cpus_the_clock_and_the_stats() {
 
 /// A real log with the function tracers' records (`tests/data/panic-tracers.log`).
 const TRACERS_LOG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/panic-tracers.log");
+/// The symbols of the kernel that wrote [`TRACERS_LOG`]: its split debug file
+/// (`objcopy --only-keep-debug`), as a rebuilt kernel moves its functions.
+const TRACERS_ELF: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/panic-tracers.elf");
 
 /// A function's name as trace.dat's kallsyms carry it (trace-cmd reads a name up to
 /// its first space).
@@ -130,6 +133,7 @@ fn tracers_report(instance: &str, args: &[&str]) -> (String, trace::dump::Sectio
     let out = boot(&[
         "report",
         "--elf",
+        TRACERS_ELF,
         "--format",
         "tracedat",
         "--instance",
@@ -168,7 +172,7 @@ fn values_of(section: &trace::dump::Section, name: &str) -> Vec<Vec<u64>> {
 /// function's name from the kallsyms `--elf` writes.
 #[test]
 fn trace_cmd_shows_function_graph_calls_with_durations_and_names() {
-    let symbols = boot::report::Symbols::read(Path::new(boot::KERNEL_ELF)).unwrap();
+    let symbols = boot::report::Symbols::read(Path::new(TRACERS_ELF)).unwrap();
     let (report, graph) = tracers_report("graph", &[]);
     let exits = values_of(&graph, "funcgraph_exit");
     assert!(exits.len() >= 10, "a real function graph: {exits:?}");
@@ -200,7 +204,7 @@ fn trace_cmd_shows_function_graph_calls_with_durations_and_names() {
 /// `--elf` writes (with `-O parent`, as Linux's `function` tracer prints them).
 #[test]
 fn trace_cmd_names_the_function_tracers_calls_from_the_elf() {
-    let symbols = boot::report::Symbols::read(Path::new(boot::KERNEL_ELF)).unwrap();
+    let symbols = boot::report::Symbols::read(Path::new(TRACERS_ELF)).unwrap();
     let (report, top) = tracers_report("top", &["-O", "parent"]);
     let calls = values_of(&top, "function");
     assert!(calls.len() >= 100, "a real function trace: {}", calls.len());
@@ -218,7 +222,7 @@ fn trace_cmd_names_the_function_tracers_calls_from_the_elf() {
 /// `=> name (address)` per frame), named from the kallsyms `--elf` writes.
 #[test]
 fn trace_cmd_prints_stack_traces_with_names_from_the_elf() {
-    let symbols = boot::report::Symbols::read(Path::new(boot::KERNEL_ELF)).unwrap();
+    let symbols = boot::report::Symbols::read(Path::new(TRACERS_ELF)).unwrap();
     let (report, stk) = tracers_report("stk", &[]);
     let stacks = values_of(&stk, "kernel_stack");
     assert!(stacks.len() >= 4, "the trigger's stacks: {stacks:?}");

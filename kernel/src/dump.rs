@@ -295,7 +295,7 @@ fn write(
     let mut writer = DumpWriter::begin(|line: &str| {
         let _ = writeln!(out, "{line}");
     });
-    writer.header(tracer.cpus(), panic);
+    writer.header(tracer.cpus(), panic, crate::symbols::fingerprint());
     for descriptor in tracer.events() {
         writer.descriptor(descriptor);
     }
@@ -355,7 +355,7 @@ pub fn stream_raw(
     };
     {
         let mut w = writer.borrow_mut();
-        w.header(tracer.cpus(), None);
+        w.header(tracer.cpus(), None, crate::symbols::fingerprint());
         for descriptor in tracer.events() {
             w.descriptor(descriptor);
         }

@@ -5,16 +5,22 @@
 use spin::Once;
 use trace::symtab::{SymbolTable, SymtabError};
 
-static TABLE: Once<SymbolTable<'static>> = Once::new();
+static TABLE: Once<(SymbolTable<'static>, u64)> = Once::new();
 
-/// Takes the table in `bytes` (the boot ramdisk); returns how many functions it
-/// names. Called once at boot.
+/// Takes the table in `bytes` (the boot ramdisk) and its fingerprint; returns how
+/// many functions it names. Called once at boot.
 pub fn init(bytes: &'static [u8]) -> Result<usize, SymtabError> {
     let table = SymbolTable::parse(bytes)?;
-    Ok(TABLE.call_once(|| table).len())
+    Ok(TABLE.call_once(|| (table, table.fingerprint())).0.len())
 }
 
 /// The kernel's symbol table, once [`init`] took one.
 pub fn table() -> Option<&'static SymbolTable<'static>> {
-    TABLE.get()
+    TABLE.get().map(|(table, _)| table)
+}
+
+/// The table's [`SymbolTable::fingerprint`], which dumps carry so that the host
+/// tool can tell whether an ELF is this kernel.
+pub fn fingerprint() -> Option<u64> {
+    TABLE.get().map(|&(_, fingerprint)| fingerprint)
 }

@@ -393,6 +393,9 @@ pub(crate) fn top_level_report_with_elf(m: &mut Machine) -> String {
     let dump = dumps.last().expect("the dump");
     assert!(dump.problems.is_empty(), "{:?}", dump.problems);
     let symbols = report::Symbols::read(std::path::Path::new(boot::KERNEL_ELF)).unwrap();
+    // The dump names its kernel, and the ELF is that kernel.
+    assert!(dump.symbols.is_some(), "the dump carries its kernel's fingerprint");
+    symbols.check(dump.symbols).unwrap();
     let mut trace = dump.sections().into_iter().find(|t| t.instance == "top").unwrap();
     symbols.symbolize(&mut trace);
     let mut out = Vec::new();

@@ -55,6 +55,9 @@ fn trace_pipe_raw_streams_consumed_records_with_their_lost_counts() {
     let section = &d.instances[&0];
     assert_eq!((section.name.as_str(), section.buffer), ("t1", dump::BufferKind::Live));
     assert_eq!(d.cpus, Some(4));
+    // It names its kernel, as a panic dump does: `report --elf` takes this ELF.
+    let kernel = boot::report::Symbols::read(std::path::Path::new(boot::KERNEL_ELF)).unwrap();
+    assert_eq!(d.symbols, Some(kernel.fingerprint()));
     assert_eq!(section.records.len() as u64, entries);
     assert_eq!(section.lost.values().sum::<u64>(), lost, "every dropped event counted once");
     assert!(section.records.windows(2).all(|w| w[0].ts <= w[1].ts), "merged in time order");

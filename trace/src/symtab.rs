@@ -197,6 +197,19 @@ impl<'a> SymbolTable<'a> {
         Ok(())
     }
 
+    /// A fingerprint of the table: FNV-1a (64-bit) over its entries and names. Two
+    /// kernels with the same functions at the same addresses share it; a dump
+    /// carries the kernel's, so that the host tool can tell whether an ELF is the
+    /// kernel that wrote the dump. Linear in the table; allocates nothing.
+    pub fn fingerprint(&self) -> u64 {
+        const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+        const PRIME: u64 = 0x0000_0100_0000_01b3;
+        self.entries
+            .iter()
+            .chain(self.names)
+            .fold(OFFSET, |hash, &byte| (hash ^ u64::from(byte)).wrapping_mul(PRIME))
+    }
+
     /// The functions, by ascending start: start, end (exclusive) and name (`None`
     /// where the name is damaged).
     pub fn functions(&self) -> impl Iterator<Item = (u64, u64, Option<&'a str>)> + '_ {
@@ -274,6 +287,25 @@ mod tests {
         assert_eq!(stack, "depth=2\n => a+0x20\n => b+0x1");
         let empty = encode([]);
         assert_eq!(frame(&SymbolTable::parse(&empty).unwrap(), 0x200), "0x200");
+    }
+
+    #[test]
+    fn the_fingerprint_changes_with_any_address_size_or_name() {
+        let print = |functions: &[(u64, u64, &str)]| {
+            SymbolTable::parse(&encode(functions.iter().copied())).unwrap().fingerprint()
+        };
+        let base = [(0x100, 0x120, "a"), (0x200, 0x210, "b")];
+        assert_eq!(print(&base), print(&base));
+        // The known FNV-1a value of no bytes: an empty table.
+        assert_eq!(print(&[]), 0xcbf2_9ce4_8422_2325);
+        for other in [
+            [(0x100, 0x120, "a"), (0x208, 0x218, "b")],
+            [(0x100, 0x121, "a"), (0x200, 0x210, "b")],
+            [(0x100, 0x120, "a"), (0x200, 0x210, "c")],
+            [(0x100, 0x120, "b"), (0x200, 0x210, "a")],
+        ] {
+            assert_ne!(print(&base), print(&other), "{other:?}");
+        }
     }
 
     #[test]

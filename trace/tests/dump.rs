@@ -45,6 +45,9 @@ struct Sample {
     records: Vec<(usize, u64, u16, Vec<u8>)>,
 }
 
+/// The symbol table fingerprint [`write`] puts in the header (ten varint bytes).
+const SYMBOLS: u64 = 0xfeed_f00d_dead_beef;
+
 /// Writes a dump of `sample`'s records (ids 1 and 2 = NUMBERS and TEXT) with stats.
 fn write(sample: &Sample, panic: Option<(usize, &str, &str)>) -> String {
     let [numbers_d, text_d] = descriptors();
@@ -55,7 +58,7 @@ fn write(sample: &Sample, panic: Option<(usize, &str, &str)>) -> String {
         out.push_str(line);
         out.push('\n');
     });
-    writer.header(2, panic);
+    writer.header(2, panic, Some(SYMBOLS));
     for (id, d) in ids {
         writer.descriptor_as(id, d);
     }
@@ -124,6 +127,7 @@ fn a_dump_round_trips_through_text() {
         (panic.cpu, panic.message.as_str(), panic.location.as_str()),
         (1, "boom: the kernel\nfell over", "src/main.rs:1:2")
     );
+    assert_eq!(d.symbols, Some(SYMBOLS));
     assert_eq!(d.descriptors[&1].name, "numbers");
     assert_eq!(d.descriptors[&2].fields.len(), 4);
     let instance = &d.instances[&0];
@@ -296,7 +300,7 @@ fn a_dump_carries_a_snapshot_section_beside_the_live_one_with_its_own_stats() {
         out.push_str(line);
         out.push('\n');
     });
-    writer.header(2, None);
+    writer.header(2, None, None);
     writer.descriptor_as(1, numbers_d);
     writer.instance(0, "latency");
     writer.cpu_stats(0, 0, &RingStats { written: 5, entries: 1, ..RingStats::default() });
@@ -327,7 +331,7 @@ fn a_stream_flushes_partial_chunks_and_carries_lost_counts_per_cpu() {
     let [numbers_d, _] = descriptors();
     let lines = std::cell::RefCell::new(Vec::<String>::new());
     let mut writer = DumpWriter::begin(|line: &str| lines.borrow_mut().push(line.into()));
-    writer.header(2, None);
+    writer.header(2, None, None);
     writer.descriptor_as(1, numbers_d);
     writer.instance(0, "");
     writer.record(0, &record(0, 100, &numbers(1, 2, 3, 4, 5, 6)), Some(numbers_d));
@@ -358,6 +362,17 @@ fn a_stream_flushes_partial_chunks_and_carries_lost_counts_per_cpu() {
     assert_eq!(section.events[1].values.len(), 6, "decoded with the dump's descriptor");
 }
 
+#[test]
+fn a_long_panic_message_is_cut_so_that_the_header_keeps_its_fingerprint() {
+    let message = "x".repeat(4000);
+    let log = write(&Sample { records: Vec::new() }, Some((0, &message, "src/lib.rs:9:9")));
+    let d = &dump::parse(&log)[0];
+    assert!(d.problems.is_empty(), "{:?}", d.problems);
+    let panic = d.panic.as_ref().expect("the header");
+    assert!(message.starts_with(&panic.message) && panic.message.len() > 200, "{panic:?}");
+    assert_eq!((panic.location.as_str(), d.symbols), ("src/lib.rs:9:9", Some(SYMBOLS)));
+}
+
 /// A one-chunk dump of `items` (kind, body), as an older writer could have written it.
 fn crafted_dump(items: &[(u8, &[u8])]) -> String {
     let mut chunk = Vec::new();
@@ -377,6 +392,7 @@ fn a_version_1_dump_still_parses_its_sections_as_live_buffers() {
     let d = &dump::parse(&log)[0];
     assert!(d.problems.is_empty(), "{:?}", d.problems);
     assert_eq!(d.version, Some(1));
+    assert_eq!(d.symbols, None, "a header without the symbols' fingerprint");
     assert_eq!(d.instances[&0].name, "a");
     assert_eq!(d.instances[&0].buffer, dump::BufferKind::Live);
     assert_eq!(d.instances[&0].records.len(), 1);
@@ -468,7 +484,7 @@ fn descriptors_carry_their_timeline_through_a_dump() {
         out.push_str(line);
         out.push('\n');
     });
-    writer.header(1, None);
+    writer.header(1, None, None);
     for (id, event) in [
         (1, OPEN.descriptor()),
         (2, CLOSE.descriptor()),

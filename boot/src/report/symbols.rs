@@ -58,6 +58,30 @@ impl Symbols {
         SymbolTable::parse(&self.table).ok()
     }
 
+    /// The table's [`SymbolTable::fingerprint`]: what a kernel built from this ELF
+    /// writes in its dumps' headers.
+    pub fn fingerprint(&self) -> u64 {
+        self.table().map_or(0, |t| t.fingerprint())
+    }
+
+    /// Refuses to name the addresses of a dump that another kernel wrote: one whose
+    /// header carries a fingerprint ([`SymbolTable::fingerprint`]) other than this
+    /// table's. Its addresses would be named after the wrong functions. A dump
+    /// without one (its kernel had no symbol table, or the dump is older than the
+    /// fingerprint) is taken as it is.
+    pub fn check(&self, written_by: Option<u64>) -> Result<(), String> {
+        let ours = self.fingerprint();
+        match written_by {
+            Some(theirs) if theirs != ours => Err(format!(
+                "the ELF is not the kernel that wrote this dump: its functions' fingerprint is \
+                 {ours:#018x}, the dump's kernel's {theirs:#018x} (a rebuilt kernel moves its \
+                 functions; give the ELF of the kernel that ran, or leave out --elf to see \
+                 addresses)"
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// The function holding `addr` and the offset of `addr` in it.
     pub fn lookup(&self, addr: u64) -> Option<(&str, u64)> {
         self.table()?.lookup(addr)

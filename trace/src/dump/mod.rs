@@ -22,7 +22,7 @@
 //!
 //! | kind | item | body |
 //! |---|---|---|
-//! | 1 | header | version, CPU count, panic flag, then if set: CPU, message, location |
+//! | 1 | header | version, CPU count, panic flag, then if set: CPU, message, location; then (absent in dumps before it) a symbols flag, then if set the fingerprint of the kernel's symbol table ([`crate::symtab::SymbolTable::fingerprint`]) |
 //! | 2 | descriptor | id, kind (0 event, 1 printk), system, name, format, field count, fields (name, type tag, for byte arrays the length), then (absent in dumps before it: an instant) the [`crate::event::Timeline`]: 0 instant, 1 begin or 2 end followed by label and key (empty: none), 3 counter, 4 span followed by label and duration field |
 //! | 3 | section | section number, instance name, buffer (0 live, 1 snapshot; absent in version 1: live) |
 //! | 4 | CPU statistics | section, CPU, written, entries, overrun, dropped, read, commit overrun |

@@ -136,6 +136,10 @@ pub struct Dump {
     pub cpus: Option<usize>,
     /// Where the kernel panicked; `None` for a live dump.
     pub panic: Option<PanicReport>,
+    /// The [`crate::symtab::SymbolTable::fingerprint`] of the kernel that wrote the
+    /// dump; `None` when it had no symbol table (or wrote the dump before the header
+    /// carried one).
+    pub symbols: Option<u64>,
     /// Descriptors by id.
     pub descriptors: BTreeMap<u16, DumpDescriptor>,
     /// Sections (instances' buffers), by their number in the dump.
@@ -518,6 +522,10 @@ fn header(dump: &mut Dump, body: &mut &[u8]) -> Result<(), String> {
     if varint(body)? == 1 {
         let cpu = cpu(dump, body)?;
         dump.panic = Some(PanicReport { cpu, message: string(body)?, location: string(body)? });
+    }
+    // Absent in dumps written before the header carried it.
+    if !body.is_empty() && varint(body)? == 1 {
+        dump.symbols = Some(varint(body)?);
     }
     Ok(())
 }

@@ -92,8 +92,15 @@ impl<W: FnMut(&str)> DumpWriter<W> {
         self.len += n + body.len;
     }
 
-    /// Writes the header: CPU count and, for a panic, where it happened.
-    pub fn header(&mut self, cpus: usize, panic: Option<(usize, &str, &str)>) {
+    /// Writes the header: CPU count, for a panic where it happened, and the
+    /// fingerprint of the kernel's symbol table
+    /// ([`crate::symtab::SymbolTable::fingerprint`]) if it has one.
+    pub fn header(
+        &mut self,
+        cpus: usize,
+        panic: Option<(usize, &str, &str)>,
+        symbols: Option<u64>,
+    ) {
         let mut item = Item::new();
         item.varint(VERSION);
         item.varint(cpus as u64);
@@ -102,14 +109,22 @@ impl<W: FnMut(&str)> DumpWriter<W> {
             Some((cpu, message, location)) => {
                 item.varint(1);
                 item.varint(cpu as u64);
-                // The message may be long: keep what fits.
-                let room = ITEM_BYTES.saturating_sub(item.len + location.len() + 24);
+                // The message may be long: keep what fits beside the lengths, the
+                // location and the symbols' flag and fingerprint (11 bytes at most).
+                let room = ITEM_BYTES.saturating_sub(item.len + location.len() + 24 + 11);
                 let mut end = message.len().min(room);
                 while !message.is_char_boundary(end) {
                     end -= 1;
                 }
                 item.str(&message[..end]);
                 item.str(location);
+            }
+        }
+        match symbols {
+            None => item.varint(0),
+            Some(fingerprint) => {
+                item.varint(1);
+                item.varint(fingerprint);
             }
         }
         self.item(kind::HEADER, &item);
