@@ -177,14 +177,14 @@ struct Report {
     /// or directory (ctf; required).
     #[arg(short, long, value_name = "PATH")]
     output: Option<PathBuf>,
-    /// The instance to convert (perfetto, perfetto-proto, ctf, tracedat); default the
-    /// top-level one. Text reports every instance unless this is given.
+    /// The instance to convert (perfetto, perfetto-proto, ctf); default the top-level
+    /// one. Text and tracedat report every instance unless this is given.
     #[arg(long, value_name = "NAME")]
     instance: Option<String>,
     /// Which buffers of each instance: its live buffer, the snapshot it kept, or all
-    /// (each apart: a section each in text, a process each in perfetto). Default all
-    /// for text and perfetto; ctf, tracedat and perfetto-proto hold one buffer:
-    /// default live.
+    /// (each apart: a section each in text, a process each in perfetto, a buffer
+    /// instance each in tracedat). Default all for text and perfetto, live for
+    /// tracedat; ctf and perfetto-proto hold one buffer: default live.
     #[arg(long, value_enum, value_name = "BUFFER")]
     buffer: Option<Buffers>,
     /// The kernel ELF the dump's kernel ran: stack frames print as `function+0xoffset`
@@ -419,7 +419,7 @@ fn report(options: &Report) -> Result<bool, String> {
             format_name(options.format)
         ));
     }
-    if matches!(options.format, Format::Ctf | Format::Tracedat | Format::PerfettoProto)
+    if matches!(options.format, Format::Ctf | Format::PerfettoProto)
         && options.buffer == Some(Buffers::All)
     {
         return Err(format!(
@@ -537,21 +537,26 @@ fn convert(
                         dump.line
                     );
                 }
-                let name = options.instance.as_deref().unwrap_or("top");
+                // trace.dat holds every instance (each a buffer instance of the
+                // file) unless one is named.
+                let tracedat = options.format == Format::Tracedat;
+                let name = match options.instance.as_deref() {
+                    None if tracedat => None,
+                    name => Some(name.unwrap_or("top")),
+                };
                 let buffers = options.buffer.unwrap_or(match options.format {
                     Format::Perfetto => Buffers::All,
                     _ => Buffers::Live,
                 });
                 // trace.dat keeps the addresses, and carries the symbols for
                 // trace-cmd to name them.
-                let tracedat = options.format == Format::Tracedat;
                 let named = if tracedat { None } else { symbols };
-                let traces = chosen(&dump, Some(name), buffers, named, selection)?;
+                let traces = chosen(&dump, name, buffers, named, selection)?;
                 match (options.format, &options.output) {
                     (Format::Ctf, Some(dir)) => report::write_ctf(&traces[0], dir)
                         .map_err(|e| format!("{}: {e}", dir.display()))?,
                     (Format::Tracedat, _) => {
-                        report::write_tracedat(&traces[0], symbols, out).map_err(write_error)?
+                        report::write_tracedat(&traces, symbols, out).map_err(write_error)?
                     }
                     (Format::PerfettoProto, _) => {
                         report::write_perfetto_proto(&traces[0], out).map_err(write_error)?

@@ -269,7 +269,7 @@ fn write_section(trace: &Section, symbols: Option<&Symbols>) {
     boot::report::write_stat(trace, &mut io::sink()).unwrap();
     boot::report::write_perfetto(trace, &mut io::sink()).unwrap();
     boot::report::write_perfetto_proto(trace, &mut io::sink()).unwrap();
-    boot::report::write_tracedat(trace, symbols, &mut io::sink()).unwrap();
+    boot::report::write_tracedat(std::slice::from_ref(trace), symbols, &mut io::sink()).unwrap();
     let files = boot::report::ctf_files(trace);
     assert!(files.len() >= 2, "metadata and at least one stream");
 }
@@ -277,13 +277,14 @@ fn write_section(trace: &Section, symbols: Option<&Symbols>) {
 /// What `report` does to a log, every format at once: reads its dumps one at a
 /// time and writes each section in every format, as it is (trace.dat with
 /// `symbols`) and symbolized with `symbols` (as `--elf` does the other formats),
-/// and all of them as one Perfetto document.
+/// and all of them as one Perfetto document and one trace.dat.
 /// Returns the number of events converted.
 fn report_everything(log: &str, symbols: &Symbols) -> usize {
     let mut events = 0;
     let mut convert = |dump: Dump| {
         let traces = dump.sections();
         boot::report::write_perfetto_of(&traces, &mut io::sink()).unwrap();
+        boot::report::write_tracedat(&traces, Some(symbols), &mut io::sink()).unwrap();
         for mut trace in traces {
             events += trace.events.len();
             write_section(&trace, Some(symbols));

@@ -6,8 +6,10 @@
 mod support;
 use support::{boot, temp_path, text};
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
+use trace::dump::BufferKind;
 
 /// A serial log captured from `cargo run` (4 CPUs): events enabled, a few shell
 /// commands and markers, then `panic`.
@@ -64,7 +66,8 @@ fn trace_cmd_reads_every_event_of_a_real_panic_with_its_fields() {
     assert!(trace.events.len() > 100, "a real trace: {} events", trace.events.len());
 
     let file = temp_path("panic.dat");
-    let out = boot(&["report", "--format", "tracedat", "-o", file.to_str().unwrap(), PANIC_LOG]);
+    let path = file.to_str().unwrap();
+    let out = boot(&["report", "--format", "tracedat", "--instance", "top", "-o", path, PANIC_LOG]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let report = trace_cmd_report(&file, &["-t"]);
     let _ = std::fs::remove_file(&file);
@@ -94,7 +97,8 @@ fn trace_cmd_reads_every_event_of_a_real_panic_with_its_fields() {
 #[test]
 fn trace_cmd_sees_the_cpus_the_clock_and_the_stats() {
     let file = temp_path("stat.dat");
-    let out = boot(&["report", "--format", "tracedat", "-o", file.to_str().unwrap(), PANIC_LOG]);
+    let path = file.to_str().unwrap();
+    let out = boot(&["report", "--format", "tracedat", "--instance", "top", "-o", path, PANIC_LOG]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stat = trace_cmd_report(&file, &["--stat"]);
     let _ = std::fs::remove_file(&file);
@@ -237,5 +241,95 @@ fn trace_cmd_prints_stack_traces_with_names_from_the_elf() {
             None => format!("=> {ip:x}"),
         };
         assert_eq!(*line, expected);
+    }
+}
+
+/// A line's words, one space apart: trace-cmd's function display indents a call by
+/// the depth it tracks per CPU, over every buffer of the file.
+fn words(line: &str) -> String {
+    line.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Without `--instance`, trace.dat holds every instance, as `trace-cmd record -B`
+/// saves them: the top level's live buffer as the file's own, every other buffer
+/// (with `--buffer all` the snapshots too, `NAME:snapshot`) as a buffer instance.
+/// trace-cmd prints each buffer's records after its name, merged in time, each
+/// buffer's exactly as it prints that buffer converted alone.
+#[test]
+fn trace_cmd_reads_every_instance_and_snapshot_as_buffer_instances() {
+    let convert = |args: &[&str]| -> String {
+        let file = temp_path(&format!("tracers-{}.dat", args.join("-")));
+        let path = file.to_str().unwrap();
+        let common = ["report", "--elf", TRACERS_ELF, "--format", "tracedat", "-o", path];
+        let out = boot(&[&common[..], args, &[TRACERS_LOG]].concat());
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        let report = trace_cmd_report(&file, &[]);
+        let _ = std::fs::remove_file(&file);
+        report
+    };
+    let log = std::fs::read_to_string(TRACERS_LOG).unwrap();
+    let sections = trace::dump::parse(&log).pop().expect("the log holds a dump").sections();
+    assert_eq!((sections[0].instance.as_str(), sections[0].buffer), ("top", BufferKind::Live));
+    assert!(sections.iter().any(|s| s.buffer == BufferKind::Snapshot), "a snapshot to show");
+    let names: Vec<String> = sections.iter().skip(1).map(boot::report::buffer_name).collect();
+    // The whole file's lines by buffer (the top level's: none): a line that starts
+    // with `NAME: ` is that buffer's, a stack trace's `=>` line its record's.
+    let mut grouped: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut current = String::new();
+    for line in convert(&["--buffer", "all"]).lines().skip(1) {
+        let line = line.trim_start();
+        if !line.starts_with("=>") {
+            let named = names.iter().find(|n| line.starts_with(&format!("{n}: ")));
+            current = named.cloned().unwrap_or_default();
+        }
+        let rest = line.strip_prefix(&format!("{current}: ")).unwrap_or(line);
+        grouped.entry(current.clone()).or_default().push(words(rest));
+    }
+    assert_eq!(grouped.len(), sections.len(), "{:?}", grouped.keys());
+    for (i, section) in sections.iter().enumerate() {
+        let buffer = match section.buffer {
+            BufferKind::Live => "live",
+            BufferKind::Snapshot => "snapshot",
+        };
+        let alone = convert(&["--instance", &section.instance, "--buffer", buffer]);
+        let alone: Vec<String> = alone.lines().skip(1).map(words).collect();
+        assert!(!alone.is_empty(), "{section:?}");
+        let key = if i == 0 { String::new() } else { names[i - 1].clone() };
+        assert_eq!(grouped[&key], alone, "buffer {key:?}");
+    }
+    // Without `--buffer`, the live buffers only.
+    let live = convert(&[]);
+    assert!(!live.contains(":snapshot: ") && live.contains("\n  graph: "), "{live}");
+}
+
+/// A code address an event prints with `:sym` (`ftrace:irqsoff`'s `start` and
+/// `end`) is a `%pF` in its format file: trace-cmd names it from the kallsyms
+/// `--elf` writes, as `report --elf` names it, and prints it in hex without them.
+#[test]
+fn trace_cmd_names_code_addresses_as_report_elf_does() {
+    // Spaces as `_` (kallsyms' names have none), between the fields too.
+    let fields = |report: &str| -> Vec<String> {
+        let lines = report.lines().filter_map(|l| Some(l.split_once(" irqsoff: ")?.1.trim()));
+        lines.map(kallsyms_name).collect()
+    };
+    let snapshot = ["--instance", "irq", "--buffer", "snapshot", TRACERS_LOG];
+    let ours = boot(&[&["report", "--elf", TRACERS_ELF][..], &snapshot].concat());
+    assert!(ours.status.success(), "{}", text(&ours.stderr));
+    let ours = fields(&text(&ours.stdout));
+    assert!(!ours.is_empty() && ours.iter().all(|f| f.contains("_start=kernel::")), "{ours:?}");
+    for (elf, named) in [(&["--elf", TRACERS_ELF][..], true), (&[][..], false)] {
+        let file = temp_path(&format!("irqsoff-{named}.dat"));
+        let path = file.to_str().unwrap();
+        let args = [&["report"][..], elf, &["--format", "tracedat", "-o", path], &snapshot];
+        let out = boot(&args.concat());
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let theirs = fields(&trace_cmd_report(&file, &[]));
+        let _ = std::fs::remove_file(&file);
+        if named {
+            assert_eq!(theirs, ours);
+        } else {
+            assert_eq!(theirs.len(), ours.len());
+            assert!(theirs.iter().all(|f| f.contains("_start=0x")), "{theirs:?}");
+        }
     }
 }

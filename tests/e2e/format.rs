@@ -62,7 +62,8 @@ fn format_and_header_files_are_what_trace_dat_carries() {
     // The real parser: trace-cmd reads a trace.dat carrying exactly these files.
     let trace = dump.sections().into_iter().find(|t| t.instance == "top").unwrap();
     let path = std::env::temp_dir().join(format!("e2e-format-{}.dat", std::process::id()));
-    report::write_tracedat(&trace, None, &mut std::fs::File::create(&path).unwrap()).unwrap();
+    let file = &mut std::fs::File::create(&path).unwrap();
+    report::write_tracedat(std::slice::from_ref(&trace), None, file).unwrap();
     let out = Command::new("trace-cmd")
         .arg("report")
         .arg(&path)

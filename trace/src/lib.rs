@@ -52,7 +52,7 @@
 //! let descriptor = tracer.descriptor(record.id).expect("a known id");
 //! let mut text = String::new();
 //! let (format, fields) = (descriptor.format, descriptor.fields);
-//! trace::event::format::render(&mut text, format, fields, record.payload).expect("valid");
+//! trace::event::format::render(&mut text, format, fields, record.payload, None).expect("valid");
 //! assert_eq!(text, "queue=0 len=1500");
 //! ```
 // `no_std` on bare metal; on a host the crate also offers `HostPlatform` (std).

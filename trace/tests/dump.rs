@@ -157,7 +157,8 @@ fn the_machine_block_is_far_smaller_than_text_lines() {
             desc.system,
             desc.name
         );
-        trace::event::format::render(&mut line, &desc.format, &desc.fields(), &r.payload).unwrap();
+        let fields = desc.fields();
+        trace::event::format::render(&mut line, &desc.format, &fields, &r.payload, None).unwrap();
         text_bytes += line.len() + 1;
     }
     // The descriptors and stats ride along in the block, so this bounds it from above.

@@ -61,12 +61,16 @@ fn rendered_buffer(tracer: &Tracer<HostPlatform>, buffer: &Buffer<HostPlatform>)
                 descriptor.format,
                 descriptor.fields,
                 record.payload,
+                None,
             )
             .unwrap(),
-            trace::event::DescriptorKind::Printk => {
-                trace::event::format::render_tagged(&mut text, descriptor.format, record.payload)
-                    .unwrap()
-            }
+            trace::event::DescriptorKind::Printk => trace::event::format::render_tagged(
+                &mut text,
+                descriptor.format,
+                record.payload,
+                None,
+            )
+            .unwrap(),
         }
         lines.push(text);
     }

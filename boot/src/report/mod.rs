@@ -24,7 +24,7 @@ pub use select::Selection;
 pub use stat::{CpuSummary, Summary, summarize, write_stat};
 pub use symbols::Symbols;
 pub use text::write_text;
-pub use tracedat::write_tracedat;
+pub use tracedat::{buffer_name, write_tracedat};
 
 #[cfg(test)]
 mod tests {
@@ -83,7 +83,7 @@ mod tests {
                     .contains(&format!("Total events: {}", trace.events.len()))
             );
             let mut out = Vec::new();
-            write_tracedat(trace, None, &mut out).unwrap();
+            write_tracedat(std::slice::from_ref(trace), None, &mut out).unwrap();
             assert!(out.starts_with(b"\x17\x08\x44tracing6\0"));
             let mut out = Vec::new();
             write_perfetto_proto(trace, &mut out).unwrap();

@@ -155,39 +155,46 @@ impl Symbols {
         }
     }
 
-    /// Rewrites the `irqsoff` tracer's events (`ftrace:irqsoff`) of `trace` with
-    /// symbols: `start` and `end` become `function+0xoffset`, and the text reads as
-    /// the kernel's `trace` file shows it.
-    fn symbolize_irqsoff(&self, trace: &mut Section) {
-        use trace::tracer::IRQSOFF;
+    /// Rewrites the code addresses of `trace` (the fields an event's format prints
+    /// with `:sym`, as `ftrace:irqsoff` does `start` and `end`) with symbols: each
+    /// becomes a string, `function+0xoffset`, and the text reads as the kernel's
+    /// `trace` file shows it.
+    fn symbolize_addresses(&self, trace: &mut Section) {
         let Some(table) = self.table() else { return };
-        let ids: Vec<u16> = trace
-            .descriptors
-            .values()
-            .filter(|d| d.system == IRQSOFF.system && d.name == IRQSOFF.name)
-            .map(|d| d.id)
-            .collect();
-        for id in &ids {
-            let Some(d) = trace.descriptors.get_mut(id) else { continue };
-            for f in d.fields.iter_mut().filter(|f| matches!(f.name.as_str(), "start" | "end")) {
-                f.kind = FieldKind::Str;
-                d.format =
-                    d.format.replace(&format!("{{{}:#x}}", f.name), &format!("{{{}}}", f.name));
+        let mut addresses = Vec::new();
+        for d in trace.descriptors.values_mut() {
+            let found = trace::event::format::address_fields(&d.format, &d.fields());
+            for &i in &found {
+                if let Some(field) = d.fields.get_mut(i) {
+                    field.kind = FieldKind::Str;
+                }
+            }
+            if !found.is_empty() {
+                addresses.push((d.id, found));
             }
         }
-        let place = |addr: u64| {
-            let mut place = String::new();
-            let _ = table.write_address(&mut place, addr);
-            place
-        };
-        for ev in trace.events.iter_mut().filter(|e| ids.contains(&e.id)) {
-            let [Value::Unsigned(ns), Value::Unsigned(start), Value::Unsigned(end)] = ev.values[..]
-            else {
-                continue;
-            };
-            let (start, end) = (place(start), place(end));
-            ev.text = format!("latency_ns={ns} start={start} end={end}");
-            ev.values = vec![Value::Unsigned(ns), Value::Str(start), Value::Str(end)];
+        for ev in &mut trace.events {
+            let Some((_, found)) = addresses.iter().find(|(id, _)| *id == ev.id) else { continue };
+            for &i in found {
+                if let Some(value @ Value::Unsigned(_)) = ev.values.get_mut(i) {
+                    let Value::Unsigned(addr) = *value else { continue };
+                    let mut place = String::new();
+                    let _ = table.write_address(&mut place, addr);
+                    *value = Value::Str(place);
+                }
+            }
+            let Some(d) = trace.descriptors.get(&ev.id) else { continue };
+            let values: Vec<trace::field::Value<'_>> =
+                ev.values.iter().map(Value::borrowed).collect();
+            let mut text = String::new();
+            let _ = trace::event::format::render_values(
+                &mut text,
+                &d.format,
+                &d.fields(),
+                &values,
+                None,
+            );
+            ev.text = text;
         }
     }
 
@@ -197,7 +204,7 @@ impl Symbols {
     /// ftrace does, one ` => frame` line each.
     pub fn symbolize(&self, trace: &mut Section) {
         self.symbolize_functions(trace);
-        self.symbolize_irqsoff(trace);
+        self.symbolize_addresses(trace);
         let (system, name) = (trace::tracer::STACK_TRACE.system, trace::tracer::STACK_TRACE.name);
         let ids: Vec<u16> = trace
             .descriptors

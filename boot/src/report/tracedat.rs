@@ -29,14 +29,14 @@
 //! which trace-cmd's function graph and stack displays read
 //! ([`format_file::Linux`]).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use trace::event::format_file::{self, LayoutError, Linux};
 use trace::text;
 
-use trace::dump::{DumpDescriptor, Event, MAX_CPUS, Section, Value, hex_dump};
+use trace::dump::{BufferKind, DumpDescriptor, Event, MAX_CPUS, Section, Value, hex_dump};
 
 use super::Symbols;
 
@@ -87,14 +87,14 @@ impl Declared<'_> {
     /// (Linux's where it has them); `Err` without fields.
     fn encode(&self, ev: &Event, out: &mut Vec<u8>) -> Result<(), LayoutError> {
         let d = self.descriptor.ok_or(LayoutError::Count)?;
-        let values: Vec<trace::field::Value<'_>> = ev.values.iter().map(borrowed).collect();
+        let values: Vec<trace::field::Value<'_>> = ev.values.iter().map(Value::borrowed).collect();
         let start = out.len();
         match self.linux {
             Some(linux) => {
                 let values = linux.values(&values, ev.ts).ok_or(LayoutError::Type)?;
                 format_file::encode_record(ev.id, origin(ev), &linux.fields(), &values, out)?;
             }
-            None => format_file::encode_record(ev.id, origin(ev), &fields(d), &values, out)?,
+            None => format_file::encode_record(ev.id, origin(ev), &d.fields(), &values, out)?,
         }
         if out.len() - start > MAX_RECORD {
             out.truncate(start);
@@ -126,27 +126,12 @@ fn c_name(name: &str) -> String {
     if clean.is_empty() { "_".into() } else { clean }
 }
 
-fn borrowed(value: &Value) -> trace::field::Value<'_> {
-    match value {
-        Value::Unsigned(v) => trace::field::Value::Unsigned(*v),
-        Value::Signed(v) => trace::field::Value::Signed(*v),
-        Value::Bool(v) => trace::field::Value::Bool(*v),
-        Value::Char(v) => trace::field::Value::Char(*v),
-        Value::Bytes(v) => trace::field::Value::Bytes(v),
-        Value::Str(v) => trace::field::Value::Str(v),
-    }
-}
-
-fn fields(d: &DumpDescriptor) -> Vec<trace::field::Field<'_>> {
-    d.fields.iter().map(|f| trace::field::Field { name: &f.name, kind: f.kind }).collect()
-}
-
 /// The saved command lines: `PID NAME` for each task id the events carry (pid 0
 /// is `<idle>` to trace-cmd without one).
-fn cmdlines(trace: &Section) -> String {
-    let tasks: BTreeMap<u32, text::Task> = trace
-        .events
+fn cmdlines(traces: &[Section]) -> String {
+    let tasks: BTreeMap<u32, text::Task> = traces
         .iter()
+        .flat_map(|trace| &trace.events)
         .map(|ev| text::Task::of(ev.context, ev.cpu))
         .filter(|task| task.pid != 0)
         .map(|task| (task.pid, task))
@@ -172,12 +157,12 @@ fn event_text(d: Option<&DumpDescriptor>, ev: &Event) -> String {
 
 /// Every event id of the trace with how it is declared: each descriptor, and each
 /// id without one (as `unknown:id_N`).
-fn declarations(trace: &Section) -> BTreeMap<u16, Declared<'_>> {
-    let mut declared: BTreeMap<u16, Declared<'_>> = trace
-        .descriptors
+fn declarations(traces: &[Section]) -> BTreeMap<u16, Declared<'_>> {
+    let mut declared: BTreeMap<u16, Declared<'_>> = traces
         .iter()
+        .flat_map(|trace| &trace.descriptors)
         .map(|(&id, d)| {
-            let linux = Linux::of(&d.system, &d.name, &fields(d));
+            let linux = Linux::of(&d.system, &d.name, &d.fields());
             let reserved = RESERVED.iter().find(|r| (r.0, r.1) == (&d.system, &d.name));
             let reserved = reserved.filter(|_| linux.is_none());
             let declared = Declared {
@@ -191,7 +176,7 @@ fn declarations(trace: &Section) -> BTreeMap<u16, Declared<'_>> {
         })
         .collect();
     let mut scratch = Vec::new();
-    for ev in &trace.events {
+    for ev in traces.iter().flat_map(|trace| &trace.events) {
         let entry = declared.entry(ev.id).or_insert_with(|| Declared {
             system: "unknown".into(),
             name: format!("id_{}", ev.id),
@@ -216,7 +201,7 @@ fn format_file(id: u16, declared: &Declared<'_>) -> String {
     let _ = match (declared.shape, declared.descriptor) {
         (Shape::Fields, Some(d)) => {
             let name = &declared.name;
-            format_file::write_event_format(&mut text, &d.system, name, id, &fields(d), &d.format)
+            format_file::write_event_format(&mut text, &d.system, name, id, &d.fields(), &d.format)
         }
         _ => format_file::write_text_format(&mut text, &declared.name, id),
     };
@@ -328,20 +313,19 @@ fn kallsyms(symbols: Option<&Symbols>) -> String {
     text
 }
 
-/// Writes the trace as a trace-cmd `trace.dat` (version 6), with the kernel's
-/// functions from `symbols` as its kallsyms.
-pub fn write_tracedat(
-    trace: &Section,
-    symbols: Option<&Symbols>,
-    out: &mut impl Write,
-) -> io::Result<()> {
-    if let Some(cpu) = trace.events.iter().map(|e| e.cpu).find(|&cpu| cpu >= MAX_CPUS) {
-        return Err(too_many_cpus(cpu));
+/// The name a section other than the first goes under in a trace.dat (a buffer
+/// instance, as `trace-cmd record -B NAME` saves one): its instance's, with
+/// `:snapshot` for the snapshot buffer (no instance name has a `:`; trace-cmd
+/// prints a name from its last `/`).
+pub fn buffer_name(trace: &Section) -> String {
+    match trace.buffer {
+        BufferKind::Live => trace.instance.clone(),
+        BufferKind::Snapshot => format!("{}:snapshot", trace.instance),
     }
-    let declared = declarations(trace);
-    let cpu_ids = trace.cpu_ids();
-    let cpus = cpu_ids.iter().copied().filter(|&c| c < MAX_CPUS).max().map_or(1, |c| c + 1);
+}
 
+/// Each CPU's pages of a section's records, `cpus` of them.
+fn pages_of(trace: &Section, declared: &BTreeMap<u16, Declared<'_>>, cpus: usize) -> Vec<Pages> {
     let mut pages: Vec<Pages> = (0..cpus).map(|_| Pages::default()).collect();
     let mut record = Vec::new();
     for ev in &trace.events {
@@ -363,6 +347,64 @@ pub fn write_tracedat(
     for cpu in &mut pages {
         cpu.close();
     }
+    pages
+}
+
+/// Option kinds of the header (trace-cmd's `TRACECMD_OPTION_*`).
+const OPTION_CPUSTAT: u16 = 2;
+const OPTION_BUFFER: u16 = 3;
+const OPTION_TRACECLOCK: u16 = 4;
+
+/// Appends an option of `kind` holding `data`.
+fn put_option(out: &mut Vec<u8>, kind: u16, data: &[u8]) {
+    out.extend_from_slice(&kind.to_le_bytes());
+    put_u32(out, data.len() as u32);
+    out.extend_from_slice(data);
+}
+
+/// Appends the ring statistics of each CPU of `trace` that has some, as options
+/// (`trace-cmd report --stat` prints them).
+fn put_cpu_stats(out: &mut Vec<u8>, trace: &Section) {
+    for cpu in trace.cpu_ids().into_iter().filter(|&c| c < MAX_CPUS) {
+        let s = trace.cpu_stats(cpu);
+        let stat = format!(
+            "CPU: {cpu}\nentries: {}\noverrun: {}\ncommit overrun: {}\ndropped events: {}\n\
+             read events: {}\n\0",
+            s.entries, s.overrun, s.commit_overrun, s.dropped, s.read
+        );
+        put_option(out, OPTION_CPUSTAT, stat.as_bytes());
+    }
+}
+
+/// Appends the `flyrecord` CPU table of data `pages` starting at file offset `at`;
+/// returns the offset past their data.
+fn put_cpu_table(out: &mut Vec<u8>, pages: &[Pages], mut at: u64) -> u64 {
+    for cpu in pages {
+        put_u64(out, at);
+        put_u64(out, cpu.bytes.len() as u64);
+        at += cpu.bytes.len() as u64;
+    }
+    at
+}
+
+/// Writes `traces` as a trace-cmd `trace.dat` (version 6), with the kernel's
+/// functions from `symbols` as its kallsyms: the first as the file's buffer, each
+/// other as a buffer instance named [`buffer_name`] (`trace-cmd report` prints
+/// their records merged in time, each after its buffer's name). Nothing but the
+/// first may be empty: without traces, the file holds an empty buffer.
+pub fn write_tracedat(
+    traces: &[Section],
+    symbols: Option<&Symbols>,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    let events = traces.iter().flat_map(|t| &t.events);
+    if let Some(cpu) = events.map(|e| e.cpu).find(|&cpu| cpu >= MAX_CPUS) {
+        return Err(too_many_cpus(cpu));
+    }
+    let declared = declarations(traces);
+    let cpu_ids = traces.iter().flat_map(Section::cpu_ids);
+    let cpus = cpu_ids.filter(|&c| c < MAX_CPUS).max().map_or(1, |c| c + 1);
+    let buffers: Vec<Vec<Pages>> = traces.iter().map(|t| pages_of(t, &declared, cpus)).collect();
 
     let mut head = Vec::new();
     head.extend_from_slice(b"\x17\x08\x44tracing6\0");
@@ -399,50 +441,61 @@ pub fn write_tracedat(
     put_u32(&mut head, kallsyms.len() as u32);
     head.extend_from_slice(kallsyms.as_bytes());
     put_u32(&mut head, 0); // printk formats
-    put_sized(&mut head, cmdlines(trace).as_bytes()); // saved command lines
+    put_sized(&mut head, cmdlines(traces).as_bytes()); // saved command lines
     put_u32(&mut head, cpus as u32);
 
     head.extend_from_slice(b"options  \0");
-    let option = |head: &mut Vec<u8>, kind: u16, text: &str| {
-        head.extend_from_slice(&kind.to_le_bytes());
-        put_u32(head, text.len() as u32 + 1);
-        head.extend_from_slice(text.as_bytes());
-        head.push(0);
-    };
-    const OPTION_CPUSTAT: u16 = 2;
-    const OPTION_TRACECLOCK: u16 = 4;
-    option(&mut head, OPTION_TRACECLOCK, TRACE_CLOCK);
-    let present: BTreeSet<usize> = cpu_ids.into_iter().collect();
-    for cpu in (0..cpus).filter(|c| present.contains(c)) {
-        let s = trace.cpu_stats(cpu);
-        let mut stat = String::new();
-        let _ = write!(
-            stat,
-            "CPU: {cpu}\nentries: {}\noverrun: {}\ncommit overrun: {}\ndropped events: {}\n\
-             read events: {}\n",
-            s.entries, s.overrun, s.commit_overrun, s.dropped, s.read
-        );
-        option(&mut head, OPTION_CPUSTAT, &stat);
+    put_option(&mut head, OPTION_TRACECLOCK, format!("{TRACE_CLOCK}\0").as_bytes());
+    if let Some(main) = traces.first() {
+        put_cpu_stats(&mut head, main);
+    }
+    // Each other buffer's option: where its own options and CPU table are (filled
+    // in below), and its name.
+    let mut patches = Vec::new();
+    for trace in traces.iter().skip(1) {
+        let mut data = vec![0; 8];
+        data.extend_from_slice(buffer_name(trace).as_bytes());
+        data.push(0);
+        put_option(&mut head, OPTION_BUFFER, &data);
+        patches.push(head.len() - data.len());
     }
     head.extend_from_slice(&0u16.to_le_bytes());
     head.extend_from_slice(b"flyrecord\0");
 
-    // The CPU table and the trace clock follow; then the data, page-aligned.
+    // The first buffer's CPU table and the trace clock follow; then its data,
+    // page-aligned. Then each other buffer: its options (its CPUs' statistics),
+    // `flyrecord` and CPU table, then its data, page-aligned.
     let table = 16 * cpus + 8 + TRACE_CLOCK.len();
-    let mut offset = (head.len() + table).next_multiple_of(PAGE_SIZE) as u64;
-    let data_start = offset;
-    for cpu in &pages {
-        put_u64(&mut head, offset);
-        put_u64(&mut head, cpu.bytes.len() as u64);
-        offset += cpu.bytes.len() as u64;
-    }
+    let data_start = (head.len() + table).next_multiple_of(PAGE_SIZE) as u64;
+    let empty = Vec::new();
+    let main = buffers.first().unwrap_or(&empty);
+    let mut end = put_cpu_table(&mut head, main, data_start);
     put_sized(&mut head, TRACE_CLOCK.as_bytes());
     head.resize(data_start as usize, 0);
+    let mut blocks = Vec::new();
+    for ((trace, pages), patch) in traces.iter().zip(&buffers).skip(1).zip(&patches) {
+        let block_start = end;
+        head[*patch..*patch + 8].copy_from_slice(&block_start.to_le_bytes());
+        let mut block = b"options  \0".to_vec();
+        put_cpu_stats(&mut block, trace);
+        block.extend_from_slice(&0u16.to_le_bytes());
+        block.extend_from_slice(b"flyrecord\0");
+        let start = (block_start as usize + block.len() + 16 * cpus).next_multiple_of(PAGE_SIZE);
+        end = put_cpu_table(&mut block, pages, start as u64);
+        block.resize(start - block_start as usize, 0);
+        blocks.push(block);
+    }
 
     let mut out = io::BufWriter::new(out);
     out.write_all(&head)?;
-    for cpu in &pages {
+    for cpu in main {
         out.write_all(&cpu.bytes)?;
+    }
+    for (block, pages) in blocks.iter().zip(buffers.iter().skip(1)) {
+        out.write_all(block)?;
+        for cpu in pages {
+            out.write_all(&cpu.bytes)?;
+        }
     }
     out.flush()
 }
@@ -555,7 +608,7 @@ mod tests {
             std::thread::current().id()
         ));
         let mut file = std::fs::File::create(&path).unwrap();
-        write_tracedat(&t, None, &mut file).unwrap();
+        write_tracedat(std::slice::from_ref(&t), None, &mut file).unwrap();
         drop(file);
         let out = Command::new("trace-cmd")
             .args(["report", "-t"])
@@ -590,7 +643,7 @@ mod tests {
     fn absurd_cpus_are_refused_with_the_limit() {
         let mut t = trace();
         t.events[0].cpu = MAX_CPUS;
-        let error = write_tracedat(&t, None, &mut Vec::new()).unwrap_err();
+        let error = write_tracedat(&[t], None, &mut Vec::new()).unwrap_err();
         assert_eq!(
             error.to_string(),
             format!("an event names CPU {MAX_CPUS}; trace.dat takes CPUs below {MAX_CPUS}")

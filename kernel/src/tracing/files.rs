@@ -36,11 +36,12 @@ fn write_record(
     text::write_line(out, &line, nanoseconds, |out| match descriptor {
         Some(d) if core::ptr::eq(d, &STACK_TRACE) && write_stack(out, record.payload)? => Ok(()),
         Some(d) if core::ptr::eq(d, &FUNCTION) && write_function(out, record.payload)? => Ok(()),
-        Some(d) if core::ptr::eq(d, &IRQSOFF) && write_irqsoff(out, record.payload)? => Ok(()),
         Some(d) if d.kind == DescriptorKind::Event => {
-            trace::event::format::render(out, d.format, d.fields, record.payload)
+            trace::event::format::render(out, d.format, d.fields, record.payload, symbols::table())
         }
-        Some(d) => trace::event::format::render_tagged(out, d.format, record.payload),
+        Some(d) => {
+            trace::event::format::render_tagged(out, d.format, record.payload, symbols::table())
+        }
         None => write!(out, "id={}", record.id),
     })
 }
@@ -172,22 +173,6 @@ fn write_function(out: &mut dyn Write, payload: &[u8]) -> Result<bool, fmt::Erro
     }
     let [ip, parent] = values;
     write!(out, "{} <-{}", Symbol(ip), Symbol(parent.saturating_sub(1)))?;
-    Ok(true)
-}
-
-/// Writes an `irqsoff` tracer's record with the places interrupts went off and on
-/// (see [`write_place`]); `false`, with nothing written, if the payload does not
-/// decode.
-fn write_irqsoff(out: &mut dyn Write, payload: &[u8]) -> Result<bool, fmt::Error> {
-    let mut values = [0u64; 3];
-    if !decode_u64s(payload, &mut values) {
-        return Ok(false);
-    }
-    let [ns, start, end] = values;
-    write!(out, "latency_ns={ns} start=")?;
-    write_place(out, start)?;
-    out.write_str(" end=")?;
-    write_place(out, end)?;
     Ok(true)
 }
 

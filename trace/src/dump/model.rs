@@ -155,13 +155,19 @@ impl Dump {
                         Err(_) => break,
                     }
                 }
-                let _ = crate::event::format::render(text, &d.format, &d.fields(), &record.payload);
+                let _ = crate::event::format::render(
+                    text,
+                    &d.format,
+                    &d.fields(),
+                    &record.payload,
+                    None,
+                );
             }
             DescriptorKind::Printk => {
                 while let Ok((_, v)) = decoder.tagged() {
                     values.push(v.into());
                 }
-                let _ = crate::event::format::render_tagged(text, &d.format, &record.payload);
+                let _ = crate::event::format::render_tagged(text, &d.format, &record.payload, None);
             }
         }
         event
@@ -244,6 +250,18 @@ impl Section {
 }
 
 impl Value {
+    /// The value as the field codec's [`field::Value`], borrowing its bytes.
+    pub fn borrowed(&self) -> field::Value<'_> {
+        match self {
+            Value::Unsigned(v) => field::Value::Unsigned(*v),
+            Value::Signed(v) => field::Value::Signed(*v),
+            Value::Bool(v) => field::Value::Bool(*v),
+            Value::Char(v) => field::Value::Char(*v),
+            Value::Bytes(v) => field::Value::Bytes(v),
+            Value::Str(v) => field::Value::Str(v),
+        }
+    }
+
     /// An integer, bool or char as the low bits of a 64-bit integer (two's complement
     /// for signed; bools 0/1, chars their scalar value), as filters compare it.
     /// `None` for bytes and strings.

@@ -2,11 +2,16 @@
 //! format string, at read time (in the kernel's `trace` files and in the host tool).
 //!
 //! A format string is text with placeholders: `{name}` prints the field `name`,
-//! `{}` the next field in declaration order, and a spec after a colon picks hex:
-//! `{addr:x}`, `{addr:#x}`. `{{` and `}}` are literal braces. Integers print in
-//! decimal, `bool` as `true`/`false`, byte arrays as hex, strings as they are.
+//! `{}` the next field in declaration order, and a spec after a colon picks hex,
+//! `{addr:x}`, `{addr:#x}`, or a code address, `{ip:sym}`: an unsigned integer
+//! printed as `function+0xoffset` where the reader has the kernel's symbols (the
+//! kernel's `trace` files, `report --elf`, trace-cmd with the kallsyms `--elf`
+//! writes) and as `{:#x}` elsewhere. `{{` and `}}` are literal braces. Integers
+//! print in decimal, `bool` as `true`/`false`, byte arrays as hex, strings as they
+//! are.
 
-use crate::field::{DecodeError, Decoder, Field, Value};
+use crate::field::{DecodeError, Decoder, Field, FieldKind, Value};
+use crate::symtab::SymbolTable;
 use core::fmt::{self, Write};
 
 /// How a placeholder asked for its value.
@@ -15,10 +20,22 @@ pub(crate) enum Spec {
     Plain,
     Hex,
     AltHex,
+    /// A code address (`:sym`).
+    Symbol,
 }
 
-fn write_value(out: &mut dyn Write, value: Value<'_>, spec: Spec) -> fmt::Result {
+fn write_value(
+    out: &mut dyn Write,
+    value: Value<'_>,
+    spec: Spec,
+    symbols: Option<&SymbolTable<'_>>,
+) -> fmt::Result {
     match (value, spec) {
+        (Value::Unsigned(v), Spec::Symbol) => match symbols {
+            Some(table) => table.write_address(out, v),
+            None => write!(out, "{v:#x}"),
+        },
+        (Value::Signed(v), Spec::Symbol) => write!(out, "{v:#x}"),
         (Value::Unsigned(v), Spec::Hex) => write!(out, "{v:x}"),
         (Value::Unsigned(v), Spec::AltHex) => write!(out, "{v:#x}"),
         (Value::Unsigned(v), Spec::Plain) => write!(out, "{v}"),
@@ -68,35 +85,73 @@ pub(crate) fn pieces(format: &str) -> impl Iterator<Item = Option<Piece<'_>>> {
             None => (inner, Spec::Plain),
             Some((name, "x")) => (name, Spec::Hex),
             Some((name, "#x")) => (name, Spec::AltHex),
+            Some((name, "sym")) => (name, Spec::Symbol),
             Some(_) => return Some(None),
         };
         Some(Some(Piece::Hole(name, spec)))
     })
 }
 
-/// Checks that a format string is well formed and names only fields that exist.
+/// The index of the field the placeholder `name` prints, the `next` positional one
+/// for an empty name (then advanced).
+fn field_index(fields: &[Field<'_>], name: &str, next: &mut usize) -> Option<usize> {
+    if name.is_empty() {
+        *next += 1;
+        Some(*next - 1).filter(|&i| i < fields.len())
+    } else {
+        fields.iter().position(|f| f.name == name)
+    }
+}
+
+/// Whether a field of `kind` holds what `:sym` prints: an unsigned integer.
+fn is_address(kind: FieldKind) -> bool {
+    matches!(kind, FieldKind::U8 | FieldKind::U16 | FieldKind::U32 | FieldKind::U64)
+}
+
+/// Checks that a format string is well formed, names only fields that exist, and
+/// asks `:sym` of unsigned integer fields only.
 pub fn validate(format: &str, fields: &[Field<'_>]) -> Result<(), &'static str> {
+    let mut next = 0;
     for piece in pieces(format) {
         match piece {
             None => return Err("malformed placeholder"),
-            Some(Piece::Hole(name, _))
-                if !name.is_empty() && !fields.iter().any(|f| f.name == name) =>
-            {
-                return Err("placeholder names no field");
-            }
-            Some(_) => {}
+            Some(Piece::Hole(name, spec)) => match field_index(fields, name, &mut next) {
+                None if !name.is_empty() => return Err("placeholder names no field"),
+                Some(i) if spec == Spec::Symbol && !is_address(fields[i].kind) => {
+                    return Err("`:sym` takes an unsigned integer field (a code address)");
+                }
+                _ => {}
+            },
+            Some(Piece::Text(_)) => {}
         }
     }
     Ok(())
 }
 
-/// Renders a payload whose fields are `fields` (declared order) with `format`.
-/// A payload that does not decode renders what it can and says what is wrong.
+/// The indices of the fields a format string prints as code addresses (`:sym`).
+pub fn address_fields(format: &str, fields: &[Field<'_>]) -> alloc::vec::Vec<usize> {
+    let mut next = 0;
+    let mut found = alloc::vec::Vec::new();
+    for piece in pieces(format).flatten() {
+        if let Piece::Hole(name, spec) = piece {
+            let index = field_index(fields, name, &mut next);
+            if let Some(i) = index.filter(|_| spec == Spec::Symbol) {
+                found.push(i);
+            }
+        }
+    }
+    found
+}
+
+/// Renders a payload whose fields are `fields` (declared order) with `format`,
+/// code addresses (`:sym`) named from `symbols` if given. A payload that does not
+/// decode renders what it can and says what is wrong.
 pub fn render(
     out: &mut dyn Write,
     format: &str,
     fields: &[Field<'_>],
     payload: &[u8],
+    symbols: Option<&SymbolTable<'_>>,
 ) -> fmt::Result {
     let value_of = |index: usize| -> Result<Value<'_>, DecodeError> {
         let mut decoder = Decoder::new(payload);
@@ -107,19 +162,36 @@ pub fn render(
         }
         value
     };
+    render_with(out, format, fields, &value_of, symbols)
+}
+
+/// [`render`] of values already decoded, one per field of `fields`.
+pub fn render_values(
+    out: &mut dyn Write,
+    format: &str,
+    fields: &[Field<'_>],
+    values: &[Value<'_>],
+    symbols: Option<&SymbolTable<'_>>,
+) -> fmt::Result {
+    let value_of = |index: usize| values.get(index).copied().ok_or(DecodeError::Truncated);
+    render_with(out, format, fields, &value_of, symbols)
+}
+
+/// [`render`] with the value of each field from `value_of`.
+fn render_with<'v>(
+    out: &mut dyn Write,
+    format: &str,
+    fields: &[Field<'_>],
+    value_of: &dyn Fn(usize) -> Result<Value<'v>, DecodeError>,
+    symbols: Option<&SymbolTable<'_>>,
+) -> fmt::Result {
     let mut next = 0;
     for piece in pieces(format) {
         match piece {
             Some(Piece::Text(text)) => out.write_str(text)?,
             Some(Piece::Hole(name, spec)) => {
-                let index = if name.is_empty() {
-                    next += 1;
-                    Some(next - 1).filter(|&i| i < fields.len())
-                } else {
-                    fields.iter().position(|f| f.name == name)
-                };
-                match index.map(value_of) {
-                    Some(Ok(value)) => write_value(out, value, spec)?,
+                match field_index(fields, name, &mut next).map(value_of) {
+                    Some(Ok(value)) => write_value(out, value, spec, symbols)?,
                     Some(Err(error)) => write!(out, "<{error}>")?,
                     None => write!(out, "<no field {name}>")?,
                 }
@@ -132,13 +204,18 @@ pub fn render(
 
 /// Renders a self-describing payload (printk arguments, each with a type tag): `{}`
 /// placeholders take the arguments in order.
-pub fn render_tagged(out: &mut dyn Write, format: &str, payload: &[u8]) -> fmt::Result {
+pub fn render_tagged(
+    out: &mut dyn Write,
+    format: &str,
+    payload: &[u8],
+    symbols: Option<&SymbolTable<'_>>,
+) -> fmt::Result {
     let mut decoder = Decoder::new(payload);
     for piece in pieces(format) {
         match piece {
             Some(Piece::Text(text)) => out.write_str(text)?,
             Some(Piece::Hole(_, spec)) => match decoder.tagged() {
-                Ok((_, value)) => write_value(out, value, spec)?,
+                Ok((_, value)) => write_value(out, value, spec, symbols)?,
                 Err(error) => write!(out, "<{error}>")?,
             },
             None => return out.write_str("<malformed format>"),
@@ -157,9 +234,67 @@ pub fn render_fields(out: &mut dyn Write, fields: &[Field<'_>], payload: &[u8]) 
         }
         write!(out, "{}=", field.name)?;
         match decoder.value(field.kind) {
-            Ok(value) => write_value(out, value, Spec::Plain)?,
+            Ok(value) => write_value(out, value, Spec::Plain, None)?,
             Err(error) => return write!(out, "<{error}>"),
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::field::Encoder;
+    use crate::symtab::encode;
+    use alloc::string::String;
+
+    const FIELDS: [Field<'static>; 3] = [
+        Field { name: "ip", kind: FieldKind::U64 },
+        Field { name: "n", kind: FieldKind::I64 },
+        Field { name: "s", kind: FieldKind::Str },
+    ];
+
+    fn payload(ip: u64) -> alloc::vec::Vec<u8> {
+        let mut buf = [0u8; 64];
+        let mut enc = Encoder::new(&mut buf);
+        crate::field::FieldValue::encode(&ip, &mut enc);
+        crate::field::FieldValue::encode(&-1i64, &mut enc);
+        crate::field::FieldValue::encode(&"x", &mut enc);
+        enc.bytes().to_vec()
+    }
+
+    #[test]
+    fn sym_prints_a_code_address_by_name_where_symbols_are_known() {
+        let table = encode([(0x100, 0x120, "f")]);
+        let table = SymbolTable::parse(&table).unwrap();
+        let render_to = |format: &str, ip: u64, symbols| {
+            let mut text = String::new();
+            render(&mut text, format, &FIELDS, &payload(ip), symbols).unwrap();
+            text
+        };
+        assert_eq!(render_to("at {ip:sym}", 0x104, Some(&table)), "at f+0x4");
+        assert_eq!(render_to("at {:sym}", 0x104, Some(&table)), "at f+0x4");
+        assert_eq!(render_to("at {ip:sym}", 0x120, Some(&table)), "at 0x120");
+        assert_eq!(render_to("at {ip:sym}", 0x104, None), "at 0x104");
+        assert_eq!(render_to("at {ip:#x}", 0x104, Some(&table)), "at 0x104");
+        let values = [Value::Unsigned(0x104), Value::Signed(-1), Value::Str("x")];
+        let mut text = String::new();
+        render_values(&mut text, "{ip:sym} {n} {s}", &FIELDS, &values, Some(&table)).unwrap();
+        assert_eq!(text, "f+0x4 -1 x");
+    }
+
+    #[test]
+    fn sym_takes_unsigned_integer_fields_only() {
+        assert_eq!(validate("{ip:sym} {n} {s}", &FIELDS), Ok(()));
+        assert_eq!(validate("{:sym} {:sym}", &FIELDS[..1]), Ok(()));
+        let refusal = Err("`:sym` takes an unsigned integer field (a code address)");
+        assert_eq!(validate("{n:sym}", &FIELDS), refusal);
+        assert_eq!(validate("{s:sym}", &FIELDS), refusal);
+        assert_eq!(validate("{ip} {:sym}", &FIELDS), Ok(()));
+        assert_eq!(validate("{:x} {:sym}", &FIELDS), refusal);
+        assert_eq!(validate("{ip:syms}", &FIELDS), Err("malformed placeholder"));
+        assert_eq!(address_fields("{n} {ip:sym} {s}", &FIELDS), [0]);
+        assert_eq!(address_fields("{:sym} {n:x} {ip:sym}", &FIELDS), [0, 0]);
+        assert!(address_fields("{ip:#x}", &FIELDS).is_empty());
+    }
 }

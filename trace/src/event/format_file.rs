@@ -376,6 +376,9 @@ fn conversion<'a>(
         (FieldKind::Str | FieldKind::Bytes(_) | FieldKind::Bool | FieldKind::Char, _) => {
             out.write_str("%s")?
         }
+        // libtraceevent names the address from the file's kallsyms:
+        // `function+0xoffset`.
+        (_, Spec::Symbol) => out.write_str("%pF")?,
         (_, Spec::Hex) => write!(out, "%{ll}x")?,
         (_, Spec::AltHex) => write!(out, "0x%{ll}x")?,
         (kind, Spec::Plain) if is_signed(kind) => write!(out, "%{ll}d")?,
@@ -637,6 +640,13 @@ mod tests {
             print fmt: \"v=%u ip=0x%llx %s d=%x 100%% %s\", REC->vector, REC->ip, \
             __get_str(kind), REC->delta, __print_hex_str(REC->head, 3)\n";
         assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn a_code_address_is_printed_by_libtraceevent_from_the_kallsyms() {
+        let mut text = String::new();
+        write_format(&mut text, "irqsoff", 3, &FIELDS, "at {ip:sym}").unwrap();
+        assert!(text.ends_with("print fmt: \"at %pF\", REC->ip\n"), "{text}");
     }
 
     #[test]

@@ -709,8 +709,8 @@ fn trigger_stacktrace_records_a_stack_event() {
     assert_eq!(ids, [EV.id(), STACK_TRACE.id(), EV.id()]);
     // The host platform has no unwinder: depth 0, no frames.
     let mut text = String::new();
-    crate::event::format::render(&mut text, STACK_TRACE.format, STACK_TRACE.fields, &events[1].1)
-        .unwrap();
+    let (format, fields) = (STACK_TRACE.format, STACK_TRACE.fields);
+    crate::event::format::render(&mut text, format, fields, &events[1].1, None).unwrap();
     assert_eq!(text, "depth=0 0x0 0x0 0x0 0x0 0x0 0x0 0x0 0x0");
 }
 

@@ -35,7 +35,7 @@ use alloc::vec::Vec;
 pub static IRQSOFF: EventDescriptor = EventDescriptor::new(
     "ftrace",
     "irqsoff",
-    "latency_ns={latency_ns} start={start:#x} end={end:#x}",
+    "latency_ns={latency_ns} start={start:sym} end={end:sym}",
     &[
         Field { name: "latency_ns", kind: FieldKind::U64 },
         Field { name: "start", kind: FieldKind::U64 },
