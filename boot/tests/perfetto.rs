@@ -126,22 +126,19 @@ const TRACERS_LOG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/panic
 /// The symbols of the kernel that wrote [`TRACERS_LOG`] (its split debug file).
 const TRACERS_ELF: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/panic-tracers.elf");
 
+/// `report --elf --format perfetto --instance INSTANCE` of [`TRACERS_LOG`].
+fn tracers_json(instance: &str) -> serde_json::Value {
+    let args = ["report", "--elf", TRACERS_ELF, "--format", "perfetto", "--instance", instance];
+    let out = boot(&[&args[..], &[TRACERS_LOG]].concat());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// `function_graph` in Perfetto: each traced call is a `call` slice from its entry
 /// to its return, named after the function (`--elf`), nested as the calls were.
 #[test]
 fn function_graph_calls_are_nested_slices() {
-    let out = boot(&[
-        "report",
-        "--elf",
-        TRACERS_ELF,
-        "--format",
-        "perfetto",
-        "--instance",
-        "graph",
-        TRACERS_LOG,
-    ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = tracers_json("graph");
     let events = doc["traceEvents"].as_array().unwrap();
     let slices: Vec<&serde_json::Value> = events.iter().filter(|e| e["ph"] == "X").collect();
     let log = std::fs::read_to_string(TRACERS_LOG).unwrap();
@@ -185,18 +182,7 @@ fn function_graph_calls_are_nested_slices() {
 /// trace has the same tracks and slices.
 #[test]
 fn irqsoff_regions_are_slices_on_tracks_of_their_own() {
-    let out = boot(&[
-        "report",
-        "--elf",
-        TRACERS_ELF,
-        "--format",
-        "perfetto",
-        "--instance",
-        "irq",
-        TRACERS_LOG,
-    ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = tracers_json("irq");
     let events = doc["traceEvents"].as_array().unwrap();
     let log = std::fs::read_to_string(TRACERS_LOG).unwrap();
     let dump = trace::dump::parse(&log).pop().expect("the log holds a dump");
