@@ -19,11 +19,13 @@ trace::event! {
     pub SERIAL_RX = "serial":"rx" { byte: u8 } => "byte={byte:#x}";
     /// The UART reported a receive overrun (input lost in the hardware).
     pub SERIAL_OVERRUN = "serial":"rx_overrun" { overruns: u64 } => "overruns={overruns}";
-    /// A page fault (fatal in this kernel).
+    /// A page fault (fatal in this kernel), where it struck as an address in the
+    /// kernel ELF.
     pub PAGE_FAULT = "exceptions":"page_fault"
-        { address: u64, error_code: u64, ip: u64 } => "address={address:#x} error_code={error_code:#x} ip={ip:#x}";
-    /// A CPU exception other than a page fault.
-    pub EXCEPTION = "exceptions":"exception" { vector: u8, ip: u64 } => "vector={vector} ip={ip:#x}";
+        { address: u64, error_code: u64, ip: u64 } => "address={address:#x} error_code={error_code:#x} ip={ip:sym}";
+    /// A CPU exception other than a page fault, where it struck as an address in the
+    /// kernel ELF.
+    pub EXCEPTION = "exceptions":"exception" { vector: u8, ip: u64 } => "vector={vector} ip={ip:sym}";
     /// A heap allocation.
     pub KMALLOC = "kmem":"kmalloc" { ptr: u64, size: u64, align: u64 } => "ptr={ptr:#x} size={size} align={align}";
     /// A heap free.

@@ -1,6 +1,7 @@
 //! The console shell: boot, commands, line editing, robustness, exceptions, exit.
 
 use boot::qemu::{Config, Outcome};
+use boot::report;
 use e2e::{Machine, STEP_TIMEOUT, call_trace};
 
 #[test]
@@ -164,6 +165,21 @@ fn page_fault_is_reported_with_vector_and_address() {
     let handler = at("kernel::arch::idt::page_fault+").expect("the handler");
     assert_eq!(frames.get(handler + 1), Some(&rip), "{frames:#?}");
     assert!(at("kernel::shell::run+").is_some_and(|shell| shell > handler), "{frames:#?}");
+    // The crash dump's `exceptions:page_fault` event holds the place as an address
+    // in the kernel ELF (`{ip:sym}`), which `report --elf` names as the panic did.
+    let dump = machine.dumps().pop().expect("the panic dump");
+    let symbols = report::Symbols::read(std::path::Path::new(boot::KERNEL_ELF)).unwrap();
+    symbols.check(dump.symbols).unwrap();
+    let mut top = dump.sections().into_iter().find(|t| t.instance == "top").unwrap();
+    symbols.symbolize(&mut top);
+    let fault = top
+        .events
+        .iter()
+        .rev()
+        .find(|e| top.descriptor(e.id).is_some_and(|d| d.name == "page_fault"));
+    let fault = fault.expect("the page fault's event");
+    assert!(fault.text.starts_with("address=0xdeadbeef000 "), "{}", fault.text);
+    assert!(fault.text.ends_with(&format!(" ip={rip}")), "{} vs {rip}", fault.text);
 }
 
 #[test]

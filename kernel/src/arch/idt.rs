@@ -56,6 +56,7 @@ fn fatal(exception: Exception<'_>) -> ! {
     let ip = exception.frame.instruction_pointer.as_u64();
     let frame = core::ptr::from_ref(exception.frame) as u64;
     super::stack::record_fault(ip, exception.error_code.map(|_| frame));
+    let ip = super::stack::elf_address(ip);
     match exception.cr2 {
         Some(address) => {
             let error_code = exception.error_code.unwrap_or(0);
