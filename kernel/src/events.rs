@@ -12,6 +12,9 @@ trace::event! {
         end "irq" key vector;
     /// A non-maskable interrupt arrived.
     pub NMI = "irq":"nmi" { stopping: bool } => "stopping={stopping}";
+    /// The hard lockup detector found that CPU `cpu` took no timer interrupt for
+    /// `stalled_ms` (recorded by the CPU watching it, which then stops it by NMI).
+    pub HARD_LOCKUP = "lockup":"hard_lockup" { cpu: u32, stalled_ms: u64 } => "cpu={cpu} stalled={stalled_ms}ms";
     /// A CPU's periodic timer interrupt, with the time since its previous one.
     pub TIMER_TICK = "timer":"tick" { tick: u64, interval_ns: u64 } => "tick={tick} interval={interval_ns}ns",
         counter;

@@ -23,6 +23,7 @@ mod firmware;
 mod idle;
 #[deny(unsafe_code)]
 mod keys;
+mod lockup;
 mod memory;
 #[deny(unsafe_code)]
 mod panic;
@@ -110,6 +111,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     io_apic.route(com1, apic::SERIAL_VECTOR, apic::id());
     smp::init().expect("the call IPI and the NMI take hooks");
     selftest::init().expect("the timer, the test IPI and the NMI take the self-tests' hooks");
+    lockup::init().expect("the timer and the NMI take the lockup detector's hooks");
     // The tracer starts before the other CPUs and with interrupts off, for every CPU
     // the firmware lists: the default events' sites are patched while no other code
     // can run them (no CPU meets an `int3`; see `arch::patch`). A site that is not

@@ -26,6 +26,8 @@ static STOPPING: AtomicBool = AtomicBool::new(false);
 pub enum Request {
     /// Panic on purpose (to test the panic path on an application processor).
     Panic = 1,
+    /// Hang with interrupts off, for good (to test the hard lockup detector).
+    Spin = 2,
 }
 
 /// Number of CPUs running.
@@ -136,6 +138,19 @@ fn on_call_interrupt() {
     if request == Request::Panic as u32 {
         panic!("deliberate panic requested on cpu {}", percpu::index());
     }
+    if request == Request::Spin as u32 {
+        // Interrupts are off in the handler: only an NMI gets this CPU out.
+        loop {
+            core::hint::spin_loop();
+        }
+    }
+}
+
+/// Sends an NMI to CPU `index`. Fails if there is no such CPU.
+pub fn nmi(index: usize) -> Result<(), &'static str> {
+    let cpu = percpu::get(index).filter(|_| index < online()).ok_or("no such CPU")?;
+    apic::send_ipi(Destination::Apic(cpu.apic_id()), Ipi::Nmi);
+    Ok(())
 }
 
 /// Stops every other CPU with an NMI and waits (up to 100 ms) until they have.

@@ -201,3 +201,63 @@ fn a_histogram_counts_every_stress_event_from_every_context() {
     assert_eq!(hits, written, "every event the run wrote fired the histogram\n{hist}");
     assert_eq!(hits, counted.values().sum::<u64>() + dropped, "{hist}");
 }
+
+/// The hard lockup detector: a CPU hung with interrupts off (on another CPU, then
+/// on the shell's own) takes no timer interrupt; the CPU watching it records
+/// `lockup:hard_lockup` once the threshold has passed and stops it by NMI, and it
+/// panics there: the panic names where it was stuck and the dump carries the trace
+/// up to the hang. Bad settings are refused and change nothing.
+#[test]
+fn a_cpu_hung_with_interrupts_off_is_stopped_by_nmi_and_its_trace_dumped() {
+    let symbols = boot::report::Symbols::read(std::path::Path::new(boot::KERNEL_ELF)).unwrap();
+    for (command, cpu, stuck_in) in [
+        ("lockup spin 2", 2, "kernel::smp::on_call_interrupt+"),
+        ("lockup spin", 0, "kernel::lockup::spin+"),
+    ] {
+        let mut m = boot_with_cpus(4);
+        let status = m.run("lockup");
+        assert!(status.starts_with("threshold: 10000 ms\n"), "{status}");
+        assert!(status.contains("\ncpu1 watches cpu2: no timer interrupt for "), "{status}");
+        for bad in ["lockup threshold 600001", "lockup threshold x", "lockup spin 9", "lockup up"] {
+            assert!(!m.run(bad).is_empty(), "{bad} is refused");
+        }
+        assert!(m.run("lockup").starts_with("threshold: 10000 ms\n"));
+        let status = m.run("lockup threshold 500");
+        let mut lines = status.lines();
+        assert_eq!(lines.next(), Some("threshold: 500 ms"));
+        for (watcher, line) in lines.enumerate() {
+            let buddy = (watcher + 1) % 4;
+            let prefix = format!("cpu{watcher} watches cpu{buddy}: no timer interrupt for ");
+            let ms = line.strip_prefix(&prefix).and_then(|ms| ms.strip_suffix(" ms"));
+            let ms = ms.and_then(|ms| ms.parse::<u64>().ok());
+            assert!(ms.is_some_and(|ms| ms < 500), "{status}");
+        }
+        assert_eq!(m.run_to_exit(command), Outcome::KernelFailure, "{command}");
+        let transcript = m.transcript();
+        let panic = format!("KERNEL PANIC on cpu {cpu}: ");
+        assert!(transcript.lines().any(|l| l.starts_with(&panic)), "{command}: the panic");
+        let message = format!("\nhard LOCKUP on cpu {cpu}: no timer interrupt for ");
+        assert!(transcript.contains(&message), "{command}: the panic's message");
+        let rip = transcript.lines().find_map(|l| l.strip_prefix("RIP: ")).expect("a RIP line");
+        assert!(rip.starts_with(stuck_in), "{command}: {rip}");
+        assert!(transcript.contains("panic: stopped 3 of 3 other CPU(s)"), "{command}");
+
+        let dump = m.dumps().pop().expect("the panic dump");
+        assert!(dump.problems.is_empty(), "{:?}", dump.problems);
+        symbols.check(dump.symbols).unwrap();
+        let top = dump.sections().into_iter().find(|t| t.instance == "top").unwrap();
+        let named = |e: &&trace::dump::Event, name: &str| {
+            top.descriptor(e.id).is_some_and(|d| d.name == name)
+        };
+        let found: Vec<_> = top.events.iter().filter(|e| named(e, "hard_lockup")).collect();
+        let [found] = found[..] else { panic!("one hard_lockup event: {found:?}") };
+        let watcher = (cpu + 3) % 4;
+        assert_eq!(found.cpu, watcher, "{command}: recorded by the CPU watching it");
+        let trace::dump::Value::Unsigned(stalled) = found.values[1] else { panic!() };
+        assert!(found.text.starts_with(&format!("cpu={cpu} stalled=")) && stalled >= 500);
+        // The hung CPU's last tick is the threshold or more before the report.
+        let last_tick = top.events.iter().rfind(|e| e.cpu == cpu && named(e, "tick"));
+        let last_tick = last_tick.expect("the hung CPU's ticks");
+        assert!(found.ts - last_tick.ts >= 490_000_000, "{command}: {last_tick:?} {found:?}");
+    }
+}

@@ -26,6 +26,27 @@ static FAULT_IP: [AtomicU64; MAX_CPUS] = [const { AtomicU64::new(0) }; MAX_CPUS]
 /// a return address would be, and the interrupted address above it.
 static ERROR_CODE_FRAME: [AtomicU64; MAX_CPUS] = [const { AtomicU64::new(0) }; MAX_CPUS];
 
+/// Per CPU: the runtime address the NMI it is handling (or handled last)
+/// interrupted.
+static NMI_IP: [AtomicU64; MAX_CPUS] = [const { AtomicU64::new(0) }; MAX_CPUS];
+
+/// Notes that an NMI interrupted this CPU at the runtime address `ip` (the NMI
+/// entry calls it, before the hooks).
+pub fn note_nmi(ip: u64) {
+    if let Some(at) = NMI_IP.get(percpu::index()) {
+        at.store(ip, Relaxed);
+    }
+}
+
+/// Makes the NMI this CPU is handling fatal: records the address it interrupted as
+/// where the fault struck (the panic's `RIP:` line), as [`record_fault`] does for an
+/// exception.
+pub fn record_nmi_as_fault() {
+    if let Some(ip) = NMI_IP.get(percpu::index()) {
+        record_fault(ip.load(Relaxed), None);
+    }
+}
+
 /// Records that a fatal exception struck this CPU at the runtime address `ip`;
 /// `error_code_frame`: the address of its interrupt frame, if the CPU pushed an
 /// error code below it.

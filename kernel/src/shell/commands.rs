@@ -8,7 +8,7 @@ use crate::arch::{self, percpu};
 use crate::dump::{self, Buffers, Cpus, DumpConfig};
 use crate::selftest::{bench, fault, stress};
 use crate::{
-    barrier, clock, memory, persist, print, println, serial, smp, timer, tracing, watchdog,
+    barrier, clock, lockup, memory, persist, print, println, serial, smp, timer, tracing, watchdog,
 };
 use alloc::format;
 use alloc::string::String;
@@ -171,6 +171,14 @@ pub static COMMANDS: &[Command] = &[
         redirects: false,
         pipes: false,
         run: latency,
+    },
+    Command {
+        name: "lockup",
+        usage: "[threshold MS | spin [CPU]]",
+        help: "the hard lockup detector: status, threshold (0: off), hang a CPU with interrupts off",
+        redirects: false,
+        pipes: false,
+        run: lockup,
     },
     Command {
         name: "reboot",
@@ -704,6 +712,50 @@ fn latency(
         "threshold: {threshold} ns, anomalies: {anomalies}, last at tick {tick}, worst interval {worst} ns"
     );
     println!("instance: instances/{}", latency_watchdog::INSTANCE);
+    Ok(())
+}
+
+fn lockup(
+    _: &mut Shell,
+    args: &[&str],
+    _: Option<&Redirect>,
+    _out: &mut Output,
+) -> Result<(), CommandError> {
+    match args {
+        [] => {}
+        ["threshold", ms] => {
+            let ms = ms.parse::<u64>().map_err(|_| CommandError::Usage)?;
+            lockup::set_threshold_ms(ms).map_err(CommandError::from)?;
+        }
+        ["spin"] => {
+            println!("cpu{}: interrupts off, spinning", percpu::index());
+            lockup::spin()
+        }
+        ["spin", cpu] => {
+            let cpu = cpu.parse().map_err(|_| CommandError::Usage)?;
+            if cpu == percpu::index() {
+                println!("cpu{cpu}: interrupts off, spinning");
+                lockup::spin()
+            }
+            smp::call(cpu, smp::Request::Spin).map_err(CommandError::from)?;
+            println!("cpu{cpu}: interrupts off, spinning");
+            return Ok(());
+        }
+        _ => return Err(CommandError::Usage),
+    }
+    match lockup::threshold_ms() {
+        0 => println!("threshold: off"),
+        ms => println!("threshold: {ms} ms"),
+    }
+    for cpu in 0..smp::online() {
+        match lockup::buddy(cpu) {
+            Some(buddy) => println!(
+                "cpu{cpu} watches cpu{buddy}: no timer interrupt for {} ms",
+                lockup::stalled_ms(cpu)
+            ),
+            None => println!("cpu{cpu}: no CPU to watch (it takes two)"),
+        }
+    }
     Ok(())
 }
 
