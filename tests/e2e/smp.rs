@@ -1,7 +1,7 @@
 //! Multi-processor bring-up and the panic stop.
 
 use boot::qemu::{Config, Outcome};
-use e2e::Machine;
+use e2e::{Machine, call_trace};
 
 fn boot_with_cpus(cpus: u32) -> Machine {
     Machine::boot_with(Config { smp: cpus, ..Config::default() })
@@ -210,9 +210,9 @@ fn a_histogram_counts_every_stress_event_from_every_context() {
 #[test]
 fn a_cpu_hung_with_interrupts_off_is_stopped_by_nmi_and_its_trace_dumped() {
     let symbols = boot::report::Symbols::read(std::path::Path::new(boot::KERNEL_ELF)).unwrap();
-    for (command, cpu, stuck_in) in [
-        ("lockup spin 2", 2, "kernel::smp::on_call_interrupt+"),
-        ("lockup spin", 0, "kernel::lockup::spin+"),
+    for (command, cpu, stuck_in, caller) in [
+        ("lockup spin 2", 2, "kernel::smp::on_call_interrupt+", "kernel::arch::idt::call+"),
+        ("lockup spin", 0, "kernel::lockup::spin+", "kernel::shell::run+"),
     ] {
         let mut m = boot_with_cpus(4);
         let status = m.run("lockup");
@@ -240,6 +240,15 @@ fn a_cpu_hung_with_interrupts_off_is_stopped_by_nmi_and_its_trace_dumped() {
         assert!(transcript.contains(&message), "{command}: the panic's message");
         let rip = transcript.lines().find_map(|l| l.strip_prefix("RIP: ")).expect("a RIP line");
         assert!(rip.starts_with(stuck_in), "{command}: {rip}");
+        // The call trace goes from the NMI's handler on into the stuck code's callers.
+        let frames = call_trace(&transcript);
+        let handler = frames.iter().position(|f| f.starts_with("kernel::arch::idt::nmi+"));
+        let stuck = frames.iter().position(|f| *f == rip);
+        assert!(handler.is_some_and(|h| stuck == Some(h + 1)), "{command}: {frames:#?}");
+        assert!(
+            frames.iter().skip(handler.unwrap() + 2).any(|f| f.starts_with(caller)),
+            "{frames:#?}"
+        );
         assert!(transcript.contains("panic: stopped 3 of 3 other CPU(s)"), "{command}");
 
         let dump = m.dumps().pop().expect("the panic dump");

@@ -46,12 +46,15 @@ struct Selectors {
     tss: SegmentSelector,
 }
 
+/// The index of the NMI's stack in [`interrupt_stacks`].
+pub const NMI_STACK: usize = 1;
+
 static TSS: [Once<TaskStateSegment>; MAX_CPUS] = [const { Once::new() }; MAX_CPUS];
 static GDT: [Once<(GlobalDescriptorTable, Selectors)>; MAX_CPUS] =
     [const { Once::new() }; MAX_CPUS];
 
-/// CPU `cpu`'s interrupt stacks (double fault, NMI), each as its lowest address
-/// and one past its highest.
+/// CPU `cpu`'s interrupt stacks (double fault, NMI: [`NMI_STACK`]), each as its
+/// lowest address and one past its highest.
 pub fn interrupt_stacks(cpu: usize) -> [(u64, u64); 2] {
     [&DOUBLE_FAULT_STACKS, &NMI_STACKS].map(|stacks| {
         let top = stacks[cpu].top().as_u64();

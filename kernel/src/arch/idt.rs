@@ -123,7 +123,7 @@ extern "x86-interrupt" fn debug(frame: InterruptStackFrame) {
 
 extern "x86-interrupt" fn nmi(frame: InterruptStackFrame) {
     let _handler = HandlerGuard::enter_nmi();
-    super::stack::note_nmi(frame.instruction_pointer.as_u64());
+    super::stack::note_nmi(frame.instruction_pointer.as_u64(), frame.stack_pointer.as_u64());
     NMI.for_each(|hook| hook());
 }
 

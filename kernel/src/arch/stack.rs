@@ -26,23 +26,36 @@ static FAULT_IP: [AtomicU64; MAX_CPUS] = [const { AtomicU64::new(0) }; MAX_CPUS]
 /// a return address would be, and the interrupted address above it.
 static ERROR_CODE_FRAME: [AtomicU64; MAX_CPUS] = [const { AtomicU64::new(0) }; MAX_CPUS];
 
-/// Per CPU: the runtime address the NMI it is handling (or handled last)
-/// interrupted.
-static NMI_IP: [AtomicU64; MAX_CPUS] = [const { AtomicU64::new(0) }; MAX_CPUS];
+/// Per CPU: the runtime address and the stack pointer the NMI it is handling (or
+/// handled last) interrupted.
+static NMI_FRAME: [[AtomicU64; 2]; MAX_CPUS] =
+    [const { [AtomicU64::new(0), AtomicU64::new(0)] }; MAX_CPUS];
 
-/// Notes that an NMI interrupted this CPU at the runtime address `ip` (the NMI
-/// entry calls it, before the hooks).
-pub fn note_nmi(ip: u64) {
-    if let Some(at) = NMI_IP.get(percpu::index()) {
+/// Notes that an NMI interrupted this CPU at the runtime address `ip`, its stack
+/// pointer at `rsp` (the NMI entry calls it, before the hooks).
+pub fn note_nmi(ip: u64, rsp: u64) {
+    if let Some([at, sp]) = NMI_FRAME.get(percpu::index()) {
         at.store(ip, Relaxed);
+        sp.store(rsp, Relaxed);
     }
+}
+
+/// Where a walk on CPU `cpu` at `rsp` goes on when its chain leaves the stack it
+/// runs on: on the NMI's stack, the kernel stack above the stack pointer the NMI
+/// interrupted (as lowest address and one past the highest), if it was on it.
+fn interrupted_stack(cpu: usize, rsp: u64) -> Option<(u64, u64)> {
+    let (nmi_low, nmi_high) = gdt::interrupt_stacks(cpu)[gdt::NMI_STACK];
+    let [low, high] = KERNEL_STACKS.get(cpu)?;
+    let sp = NMI_FRAME.get(cpu)?[1].load(Relaxed);
+    let (low, high) = (low.load(Relaxed), high.load(Relaxed));
+    ((nmi_low..nmi_high).contains(&rsp) && (low..high).contains(&sp)).then_some((sp, high))
 }
 
 /// Makes the NMI this CPU is handling fatal: records the address it interrupted as
 /// where the fault struck (the panic's `RIP:` line), as [`record_fault`] does for an
 /// exception.
 pub fn record_nmi_as_fault() {
-    if let Some(ip) = NMI_IP.get(percpu::index()) {
+    if let Some([ip, _]) = NMI_FRAME.get(percpu::index()) {
         record_fault(ip.load(Relaxed), None);
     }
 }
@@ -143,7 +156,8 @@ pub fn kernel_stack_used(addr: u64) -> Option<u64> {
 /// interrupted address (for an exception with an error code, found through the frame
 /// [`record_fault`] noted). Each frame pointer followed must lie above the previous
 /// one and within the current stack, so the walk ends and never reads outside that
-/// stack.
+/// stack; from the NMI's stack it goes on once into the code the NMI interrupted,
+/// within the kernel stack above the stack pointer the NMI entry noted.
 #[inline(always)]
 pub fn walk(mut visit: impl FnMut(u64, u64) -> bool) {
     let (rsp, mut fp): (u64, u64);
@@ -156,10 +170,11 @@ pub fn walk(mut visit: impl FnMut(u64, u64) -> bool) {
             options(nomem, nostack, preserves_flags)
         );
     }
-    let Some(end) = stack_end(rsp) else { return };
+    let Some(mut end) = stack_end(rsp) else { return };
     let offset = IMAGE_OFFSET.load(Relaxed);
-    let error_code_frame =
-        ERROR_CODE_FRAME.get(percpu::index()).map_or(0, |frame| frame.load(Relaxed));
+    let cpu = percpu::index();
+    let error_code_frame = ERROR_CODE_FRAME.get(cpu).map_or(0, |frame| frame.load(Relaxed));
+    let mut beyond = interrupted_stack(cpu, rsp);
     let mut low = rsp;
     loop {
         // The handler of an exception with an error code: between its saved frame
@@ -170,14 +185,21 @@ pub fn walk(mut visit: impl FnMut(u64, u64) -> bool) {
             gap @ 16..=32 if gap % 8 == 0 => gap / 8,
             _ => 1,
         };
-        let in_stack =
-            fp >= low && fp % 8 == 0 && fp.checked_add(8 * (ret_at + 1)).is_some_and(|e| e <= end);
-        if !in_stack {
-            break;
+        let fits = |low: u64, end: u64| {
+            fp >= low && fp % 8 == 0 && fp.checked_add(8 * (ret_at + 1)).is_some_and(|e| e <= end)
+        };
+        if !fits(low, end) {
+            match beyond.take() {
+                Some((interrupted, top)) if fits(interrupted, top) => end = top,
+                _ => break,
+            }
         }
-        // SAFETY: `[fp, fp + 8 * (ret_at + 1))` lies within `[rsp, end)`, the part of
-        // the current stack at and above this function's frame: mapped, and not
-        // written while this function runs (interrupts write only below `rsp`).
+        // SAFETY: `[fp, fp + 8 * (ret_at + 1))` lies within the part of the current
+        // stack at and above this function's frame, or, once the chain has left the
+        // NMI's stack, within the part of this CPU's kernel stack at and above the
+        // stack pointer the NMI this runs in interrupted (`fits` checked one or the
+        // other). Both are mapped, and not written while this function runs
+        // (interrupts write only below `rsp`; the interrupted code waits for the NMI).
         let (next, ret) = unsafe {
             let frame = fp as *const u64;
             (frame.read_volatile(), frame.add(ret_at as usize).read_volatile())
