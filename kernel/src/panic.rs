@@ -1,5 +1,6 @@
 //! The panic handler: report on the emergency console (no lock, no allocation) with
-//! the panicking CPU's call trace, stop the other CPUs, dump the trace, and leave
+//! the panicking CPU's call trace, stop the other CPUs (printing where each was),
+//! dump the trace, and leave
 //! QEMU with the failure code (or, with `panic_reboot` on, save `instances/boot_map`
 //! and reset the machine). A panic while reporting the first one still dumps; a
 //! panic during the dump gives up with a minimal message.
@@ -72,17 +73,6 @@ const CALL_TRACE_FRAMES: usize = 24;
 /// the chain goes on in the code that faulted (see `arch::stack::stack_trace`); it
 /// stops at the end of the stack the panic runs on.
 fn print_call_trace(cpu: usize) {
-    let table = crate::symbols::table();
-    let mut out = EmergencyConsole;
-    let mut write_line = |prefix: &str, addr: u64, frame: bool| {
-        let _ = out.write_str(prefix);
-        let _ = match (table, frame) {
-            (Some(table), true) => table.write_frame(&mut out, addr),
-            (Some(table), false) => table.write_address(&mut out, addr),
-            (None, _) => write!(out, "{addr:#x}"),
-        };
-        let _ = out.write_str("\n");
-    };
     if let Some(ip) = crate::arch::stack::fault_ip(cpu) {
         write_line("RIP: ", ip, false);
     }
@@ -91,6 +81,32 @@ fn print_call_trace(cpu: usize) {
     crate::emergency_println!("Call Trace:");
     for &ret in &frames[..depth] {
         write_line(" => ", ret, true);
+    }
+}
+
+/// Prints `prefix` and a code address on the emergency console: a return address
+/// (`frame`, looked up one byte earlier) or where something struck, named with
+/// the symbols the image carries (an address without them).
+fn write_line(prefix: &str, addr: u64, frame: bool) {
+    let mut out = EmergencyConsole;
+    let _ = out.write_str(prefix);
+    let _ = match (crate::symbols::table(), frame) {
+        (Some(table), true) => table.write_frame(&mut out, addr),
+        (Some(table), false) => table.write_address(&mut out, addr),
+        (None, _) => write!(out, "{addr:#x}"),
+    };
+    let _ = out.write_str("\n");
+}
+
+/// Prints where the panic's NMI stopped each other CPU, as Linux's NMI backtraces
+/// do: `RIP:` the address it interrupted, then its callers, a ` => frame` line each.
+fn print_other_cpus(cpu: usize) {
+    for other in (0..smp::online()).filter(|&other| other != cpu) {
+        let mut chain = smp::backtrace(other);
+        let Some(ip) = chain.next() else { continue };
+        crate::emergency_println!("NMI backtrace for cpu {other}:");
+        write_line("RIP: ", ip, false);
+        chain.for_each(|ret| write_line(" => ", ret, true));
     }
 }
 
@@ -112,6 +128,7 @@ fn stop_dump_and_exit(cpu: usize, message: &str, location: &str) -> ! {
     if others > 0 {
         let stopped = smp::stop_other_cpus();
         crate::emergency_println!("panic: stopped {stopped} of {others} other CPU(s)");
+        print_other_cpus(cpu);
     }
     crate::dump::panic_dump(cpu, message, location);
     if crate::persist::panic_reboot() {

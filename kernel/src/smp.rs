@@ -5,7 +5,7 @@ use crate::arch::apic::{self, Destination, Ipi};
 use crate::arch::{irq, percpu};
 use crate::{arch, clock, idle, memory, timer};
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 /// Stack size of each application processor.
 const AP_STACK_SIZE: usize = 128 * 1024;
@@ -18,6 +18,12 @@ static ONLINE: AtomicUsize = AtomicUsize::new(1);
 static STOPPED: AtomicUsize = AtomicUsize::new(0);
 /// Set once a CPU panics: any NMI from then on stops the CPU that takes it.
 static STOPPING: AtomicBool = AtomicBool::new(false);
+/// Frames of a stopped CPU's call chain kept for the panic's report.
+pub const BACKTRACE_FRAMES: usize = 16;
+/// Per CPU: its call chain where the panic's NMI stopped it, from the address the
+/// NMI interrupted outward (ELF addresses; 0 after the last).
+static STOPPED_AT: [[AtomicU64; BACKTRACE_FRAMES]; arch::MAX_CPUS] =
+    [const { [const { AtomicU64::new(0) }; BACKTRACE_FRAMES] }; arch::MAX_CPUS];
 
 /// Requests one CPU can post to another (see [`call`]), carried out by the target's
 /// call IPI handler.
@@ -153,8 +159,28 @@ pub fn nmi(index: usize) -> Result<(), &'static str> {
     Ok(())
 }
 
-/// Stops every other CPU with an NMI and waits (up to 100 ms) until they have.
-/// Returns how many stopped. For the panic path.
+/// Keeps this CPU's call chain where the panic's NMI stopped it: the frames from
+/// the address the NMI interrupted outward (the NMI's own left out).
+fn note_backtrace() {
+    let Some(kept) = STOPPED_AT.get(percpu::index()) else { return };
+    let mut frames = [0u64; 2 * BACKTRACE_FRAMES];
+    let depth = arch::stack::stack_trace(&mut frames);
+    let interrupted = arch::stack::nmi_ip();
+    let from = frames[..depth].iter().position(|&f| f == interrupted).unwrap_or(depth);
+    let chain = frames[from..depth].iter().chain(core::iter::repeat(&0));
+    kept.iter().zip(chain).for_each(|(slot, &frame)| slot.store(frame, Ordering::Relaxed));
+}
+
+/// The call chain of CPU `cpu` where the panic's NMI stopped it, from the address
+/// it interrupted outward (ELF addresses); empty for a CPU not stopped that way.
+pub fn backtrace(cpu: usize) -> impl Iterator<Item = u64> {
+    let kept = STOPPED_AT.get(cpu).into_iter().flatten();
+    kept.map(|frame| frame.load(Ordering::Relaxed)).take_while(|&frame| frame != 0)
+}
+
+/// Stops every other CPU with an NMI and waits (up to 100 ms) until they have,
+/// each keeping its call chain ([`backtrace`]). Returns how many stopped. For the
+/// panic path.
 pub fn stop_other_cpus() -> usize {
     STOPPING.store(true, Ordering::SeqCst);
     let others = online() - 1;
@@ -173,6 +199,7 @@ pub fn stop_other_cpus() -> usize {
 /// otherwise the NMI is traced.
 fn on_nmi() {
     if STOPPING.load(Ordering::SeqCst) {
+        note_backtrace();
         STOPPED.fetch_add(1, Ordering::Release);
         arch::halt_forever();
     }

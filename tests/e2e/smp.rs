@@ -59,6 +59,20 @@ fn a_panic_on_an_application_processor_stops_every_other_cpu() {
         transcript.contains("panic: stopped 3 of 3 other CPU(s)"),
         "the other CPUs were not all stopped"
     );
+    // Where each was stopped, as Linux's NMI backtraces: the shell's CPU in its
+    // loop (waiting for a key or just back from posting the request), the others
+    // idle.
+    for cpu in [0, 1, 3] {
+        let at = transcript.find(&format!("\nNMI backtrace for cpu {cpu}:\nRIP: "));
+        let trace = &transcript[at.unwrap_or_else(|| panic!("cpu {cpu}: {transcript}"))..];
+        let mut lines = trace.lines().skip(2);
+        let rip = lines.next().and_then(|l| l.strip_prefix("RIP: "));
+        let frames = lines.map_while(|l| l.strip_prefix(" => "));
+        let chain: Vec<&str> = rip.into_iter().chain(frames).collect();
+        let caller = if cpu == 0 { "kernel::shell::run+" } else { "kernel::smp::ap_main+" };
+        assert!(chain.iter().any(|f| f.starts_with(caller)), "cpu {cpu}: {chain:#?}");
+    }
+    assert!(!transcript.contains("NMI backtrace for cpu 2:"), "the panicking CPU's is its own");
 }
 
 #[test]

@@ -60,6 +60,12 @@ pub fn record_nmi_as_fault() {
     }
 }
 
+/// The address the NMI this CPU is handling interrupted, as an address in the
+/// kernel ELF (a walk from the NMI meets it as the first frame past the NMI's own).
+pub fn nmi_ip() -> u64 {
+    NMI_FRAME.get(percpu::index()).map_or(0, |[ip, _]| elf_address(ip.load(Relaxed)))
+}
+
 /// Records that a fatal exception struck this CPU at the runtime address `ip`;
 /// `error_code_frame`: the address of its interrupt frame, if the CPU pushed an
 /// error code below it.
