@@ -1,9 +1,8 @@
 //! The panic handler: report on the emergency console (no lock, no allocation) with
 //! the panicking CPU's call trace, stop the other CPUs (printing where each was),
-//! dump the trace, and leave
-//! QEMU with the failure code (or, with `panic_reboot` on, save `instances/boot_map`
-//! and reset the machine). A panic while reporting the first one still dumps; a
-//! panic during the dump gives up with a minimal message.
+//! dump the trace, and leave QEMU with the failure code (or, with `panic_reboot` on,
+//! save `instances/boot_map` and reset the machine). A panic while reporting the
+//! first one still dumps; a panic during the dump gives up with a minimal message.
 
 use crate::arch::uart::EmergencyConsole;
 use crate::arch::{percpu, qemu};
