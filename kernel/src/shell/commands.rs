@@ -727,18 +727,19 @@ fn lockup(
             let ms = ms.parse::<u64>().map_err(|_| CommandError::Usage)?;
             lockup::set_threshold_ms(ms).map_err(CommandError::from)?;
         }
-        ["spin"] => {
-            println!("cpu{}: interrupts off, spinning", percpu::index());
-            lockup::spin()
-        }
-        ["spin", cpu] => {
-            let cpu = cpu.parse().map_err(|_| CommandError::Usage)?;
-            if cpu == percpu::index() {
-                println!("cpu{cpu}: interrupts off, spinning");
+        ["spin", cpu @ ..] if cpu.len() <= 1 => {
+            let here = percpu::index();
+            let cpu = match cpu {
+                [cpu] => cpu.parse().map_err(|_| CommandError::Usage)?,
+                _ => here,
+            };
+            if cpu != here {
+                smp::call(cpu, smp::Request::Spin).map_err(CommandError::from)?;
+            }
+            println!("cpu{cpu}: interrupts off, spinning");
+            if cpu == here {
                 lockup::spin()
             }
-            smp::call(cpu, smp::Request::Spin).map_err(CommandError::from)?;
-            println!("cpu{cpu}: interrupts off, spinning");
             return Ok(());
         }
         _ => return Err(CommandError::Usage),
