@@ -25,6 +25,10 @@ fn every_cpu_reports_in_with_1_2_and_4_cpus() {
             cpus as usize,
             "{listing}"
         );
+        // The hard lockup detector needs a CPU to watch each: none with one CPU.
+        let lockup = machine.run("lockup");
+        let alone = lockup.contains("cpu0: no CPU to watch (it takes two)");
+        assert_eq!(alone, cpus == 1, "{lockup}");
         assert_eq!(machine.run_to_exit("poweroff"), Outcome::Success);
     }
 }
