@@ -506,7 +506,9 @@ fn convert(
             clean = false;
             eprintln!("report: {log}:{}: {}", problem.line, problem.what);
         }
-        if let (Some(symbols), Some(elf)) = (symbols, &options.elf) {
+        // Text reports every dump; the other formats convert the last.
+        let converted = options.format == Format::Text || seen == total;
+        if let (Some(symbols), Some(elf), true) = (symbols, &options.elf, converted) {
             symbols
                 .check(dump.symbols)
                 .map_err(|e| format!("{log}:{}: {}: {e}", dump.line, elf.display()))?;

@@ -496,6 +496,17 @@ fn the_elf_of_another_kernel_is_refused_and_nothing_is_written() {
         "{stderr}"
     );
     assert_eq!(written, None, "nothing is written");
+    // Of a log with two dumps, perfetto converts the last alone: only its kernel
+    // counts. Text reports both.
+    let both = stack_log(&[ip], Some(other)) + &stack_log(&[ip], Some(kernel.fingerprint()));
+    let log = temp("two-kernels.log", both);
+    let log = log.to_str().unwrap();
+    let json = output.to_str().unwrap();
+    let out = report(&[log, "--elf", "--format", "perfetto", "-o", json]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let _ = std::fs::remove_file(&output);
+    let out = report(&[log, "--elf"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
 }
 
 #[test]
