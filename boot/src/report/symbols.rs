@@ -14,7 +14,8 @@ use std::io::Read;
 use std::path::Path;
 use trace::symtab::SymbolTable;
 
-use trace::dump::{Section, Value};
+use trace::dump::{DumpField, Section, Value};
+use trace::event::DescriptorKind;
 use trace::field::FieldKind;
 
 /// Largest ELF file read (the kernel's is a few MiB): a bound on what a wrong path
@@ -156,12 +157,12 @@ impl Symbols {
     }
 
     /// Rewrites the code addresses of `trace` (the fields an event's format prints
-    /// with `:sym`, as `ftrace:irqsoff` does `start` and `end`) with symbols: each
-    /// becomes a string, `function+0xoffset`, and the text reads as the kernel's
-    /// `trace` file shows it.
+    /// with `:sym`, as `ftrace:irqsoff` does `start` and `end`, and the arguments a
+    /// printk call site's format prints so) with symbols: each becomes a string,
+    /// `function+0xoffset`, and the text reads as the kernel's `trace` file shows it.
     fn symbolize_addresses(&self, trace: &mut Section) {
         let Some(table) = self.table() else { return };
-        let mut addresses = Vec::new();
+        let mut events: Vec<(u16, Vec<usize>)> = Vec::new();
         for d in trace.descriptors.values_mut() {
             let found = trace::event::format::address_fields(&d.format, &d.fields());
             for &i in &found {
@@ -170,30 +171,42 @@ impl Symbols {
                 }
             }
             if !found.is_empty() {
-                addresses.push((d.id, found));
+                events.push((d.id, found));
             }
         }
         for ev in &mut trace.events {
-            let Some((_, found)) = addresses.iter().find(|(id, _)| *id == ev.id) else { continue };
-            for &i in found {
-                if let Some(value @ Value::Unsigned(_)) = ev.values.get_mut(i) {
-                    let Value::Unsigned(addr) = *value else { continue };
+            let Some(d) = trace.descriptors.get(&ev.id) else { continue };
+            // A printk call site's arguments carry their own types, in the order its
+            // format's placeholders take them.
+            let (mut fields, found) = if d.kind == DescriptorKind::Printk {
+                let fields: Vec<DumpField> = ev
+                    .values
+                    .iter()
+                    .map(|v| DumpField { name: String::new(), kind: kind_of(v) })
+                    .collect();
+                let found = trace::event::format::address_fields(&d.format, &as_fields(&fields));
+                (fields, found)
+            } else {
+                let Some((_, found)) = events.iter().find(|(id, _)| *id == ev.id) else { continue };
+                (d.fields.clone(), found.clone())
+            };
+            if found.is_empty() {
+                continue;
+            }
+            for &i in &found {
+                if let Some(Value::Unsigned(addr)) = ev.values.get(i) {
                     let mut place = String::new();
-                    let _ = table.write_address(&mut place, addr);
-                    *value = Value::Str(place);
+                    let _ = table.write_address(&mut place, *addr);
+                    ev.values[i] = Value::Str(place);
+                    fields[i].kind = FieldKind::Str;
                 }
             }
-            let Some(d) = trace.descriptors.get(&ev.id) else { continue };
             let values: Vec<trace::field::Value<'_>> =
                 ev.values.iter().map(Value::borrowed).collect();
             let mut text = String::new();
-            let _ = trace::event::format::render_values(
-                &mut text,
-                &d.format,
-                &d.fields(),
-                &values,
-                None,
-            );
+            let fields = as_fields(&fields);
+            let _ =
+                trace::event::format::render_values(&mut text, &d.format, &fields, &values, None);
             ev.text = text;
         }
     }
@@ -249,6 +262,24 @@ impl Symbols {
     }
 }
 
+/// `fields` as the format renderer takes them.
+fn as_fields(fields: &[DumpField]) -> Vec<trace::field::Field<'_>> {
+    fields.iter().map(|f| trace::field::Field { name: &f.name, kind: f.kind }).collect()
+}
+
+/// The kind of field a decoded value fits: a printk argument's, which carries its
+/// own type.
+fn kind_of(value: &Value) -> FieldKind {
+    match value {
+        Value::Unsigned(_) => FieldKind::U64,
+        Value::Signed(_) => FieldKind::I64,
+        Value::Bool(_) => FieldKind::Bool,
+        Value::Char(_) => FieldKind::Char,
+        Value::Bytes(bytes) => FieldKind::Bytes(u16::try_from(bytes.len()).unwrap_or(u16::MAX)),
+        Value::Str(_) => FieldKind::Str,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -265,6 +296,50 @@ mod tests {
         assert_eq!(s.frame(0x121), "0x121");
         assert_eq!(Symbols::default().frame(0x200), "0x200");
         assert_eq!(Symbols::default().lookup(0x100), None);
+    }
+
+    #[test]
+    fn sym_fields_and_printk_arguments_are_named() {
+        use trace::Context;
+        use trace::dump::{DumpDescriptor, Event};
+        use trace::event::Timeline;
+        let s = Symbols { table: trace::symtab::encode([(0x100, 0x120, "a")]) };
+        let descriptor = |id, kind, format: &str, fields: Vec<DumpField>| DumpDescriptor {
+            id,
+            kind,
+            system: "s".into(),
+            name: format!("e{id}"),
+            format: format.into(),
+            fields,
+            timeline: Timeline::Instant,
+        };
+        let field = |name: &str, kind| DumpField { name: name.into(), kind };
+        let event = |id, values: Vec<Value>, text: &str| Event {
+            cpu: 0,
+            ts: 1,
+            id,
+            context: Context::TASK,
+            values,
+            lost_before: 0,
+            text: text.into(),
+        };
+        let mut section = Section::default();
+        let fields = vec![field("n", FieldKind::U64), field("ip", FieldKind::U64)];
+        let d = descriptor(1, DescriptorKind::Event, "n={n} at {ip:sym}", fields);
+        section.descriptors.insert(1, d);
+        let d = descriptor(2, DescriptorKind::Printk, "{} at {:sym} {:#x}", Vec::new());
+        section.descriptors.insert(2, d);
+        section.events = vec![
+            event(1, vec![Value::Unsigned(0x104), Value::Unsigned(0x104)], "n=260 at 0x104"),
+            event(1, vec![Value::Unsigned(1), Value::Unsigned(0x200)], "n=1 at 0x200"),
+            event(2, vec![Value::Signed(-1), Value::Unsigned(0x11f), Value::Unsigned(0x104)], ""),
+        ];
+        s.symbolize(&mut section);
+        let texts: Vec<&str> = section.events.iter().map(|e| e.text.as_str()).collect();
+        assert_eq!(texts, ["n=260 at a+0x4", "n=1 at 0x200", "-1 at a+0x1f 0x104"]);
+        assert_eq!(section.events[0].values[1], Value::Str("a+0x4".into()));
+        assert_eq!(section.descriptors[&1].fields[1].kind, FieldKind::Str);
+        assert_eq!(section.events[2].values[2], Value::Unsigned(0x104), "not a code address");
     }
 
     #[test]
