@@ -72,40 +72,30 @@ const CALL_TRACE_FRAMES: usize = 24;
 /// the chain goes on in the code that faulted (see `arch::stack::stack_trace`); it
 /// stops at the end of the stack the panic runs on.
 fn print_call_trace(cpu: usize) {
+    let mut out = EmergencyConsole;
     if let Some(ip) = crate::arch::stack::fault_ip(cpu) {
-        write_line("RIP: ", ip, false);
+        let _ = out.write_str("RIP: ");
+        let _ = crate::symbols::write_address(&mut out, ip);
+        let _ = out.write_str("\n");
     }
     let mut frames = [0u64; CALL_TRACE_FRAMES];
     let depth = crate::arch::stack::stack_trace(&mut frames);
     crate::emergency_println!("Call Trace:");
     for &ret in &frames[..depth] {
-        write_line(" => ", ret, true);
+        let _ = out.write_str(" => ");
+        let _ = crate::symbols::write_frame(&mut out, ret);
+        let _ = out.write_str("\n");
     }
-}
-
-/// Prints `prefix` and a code address on the emergency console: a return address
-/// (`frame`, looked up one byte earlier) or where something struck, named with
-/// the symbols the image carries (an address without them).
-fn write_line(prefix: &str, addr: u64, frame: bool) {
-    let mut out = EmergencyConsole;
-    let _ = out.write_str(prefix);
-    let _ = match (crate::symbols::table(), frame) {
-        (Some(table), true) => table.write_frame(&mut out, addr),
-        (Some(table), false) => table.write_address(&mut out, addr),
-        (None, _) => write!(out, "{addr:#x}"),
-    };
-    let _ = out.write_str("\n");
 }
 
 /// Prints where the panic's NMI stopped each other CPU, as Linux's NMI backtraces
 /// do: `RIP:` the address it interrupted, then its callers, a ` => frame` line each.
 fn print_other_cpus(cpu: usize) {
     for other in (0..smp::online()).filter(|&other| other != cpu) {
-        let mut chain = smp::backtrace(other);
-        let Some(ip) = chain.next() else { continue };
-        crate::emergency_println!("NMI backtrace for cpu {other}:");
-        write_line("RIP: ", ip, false);
-        chain.for_each(|ret| write_line(" => ", ret, true));
+        if smp::backtrace(other).next().is_some() {
+            crate::emergency_println!("NMI backtrace for cpu {other}:");
+            let _ = crate::symbols::write_chain(&mut EmergencyConsole, smp::backtrace(other));
+        }
     }
 }
 

@@ -18,12 +18,15 @@ static ONLINE: AtomicUsize = AtomicUsize::new(1);
 static STOPPED: AtomicUsize = AtomicUsize::new(0);
 /// Set once a CPU panics: any NMI from then on stops the CPU that takes it.
 static STOPPING: AtomicBool = AtomicBool::new(false);
-/// Frames of a stopped CPU's call chain kept for the panic's report.
+/// Frames of a CPU's call chain kept by its backtrace NMI.
 pub const BACKTRACE_FRAMES: usize = 16;
-/// Per CPU: its call chain where the panic's NMI stopped it, from the address the
-/// NMI interrupted outward (ELF addresses; 0 after the last).
-static STOPPED_AT: [[AtomicU64; BACKTRACE_FRAMES]; arch::MAX_CPUS] =
+/// Per CPU: its call chain where its last backtrace NMI (the panic's stop, or
+/// [`request_backtraces`]) found it, from the address the NMI interrupted outward
+/// (ELF addresses; 0 after the last).
+static BACKTRACES: [[AtomicU64; BACKTRACE_FRAMES]; arch::MAX_CPUS] =
     [const { [const { AtomicU64::new(0) }; BACKTRACE_FRAMES] }; arch::MAX_CPUS];
+/// Per CPU: asked for its call chain at its next NMI.
+static WANTED: [AtomicBool; arch::MAX_CPUS] = [const { AtomicBool::new(false) }; arch::MAX_CPUS];
 
 /// Requests one CPU can post to another (see [`call`]), carried out by the target's
 /// call IPI handler.
@@ -159,10 +162,10 @@ pub fn nmi(index: usize) -> Result<(), &'static str> {
     Ok(())
 }
 
-/// Keeps this CPU's call chain where the panic's NMI stopped it: the frames from
-/// the address the NMI interrupted outward (the NMI's own left out).
+/// Keeps this CPU's call chain where the NMI it is handling found it: the frames
+/// from the address the NMI interrupted outward (the NMI's own left out).
 fn note_backtrace() {
-    let Some(kept) = STOPPED_AT.get(percpu::index()) else { return };
+    let Some(kept) = BACKTRACES.get(percpu::index()) else { return };
     let mut frames = [0u64; 2 * BACKTRACE_FRAMES];
     let depth = arch::stack::stack_trace(&mut frames);
     let interrupted = arch::stack::nmi_ip();
@@ -171,11 +174,32 @@ fn note_backtrace() {
     kept.iter().zip(chain).for_each(|(slot, &frame)| slot.store(frame, Ordering::Relaxed));
 }
 
-/// The call chain of CPU `cpu` where the panic's NMI stopped it, from the address
-/// it interrupted outward (ELF addresses); empty for a CPU not stopped that way.
+/// The call chain of CPU `cpu` where its last backtrace NMI found it, from the
+/// address the NMI interrupted outward (ELF addresses); empty for a CPU that took
+/// none.
 pub fn backtrace(cpu: usize) -> impl Iterator<Item = u64> {
-    let kept = STOPPED_AT.get(cpu).into_iter().flatten();
+    let kept = BACKTRACES.get(cpu).into_iter().flatten();
     kept.map(|frame| frame.load(Ordering::Relaxed)).take_while(|&frame| frame != 0)
+}
+
+/// Asks every other CPU for its call chain by NMI, as Linux's `sysrq-l` does, and
+/// waits (up to 100 ms) for them: each keeps it ([`backtrace`]) and goes on.
+/// Returns how many answered.
+pub fn request_backtraces() -> usize {
+    let this = percpu::index();
+    let others: Vec<usize> = (0..online()).filter(|&cpu| cpu != this).collect();
+    for &cpu in &others {
+        // A CPU that does not answer shows no chain, not an old one.
+        BACKTRACES[cpu][0].store(0, Ordering::SeqCst);
+        WANTED[cpu].store(true, Ordering::SeqCst);
+        let _ = nmi(cpu);
+    }
+    let deadline = clock::now_ns() + 100_000_000;
+    let pending = || others.iter().filter(|&&cpu| WANTED[cpu].load(Ordering::SeqCst)).count();
+    while pending() > 0 && clock::now_ns() < deadline {
+        core::hint::spin_loop();
+    }
+    others.len() - pending()
 }
 
 /// Stops every other CPU with an NMI and waits (up to 100 ms) until they have,
@@ -202,6 +226,10 @@ fn on_nmi() {
         note_backtrace();
         STOPPED.fetch_add(1, Ordering::Release);
         arch::halt_forever();
+    }
+    if WANTED.get(percpu::index()).is_some_and(|wanted| wanted.load(Ordering::SeqCst)) {
+        note_backtrace();
+        WANTED[percpu::index()].store(false, Ordering::SeqCst);
     }
     trace::emit!(crate::events::NMI, false);
 }

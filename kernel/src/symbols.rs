@@ -2,6 +2,7 @@
 //! (`trace::symtab`), so that `trace` prints recorded stacks as
 //! `function+0xoffset`, in the panic dump too (lookups do not allocate).
 
+use core::fmt::{self, Write};
 use spin::Once;
 use trace::symtab::{SymbolTable, SymtabError};
 
@@ -23,4 +24,35 @@ pub fn table() -> Option<&'static SymbolTable<'static>> {
 /// tool can tell whether an ELF is this kernel.
 pub fn fingerprint() -> Option<u64> {
     TABLE.get().map(|&(_, fingerprint)| fingerprint)
+}
+
+/// Writes the code address `addr` (an address in the kernel ELF) as
+/// `function+0xoffset`, or as `0x...` without the table or a function holding it.
+pub fn write_address(out: &mut dyn Write, addr: u64) -> fmt::Result {
+    match table() {
+        Some(table) => table.write_address(out, addr),
+        None => write!(out, "{addr:#x}"),
+    }
+}
+
+/// Writes the return address `ret` as [`write_address`] does, looked up one byte
+/// earlier (see [`SymbolTable::write_frame`]).
+pub fn write_frame(out: &mut dyn Write, ret: u64) -> fmt::Result {
+    match table() {
+        Some(table) => table.write_frame(out, ret),
+        None => write!(out, "{ret:#x}"),
+    }
+}
+
+/// Writes a CPU's call chain as an oops shows it: `RIP: ` and where it stood, then
+/// a ` => frame` line per return address. Nothing for an empty chain.
+pub fn write_chain(out: &mut dyn Write, mut chain: impl Iterator<Item = u64>) -> fmt::Result {
+    let Some(ip) = chain.next() else { return Ok(()) };
+    out.write_str("RIP: ")?;
+    write_address(out, ip)?;
+    chain.try_for_each(|ret| {
+        out.write_str("\n => ")?;
+        write_frame(out, ret)
+    })?;
+    out.write_str("\n")
 }

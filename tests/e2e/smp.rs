@@ -288,3 +288,31 @@ fn a_cpu_hung_with_interrupts_off_is_stopped_by_nmi_and_its_trace_dumped() {
         assert!(found.ts - last_tick.ts >= 490_000_000, "{command}: {last_tick:?} {found:?}");
     }
 }
+
+/// `backtrace` (Linux's sysrq-l): every other CPU's call chain, taken by NMI,
+/// stopping nothing: the idle ones in their loop, one hung with interrupts off
+/// where it spins (the detector off, so that it stays hung).
+#[test]
+fn backtrace_shows_every_other_cpus_call_chain_by_nmi() {
+    let mut m = boot_with_cpus(4);
+    let chain = |out: &str, cpu: usize| -> Vec<String> {
+        let at = out.find(&format!("NMI backtrace for cpu {cpu}:\n"));
+        let lines = out[at.unwrap_or_else(|| panic!("cpu {cpu}: {out}"))..].lines().skip(1);
+        let frames = lines.take_while(|l| l.starts_with("RIP: ") || l.starts_with(" => "));
+        frames.map(|l| l[4..].trim_start().to_string()).collect()
+    };
+    let out = m.run("backtrace");
+    assert!(out.ends_with("3 of 3 other CPU(s) answered\n"), "{out}");
+    for cpu in 1..4 {
+        let frames = chain(&out, cpu);
+        assert!(frames.iter().any(|f| f.starts_with("kernel::smp::ap_main+")), "{out}");
+    }
+    m.run("lockup threshold 0");
+    assert_eq!(m.run("lockup spin 2"), "cpu2: interrupts off, spinning\n");
+    let out = m.run("backtrace");
+    let frames = chain(&out, 2);
+    assert!(frames[0].starts_with("kernel::smp::on_call_interrupt+"), "{out}");
+    assert!(frames.iter().any(|f| f.starts_with("kernel::smp::ap_main+")), "{out}");
+    assert!(m.run("backtrace x").contains("usage"));
+    assert_eq!(m.run_to_exit("poweroff"), Outcome::Success);
+}

@@ -8,7 +8,8 @@ use crate::arch::{self, percpu};
 use crate::dump::{self, Buffers, Cpus, DumpConfig};
 use crate::selftest::{bench, fault, stress};
 use crate::{
-    barrier, clock, lockup, memory, persist, print, println, serial, smp, timer, tracing, watchdog,
+    barrier, clock, lockup, memory, persist, print, println, serial, smp, symbols, timer, tracing,
+    watchdog,
 };
 use alloc::format;
 use alloc::string::String;
@@ -179,6 +180,14 @@ pub static COMMANDS: &[Command] = &[
         redirects: false,
         pipes: false,
         run: lockup,
+    },
+    Command {
+        name: "backtrace",
+        usage: "",
+        help: "every other CPU's call chain, by NMI (sysrq-l)",
+        redirects: false,
+        pipes: true,
+        run: backtrace,
     },
     Command {
         name: "reboot",
@@ -757,6 +766,27 @@ fn lockup(
             None => println!("cpu{cpu}: no CPU to watch (it takes two)"),
         }
     }
+    Ok(())
+}
+
+fn backtrace(
+    _: &mut Shell,
+    args: &[&str],
+    _: Option<&Redirect>,
+    out: &mut Output,
+) -> Result<(), CommandError> {
+    no_args(args)?;
+    let answered = smp::request_backtraces();
+    let this = percpu::index();
+    for cpu in (0..smp::online()).filter(|&cpu| cpu != this) {
+        if smp::backtrace(cpu).next().is_none() {
+            let _ = writeln!(out, "cpu {cpu}: no answer");
+            continue;
+        }
+        let _ = writeln!(out, "NMI backtrace for cpu {cpu}:");
+        let _ = symbols::write_chain(out, smp::backtrace(cpu));
+    }
+    let _ = writeln!(out, "{answered} of {} other CPU(s) answered", smp::online() - 1);
     Ok(())
 }
 

@@ -315,18 +315,10 @@ fn write_irqsoff_report(
     let Some((cpu, [ns, start, end])) = last else { return Ok(()) };
     writeln!(out, "# irqsoff latency: {} us, CPU#{cpu}", ns / 1000)?;
     write!(out, "#  => started at: ")?;
-    write_place(out, start)?;
+    symbols::write_address(out, start)?;
     write!(out, "\n#  => ended at:   ")?;
-    write_place(out, end)?;
+    symbols::write_address(out, end)?;
     writeln!(out, "\n#")
-}
-
-/// A code address as `function+0xoffset` (`0x...` without the kernel's symbols).
-fn write_place(out: &mut dyn Write, addr: u64) -> fmt::Result {
-    match symbols::table() {
-        Some(table) => table.write_address(out, addr),
-        None => write!(out, "{addr:#x}"),
-    }
 }
 
 /// `per_cpu/cpuN/stats`, ftrace's fields (timestamps in µs) plus `written`.
