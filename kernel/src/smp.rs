@@ -2,6 +2,7 @@
 //! the call IPI, and stopping them all (by NMI) when one CPU panics.
 
 use crate::arch::apic::{self, Destination, Ipi};
+use crate::arch::hooks::Hooks;
 use crate::arch::{irq, percpu};
 use crate::{arch, clock, idle, memory, timer};
 use alloc::vec::Vec;
@@ -25,6 +26,9 @@ pub const BACKTRACE_FRAMES: usize = 16;
 /// (ELF addresses; 0 after the last).
 static BACKTRACES: [[AtomicU64; BACKTRACE_FRAMES]; arch::MAX_CPUS] =
     [const { [const { AtomicU64::new(0) }; BACKTRACE_FRAMES] }; arch::MAX_CPUS];
+/// Hooks each CPU the panic stops runs before it parks, with its call chain (from
+/// where the NMI struck outward; the tracing layer records it).
+pub static STOP: Hooks<fn(&[u64]), 1> = Hooks::new();
 /// Per CPU: asked for its call chain at its next NMI.
 static WANTED: [AtomicBool; arch::MAX_CPUS] = [const { AtomicBool::new(false) }; arch::MAX_CPUS];
 
@@ -224,6 +228,9 @@ pub fn stop_other_cpus() -> usize {
 fn on_nmi() {
     if STOPPING.load(Ordering::SeqCst) {
         note_backtrace();
+        let mut chain = [0u64; BACKTRACE_FRAMES];
+        let depth = backtrace(percpu::index()).zip(&mut chain).map(|(f, slot)| *slot = f).count();
+        STOP.for_each(|hook| hook(&chain[..depth]));
         STOPPED.fetch_add(1, Ordering::Release);
         arch::halt_forever();
     }

@@ -63,6 +63,10 @@ fn a_panic_on_an_application_processor_stops_every_other_cpu() {
         transcript.contains("panic: stopped 3 of 3 other CPU(s)"),
         "the other CPUs were not all stopped"
     );
+    let symbols = boot::report::Symbols::read(std::path::Path::new(boot::KERNEL_ELF)).unwrap();
+    let mut top = machine.dumps().pop().expect("the panic dump").sections().remove(0);
+    assert_eq!(top.instance, "top");
+    symbols.symbolize(&mut top);
     // Where each was stopped, as Linux's NMI backtraces: the shell's CPU in its
     // loop (waiting for a key or just back from posting the request), the others
     // idle.
@@ -75,6 +79,11 @@ fn a_panic_on_an_application_processor_stops_every_other_cpu() {
         let chain: Vec<&str> = rip.into_iter().chain(frames).collect();
         let caller = if cpu == 0 { "kernel::shell::run+" } else { "kernel::smp::ap_main+" };
         assert!(chain.iter().any(|f| f.starts_with(caller)), "cpu {cpu}: {chain:#?}");
+        // The CPU recorded the same chain as its last event: a stack trace in the dump.
+        let last = top.events.iter().rfind(|e| e.cpu == cpu).expect("the CPU's events");
+        let recorded: Vec<&str> = last.text.lines().skip(1).map(|l| &l[4..]).collect();
+        assert!(last.text.starts_with("depth="), "cpu {cpu}: {last:?}");
+        assert_eq!(recorded, chain[..chain.len().min(8)], "cpu {cpu}");
     }
     assert!(!transcript.contains("NMI backtrace for cpu 2:"), "the panicking CPU's is its own");
 }

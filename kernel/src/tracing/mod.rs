@@ -49,8 +49,18 @@ pub fn init(cpus: usize) -> Result<&'static Tracer<KernelPlatform>, TracerError>
         let _ = log::set_logger(&trace::event::log::LOGGER);
         log::set_max_level(log::LevelFilter::Info);
         default_events(&tracer.top());
+        // Each CPU a panic stops records where it was, its last event in the dump.
+        let _ = crate::smp::STOP.add(record_stack);
     }
     Ok(tracer)
+}
+
+/// Records the call chain `chain` as an `ftrace:kernel_stack` event in the
+/// top-level instance, on this CPU.
+fn record_stack(chain: &[u64]) {
+    if let Some(tracer) = tracer() {
+        tracer.record_stack(chain);
+    }
 }
 
 /// Enables the default events in `instance`: every event but the (very noisy) heap

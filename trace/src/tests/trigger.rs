@@ -810,3 +810,31 @@ fn trigger_count_per_event_is_bounded() {
     assert_eq!(too_many, HookError::Trigger(expected));
     assert_eq!(top.triggers(&EV).len(), lines.len());
 }
+
+#[test]
+fn record_stack_records_the_frames_given_in_the_top_level_instance() {
+    let t = tracer(&[]);
+    let top = t.top();
+    t.record_stack(&[0x10, 0x20, 0x30]);
+    let long: Vec<u64> = (1..=12).collect();
+    t.record_stack(&long);
+    top.set_tracing(false);
+    t.record_stack(&[0x40]);
+    top.set_tracing(true);
+    let events = crate::tests::util::events(top.recorder().live(), 0);
+    let stacks: Vec<String> = events
+        .iter()
+        .filter(|(id, _)| *id == STACK_TRACE.id())
+        .map(|(_, payload)| {
+            let mut text = String::new();
+            let (format, fields) = (STACK_TRACE.format, STACK_TRACE.fields);
+            crate::event::format::render(&mut text, format, fields, payload, None).unwrap();
+            text
+        })
+        .collect();
+    // At most eight frames are kept; nothing is recorded while tracing is off.
+    assert_eq!(
+        stacks,
+        ["depth=3 0x10 0x20 0x30 0x0 0x0 0x0 0x0 0x0", "depth=8 0x1 0x2 0x3 0x4 0x5 0x6 0x7 0x8"]
+    );
+}

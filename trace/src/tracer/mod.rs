@@ -48,7 +48,7 @@ use crate::event::dispatch::{Body, Dispatch, Inline, Payload};
 use crate::event::filter::Filter;
 use crate::event::format_file::Origin;
 use crate::event::{DescriptorKind, EventDescriptor, MAX_EVENT_PAYLOAD};
-use crate::field::{Field, FieldKind, Sink};
+use crate::field::{Encoder, Field, FieldKind, FieldValue, Sink};
 use crate::platform::Platform;
 use crate::ring::buffer::{Buffer, Config};
 use crate::ring::per_cpu::RecordWriter;
@@ -475,6 +475,22 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         *current = new;
         registry.total_bytes = total;
         Ok(())
+    }
+
+    /// Records the return addresses `frames` (innermost first; the first
+    /// [`STACK_FRAMES`] kept) as an `ftrace:kernel_stack` event into the top-level
+    /// instance, on this CPU, from any context: Linux's `trace_dump_stack`, for a
+    /// platform that walks its stacks itself (the kernel records where each CPU its
+    /// panic stops was). Nothing while the instance is not recording.
+    pub fn record_stack(&self, frames: &[u64]) {
+        let mut buf = [0u8; MAX_EVENT_PAYLOAD];
+        let mut encoder = Encoder::new(&mut buf);
+        let depth = frames.len().min(STACK_FRAMES);
+        (depth as u8).encode(&mut encoder);
+        for i in 0..STACK_FRAMES {
+            frames.get(i).copied().unwrap_or(0).encode(&mut encoder);
+        }
+        self.write_to(TOP_SLOT, &STACK_TRACE, encoder.bytes());
     }
 
     /// Records `payload` as an event of `descriptor` into the instance in `slot`, on
