@@ -71,9 +71,14 @@ const CALL_TRACE_FRAMES: usize = 24;
 /// named with the symbols the image carries, else addresses. Through an exception
 /// the chain goes on in the code that faulted (see `arch::stack::stack_trace`); it
 /// stops at the end of the stack the panic runs on.
+///
+/// A CPU that faulted also records the chain from where the fault struck
+/// (`ftrace:kernel_stack` in the top-level instance), as the CPUs the panic stops
+/// do.
 fn print_call_trace(cpu: usize) {
     let mut out = EmergencyConsole;
-    if let Some(ip) = crate::arch::stack::fault_ip(cpu) {
+    let fault = crate::arch::stack::fault_ip(cpu);
+    if let Some(ip) = fault {
         let _ = out.write_str("RIP: ");
         let _ = crate::symbols::write_address(&mut out, ip);
         let _ = out.write_str("\n");
@@ -85,6 +90,12 @@ fn print_call_trace(cpu: usize) {
         let _ = out.write_str(" => ");
         let _ = crate::symbols::write_frame(&mut out, ret);
         let _ = out.write_str("\n");
+    }
+    let chain = &frames[..depth];
+    if let (Some(from), Some(tracer)) =
+        (fault.and_then(|ip| chain.iter().position(|&f| f == ip)), crate::tracing::tracer())
+    {
+        tracer.record_stack(&chain[from..]);
     }
 }
 

@@ -180,6 +180,15 @@ fn page_fault_is_reported_with_vector_and_address() {
     let fault = fault.expect("the page fault's event");
     assert!(fault.text.starts_with("address=0xdeadbeef000 "), "{}", fault.text);
     assert!(fault.text.ends_with(&format!(" ip={rip}")), "{} vs {rip}", fault.text);
+    // And the CPU recorded the chain from there, as the panic printed it.
+    let stack = top
+        .events
+        .iter()
+        .rev()
+        .find(|e| e.cpu == 0 && top.descriptor(e.id).is_some_and(|d| d.name == "kernel_stack"));
+    let stack = stack.expect("the faulting CPU's stack");
+    let recorded: Vec<&str> = stack.text.lines().skip(1).map(|l| &l[4..]).collect();
+    assert_eq!(recorded[..], frames[handler + 1..(handler + 9).min(frames.len())], "{stack:?}");
 }
 
 #[test]

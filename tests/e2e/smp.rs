@@ -291,6 +291,16 @@ fn a_cpu_hung_with_interrupts_off_is_stopped_by_nmi_and_its_trace_dumped() {
         assert_eq!(found.cpu, watcher, "{command}: recorded by the CPU watching it");
         let trace::dump::Value::Unsigned(stalled) = found.values[1] else { panic!() };
         assert!(found.text.starts_with(&format!("cpu={cpu} stalled=")) && stalled >= 500);
+        // The hung CPU recorded where it was stuck (`--elf` names it).
+        let mut symbolized = top.clone();
+        symbols.symbolize(&mut symbolized);
+        let stack = |e: &&trace::dump::Event| {
+            e.cpu == cpu && symbolized.descriptor(e.id).is_some_and(|d| d.name == "kernel_stack")
+        };
+        let last = symbolized.events.iter().rfind(stack).expect("the hung CPU's stack");
+        let frames: Vec<&str> = last.text.lines().skip(1).map(|l| &l[4..]).collect();
+        assert!(last.text.starts_with("depth=") && frames.first() == Some(&rip), "{last:?}");
+        assert!(frames.iter().any(|f| f.starts_with(caller)), "{command}: {frames:?}");
         // The hung CPU's last tick is the threshold or more before the report.
         let last_tick = top.events.iter().rfind(|e| e.cpu == cpu && named(e, "tick"));
         let last_tick = last_tick.expect("the hung CPU's ticks");
