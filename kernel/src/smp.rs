@@ -1,5 +1,6 @@
 //! The application processors: bringing them up, asking them to do things through
-//! the call IPI, and stopping them all (by NMI) when one CPU panics.
+//! the call IPI, taking their call chains by NMI (`backtrace`), and stopping them
+//! all (by NMI) when one CPU panics.
 
 use crate::arch::apic::{self, Destination, Ipi};
 use crate::arch::hooks::Hooks;
@@ -167,15 +168,19 @@ pub fn nmi(index: usize) -> Result<(), &'static str> {
 }
 
 /// Keeps this CPU's call chain where the NMI it is handling found it: the frames
-/// from the address the NMI interrupted outward (the NMI's own left out).
-fn note_backtrace() {
-    let Some(kept) = BACKTRACES.get(percpu::index()) else { return };
+/// from the address the NMI interrupted outward (the NMI's own left out), at most
+/// [`BACKTRACE_FRAMES`]. Returns them and how many there are.
+fn note_backtrace() -> ([u64; BACKTRACE_FRAMES], usize) {
     let mut frames = [0u64; 2 * BACKTRACE_FRAMES];
     let depth = arch::stack::stack_trace(&mut frames);
     let interrupted = arch::stack::nmi_ip();
     let from = frames[..depth].iter().position(|&f| f == interrupted).unwrap_or(depth);
-    let chain = frames[from..depth].iter().chain(core::iter::repeat(&0));
-    kept.iter().zip(chain).for_each(|(slot, &frame)| slot.store(frame, Ordering::Relaxed));
+    let mut chain = [0u64; BACKTRACE_FRAMES];
+    let len = chain.iter_mut().zip(&frames[from..depth]).map(|(slot, &f)| *slot = f).count();
+    if let Some(kept) = BACKTRACES.get(percpu::index()) {
+        kept.iter().zip(chain).for_each(|(slot, frame)| slot.store(frame, Ordering::Relaxed));
+    }
+    (chain, len)
 }
 
 /// The call chain of CPU `cpu` where its last backtrace NMI found it, from the
@@ -223,14 +228,13 @@ pub fn stop_other_cpus() -> usize {
     STOPPED.load(Ordering::Acquire)
 }
 
-/// The NMI handler's work: once a CPU panics, an NMI parks the CPU that takes it;
-/// otherwise the NMI is traced.
+/// The NMI handler's work: once a CPU panics, an NMI parks the CPU that takes it
+/// (which keeps its call chain first); otherwise it keeps the chain if asked, and
+/// the NMI is traced.
 fn on_nmi() {
     if STOPPING.load(Ordering::SeqCst) {
-        note_backtrace();
-        let mut chain = [0u64; BACKTRACE_FRAMES];
-        let depth = backtrace(percpu::index()).zip(&mut chain).map(|(f, slot)| *slot = f).count();
-        STOP.for_each(|hook| hook(&chain[..depth]));
+        let (chain, len) = note_backtrace();
+        STOP.for_each(|hook| hook(&chain[..len]));
         STOPPED.fetch_add(1, Ordering::Release);
         arch::halt_forever();
     }
