@@ -21,7 +21,7 @@ static STOPPED: AtomicUsize = AtomicUsize::new(0);
 /// Set once a CPU panics: any NMI from then on stops the CPU that takes it.
 static STOPPING: AtomicBool = AtomicBool::new(false);
 /// Frames of a CPU's call chain kept by its backtrace NMI.
-pub const BACKTRACE_FRAMES: usize = 16;
+pub const BACKTRACE_FRAMES: usize = 24;
 /// Per CPU: its call chain where its last backtrace NMI (the panic's stop, or
 /// [`request_backtraces`]) found it, from the address the NMI interrupted outward
 /// (ELF addresses; 0 after the last).
@@ -30,6 +30,8 @@ static BACKTRACES: [[AtomicU64; BACKTRACE_FRAMES]; arch::MAX_CPUS] =
 /// Hooks each CPU the panic stops runs before it parks, with its call chain (from
 /// where the NMI struck outward; the tracing layer records it).
 pub static STOP: Hooks<fn(&[u64]), 1> = Hooks::new();
+/// Per CPU: spinning with interrupts off for [`spin`].
+static SPINNING: [AtomicBool; arch::MAX_CPUS] = [const { AtomicBool::new(false) }; arch::MAX_CPUS];
 /// Per CPU: asked for its call chain at its next NMI.
 static WANTED: [AtomicBool; arch::MAX_CPUS] = [const { AtomicBool::new(false) }; arch::MAX_CPUS];
 
@@ -154,10 +156,26 @@ fn on_call_interrupt() {
     }
     if request == Request::Spin as u32 {
         // Interrupts are off in the handler: only an NMI gets this CPU out.
+        SPINNING[percpu::index()].store(true, Ordering::SeqCst);
         loop {
             core::hint::spin_loop();
         }
     }
+}
+
+/// Hangs CPU `index` with interrupts off, for good ([`Request::Spin`]), and waits
+/// (up to 100 ms) until it spins. Fails if there is no such CPU, it has a request
+/// pending, or it does not start.
+pub fn spin(index: usize) -> Result<(), &'static str> {
+    call(index, Request::Spin)?;
+    let deadline = clock::now_ns() + 100_000_000;
+    while !SPINNING[index].load(Ordering::SeqCst) {
+        if clock::now_ns() > deadline {
+            return Err("the CPU did not start spinning within 100 ms");
+        }
+        core::hint::spin_loop();
+    }
+    Ok(())
 }
 
 /// Sends an NMI to CPU `index`. Fails if there is no such CPU.

@@ -743,7 +743,7 @@ fn lockup(
                 _ => here,
             };
             if cpu != here {
-                smp::call(cpu, smp::Request::Spin).map_err(CommandError::from)?;
+                smp::spin(cpu).map_err(CommandError::from)?;
             }
             println!("cpu{cpu}: interrupts off, spinning");
             if cpu == here {
