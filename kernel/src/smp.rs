@@ -30,7 +30,7 @@ static BACKTRACES: [[AtomicU64; BACKTRACE_FRAMES]; arch::MAX_CPUS] =
 /// Hooks each CPU the panic stops runs before it parks, with its call chain (from
 /// where the NMI struck outward; the tracing layer records it).
 pub static STOP: Hooks<fn(&[u64]), 1> = Hooks::new();
-/// Per CPU: spinning with interrupts off for [`spin`].
+/// Per CPU: spinning with interrupts off for [`spin()`].
 static SPINNING: [AtomicBool; arch::MAX_CPUS] = [const { AtomicBool::new(false) }; arch::MAX_CPUS];
 /// Per CPU: asked for its call chain at its next NMI.
 static WANTED: [AtomicBool; arch::MAX_CPUS] = [const { AtomicBool::new(false) }; arch::MAX_CPUS];
