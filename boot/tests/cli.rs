@@ -6,7 +6,7 @@ use support::{record, report, temp, temp_path, text};
 
 mod crafted;
 
-use std::path::PathBuf;
+use std::path::Path;
 use std::process::Command;
 use trace::dump::DumpWriter;
 use trace::{event::EventDescriptor, ring::RingStats};
@@ -69,7 +69,7 @@ fn report_prints_the_events_like_trace_cmd() {
 #[test]
 fn report_writes_perfetto_json_and_ctf() {
     let log = temp("convert.log", log());
-    let json = std::env::temp_dir().join(format!("boot-cli-{}.json", std::process::id()));
+    let json = temp_path("out.json");
     let out =
         report(&[log.to_str().unwrap(), "--format", "perfetto", "-o", json.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -85,8 +85,7 @@ fn report_writes_perfetto_json_and_ctf() {
     let no_dir = report(&[log.to_str().unwrap(), "--format", "ctf"]);
     assert_eq!(no_dir.status.code(), Some(2));
     assert!(text(&no_dir.stderr).contains("needs -o DIR"));
-    let dir = std::env::temp_dir().join(format!("boot-cli-{}-ctf", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = temp_path("ctf");
     let ctf = report(&[log.to_str().unwrap(), "--format", "ctf", "-o", dir.to_str().unwrap()]);
     assert!(ctf.status.success(), "{}", text(&ctf.stderr));
     assert!(dir.join("metadata").exists());
@@ -144,7 +143,7 @@ fn every_format(dir: &std::path::Path) -> Vec<Vec<String>> {
 fn crafted_dumps_with_absurd_numbers_are_refused_by_rule_in_every_format() {
     for (i, crasher) in crafted::crashers().into_iter().enumerate() {
         let log = temp(&format!("crafted-{i}.log"), &crasher.log);
-        let dir = std::env::temp_dir().join(format!("boot-cli-{}-crafted-ctf", std::process::id()));
+        let dir = temp_path("crafted-ctf");
         for args in every_format(&dir) {
             let mut all = vec![log.to_str().unwrap().to_string()];
             all.extend(args.iter().cloned());
@@ -169,7 +168,7 @@ fn crafted_dumps_with_absurd_numbers_are_refused_by_rule_in_every_format() {
 #[test]
 fn text_goes_to_the_output_file_and_stat_refuses_other_formats() {
     let log = temp("papercuts.log", log());
-    let file = std::env::temp_dir().join(format!("boot-cli-{}-out.txt", std::process::id()));
+    let file = temp_path("out.txt");
     let out = report(&[log.to_str().unwrap(), "-o", file.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
@@ -435,7 +434,7 @@ fn report_elf_prints_stack_frames_as_functions() {
 
     // Perfetto's protobuf carries them as the event's callstack, outermost first
     // (protoc, installed by boot/setup.sh, decodes it).
-    let pf = std::env::temp_dir().join(format!("boot-cli-{}-stack.pftrace", std::process::id()));
+    let pf = temp_path("stack.pftrace");
     let pf = pf.to_str().unwrap();
     let out = report(&[log, "--elf", boot::KERNEL_ELF, "--format", "perfetto-proto", "-o", pf]);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -452,7 +451,7 @@ fn report_elf_prints_stack_frames_as_functions() {
 
     // trace-cmd (boot/setup.sh installs it) reads the frames from a trace.dat, in
     // Linux's layout, and names them from the kallsyms `--elf` puts there.
-    let dat = std::env::temp_dir().join(format!("boot-cli-{}-stack.dat", std::process::id()));
+    let dat = temp_path("stack.dat");
     let dat = dat.to_str().unwrap();
     let out = report(&[log, "--elf", boot::KERNEL_ELF, "--format", "tracedat", "-o", dat]);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -470,7 +469,7 @@ fn report_elf_prints_stack_frames_as_functions() {
 fn the_elf_of_another_kernel_is_refused_and_nothing_is_written() {
     let kernel = boot::report::Symbols::read(std::path::Path::new(boot::KERNEL_ELF)).unwrap();
     let ip = kernel.functions()[100].0 + 1;
-    let output = std::env::temp_dir().join(format!("boot-cli-{}-other.txt", std::process::id()));
+    let output = temp_path("other.txt");
     let named = |fingerprint: Option<u64>| {
         let log = temp("other.log", stack_log(&[ip], fingerprint));
         let out = report(&[log.to_str().unwrap(), "--elf", "-o", output.to_str().unwrap()]);
@@ -531,17 +530,22 @@ fn a_bad_elf_is_refused_with_the_reason_and_nothing_is_written() {
         let at = header.e_shoff(endian) as usize + index * usize::from(header.e_shentsize(endian));
         stripped[at + 4..at + 8].fill(0);
     }
-    let missing = std::env::temp_dir().join(format!("boot-cli-{}-no-such-elf", std::process::id()));
-    let cases: [(PathBuf, &str); 7] = [
-        (temp("elf-stripped", &stripped), "no symbol table"),
-        (log.clone(), "not an ELF file"),
-        (temp("elf-empty", b""), "not an ELF file"),
-        (temp("elf-32", &class32), "not a 64-bit ELF file"),
-        (temp("elf-header", &kernel[..40]), "truncated: 40 bytes"),
-        (temp("elf-half", &kernel[..kernel.len() / 2]), "damaged ELF64 file"),
-        (missing, "No such file"),
+    let stripped = temp("elf-stripped", &stripped);
+    let empty = temp("elf-empty", b"");
+    let class32 = temp("elf-32", &class32);
+    let header = temp("elf-header", &kernel[..40]);
+    let half = temp("elf-half", &kernel[..kernel.len() / 2]);
+    let missing = temp_path("no-such-elf");
+    let cases: [(&Path, &str); 7] = [
+        (&stripped, "no symbol table"),
+        (&log, "not an ELF file"),
+        (&empty, "not an ELF file"),
+        (&class32, "not a 64-bit ELF file"),
+        (&header, "truncated: 40 bytes"),
+        (&half, "damaged ELF64 file"),
+        (&missing, "No such file"),
     ];
-    let output = std::env::temp_dir().join(format!("boot-cli-{}-elf-out.txt", std::process::id()));
+    let output = temp_path("elf-out.txt");
     for (elf, reason) in &cases {
         let out = report(&[
             log.to_str().unwrap(),

@@ -5,7 +5,7 @@
 //! interned id is defined before use, and the slices and instants are the JSON's.
 
 mod support;
-use support::{boot, text};
+use support::{boot, temp_path, text};
 
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
@@ -38,12 +38,11 @@ fn values<'a>(text: &'a str, key: &str) -> Vec<&'a str> {
 
 #[test]
 fn protoc_reads_a_real_panic_with_perfettos_field_numbers() {
-    let file = std::env::temp_dir().join(format!("boot-perfetto-{}.pftrace", std::process::id()));
+    let file = temp_path("panic.pftrace");
     let path = file.to_str().unwrap();
     let out = boot(&["report", "--format", "perfetto-proto", "-o", path, PANIC_LOG]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let bytes = std::fs::read(&file).unwrap();
-    let _ = std::fs::remove_file(&file);
     let decoded = decode(&bytes);
 
     // A field protoc does not know prints as its number.
@@ -218,14 +217,13 @@ fn irqsoff_regions_are_slices_on_tracks_of_their_own() {
         );
     }
     // The protobuf trace of the snapshot: its spans' tracks and slices.
-    let file = std::env::temp_dir().join(format!("boot-irqsoff-{}.pftrace", std::process::id()));
+    let file = temp_path("irqsoff.pftrace");
     let path = file.to_str().unwrap();
     let args =
         ["report", "--format", "perfetto-proto", "--instance", "irq", "--buffer", "snapshot"];
     let out = boot(&[&args[..], &["-o", path, TRACERS_LOG]].concat());
     assert!(out.status.success(), "{}", text(&out.stderr));
     let decoded = decode(&std::fs::read(&file).unwrap());
-    let _ = std::fs::remove_file(&file);
     let snapshot: Vec<_> = reports.iter().filter(|r| r.0 == 1).collect();
     assert!(!snapshot.is_empty(), "the window kept in the snapshot has a report");
     for &&(_, cpu, ..) in &snapshot {

@@ -1,13 +1,13 @@
 //! `boot record` as a user runs it: it boots the kernel in QEMU, streams
 //! `trace_pipe_raw` and reports the stream.
 
-use std::path::PathBuf;
+mod support;
 use std::process::{Command, Output};
+use support::{Temp, temp_path};
 
-/// A fresh scratch directory for `name`.
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("boot-record-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+/// A fresh scratch directory for `name`, removed with its contents when dropped.
+fn scratch(name: &str) -> Temp {
+    let dir = temp_path(name);
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }

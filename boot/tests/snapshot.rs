@@ -2,7 +2,7 @@
 //! dumps written before the format had snapshots.
 
 mod support;
-use support::{record, report, temp, text};
+use support::{record, report, temp, temp_path, text};
 
 use std::path::PathBuf;
 use trace::dump::{BufferKind, DumpWriter};
@@ -130,8 +130,7 @@ fn perfetto_shows_each_buffer_as_a_process_and_ctf_takes_one() {
         "perfetto holds every buffer by default"
     );
     assert_eq!(processes(&["--buffer", "live"]), [(0, "kernel".to_string())]);
-    let dir = std::env::temp_dir().join(format!("boot-snapshot-ctf-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = temp_path("ctf");
     let dir_arg = dir.to_str().unwrap();
     let ctf = |buffer: &str| {
         report(&[

@@ -70,7 +70,6 @@ fn trace_cmd_reads_every_event_of_a_real_panic_with_its_fields() {
     let out = boot(&["report", "--format", "tracedat", "--instance", "top", "-o", path, PANIC_LOG]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let report = trace_cmd_report(&file, &["-t"]);
-    let _ = std::fs::remove_file(&file);
 
     // Our text report: one line per event after its `#` header.
     let ours = boot(&["report", "--instance", "top", PANIC_LOG]);
@@ -101,7 +100,6 @@ fn trace_cmd_sees_the_cpus_the_clock_and_the_stats() {
     let out = boot(&["report", "--format", "tracedat", "--instance", "top", "-o", path, PANIC_LOG]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stat = trace_cmd_report(&file, &["--stat"]);
-    let _ = std::fs::remove_file(&file);
     assert!(stat.contains("CPU: 3\nentries: "), "{stat}");
     let missing = boot(&["report", "--format", "tracedat", PANIC_LOG]);
     assert_eq!(missing.status.code(), Some(2));
@@ -148,7 +146,6 @@ fn tracers_report(instance: &str, args: &[&str]) -> (String, trace::dump::Sectio
     ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let report = trace_cmd_report(&file, args);
-    let _ = std::fs::remove_file(&file);
     let log = std::fs::read_to_string(TRACERS_LOG).unwrap();
     let dump = trace::dump::parse(&log).pop().expect("the log holds a dump");
     let live = |t: &trace::dump::Section| {
@@ -263,9 +260,7 @@ fn trace_cmd_reads_every_instance_and_snapshot_as_buffer_instances() {
         let common = ["report", "--elf", TRACERS_ELF, "--format", "tracedat", "-o", path];
         let out = boot(&[&common[..], args, &[TRACERS_LOG]].concat());
         assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
-        let report = trace_cmd_report(&file, &[]);
-        let _ = std::fs::remove_file(&file);
-        report
+        trace_cmd_report(&file, &[])
     };
     let log = std::fs::read_to_string(TRACERS_LOG).unwrap();
     let sections = trace::dump::parse(&log).pop().expect("the log holds a dump").sections();
@@ -324,7 +319,6 @@ fn trace_cmd_names_code_addresses_as_report_elf_does() {
         let out = boot(&args.concat());
         assert!(out.status.success(), "{}", text(&out.stderr));
         let theirs = fields(&trace_cmd_report(&file, &[]));
-        let _ = std::fs::remove_file(&file);
         if named {
             assert_eq!(theirs, ours);
         } else {

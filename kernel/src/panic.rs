@@ -79,19 +79,13 @@ fn print_call_trace(cpu: usize) {
     let mut out = EmergencyConsole;
     let fault = crate::arch::stack::fault_ip(cpu);
     if let Some(ip) = fault {
-        let _ = out.write_str("RIP: ");
-        let _ = crate::symbols::write_address(&mut out, ip);
-        let _ = out.write_str("\n");
+        let _ = crate::symbols::write_rip(&mut out, ip);
     }
     let mut frames = [0u64; CALL_TRACE_FRAMES];
     let depth = crate::arch::stack::stack_trace(&mut frames);
-    crate::emergency_println!("Call Trace:");
-    for &ret in &frames[..depth] {
-        let _ = out.write_str(" => ");
-        let _ = crate::symbols::write_frame(&mut out, ret);
-        let _ = out.write_str("\n");
-    }
     let chain = &frames[..depth];
+    crate::emergency_println!("Call Trace:");
+    let _ = crate::symbols::write_frames(&mut out, chain.iter().copied());
     if let (Some(from), Some(tracer)) =
         (fault.and_then(|ip| chain.iter().position(|&f| f == ip)), crate::tracing::tracer())
     {

@@ -37,22 +37,34 @@ pub fn write_address(out: &mut dyn Write, addr: u64) -> fmt::Result {
 
 /// Writes the return address `ret` as [`write_address`] does, looked up one byte
 /// earlier (see [`SymbolTable::write_frame`]).
-pub fn write_frame(out: &mut dyn Write, ret: u64) -> fmt::Result {
+fn write_frame(out: &mut dyn Write, ret: u64) -> fmt::Result {
     match table() {
         Some(table) => table.write_frame(out, ret),
         None => write!(out, "{ret:#x}"),
     }
 }
 
-/// Writes a CPU's call chain as an oops shows it: `RIP: ` and where it stood, then
-/// a ` => frame` line per return address. Nothing for an empty chain.
-pub fn write_chain(out: &mut dyn Write, mut chain: impl Iterator<Item = u64>) -> fmt::Result {
-    let Some(ip) = chain.next() else { return Ok(()) };
+/// Writes `RIP: ` and where a CPU stood, `ip` (see [`write_address`]), as a line.
+pub fn write_rip(out: &mut dyn Write, ip: u64) -> fmt::Result {
     out.write_str("RIP: ")?;
     write_address(out, ip)?;
-    chain.try_for_each(|ret| {
-        out.write_str("\n => ")?;
-        write_frame(out, ret)
-    })?;
     out.write_str("\n")
+}
+
+/// Writes a ` => frame` line per return address of `frames` (see [`write_frame`]).
+pub fn write_frames(out: &mut dyn Write, mut frames: impl Iterator<Item = u64>) -> fmt::Result {
+    frames.try_for_each(|ret| {
+        out.write_str(" => ")?;
+        write_frame(out, ret)?;
+        out.write_str("\n")
+    })
+}
+
+/// Writes a CPU's call chain as an oops shows it: its first address as
+/// [`write_rip`] does, then the return addresses as [`write_frames`] does. Nothing
+/// for an empty chain.
+pub fn write_chain(out: &mut dyn Write, mut chain: impl Iterator<Item = u64>) -> fmt::Result {
+    let Some(ip) = chain.next() else { return Ok(()) };
+    write_rip(out, ip)?;
+    write_frames(out, chain)
 }

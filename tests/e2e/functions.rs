@@ -1043,15 +1043,27 @@ fn the_function_profiler_counts_each_call_and_its_time_per_cpu() {
 
     // The timer's handler runs on every CPU: each CPU counts its own calls.
     let tick = "kernel::timer::on_tick";
-    machine.run(&format!("echo {tick} > set_ftrace_filter"));
-    machine.run("echo 0 > function_profile_enabled");
-    machine.run("echo 1 > function_profile_enabled");
+    for step in [
+        format!("echo {tick} > set_ftrace_filter"),
+        "echo 0 > function_profile_enabled".into(),
+        "echo 1 > function_profile_enabled".into(),
+    ] {
+        assert_eq!(machine.run(&step), "", "{step}");
+    }
+    let enabled = machine.run("cat enabled_functions");
+    assert_eq!(enabled, format!("{tick} (1)\n"));
+    let ticks_before = machine.run("cpus");
     let out = machine.run_within("stress overwrite 200", Duration::from_secs(300));
     assert!(out.contains("stress overwrite: PASS"), "{out}");
-    machine.run("echo 0 > function_profile_enabled");
-    for cpu in 0..4 {
-        let (text, rows) = profile_rows(&mut machine, cpu);
-        assert!(rows.len() == 1 && rows[0].name == tick && rows[0].hits > 0, "CPU {cpu}:\n{text}");
+    assert_eq!(machine.run("echo 0 > function_profile_enabled"), "");
+    let ticks_after = machine.run("cpus");
+    let tables: Vec<_> = (0..4).map(|cpu| profile_rows(&mut machine, cpu)).collect();
+    for (cpu, (_, rows)) in tables.iter().enumerate() {
+        assert!(
+            rows.len() == 1 && rows[0].name == tick && rows[0].hits > 0,
+            "CPU {cpu} counted no {tick}: tables {tables:#?}\nticks before {ticks_before}, \
+             after {ticks_after}\nstress: {out}"
+        );
     }
     machine.run("echo > set_ftrace_filter");
     assert_eq!(summary(&mut machine), before);

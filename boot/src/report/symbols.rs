@@ -9,12 +9,13 @@
 //! looked up one byte earlier and printed with its offset from the function's start,
 //! as Linux prints stack traces (`%pB`).
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::Read;
 use std::path::Path;
 use trace::symtab::SymbolTable;
 
-use trace::dump::{DumpField, Section, Value};
+use trace::dump::{Section, Value};
 use trace::event::DescriptorKind;
 use trace::field::FieldKind;
 
@@ -162,8 +163,10 @@ impl Symbols {
     /// `function+0xoffset`, and the text reads as the kernel's `trace` file shows it.
     fn symbolize_addresses(&self, trace: &mut Section) {
         let Some(table) = self.table() else { return };
-        let mut events: Vec<(u16, Vec<usize>)> = Vec::new();
-        for d in trace.descriptors.values_mut() {
+        // Per event (printk call sites aside: their arguments carry their own types):
+        // the fields its format prints with `:sym`, which become strings.
+        let mut events: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
+        for d in trace.descriptors.values_mut().filter(|d| d.kind != DescriptorKind::Printk) {
             let found = trace::event::format::address_fields(&d.format, &d.fields());
             for &i in &found {
                 if let Some(field) = d.fields.get_mut(i) {
@@ -171,40 +174,38 @@ impl Symbols {
                 }
             }
             if !found.is_empty() {
-                events.push((d.id, found));
+                events.insert(d.id, found);
             }
         }
         for ev in &mut trace.events {
             let Some(d) = trace.descriptors.get(&ev.id) else { continue };
-            // A printk call site's arguments carry their own types, in the order its
-            // format's placeholders take them.
-            let (mut fields, found) = if d.kind == DescriptorKind::Printk {
-                let fields: Vec<DumpField> = ev
-                    .values
-                    .iter()
-                    .map(|v| DumpField { name: String::new(), kind: kind_of(v) })
-                    .collect();
-                let found = trace::event::format::address_fields(&d.format, &as_fields(&fields));
-                (fields, found)
+            let printk = d.kind == DescriptorKind::Printk;
+            let arguments;
+            let found = if printk {
+                arguments =
+                    trace::event::format::address_fields(&d.format, &argument_fields(&ev.values));
+                &arguments
             } else {
-                let Some((_, found)) = events.iter().find(|(id, _)| *id == ev.id) else { continue };
-                (d.fields.clone(), found.clone())
+                match events.get(&ev.id) {
+                    Some(found) => found,
+                    None => continue,
+                }
             };
             if found.is_empty() {
                 continue;
             }
-            for &i in &found {
-                if let Some(Value::Unsigned(addr)) = ev.values.get(i) {
+            for &i in found {
+                let Some(value) = ev.values.get_mut(i) else { continue };
+                if let Value::Unsigned(addr) = *value {
                     let mut place = String::new();
-                    let _ = table.write_address(&mut place, *addr);
-                    ev.values[i] = Value::Str(place);
-                    fields[i].kind = FieldKind::Str;
+                    let _ = table.write_address(&mut place, addr);
+                    *value = Value::Str(place);
                 }
             }
+            let fields = if printk { argument_fields(&ev.values) } else { d.fields() };
             let values: Vec<trace::field::Value<'_>> =
                 ev.values.iter().map(Value::borrowed).collect();
             let mut text = String::new();
-            let fields = as_fields(&fields);
             let _ =
                 trace::event::format::render_values(&mut text, &d.format, &fields, &values, None);
             ev.text = text;
@@ -262,9 +263,10 @@ impl Symbols {
     }
 }
 
-/// `fields` as the format renderer takes them.
-fn as_fields(fields: &[DumpField]) -> Vec<trace::field::Field<'_>> {
-    fields.iter().map(|f| trace::field::Field { name: &f.name, kind: f.kind }).collect()
+/// A printk call site's arguments as the format renderer takes its fields: unnamed,
+/// each of its value's kind, in the order the format's placeholders take them.
+fn argument_fields(values: &[Value]) -> Vec<trace::field::Field<'static>> {
+    values.iter().map(|v| trace::field::Field { name: "", kind: kind_of(v) }).collect()
 }
 
 /// The kind of field a decoded value fits: a printk argument's, which carries its
@@ -283,6 +285,7 @@ fn kind_of(value: &Value) -> FieldKind {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use trace::dump::DumpField;
 
     #[test]
     fn frames_are_looked_up_in_the_table() {
