@@ -10,8 +10,11 @@
 //! At every moment a CPU executes either the old instruction, the new one, or the
 //! `int3`, whose handler resumes after the site (the site done as a NOP: a NOP or a
 //! jump to a recording path are both right while the key changes). An `int3` taken
-//! after its patch ended (QEMU's TCG can run a stale block) emulates what the site
-//! holds by then: a NOP, or the jump. "Serialise
+//! after its patch ended emulates what the site holds by then: a NOP, the jump, or
+//! the call (a function entry's: its return address pushed). QEMU's TCG can run a
+//! stale block translated from the `int3` long after the patch: every call of a
+//! function whose entry became a call then meets it, and is traced only because the
+//! call is emulated. "Serialise
 //! everywhere" is the caller's `sync`: an IPI each other CPU acknowledges (its `iret`
 //! serialises) and a serialising instruction here. A CPU acknowledges only with
 //! interrupts on, so after step 4's no CPU is still in the handler for this batch.
@@ -25,6 +28,7 @@ use super::irq::HandlerGuard;
 use super::percpu;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use spin::Mutex;
+use trace::event::key::{CALL, JMP};
 use x86_64::structures::idt::InterruptStackFrame;
 
 /// Bytes a site holds.
@@ -125,18 +129,29 @@ fn serialise_everywhere(sync: &impl Fn()) {
     sync();
 }
 
+/// Where a CPU that hit a site's `int3` goes on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Resume {
+    /// At this address.
+    At(u64),
+    /// At `target`, as the site's `call` goes: with `ret`, the site's end, pushed as
+    /// the return address.
+    Call { target: u64, ret: u64 },
+}
+
 /// Where a CPU that hit the `int3` ending at `address` resumes: after the site, if
 /// a patch of that site is in progress; if it is a patched site that holds a whole
-/// instruction, where that instruction leads (after a NOP, or the jump's target). The latter is a CPU that ran bytes fetched before the patch ended:
+/// instruction, where that instruction leads (after a NOP, the jump's target, or
+/// the call's). The latter is a CPU that ran bytes fetched before the patch ended:
 /// QEMU's TCG can keep running a block it translated from the `int3`, so the site
 /// is emulated rather than run again. `None`: not a site's `int3`.
-fn resume_at(address: u64) -> Option<u64> {
+fn resume_at(address: u64) -> Option<Resume> {
     let site = address.checked_sub(1)?;
     let after = site + SITE_LEN as u64;
     let len = BATCH_LEN.load(Ordering::Acquire).min(MAX_BATCH);
     if BATCH[..len].iter().any(|s| s.load(Ordering::Relaxed) == site) {
         TRAPS[0].fetch_add(1, Ordering::Relaxed);
-        return Some(after);
+        return Some(Resume::At(after));
     }
     let known = KNOWN_LEN.load(Ordering::Acquire);
     if !KNOWN[..known].iter().any(|s| s.load(Ordering::Relaxed) == site) {
@@ -147,22 +162,37 @@ fn resume_at(address: u64) -> Option<u64> {
     let bytes: [u8; SITE_LEN] =
         core::array::from_fn(|i| unsafe { (site as *const u8).add(i).read_volatile() });
     TRAPS[1].fetch_add(1, Ordering::Relaxed);
-    match bytes {
-        [0xe9, rel @ ..] => Some(after.wrapping_add_signed(i32::from_le_bytes(rel).into())),
+    let target = |rel: [u8; 4]| after.wrapping_add_signed(i32::from_le_bytes(rel).into());
+    Some(match bytes {
+        [JMP, rel @ ..] => Resume::At(target(rel)),
+        [CALL, rel @ ..] => Resume::Call { target: target(rel), ret: after },
         // The NOP (or, between two patches, the next one's `int3`: a NOP too).
-        _ => Some(after),
-    }
+        _ => Resume::At(after),
+    })
 }
 
-/// The breakpoint handler's body: resumes after a site being patched (`true`: return
-/// without `iret`), or reports a breakpoint and returns to the code after it.
-extern "C" fn breakpoint_trap(frame: &mut InterruptStackFrame) -> bool {
+/// [`breakpoint_trap`]'s answer to its entry: return with `iretq`.
+const IRET: u64 = 0;
+/// [`breakpoint_trap`]'s answer to its entry: resume at the frame's instruction
+/// pointer without `iret`. Any other answer is a return address to push on the
+/// interrupted stack first (an emulated call).
+const RESUME: u64 = 1;
+
+/// The breakpoint handler's body: resumes past a site's `int3` as [`resume_at`]
+/// says ([`RESUME`], or the return address an emulated call pushes), or reports a
+/// breakpoint and returns to the code after it ([`IRET`]).
+extern "C" fn breakpoint_trap(frame: &mut InterruptStackFrame) -> u64 {
     if let Some(resume) = resume_at(frame.instruction_pointer.as_u64()) {
+        let (at, answer) = match resume {
+            Resume::At(at) => (at, RESUME),
+            Resume::Call { target, ret } => (target, ret),
+        };
         // SAFETY: only the return address changes: to the end of the 5-byte site the
         // `int3` stands for (the next instruction whichever state the site is in),
-        // or to the jump's target once the site holds the jump.
-        unsafe { frame.as_mut().update(|f| f.instruction_pointer = x86_64::VirtAddr::new(resume)) };
-        return true;
+        // or to the target of the jump or the call the site holds; the entry pushes
+        // the call's return address.
+        unsafe { frame.as_mut().update(|f| f.instruction_pointer = x86_64::VirtAddr::new(at)) };
+        return answer;
     }
     let _handler = HandlerGuard::enter();
     crate::emergency_println!(
@@ -171,7 +201,7 @@ extern "C" fn breakpoint_trap(frame: &mut InterruptStackFrame) -> bool {
         frame.instruction_pointer.as_u64(),
         frame.stack_pointer.as_u64()
     );
-    false
+    IRET
 }
 
 /// The breakpoint (#BP) entry, installed without an IST stack (so frames nest): saves
@@ -185,20 +215,28 @@ pub(super) extern "C" fn breakpoint_entry() {
         super::push_scratch!(),
         "lea rdi, [rsp + 72]",
         "call {trap}",
-        // ZF set: `iretq`. Otherwise resume without `iret`: put RFLAGS and RIP just
-        // below the interrupted RSP (no red zone in the kernel; this overwrites at
-        // most the frame's RSP and SS slots, read first) and keep that stack pointer
-        // in the frame's CS slot. No instruction from here to the `jz` below writes
-        // the flags.
-        "test al, al",
+        // IRET (0): `iretq`. Otherwise resume without `iret`: push the answer unless
+        // it is RESUME (1) on the interrupted stack, as the emulated call's return
+        // address; put RFLAGS and RIP below it (no red zone in the kernel; this
+        // overwrites at most the frame's RFLAGS, RSP and SS slots, the first two read
+        // first, SS unused) and keep that stack pointer in the frame's CS slot. ZF
+        // tells the `jz` after the pops which return to take: no instruction from
+        // the last `test` to there writes the flags.
+        "test rax, rax",
         "jz 2f",
         "mov rcx, [rsp + 72]",
         "mov rdx, [rsp + 88]",
         "mov rsi, [rsp + 96]",
+        "cmp rax, {resume}",
+        "je 1f",
+        "lea rsi, [rsi - 8]",
+        "mov [rsi], rax",
+        "1:",
         "lea rsi, [rsi - 16]",
         "mov [rsi + 8], rcx",
         "mov [rsi], rdx",
         "mov [rsp + 80], rsi",
+        "test rax, rax",
         "2:",
         super::pop_scratch!(),
         "jz 3f",
@@ -209,5 +247,6 @@ pub(super) extern "C" fn breakpoint_entry() {
         "3:",
         "iretq",
         trap = sym breakpoint_trap,
+        resume = const RESUME,
     )
 }
