@@ -542,12 +542,14 @@ impl Filter {
             return self.matches(bytes.get(..len).unwrap_or(bytes), origin);
         };
         let mut at = self.entry;
+        let bytes = words.as_flattened();
         // Every jump goes to a lower index or to a verdict, past every index.
         while let Some(step) = steps.get(usize::from(at)) {
-            // `at` is below 8 * INLINE_WORDS, and `words` one word longer.
-            let word =
-                words.as_flattened().get(usize::from(step.at)..).and_then(|b| b.first_chunk::<8>());
-            let v = extend(u64::from_le_bytes(*word.unwrap_or(&[0; 8])), step.shift, step.signed);
+            // `step.at` is below 8 * INLINE_WORDS (the remainder changes nothing; it
+            // shows the compiler that the word lies inside `words`, one word longer).
+            let from = usize::from(step.at) % (8 * INLINE_WORDS);
+            let word: [u8; 8] = bytes[from..from + 8].try_into().unwrap_or([0; 8]);
+            let v = extend(u64::from_le_bytes(word), step.shift, step.signed);
             at = if in_range(v, step.mask, step.lo, step.span) {
                 step.on_true
             } else {
