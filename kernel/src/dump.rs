@@ -89,6 +89,12 @@ impl DumpConfig {
     }
 }
 
+/// How a dump's text lines are laid out: ftrace's default columns, timestamps in
+/// nanoseconds, whatever the instances' display options (the text is read beside
+/// the block `report` decodes, and must not depend on a shell setting).
+const DUMP_LAYOUT: trace::text::Layout =
+    trace::text::Layout { nanoseconds: true, ..trace::text::Layout::DEFAULT };
+
 /// The configuration the panic path uses.
 static ON_PANIC: IrqMutex<DumpConfig> = IrqMutex::new(DumpConfig::DEFAULT);
 
@@ -275,7 +281,7 @@ fn write(
                     );
                 }
             }
-            let mut lines = tracing::TraceWriter::new(tracer, true);
+            let mut lines = tracing::TraceWriter::new(tracer, DUMP_LAYOUT);
             let read = records(tracer, section, config, |record| {
                 let _ = lines.write(out, record);
             });

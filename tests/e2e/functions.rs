@@ -1078,6 +1078,69 @@ fn irqsoff_ns(line: &str) -> u64 {
     ns.and_then(|ns| ns.parse().ok()).unwrap_or_else(|| panic!("no latency in {line}"))
 }
 
+/// The function tracers' display options, as ftrace's: `print-parent` off drops
+/// the caller, `sym-offset` adds offsets in the functions, `sym-addr` the addresses
+/// (the kernel ELF's, as `report --elf` names them); with `context-info` off a
+/// `function_graph` line is the call alone.
+#[test]
+fn function_lines_follow_the_symbol_options() {
+    let mut m = Machine::boot();
+    let pwd = "kernel::shell::commands::pwd";
+    m.run(&format!("echo {pwd} > set_ftrace_filter"));
+    m.run("echo function > current_tracer");
+    m.run("pwd");
+    m.run("echo nop > current_tracer");
+    let call = |m: &mut Machine| {
+        let trace = m.run("cat trace");
+        let found = trace_lines(&trace).into_iter().find(|l| l.event.starts_with(pwd));
+        found.unwrap_or_else(|| panic!("no {pwd}:\n{trace}")).event
+    };
+    let caller = "kernel::shell::run";
+    let plain = call(&mut m);
+    assert_eq!(plain, format!("{pwd} <-{caller}"));
+    assert_eq!(m.run("echo 0 > options/print-parent"), "");
+    assert_eq!(call(&mut m), pwd);
+    assert_eq!(m.run("echo print-parent > trace_options"), "");
+    assert_eq!(m.run("echo 1 > options/sym-offset"), "");
+    let offsets = call(&mut m);
+    let offset = offsets.strip_prefix(&format!("{pwd}+0x0 <-{caller}+0x")).unwrap_or_else(|| {
+        panic!("{offsets}");
+    });
+    let offset = u64::from_str_radix(offset, 16).unwrap();
+    assert_eq!(m.run("echo 1 > options/sym-addr"), "");
+    let both = call(&mut m);
+    let words: Vec<&str> = both.split(' ').collect();
+    let address = |word: &str| {
+        let hex = word.strip_prefix('<').and_then(|w| w.strip_suffix('>')).unwrap();
+        assert_eq!(hex.len(), 16, "{both}");
+        u64::from_str_radix(hex, 16).unwrap()
+    };
+    assert_eq!(words.len(), 4, "{both}");
+    assert_eq!(words[2], format!("<-{caller}+{offset:#x}"), "{both}");
+    let symbols = boot::report::Symbols::read(std::path::Path::new(boot::KERNEL_ELF)).unwrap();
+    assert_eq!(symbols.lookup(address(words[1])), Some((pwd, 0)), "{both}");
+    assert_eq!(symbols.lookup(address(words[3]) - 1), Some((caller, offset - 1)), "{both}");
+    assert_eq!(m.run("echo 0 > options/sym-offset"), "");
+    let numbers = call(&mut m);
+    assert_eq!(numbers, format!("{pwd} {} <-{caller} {}", words[1], words[3]));
+
+    m.run("echo > trace");
+    m.run("echo function_graph > current_tracer");
+    m.run("pwd");
+    m.run("echo nop > current_tracer");
+    let graph = m.run("cat trace");
+    let leaf = format!("{pwd}();");
+    assert!(graph.lines().any(|l| l.starts_with(" 0) ") && l.ends_with(&format!("|  {leaf}"))));
+    assert_eq!(m.run("echo 0 > options/context-info"), "");
+    let bare = m.run("cat trace");
+    assert!(bare.lines().any(|l| l == leaf), "{bare}");
+    // trace_pipe too.
+    m.send(b"cat per_cpu/cpu0/trace_pipe\r");
+    m.wait_for(&format!("\r\n{leaf}\r\n"), STEP_TIMEOUT);
+    m.send(b"q");
+    m.wait_for_prompt(STEP_TIMEOUT);
+}
+
 /// The `irqsoff` tracer: `latency spike` keeps interrupts off on purpose; the longest
 /// region is reported in the owner instance's snapshot, with where interrupts went
 /// off and on, and its `tracing_max_latency` shows it (started again, with overwrite

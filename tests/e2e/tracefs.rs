@@ -392,13 +392,16 @@ fn trace_clock_and_overwrite_options() {
         assert_eq!(m.run(&format!("echo 1 > {file}")), "");
         // `trace_options`: every option, `noNAME` when off; `echo [no]NAME` sets one.
         let options = format!("{root}trace_options");
-        let listed = "nofunc_stack_trace\nnonanoseconds\noverwrite\n";
+        let listed = options_listed(&[]);
         assert_eq!(m.run(&format!("cat {options}")), listed);
+        let files = m.run(&format!("ls {root}options"));
+        let names: Vec<&str> = listed.lines().map(|l| l.strip_prefix("no").unwrap_or(l)).collect();
+        assert_eq!(files.lines().collect::<Vec<_>>(), names, "options/ has a file per option");
         assert_eq!(m.run(&format!("echo nooverwrite > {options}")), "");
         assert_eq!(m.run(&format!("cat {file}")).trim(), "0");
         assert_eq!(m.run(&format!("echo nanoseconds > {options}")), "");
         assert_eq!(m.run(&format!("cat {root}options/nanoseconds")).trim(), "1");
-        let listed = "nofunc_stack_trace\nnanoseconds\nnooverwrite\n";
+        let listed = options_listed(&["overwrite", "nanoseconds"]);
         assert_eq!(m.run(&format!("cat {options}")), listed);
         for bad in ["verbose", "nofoo", "no", "overwrite=1", ""] {
             let out = m.run(&format!("echo '{bad}' > {options}"));
@@ -407,10 +410,104 @@ fn trace_clock_and_overwrite_options() {
         assert_eq!(m.run(&format!("cat {options}")), listed, "refused writes change nothing");
         m.run(&format!("echo overwrite > {options}"));
         m.run(&format!("echo nonanoseconds > {options}"));
-        assert_eq!(
-            m.run(&format!("cat {options}")),
-            "nofunc_stack_trace\nnonanoseconds\noverwrite\n"
+        assert_eq!(m.run(&format!("cat {options}")), options_listed(&[]));
+    }
+}
+
+/// `trace_options` as it reads with ftrace's defaults but for the options `flipped`.
+fn options_listed(flipped: &[&str]) -> String {
+    let defaults = [
+        ("context-info", true),
+        ("func_stack_trace", false),
+        ("irq-info", true),
+        ("markers", true),
+        ("nanoseconds", false),
+        ("overwrite", true),
+        ("print-parent", true),
+        ("sym-addr", false),
+        ("sym-offset", false),
+    ];
+    let line = |&(name, on): &(&str, bool)| {
+        let on = on != flipped.contains(&name);
+        format!("{}{name}\n", if on { "" } else { "no" })
+    };
+    defaults.iter().map(line).collect()
+}
+
+/// The display options, per instance, as ftrace's: `irq-info` off drops the flags
+/// column and its legend, `context-info` off every column before the event and the
+/// header's counts; `trace`, a CPU's `trace` and `snapshot` follow them; `markers`
+/// off refuses marker writes, and records nothing. The panic dump's text keeps
+/// every column whatever they say. Bad values are refused and change nothing.
+#[test]
+fn display_options_lay_out_lines_as_ftraces() {
+    let mut m = machine_with_instance();
+    for root in ROOTS {
+        let other = if root.is_empty() { ROOTS[1] } else { ROOTS[0] };
+        m.run(&format!("echo > {root}trace"));
+        assert_eq!(m.run(&format!("echo hello > {root}trace_marker")), "");
+        let full = m.run(&format!("cat {root}trace"));
+        let marker = trace_lines(&full).into_iter().find(|l| l.fields == "hello").unwrap();
+        assert_eq!((marker.task.as_str(), marker.flags.as_str()), ("shell-1", "....."), "{full}");
+
+        assert_eq!(m.run(&format!("echo 0 > {root}options/irq-info")), "");
+        let plain = m.run(&format!("cat {root}trace"));
+        assert!(!plain.contains("irqs-off") && !plain.contains("|||||"), "{plain}");
+        assert!(
+            plain.contains("#           TASK-PID     CPU#     TIMESTAMP  FUNCTION\n"),
+            "{plain}"
         );
+        let line = plain.lines().find(|l| l.ends_with(": tracing_mark_write: hello")).unwrap();
+        let (columns, _) = line.split_once(": tracing_mark_write").unwrap();
+        let stamp = columns.rsplit(' ').next().unwrap();
+        assert_eq!(columns, format!("           shell-1       [000]    {stamp:>9}"), "{plain}");
+        assert_eq!(m.run(&format!("cat {other}options/irq-info")), "1\n", "per instance");
+
+        assert_eq!(m.run(&format!("echo nocontext-info > {root}trace_options")), "");
+        let bare = m.run(&format!("cat {root}trace"));
+        let header = "# tracer: nop\n#\n";
+        assert!(bare.starts_with(header) && !bare.contains("entries-in-buffer"), "{bare}");
+        assert!(bare.lines().any(|l| l == "tracing_mark_write: hello"), "{bare}");
+        let cpu0 = m.run(&format!("cat {root}per_cpu/cpu0/trace"));
+        assert!(cpu0.lines().any(|l| l == "tracing_mark_write: hello"), "{cpu0}");
+        // A snapshot takes the live buffer's records (the marker is written again).
+        m.run(&format!("echo 1 > {root}snapshot"));
+        let snapshot = m.run(&format!("cat {root}snapshot"));
+        assert!(snapshot.lines().any(|l| l == "tracing_mark_write: hello"), "{snapshot}");
+        m.run(&format!("echo 0 > {root}snapshot"));
+        m.run(&format!("echo hello > {root}trace_marker"));
+        for bad in ["2", "on", ""] {
+            let out = m.run(&format!("echo '{bad}' > {root}options/context-info"));
+            assert!(out.contains("Invalid argument (0 or 1)"), "{bad}: {out}");
+        }
+        assert_eq!(m.run(&format!("cat {root}options/context-info")), "0\n");
+
+        // The panic dump's text (`dump` writes the same) keeps every column.
+        if root.is_empty() {
+            let dump = m.run("dump");
+            let kept = trace_lines(&dump).into_iter().find(|l| l.fields == "hello");
+            assert!(kept.is_some_and(|l| l.flags == "....."), "{dump}");
+        }
+        m.run(&format!("echo 1 > {root}options/context-info"));
+        m.run(&format!("echo irq-info > {root}trace_options"));
+        let again = m.run(&format!("cat {root}trace"));
+        let marker = trace_lines(&again).into_iter().find(|l| l.fields == "hello");
+        assert!(marker.is_some_and(|l| l.flags == "....."), "every column back:\n{again}");
+
+        // markers: off refuses writes to both marker files, and records nothing.
+        assert_eq!(m.run(&format!("echo 0 > {root}options/markers")), "");
+        for file in ["trace_marker", "trace_marker_raw"] {
+            let out = m.run(&format!("echo 'abcdlost' > {root}{file}"));
+            assert!(out.contains("Invalid argument (options/markers is off)"), "{file}: {out}");
+        }
+        // Neither the marker nor the raw one (id "abcd") was recorded.
+        let trace = m.run(&format!("cat {root}trace"));
+        assert!(!trace.contains("tracing_mark_write: abcdlost"), "{trace}");
+        assert!(!trace.contains(": # 64636261 buf:"), "{trace}");
+        assert_eq!(m.run(&format!("echo 'kept' > {other}trace_marker")), "", "per instance");
+        assert_eq!(m.run(&format!("echo 1 > {root}options/markers")), "");
+        assert_eq!(m.run(&format!("echo again > {root}trace_marker")), "");
+        assert!(m.run(&format!("cat {root}trace")).contains("tracing_mark_write: again"));
     }
 }
 

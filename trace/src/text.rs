@@ -24,19 +24,70 @@
 use crate::context::{Activity, Context};
 use core::fmt::{self, Write};
 
-/// Writes ftrace's `trace` header: the current tracer's name, the entries in the
-/// buffer and written, the CPU count and the column legend.
+/// How the `trace` files lay out their header and lines: ftrace's display
+/// options (an instance's `options/`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// Timestamps in nanoseconds (`nanoseconds`); microseconds otherwise.
+    pub nanoseconds: bool,
+    /// The task, CPU, flags and timestamp columns, and the header's counts and
+    /// legend (`context-info`); without them a line is its event alone.
+    pub context_info: bool,
+    /// The flags column and its legend (`irq-info`).
+    pub irq_info: bool,
+    /// A function tracer line's caller, `<-caller` (`print-parent`).
+    pub print_parent: bool,
+    /// A function tracer line's addresses with their offsets in their functions,
+    /// `name+0xoffset` (`sym-offset`).
+    pub sym_offset: bool,
+    /// A function tracer line's addresses also as numbers, `name <address>`
+    /// (`sym-addr`).
+    pub sym_addr: bool,
+}
+
+impl Layout {
+    /// ftrace's defaults: timestamps in microseconds, every column, callers
+    /// shown, functions by name alone.
+    pub const DEFAULT: Layout = Layout {
+        nanoseconds: false,
+        context_info: true,
+        irq_info: true,
+        print_parent: true,
+        sym_offset: false,
+        sym_addr: false,
+    };
+}
+
+impl Default for Layout {
+    fn default() -> Self {
+        Layout::DEFAULT
+    }
+}
+
+/// Writes ftrace's `trace` header: the current tracer's name; with `context-info`,
+/// the entries in the buffer and written, the CPU count and the column legend
+/// (without the flags' with `irq-info` off).
 pub fn write_header(
     out: &mut dyn Write,
     tracer: &str,
     entries: u64,
     written: u64,
     cpus: usize,
+    layout: &Layout,
 ) -> fmt::Result {
     write!(out, "# tracer: {tracer}\n#\n")?;
+    if !layout.context_info {
+        return Ok(());
+    }
     writeln!(out, "# entries-in-buffer/entries-written: {entries}/{written}   #P:{cpus}\n#")?;
-    out.write_str(LEGEND)
+    out.write_str(if layout.irq_info { LEGEND } else { PLAIN_LEGEND })
 }
+
+/// The column legend of the header without the flags (`irq-info` off).
+const PLAIN_LEGEND: &str = "\
+#           TASK-PID     CPU#     TIMESTAMP  FUNCTION
+#              | |         |         |         |
+";
 
 /// The column legend of the header.
 const LEGEND: &str = "\
@@ -152,23 +203,28 @@ pub struct Line<'a> {
 
 /// Writes a record as ftrace's line, `TASK-PID [CPU] FLAGS TIMESTAMP: NAME: BODY`,
 /// preceded by `CPU:N [LOST M EVENTS]` if events were lost before it; `body` writes
-/// the event's fields (nothing written: no `: ` after the name).
+/// the event's fields (nothing written: no `: ` after the name). `layout` may leave
+/// out the flags, or every column before the name.
 pub fn write_line(
     out: &mut dyn Write,
     line: &Line<'_>,
-    nanoseconds: bool,
+    layout: &Layout,
     body: impl FnOnce(&mut dyn Write) -> fmt::Result,
 ) -> fmt::Result {
     if line.lost > 0 {
         writeln!(out, "CPU:{} [LOST {} EVENTS]", line.cpu, line.lost)?;
     }
-    let task = Task::of(line.context, line.cpu);
-    let pad = 16usize.saturating_sub(task.name_len());
-    write!(out, "{:pad$}{task}-{:<7} [{:03}] ", "", task.pid, line.cpu)?;
-    flags(line.context).iter().try_for_each(|&c| out.write_char(c))?;
-    out.write_char(' ')?;
-    write_timestamp(out, line.ts, nanoseconds)?;
-    out.write_str(": ")?;
+    if layout.context_info {
+        let task = Task::of(line.context, line.cpu);
+        let pad = 16usize.saturating_sub(task.name_len());
+        write!(out, "{:pad$}{task}-{:<7} [{:03}] ", "", task.pid, line.cpu)?;
+        if layout.irq_info {
+            flags(line.context).iter().try_for_each(|&c| out.write_char(c))?;
+            out.write_char(' ')?;
+        }
+        write_timestamp(out, line.ts, layout.nanoseconds)?;
+        out.write_str(": ")?;
+    }
     match line.name {
         Some(name) => {
             out.write_str(name)?;
@@ -190,19 +246,21 @@ pub enum GraphCall {
     Leaf(u64),
 }
 
-/// Writes a `function_graph` line as ftrace's nested layout: `CPU) DURATION |`, then
-/// the call indented two spaces per `depth`.
+/// Writes a `function_graph` line as ftrace's nested layout: `CPU) DURATION |`
+/// (with `context-info`), then the call indented two spaces per `depth`.
 pub fn write_graph_line(
     out: &mut dyn Write,
+    layout: &Layout,
     cpu: usize,
     depth: u64,
     name: &dyn fmt::Display,
     call: GraphCall,
 ) -> fmt::Result {
-    write!(out, "{cpu:>2}) ")?;
     match call {
-        GraphCall::Entry => out.write_str("              |  ")?,
+        _ if !layout.context_info => {}
+        GraphCall::Entry => write!(out, "{cpu:>2})               |  ")?,
         GraphCall::Return(ns) | GraphCall::Leaf(ns) => {
+            write!(out, "{cpu:>2}) ")?;
             // ftrace's marks for long calls: over 10 us, 100 us, 1 ms, 10 ms, 100 ms, 1 s.
             let marks = [(1_000_000_000, '$'), (100_000_000, '@'), (10_000_000, '*')];
             let more = [(1_000_000, '#'), (100_000, '!'), (10_000, '+')];
@@ -277,13 +335,15 @@ impl Write for BodyStart<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::format;
     use alloc::string::String;
 
     fn line(context: Context, cpu: usize, body: &str, nanoseconds: bool) -> String {
         let mut out = String::new();
         let line =
             Line { cpu, ts: 69_267_965_338, context, name: Some("irq_handler_entry"), lost: 0 };
-        write_line(&mut out, &line, nanoseconds, |o| o.write_str(body)).unwrap();
+        let layout = Layout { nanoseconds, ..Layout::DEFAULT };
+        write_line(&mut out, &line, &layout, |o| o.write_str(body)).unwrap();
         out
     }
 
@@ -325,7 +385,7 @@ mod tests {
     #[test]
     fn header_and_names_are_linux_ones() {
         let mut out = String::new();
-        write_header(&mut out, "nop", 2, 5, 4).unwrap();
+        write_header(&mut out, "nop", 2, 5, 4, &Layout::DEFAULT).unwrap();
         assert!(
             out.starts_with(
                 "# tracer: nop\n#\n# entries-in-buffer/entries-written: 2/5   #P:4\n#\n"
@@ -337,11 +397,45 @@ mod tests {
         assert_eq!(event_name("irq", "nmi"), Some("nmi"));
     }
 
+    /// `irq-info` off drops the flags column and its legend; `context-info` off
+    /// every column before the event, and the header's counts and legend, as
+    /// ftrace's options do.
+    #[test]
+    fn display_options_drop_columns_as_ftraces_do() {
+        let irq = Context::new(Activity::Irq { depth: 1 }, true);
+        let line = Line { cpu: 1, ts: 69_267_965_338, context: irq, name: Some("tick"), lost: 2 };
+        let write = |layout: Layout| {
+            let mut out = String::new();
+            write_line(&mut out, &line, &layout, |o| o.write_str("n=1")).unwrap();
+            let mut header = String::new();
+            write_header(&mut header, "nop", 2, 5, 4, &layout).unwrap();
+            (out, header)
+        };
+        let (plain, header) = write(Layout { irq_info: false, ..Layout::DEFAULT });
+        let lost = "CPU:1 [LOST 2 EVENTS]\n";
+        assert_eq!(
+            plain,
+            format!("{lost}           <irq>-0       [001]    69.267965: tick: n=1\n")
+        );
+        assert!(header.ends_with(
+            "#\n#           TASK-PID     CPU#     TIMESTAMP  FUNCTION\n\
+             #              | |         |         |         |\n"
+        ));
+        assert!(!header.contains("irqs-off"), "{header}");
+        let (bare, header) = write(Layout { context_info: false, ..Layout::DEFAULT });
+        assert_eq!(bare, format!("{lost}tick: n=1\n"));
+        assert_eq!(header, "# tracer: nop\n#\n");
+        let mut graph = String::new();
+        let layout = Layout { context_info: false, ..Layout::DEFAULT };
+        write_graph_line(&mut graph, &layout, 1, 2, &"f", GraphCall::Leaf(567)).unwrap();
+        assert_eq!(graph, "    f();\n");
+    }
+
     #[test]
     fn graph_lines_are_ftraces_nested_layout() {
         let line = |depth, call| {
             let mut out = String::new();
-            write_graph_line(&mut out, 1, depth, &"f", call).unwrap();
+            write_graph_line(&mut out, &Layout::DEFAULT, 1, depth, &"f", call).unwrap();
             out
         };
         assert_eq!(line(1, GraphCall::Entry), " 1)               |    f() {\n");

@@ -65,6 +65,7 @@ pub fn write_text(trace: &Section, out: &mut impl Write) -> io::Result<()> {
         writeln!(out, "# panic on cpu {} at {}: {}", p.cpu, p.location, msg)?;
     }
     let mut line = String::new();
+    let layout = text::Layout { nanoseconds: true, ..text::Layout::DEFAULT };
     for ev in &trace.events {
         let descriptor = trace.descriptor(ev.id);
         let (system, name) = descriptor.map_or(("", ""), |d| (d.system.as_str(), d.name.as_str()));
@@ -84,7 +85,7 @@ pub fn write_text(trace: &Section, out: &mut impl Write) -> io::Result<()> {
                 if hex.is_empty() { Ok(()) } else { write!(out, " {hex}") }
             }
         };
-        text::write_line(&mut line, &text_line, true, body)
+        text::write_line(&mut line, &text_line, &layout, body)
             .map_err(|_| io::Error::other("formatting a trace line"))?;
         out.write_all(line.as_bytes())?;
     }

@@ -51,6 +51,64 @@ pub enum Dir<S> {
     TraceStat,
 }
 
+/// A file of `options/`: one of ftrace's trace options, on or off per instance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TraceOption {
+    /// `context-info`: the task, CPU, flags and timestamp columns.
+    ContextInfo,
+    /// `func_stack_trace`: a stack trace after each function the tracer records.
+    FuncStackTrace,
+    /// `irq-info`: the flags column.
+    IrqInfo,
+    /// `markers`: `trace_marker` and `trace_marker_raw` take writes.
+    Markers,
+    /// `nanoseconds`: timestamps in ns rather than µs.
+    Nanoseconds,
+    /// `overwrite`: a full buffer overwrites its oldest events.
+    Overwrite,
+    /// `print-parent`: a function tracer line names the caller.
+    PrintParent,
+    /// `sym-addr`: a function tracer line shows addresses too.
+    SymAddr,
+    /// `sym-offset`: a function tracer line shows offsets in functions.
+    SymOffset,
+}
+
+impl TraceOption {
+    /// Every option, in the order `options/` and `trace_options` list them.
+    pub const ALL: [TraceOption; 9] = [
+        TraceOption::ContextInfo,
+        TraceOption::FuncStackTrace,
+        TraceOption::IrqInfo,
+        TraceOption::Markers,
+        TraceOption::Nanoseconds,
+        TraceOption::Overwrite,
+        TraceOption::PrintParent,
+        TraceOption::SymAddr,
+        TraceOption::SymOffset,
+    ];
+
+    /// The option's file name (ftrace's).
+    pub fn name(self) -> &'static str {
+        match self {
+            TraceOption::ContextInfo => "context-info",
+            TraceOption::FuncStackTrace => "func_stack_trace",
+            TraceOption::IrqInfo => "irq-info",
+            TraceOption::Markers => "markers",
+            TraceOption::Nanoseconds => "nanoseconds",
+            TraceOption::Overwrite => "overwrite",
+            TraceOption::PrintParent => "print-parent",
+            TraceOption::SymAddr => "sym-addr",
+            TraceOption::SymOffset => "sym-offset",
+        }
+    }
+
+    /// The option whose file is `name`.
+    pub fn named(name: &str) -> Option<TraceOption> {
+        Self::ALL.into_iter().find(|option| option.name() == name)
+    }
+}
+
 /// A file of the tree.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum File<S, E> {
@@ -74,12 +132,8 @@ pub enum File<S, E> {
     TraceMarker,
     /// `trace_clock`.
     TraceClock,
-    /// `options/overwrite`.
-    Overwrite,
-    /// `options/nanoseconds` (timestamps in ns rather than µs).
-    Nanoseconds,
-    /// `options/func_stack_trace`.
-    FuncStackTrace,
+    /// A file of `options/`.
+    TraceOption(TraceOption),
     /// `trace_options`: every file of `options/` as one list.
     TraceOptions,
     /// `tracing_cpumask`.
@@ -207,9 +261,7 @@ fn node<T: Tree>(tree: &T, rest: &[&str], top: bool) -> Option<Node<T::System, T
         ["trace_clock"] => file(TraceClock),
         ["trace_options"] => file(TraceOptions),
         ["options"] => dir(Dir::Options),
-        ["options", "overwrite"] => file(Overwrite),
-        ["options", "nanoseconds"] => file(Nanoseconds),
-        ["options", "func_stack_trace"] => file(FuncStackTrace),
+        ["options", name] => file(TraceOption(self::TraceOption::named(name)?)),
         ["tracing_cpumask"] => file(CpuMask),
         ["README"] if top => file(Readme),
         ["available_tracers"] => file(AvailableTracers),
@@ -362,7 +414,11 @@ mod tests {
     fn top_level_files_and_directories() {
         assert_eq!(at("/", ""), Some(("", Node::Dir(Dir::Root), "/".into())));
         assert_eq!(at("/", "trace"), Some(("", Node::File(File::Trace), "/trace".into())));
-        assert_eq!(node_at("/", "options/overwrite"), Some(Node::File(File::Overwrite)));
+        let overwrite = Some(Node::File(File::TraceOption(TraceOption::Overwrite)));
+        assert_eq!(node_at("/", "options/overwrite"), overwrite);
+        let context = Some(Node::File(File::TraceOption(TraceOption::ContextInfo)));
+        assert_eq!(node_at("/", "options/context-info"), context);
+        assert_eq!(node_at("/", "options/context_info"), None);
         assert_eq!(node_at("/", "options"), Some(Node::Dir(Dir::Options)));
         assert_eq!(node_at("/", "README"), Some(Node::File(File::Readme)));
         assert_eq!(node_at("/", "instances"), Some(Node::Dir(Dir::Instances)));

@@ -336,7 +336,7 @@ fn cat(
         match pipe {
             Some((cpu, raw)) => {
                 // Streams until any key; the key is consumed (Ctrl-C shows as such).
-                let nanoseconds = tracefs::nanoseconds(&located.instance);
+                let layout = tracefs::layout(&located.instance);
                 let mut interrupted = false;
                 let stop = || match serial::try_read_byte() {
                     Some(byte) => {
@@ -350,7 +350,7 @@ fn cat(
                 let read = if raw {
                     crate::dump::stream_raw(out, &located.instance, cpu, stop, wait)
                 } else {
-                    tracing::stream_pipe(out, &located.instance, cpu, nanoseconds, stop, wait)
+                    tracing::stream_pipe(out, &located.instance, cpu, &layout, stop, wait)
                 };
                 if interrupted {
                     out.interrupt();

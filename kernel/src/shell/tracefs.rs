@@ -10,7 +10,8 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::{self, Write};
 use shell_core::path::normalize;
-use shell_core::tree::{self, Tree};
+use shell_core::tree::{self, TraceOption, Tree};
+use trace::text::Layout;
 use trace::{
     Instance, InstanceConfig, InstanceError, Mode, Tracer, event::DescriptorKind,
     event::EventDescriptor, tracer::FunctionError as TracerFunctionError, tracer::HookError,
@@ -326,7 +327,7 @@ pub fn list(located: &Located) -> Result<Vec<String>, FsError> {
                 .collect()
         }
         Dir::Instances => tracer.instance_names().into_iter().map(|n| n + "/").collect(),
-        Dir::Options => OPTIONS.iter().map(|(name, _)| String::from(*name)).collect(),
+        Dir::Options => TraceOption::ALL.iter().map(|option| String::from(option.name())).collect(),
         Dir::PerCpu => (0..tracer.cpus()).map(|cpu| format!("cpu{cpu}/")).collect(),
         Dir::TraceStat => (0..tracer.cpus()).map(|cpu| format!("function{cpu}")).collect(),
         Dir::Cpu => {
@@ -416,7 +417,7 @@ fn write_snapshot(
     out: &mut dyn Write,
     instance: &trace::Instance<'_, KernelPlatform>,
     cpu: Option<usize>,
-    nanoseconds: bool,
+    layout: &Layout,
 ) -> fmt::Result {
     let help = if cpu.is_some() { CPU_SNAPSHOT_HELP } else { SNAPSHOT_HELP };
     match instance.has_snapshot() {
@@ -424,7 +425,7 @@ fn write_snapshot(
         false => writeln!(out, "# * Snapshot is freed *\n#")?,
     }
     out.write_str(help)?;
-    tracing::write_snapshot(out, instance, cpu, nanoseconds)
+    tracing::write_snapshot(out, instance, cpu, layout)
 }
 
 /// The `README` file: a mini-HOWTO of this tree.
@@ -487,6 +488,12 @@ tracing mini-HOWTO:
 \t\t\t  echo NAME or echo noNAME sets it
   options/overwrite\t- 1: overwrite the oldest events when full, 0: drop new ones
   options/nanoseconds\t- 1: timestamps in nanoseconds, 0: microseconds
+  options/context-info\t- 0: lines without the task, CPU, flags and timestamp
+  options/irq-info\t- 0: lines without the flags column
+  options/print-parent\t- 0: function lines without the caller
+  options/sym-offset\t- 1: function lines with offsets (name+0x1c)
+  options/sym-addr\t- 1: function lines with addresses (name <ffff...>)
+  options/markers\t- 0: trace_marker and trace_marker_raw refuse writes
   options/func_stack_trace - 1: a stack trace after each function the
 \t\t\t  function tracer records (keep set_ftrace_filter short)
   trace_marker\t\t- Writes into this file writes into the kernel buffer
@@ -527,14 +534,27 @@ tracing mini-HOWTO:
 /// Most entries `error_log` keeps per instance (Linux keeps as many).
 const ERROR_LOG_ENTRIES: usize = 16;
 
-/// What the shell keeps per instance beyond the tracer's state: the timestamp
-/// precision, the error log and the system filters' text.
-#[derive(Default)]
+/// What the shell keeps per instance beyond the tracer's state: the display
+/// options, whether `trace_marker` takes writes, the error log and the system
+/// filters' text.
 struct Extras {
-    nanoseconds: bool,
+    layout: Layout,
+    markers: bool,
     errors: VecDeque<String>,
     /// The filter last set on each system (`events/SYS/filter` reads it back).
     system_filters: Vec<(&'static str, String)>,
+}
+
+impl Default for Extras {
+    /// ftrace's defaults: its display options', and markers on.
+    fn default() -> Self {
+        Extras {
+            layout: Layout::DEFAULT,
+            markers: true,
+            errors: VecDeque::new(),
+            system_filters: Vec::new(),
+        }
+    }
 }
 
 /// [`Extras`] by instance name (empty: the top level). Entries of instances that
@@ -558,9 +578,18 @@ fn with_extras<R>(instance: &Instance<'_, KernelPlatform>, f: impl FnOnce(&mut E
     f(&mut extras[index].1)
 }
 
-/// Whether `instance` shows timestamps in nanoseconds (`options/nanoseconds`).
-pub fn nanoseconds(instance: &Instance<'_, KernelPlatform>) -> bool {
-    EXTRAS.lock().iter().find(|(n, _)| n == instance.name()).is_some_and(|(_, e)| e.nanoseconds)
+/// How `instance`'s `trace` files lay out their lines (its display options).
+pub fn layout(instance: &Instance<'_, KernelPlatform>) -> Layout {
+    EXTRAS
+        .lock()
+        .iter()
+        .find(|(n, _)| n == instance.name())
+        .map_or(Layout::DEFAULT, |(_, e)| e.layout)
+}
+
+/// Whether `instance`'s `trace_marker` files take writes (`options/markers`).
+fn markers(instance: &Instance<'_, KernelPlatform>) -> bool {
+    EXTRAS.lock().iter().find(|(n, _)| n == instance.name()).is_none_or(|(_, e)| e.markers)
 }
 
 /// Adds a failed write to `instance`'s `error_log`, in Linux's layout.
@@ -665,32 +694,43 @@ fn cpu_kb<'a>(instance: &'a Instance<'_, KernelPlatform>) -> impl Iterator<Item 
     (0..instance.tracer().cpus()).map(|cpu| instance.bytes_of_cpu(cpu).unwrap_or(0) / 1024)
 }
 
-/// The files of `options/`, as `trace_options` lists them.
-const OPTIONS: [(&str, File); 3] = [
-    ("func_stack_trace", File::FuncStackTrace),
-    ("nanoseconds", File::Nanoseconds),
-    ("overwrite", File::Overwrite),
-];
-
-/// Whether the option `file` (one of [`OPTIONS`]) is on in `instance`.
-fn option(instance: &Instance<'_, KernelPlatform>, file: File) -> bool {
-    match file {
-        File::Overwrite => instance.mode() == Mode::Overwrite,
-        File::Nanoseconds => nanoseconds(instance),
-        _ => instance.function_stack_trace(),
+/// Whether `option` is on in `instance`.
+fn option(instance: &Instance<'_, KernelPlatform>, option: TraceOption) -> bool {
+    let layout = layout(instance);
+    match option {
+        TraceOption::ContextInfo => layout.context_info,
+        TraceOption::FuncStackTrace => instance.function_stack_trace(),
+        TraceOption::IrqInfo => layout.irq_info,
+        TraceOption::Markers => markers(instance),
+        TraceOption::Nanoseconds => layout.nanoseconds,
+        TraceOption::Overwrite => instance.mode() == Mode::Overwrite,
+        TraceOption::PrintParent => layout.print_parent,
+        TraceOption::SymAddr => layout.sym_addr,
+        TraceOption::SymOffset => layout.sym_offset,
     }
 }
 
-/// Turns the option `file` (one of [`OPTIONS`]) on or off in `instance`.
+/// Turns `option` on or off in `instance`.
 fn set_option(
     instance: &Instance<'_, KernelPlatform>,
-    file: File,
+    option: TraceOption,
     on: bool,
 ) -> Result<(), FsError> {
-    match file {
-        File::Overwrite => instance.set_mode(if on { Mode::Overwrite } else { Mode::Discard })?,
-        File::Nanoseconds => with_extras(instance, |extras| extras.nanoseconds = on),
-        _ => instance.set_function_stack_trace(on).map_err(FunctionError::from)?,
+    let display = |set: fn(&mut Extras, bool)| with_extras(instance, |extras| set(extras, on));
+    match option {
+        TraceOption::ContextInfo => display(|e, on| e.layout.context_info = on),
+        TraceOption::FuncStackTrace => {
+            instance.set_function_stack_trace(on).map_err(FunctionError::from)?
+        }
+        TraceOption::IrqInfo => display(|e, on| e.layout.irq_info = on),
+        TraceOption::Markers => display(|e, on| e.markers = on),
+        TraceOption::Nanoseconds => display(|e, on| e.layout.nanoseconds = on),
+        TraceOption::Overwrite => {
+            instance.set_mode(if on { Mode::Overwrite } else { Mode::Discard })?
+        }
+        TraceOption::PrintParent => display(|e, on| e.layout.print_parent = on),
+        TraceOption::SymAddr => display(|e, on| e.layout.sym_addr = on),
+        TraceOption::SymOffset => display(|e, on| e.layout.sym_offset = on),
     }
     Ok(())
 }
@@ -701,7 +741,7 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
     let Node::File(file) = located.node else { return Err(FsError::IsDir) };
     let tracer = tracer()?;
     let instance = &located.instance;
-    let ns = nanoseconds(instance);
+    let layout = layout(instance);
     let result = match file {
         File::AvailableEvents => {
             settable(tracer).try_for_each(|d| writeln!(out, "{}:{}", d.system, d.name))
@@ -710,10 +750,10 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
             .filter(|d| instance.event_enabled(d))
             .try_for_each(|d| writeln!(out, "{}:{}", d.system, d.name)),
         File::TracingOn => writeln!(out, "{}", u8::from(instance.tracing())),
-        File::Trace => tracing::write_trace(out, instance, None, ns),
-        File::CpuTrace(cpu) => tracing::write_trace(out, instance, Some(cpu), ns),
-        File::Snapshot => write_snapshot(out, instance, None, ns),
-        File::CpuSnapshot(cpu) => write_snapshot(out, instance, Some(cpu), ns),
+        File::Trace => tracing::write_trace(out, instance, None, &layout),
+        File::CpuTrace(cpu) => tracing::write_trace(out, instance, Some(cpu), &layout),
+        File::Snapshot => write_snapshot(out, instance, None, &layout),
+        File::CpuSnapshot(cpu) => write_snapshot(out, instance, Some(cpu), &layout),
         File::BufferSizeKb => {
             // Linux shows X when the CPUs' sizes differ.
             let mut sizes = cpu_kb(instance);
@@ -730,12 +770,10 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
         File::BufferTotalSizeKb => writeln!(out, "{}", cpu_kb(instance).sum::<usize>()),
         File::TraceMarker | File::TraceMarkerRaw => return Err(FsError::WriteOnly),
         File::TraceClock => writeln!(out, "[local]"),
-        File::Overwrite | File::Nanoseconds | File::FuncStackTrace => {
-            writeln!(out, "{}", u8::from(option(instance, file)))
-        }
-        File::TraceOptions => OPTIONS.iter().try_for_each(|&(name, file)| {
-            let no = if option(instance, file) { "" } else { "no" };
-            writeln!(out, "{no}{name}")
+        File::TraceOption(o) => writeln!(out, "{}", u8::from(option(instance, o))),
+        File::TraceOptions => TraceOption::ALL.iter().try_for_each(|&o| {
+            let no = if option(instance, o) { "" } else { "no" };
+            writeln!(out, "{no}{}", o.name())
         }),
         File::CpuMask => write_cpumask(out, instance.cpumask(), tracer.cpus()),
         File::Readme => out.write_str(README),
@@ -969,6 +1007,9 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
         },
         File::BufferSizeKb => Ok(instance.resize(size_kb(value)?)?),
         File::CpuBufferSizeKb(cpu) => Ok(instance.resize_cpu(cpu, size_kb(value)?)?),
+        File::TraceMarker | File::TraceMarkerRaw if !markers(instance) => {
+            Err(FsError::Rule("options/markers is off"))
+        }
         File::TraceMarker => {
             instance.write_marker(value);
             Ok(())
@@ -988,18 +1029,19 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
             "local" => Ok(()),
             _ => Err(FsError::Rule("the only clock is local")),
         },
-        File::Overwrite | File::Nanoseconds | File::FuncStackTrace => {
-            set_option(instance, file, switch(value)?)
-        }
+        File::TraceOption(o) => set_option(instance, o, switch(value)?),
         File::TraceOptions => {
             let word = value.trim();
             let (name, on) = match word.strip_prefix("no") {
                 Some(name) => (name, false),
                 None => (word, true),
             };
-            let known = OPTIONS.iter().find(|(option, _)| *option == name);
-            let &(_, file) = known.ok_or(FsError::Rule("no such option (see trace_options)"))?;
-            set_option(instance, file, on)
+            let option = TraceOption::named(name);
+            set_option(
+                instance,
+                option.ok_or(FsError::Rule("no such option (see trace_options)"))?,
+                on,
+            )
         }
         File::CpuMask => {
             instance.set_cpumask(parse_cpumask(value, tracer.cpus())?);

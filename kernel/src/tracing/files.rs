@@ -6,25 +6,25 @@ use super::KernelPlatform;
 use crate::{clock, symbols};
 use core::fmt::{self, Write};
 use trace::field::{Decoder, FieldKind, Value};
-use trace::text::{self, GraphCall, Line};
+use trace::text::{self, GraphCall, Layout, Line};
 use trace::tracer::{
     FUNCGRAPH_ENTRY, FUNCGRAPH_EXIT, FUNCTION, IRQSOFF, STACK_FRAMES, STACK_TRACE,
 };
 use trace::{Instance, Tracer, event::DescriptorKind, ring::Buffer, ring::RecordRef};
 
 /// Writes one record as ftrace's trace line (see [`trace::text`]), the fields
-/// formatted now from the event's descriptor (deferred formatting); timestamps in
-/// microseconds, or nanoseconds.
+/// formatted now from the event's descriptor (deferred formatting), laid out as
+/// `layout` says.
 fn write_record(
     out: &mut dyn Write,
     tracer: &Tracer<KernelPlatform>,
     record: &RecordRef<'_>,
-    nanoseconds: bool,
+    layout: &Layout,
 ) -> fmt::Result {
     let descriptor = tracer.descriptor(record.id);
     if let Some(g) = GraphRecord::of(tracer, record) {
         let call = if g.exit { GraphCall::Return(g.took) } else { GraphCall::Entry };
-        return text::write_graph_line(out, g.cpu, g.depth, &Symbol(g.func), call);
+        return text::write_graph_line(out, layout, g.cpu, g.depth, &Symbol(g.func), call);
     }
     let line = Line {
         cpu: record.cpu,
@@ -33,9 +33,11 @@ fn write_record(
         name: descriptor.map_or(Some("unknown_event"), |d| text::event_name(d.system, d.name)),
         lost: record.lost,
     };
-    text::write_line(out, &line, nanoseconds, |out| match descriptor {
+    text::write_line(out, &line, layout, |out| match descriptor {
         Some(d) if core::ptr::eq(d, &STACK_TRACE) && write_stack(out, record.payload)? => Ok(()),
-        Some(d) if core::ptr::eq(d, &FUNCTION) && write_function(out, record.payload)? => Ok(()),
+        Some(d) if core::ptr::eq(d, &FUNCTION) && write_function(out, record.payload, layout)? => {
+            Ok(())
+        }
         Some(d) if d.kind == DescriptorKind::Event => {
             trace::event::format::render(out, d.format, d.fields, record.payload, symbols::table())
         }
@@ -99,14 +101,14 @@ impl GraphRecord {
 /// as ftrace's graph output does. Allocates nothing (the panic dump uses it).
 pub struct TraceWriter<'a> {
     tracer: &'a Tracer<KernelPlatform>,
-    nanoseconds: bool,
+    layout: Layout,
     held: Option<GraphRecord>,
 }
 
 impl<'a> TraceWriter<'a> {
-    /// A writer of `tracer`'s records, timestamps in nanoseconds or microseconds.
-    pub fn new(tracer: &'a Tracer<KernelPlatform>, nanoseconds: bool) -> Self {
-        TraceWriter { tracer, nanoseconds, held: None }
+    /// A writer of `tracer`'s records, laid out as `layout` says.
+    pub fn new(tracer: &'a Tracer<KernelPlatform>, layout: Layout) -> Self {
+        TraceWriter { tracer, layout, held: None }
     }
 
     /// Writes `record` (after the entry held back, unless it returns from it).
@@ -114,29 +116,29 @@ impl<'a> TraceWriter<'a> {
         let graph = GraphRecord::of(self.tracer, record);
         if let Some(entry) = self.held.take() {
             if let Some(ret) = graph.filter(|g| g.returns_from(&entry)) {
-                let leaf = GraphCall::Leaf(ret.took);
-                return text::write_graph_line(out, ret.cpu, ret.depth, &Symbol(ret.func), leaf);
+                let (leaf, name) = (GraphCall::Leaf(ret.took), Symbol(ret.func));
+                return text::write_graph_line(out, &self.layout, ret.cpu, ret.depth, &name, leaf);
             }
-            write_entry(out, entry)?;
+            write_entry(out, &self.layout, entry)?;
         }
         match graph.filter(|g| !g.exit) {
             Some(entry) => {
                 self.held = Some(entry);
                 Ok(())
             }
-            None => write_record(out, self.tracer, record, self.nanoseconds),
+            None => write_record(out, self.tracer, record, &self.layout),
         }
     }
 
     /// Writes the entry held back, if any, as `name() {` (after the last record).
     pub fn finish(&mut self, out: &mut dyn Write) -> fmt::Result {
-        self.held.take().map_or(Ok(()), |entry| write_entry(out, entry))
+        self.held.take().map_or(Ok(()), |entry| write_entry(out, &self.layout, entry))
     }
 }
 
 /// Writes a `function_graph` entry whose return does not come next: `name() {`.
-fn write_entry(out: &mut dyn Write, e: GraphRecord) -> fmt::Result {
-    text::write_graph_line(out, e.cpu, e.depth, &Symbol(e.func), GraphCall::Entry)
+fn write_entry(out: &mut dyn Write, layout: &Layout, e: GraphRecord) -> fmt::Result {
+    text::write_graph_line(out, layout, e.cpu, e.depth, &Symbol(e.func), GraphCall::Entry)
 }
 
 /// Decodes a payload of `u64` fields into `values`; `false` if it does not hold them.
@@ -164,16 +166,41 @@ impl fmt::Display for Symbol {
     }
 }
 
-/// Writes a `function` tracer's record as ftrace does, `function <-caller`;
-/// `false`, with nothing written, if the payload does not decode.
-fn write_function(out: &mut dyn Write, payload: &[u8]) -> Result<bool, fmt::Error> {
+/// Writes a `function` tracer's record as ftrace does, `function <-caller` (the
+/// caller with `print-parent`; each address as [`write_code`] does); `false`, with
+/// nothing written, if the payload does not decode.
+fn write_function(
+    out: &mut dyn Write,
+    payload: &[u8],
+    layout: &Layout,
+) -> Result<bool, fmt::Error> {
     let mut values = [0u64; 2];
     if !decode_u64s(payload, &mut values) {
         return Ok(false);
     }
     let [ip, parent] = values;
-    write!(out, "{} <-{}", Symbol(ip), Symbol(parent.saturating_sub(1)))?;
+    write_code(out, ip, false, layout)?;
+    if layout.print_parent {
+        out.write_str(" <-")?;
+        write_code(out, parent, true, layout)?;
+    }
     Ok(true)
+}
+
+/// Writes the code address `addr` (`ret`: a return address, named after the byte
+/// before it) as a function tracer line shows it: its function's name, with
+/// `sym-offset` its offset in it (`name+0xoffset`), with `sym-addr` the address
+/// after it (` <addr>`, 16 hex digits).
+fn write_code(out: &mut dyn Write, addr: u64, ret: bool, layout: &Layout) -> fmt::Result {
+    match symbols::table().filter(|_| layout.sym_offset) {
+        Some(table) if ret => table.write_frame(out, addr)?,
+        Some(table) => table.write_address(out, addr)?,
+        None => write!(out, "{}", Symbol(if ret { addr.saturating_sub(1) } else { addr }))?,
+    }
+    if layout.sym_addr {
+        write!(out, " <{addr:016x}>")?;
+    }
+    Ok(())
 }
 
 /// The `trace` file header: ftrace's, with the entries in the buffer and written.
@@ -181,6 +208,7 @@ fn write_header(
     out: &mut dyn Write,
     instance: &Instance<'_, KernelPlatform>,
     cpu: Option<usize>,
+    layout: &Layout,
 ) -> fmt::Result {
     let cpus = instance.tracer().cpus();
     let (mut entries, mut written) = (0, 0);
@@ -191,7 +219,7 @@ fn write_header(
         entries += stats.entries;
         written += stats.written;
     }
-    text::write_header(out, instance.function_tracer().name(), entries, written, cpus)
+    text::write_header(out, instance.function_tracer().name(), entries, written, cpus, layout)
 }
 
 /// Calls `each` with every record of `buffer`, oldest first, while it returns true:
@@ -235,12 +263,12 @@ fn write_records(
     tracer: &Tracer<KernelPlatform>,
     buffer: &Buffer<KernelPlatform>,
     cpu: Option<usize>,
-    nanoseconds: bool,
+    layout: &Layout,
     header: impl FnOnce(&mut dyn Write) -> fmt::Result,
 ) -> fmt::Result {
     let out = core::cell::RefCell::new(out);
     let result = core::cell::Cell::new(Ok(()));
-    let writer = core::cell::RefCell::new(TraceWriter::new(tracer, nanoseconds));
+    let writer = core::cell::RefCell::new(TraceWriter::new(tracer, *layout));
     let read = for_each_record(
         buffer,
         cpu,
@@ -266,11 +294,11 @@ pub fn write_trace(
     out: &mut dyn Write,
     instance: &Instance<'_, KernelPlatform>,
     cpu: Option<usize>,
-    nanoseconds: bool,
+    layout: &Layout,
 ) -> fmt::Result {
     let recorder = instance.recorder();
-    write_records(out, instance.tracer(), recorder.live(), cpu, nanoseconds, |out| {
-        write_header(out, instance, cpu)
+    write_records(out, instance.tracer(), recorder.live(), cpu, layout, |out| {
+        write_header(out, instance, cpu, layout)
     })
 }
 
@@ -279,12 +307,12 @@ pub fn write_snapshot(
     out: &mut dyn Write,
     instance: &Instance<'_, KernelPlatform>,
     cpu: Option<usize>,
-    nanoseconds: bool,
+    layout: &Layout,
 ) -> fmt::Result {
     match instance.recorder().snapshot() {
         Some(snapshot) => {
             write_irqsoff_report(out, snapshot, cpu)?;
-            write_records(out, instance.tracer(), snapshot, cpu, nanoseconds, |_| Ok(()))
+            write_records(out, instance.tracer(), snapshot, cpu, layout, |_| Ok(()))
         }
         None => Ok(()),
     }
@@ -352,13 +380,13 @@ pub fn stream_pipe(
     out: &mut dyn Write,
     instance: &Instance<'_, KernelPlatform>,
     cpu: Option<usize>,
-    nanoseconds: bool,
+    layout: &Layout,
     stop: impl FnMut() -> bool,
     mut wait: impl FnMut(),
 ) -> Result<(), &'static str> {
     let tracer = instance.tracer();
     let out = core::cell::RefCell::new(out);
-    let writer = core::cell::RefCell::new(TraceWriter::new(tracer, nanoseconds));
+    let writer = core::cell::RefCell::new(TraceWriter::new(tracer, *layout));
     let flush = || {
         let _ = writer.borrow_mut().finish(&mut **out.borrow_mut());
     };
