@@ -1139,6 +1139,27 @@ fn function_lines_follow_the_symbol_options() {
     m.wait_for(&format!("\r\n{leaf}\r\n"), STEP_TIMEOUT);
     m.send(b"q");
     m.wait_for_prompt(STEP_TIMEOUT);
+    // The funcgraph-* options: the timestamp, the CPU, the task, the duration (the
+    // pipe consumed the call: it is made again).
+    m.run("echo function_graph > current_tracer");
+    m.run("pwd");
+    m.run("echo nop > current_tracer");
+    assert_eq!(m.run("echo 1 > options/context-info"), "");
+    for (option, value) in [("abstime", 1), ("proc", 1), ("duration", 0)] {
+        assert_eq!(m.run(&format!("echo {value} > options/funcgraph-{option}")), "");
+    }
+    let columns = |m: &mut Machine| {
+        let trace = m.run("cat trace");
+        let line = trace.lines().find(|l| l.ends_with(&leaf)).map(String::from);
+        let line = line.unwrap_or_else(|| panic!("{trace}"));
+        let (stamp, rest) = line.split_once(" |  ").unwrap_or_else(|| panic!("{line}"));
+        let (secs, us) = stamp.trim().split_once('.').unwrap_or_else(|| panic!("{line}"));
+        assert!(secs.parse::<u64>().is_ok() && us.len() == 6, "{line}");
+        rest.to_string()
+    };
+    assert_eq!(columns(&mut m), format!(" 0)    shell-1     | {leaf}"));
+    assert_eq!(m.run("echo nofuncgraph-cpu > trace_options"), "");
+    assert_eq!(columns(&mut m), format!("   shell-1     | {leaf}"));
 }
 
 /// The `irqsoff` tracer: `latency spike` keeps interrupts off on purpose; the longest

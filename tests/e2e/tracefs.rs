@@ -419,6 +419,12 @@ fn options_listed(flipped: &[&str]) -> String {
     let defaults = [
         ("context-info", true),
         ("func_stack_trace", false),
+        ("funcgraph-abstime", false),
+        ("funcgraph-cpu", true),
+        ("funcgraph-duration", true),
+        ("funcgraph-overhead", true),
+        ("funcgraph-proc", false),
+        ("funcgraph-tail", true),
         ("irq-info", true),
         ("markers", true),
         ("nanoseconds", false),

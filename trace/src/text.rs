@@ -43,11 +43,25 @@ pub struct Layout {
     /// A function tracer line's addresses also as numbers, `name <address>`
     /// (`sym-addr`).
     pub sym_addr: bool,
+    /// A `function_graph` line's timestamp, first (`funcgraph-abstime`).
+    pub graph_abstime: bool,
+    /// A `function_graph` line's CPU column (`funcgraph-cpu`).
+    pub graph_cpu: bool,
+    /// A `function_graph` line's task column (`funcgraph-proc`).
+    pub graph_proc: bool,
+    /// A `function_graph` line's duration column (`funcgraph-duration`).
+    pub graph_duration: bool,
+    /// The duration's mark for a long call, `+` to `$` (`funcgraph-overhead`).
+    pub graph_overhead: bool,
+    /// A return's function, `} /* name */` (`funcgraph-tail`).
+    pub graph_tail: bool,
 }
 
 impl Layout {
     /// ftrace's defaults: timestamps in microseconds, every column, callers
-    /// shown, functions by name alone.
+    /// shown, functions by name alone; `function_graph` lines with the CPU and the
+    /// duration, marked, without the timestamp or the task. Returns name their
+    /// function (ftrace's `funcgraph-tail` is off by default).
     pub const DEFAULT: Layout = Layout {
         nanoseconds: false,
         context_info: true,
@@ -55,6 +69,12 @@ impl Layout {
         print_parent: true,
         sym_offset: false,
         sym_addr: false,
+        graph_abstime: false,
+        graph_cpu: true,
+        graph_proc: false,
+        graph_duration: true,
+        graph_overhead: true,
+        graph_tail: true,
     };
 }
 
@@ -246,35 +266,77 @@ pub enum GraphCall {
     Leaf(u64),
 }
 
-/// Writes a `function_graph` line as ftrace's nested layout: `CPU) DURATION |`
-/// (with `context-info`), then the call indented two spaces per `depth`.
-pub fn write_graph_line(
-    out: &mut dyn Write,
-    layout: &Layout,
-    cpu: usize,
-    depth: u64,
-    name: &dyn fmt::Display,
-    call: GraphCall,
-) -> fmt::Result {
-    match call {
-        _ if !layout.context_info => {}
-        GraphCall::Entry => write!(out, "{cpu:>2})               |  ")?,
-        GraphCall::Return(ns) | GraphCall::Leaf(ns) => {
-            write!(out, "{cpu:>2}) ")?;
-            // ftrace's marks for long calls: over 10 us, 100 us, 1 ms, 10 ms, 100 ms, 1 s.
-            let marks = [(1_000_000_000, '$'), (100_000_000, '@'), (10_000_000, '*')];
-            let more = [(1_000_000, '#'), (100_000, '!'), (10_000, '+')];
-            let mark = marks.iter().chain(&more).find(|(over, _)| ns > *over).map_or(' ', |m| m.1);
-            write!(out, "{mark}{:>5}.{:03} us |  ", ns / 1000, ns % 1000)?;
+/// One `function_graph` line to show.
+#[derive(Clone, Copy)]
+pub struct GraphLine<'a> {
+    /// The CPU that made the call.
+    pub cpu: usize,
+    /// When: the entry's timestamp (a leaf's too), or the return's (ns).
+    pub ts: u64,
+    /// What the CPU was running.
+    pub context: Context,
+    /// The call's depth (calls followed around it).
+    pub depth: u64,
+    /// The function.
+    pub name: &'a dyn fmt::Display,
+    /// What the line shows of the call.
+    pub call: GraphCall,
+}
+
+/// Writes a `function_graph` line as ftrace's nested layout: with `context-info`,
+/// the columns `layout` asks for (`TIMESTAMP |`, `CPU)`, `TASK-PID |`, `DURATION
+/// |`), then the call indented two spaces per depth.
+pub fn write_graph_line(out: &mut dyn Write, layout: &Layout, line: &GraphLine<'_>) -> fmt::Result {
+    if layout.context_info {
+        if layout.graph_abstime {
+            write_timestamp(out, line.ts, layout.nanoseconds)?;
+            out.write_str(" |  ")?;
+        }
+        if layout.graph_cpu {
+            write!(out, "{:>2}) ", line.cpu)?;
+        }
+        if layout.graph_proc {
+            write_graph_task(out, Task::of(line.context, line.cpu))?;
+        }
+        if layout.graph_duration {
+            write_graph_duration(out, layout, line.call)?;
         }
     }
-    let indent = usize::try_from(depth.min(64)).unwrap_or(64) * 2;
+    let indent = usize::try_from(line.depth.min(64)).unwrap_or(64) * 2;
     write!(out, "{:indent$}", "")?;
-    match call {
+    let name = line.name;
+    match line.call {
         GraphCall::Entry => writeln!(out, "{name}() {{"),
-        GraphCall::Return(_) => writeln!(out, "}} /* {name} */"),
+        GraphCall::Return(_) if layout.graph_tail => writeln!(out, "}} /* {name} */"),
+        GraphCall::Return(_) => writeln!(out, "}}"),
         GraphCall::Leaf(_) => writeln!(out, "{name}();"),
     }
+}
+
+/// The `funcgraph-proc` column: the task, `NAME-PID` (the name cut to 7
+/// characters), centred in 14 characters, then ` | `, as ftrace's.
+fn write_graph_task(out: &mut dyn Write, task: Task) -> fmt::Result {
+    let name = StackText::<24>::of(format_args!("{task}"));
+    let name = name.as_str();
+    let name = name.char_indices().nth(7).map_or(name, |(cut, _)| &name[..cut]);
+    let text = StackText::<40>::of(format_args!("{name}-{}", task.pid));
+    let spaces = 14usize.saturating_sub(text.as_str().chars().count());
+    let (before, after) = (spaces / 2, spaces - spaces / 2);
+    write!(out, "{:before$}{}{:after$} | ", "", text.as_str(), "")
+}
+
+/// The duration column: blank on an entry; on a return, the time with ftrace's
+/// mark for a long call (`funcgraph-overhead`): over 10 us `+`, 100 us `!`, 1 ms
+/// `#`, 10 ms `*`, 100 ms `@`, 1 s `$`.
+fn write_graph_duration(out: &mut dyn Write, layout: &Layout, call: GraphCall) -> fmt::Result {
+    let (GraphCall::Return(ns) | GraphCall::Leaf(ns)) = call else {
+        return out.write_str("              |  ");
+    };
+    let marks = [(1_000_000_000, '$'), (100_000_000, '@'), (10_000_000, '*')];
+    let more = [(1_000_000, '#'), (100_000, '!'), (10_000, '+')];
+    let mark = marks.iter().chain(&more).find(|(over, _)| ns > *over).map_or(' ', |m| m.1);
+    let mark = if layout.graph_overhead { mark } else { ' ' };
+    write!(out, "{mark}{:>5}.{:03} us |  ", ns / 1000, ns % 1000)
 }
 
 /// Text formatted into a buffer on the stack (no allocation: usable from any
@@ -425,22 +487,56 @@ mod tests {
         let (bare, header) = write(Layout { context_info: false, ..Layout::DEFAULT });
         assert_eq!(bare, format!("{lost}tick: n=1\n"));
         assert_eq!(header, "# tracer: nop\n#\n");
-        let mut graph = String::new();
         let layout = Layout { context_info: false, ..Layout::DEFAULT };
-        write_graph_line(&mut graph, &layout, 1, 2, &"f", GraphCall::Leaf(567)).unwrap();
-        assert_eq!(graph, "    f();\n");
+        assert_eq!(graph(&layout, 2, GraphCall::Leaf(567)), "    f();\n");
+    }
+
+    /// A `function_graph` line of `f` on CPU 1 at 2.5 s, in its thread (`work/1-2`).
+    fn graph(layout: &Layout, depth: u64, call: GraphCall) -> String {
+        let mut out = String::new();
+        let (cpu, ts, context) = (1, 2_500_000_000, Context::TASK);
+        let line = GraphLine { cpu, ts, context, depth, name: &"f", call };
+        write_graph_line(&mut out, layout, &line).unwrap();
+        out
     }
 
     #[test]
     fn graph_lines_are_ftraces_nested_layout() {
-        let line = |depth, call| {
-            let mut out = String::new();
-            write_graph_line(&mut out, &Layout::DEFAULT, 1, depth, &"f", call).unwrap();
-            out
-        };
+        let line = |depth, call| graph(&Layout::DEFAULT, depth, call);
         assert_eq!(line(1, GraphCall::Entry), " 1)               |    f() {\n");
         assert_eq!(line(0, GraphCall::Leaf(567)), " 1)      0.567 us |  f();\n");
         assert_eq!(line(1, GraphCall::Return(45_974)), " 1) +   45.974 us |    } /* f */\n");
         assert_eq!(line(0, GraphCall::Return(2_000_000)), " 1) # 2000.000 us |  } /* f */\n");
+    }
+
+    /// The `funcgraph-*` options add or drop columns, marks and the tail as
+    /// ftrace's do: the timestamp first, then the CPU, the task centred in 14
+    /// characters, the duration.
+    #[test]
+    fn graph_options_add_and_drop_columns() {
+        let d = Layout::DEFAULT;
+        let call = GraphCall::Return(45_974);
+        let all = Layout { graph_abstime: true, graph_proc: true, ..d };
+        assert_eq!(
+            graph(&all, 1, call),
+            "    2.500000 |   1)    work/1-2    | +   45.974 us |    } /* f */\n"
+        );
+        let ns = Layout { nanoseconds: true, ..all };
+        assert!(graph(&ns, 0, call).starts_with("    2.500000000 |   1) "));
+        assert_eq!(
+            graph(&Layout { graph_cpu: false, ..d }, 0, call),
+            "+   45.974 us |  } /* f */\n"
+        );
+        assert_eq!(graph(&Layout { graph_duration: false, ..d }, 1, call), " 1)   } /* f */\n");
+        assert_eq!(
+            graph(&Layout { graph_overhead: false, ..d }, 0, call),
+            " 1)     45.974 us |  } /* f */\n"
+        );
+        assert_eq!(graph(&Layout { graph_tail: false, ..d }, 0, call), " 1) +   45.974 us |  }\n");
+        let entry = graph(&Layout { graph_proc: true, ..d }, 0, GraphCall::Entry);
+        assert_eq!(entry, " 1)    work/1-2    |               |  f() {\n");
+        let mut task = String::new();
+        write_graph_task(&mut task, Task::of(Context::new(Activity::Task, false), 12)).unwrap();
+        assert_eq!(task, "  work/12-13   | ", "the name cut to 7 characters, centred");
     }
 }

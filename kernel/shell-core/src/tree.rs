@@ -58,6 +58,18 @@ pub enum TraceOption {
     ContextInfo,
     /// `func_stack_trace`: a stack trace after each function the tracer records.
     FuncStackTrace,
+    /// `funcgraph-abstime`: a `function_graph` line's timestamp.
+    GraphAbstime,
+    /// `funcgraph-cpu`: a `function_graph` line's CPU.
+    GraphCpu,
+    /// `funcgraph-duration`: a `function_graph` line's duration.
+    GraphDuration,
+    /// `funcgraph-overhead`: a long call's mark beside its duration.
+    GraphOverhead,
+    /// `funcgraph-proc`: a `function_graph` line's task.
+    GraphProc,
+    /// `funcgraph-tail`: a return names its function.
+    GraphTail,
     /// `irq-info`: the flags column.
     IrqInfo,
     /// `markers`: `trace_marker` and `trace_marker_raw` take writes.
@@ -76,9 +88,15 @@ pub enum TraceOption {
 
 impl TraceOption {
     /// Every option, in the order `options/` and `trace_options` list them.
-    pub const ALL: [TraceOption; 9] = [
+    pub const ALL: [TraceOption; 15] = [
         TraceOption::ContextInfo,
         TraceOption::FuncStackTrace,
+        TraceOption::GraphAbstime,
+        TraceOption::GraphCpu,
+        TraceOption::GraphDuration,
+        TraceOption::GraphOverhead,
+        TraceOption::GraphProc,
+        TraceOption::GraphTail,
         TraceOption::IrqInfo,
         TraceOption::Markers,
         TraceOption::Nanoseconds,
@@ -93,6 +111,12 @@ impl TraceOption {
         match self {
             TraceOption::ContextInfo => "context-info",
             TraceOption::FuncStackTrace => "func_stack_trace",
+            TraceOption::GraphAbstime => "funcgraph-abstime",
+            TraceOption::GraphCpu => "funcgraph-cpu",
+            TraceOption::GraphDuration => "funcgraph-duration",
+            TraceOption::GraphOverhead => "funcgraph-overhead",
+            TraceOption::GraphProc => "funcgraph-proc",
+            TraceOption::GraphTail => "funcgraph-tail",
             TraceOption::IrqInfo => "irq-info",
             TraceOption::Markers => "markers",
             TraceOption::Nanoseconds => "nanoseconds",

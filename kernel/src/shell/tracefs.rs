@@ -494,6 +494,8 @@ tracing mini-HOWTO:
   options/sym-offset\t- 1: function lines with offsets (name+0x1c)
   options/sym-addr\t- 1: function lines with addresses (name <ffff...>)
   options/markers\t- 0: trace_marker and trace_marker_raw refuse writes
+  options/funcgraph-*\t- function_graph columns: abstime, cpu, proc, duration,
+\t\t\t  overhead (marks), tail (the function after a return's })
   options/func_stack_trace - 1: a stack trace after each function the
 \t\t\t  function tracer records (keep set_ftrace_filter short)
   trace_marker\t\t- Writes into this file writes into the kernel buffer
@@ -700,6 +702,12 @@ fn option(instance: &Instance<'_, KernelPlatform>, option: TraceOption) -> bool 
     match option {
         TraceOption::ContextInfo => layout.context_info,
         TraceOption::FuncStackTrace => instance.function_stack_trace(),
+        TraceOption::GraphAbstime => layout.graph_abstime,
+        TraceOption::GraphCpu => layout.graph_cpu,
+        TraceOption::GraphDuration => layout.graph_duration,
+        TraceOption::GraphOverhead => layout.graph_overhead,
+        TraceOption::GraphProc => layout.graph_proc,
+        TraceOption::GraphTail => layout.graph_tail,
         TraceOption::IrqInfo => layout.irq_info,
         TraceOption::Markers => markers(instance),
         TraceOption::Nanoseconds => layout.nanoseconds,
@@ -722,6 +730,12 @@ fn set_option(
         TraceOption::FuncStackTrace => {
             instance.set_function_stack_trace(on).map_err(FunctionError::from)?
         }
+        TraceOption::GraphAbstime => display(|e, on| e.layout.graph_abstime = on),
+        TraceOption::GraphCpu => display(|e, on| e.layout.graph_cpu = on),
+        TraceOption::GraphDuration => display(|e, on| e.layout.graph_duration = on),
+        TraceOption::GraphOverhead => display(|e, on| e.layout.graph_overhead = on),
+        TraceOption::GraphProc => display(|e, on| e.layout.graph_proc = on),
+        TraceOption::GraphTail => display(|e, on| e.layout.graph_tail = on),
         TraceOption::IrqInfo => display(|e, on| e.layout.irq_info = on),
         TraceOption::Markers => display(|e, on| e.markers = on),
         TraceOption::Nanoseconds => display(|e, on| e.layout.nanoseconds = on),

@@ -6,7 +6,7 @@ use super::KernelPlatform;
 use crate::{clock, symbols};
 use core::fmt::{self, Write};
 use trace::field::{Decoder, FieldKind, Value};
-use trace::text::{self, GraphCall, Layout, Line};
+use trace::text::{self, GraphCall, GraphLine, Layout, Line};
 use trace::tracer::{
     FUNCGRAPH_ENTRY, FUNCGRAPH_EXIT, FUNCTION, IRQSOFF, STACK_FRAMES, STACK_TRACE,
 };
@@ -24,7 +24,7 @@ fn write_record(
     let descriptor = tracer.descriptor(record.id);
     if let Some(g) = GraphRecord::of(tracer, record) {
         let call = if g.exit { GraphCall::Return(g.took) } else { GraphCall::Entry };
-        return text::write_graph_line(out, layout, g.cpu, g.depth, &Symbol(g.func), call);
+        return g.write(out, layout, call);
     }
     let line = Line {
         cpu: record.cpu,
@@ -68,6 +68,8 @@ fn write_stack(out: &mut dyn Write, payload: &[u8]) -> Result<bool, fmt::Error> 
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct GraphRecord {
     cpu: usize,
+    ts: u64,
+    context: trace::Context,
     /// A return (`funcgraph_exit`), or an entry.
     exit: bool,
     func: u64,
@@ -87,7 +89,15 @@ impl GraphRecord {
         let mut values = [0u64; 3];
         decode_u64s(record.payload, &mut values[..d.fields.len()]).then_some(())?;
         let [func, depth, took] = values;
-        Some(GraphRecord { cpu: record.cpu, exit, func, depth, took })
+        let (cpu, ts, context) = (record.cpu, record.ts, record.context);
+        Some(GraphRecord { cpu, ts, context, exit, func, depth, took })
+    }
+
+    /// Writes `call`, this record's, as a `function_graph` line.
+    fn write(&self, out: &mut dyn Write, layout: &Layout, call: GraphCall) -> fmt::Result {
+        let (cpu, ts, context, depth) = (self.cpu, self.ts, self.context, self.depth);
+        let line = GraphLine { cpu, ts, context, depth, name: &Symbol(self.func), call };
+        text::write_graph_line(out, layout, &line)
     }
 
     /// Whether `self`, a return, ends the call `entry` entered.
@@ -116,10 +126,10 @@ impl<'a> TraceWriter<'a> {
         let graph = GraphRecord::of(self.tracer, record);
         if let Some(entry) = self.held.take() {
             if let Some(ret) = graph.filter(|g| g.returns_from(&entry)) {
-                let (leaf, name) = (GraphCall::Leaf(ret.took), Symbol(ret.func));
-                return text::write_graph_line(out, &self.layout, ret.cpu, ret.depth, &name, leaf);
+                // The leaf's line is the entry's, with the return's duration.
+                return entry.write(out, &self.layout, GraphCall::Leaf(ret.took));
             }
-            write_entry(out, &self.layout, entry)?;
+            entry.write(out, &self.layout, GraphCall::Entry)?;
         }
         match graph.filter(|g| !g.exit) {
             Some(entry) => {
@@ -132,13 +142,9 @@ impl<'a> TraceWriter<'a> {
 
     /// Writes the entry held back, if any, as `name() {` (after the last record).
     pub fn finish(&mut self, out: &mut dyn Write) -> fmt::Result {
-        self.held.take().map_or(Ok(()), |entry| write_entry(out, &self.layout, entry))
+        let entry = self.held.take();
+        entry.map_or(Ok(()), |entry| entry.write(out, &self.layout, GraphCall::Entry))
     }
-}
-
-/// Writes a `function_graph` entry whose return does not come next: `name() {`.
-fn write_entry(out: &mut dyn Write, layout: &Layout, e: GraphRecord) -> fmt::Result {
-    text::write_graph_line(out, layout, e.cpu, e.depth, &Symbol(e.func), GraphCall::Entry)
 }
 
 /// Decodes a payload of `u64` fields into `values`; `false` if it does not hold them.
