@@ -114,9 +114,18 @@ fn the_latency_watchdog_snapshots_the_events_around_an_anomaly() {
     assert!(snapshot[anomaly..].iter().any(|l| l.event == "command"), "window events after it");
     // The live buffer goes on; the snapshot stays.
     assert!(m.run("cat instances/latency/trace").contains("latency watchdog: snapshot taken"));
-    // Re-armed, it watches again.
+    // Re-armed, it watches again. With the instance's trace_printk option off, the
+    // driver's printk! records nothing; the anomaly event is recorded still.
     assert!(m.run("latency rearm").contains("state: Watching"));
     assert!(m.run("latency spike 0").contains("usage"));
+    assert_eq!(m.run("echo notrace_printk > instances/latency/trace_options"), "");
+    assert_eq!(m.run("cat instances/latency/options/trace_printk"), "0\n");
+    m.run("latency spike 400");
+    let captured = (0..500).any(|_| m.run("latency").contains("state: Captured"));
+    assert!(captured, "the watchdog never captured:\n{}", m.run("latency"));
+    let again = trace_lines(&m.run("cat instances/latency/snapshot"));
+    assert_eq!(again.iter().filter(|l| l.event == "anomaly").count(), 1, "{again:#?}");
+    assert!(!again.iter().any(|l| l.event == "bprint"), "{again:#?}");
 }
 
 #[test]

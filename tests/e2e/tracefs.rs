@@ -432,6 +432,7 @@ fn options_listed(flipped: &[&str]) -> String {
         ("print-parent", true),
         ("sym-addr", false),
         ("sym-offset", false),
+        ("trace_printk", true),
     ];
     let line = |&(name, on): &(&str, bool)| {
         let on = on != flipped.contains(&name);

@@ -188,7 +188,11 @@ fn printk_interns_the_format_and_stores_arguments_raw() {
     let instance = tracer
         .get_or_create("printk", InstanceConfig { bytes_per_cpu: 4096, ..Default::default() })
         .unwrap();
+    assert!(instance.printk_enabled(), "on when the instance is created");
     trace::printk!(instance, "reconnect {} took {:#x} ns on {}", 3u32, 255u64, "eth0");
+    // The trace_printk option off: printk! records nothing there.
+    instance.set_printk(false);
+    trace::printk!(instance, "dropped {}", 1u32);
     instance.write_marker("hello from the marker");
     assert_eq!(
         rendered(&tracer, &instance),

@@ -84,11 +84,13 @@ pub enum TraceOption {
     SymAddr,
     /// `sym-offset`: a function tracer line shows offsets in functions.
     SymOffset,
+    /// `trace_printk`: `printk!` records into the instance.
+    TracePrintk,
 }
 
 impl TraceOption {
     /// Every option, in the order `options/` and `trace_options` list them.
-    pub const ALL: [TraceOption; 15] = [
+    pub const ALL: [TraceOption; 16] = [
         TraceOption::ContextInfo,
         TraceOption::FuncStackTrace,
         TraceOption::GraphAbstime,
@@ -104,6 +106,7 @@ impl TraceOption {
         TraceOption::PrintParent,
         TraceOption::SymAddr,
         TraceOption::SymOffset,
+        TraceOption::TracePrintk,
     ];
 
     /// The option's file name (ftrace's).
@@ -124,6 +127,7 @@ impl TraceOption {
             TraceOption::PrintParent => "print-parent",
             TraceOption::SymAddr => "sym-addr",
             TraceOption::SymOffset => "sym-offset",
+            TraceOption::TracePrintk => "trace_printk",
         }
     }
 

@@ -494,6 +494,7 @@ tracing mini-HOWTO:
   options/sym-offset\t- 1: function lines with offsets (name+0x1c)
   options/sym-addr\t- 1: function lines with addresses (name <ffff...>)
   options/markers\t- 0: trace_marker and trace_marker_raw refuse writes
+  options/trace_printk\t- 0: printk! records nothing into the instance
   options/funcgraph-*\t- function_graph columns: abstime, cpu, proc, duration,
 \t\t\t  overhead (marks), tail (the function after a return's })
   options/func_stack_trace - 1: a stack trace after each function the
@@ -715,6 +716,7 @@ fn option(instance: &Instance<'_, KernelPlatform>, option: TraceOption) -> bool 
         TraceOption::PrintParent => layout.print_parent,
         TraceOption::SymAddr => layout.sym_addr,
         TraceOption::SymOffset => layout.sym_offset,
+        TraceOption::TracePrintk => instance.printk_enabled(),
     }
 }
 
@@ -745,6 +747,7 @@ fn set_option(
         TraceOption::PrintParent => display(|e, on| e.layout.print_parent = on),
         TraceOption::SymAddr => display(|e, on| e.layout.sym_addr = on),
         TraceOption::SymOffset => display(|e, on| e.layout.sym_offset = on),
+        TraceOption::TracePrintk => instance.set_printk(on),
     }
     Ok(())
 }

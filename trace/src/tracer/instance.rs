@@ -15,6 +15,7 @@ use crate::ring::record::Mode;
 use crate::ring::recorder::Recorder;
 use crate::ring::stats::RingStats;
 use crate::symtab::SymbolTable;
+use crate::sync::{AtomicBool, Ordering::Relaxed};
 use crate::tracer::EventHooks;
 use crate::tracer::function::{FunctionError, is_function_event};
 use crate::tracer::hist::{Hist, HistOp};
@@ -179,6 +180,8 @@ pub(crate) struct InstanceState<P> {
     pub(crate) slot: usize,
     /// The current recorder. Replaced whole by resize and snapshot (de)allocation.
     pub(crate) recorder: spin::Mutex<Arc<Recorder<P>>>,
+    /// Whether `printk!` records into the instance (`options/trace_printk`).
+    pub(crate) printk: AtomicBool,
 }
 
 /// A reference to an instance (`struct trace_array *` with a reference held).
@@ -695,12 +698,27 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
         Ok(())
     }
 
-    /// Records a `printk!` call site's arguments (use the macro).
+    /// Records a `printk!` call site's arguments (use the macro); nothing while the
+    /// instance refuses them ([`Instance::set_printk`]).
     pub fn printk(&self, site: &'static EventDescriptor, encode: impl FnOnce(&mut Encoder<'_>)) {
+        if !self.printk_enabled() {
+            return;
+        }
         let mut buf = [0u8; crate::event::MAX_EVENT_PAYLOAD];
         let mut encoder = Encoder::new(&mut buf);
         encode(&mut encoder);
         self.tracer.write_to(self.state.slot, site, encoder.bytes());
+    }
+
+    /// Lets `printk!` record into the instance, or not (ftrace's `trace_printk`
+    /// option; on when the instance is created). Callable from any context.
+    pub fn set_printk(&self, on: bool) {
+        self.state.printk.store(on, Relaxed);
+    }
+
+    /// Whether `printk!` records into the instance.
+    pub fn printk_enabled(&self) -> bool {
+        self.state.printk.load(Relaxed)
     }
 }
 

@@ -448,7 +448,9 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         // apply.
         MARKER.set_enabled(slot, true);
         RAW_MARKER.set_enabled(slot, true);
-        let state = Arc::new(InstanceState { name, slot, recorder: spin::Mutex::new(recorder) });
+        let recorder = spin::Mutex::new(recorder);
+        let printk = crate::sync::AtomicBool::new(true);
+        let state = Arc::new(InstanceState { name, slot, recorder, printk });
         registry.instances[slot] = Some(Arc::clone(&state));
         Instance { tracer: self, state }
     }
