@@ -2,6 +2,7 @@
 //! read, written validly, written invalidly (error, state unchanged).
 
 use e2e::{Machine, STEP_TIMEOUT, trace_lines};
+use std::time::Duration;
 
 /// Roots to test: the top-level instance and a created one.
 const ROOTS: [&str; 2] = ["", "instances/t1/"];
@@ -417,6 +418,7 @@ fn trace_clock_and_overwrite_options() {
 /// `trace_options` as it reads with ftrace's defaults but for the options `flipped`.
 fn options_listed(flipped: &[&str]) -> String {
     let defaults = [
+        ("annotate", true),
         ("context-info", true),
         ("func_stack_trace", false),
         ("funcgraph-abstime", false),
@@ -773,4 +775,52 @@ fn per_cpu_stats_balance_after_stress_in_both_modes() {
             }
         }
     }
+}
+
+/// `annotate` (on by default, as ftrace's): in a buffer that overwrote records,
+/// `trace` marks where each CPU's records start, except the first record's CPU;
+/// off, or in one CPU's file, no mark, and the same records.
+#[test]
+fn annotate_marks_where_each_cpus_records_start() {
+    let mut m = machine_with_instance();
+    // CPU 1's ring holds under half a second of ticks; the others' the whole run.
+    assert_eq!(m.run("echo 1 > instances/t1/per_cpu/cpu1/buffer_size_kb"), "");
+    assert_eq!(m.run("echo timer:tick > instances/t1/set_event"), "");
+    let out = m.run_within("stress overwrite 2000", Duration::from_secs(300));
+    assert!(out.contains("stress overwrite: PASS"), "{out}");
+    assert_eq!(m.run("echo 0 > instances/t1/tracing_on"), "");
+    let stats = m.run("cat instances/t1/per_cpu/cpu1/stats");
+    let overrun = stats.lines().find_map(|l| l.strip_prefix("overrun: ")?.parse::<u64>().ok());
+    assert!(overrun.is_some_and(|n| n > 0), "CPU 1 overwrote records: {stats}");
+    // The event lines and the marks, header aside.
+    let body = |m: &mut Machine, file: &str| -> Vec<String> {
+        let text = m.run(&format!("cat instances/t1/{file}"));
+        let kept = text.lines().filter(|l| !l.starts_with('#') || l.starts_with("#####"));
+        kept.map(String::from).collect()
+    };
+    let annotated = body(&mut m, "trace");
+    let cpu_of = |line: &str| line.split(" [").nth(1).and_then(|r| r[..3].parse::<usize>().ok());
+    let first = cpu_of(&annotated[0]).unwrap_or_else(|| panic!("{annotated:#?}"));
+    let mut marked = Vec::new();
+    for (i, line) in annotated.iter().enumerate() {
+        if let Some(cpu) = line.strip_prefix("##### CPU ") {
+            let cpu: usize = cpu.strip_suffix(" buffer started ####").unwrap().parse().unwrap();
+            assert_eq!(cpu_of(&annotated[i + 1]), Some(cpu), "the mark precedes its CPU's first");
+            let earlier = annotated[..i].iter().any(|l| cpu_of(l) == Some(cpu));
+            assert!(!earlier, "CPU {cpu} marked after its records began: {annotated:#?}");
+            marked.push(cpu);
+        }
+    }
+    let mut expected: Vec<usize> = (0..4).filter(|&cpu| cpu != first).collect();
+    marked.sort();
+    expected.retain(|cpu| annotated.iter().any(|l| cpu_of(l) == Some(*cpu)));
+    assert_eq!(marked, expected, "every CPU but the first record's, once");
+    assert!(marked.contains(&1), "CPU 1's window starts late: {annotated:#?}");
+    assert_eq!(m.run("echo 0 > instances/t1/options/annotate"), "");
+    let plain = body(&mut m, "trace");
+    let records: Vec<&String> = annotated.iter().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(plain.iter().collect::<Vec<_>>(), records, "the same records, unmarked");
+    assert_eq!(m.run("echo 1 > instances/t1/options/annotate"), "");
+    let one = body(&mut m, "per_cpu/cpu1/trace");
+    assert!(!one.is_empty() && one.iter().all(|l| !l.starts_with('#')), "{one:#?}");
 }

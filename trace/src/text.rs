@@ -55,6 +55,9 @@ pub struct Layout {
     pub graph_overhead: bool,
     /// A return's function, `} /* name */` (`funcgraph-tail`).
     pub graph_tail: bool,
+    /// In a buffer that overwrote records, a line where each CPU's records start,
+    /// after the first record (`annotate`; see [`write_cpu_started`]).
+    pub annotate: bool,
 }
 
 impl Layout {
@@ -75,6 +78,7 @@ impl Layout {
         graph_duration: true,
         graph_overhead: true,
         graph_tail: true,
+        annotate: true,
     };
 }
 
@@ -253,6 +257,12 @@ pub fn write_line(
         None => body(out)?,
     }
     writeln!(out)
+}
+
+/// Writes ftrace's `annotate` line: CPU `cpu`'s records start here (its oldest
+/// were overwritten later than another CPU's, so its records begin after theirs).
+pub fn write_cpu_started(out: &mut dyn Write, cpu: usize) -> fmt::Result {
+    writeln!(out, "##### CPU {cpu} buffer started ####")
 }
 
 /// What a `function_graph` line shows of a call.

@@ -54,6 +54,9 @@ pub enum Dir<S> {
 /// A file of `options/`: one of ftrace's trace options, on or off per instance.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TraceOption {
+    /// `annotate`: a line where each CPU's records start, in a buffer that
+    /// overwrote records.
+    Annotate,
     /// `context-info`: the task, CPU, flags and timestamp columns.
     ContextInfo,
     /// `func_stack_trace`: a stack trace after each function the tracer records.
@@ -90,7 +93,8 @@ pub enum TraceOption {
 
 impl TraceOption {
     /// Every option, in the order `options/` and `trace_options` list them.
-    pub const ALL: [TraceOption; 16] = [
+    pub const ALL: [TraceOption; 17] = [
+        TraceOption::Annotate,
         TraceOption::ContextInfo,
         TraceOption::FuncStackTrace,
         TraceOption::GraphAbstime,
@@ -112,6 +116,7 @@ impl TraceOption {
     /// The option's file name (ftrace's).
     pub fn name(self) -> &'static str {
         match self {
+            TraceOption::Annotate => "annotate",
             TraceOption::ContextInfo => "context-info",
             TraceOption::FuncStackTrace => "func_stack_trace",
             TraceOption::GraphAbstime => "funcgraph-abstime",

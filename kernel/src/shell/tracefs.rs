@@ -488,6 +488,8 @@ tracing mini-HOWTO:
 \t\t\t  echo NAME or echo noNAME sets it
   options/overwrite\t- 1: overwrite the oldest events when full, 0: drop new ones
   options/nanoseconds\t- 1: timestamps in nanoseconds, 0: microseconds
+  options/annotate\t- 1: '##### CPU N buffer started ####' where a CPU's records
+\t\t\t  start, in a buffer that overwrote some
   options/context-info\t- 0: lines without the task, CPU, flags and timestamp
   options/irq-info\t- 0: lines without the flags column
   options/print-parent\t- 0: function lines without the caller
@@ -701,6 +703,7 @@ fn cpu_kb<'a>(instance: &'a Instance<'_, KernelPlatform>) -> impl Iterator<Item 
 fn option(instance: &Instance<'_, KernelPlatform>, option: TraceOption) -> bool {
     let layout = layout(instance);
     match option {
+        TraceOption::Annotate => layout.annotate,
         TraceOption::ContextInfo => layout.context_info,
         TraceOption::FuncStackTrace => instance.function_stack_trace(),
         TraceOption::GraphAbstime => layout.graph_abstime,
@@ -728,6 +731,7 @@ fn set_option(
 ) -> Result<(), FsError> {
     let display = |set: fn(&mut Extras, bool)| with_extras(instance, |extras| set(extras, on));
     match option {
+        TraceOption::Annotate => display(|e, on| e.layout.annotate = on),
         TraceOption::ContextInfo => display(|e, on| e.layout.context_info = on),
         TraceOption::FuncStackTrace => {
             instance.set_function_stack_trace(on).map_err(FunctionError::from)?

@@ -113,12 +113,24 @@ pub struct TraceWriter<'a> {
     tracer: &'a Tracer<KernelPlatform>,
     layout: Layout,
     held: Option<GraphRecord>,
+    /// With `annotate`: the CPUs whose records were written (bit N: CPU N), and
+    /// whether any record was.
+    started: Option<(u64, bool)>,
 }
 
 impl<'a> TraceWriter<'a> {
-    /// A writer of `tracer`'s records, laid out as `layout` says.
+    /// A writer of `tracer`'s records, laid out as `layout` says, without
+    /// annotations.
     pub fn new(tracer: &'a Tracer<KernelPlatform>, layout: Layout) -> Self {
-        TraceWriter { tracer, layout, held: None }
+        TraceWriter { tracer, layout, held: None, started: None }
+    }
+
+    /// The same, announcing where each CPU's records start (after the first
+    /// record) if the layout's `annotate` is on and the buffer `overran`, as
+    /// ftrace's `trace` file does.
+    fn annotating(tracer: &'a Tracer<KernelPlatform>, layout: Layout, overran: bool) -> Self {
+        let started = (layout.annotate && overran).then_some((0, false));
+        TraceWriter { started, ..Self::new(tracer, layout) }
     }
 
     /// Writes `record` (after the entry held back, unless it returns from it).
@@ -131,6 +143,7 @@ impl<'a> TraceWriter<'a> {
             }
             entry.write(out, &self.layout, GraphCall::Entry)?;
         }
+        self.announce(out, record.cpu)?;
         match graph.filter(|g| !g.exit) {
             Some(entry) => {
                 self.held = Some(entry);
@@ -138,6 +151,17 @@ impl<'a> TraceWriter<'a> {
             }
             None => write_record(out, self.tracer, record, &self.layout),
         }
+    }
+
+    /// Announces CPU `cpu`'s first record, unless it is the first record of all.
+    fn announce(&mut self, out: &mut dyn Write, cpu: usize) -> fmt::Result {
+        let Some((cpus, any)) = &mut self.started else { return Ok(()) };
+        let bit = 1u64.checked_shl(cpu as u32).unwrap_or(0);
+        let first = *cpus & bit == 0;
+        *cpus |= bit;
+        let announce = first && *any && bit != 0;
+        *any = true;
+        if announce { text::write_cpu_started(out, cpu) } else { Ok(()) }
     }
 
     /// Writes the entry held back, if any, as `name() {` (after the last record).
@@ -274,7 +298,8 @@ fn write_records(
 ) -> fmt::Result {
     let out = core::cell::RefCell::new(out);
     let result = core::cell::Cell::new(Ok(()));
-    let writer = core::cell::RefCell::new(TraceWriter::new(tracer, *layout));
+    let overran = (0..buffer.cpus()).filter_map(|c| buffer.stats(c).ok()).any(|s| s.overrun > 0);
+    let writer = core::cell::RefCell::new(TraceWriter::annotating(tracer, *layout, overran));
     let read = for_each_record(
         buffer,
         cpu,
