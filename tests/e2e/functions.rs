@@ -1085,6 +1085,9 @@ fn irqsoff_ns(line: &str) -> u64 {
 #[test]
 fn function_lines_follow_the_symbol_options() {
     let mut m = Machine::boot();
+    // The function tracers' records alone: no event of another CPU comes between
+    // a call's entry and its return, which then print as one line.
+    assert_eq!(m.run("echo > set_event"), "");
     let pwd = "kernel::shell::commands::pwd";
     m.run(&format!("echo {pwd} > set_ftrace_filter"));
     m.run("echo function > current_tracer");
