@@ -8,13 +8,12 @@
 //!    batch.
 //!
 //! At every moment a CPU executes either the old instruction, the new one, or the
-//! `int3`, whose handler resumes after the site (the site done as a NOP: a NOP or a
-//! jump to a recording path are both right while the key changes). An `int3` taken
-//! after its patch ended emulates what the site holds by then: a NOP, the jump, or
-//! the call (a function entry's: its return address pushed). QEMU's TCG can run a
-//! stale block translated from the `int3` long after the patch: every call of a
-//! function whose entry became a call then meets it, and is traced only because the
-//! call is emulated. "Serialise
+//! `int3`, whose handler emulates the new one, as Linux's does: a NOP, the jump, or
+//! the call (a function entry's: its return address pushed, then on at the
+//! target). An `int3` taken after its patch ended emulates what the site holds by
+//! then. QEMU's TCG can run a stale block translated from the `int3` long after the
+//! patch: every call of a function whose entry became a call then meets it, and is
+//! traced only because the call is emulated. "Serialise
 //! everywhere" is the caller's `sync`: an IPI each other CPU acknowledges (its `iret`
 //! serialises) and a serialising instruction here. A CPU acknowledges only with
 //! interrupts on, so after step 4's no CPU is still in the handler for this batch.
@@ -40,6 +39,8 @@ const INT3: u8 = 0xcc;
 
 /// The sites of the batch being patched (the breakpoint handler's view).
 static BATCH: [AtomicU64; MAX_BATCH] = [const { AtomicU64::new(0) }; MAX_BATCH];
+/// The new bytes of each site of [`BATCH`] (little-endian in the low five bytes).
+static BATCH_BYTES: [AtomicU64; MAX_BATCH] = [const { AtomicU64::new(0) }; MAX_BATCH];
 /// How many entries of [`BATCH`] are live (0: no patch in progress).
 static BATCH_LEN: AtomicUsize = AtomicUsize::new(0);
 /// One patch at a time.
@@ -85,8 +86,11 @@ pub unsafe fn patch(pokes: &[Poke], sync: impl Fn()) -> Result<(), &'static str>
         remember(poke.site)?;
     }
     for batch in pokes.chunks(MAX_BATCH) {
-        for (slot, poke) in BATCH.iter().zip(batch) {
+        for ((slot, bytes), poke) in BATCH.iter().zip(&BATCH_BYTES).zip(batch) {
             slot.store(poke.site, Ordering::Relaxed);
+            let mut word = [0; 8];
+            word[..SITE_LEN].copy_from_slice(&poke.bytes);
+            bytes.store(u64::from_le_bytes(word), Ordering::Relaxed);
         }
         // Release: stores are seen in order (x86), so a CPU that meets an `int3`
         // written below, and then takes the trap (which serialises), sees the batch.
@@ -139,19 +143,21 @@ enum Resume {
     Call { target: u64, ret: u64 },
 }
 
-/// Where a CPU that hit the `int3` ending at `address` resumes: after the site, if
-/// a patch of that site is in progress; if it is a patched site that holds a whole
-/// instruction, where that instruction leads (after a NOP, the jump's target, or
-/// the call's). The latter is a CPU that ran bytes fetched before the patch ended:
-/// QEMU's TCG can keep running a block it translated from the `int3`, so the site
-/// is emulated rather than run again. `None`: not a site's `int3`.
+/// Where a CPU that hit the `int3` ending at `address` resumes: if a patch of that
+/// site is in progress, as the site's new instruction leads; if it is a patched
+/// site that holds a whole instruction, as that instruction leads. The latter is a
+/// CPU that ran bytes fetched before the patch ended: QEMU's TCG can keep running a
+/// block it translated from the `int3`, so the site is emulated rather than run
+/// again. `None`: not a site's `int3`.
 fn resume_at(address: u64) -> Option<Resume> {
     let site = address.checked_sub(1)?;
-    let after = site + SITE_LEN as u64;
     let len = BATCH_LEN.load(Ordering::Acquire).min(MAX_BATCH);
-    if BATCH[..len].iter().any(|s| s.load(Ordering::Relaxed) == site) {
+    if let Some(i) = BATCH[..len].iter().position(|s| s.load(Ordering::Relaxed) == site) {
         TRAPS[0].fetch_add(1, Ordering::Relaxed);
-        return Some(Resume::At(after));
+        let word = BATCH_BYTES[i].load(Ordering::Relaxed).to_le_bytes();
+        let mut bytes = [0; SITE_LEN];
+        bytes.copy_from_slice(&word[..SITE_LEN]);
+        return Some(emulate(site, bytes));
     }
     let known = KNOWN_LEN.load(Ordering::Acquire);
     if !KNOWN[..known].iter().any(|s| s.load(Ordering::Relaxed) == site) {
@@ -162,13 +168,20 @@ fn resume_at(address: u64) -> Option<Resume> {
     let bytes: [u8; SITE_LEN] =
         core::array::from_fn(|i| unsafe { (site as *const u8).add(i).read_volatile() });
     TRAPS[1].fetch_add(1, Ordering::Relaxed);
+    Some(emulate(site, bytes))
+}
+
+/// Where the 5-byte instruction `bytes` at `site` leads: the jump's target, the
+/// call's (its return address, the site's end, pushed), or the site's end (the
+/// NOP; or, between two patches, the next one's `int3`: a NOP too).
+fn emulate(site: u64, bytes: [u8; SITE_LEN]) -> Resume {
+    let after = site + SITE_LEN as u64;
     let target = |rel: [u8; 4]| after.wrapping_add_signed(i32::from_le_bytes(rel).into());
-    Some(match bytes {
+    match bytes {
         [JMP, rel @ ..] => Resume::At(target(rel)),
         [CALL, rel @ ..] => Resume::Call { target: target(rel), ret: after },
-        // The NOP (or, between two patches, the next one's `int3`: a NOP too).
         _ => Resume::At(after),
-    })
+    }
 }
 
 /// [`breakpoint_trap`]'s answer to its entry: return with `iretq`.
@@ -188,9 +201,9 @@ extern "C" fn breakpoint_trap(frame: &mut InterruptStackFrame) -> u64 {
             Resume::Call { target, ret } => (target, ret),
         };
         // SAFETY: only the return address changes: to the end of the 5-byte site the
-        // `int3` stands for (the next instruction whichever state the site is in),
-        // or to the target of the jump or the call the site holds; the entry pushes
-        // the call's return address.
+        // `int3` stands for (the next instruction after its NOP), or to the target of
+        // the jump or the call the site holds or is getting, both instructions the
+        // code may run there; the entry pushes the call's return address.
         unsafe { frame.as_mut().update(|f| f.instruction_pointer = x86_64::VirtAddr::new(at)) };
         return answer;
     }
