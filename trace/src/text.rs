@@ -82,12 +82,6 @@ impl Layout {
     };
 }
 
-impl Default for Layout {
-    fn default() -> Self {
-        Layout::DEFAULT
-    }
-}
-
 /// Writes ftrace's `trace` header: the current tracer's name; with `context-info`,
 /// the entries in the buffer and written, the CPU count and the column legend
 /// (without the flags' with `irq-info` off).

@@ -583,18 +583,23 @@ fn with_extras<R>(instance: &Instance<'_, KernelPlatform>, f: impl FnOnce(&mut E
     f(&mut extras[index].1)
 }
 
+/// Reads `instance`'s extras with `read` (the defaults if it has none yet).
+fn read_extras<R>(instance: &Instance<'_, KernelPlatform>, read: impl FnOnce(&Extras) -> R) -> R {
+    let extras = EXTRAS.lock();
+    match extras.iter().find(|(n, _)| n == instance.name()) {
+        Some((_, found)) => read(found),
+        None => read(&Extras::default()),
+    }
+}
+
 /// How `instance`'s `trace` files lay out their lines (its display options).
 pub fn layout(instance: &Instance<'_, KernelPlatform>) -> Layout {
-    EXTRAS
-        .lock()
-        .iter()
-        .find(|(n, _)| n == instance.name())
-        .map_or(Layout::DEFAULT, |(_, e)| e.layout)
+    read_extras(instance, |extras| extras.layout)
 }
 
 /// Whether `instance`'s `trace_marker` files take writes (`options/markers`).
 fn markers(instance: &Instance<'_, KernelPlatform>) -> bool {
-    EXTRAS.lock().iter().find(|(n, _)| n == instance.name()).is_none_or(|(_, e)| e.markers)
+    read_extras(instance, |extras| extras.markers)
 }
 
 /// Adds a failed write to `instance`'s `error_log`, in Linux's layout.

@@ -113,9 +113,8 @@ pub struct TraceWriter<'a> {
     tracer: &'a Tracer<KernelPlatform>,
     layout: Layout,
     held: Option<GraphRecord>,
-    /// With `annotate`: the CPUs whose records were written (bit N: CPU N), and
-    /// whether any record was.
-    started: Option<(u64, bool)>,
+    /// With `annotate`: the CPUs whose records were written (bit N: CPU N).
+    started: Option<u64>,
 }
 
 impl<'a> TraceWriter<'a> {
@@ -129,7 +128,7 @@ impl<'a> TraceWriter<'a> {
     /// record) if the layout's `annotate` is on and the buffer `overran`, as
     /// ftrace's `trace` file does.
     fn annotating(tracer: &'a Tracer<KernelPlatform>, layout: Layout, overran: bool) -> Self {
-        let started = (layout.annotate && overran).then_some((0, false));
+        let started = (layout.annotate && overran).then_some(0);
         TraceWriter { started, ..Self::new(tracer, layout) }
     }
 
@@ -155,12 +154,10 @@ impl<'a> TraceWriter<'a> {
 
     /// Announces CPU `cpu`'s first record, unless it is the first record of all.
     fn announce(&mut self, out: &mut dyn Write, cpu: usize) -> fmt::Result {
-        let Some((cpus, any)) = &mut self.started else { return Ok(()) };
+        let Some(cpus) = &mut self.started else { return Ok(()) };
         let bit = 1u64.checked_shl(cpu as u32).unwrap_or(0);
-        let first = *cpus & bit == 0;
+        let announce = bit != 0 && *cpus & bit == 0 && *cpus != 0;
         *cpus |= bit;
-        let announce = first && *any && bit != 0;
-        *any = true;
         if announce { text::write_cpu_started(out, cpu) } else { Ok(()) }
     }
 

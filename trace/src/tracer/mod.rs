@@ -43,12 +43,13 @@ pub use trigger::{
     Action, MAX_TRIGGER_LEN, MAX_TRIGGERS, STACK_FRAMES, STACK_TRACE, Trigger, TriggerCommand,
     TriggerError, TriggerReason,
 };
+use trigger::{STACK_PAYLOAD, put_stack};
 
 use crate::event::dispatch::{Body, Dispatch, Inline, Payload};
 use crate::event::filter::Filter;
 use crate::event::format_file::Origin;
 use crate::event::{DescriptorKind, EventDescriptor, MAX_EVENT_PAYLOAD};
-use crate::field::{Encoder, Field, FieldKind, FieldValue, Sink};
+use crate::field::{Encoder, Field, FieldKind, Sink};
 use crate::platform::Platform;
 use crate::ring::buffer::{Buffer, Config};
 use crate::ring::per_cpu::RecordWriter;
@@ -485,13 +486,9 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
     /// platform that walks its stacks itself (the kernel records where each CPU its
     /// panic stops was). Nothing while the instance is not recording.
     pub fn record_stack(&self, frames: &[u64]) {
-        let mut buf = [0u8; MAX_EVENT_PAYLOAD];
+        let mut buf = [0u8; STACK_PAYLOAD];
         let mut encoder = Encoder::new(&mut buf);
-        let depth = frames.len().min(STACK_FRAMES);
-        (depth as u8).encode(&mut encoder);
-        for i in 0..STACK_FRAMES {
-            frames.get(i).copied().unwrap_or(0).encode(&mut encoder);
-        }
+        put_stack(&mut encoder, frames);
         self.write_to(TOP_SLOT, &STACK_TRACE, encoder.bytes());
     }
 
@@ -921,11 +918,8 @@ impl<P: Platform + Clone + Send + Sync> Target for FireTarget<'_, P> {
     fn stack_trace(&self) {
         let mut frames = [0u64; STACK_FRAMES];
         let depth = self.tracer.platform.stack_trace(&mut frames).min(STACK_FRAMES);
-        let len = 1 + 8 * STACK_FRAMES;
-        let fill = |w: &mut RecordWriter<'_>| {
-            w.put(&[depth as u8]);
-            frames.iter().for_each(|&ip| w.put_u64(ip));
-        };
+        let len = STACK_PAYLOAD;
+        let fill = |w: &mut RecordWriter<'_>| put_stack(w, &frames[..depth]);
         let tag = Tag { id: STACK_TRACE.id(), ctx: self.origin.context };
         let _ = self.recorder.write_in(self.section, self.origin.cpu, tag, len, len, fill);
     }

@@ -35,7 +35,7 @@ use crate::event::dispatch::Body;
 use crate::event::filter::{Filter, FilterReason};
 use crate::event::format_file::Origin;
 use crate::event::{DescriptorKind, EventDescriptor};
-use crate::field::{Field, FieldKind};
+use crate::field::{Field, FieldKind, Sink};
 use crate::symtab::SymbolTable;
 use crate::tracer::hist::{Hist, HistOp, HistReason};
 use crate::tracer::is_settable;
@@ -65,6 +65,17 @@ pub static STACK_TRACE: EventDescriptor = EventDescriptor::new(
     ],
     DescriptorKind::Event,
 );
+
+/// Bytes of a [`STACK_TRACE`] payload.
+pub(crate) const STACK_PAYLOAD: usize = 1 + 8 * STACK_FRAMES;
+
+/// Writes a [`STACK_TRACE`] payload of `frames` (innermost first; the first
+/// [`STACK_FRAMES`] kept) into `out`.
+pub(crate) fn put_stack(out: &mut impl Sink, frames: &[u64]) {
+    let frames = &frames[..frames.len().min(STACK_FRAMES)];
+    out.put(&[frames.len() as u8]);
+    (0..STACK_FRAMES).for_each(|i| out.put_u64(frames.get(i).copied().unwrap_or(0)));
+}
 
 /// Longest trigger line, in bytes (the filter included).
 pub const MAX_TRIGGER_LEN: usize = 1024;
