@@ -1163,6 +1163,72 @@ fn function_lines_follow_the_symbol_options() {
     assert_eq!(columns(&mut m), format!(" 0)    shell-1     | {leaf}"));
     assert_eq!(m.run("echo nofuncgraph-cpu > trace_options"), "");
     assert_eq!(columns(&mut m), format!("   shell-1     | {leaf}"));
+
+    // funcgraph-tail and funcgraph-overhead on calls that nest: `echo` clears the
+    // trace from inside itself, so its return has no entry in the buffer.
+    let echo = "kernel::shell::commands::echo";
+    m.run(&format!("echo '{echo} {}' > set_ftrace_filter", NESTED.join(" ")));
+    m.run("echo function_graph > current_tracer");
+    m.run("echo > trace");
+    m.run("cat events/shell/command/format");
+    m.run("echo nop > current_tracer");
+    for (option, value) in [("abstime", 0), ("proc", 0), ("duration", 1), ("cpu", 1)] {
+        assert_eq!(m.run(&format!("echo {value} > options/funcgraph-{option}")), "");
+    }
+    let cat = NESTED[0];
+    let tailed = m.run("cat per_cpu/cpu0/trace");
+    let lines = graph_lines(&tailed);
+    let calls: Vec<(&str, usize, bool)> =
+        lines.iter().map(|l| (l.name.as_str(), l.depth, l.duration.is_some())).collect();
+    let expected = [
+        (echo, 0, true),
+        (cat, 0, false),
+        (NESTED[1], 1, false),
+        (NESTED[2], 2, true),
+        (NESTED[1], 1, true),
+        (cat, 0, true),
+        (echo, 0, false),
+    ];
+    assert_eq!(calls, expected, "{tailed}");
+    // funcgraph-overhead (on by default): each duration carries its bucket's mark.
+    let mark_of = |ns: u64| {
+        let marks = [(1_000_000_000, '$'), (100_000_000, '@'), (10_000_000, '*')];
+        let more = [(1_000_000, '#'), (100_000, '!'), (10_000, '+')];
+        marks.iter().chain(&more).find(|(over, _)| ns > *over).map_or(' ', |m| m.1)
+    };
+    let body = |line: &str| line.split_once(") ").map(|(_, rest)| rest.to_string());
+    let bodies = |trace: &str| -> Vec<String> {
+        trace.lines().filter(|l| !l.starts_with('#')).filter_map(body).collect()
+    };
+    let marked = bodies(&tailed);
+    for (line, body) in lines.iter().zip(&marked) {
+        let mark = line.duration.map_or(' ', mark_of);
+        assert!(body.starts_with(mark), "{body}: {line:?}\n{tailed}");
+    }
+    // `cat` runs for more than 10 us under QEMU: a mark is seen.
+    assert!(marked.iter().any(|b| !b.starts_with(' ')), "{tailed}");
+    assert_eq!(m.run("echo 0 > options/funcgraph-overhead"), "");
+    let plain = bodies(&m.run("cat per_cpu/cpu0/trace"));
+    let unmarked: Vec<String> = marked.iter().map(|b| format!(" {}", &b[1..])).collect();
+    assert_eq!(plain, unmarked, "{tailed}");
+    // funcgraph-tail off: a `}` names its function only where its entry is not in
+    // the buffer (`echo`'s), as ftrace's does.
+    assert_eq!(m.run("echo nofuncgraph-tail > trace_options"), "");
+    let untailed = bodies(&m.run("cat per_cpu/cpu0/trace"));
+    let closed = |b: &String| match b.split_once("|  ") {
+        Some((head, call)) if call.trim_start().starts_with("} /* ") => {
+            let indent = call.len() - call.trim_start().len();
+            format!("{head}|  {:indent$}}}", "")
+        }
+        _ => b.clone(),
+    };
+    let expected: Vec<String> = unmarked
+        .iter()
+        .enumerate()
+        .map(|(i, b)| if i == 0 { b.clone() } else { closed(b) })
+        .collect();
+    assert_eq!(untailed, expected, "{tailed}");
+    assert!(untailed[0].ends_with(&format!("}} /* {echo} */")), "{tailed}");
 }
 
 /// The `irqsoff` tracer: `latency spike` keeps interrupts off on purpose; the longest

@@ -3,6 +3,7 @@
 //! pipes (text and raw) share.
 
 use super::KernelPlatform;
+use crate::arch::MAX_CPUS;
 use crate::{clock, symbols};
 use core::fmt::{self, Write};
 use trace::field::{Decoder, FieldKind, Value};
@@ -22,10 +23,6 @@ fn write_record(
     layout: &Layout,
 ) -> fmt::Result {
     let descriptor = tracer.descriptor(record.id);
-    if let Some(g) = GraphRecord::of(tracer, record) {
-        let call = if g.exit { GraphCall::Return(g.took) } else { GraphCall::Entry };
-        return g.write(out, layout, call);
-    }
     let line = Line {
         cpu: record.cpu,
         ts: record.ts,
@@ -115,13 +112,18 @@ pub struct TraceWriter<'a> {
     held: Option<GraphRecord>,
     /// With `annotate`: the CPUs whose records were written (bit N: CPU N).
     started: Option<u64>,
+    /// Per CPU, the lowest depth of a `function_graph` entry written so far
+    /// (`u64::MAX`: none). Calls nest, so a return that deep or deeper ends a call
+    /// whose entry was written; a shallower one, a call entered before the first
+    /// record.
+    entered: [u64; MAX_CPUS],
 }
 
 impl<'a> TraceWriter<'a> {
     /// A writer of `tracer`'s records, laid out as `layout` says, without
     /// annotations.
     pub fn new(tracer: &'a Tracer<KernelPlatform>, layout: Layout) -> Self {
-        TraceWriter { tracer, layout, held: None, started: None }
+        TraceWriter { tracer, layout, held: None, started: None, entered: [u64::MAX; MAX_CPUS] }
     }
 
     /// The same, announcing where each CPU's records start (after the first
@@ -143,8 +145,22 @@ impl<'a> TraceWriter<'a> {
             entry.write(out, &self.layout, GraphCall::Entry)?;
         }
         self.announce(out, record.cpu)?;
-        match graph.filter(|g| !g.exit) {
+        match graph {
+            Some(ret) if ret.exit => {
+                // Without `funcgraph-tail`, a `}` names its function only if its
+                // entry was not written, as ftrace's does.
+                let entered = self.entered.get(ret.cpu).is_some_and(|d| ret.depth >= *d);
+                let tail = self.layout.graph_tail || !entered;
+                ret.write(
+                    out,
+                    &Layout { graph_tail: tail, ..self.layout },
+                    GraphCall::Return(ret.took),
+                )
+            }
             Some(entry) => {
+                if let Some(depth) = self.entered.get_mut(entry.cpu) {
+                    *depth = (*depth).min(entry.depth);
+                }
                 self.held = Some(entry);
                 Ok(())
             }
