@@ -253,7 +253,7 @@ impl<P: Platform> Buffer<P> {
         if len > ring.max_payload() {
             return Err(self.refuse(cpu, Refusal::TooLarge));
         }
-        ring.write_with(self.mode(), || self.platform.now(), tag, len, limit, fill)
+        ring.write_with(|| self.mode(), || self.platform.now(), tag, len, limit, fill)
     }
 
     #[cold]

@@ -323,7 +323,7 @@ impl Ring {
     #[inline]
     pub(crate) fn write_with<F: Fn() -> u64>(
         &self,
-        mode: Mode,
+        mode: impl Fn() -> Mode,
         now: F,
         tag: Tag,
         len: usize,
@@ -366,7 +366,7 @@ impl Ring {
     #[inline]
     pub(crate) fn reserve<F: Fn() -> u64>(
         &self,
-        mode: Mode,
+        mode: impl Fn() -> Mode,
         now: F,
         tag: Tag,
         len: usize,
@@ -399,7 +399,7 @@ impl Ring {
             let anchor = ts_hi(ts) != w.cur_hi.load(Relaxed);
             let end = pos + words + if anchor { ANCHOR_WORDS } else { 0 };
             if end > w.limit.load(Relaxed) {
-                if !self.make_room(mode, pos, end, depth) {
+                if !self.make_room(mode(), pos, end, depth) {
                     bump(&self.counters[depth].dropped, 1);
                     self.leave(depth);
                     return Err(WriteError::Dropped);
