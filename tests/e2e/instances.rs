@@ -112,6 +112,15 @@ fn the_latency_watchdog_snapshots_the_events_around_an_anomaly() {
         snapshot[anomaly..].iter().any(|l| l.event == "bprint" && l.fields.contains("ns late"))
     );
     assert!(snapshot[anomaly..].iter().any(|l| l.event == "command"), "window events after it");
+    // printk-msg-only: the printk line is its text alone; the events keep their columns.
+    let printed = snapshot.iter().find(|l| l.event == "bprint").unwrap().fields.clone();
+    assert_eq!(m.run("echo 1 > instances/latency/options/printk-msg-only"), "");
+    let short = m.run("cat instances/latency/snapshot");
+    assert!(short.lines().any(|l| l == printed), "{printed}:\n{short}");
+    assert!(!short.contains(": bprint: "), "{short}");
+    let events = snapshot.iter().filter(|l| !["bprint", "tracing_mark_write"].contains(&&*l.event));
+    assert_eq!(trace_lines(&short).len(), events.count(), "{short}");
+    assert_eq!(m.run("echo noprintk-msg-only > instances/latency/trace_options"), "");
     // The live buffer goes on; the snapshot stays.
     assert!(m.run("cat instances/latency/trace").contains("latency watchdog: snapshot taken"));
     // Re-armed, it watches again. With the instance's trace_printk option off, the

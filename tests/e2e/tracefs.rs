@@ -432,6 +432,7 @@ fn options_listed(flipped: &[&str]) -> String {
         ("nanoseconds", false),
         ("overwrite", true),
         ("print-parent", true),
+        ("printk-msg-only", false),
         ("sym-addr", false),
         ("sym-offset", false),
         ("trace_printk", true),
@@ -516,6 +517,23 @@ fn display_options_lay_out_lines_as_ftraces() {
         assert_eq!(m.run(&format!("echo 'kept' > {other}trace_marker")), "", "per instance");
         assert_eq!(m.run(&format!("echo 1 > {root}options/markers")), "");
         assert_eq!(m.run(&format!("echo again > {root}trace_marker")), "");
+        assert!(m.run(&format!("cat {root}trace")).contains("tracing_mark_write: again"));
+
+        // printk-msg-only: a marker's line is its text alone, whatever the columns;
+        // the other lines keep theirs (a dump's text too).
+        assert_eq!(m.run(&format!("echo printk-msg-only > {root}trace_options")), "");
+        let short = m.run(&format!("cat {root}trace"));
+        assert!(short.lines().any(|l| l == "again"), "{short}");
+        assert!(!short.contains("tracing_mark_write"), "{short}");
+        assert!(short.starts_with("# tracer: nop\n#\n# entries-in-buffer"), "{short}");
+        if root.is_empty() {
+            let command = trace_lines(&short).into_iter().find(|l| l.event == "command");
+            assert!(command.is_some_and(|l| l.task == "shell-1"), "{short}");
+            let dump = m.run("dump");
+            assert!(trace_lines(&dump).iter().any(|l| l.fields == "again"), "{dump}");
+        }
+        assert_eq!(m.run(&format!("cat {other}options/printk-msg-only")), "0\n", "per instance");
+        assert_eq!(m.run(&format!("echo 0 > {root}options/printk-msg-only")), "");
         assert!(m.run(&format!("cat {root}trace")).contains("tracing_mark_write: again"));
     }
 }

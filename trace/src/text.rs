@@ -58,6 +58,9 @@ pub struct Layout {
     /// In a buffer that overwrote records, a line where each CPU's records start,
     /// after the first record (`annotate`; see [`write_cpu_started`]).
     pub annotate: bool,
+    /// A message (a `trace_marker` text, a `printk!` line) is its text alone,
+    /// without the columns or the event's name (`printk-msg-only`).
+    pub printk_msg_only: bool,
 }
 
 impl Layout {
@@ -79,6 +82,7 @@ impl Layout {
         graph_overhead: true,
         graph_tail: true,
         annotate: true,
+        printk_msg_only: false,
     };
 }
 

@@ -83,6 +83,8 @@ pub enum TraceOption {
     Overwrite,
     /// `print-parent`: a function tracer line names the caller.
     PrintParent,
+    /// `printk-msg-only`: a message's line is its text alone.
+    PrintkMsgOnly,
     /// `sym-addr`: a function tracer line shows addresses too.
     SymAddr,
     /// `sym-offset`: a function tracer line shows offsets in functions.
@@ -93,7 +95,7 @@ pub enum TraceOption {
 
 impl TraceOption {
     /// Every option, in the order `options/` and `trace_options` list them.
-    pub const ALL: [TraceOption; 17] = [
+    pub const ALL: [TraceOption; 18] = [
         TraceOption::Annotate,
         TraceOption::ContextInfo,
         TraceOption::FuncStackTrace,
@@ -108,6 +110,7 @@ impl TraceOption {
         TraceOption::Nanoseconds,
         TraceOption::Overwrite,
         TraceOption::PrintParent,
+        TraceOption::PrintkMsgOnly,
         TraceOption::SymAddr,
         TraceOption::SymOffset,
         TraceOption::TracePrintk,
@@ -130,6 +133,7 @@ impl TraceOption {
             TraceOption::Nanoseconds => "nanoseconds",
             TraceOption::Overwrite => "overwrite",
             TraceOption::PrintParent => "print-parent",
+            TraceOption::PrintkMsgOnly => "printk-msg-only",
             TraceOption::SymAddr => "sym-addr",
             TraceOption::SymOffset => "sym-offset",
             TraceOption::TracePrintk => "trace_printk",

@@ -497,6 +497,7 @@ tracing mini-HOWTO:
   options/sym-addr\t- 1: function lines with addresses (name <ffff...>)
   options/markers\t- 0: trace_marker and trace_marker_raw refuse writes
   options/trace_printk\t- 0: printk! records nothing into the instance
+  options/printk-msg-only - 1: trace_marker and printk! lines show their text alone
   options/funcgraph-*\t- function_graph columns: abstime, cpu, proc, duration,
 \t\t\t  overhead (marks), tail (the function after a return's })
   options/func_stack_trace - 1: a stack trace after each function the
@@ -722,6 +723,7 @@ fn option(instance: &Instance<'_, KernelPlatform>, option: TraceOption) -> bool 
         TraceOption::Nanoseconds => layout.nanoseconds,
         TraceOption::Overwrite => instance.mode() == Mode::Overwrite,
         TraceOption::PrintParent => layout.print_parent,
+        TraceOption::PrintkMsgOnly => layout.printk_msg_only,
         TraceOption::SymAddr => layout.sym_addr,
         TraceOption::SymOffset => layout.sym_offset,
         TraceOption::TracePrintk => instance.printk_enabled(),
@@ -754,6 +756,7 @@ fn set_option(
             instance.set_mode(if on { Mode::Overwrite } else { Mode::Discard })?
         }
         TraceOption::PrintParent => display(|e, on| e.layout.print_parent = on),
+        TraceOption::PrintkMsgOnly => display(|e, on| e.layout.printk_msg_only = on),
         TraceOption::SymAddr => display(|e, on| e.layout.sym_addr = on),
         TraceOption::SymOffset => display(|e, on| e.layout.sym_offset = on),
         TraceOption::TracePrintk => instance.set_printk(on),

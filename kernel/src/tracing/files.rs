@@ -9,7 +9,7 @@ use core::fmt::{self, Write};
 use trace::field::{Decoder, FieldKind, Value};
 use trace::text::{self, GraphCall, GraphLine, Layout, Line};
 use trace::tracer::{
-    FUNCGRAPH_ENTRY, FUNCGRAPH_EXIT, FUNCTION, IRQSOFF, STACK_FRAMES, STACK_TRACE,
+    FUNCGRAPH_ENTRY, FUNCGRAPH_EXIT, FUNCTION, IRQSOFF, STACK_FRAMES, STACK_TRACE, is_message,
 };
 use trace::{Instance, Tracer, event::DescriptorKind, ring::Buffer, ring::RecordRef};
 
@@ -23,12 +23,19 @@ fn write_record(
     layout: &Layout,
 ) -> fmt::Result {
     let descriptor = tracer.descriptor(record.id);
-    let line = Line {
+    let mut line = Line {
         cpu: record.cpu,
         ts: record.ts,
         context: record.context,
         name: descriptor.map_or(Some("unknown_event"), |d| text::event_name(d.system, d.name)),
         lost: record.lost,
+    };
+    let message_only = layout.printk_msg_only && descriptor.is_some_and(is_message);
+    let layout = if message_only {
+        line.name = None;
+        &Layout { context_info: false, ..*layout }
+    } else {
+        layout
     };
     text::write_line(out, &line, layout, |out| match descriptor {
         Some(d) if core::ptr::eq(d, &STACK_TRACE) && write_stack(out, record.payload)? => Ok(()),

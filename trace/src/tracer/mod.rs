@@ -103,6 +103,12 @@ pub fn is_settable(descriptor: &EventDescriptor) -> bool {
     !is_function_event(descriptor) && !is_written_by_tracer(descriptor)
 }
 
+/// Whether `descriptor`'s records are messages: `trace_marker`'s `ftrace:print` and
+/// the `printk!` sites (the lines `printk-msg-only` leaves as their text alone).
+pub fn is_message(descriptor: &EventDescriptor) -> bool {
+    core::ptr::eq(descriptor, &MARKER) || descriptor.kind == DescriptorKind::Printk
+}
+
 /// The markers' and the `stacktrace` trigger's events.
 fn is_written_by_tracer(descriptor: &EventDescriptor) -> bool {
     [&MARKER, &RAW_MARKER, &STACK_TRACE].iter().any(|d| core::ptr::eq(*d, descriptor))
