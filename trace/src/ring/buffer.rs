@@ -168,7 +168,7 @@ impl<P: Platform> Buffer<P> {
         }
     }
 
-    /// Switches the mode; takes effect for the next write on each CPU.
+    /// Switches the mode; a write that must make room from now on follows it.
     pub fn set_mode(&self, mode: Mode) {
         self.overwrite.store(mode == Mode::Overwrite, Relaxed);
     }

@@ -316,8 +316,9 @@ impl Ring {
     // Writer side. Runs only on the ring's CPU, from any context; nests like a stack.
     // ----------------------------------------------------------------------------
 
-    /// Writes one event of `len` payload bytes, which `fill` writes in place. `now` is
-    /// the platform clock, `limit` the room a [`RecordWriter`] reports at its start
+    /// Writes one event of `len` payload bytes, which `fill` writes in place. `mode`
+    /// gives the set's mode, read only if the write must make room; `now` is the
+    /// platform clock, `limit` the room a [`RecordWriter`] reports at its start
     /// (at least `len`: the limit the payload was measured under, so strings are cut
     /// the same way). Bytes `fill` leaves unwritten are zero.
     #[inline]
