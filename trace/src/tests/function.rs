@@ -2,16 +2,24 @@
 //! entries it has the platform patch, where entries and returns are recorded, and
 //! what a refusal or a destroyed instance leaves.
 //!
-//! One test: the function tracers' events are statics every tracer of the process
-//! shares, so two tests tracing functions at once would see each other's bits.
+//! The function tracers' events are statics every tracer of the process shares, so
+//! two tests tracing functions at once would see each other's bits: each test here
+//! holds [`exclusive`] throughout.
 
 use crate::tracer::{FUNCGRAPH_ENTRY, FUNCGRAPH_EXIT, FUNCTION, FunctionError, HookError};
 use crate::tracer::{FunctionList, FunctionTracer, GraphScope};
 use crate::{HostPlatform, InstanceConfig, InstanceError, Limits, Mode, Platform, Tracer};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::vec;
 use std::vec::Vec;
+
+/// Held by each test of this module for its whole run (see the module's doc); a
+/// test that failed leaves it usable.
+fn exclusive() -> MutexGuard<'static, ()> {
+    static SHARED_EVENTS: Mutex<()> = Mutex::new(());
+    SHARED_EVENTS.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 /// Functions the test registers.
 const COUNT: usize = 4;
@@ -89,6 +97,7 @@ fn entry(tracer: &Tracer<Patcher>, index: usize, ip: u64, parent: u64, depth: Op
 
 #[test]
 fn instances_trace_their_own_functions_and_release_them() {
+    let _shared = exclusive();
     HostPlatform::set_cpu(0);
     HostPlatform::set_clock(1);
     let patcher = Patcher::new();
@@ -282,6 +291,7 @@ fn instances_trace_their_own_functions_and_release_them() {
 #[test]
 fn the_stack_tracer_keeps_the_deepest_stack_of_the_functions_it_checks() {
     use crate::tracer::{StackEntry, StackMax};
+    let _shared = exclusive();
     HostPlatform::set_cpu(0);
     let patcher = Patcher::new();
     let calls = || patcher.calls.lock().unwrap().clone();
@@ -420,6 +430,7 @@ fn the_stack_tracer_keeps_the_deepest_stack_of_the_functions_it_checks() {
 #[test]
 fn the_function_profiler_counts_calls_and_their_times_per_cpu() {
     use crate::tracer::FunctionStat;
+    let _shared = exclusive();
     let patcher = Patcher::new();
     let calls = || patcher.calls.lock().unwrap().clone();
     let limits = Limits { max_instances: 2, max_total_bytes: 1 << 20 };
@@ -532,6 +543,7 @@ fn function_commands_act_when_their_functions_are_called() {
         &[],
         crate::event::DescriptorKind::Event,
     );
+    let _shared = exclusive();
     HostPlatform::set_cpu(0);
     HostPlatform::set_clock(1);
     let patcher = Patcher::new();
@@ -677,6 +689,7 @@ proptest::proptest! {
         ),
         functions in proptest::collection::vec(0..COUNT + 1, 0..4),
     ) {
+        let _shared = exclusive();
         let patcher = Patcher::new();
         let limits = Limits { max_instances: 2, max_total_bytes: 1 << 20 };
         let tracer = Tracer::new(patcher.clone(), 1, &[], limits, top_config()).unwrap();
@@ -702,6 +715,7 @@ proptest::proptest! {
 #[test]
 fn the_irqsoff_tracer_keeps_the_longest_irqs_off_region() {
     use crate::tracer::IRQSOFF;
+    let _shared = exclusive();
     HostPlatform::set_cpu(0);
     let patcher = Patcher::new();
     let config = InstanceConfig { bytes_per_cpu: 4096, mode: Mode::Overwrite, snapshot: false };
