@@ -431,6 +431,7 @@ fn options_listed(flipped: &[&str]) -> String {
         ("markers", true),
         ("nanoseconds", false),
         ("overwrite", true),
+        ("pause-on-trace", false),
         ("print-parent", true),
         ("printk-msg-only", false),
         ("sym-addr", false),
@@ -536,6 +537,46 @@ fn display_options_lay_out_lines_as_ftraces() {
         assert_eq!(m.run(&format!("echo 0 > {root}options/printk-msg-only")), "");
         assert!(m.run(&format!("cat {root}trace")).contains("tracing_mark_write: again"));
     }
+}
+
+/// CPU 1's timer ticks as `trace` lists them: each tick's number, in order.
+fn cpu1_ticks(m: &mut Machine) -> Vec<u64> {
+    let trace = m.run("cat per_cpu/cpu1/trace");
+    let ticks = trace_lines(&trace).into_iter().filter(|l| l.event == "tick");
+    let number = |fields: &str| fields.strip_prefix("tick=")?.split(' ').next()?.parse().ok();
+    ticks.map(|l| number(&l.fields).unwrap_or_else(|| panic!("{}", l.fields))).collect()
+}
+
+/// `pause-on-trace`: while `trace` is read, no event is recorded into the instance
+/// (CPU 1's ticks meanwhile are missing from it), `tracing_on` still reads 1, and
+/// recording goes on after the read; off (the default), every tick is recorded
+/// through a read.
+#[test]
+fn pause_on_trace_holds_writes_off_while_trace_is_read() {
+    let mut m = machine_with_instance();
+    // 300 ms of `stress` (its IPIs recorded here) make `trace` long: reading it
+    // takes many ticks' time.
+    assert!(m.run("stress 300").contains("stress"));
+    m.run("cat trace");
+    let ticks = cpu1_ticks(&mut m);
+    assert!(ticks.len() > 20, "{ticks:?}");
+    assert!(ticks.windows(2).all(|w| w[1] == w[0] + 1), "no tick missing: {ticks:?}");
+
+    let before = *ticks.last().unwrap();
+    assert_eq!(m.run("cat instances/t1/options/pause-on-trace"), "0\n");
+    assert_eq!(m.run("echo 1 > options/pause-on-trace"), "");
+    assert_eq!(m.run("cat instances/t1/options/pause-on-trace"), "0\n", "per instance");
+    let read = m.run("cat trace");
+    assert!(read.lines().count() > 100, "{read}");
+    assert_eq!(m.run("cat tracing_on"), "1\n");
+    assert_eq!(m.run("echo 0 > options/pause-on-trace"), "");
+    let ticks = cpu1_ticks(&mut m);
+    let gaps: Vec<&[u64]> = ticks.windows(2).filter(|w| w[1] != w[0] + 1).collect();
+    // One gap, after the last tick seen before: the ticks while `trace` was read.
+    assert_eq!(gaps.len(), 1, "{ticks:?}");
+    let gap = gaps[0];
+    assert!(gap[0] >= before && gap[1] > gap[0] + 1, "{before}: {gap:?}");
+    assert!(*ticks.last().unwrap() > gap[1], "recording goes on after the read: {ticks:?}");
 }
 
 #[test]

@@ -81,6 +81,8 @@ pub enum TraceOption {
     Nanoseconds,
     /// `overwrite`: a full buffer overwrites its oldest events.
     Overwrite,
+    /// `pause-on-trace`: reading `trace` holds writes off.
+    PauseOnTrace,
     /// `print-parent`: a function tracer line names the caller.
     PrintParent,
     /// `printk-msg-only`: a message's line is its text alone.
@@ -95,7 +97,7 @@ pub enum TraceOption {
 
 impl TraceOption {
     /// Every option, in the order `options/` and `trace_options` list them.
-    pub const ALL: [TraceOption; 18] = [
+    pub const ALL: [TraceOption; 19] = [
         TraceOption::Annotate,
         TraceOption::ContextInfo,
         TraceOption::FuncStackTrace,
@@ -109,6 +111,7 @@ impl TraceOption {
         TraceOption::Markers,
         TraceOption::Nanoseconds,
         TraceOption::Overwrite,
+        TraceOption::PauseOnTrace,
         TraceOption::PrintParent,
         TraceOption::PrintkMsgOnly,
         TraceOption::SymAddr,
@@ -132,6 +135,7 @@ impl TraceOption {
             TraceOption::Markers => "markers",
             TraceOption::Nanoseconds => "nanoseconds",
             TraceOption::Overwrite => "overwrite",
+            TraceOption::PauseOnTrace => "pause-on-trace",
             TraceOption::PrintParent => "print-parent",
             TraceOption::PrintkMsgOnly => "printk-msg-only",
             TraceOption::SymAddr => "sym-addr",

@@ -498,6 +498,7 @@ tracing mini-HOWTO:
   options/markers\t- 0: trace_marker and trace_marker_raw refuse writes
   options/trace_printk\t- 0: printk! records nothing into the instance
   options/printk-msg-only - 1: trace_marker and printk! lines show their text alone
+  options/pause-on-trace - 1: no events are recorded while trace is read
   options/funcgraph-*\t- function_graph columns: abstime, cpu, proc, duration,
 \t\t\t  overhead (marks), tail (the function after a return's })
   options/func_stack_trace - 1: a stack trace after each function the
@@ -541,11 +542,13 @@ tracing mini-HOWTO:
 const ERROR_LOG_ENTRIES: usize = 16;
 
 /// What the shell keeps per instance beyond the tracer's state: the display
-/// options, whether `trace_marker` takes writes, the error log and the system
-/// filters' text.
+/// options, whether `trace_marker` takes writes, whether reading `trace` pauses
+/// writes, the error log and the system filters' text.
 struct Extras {
     layout: Layout,
     markers: bool,
+    /// `pause-on-trace`: writes are held off while `trace` is read.
+    pause_on_trace: bool,
     errors: VecDeque<String>,
     /// The filter last set on each system (`events/SYS/filter` reads it back).
     system_filters: Vec<(&'static str, String)>,
@@ -557,6 +560,7 @@ impl Default for Extras {
         Extras {
             layout: Layout::DEFAULT,
             markers: true,
+            pause_on_trace: false,
             errors: VecDeque::new(),
             system_filters: Vec::new(),
         }
@@ -722,6 +726,7 @@ fn option(instance: &Instance<'_, KernelPlatform>, option: TraceOption) -> bool 
         TraceOption::Markers => markers(instance),
         TraceOption::Nanoseconds => layout.nanoseconds,
         TraceOption::Overwrite => instance.mode() == Mode::Overwrite,
+        TraceOption::PauseOnTrace => read_extras(instance, |extras| extras.pause_on_trace),
         TraceOption::PrintParent => layout.print_parent,
         TraceOption::PrintkMsgOnly => layout.printk_msg_only,
         TraceOption::SymAddr => layout.sym_addr,
@@ -755,6 +760,7 @@ fn set_option(
         TraceOption::Overwrite => {
             instance.set_mode(if on { Mode::Overwrite } else { Mode::Discard })?
         }
+        TraceOption::PauseOnTrace => display(|e, on| e.pause_on_trace = on),
         TraceOption::PrintParent => display(|e, on| e.layout.print_parent = on),
         TraceOption::PrintkMsgOnly => display(|e, on| e.layout.printk_msg_only = on),
         TraceOption::SymAddr => display(|e, on| e.layout.sym_addr = on),
@@ -779,8 +785,11 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
             .filter(|d| instance.event_enabled(d))
             .try_for_each(|d| writeln!(out, "{}:{}", d.system, d.name)),
         File::TracingOn => writeln!(out, "{}", u8::from(instance.tracing())),
-        File::Trace => tracing::write_trace(out, instance, None, &layout),
-        File::CpuTrace(cpu) => tracing::write_trace(out, instance, Some(cpu), &layout),
+        File::Trace | File::CpuTrace(_) => {
+            let cpu = if let File::CpuTrace(cpu) = file { Some(cpu) } else { None };
+            let pause = read_extras(instance, |extras| extras.pause_on_trace);
+            tracing::write_trace(out, instance, cpu, &layout, pause)
+        }
         File::Snapshot => write_snapshot(out, instance, None, &layout),
         File::CpuSnapshot(cpu) => write_snapshot(out, instance, Some(cpu), &layout),
         File::BufferSizeKb => {

@@ -340,14 +340,18 @@ fn write_records(
 
 /// The `trace` file (all CPUs merged in time order, or one CPU): header and every
 /// record of the live buffer, not consumed. The header's counts are taken once the
-/// records to list are fixed, so they cover them all.
+/// records to list are fixed, so they cover them all. With `pause`
+/// (`pause-on-trace`), writes into the buffer are held off until the read ends (the
+/// read goes on without if 63 holds are out already).
 pub fn write_trace(
     out: &mut dyn Write,
     instance: &Instance<'_, KernelPlatform>,
     cpu: Option<usize>,
     layout: &Layout,
+    pause: bool,
 ) -> fmt::Result {
     let recorder = instance.recorder();
+    let _hold = if pause { recorder.live().hold().ok() } else { None };
     write_records(out, instance.tracer(), recorder.live(), cpu, layout, |out| {
         write_header(out, instance, cpu, layout)
     })

@@ -28,6 +28,9 @@ pub struct Config {
 const RECORDING: u8 = 1;
 /// `Buffer::state` bit: a control operation is resetting the set; writes are ignored.
 const PAUSED: u8 = 2;
+/// `Buffer::state`, above [`PAUSED`]: how many [`Hold`]s keep writes off, in steps of
+/// this (at most 63).
+const HOLD: u8 = 4;
 
 /// A set of per-CPU rings: one instance's buffer.
 ///
@@ -39,8 +42,8 @@ pub struct Buffer<P> {
     /// One ring per CPU. Shared, so that resizing one CPU's ring builds a new set
     /// that keeps the other CPUs' rings and what they hold.
     rings: Vec<Arc<Ring>>,
-    /// [`RECORDING`] and [`PAUSED`]: a writer records only when it reads exactly
-    /// `RECORDING`, one load.
+    /// [`RECORDING`], [`PAUSED`] and the [`HOLD`] count: a writer records only when it
+    /// reads exactly `RECORDING`, one load.
     state: AtomicU8,
     overwrite: AtomicBool,
 }
@@ -154,6 +157,22 @@ impl<P: Platform> Buffer<P> {
     #[inline]
     pub fn is_recording(&self) -> bool {
         self.state.load(Relaxed) & RECORDING != 0
+    }
+
+    /// Keeps writes off until the returned guard is dropped, the recording switch
+    /// untouched: ftrace's `pause-on-trace`, so that what is being read is not
+    /// overwritten meanwhile. Writes are ignored and not counted while held, as while
+    /// recording is off. Holds nest; `Busy` past 63 at once, nothing changed then.
+    /// Callable from any context.
+    pub fn hold(&self) -> Result<Hold<'_, P>, Error> {
+        let mut state = self.state.load(Relaxed);
+        loop {
+            let held = state.checked_add(HOLD).ok_or(Error::Busy)?;
+            match self.state.compare_exchange_weak(state, held, Relaxed, Relaxed) {
+                Ok(_) => return Ok(Hold { buffer: self }),
+                Err(now) => state = now,
+            }
+        }
     }
 
     /// Pauses (or resumes) writes while a control operation resets the set,
@@ -368,6 +387,18 @@ impl<P: Platform + Clone> Buffer<P> {
             state: AtomicU8::new(self.state.load(Relaxed) & RECORDING),
             overwrite: AtomicBool::new(self.mode() == Mode::Overwrite),
         })
+    }
+}
+
+/// Writes into a set kept off (see [`Buffer::hold`]); dropping it lets them in again.
+pub struct Hold<'a, P> {
+    buffer: &'a Buffer<P>,
+}
+
+impl<P> Drop for Hold<'_, P> {
+    fn drop(&mut self) {
+        // Release: as `set_paused`'s, for a writer that sees the hold gone.
+        self.buffer.state.fetch_sub(HOLD, Release);
     }
 }
 
