@@ -341,8 +341,8 @@ fn write_records(
 /// The `trace` file (all CPUs merged in time order, or one CPU): header and every
 /// record of the live buffer, not consumed. The header's counts are taken once the
 /// records to list are fixed, so they cover them all. With `pause`
-/// (`pause-on-trace`), writes into the buffer are held off until the read ends (the
-/// read goes on without if 63 holds are out already).
+/// (`pause-on-trace`), writes into the buffer are held off until the read ends (it
+/// goes on unheld if 63 holds are out already).
 pub fn write_trace(
     out: &mut dyn Write,
     instance: &Instance<'_, KernelPlatform>,
@@ -351,10 +351,13 @@ pub fn write_trace(
     pause: bool,
 ) -> fmt::Result {
     let recorder = instance.recorder();
-    let _hold = if pause { recorder.live().hold().ok() } else { None };
-    write_records(out, instance.tracer(), recorder.live(), cpu, layout, |out| {
-        write_header(out, instance, cpu, layout)
-    })
+    let live = recorder.live();
+    let mut list = |_| {
+        write_records(out, instance.tracer(), live, cpu, layout, |out| {
+            write_header(out, instance, cpu, layout)
+        })
+    };
+    if pause { live.with_writes_held(list) } else { list(false) }
 }
 
 /// The snapshot buffer's records (CPU `cpu`'s, or every CPU's merged in time order).

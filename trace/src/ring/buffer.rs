@@ -159,17 +159,26 @@ impl<P: Platform> Buffer<P> {
         self.state.load(Relaxed) & RECORDING != 0
     }
 
-    /// Keeps writes off until the returned guard is dropped, the recording switch
-    /// untouched: ftrace's `pause-on-trace`, so that what is being read is not
-    /// overwritten meanwhile. Writes are ignored and not counted while held, as while
-    /// recording is off. Holds nest; `Busy` past 63 at once, nothing changed then.
-    /// Callable from any context.
-    pub fn hold(&self) -> Result<Hold<'_, P>, Error> {
+    /// Runs `read` with writes into the set held off, the recording switch untouched:
+    /// ftrace's `pause-on-trace`, so that what is being read is not overwritten
+    /// meanwhile. Writes are ignored and not counted while held, as while recording
+    /// is off; they come in again when `read` returns (a closure, so that no hold can
+    /// be left behind). Holds nest, up to 63 at once: `read` is told whether this
+    /// one was taken (`false`: it runs unheld, nothing changed). Callable from any
+    /// context.
+    pub fn with_writes_held<R>(&self, read: impl FnOnce(bool) -> R) -> R {
+        let hold = self.hold();
+        read(hold.is_some())
+    }
+
+    /// Counts a hold into the state, if there is room for one (see
+    /// [`Buffer::with_writes_held`]); dropping it counts it out.
+    fn hold(&self) -> Option<Hold<'_, P>> {
         let mut state = self.state.load(Relaxed);
         loop {
-            let held = state.checked_add(HOLD).ok_or(Error::Busy)?;
+            let held = state.checked_add(HOLD)?;
             match self.state.compare_exchange_weak(state, held, Relaxed, Relaxed) {
-                Ok(_) => return Ok(Hold { buffer: self }),
+                Ok(_) => return Some(Hold { buffer: self }),
                 Err(now) => state = now,
             }
         }
@@ -390,8 +399,9 @@ impl<P: Platform + Clone> Buffer<P> {
     }
 }
 
-/// Writes into a set kept off (see [`Buffer::hold`]); dropping it lets them in again.
-pub struct Hold<'a, P> {
+/// Writes into a set kept off (see [`Buffer::with_writes_held`]); dropping it lets
+/// them in again, even if the reader unwinds (host builds).
+struct Hold<'a, P> {
     buffer: &'a Buffer<P>,
 }
 

@@ -55,7 +55,7 @@ pub(crate) mod section;
 pub(crate) mod stats;
 
 pub use crate::error::WriteError;
-pub use buffer::{Buffer, Config, Hold};
+pub use buffer::{Buffer, Config};
 pub use per_cpu::RecordWriter;
 pub use reader::{Consumer, Cursor, Merged, Meta, RecordRef, RingIter};
 pub use record::{MAX_EVENT_ID, MAX_PAYLOAD, Mode};

@@ -478,43 +478,56 @@ fn recorder_swap_takes_a_snapshot() {
     assert_eq!(HostPlatform.cpu(), 0);
 }
 
-/// A hold (`pause-on-trace`) keeps writes out, uncounted, until dropped; holds nest,
-/// the recording switch is untouched, a 64th hold is refused, and a snapshot swap
-/// leaves the hold with the set it was taken on.
+/// Runs `innermost` inside `n` nested holds of `buffer`, each but the innermost
+/// checked taken; `innermost` is told whether its own was.
+fn nested_holds(buffer: &Buffer<HostPlatform>, n: usize, innermost: &mut dyn FnMut(bool)) {
+    buffer.with_writes_held(|held| {
+        if n == 1 {
+            innermost(held);
+        } else {
+            assert!(held);
+            nested_holds(buffer, n - 1, innermost);
+        }
+    });
+}
+
+/// A hold (`pause-on-trace`) keeps writes out, uncounted, while its closure runs;
+/// holds nest, the recording switch is untouched, a 64th hold is refused, and a
+/// snapshot swap leaves the hold with the set it was taken on.
 #[test]
-fn a_hold_keeps_writes_out_until_it_is_dropped() {
+fn a_hold_keeps_writes_out_while_its_closure_runs() {
     HostPlatform::set_cpu(0);
     let cfg = Config { cpus: 1, bytes_per_cpu: 1024, mode: Mode::Overwrite };
     let r = Recorder::new(HostPlatform, cfg, true).unwrap();
     r.write(1, b"a").unwrap();
-    let held = r.live().hold().unwrap();
-    assert_eq!(r.write(2, b"b"), Err(WriteError::Off));
-    assert!(r.live().is_recording(), "the switch is untouched");
-    let again = r.live().hold().unwrap();
-    drop(held);
-    assert_eq!(r.write(2, b"b"), Err(WriteError::Off), "one hold is left");
-    drop(again);
+    r.live().with_writes_held(|held| {
+        assert!(held);
+        assert_eq!(r.write(2, b"b"), Err(WriteError::Off));
+        assert!(r.live().is_recording(), "the switch is untouched");
+        r.live().with_writes_held(|held| assert!(held));
+        assert_eq!(r.write(2, b"b"), Err(WriteError::Off), "the outer hold is left");
+        // The switch off and back on while held: still held.
+        r.live().set_recording(false);
+        r.live().set_recording(true);
+        assert_eq!(r.write(2, b"b"), Err(WriteError::Off));
+    });
     r.write(3, b"c").unwrap();
     assert_eq!(events(r.live(), 0), vec![(1, b"a".to_vec()), (3, b"c".to_vec())]);
     assert_eq!(r.live().stats(0).unwrap().written, 2, "held writes are not counted");
-    // The switch off and back on while held: still held.
-    let held = r.live().hold().unwrap();
-    r.live().set_recording(false);
-    r.live().set_recording(true);
-    assert_eq!(r.write(4, b"d"), Err(WriteError::Off));
-    drop(held);
     // 63 at once; the 64th is refused and changes nothing.
-    let holds: Vec<_> = (0..63).map(|_| r.live().hold().unwrap()).collect();
-    assert!(matches!(r.live().hold(), Err(Error::Busy)));
-    drop(holds);
+    nested_holds(r.live(), 64, &mut |held| {
+        assert!(!held, "a 64th hold");
+        assert_eq!(r.write(4, b"d"), Err(WriteError::Off), "63 holds are still out");
+    });
     r.write(5, b"e").unwrap();
     // A swap: the hold stays with the old live set, now the snapshot.
-    let held = r.live().hold().unwrap();
-    r.swap().unwrap();
-    r.write(6, b"f").unwrap();
+    r.live().with_writes_held(|_| {
+        r.swap().unwrap();
+        r.write(6, b"f").unwrap();
+    });
     assert_eq!(events(r.live(), 0), vec![(6, b"f".to_vec())]);
-    drop(held);
-    assert_eq!(r.live().stats(0).unwrap().written, 1);
+    r.write(7, b"g").unwrap();
+    assert_eq!(r.live().stats(0).unwrap().written, 2);
 }
 
 #[test]
