@@ -607,6 +607,12 @@ fn markers(instance: &Instance<'_, KernelPlatform>) -> bool {
     read_extras(instance, |extras| extras.markers)
 }
 
+/// Whether reading `instance`'s `trace` files holds its writes off
+/// (`options/pause-on-trace`).
+fn pauses(instance: &Instance<'_, KernelPlatform>) -> bool {
+    read_extras(instance, |extras| extras.pause_on_trace)
+}
+
 /// Adds a failed write to `instance`'s `error_log`, in Linux's layout.
 pub fn log_error(located: &Located, value: &str, error: FsError) {
     let file = located.path.rsplit('/').next().unwrap_or("");
@@ -726,7 +732,7 @@ fn option(instance: &Instance<'_, KernelPlatform>, option: TraceOption) -> bool 
         TraceOption::Markers => markers(instance),
         TraceOption::Nanoseconds => layout.nanoseconds,
         TraceOption::Overwrite => instance.mode() == Mode::Overwrite,
-        TraceOption::PauseOnTrace => read_extras(instance, |extras| extras.pause_on_trace),
+        TraceOption::PauseOnTrace => pauses(instance),
         TraceOption::PrintParent => layout.print_parent,
         TraceOption::PrintkMsgOnly => layout.printk_msg_only,
         TraceOption::SymAddr => layout.sym_addr,
@@ -785,10 +791,9 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
             .filter(|d| instance.event_enabled(d))
             .try_for_each(|d| writeln!(out, "{}:{}", d.system, d.name)),
         File::TracingOn => writeln!(out, "{}", u8::from(instance.tracing())),
-        File::Trace | File::CpuTrace(_) => {
-            let cpu = if let File::CpuTrace(cpu) = file { Some(cpu) } else { None };
-            let pause = read_extras(instance, |extras| extras.pause_on_trace);
-            tracing::write_trace(out, instance, cpu, &layout, pause)
+        File::Trace => tracing::write_trace(out, instance, None, &layout, pauses(instance)),
+        File::CpuTrace(cpu) => {
+            tracing::write_trace(out, instance, Some(cpu), &layout, pauses(instance))
         }
         File::Snapshot => write_snapshot(out, instance, None, &layout),
         File::CpuSnapshot(cpu) => write_snapshot(out, instance, Some(cpu), &layout),

@@ -352,7 +352,7 @@ pub fn write_trace(
 ) -> fmt::Result {
     let recorder = instance.recorder();
     let live = recorder.live();
-    let mut list = |_| {
+    let mut list = |_held| {
         write_records(out, instance.tracer(), live, cpu, layout, |out| {
             write_header(out, instance, cpu, layout)
         })
