@@ -72,6 +72,57 @@ impl Body<'_> {
     }
 }
 
+/// A payload of at most `N` words, encoded and zero-padded, passed by value: a small
+/// event's payload travels to the ring in registers.
+#[derive(Clone, Copy)]
+pub(crate) struct Words<const N: usize> {
+    /// Payload length in bytes (at most `8 * N`).
+    pub(crate) len: usize,
+    /// The payload's words, little endian.
+    pub(crate) words: [u64; N],
+}
+
+impl<const N: usize> Words<N> {
+    /// The payload as a [`Body`], its words copied into `spill`.
+    #[inline(always)]
+    pub(crate) fn body<'a>(&self, spill: &'a mut Spill) -> Body<'a> {
+        for (out, word) in spill.words.iter_mut().zip(self.words) {
+            *out = word.to_le_bytes();
+        }
+        spill.len = self.len.min(8 * N);
+        let spill: &'a Spill = spill;
+        Body { len: spill.len, payload: spill, words: Some(&spill.words) }
+    }
+}
+
+/// A small payload's words in memory, where filters and triggers read it.
+#[derive(Default)]
+pub(crate) struct Spill {
+    words: Inline,
+    len: usize,
+}
+
+impl Spill {
+    fn bytes(&self) -> &[u8] {
+        let bytes = self.words.as_flattened();
+        bytes.get(..self.len).unwrap_or(bytes)
+    }
+}
+
+impl Payload for Spill {
+    #[inline]
+    fn write(&self, out: &mut RecordWriter<'_>) {
+        out.put_words(&self.words);
+    }
+
+    fn with_fields(&self, kinds: &[FieldKind], f: &mut dyn FnMut(&dyn Fields)) {
+        f(&Encoded { payload: self.bytes(), kinds })
+    }
+}
+
+/// Payloads of at most this many bytes reach the tracer as [`Words`] of two.
+pub(crate) const PAIR_BYTES: usize = 16;
+
 /// What records events for tracepoints (implemented by [`crate::Tracer`], installed by [`crate::install`]).
 pub(crate) trait Dispatch: Sync {
     /// Records an event of `descriptor` with a payload of `len` bytes in every
@@ -85,6 +136,10 @@ pub(crate) trait Dispatch: Sync {
         payload: &dyn Payload,
         words: Option<&Inline>,
     );
+
+    /// [`Dispatch::record_words`] for a payload of at most [`PAIR_BYTES`], passed
+    /// by value as its two words (`lo` first).
+    fn record_pair(&self, descriptor: &EventDescriptor, len: usize, lo: u64, hi: u64);
 
     /// Records an event of `descriptor` with a payload of `len` bytes, which
     /// `payload` writes in place into each record.
@@ -111,6 +166,14 @@ pub(crate) fn install(tracer: &'static dyn Dispatch) -> Result<(), &'static str>
 #[inline]
 pub(crate) fn record(descriptor: &EventDescriptor, len: usize, payload: &dyn Payload) {
     record_words(descriptor, len, payload, None);
+}
+
+/// Sends one small event to the installed tracer, if any (see [`Dispatch::record_pair`]).
+#[inline(always)]
+pub(crate) fn record_pair(descriptor: &EventDescriptor, len: usize, lo: u64, hi: u64) {
+    if let Some(tracer) = DISPATCH.get() {
+        tracer.record_pair(descriptor, len, lo, hi);
+    }
 }
 
 /// Sends one event to the installed tracer, if any (see [`Dispatch::record_words`]).

@@ -25,7 +25,7 @@ pub mod log;
 pub use filter::{Filter, FilterError, FilterReason, MAX_FILTER_LEN, MAX_PREDICATES};
 pub use glob::glob;
 
-use crate::event::dispatch::{INLINE_WORDS, Inline};
+use crate::event::dispatch::{INLINE_WORDS, Inline, PAIR_BYTES};
 use crate::event::filter::{FieldRef, Fields};
 use crate::field::{Encoder, Field, FieldValue, Measure, Sink};
 
@@ -408,6 +408,15 @@ impl<A> Event<A> {
     #[inline(never)]
     pub fn record<T: Args<A>>(&'static self, args: T) {
         let len = args.payload_len();
+        // A payload of two words or less (known at compile time when every field has
+        // a fixed size) goes to the tracer by value.
+        if len <= PAIR_BYTES {
+            let mut buf = [0u8; PAIR_BYTES];
+            args.encode(&mut Encoder::new(&mut buf));
+            let (lo, hi) = buf.split_at(8);
+            let [lo, hi] = [lo, hi].map(|w| u64::from_le_bytes(w.try_into().unwrap_or_default()));
+            return crate::event::dispatch::record_pair(&self.descriptor, len, lo, hi);
+        }
         let payload = Encode::<T, A>::new(args);
         // A small payload (known at compile time when every field has a fixed size)
         // is encoded once, here, and copied word by word into each record.

@@ -17,7 +17,7 @@ use super::function::{Control, FUNCTION, FunctionError, Functions};
 use super::trigger::{Action, MAX_TRIGGERS, Trigger, TriggerCommand, TriggerError, TriggerReason};
 use super::{HookError, Instance, Tracer};
 use crate::event::EventDescriptor;
-use crate::event::dispatch::{Body, Inline};
+use crate::event::dispatch::{Spill, Words};
 use crate::platform::Platform;
 use crate::sync::Ordering::Relaxed;
 use alloc::string::{String, ToString};
@@ -46,11 +46,8 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         parent: u64,
     ) {
         // The call as a `function` event would hold it: what a trigger is judged on.
-        let mut words: Inline = Default::default();
-        words[0] = ip.to_le_bytes();
-        words[1] = parent.to_le_bytes();
-        let bytes = &words.as_flattened()[..16];
-        let body = Body { len: bytes.len(), payload: &bytes, words: Some(&words) };
+        let mut spill = Spill::default();
+        let body = Words { len: 16, words: [ip, parent] }.body(&mut spill);
         let commanded = || functions.commanded[index].load(Relaxed);
         self.for_each_target(commanded, |target| {
             let Some(table) = functions.commands[target.slot].read(target.section) else { return };

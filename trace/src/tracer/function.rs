@@ -22,7 +22,7 @@ use super::rcu::RcuCell;
 use super::stack::StackTracer;
 use super::trigger::Target;
 use super::{MAX_INSTANCES, TOP_SLOT, Tracer};
-use crate::event::dispatch::{Body, INLINE_WORDS, Inline};
+use crate::event::dispatch::Words;
 use crate::event::{DescriptorKind, EventDescriptor, Timeline};
 use crate::field::{Field, FieldKind};
 use crate::platform::Platform;
@@ -382,7 +382,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         let traced = || mask.load(Relaxed) & FUNCTION.enabled_mask() & !outside;
         let tracing = traced();
         if tracing != 0 {
-            self.record_values(&FUNCTION, &[ip, parent], traced);
+            self.record_values(&FUNCTION, [ip, parent], traced);
             if functions.stacked.load(Relaxed) & tracing != 0 {
                 self.record_function_stacks(functions, traced);
             }
@@ -409,7 +409,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
                 let graph = judge();
                 break 'graph (graph, callee);
             }
-            self.record_values(&FUNCGRAPH_ENTRY, &[ip, depth], judge);
+            self.record_values(&FUNCGRAPH_ENTRY, [ip, depth], judge);
             (graph, callee)
         };
         // The call is recorded before its commands act, as an event before its
@@ -430,25 +430,18 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
             return;
         }
         let mask = || graph & FUNCGRAPH_EXIT.enabled_mask();
-        self.record_values(&FUNCGRAPH_EXIT, &[ip, depth, duration], mask);
+        self.record_values(&FUNCGRAPH_EXIT, [ip, depth, duration], mask);
     }
 
     /// Records `values` (one per field) as an event of `descriptor` into the
     /// instances `mask` gives.
-    pub(super) fn record_values(
+    pub(super) fn record_values<const N: usize>(
         &self,
         descriptor: &EventDescriptor,
-        values: &[u64],
+        values: [u64; N],
         mask: impl FnOnce() -> u64,
     ) {
-        let mut words: Inline = Default::default();
-        for (word, value) in words.iter_mut().zip(values) {
-            *word = value.to_le_bytes();
-        }
-        let len = 8 * values.len().min(INLINE_WORDS);
-        let bytes = &words.as_flattened()[..len];
-        let body = Body { len, payload: &bytes, words: Some(&words) };
-        self.record_into(mask, descriptor, body);
+        self.record_into(mask, descriptor, Words { len: 8 * N, words: values });
     }
 
     /// Records a stack trace after a `function` record in each instance of `mask`

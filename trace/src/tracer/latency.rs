@@ -191,7 +191,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         }
         latency.max[slot].store(took, Relaxed);
         let owner = || latency.owner().map_or(0, |slot| 1 << slot);
-        self.record_values(&IRQSOFF, &[took, start, end], || owner() & IRQSOFF.enabled_mask());
+        self.record_values(&IRQSOFF, [took, start, end], || owner() & IRQSOFF.enabled_mask());
         // Without a snapshot buffer (it cannot be: the tracer allocates one) or
         // while a control operation holds the buffers, the window is not kept; the
         // record says what happened.

@@ -45,7 +45,7 @@ pub use trigger::{
 };
 use trigger::{STACK_PAYLOAD, put_stack};
 
-use crate::event::dispatch::{Body, Dispatch, Inline, Payload};
+use crate::event::dispatch::{Body, Dispatch, Inline, Payload, Spill, Words};
 use crate::event::filter::Filter;
 use crate::event::format_file::Origin;
 use crate::event::{DescriptorKind, EventDescriptor, MAX_EVENT_PAYLOAD};
@@ -510,11 +510,11 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
     /// filled in place. Instances with a filter or triggers for the event are judged
     /// first ([`Tracer::apply_hooks`]).
     #[inline(always)]
-    fn record_into(
+    fn record_into<S: Source>(
         &self,
         mask: impl FnOnce() -> u64,
         descriptor: &EventDescriptor,
-        body: Body<'_>,
+        source: S,
     ) {
         let cpu = self.platform.cpu();
         let Some(section) = self.sections.enter(&self.platform, cpu) else {
@@ -530,12 +530,14 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         let hooked = descriptor.hooked_mask() & mask;
         if hooked != 0 {
             core::hint::cold_path();
+            let mut spill = Spill::default();
+            let body = source.body(&mut spill);
             mask = self.apply_hooks(&section, cpu, tag, mask, hooked, descriptor, body);
             if mask == 0 {
                 return;
             }
         }
-        self.record_each(&section, cpu, tag, mask, body);
+        source.record_each(self, &section, cpu, tag, mask);
     }
 
     /// [`Tracer::record_into`] when the instances in `hooked` have a filter or
@@ -588,7 +590,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         mask: u64,
         body: Body<'_>,
     ) {
-        self.record_each(section, cpu, tag, mask, body);
+        body.record_each(self, section, cpu, tag, mask);
     }
 
     /// Whether the instance in `slot`, which has a filter or triggers for the event,
@@ -652,7 +654,8 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         table.get(self.index_of(descriptor)?)?.as_deref()
     }
 
-    /// Records the event, tagged `tag`, into each instance of `mask`.
+    /// Records an event of `len` bytes, tagged `tag`, into each instance of `mask`:
+    /// `fill` writes each record's payload.
     #[inline(always)]
     fn record_each(
         &self,
@@ -660,7 +663,8 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         cpu: usize,
         tag: Tag,
         mut mask: u64,
-        body: Body<'_>,
+        len: usize,
+        fill: impl Fn(&mut RecordWriter<'_>),
     ) {
         // A CPU outside the instance's cpumask: not recorded, not counted.
         mask &= !self.excluded_on(cpu);
@@ -668,19 +672,8 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
             let slot = mask.trailing_zeros() as usize;
             mask &= mask - 1;
             if let Some(recorder) = self.slots[slot].read(section) {
-                let len = body.len;
-                // Refusals and drops are counted by the ring; `Off` is not an error. Two
-                // calls, so that the copy of encoded words keeps its writer in registers.
-                let _ = match body.words {
-                    Some(words) => {
-                        let fill = |w: &mut RecordWriter<'_>| w.put_words(words);
-                        recorder.write_in(section, cpu, tag, len, MAX_EVENT_PAYLOAD, fill)
-                    }
-                    None => {
-                        let fill = |w: &mut RecordWriter<'_>| body.payload.write(w);
-                        recorder.write_in(section, cpu, tag, len, MAX_EVENT_PAYLOAD, fill)
-                    }
-                };
+                // Refusals and drops are counted by the ring; `Off` is not an error.
+                let _ = recorder.write_in(section, cpu, tag, len, MAX_EVENT_PAYLOAD, &fill);
             }
         }
     }
@@ -844,6 +837,81 @@ impl<P: Platform + Clone + Send + Sync> Dispatch for Tracer<P> {
         words: Option<&Inline>,
     ) {
         self.record_into(|| descriptor.enabled_mask(), descriptor, Body { len, payload, words });
+    }
+
+    #[inline]
+    fn record_pair(&self, descriptor: &EventDescriptor, len: usize, lo: u64, hi: u64) {
+        let words = Words { len, words: [lo, hi] };
+        self.record_into(|| descriptor.enabled_mask(), descriptor, words);
+    }
+}
+
+/// An event's payload as [`Tracer::record_into`] takes it: a [`Body`], or a small
+/// payload's [`Words`] by value.
+trait Source: Copy {
+    /// The payload as a [`Body`] (for filters and triggers); a payload passed by
+    /// value is copied into `spill`.
+    fn body<'a>(&'a self, spill: &'a mut Spill) -> Body<'a>;
+
+    /// Records the payload, tagged `tag`, into each instance of `mask`
+    /// ([`Tracer::record_each`]).
+    fn record_each<P: Platform + Clone + Send + Sync>(
+        &self,
+        tracer: &Tracer<P>,
+        section: &SectionGuard<'_>,
+        cpu: usize,
+        tag: Tag,
+        mask: u64,
+    );
+}
+
+impl Source for Body<'_> {
+    #[inline(always)]
+    fn body<'a>(&'a self, _spill: &'a mut Spill) -> Body<'a> {
+        *self
+    }
+
+    #[inline(always)]
+    fn record_each<P: Platform + Clone + Send + Sync>(
+        &self,
+        tracer: &Tracer<P>,
+        section: &SectionGuard<'_>,
+        cpu: usize,
+        tag: Tag,
+        mask: u64,
+    ) {
+        // Two calls, so that the copy of encoded words keeps its writer in registers.
+        match self.words {
+            Some(words) => {
+                let fill = |w: &mut RecordWriter<'_>| w.put_words(words);
+                tracer.record_each(section, cpu, tag, mask, self.len, fill)
+            }
+            None => {
+                let fill = |w: &mut RecordWriter<'_>| self.payload.write(w);
+                tracer.record_each(section, cpu, tag, mask, self.len, fill)
+            }
+        }
+    }
+}
+
+impl<const N: usize> Source for Words<N> {
+    #[inline(always)]
+    fn body<'a>(&'a self, spill: &'a mut Spill) -> Body<'a> {
+        Words::body(self, spill)
+    }
+
+    #[inline(always)]
+    fn record_each<P: Platform + Clone + Send + Sync>(
+        &self,
+        tracer: &Tracer<P>,
+        section: &SectionGuard<'_>,
+        cpu: usize,
+        tag: Tag,
+        mask: u64,
+    ) {
+        let words = self.words.map(u64::to_le_bytes);
+        let fill = |w: &mut RecordWriter<'_>| w.put_words(&words);
+        tracer.record_each(section, cpu, tag, mask, self.len, fill)
     }
 }
 
