@@ -4,11 +4,18 @@
 //! and dumps the trace. Each CPU watches the next one from its own timer interrupt
 //! (as Linux's buddy detector does), so it takes two CPUs or more; the threshold
 //! counts the watcher's ticks.
+//!
+//! What buddies cannot see, every CPU hung at once (or the one CPU of a machine that
+//! has one), a periodic NMI sees: the RTC's interrupt, routed as an NMI to the boot
+//! CPU ([`watch_every_cpu`]), which panics there once no CPU has taken a timer
+//! interrupt for the threshold. Its threshold counts those NMIs, two at least: a host
+//! that stops the whole machine for a while delivers the first NMI before the timer
+//! interrupts that fell due, never two.
 
-use crate::arch::{MAX_CPUS, idt, percpu, stack};
+use crate::arch::{MAX_CPUS, idt, percpu, rtc, stack};
 use crate::timer::{self, Tick};
-use crate::{events, smp};
-use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed, Ordering::SeqCst};
+use crate::{clock, events, smp};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed, Ordering::SeqCst};
 
 /// The threshold at boot, in ms (Linux's `watchdog_thresh` is 10 s).
 pub const DEFAULT_THRESHOLD_MS: u64 = 10_000;
@@ -27,12 +34,45 @@ const NONE: usize = usize::MAX;
 static LOCKED: AtomicUsize = AtomicUsize::new(NONE);
 /// How long it had taken no timer interrupt, in ms, when it was found.
 static LOCKED_MS: AtomicU64 = AtomicU64::new(0);
+/// The CPU the periodic NMI goes to ([`NONE`]: there is none).
+static NMI_WATCHER: AtomicUsize = AtomicUsize::new(NONE);
+/// Every CPU's timer interrupts, summed, at the periodic NMI's last check.
+static NMI_SEEN: AtomicU64 = AtomicU64::new(0);
+/// Periodic NMIs since that sum last moved.
+static NMI_STALLED: AtomicU64 = AtomicU64::new(0);
+/// When the periodic NMI last checked, in ns of [`clock::now_ns`].
+static NMI_CHECKED_NS: AtomicU64 = AtomicU64::new(0);
+/// Set once a panic is under way: neither detector acts any more.
+static STOOD_DOWN: AtomicBool = AtomicBool::new(false);
 
 /// Hooks the detector to every CPU's timer interrupt and to the NMI (after the
 /// panic path's hook, which parks a CPU the panic stops).
 pub fn init() -> Result<(), &'static str> {
     timer::TICK.add(on_tick)?;
     idt::NMI.add(on_nmi)
+}
+
+/// Makes this CPU the one that watches every CPU from the RTC's periodic NMI; the
+/// caller then routes that interrupt here as an NMI.
+pub fn watch_every_cpu() {
+    NMI_WATCHER.store(percpu::index(), SeqCst);
+}
+
+/// The CPU that watches every CPU by the periodic NMI, if one does.
+pub fn every_cpu_watcher() -> Option<usize> {
+    Some(NMI_WATCHER.load(SeqCst)).filter(|&cpu| cpu != NONE)
+}
+
+/// How long no CPU has taken a timer interrupt, as the periodic NMI counts it, in
+/// ms.
+pub fn every_cpu_stalled_ms() -> u64 {
+    NMI_STALLED.load(Relaxed) * rtc::PERIOD_MS
+}
+
+/// Stops both detectors for good: a panic is under way (its dump keeps interrupts
+/// off, and the CPUs it stops take no timer interrupt).
+pub fn stand_down() {
+    STOOD_DOWN.store(true, SeqCst);
 }
 
 /// The CPU `cpu` watches: the next one online; none with one CPU.
@@ -53,6 +93,7 @@ pub fn set_threshold_ms(ms: u64) -> Result<(), &'static str> {
         return Err("a threshold is at most 600000 ms");
     }
     STALLED.iter().for_each(|s| s.store(0, Relaxed));
+    NMI_STALLED.store(0, Relaxed);
     THRESHOLD_MS.store(ms, Relaxed);
     Ok(())
 }
@@ -73,7 +114,8 @@ fn on_tick(tick: Tick) {
     };
     let count = timer::ticks(buddy);
     // A buddy whose timer has not started yet is not watched.
-    if threshold == 0 || count == 0 || count != seen.load(Relaxed) {
+    let off = threshold == 0 || STOOD_DOWN.load(Relaxed);
+    if off || count == 0 || count != seen.load(Relaxed) {
         seen.store(count, Relaxed);
         stalled.store(0, Relaxed);
         return;
@@ -90,12 +132,46 @@ fn on_tick(tick: Tick) {
     }
 }
 
-/// An NMI: the one the watcher sends a CPU it found locked up panics there.
+/// An NMI: the one the watcher sends a CPU it found locked up panics there; on the
+/// CPU that watches every CPU, it may be the periodic one.
 fn on_nmi() {
     let cpu = percpu::index();
-    if LOCKED.load(SeqCst) == cpu {
+    if LOCKED.load(SeqCst) == cpu && !STOOD_DOWN.load(SeqCst) {
         stack::record_nmi_as_fault();
         panic!("hard LOCKUP on cpu {cpu}: no timer interrupt for {} ms", LOCKED_MS.load(SeqCst));
+    }
+    if NMI_WATCHER.load(Relaxed) == cpu {
+        check_every_cpu(cpu);
+    }
+}
+
+/// The periodic NMI's check, on the CPU it goes to (`cpu`): has any CPU taken a
+/// timer interrupt since the last? Every NMI there acknowledges the RTC (which NMI
+/// is the RTC's cannot be told), but one that comes less than half a period after
+/// the last check (another NMI) checks nothing, so a burst of NMIs does not count
+/// as time. NMIs do not nest: this is the one writer of what it keeps.
+fn check_every_cpu(cpu: usize) {
+    rtc::acknowledge();
+    let now = clock::now_ns();
+    if now.wrapping_sub(NMI_CHECKED_NS.load(Relaxed)) < rtc::PERIOD_MS * 1_000_000 / 2 {
+        return;
+    }
+    NMI_CHECKED_NS.store(now, Relaxed);
+    let threshold = THRESHOLD_MS.load(Relaxed);
+    let ticks: u64 = (0..smp::online()).map(timer::ticks).sum();
+    if threshold == 0 || STOOD_DOWN.load(SeqCst) || ticks != NMI_SEEN.swap(ticks, Relaxed) {
+        NMI_STALLED.store(0, Relaxed);
+        return;
+    }
+    let stalled = NMI_STALLED.load(Relaxed) + 1;
+    NMI_STALLED.store(stalled, Relaxed);
+    let ms = stalled * rtc::PERIOD_MS;
+    if stalled >= 2 && ms >= threshold && LOCKED.compare_exchange(NONE, cpu, SeqCst, SeqCst).is_ok()
+    {
+        LOCKED_MS.store(ms, SeqCst);
+        trace::emit!(events::HARD_LOCKUP, cpu as u32, ms);
+        stack::record_nmi_as_fault();
+        panic!("hard LOCKUP on every cpu: no timer interrupt on any for {ms} ms");
     }
 }
 

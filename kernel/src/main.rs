@@ -64,6 +64,16 @@ const BOOTLOADER_CONFIG: BootloaderConfig = {
 
 entry_point!(kernel_main, config = &BOOTLOADER_CONFIG);
 
+/// The I/O APIC that serves global system interrupt `gsi`, mapped.
+fn io_apic_for(machine: &firmware::Machine, gsi: u32) -> Option<IoApic> {
+    machine
+        .io_apics
+        .iter()
+        .filter(|(_, gsi_base)| *gsi_base <= gsi)
+        .max_by_key(|(_, gsi_base)| *gsi_base)
+        .map(|&(phys, gsi_base)| IoApic { base: memory::phys_to_virt(phys).as_u64(), gsi_base })
+}
+
 /// ISA interrupt line of COM1.
 const COM1_IRQ: u8 = 4;
 
@@ -101,13 +111,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     timer::start_this_cpu();
 
     let com1 = machine.isa_route(COM1_IRQ);
-    let io_apic = machine
-        .io_apics
-        .iter()
-        .filter(|(_, gsi_base)| *gsi_base <= com1.gsi)
-        .max_by_key(|(_, gsi_base)| *gsi_base)
-        .map(|&(phys, gsi_base)| IoApic { base: memory::phys_to_virt(phys).as_u64(), gsi_base })
-        .expect("an I/O APIC serves COM1's interrupt");
+    let io_apic = io_apic_for(&machine, com1.gsi).expect("an I/O APIC serves COM1's interrupt");
     io_apic.route(com1, apic::SERIAL_VECTOR, apic::id());
     smp::init().expect("the call IPI and the NMI take hooks");
     selftest::init().expect("the timer, the test IPI and the NMI take the self-tests' hooks");
@@ -136,6 +140,19 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     for cpu in 0..smp::online() {
         let apic_id = percpu::get(cpu).map_or(0, |c| c.apic_id());
         println!("cpu{cpu}: online (APIC id {apic_id})");
+    }
+    // The lockup detector's watch over every CPU at once: the RTC's periodic
+    // interrupt, as an NMI to this CPU, once every CPU's timer runs.
+    let rtc = machine.isa_route(arch::rtc::IRQ);
+    match io_apic_for(&machine, rtc.gsi) {
+        Some(io_apic) if !rtc.level_triggered => {
+            lockup::watch_every_cpu();
+            arch::rtc::start_periodic();
+            io_apic.route_nmi(rtc, apic::id());
+        }
+        _ => println!(
+            "lockup: the RTC's interrupt cannot be an NMI; a hang of every CPU goes unseen"
+        ),
     }
     match tracer {
         Ok(tracer) => {

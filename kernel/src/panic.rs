@@ -134,6 +134,7 @@ fn stop_dump_and_exit(cpu: usize, message: &str, location: &str) -> ! {
 #[panic_handler]
 fn panic(info: &PanicInfo<'_>) -> ! {
     x86_64::instructions::interrupts::disable();
+    crate::lockup::stand_down();
     crate::tracing::functions::stop();
     // The heap's lock may be held by this code or by a CPU about to be stopped.
     crate::memory::heap::stop_waiting();

@@ -18,8 +18,12 @@ const START_TIMEOUT_NS: u64 = 1_000_000_000;
 static ONLINE: AtomicUsize = AtomicUsize::new(1);
 /// CPUs stopped by the panic NMI.
 static STOPPED: AtomicUsize = AtomicUsize::new(0);
-/// Set once a CPU panics: any NMI from then on stops the CPU that takes it.
+/// Set once a CPU panics: any NMI from then on stops the CPU that takes it, but
+/// the one that panics ([`STOPPER`]).
 static STOPPING: AtomicBool = AtomicBool::new(false);
+/// The CPU that stops the others (the lockup detector's periodic NMI may reach it
+/// while it dumps).
+static STOPPER: AtomicUsize = AtomicUsize::new(usize::MAX);
 /// Frames of a CPU's call chain kept by its backtrace NMI.
 pub const BACKTRACE_FRAMES: usize = 24;
 /// Per CPU: its call chain where its last backtrace NMI (the panic's stop, or
@@ -233,6 +237,7 @@ pub fn request_backtraces() -> usize {
 /// each keeping its call chain ([`backtrace`]). Returns how many stopped. For the
 /// panic path.
 pub fn stop_other_cpus() -> usize {
+    STOPPER.store(percpu::index(), Ordering::SeqCst);
     STOPPING.store(true, Ordering::SeqCst);
     let others = online() - 1;
     if others == 0 {
@@ -246,11 +251,14 @@ pub fn stop_other_cpus() -> usize {
     STOPPED.load(Ordering::Acquire)
 }
 
-/// The NMI handler's work: once a CPU panics, an NMI parks the CPU that takes it
-/// (which keeps its call chain first); otherwise it keeps the chain if asked, and
-/// the NMI is traced.
+/// The NMI handler's work: once a CPU panics, an NMI parks any other CPU that
+/// takes it (which keeps its call chain first) and leaves the panicking one's
+/// trace alone; otherwise it keeps the chain if asked, and the NMI is traced.
 fn on_nmi() {
     if STOPPING.load(Ordering::SeqCst) {
+        if STOPPER.load(Ordering::SeqCst) == percpu::index() {
+            return;
+        }
         let (chain, len) = note_backtrace();
         STOP.for_each(|hook| hook(&chain[..len]));
         STOPPED.fetch_add(1, Ordering::Release);

@@ -252,6 +252,8 @@ fn a_cpu_hung_with_interrupts_off_is_stopped_by_nmi_and_its_trace_dumped() {
         let status = m.run("lockup threshold 500");
         let mut lines = status.lines();
         assert_eq!(lines.next(), Some("threshold: 500 ms"));
+        let every = "cpu0 watches every cpu by NMI: no timer interrupt on any for 0 ms";
+        assert_eq!(lines.next_back(), Some(every), "{status}");
         for (watcher, line) in lines.enumerate() {
             let buddy = (watcher + 1) % 4;
             let prefix = format!("cpu{watcher} watches cpu{buddy}: no timer interrupt for ");
@@ -307,6 +309,88 @@ fn a_cpu_hung_with_interrupts_off_is_stopped_by_nmi_and_its_trace_dumped() {
         let last_tick = last_tick.expect("the hung CPU's ticks");
         assert!(found.ts - last_tick.ts >= 250_000_000, "{command}: {last_tick:?} {found:?}");
     }
+}
+
+/// The watch over every CPU at once: when every CPU hangs with interrupts off (no
+/// buddy is left to see it), or the one CPU of a machine that has one, the RTC's
+/// periodic NMI on the boot CPU panics there once no CPU has taken a timer
+/// interrupt for the threshold. The panic names where the boot CPU was stuck, stops
+/// the others (each one's NMI backtrace shows where it spun) and dumps the trace up
+/// to the hang.
+#[test]
+fn every_cpu_hung_at_once_is_caught_by_the_periodic_nmi() {
+    for (cpus, command) in [(4, "lockup spin all"), (1, "lockup spin")] {
+        let mut m = boot_with_cpus(cpus);
+        let status = m.run("lockup threshold 1000");
+        let every = "cpu0 watches every cpu by NMI: no timer interrupt on any for 0 ms";
+        assert_eq!(status.lines().last(), Some(every), "{cpus} CPUs: {status}");
+        assert_eq!(m.run_to_exit(command), Outcome::KernelFailure, "{command}");
+        let transcript = m.transcript();
+        assert!(transcript.lines().any(|l| l.starts_with("KERNEL PANIC on cpu 0: ")), "{command}");
+        let message = "\nhard LOCKUP on every cpu: no timer interrupt on any for ";
+        let ms = transcript.split(message).nth(1).and_then(|rest| rest.split(" ms\n").next());
+        let ms = ms.and_then(|ms| ms.parse::<u64>().ok());
+        assert!(ms.is_some_and(|ms| ms >= 1000), "{command}: the panic's message");
+        let rip = transcript.lines().find_map(|l| l.strip_prefix("RIP: ")).expect("a RIP line");
+        assert!(rip.starts_with("kernel::lockup::spin+"), "{command}: {rip}");
+        let frames = call_trace(&transcript);
+        let handler = frames.iter().position(|f| f.starts_with("kernel::arch::idt::nmi+"));
+        let stuck = frames.iter().position(|f| *f == rip);
+        assert!(handler.is_some_and(|h| stuck == Some(h + 1)), "{command}: {frames:#?}");
+        assert!(frames.iter().any(|f| f.starts_with("kernel::shell::run+")), "{frames:#?}");
+        if cpus > 1 {
+            assert!(transcript.contains("panic: stopped 3 of 3 other CPU(s)"), "{command}");
+            for cpu in 1..cpus {
+                let spun =
+                    format!("NMI backtrace for cpu {cpu}:\nRIP: kernel::smp::on_call_interrupt+");
+                assert!(transcript.contains(&spun), "{command}: cpu{cpu}'s backtrace");
+            }
+        }
+
+        let dump = m.dumps().pop().expect("the panic dump");
+        assert!(dump.problems.is_empty(), "{:?}", dump.problems);
+        let top = dump.sections().into_iter().find(|t| t.instance == "top").unwrap();
+        let named = |e: &&trace::dump::Event, name: &str| {
+            top.descriptor(e.id).is_some_and(|d| d.name == name)
+        };
+        let found: Vec<_> = top.events.iter().filter(|e| named(e, "hard_lockup")).collect();
+        let [found] = found[..] else { panic!("one hard_lockup event: {found:?}") };
+        assert_eq!(found.cpu, 0, "{command}: recorded by the CPU the NMI goes to");
+        assert!(found.text.starts_with("cpu=0 stalled="), "{found:?}");
+        // No CPU took a timer interrupt for at least two half periods of the NMI (a
+        // check counts once at most every 250 ms), whatever the host's pace.
+        for cpu in 0..cpus as usize {
+            let last_tick = top.events.iter().rfind(|e| e.cpu == cpu && named(e, "tick"));
+            let last_tick = last_tick.expect("every CPU's ticks");
+            assert!(found.ts - last_tick.ts >= 500_000_000, "cpu{cpu}: {last_tick:?} {found:?}");
+        }
+    }
+}
+
+/// A panic's dump on the boot CPU takes seconds with full rings: the periodic NMI
+/// that watches every CPU keeps coming to that CPU meanwhile, and must neither park
+/// it (as the NMI that stops the other CPUs does) nor find a lockup, though no CPU
+/// takes a timer interrupt for longer than the threshold. The dump ends, whole.
+#[test]
+fn a_long_panic_dump_on_the_cpu_the_periodic_nmi_goes_to_is_not_cut() {
+    let mut m = boot_with_cpus(4);
+    assert_eq!(m.run("echo 256 > buffer_size_kb"), "");
+    assert!(m.run("lockup threshold 1000").starts_with("threshold: 1000 ms\n"));
+    assert!(m.run("stress 300").contains("PASS"));
+    let started = std::time::Instant::now();
+    assert_eq!(m.run_to_exit("panic"), Outcome::KernelFailure);
+    let took = started.elapsed();
+    let dump = m.dumps().pop().expect("the panic dump");
+    assert!(dump.problems.is_empty(), "{:?}", dump.problems);
+    assert_eq!(dump.panic.as_ref().map(|p| p.cpu), Some(0));
+    let top = dump.sections().into_iter().find(|t| t.instance == "top").unwrap();
+    for cpu in 0..4 {
+        let events = top.events.iter().filter(|e| e.cpu == cpu).count() as u64;
+        assert_eq!(events, top.stats[cpu].entries, "cpu{cpu}");
+    }
+    // Long enough for the NMI to come in it (every 500 ms), and for the threshold to
+    // pass.
+    assert!(took.as_millis() > 2000, "the dump took {took:?}");
 }
 
 /// `backtrace` (Linux's sysrq-l): every other CPU's call chain, taken by NMI,

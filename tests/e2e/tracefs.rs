@@ -167,10 +167,12 @@ fn each_line_shows_the_context_its_record_was_written_in() {
         seen[source] += 1;
     }
     assert!(seen[0] > 0 && seen[1] + seen[2] > 0, "thread and interrupt writers: {seen:?}");
+    // Stress sends NMIs to the application processors; the boot CPU takes the lockup
+    // detector's periodic one.
     let nmis = trace_lines(&m.run("cat instances/nmi/trace"));
-    assert!(!nmis.is_empty(), "stress sends NMIs");
+    assert!(nmis.iter().any(|l| l.cpu > 0), "stress sends NMIs: {nmis:?}");
     for line in nmis {
-        assert!(line.cpu > 0 && line.task == "<nmi>-0", "{line:?}");
+        assert!(line.task == "<nmi>-0", "{line:?}");
         assert!(line.flags == "d.z1." || line.flags == "d.Z2.", "{line:?}");
     }
 }

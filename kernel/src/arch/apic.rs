@@ -35,6 +35,8 @@ mod reg {
 
 const SVR_ENABLE: u32 = 1 << 8;
 const LVT_MASKED: u32 = 1 << 16;
+/// A redirection entry's delivery mode field (bits 8-10) for an NMI.
+const DELIVERY_NMI: u32 = 0b100 << 8;
 const LVT_TIMER_PERIODIC: u32 = 1 << 17;
 /// Divide configuration "by 16".
 const TIMER_DIVIDE_16: u32 = 0b0011;
@@ -188,8 +190,19 @@ impl IoApic {
 
     /// Delivers `route` as `vector` to the local APIC `apic_id`, unmasked.
     pub fn route(&self, route: Route, vector: u8, apic_id: u32) {
+        self.program(route, u32::from(vector), apic_id);
+    }
+
+    /// Delivers `route` to the local APIC `apic_id` as an NMI, unmasked. The line
+    /// must be edge triggered (an NMI has no end-of-interrupt).
+    pub fn route_nmi(&self, route: Route, apic_id: u32) {
+        self.program(route, DELIVERY_NMI, apic_id);
+    }
+
+    /// Programs `route`'s redirection entry: `low` (vector or delivery mode) with
+    /// the route's polarity and trigger mode, to the local APIC `apic_id`.
+    fn program(&self, route: Route, mut low: u32, apic_id: u32) {
         let pin = route.gsi - self.gsi_base;
-        let mut low = u32::from(vector);
         if route.active_low {
             low |= 1 << 13;
         }

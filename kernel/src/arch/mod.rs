@@ -33,6 +33,7 @@ pub mod pic;
 pub mod pit;
 pub mod port;
 pub mod qemu;
+pub mod rtc;
 pub mod smp;
 pub mod stack;
 pub mod uart;

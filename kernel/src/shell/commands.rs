@@ -175,8 +175,8 @@ pub static COMMANDS: &[Command] = &[
     },
     Command {
         name: "lockup",
-        usage: "[threshold MS | spin [CPU]]",
-        help: "the hard lockup detector: status, threshold (0: off), hang a CPU with interrupts off",
+        usage: "[threshold MS | spin [CPU | all]]",
+        help: "the hard lockup detector: status, threshold (0: off), hang a CPU or every CPU with interrupts off",
         redirects: false,
         pipes: false,
         run: lockup,
@@ -736,6 +736,14 @@ fn lockup(
             let ms = ms.parse::<u64>().map_err(|_| CommandError::Usage)?;
             lockup::set_threshold_ms(ms).map_err(CommandError::from)?;
         }
+        ["spin", "all"] => {
+            let here = percpu::index();
+            for cpu in (0..smp::online()).filter(|&cpu| cpu != here) {
+                smp::spin(cpu).map_err(CommandError::from)?;
+            }
+            println!("every cpu: interrupts off, spinning");
+            lockup::spin()
+        }
         ["spin", cpu @ ..] if cpu.len() <= 1 => {
             let here = percpu::index();
             let cpu = match cpu {
@@ -765,6 +773,13 @@ fn lockup(
             ),
             None => println!("cpu{cpu}: no CPU to watch (it takes two)"),
         }
+    }
+    match lockup::every_cpu_watcher() {
+        Some(cpu) => println!(
+            "cpu{cpu} watches every cpu by NMI: no timer interrupt on any for {} ms",
+            lockup::every_cpu_stalled_ms()
+        ),
+        None => println!("no CPU watches every cpu (the RTC's interrupt is not an NMI)"),
     }
     Ok(())
 }
