@@ -385,6 +385,57 @@ fn stacktrace_records_the_interrupted_call_chain_with_symbols() {
     }
 }
 
+/// `options/stacktrace`: while on, each event the instance records is followed by
+/// the call chain that hit it (the shell's commands here, a string field's event:
+/// the path of events larger than two words), with the tracer's own frames left
+/// out; a marker takes none, another instance none, and off, none.
+#[test]
+fn the_stacktrace_option_follows_each_event_with_the_chain_that_hit_it() {
+    let mut m = boot();
+    for (root, other) in [(ROOTS[0], ROOTS[1]), (ROOTS[1], ROOTS[0])] {
+        assert_eq!(cat(&mut m, &format!("{root}options/stacktrace")), "0", "{root}");
+        m.run(&format!("echo shell:command > {root}set_event"));
+        m.run(&format!("echo shell:command > {other}set_event"));
+        m.run(&format!("echo > {root}trace"));
+        m.run(&format!("echo > {other}trace"));
+        assert_eq!(m.run(&format!("echo 1 > {root}options/stacktrace")), "");
+        assert_eq!(cat(&mut m, &format!("{root}options/stacktrace")), "1", "{root}");
+        m.run(&format!("echo stacked > {root}trace_marker"));
+        m.run("cd events");
+        m.run("cd /");
+        assert_eq!(m.run(&format!("echo 0 > {root}options/stacktrace")), "");
+        m.run("pwd");
+        let error = m.run(&format!("echo 2 > {root}options/stacktrace"));
+        assert!(error.contains("Invalid argument (0 or 1)"), "{error}");
+
+        let text = m.run(&format!("cat {root}trace"));
+        let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        let after = |what: &str| {
+            let at = lines.iter().position(|l| l.ends_with(what));
+            let at = at.unwrap_or_else(|| panic!("{root}: no `{what}` line:\n{text}"));
+            lines.get(at + 1).copied().unwrap_or_default()
+        };
+        // Each command recorded while the option was on, and only those.
+        for command in ["echo stacked > trace_marker", "cd events", "cd /"] {
+            let command = command.replace("trace_marker", &format!("{root}trace_marker"));
+            assert!(after(&format!("command: {command}")).contains(": kernel_stack: depth="));
+        }
+        assert!(!after("tracing_mark_write: stacked").contains("kernel_stack"), "{text}");
+        assert!(!after("command: pwd").contains("kernel_stack"), "{text}");
+        let (depth, frames) = stack_frames(&text);
+        assert!(depth >= 2 && frames.len() == depth, "{text}");
+        assert!(frames.iter().all(|f| f.contains("+0x") && !f.starts_with("0x")), "{text}");
+        assert!(
+            frames.iter().all(|f| !f.starts_with("trace::") && !f.starts_with("<trace::")),
+            "the tracer's frames are left out:\n{text}"
+        );
+        assert!(frames.iter().any(|f| f.starts_with("kernel::shell::run+0x")), "{text}");
+        let elsewhere = m.run(&format!("cat {other}trace"));
+        assert!(elsewhere.contains("command: cd events"), "{other}: {elsewhere}");
+        assert!(!elsewhere.contains("kernel_stack"), "the option is {root}'s:\n{elsewhere}");
+    }
+}
+
 /// Dumps the top-level instance now and returns what `report --elf` prints of it
 /// (with the kernel ELF the image was built from).
 pub(crate) fn top_level_report_with_elf(m: &mut Machine) -> String {

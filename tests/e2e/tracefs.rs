@@ -436,6 +436,7 @@ fn options_listed(flipped: &[&str]) -> String {
         ("pause-on-trace", false),
         ("print-parent", true),
         ("printk-msg-only", false),
+        ("stacktrace", false),
         ("sym-addr", false),
         ("sym-offset", false),
         ("trace_printk", true),

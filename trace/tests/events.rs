@@ -194,9 +194,24 @@ fn printk_interns_the_format_and_stores_arguments_raw() {
     instance.set_printk(false);
     trace::printk!(instance, "dropped {}", 1u32);
     instance.write_marker("hello from the marker");
+    // With `options/stacktrace`, a stack trace after a printk line, as ftrace's after
+    // trace_printk's, and none after a marker (the host has no unwinder: depth 0).
+    instance.set_printk(true);
+    instance.set_stack_traces(true);
+    trace::printk!(instance, "stacked {}", 2u32);
+    instance.write_marker("not stacked");
+    instance.set_stack_traces(false);
+    trace::printk!(instance, "not stacked {}", 3u32);
     assert_eq!(
         rendered(&tracer, &instance),
-        ["ftrace:bprint: reconnect 3 took 0xff ns on eth0", "ftrace:print: hello from the marker"]
+        [
+            "ftrace:bprint: reconnect 3 took 0xff ns on eth0",
+            "ftrace:print: hello from the marker",
+            "ftrace:bprint: stacked 2",
+            "ftrace:kernel_stack: depth=0 0x0 0x0 0x0 0x0 0x0 0x0 0x0 0x0",
+            "ftrace:print: not stacked",
+            "ftrace:bprint: not stacked 3",
+        ]
     );
     tracer.destroy(instance).unwrap();
 }

@@ -87,6 +87,8 @@ pub enum TraceOption {
     PrintParent,
     /// `printk-msg-only`: a message's line is its text alone.
     PrintkMsgOnly,
+    /// `stacktrace`: a stack trace after each tracepoint the instance records.
+    StackTrace,
     /// `sym-addr`: a function tracer line shows addresses too.
     SymAddr,
     /// `sym-offset`: a function tracer line shows offsets in functions.
@@ -97,7 +99,7 @@ pub enum TraceOption {
 
 impl TraceOption {
     /// Every option, in the order `options/` and `trace_options` list them.
-    pub const ALL: [TraceOption; 19] = [
+    pub const ALL: [TraceOption; 20] = [
         TraceOption::Annotate,
         TraceOption::ContextInfo,
         TraceOption::FuncStackTrace,
@@ -114,6 +116,7 @@ impl TraceOption {
         TraceOption::PauseOnTrace,
         TraceOption::PrintParent,
         TraceOption::PrintkMsgOnly,
+        TraceOption::StackTrace,
         TraceOption::SymAddr,
         TraceOption::SymOffset,
         TraceOption::TracePrintk,
@@ -138,6 +141,7 @@ impl TraceOption {
             TraceOption::PauseOnTrace => "pause-on-trace",
             TraceOption::PrintParent => "print-parent",
             TraceOption::PrintkMsgOnly => "printk-msg-only",
+            TraceOption::StackTrace => "stacktrace",
             TraceOption::SymAddr => "sym-addr",
             TraceOption::SymOffset => "sym-offset",
             TraceOption::TracePrintk => "trace_printk",

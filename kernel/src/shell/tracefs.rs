@@ -503,6 +503,7 @@ tracing mini-HOWTO:
 \t\t\t  overhead (marks), tail (the function after a return's })
   options/func_stack_trace - 1: a stack trace after each function the
 \t\t\t  function tracer records (keep set_ftrace_filter short)
+  options/stacktrace\t- 1: a stack trace after each event the instance records
   trace_marker\t\t- Writes into this file writes into the kernel buffer
   trace_marker_raw\t- Writes into this file writes binary data into the kernel buffer
 \t\t\t  (a 4-byte id, then the data)
@@ -735,6 +736,7 @@ fn option(instance: &Instance<'_, KernelPlatform>, option: TraceOption) -> bool 
         TraceOption::PauseOnTrace => pauses(instance),
         TraceOption::PrintParent => layout.print_parent,
         TraceOption::PrintkMsgOnly => layout.printk_msg_only,
+        TraceOption::StackTrace => instance.stack_traces(),
         TraceOption::SymAddr => layout.sym_addr,
         TraceOption::SymOffset => layout.sym_offset,
         TraceOption::TracePrintk => instance.printk_enabled(),
@@ -769,6 +771,7 @@ fn set_option(
         TraceOption::PauseOnTrace => display(|e, on| e.pause_on_trace = on),
         TraceOption::PrintParent => display(|e, on| e.layout.print_parent = on),
         TraceOption::PrintkMsgOnly => display(|e, on| e.layout.printk_msg_only = on),
+        TraceOption::StackTrace => instance.set_stack_traces(on),
         TraceOption::SymAddr => display(|e, on| e.layout.sym_addr = on),
         TraceOption::SymOffset => display(|e, on| e.layout.sym_offset = on),
         TraceOption::TracePrintk => instance.set_printk(on),

@@ -103,8 +103,8 @@ pub struct EventDescriptor {
     /// Bit `s` set: the event fires in the instance in slot `s` (records, or runs
     /// its triggers only if `soft` has the bit too).
     enabled: AtomicU64,
-    /// Bit `s` set: the instance in slot `s` has a filter or triggers for this event
-    /// (its writers take the filtered path).
+    /// Bit `s` set: the instance in slot `s` has a filter or triggers for this event,
+    /// or records a stack trace after it (its writers take the hooked path).
     hooked: AtomicU64,
     /// Bit `s` set: the instance in slot `s` has triggers on this event.
     triggered: AtomicU64,
@@ -206,11 +206,13 @@ impl EventDescriptor {
     }
 
     /// Records that `slot` now has a filter (`filter`) and triggers (`triggers`) for
-    /// the event, or not. Triggers on a disabled event make it fire without being
-    /// recorded. The caller serialises hook changes per slot.
-    pub(crate) fn set_hooks(&self, slot: usize, filter: bool, triggers: bool) {
+    /// the event, or not, and whether it records a stack trace after it
+    /// (`stacked`). Triggers on a disabled event make it fire without being recorded.
+    /// The caller serialises hook changes per slot.
+    pub(crate) fn set_hooks(&self, slot: usize, filter: bool, triggers: bool, stacked: bool) {
         let bit = 1 << slot;
-        if filter || triggers {
+        let hooked = filter || triggers || stacked;
+        if hooked {
             self.hooked.fetch_or(bit, Relaxed);
         }
         if triggers {
@@ -226,7 +228,7 @@ impl EventDescriptor {
                 self.soft.fetch_and(!bit, Relaxed);
             }
         }
-        if !filter && !triggers {
+        if !hooked {
             self.hooked.fetch_and(!bit, Relaxed);
         }
     }

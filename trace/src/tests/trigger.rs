@@ -715,6 +715,45 @@ fn trigger_stacktrace_records_a_stack_event() {
 }
 
 #[test]
+fn the_stacktrace_option_records_a_stack_after_each_tracepoint_its_instance_records() {
+    static EV: EventDescriptor =
+        EventDescriptor::new("zt9", "ev", "n={n}", N_FIELDS, DescriptorKind::Event);
+    let t = tracer(&[&EV]);
+    let top = t.top();
+    let other = t.get_or_create("other", InstanceConfig::default()).unwrap();
+    top.set_event(Some("zt9"), None, true).unwrap();
+    other.set_event(Some("zt9"), None, true).unwrap();
+    assert!(!top.stack_traces());
+    top.set_stack_traces(true);
+    assert!(top.stack_traces() && !other.stack_traces());
+    fire(t, &EV, 1);
+    top.write_marker("no stack after a marker");
+    // A filter's rejection takes no stack; the filter's removal keeps the option's.
+    top.set_filter(&EV, "n != 2").unwrap();
+    fire(t, &EV, 2);
+    fire(t, &EV, 3);
+    top.set_filter(&EV, "0").unwrap();
+    fire(t, &EV, 4);
+    // A trigger's stack comes after the option's.
+    top.set_trigger(&EV, "stacktrace:1").unwrap();
+    fire(t, &EV, 5);
+    top.clear_triggers(&EV).unwrap();
+    top.set_stack_traces(false);
+    fire(t, &EV, 6);
+    assert_eq!(EV.hooked_mask(), 0, "off, the event takes the plain path again");
+    let ids = |i: &crate::Instance<'_, HostPlatform>| -> Vec<u16> {
+        let events = crate::tests::util::events(i.recorder().live(), 0);
+        events.iter().map(|(id, _)| *id).collect()
+    };
+    let (ev, st, m) = (EV.id(), STACK_TRACE.id(), crate::tracer::MARKER.id());
+    assert_eq!(ids(&top), [ev, st, m, ev, st, ev, st, ev, st, st, ev]);
+    assert_eq!(ids(&other), [ev; 6], "the option is the instance's");
+    assert_eq!(recorded(top.recorder().live(), ev), [1, 3, 4, 5, 6]);
+    drop(other);
+    t.destroy_by_name("other").unwrap();
+}
+
+#[test]
 fn filter_and_triggers_go_with_their_instance() {
     static EV: EventDescriptor =
         EventDescriptor::new("zt5", "ev", "n={n}", N_FIELDS, DescriptorKind::Event);

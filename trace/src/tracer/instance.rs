@@ -720,6 +720,22 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
     pub fn printk_enabled(&self) -> bool {
         self.state.printk.load(Relaxed)
     }
+
+    /// Records a stack trace (an `ftrace:kernel_stack` event, as the `stacktrace`
+    /// trigger records) after each tracepoint and `printk!` line the instance
+    /// records, from the caller outward, or stops (ftrace's `stacktrace` option; off
+    /// when the instance is created). Markers and the function tracers' records take
+    /// none (`func_stack_trace` is theirs). Costs an event nothing while
+    /// off; while on, every tracepoint of the instance takes the path of events with
+    /// filters. Thread context (it takes the registry's lock).
+    pub fn set_stack_traces(&self, on: bool) {
+        self.tracer.set_stack_traces(self.state.slot, on);
+    }
+
+    /// Whether the instance records a stack trace after each tracepoint.
+    pub fn stack_traces(&self) -> bool {
+        self.tracer.stack_traces(self.state.slot)
+    }
 }
 
 /// `trace_array_printk`: records a formatted message into an instance, with the

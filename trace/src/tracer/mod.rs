@@ -114,6 +114,14 @@ fn is_written_by_tracer(descriptor: &EventDescriptor) -> bool {
     [&MARKER, &RAW_MARKER, &STACK_TRACE].iter().any(|d| core::ptr::eq(*d, descriptor))
 }
 
+/// Whether `options/stacktrace` records a stack trace after `descriptor`'s records:
+/// a tracepoint's or a `printk!` line's (as ftrace's after `trace_printk`), not a
+/// marker's, a stack trace's or a function tracer's (`options/func_stack_trace` is
+/// theirs).
+fn takes_stack_traces(descriptor: &EventDescriptor) -> bool {
+    !is_written_by_tracer(descriptor) && !function::is_function_event(descriptor)
+}
+
 /// Descriptors the tracer provides itself, besides those found in the section.
 fn builtin() -> [&'static EventDescriptor; 8] {
     [
@@ -191,6 +199,9 @@ pub struct Tracer<P> {
     excluded: Vec<AtomicU64>,
     /// Each slot's filters and triggers, as writers reach them.
     hooks: [RcuCell<HookTable>; MAX_INSTANCES],
+    /// The slots whose `options/stacktrace` is on: a stack trace after each
+    /// tracepoint's record ([`takes_stack_traces`]; read on the hooked path only).
+    stacked: AtomicU64,
     /// The function tracers' state, once the platform registered its functions.
     functions: spin::Once<function::Functions>,
     registry: Mutex<Registry<P>>,
@@ -248,6 +259,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
             cpumask: core::array::from_fn(|_| AtomicU64::new(u64::MAX)),
             excluded,
             hooks: core::array::from_fn(|_| RcuCell::empty()),
+            stacked: AtomicU64::new(0),
             functions: spin::Once::new(),
             registry: Mutex::new(Registry {
                 instances: core::array::from_fn(|_| None),
@@ -354,9 +366,10 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
             } else if hooks.get(index).is_some_and(Option::is_some) {
                 // The function tracer's bits are `release_functions`'; the hooks'
                 // go here, so that its `set_enabled` finds no trigger to keep for.
-                descriptor.set_hooks(slot, false, false);
+                descriptor.set_hooks(slot, false, false, false);
             }
         }
+        self.stacked.fetch_and(!(1 << slot), Relaxed);
         self.release_functions(slot);
         // Each replacement waits for a grace period: no writer still holds the old
         // recorder (or name, or hooks), and none can see this slot's bit in a stale
@@ -569,18 +582,23 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         }
         let triggered = descriptor.triggered_mask() & mask;
         if triggered == 0 {
-            return record;
+            if self.stacked.load(Relaxed) & record == 0 {
+                return record;
+            }
+            self.record_admitted(section, cpu, tag, record, descriptor, body);
+            return 0;
         }
-        // The event is recorded before its triggers act.
+        // The event is recorded (and its stack traces) before its triggers act.
         if record != 0 {
-            self.record_admitted(section, cpu, tag, record, body);
+            self.record_admitted(section, cpu, tag, record, descriptor, body);
         }
         self.fire_triggers(section, cpu, tag, triggered, descriptor, &body);
         0
     }
 
     /// [`Tracer::record_each`] for the instances that admitted an event with
-    /// triggers, before the triggers run.
+    /// triggers or a stack trace to follow it (`options/stacktrace`): records it,
+    /// then the stack traces.
     #[inline(never)]
     fn record_admitted(
         &self,
@@ -588,14 +606,65 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         cpu: usize,
         tag: Tag,
         mask: u64,
+        descriptor: &EventDescriptor,
         body: Body<'_>,
     ) {
         body.record_each(self, section, cpu, tag, mask);
+        let stacked = self.stacked.load(Relaxed) & mask;
+        if stacked != 0 && takes_stack_traces(descriptor) {
+            self.record_stacks(section, Origin { context: tag.ctx, cpu }, stacked);
+        }
     }
 
-    /// Whether the instance in `slot`, which has a filter or triggers for the event,
-    /// records it: the event is not enabled there for its triggers only, and the
-    /// filter passes (for the event written at `origin`).
+    /// Records a stack trace, from the event's caller outward, in each instance of
+    /// `mask` (those whose `options/stacktrace` is on and that recorded the event
+    /// written at `origin`).
+    #[cold]
+    #[inline(never)]
+    fn record_stacks(&self, section: &SectionGuard<'_>, origin: Origin, mut mask: u64) {
+        mask &= !self.excluded_on(origin.cpu);
+        while mask != 0 {
+            let slot = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            if let Some(recorder) = self.slots[slot].read(section) {
+                FireTarget { tracer: self, section, origin, slot, recorder }.stack_trace();
+            }
+        }
+    }
+
+    /// Whether the instance in `slot` records a stack trace after `descriptor`'s
+    /// records.
+    fn stacks(&self, slot: usize, descriptor: &EventDescriptor) -> bool {
+        self.stacked.load(Relaxed) & (1 << slot) != 0 && takes_stack_traces(descriptor)
+    }
+
+    /// Sets `options/stacktrace` in `slot`'s instance: every tracepoint it records
+    /// takes the hooked path while on, where its stack trace is recorded after it.
+    pub(crate) fn set_stack_traces(&self, slot: usize, on: bool) {
+        let registry = self.registry.lock();
+        let bit = 1 << slot;
+        match on {
+            true => self.stacked.fetch_or(bit, Relaxed),
+            false => self.stacked.fetch_and(!bit, Relaxed),
+        };
+        let table = registry.hooks[slot].as_deref();
+        for (i, event) in self.events.iter().enumerate().filter(|(_, e)| takes_stack_traces(e)) {
+            let hooks = table.and_then(|t| t.get(i)?.as_deref());
+            let filter = hooks.is_some_and(|h| h.filter.is_some());
+            let triggers = hooks.is_some_and(|h| !h.triggers.is_empty());
+            event.set_hooks(slot, filter, triggers, on);
+        }
+    }
+
+    /// Whether `slot`'s instance has `options/stacktrace` on.
+    pub(crate) fn stack_traces(&self, slot: usize) -> bool {
+        self.stacked.load(Relaxed) & (1 << slot) != 0
+    }
+
+    /// Whether the instance in `slot`, which has hooks for the event, records it: the
+    /// event is not enabled there for its triggers only (a `printk!` line, written
+    /// to one instance, is never enabled), and the filter passes (for the event
+    /// written at `origin`).
     #[inline(always)]
     fn admits(
         &self,
@@ -605,7 +674,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         body: &Body<'_>,
         origin: Origin,
     ) -> bool {
-        if !descriptor.recording_in(slot) {
+        if !descriptor.recording_in(slot) && descriptor.kind != DescriptorKind::Printk {
             return false;
         }
         // No hooks (the table changed since the bit was read): recorded as without.
@@ -713,13 +782,14 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         // finds the hooks or none, and records as without.
         for &i in &changed {
             if table[i].is_none() {
-                self.events[i].set_hooks(slot, false, false);
+                self.events[i].set_hooks(slot, false, false, self.stacks(slot, self.events[i]));
             }
         }
         self.hooks[slot].replace(Some(Arc::clone(&table)), grace);
         for &i in &changed {
             if let Some(hooks) = &table[i] {
-                self.events[i].set_hooks(slot, hooks.filter.is_some(), !hooks.triggers.is_empty());
+                let (filter, triggers) = (hooks.filter.is_some(), !hooks.triggers.is_empty());
+                self.events[i].set_hooks(slot, filter, triggers, self.stacks(slot, self.events[i]));
             }
         }
         registry.hooks[slot] = Some(table);
