@@ -403,8 +403,10 @@ impl<A> Event<A> {
         self.descriptor.enabled_mask() != 0
     }
 
-    /// Records the event into every instance that has it enabled, encoding the
-    /// arguments straight into each ring. Called by [`emit!`](crate::emit) after
+    /// Records the event into every instance that has it enabled: a payload of at
+    /// most two words goes to the tracer in registers, one of at most four is
+    /// encoded once and copied into each record, a larger one is encoded straight
+    /// into each ring. Called by [`emit!`](crate::emit) after
     /// [`Event::is_enabled`]; safe from any context.
     #[cold]
     #[inline(never)]
@@ -420,8 +422,8 @@ impl<A> Event<A> {
             return crate::event::dispatch::record_pair(&self.descriptor, len, lo, hi);
         }
         let payload = Encode::<T, A>::new(args);
-        // A small payload (known at compile time when every field has a fixed size)
-        // is encoded once, here, and copied word by word into each record.
+        // A payload of up to four words is encoded once, here, and copied word by
+        // word into each record.
         let mut buf: Inline = Default::default();
         let mut words = None;
         if len <= INLINE_WORDS * 8 {

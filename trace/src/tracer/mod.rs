@@ -199,8 +199,9 @@ pub struct Tracer<P> {
     excluded: Vec<AtomicU64>,
     /// Each slot's filters and triggers, as writers reach them.
     hooks: [RcuCell<HookTable>; MAX_INSTANCES],
-    /// The slots whose `options/stacktrace` is on: a stack trace after each
-    /// tracepoint's record ([`takes_stack_traces`]; read on the hooked path only).
+    /// The slots whose `options/stacktrace` is on: a stack trace after each record of
+    /// a tracepoint or `printk!` site ([`takes_stack_traces`]; read on the hooked
+    /// path only).
     stacked: AtomicU64,
     /// The function tracers' state, once the platform registered its functions.
     functions: spin::Once<function::Functions>,
@@ -638,8 +639,10 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         self.stacked.load(Relaxed) & (1 << slot) != 0 && takes_stack_traces(descriptor)
     }
 
-    /// Sets `options/stacktrace` in `slot`'s instance: every tracepoint it records
-    /// takes the hooked path while on, where its stack trace is recorded after it.
+    /// Sets `options/stacktrace` in `slot`'s instance: every tracepoint and `printk!`
+    /// site takes the hooked path there while on, where its stack trace is recorded
+    /// after it. The mask changes first: a writer on the hooked path that finds the
+    /// instance's bit clear records the event without a stack, as without hooks.
     pub(crate) fn set_stack_traces(&self, slot: usize, on: bool) {
         let registry = self.registry.lock();
         let bit = 1 << slot;
