@@ -390,8 +390,9 @@ pub struct Filter {
 }
 
 /// A node that compares an integer at a fixed place of a small payload
-/// ([`Filter::matches_inline`]): a word is read at `at` and the bytes beyond the
-/// integer shifted out.
+/// ([`Filter::matches_inline`]): a word is read at `at`, and the bytes beyond the
+/// integer are masked off (`mask` holds the field's width when it is unsigned) or,
+/// for a signed field, shifted out with its sign.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Step {
     mask: u64,
@@ -412,6 +413,9 @@ impl Step {
             (Location::Fixed(at), &Test::Int { mask, lo, span })
                 if usize::from(at) < 8 * INLINE_WORDS =>
             {
+                // An unsigned field needs no extension: the bytes beyond it are
+                // masked off with the test's own mask.
+                let mask = if field.signed { mask } else { mask & (u64::MAX >> field.shift) };
                 Some(Step {
                     mask,
                     lo,
@@ -549,7 +553,8 @@ impl Filter {
             // shows the compiler that the word lies inside `words`, one word longer).
             let from = usize::from(step.at) % (8 * INLINE_WORDS);
             let word: [u8; 8] = bytes[from..from + 8].try_into().unwrap_or([0; 8]);
-            let v = extend(u64::from_le_bytes(word), step.shift, step.signed);
+            let word = u64::from_le_bytes(word);
+            let v = if step.signed { extend(word, step.shift, true) } else { word };
             at = if in_range(v, step.mask, step.lo, step.span) {
                 step.on_true
             } else {
