@@ -135,6 +135,26 @@ fn the_latency_watchdog_snapshots_the_events_around_an_anomaly() {
     let again = trace_lines(&m.run("cat instances/latency/snapshot"));
     assert_eq!(again.iter().filter(|l| l.event == "anomaly").count(), 1, "{again:#?}");
     assert!(!again.iter().any(|l| l.event == "bprint"), "{again:#?}");
+    // With `options/stacktrace`, the anomaly event and the driver's printk line, both
+    // written in the timer interrupt, are each followed by the chain that wrote them.
+    assert!(m.run("latency rearm").contains("state: Watching"));
+    assert_eq!(m.run("echo trace_printk > instances/latency/trace_options"), "");
+    assert_eq!(m.run("echo 1 > instances/latency/options/stacktrace"), "");
+    // Room for the window's events with their stacks (the polls below add some).
+    assert_eq!(m.run("echo 256 > instances/latency/buffer_size_kb"), "");
+    m.run("latency spike 400");
+    let captured = (0..500).any(|_| m.run("latency").contains("state: Captured"));
+    assert!(captured, "the watchdog never captured:\n{}", m.run("latency"));
+    let text = m.run("cat instances/latency/snapshot");
+    let lines: Vec<&str> = text.lines().collect();
+    for written in [": anomaly: tick=", ": bprint: tick "] {
+        let at = lines.iter().position(|l| l.contains(written));
+        let at = at.unwrap_or_else(|| panic!("{written}:\n{text}"));
+        assert!(lines[at + 1].contains(": kernel_stack: depth="), "{written}:\n{text}");
+        let caller = " => <latency_watchdog::Watchdog<kernel::tracing::KernelPlatform>>::on_tick+";
+        assert!(lines[at + 2].starts_with(caller), "{written}:\n{text}");
+        assert!(lines[at + 3].starts_with(" => kernel::timer::on_tick+"), "{written}:\n{text}");
+    }
 }
 
 #[test]
