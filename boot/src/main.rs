@@ -197,6 +197,14 @@ struct Report {
     /// `common_pid`, ...), e.g. 'irq/irq_handler_entry: vector == 49 && CPU == 0'.
     #[arg(long, value_name = "SPEC")]
     filter: Vec<String>,
+    /// Shows histograms of the dump's events instead of the events (repeatable;
+    /// text only): `EVENT:hist:ATTRIBUTES[ if FILTER]`, EVENT `SYSTEM/EVENT` or
+    /// `EVENT`, the rest a line the kernel's `trigger` files take (keys, values,
+    /// sort, variables with `common_timestamp` the record's time, `onmax`/`onchange`
+    /// with `save`), e.g. 'irq/irq_handler_entry:hist:keys=vector,CPU'. Specs see
+    /// each other's variables; --filter applies first.
+    #[arg(long, value_name = "SPEC")]
+    hist: Vec<String>,
 }
 
 fn main() -> ExitCode {
@@ -260,6 +268,7 @@ fn record(options: &Record) -> Result<bool, String> {
         buffer: None,
         elf: None,
         filter: Vec::new(),
+        hist: Vec::new(),
     };
     let reported = report(&report_options);
     if options.run.serial_log.is_none() {
@@ -413,6 +422,11 @@ fn run_qemu(config: &Config, timeout: Option<Duration>) -> std::io::Result<Outco
 /// once to count the dumps, once to decode them one after the other, so memory
 /// holds one dump, not the log.
 fn report(options: &Report) -> Result<bool, String> {
+    if !options.hist.is_empty() && (options.stat || options.format != Format::Text) {
+        return Err("--hist prints histograms as text; it goes with neither --stat nor \
+                    another --format"
+            .into());
+    }
     if options.stat && options.format != Format::Text {
         return Err(format!(
             "--stat is a text summary; it does not go with --format {}",
@@ -520,6 +534,27 @@ fn convert(
                         .map_err(write_error)?;
                 }
                 let buffers = options.buffer.unwrap_or(Buffers::All);
+                if !options.hist.is_empty() {
+                    // Histograms read the values as recorded; `.sym` keys are named
+                    // when they are written.
+                    let table = symbols.and_then(report::Symbols::table);
+                    for trace in
+                        chosen(&dump, options.instance.as_deref(), buffers, None, selection)?
+                    {
+                        let hists = trace::histograms::Histograms::new(
+                            &trace,
+                            &options.hist,
+                            table.as_ref(),
+                        )?;
+                        hists.add(&trace);
+                        let mut text = format!("# instance: {}\n", trace.heading());
+                        hists
+                            .write(table.as_ref(), &mut text)
+                            .map_err(|_| "formatting a histogram")?;
+                        writeln!(out, "{text}").map_err(write_error)?;
+                    }
+                    return Ok(());
+                }
                 for trace in
                     chosen(&dump, options.instance.as_deref(), buffers, symbols, selection)?
                 {

@@ -636,3 +636,56 @@ fn report_filter_keeps_the_events_named_whose_filter_passes() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("no function of that name"), "{}", text(&out.stderr));
 }
+
+#[test]
+fn report_hist_builds_the_kernels_histograms_from_a_dumps_records() {
+    let log = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/panic-latency-snapshot.log");
+    let top = [log, "--instance", "top", "--buffer", "live"];
+    // By hand, from the text report: entries per (vector, CPU), and each exit's time
+    // since its key's latest entry not yet paired.
+    let out = report(&top);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let mut starts = std::collections::BTreeMap::<(u64, usize), u64>::new();
+    let mut open = std::collections::BTreeMap::<(u64, usize), u64>::new();
+    let mut pairs = std::collections::BTreeMap::<(u64, usize), (u64, u64)>::new();
+    for line in text(&out.stdout).lines().filter(|l| l.contains(": irq_handler_")) {
+        let cpu = line.split_once(" [").unwrap().1[..3].parse().unwrap();
+        let stamp = line.split("] ").nth(1).unwrap().split_whitespace().nth(1).unwrap();
+        let (secs, ns) = stamp.trim_end_matches(':').split_once('.').unwrap();
+        let ts = secs.parse::<u64>().unwrap() * 1_000_000_000 + ns.parse::<u64>().unwrap();
+        let vector: u64 = line.rsplit_once("vector=").unwrap().1.trim().parse().unwrap();
+        if line.contains(": irq_handler_entry: ") {
+            *starts.entry((vector, cpu)).or_default() += 1;
+            open.insert((vector, cpu), ts);
+        } else if let Some(t0) = open.remove(&(vector, cpu)) {
+            let pair = pairs.entry((vector, cpu)).or_default();
+            *pair = (pair.0 + 1, pair.1 + ts - t0);
+        }
+    }
+    assert!(!pairs.is_empty());
+    let entry = "irq/irq_handler_entry:hist:keys=vector,CPU:ts0=common_timestamp";
+    let exit = "irq_handler_exit:hist:keys=vector,CPU:vals=$lat:lat=common_timestamp-$ts0";
+    let out = report(&[&top[..], &["--hist", entry, "--hist", exit]].concat());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let hists = text(&out.stdout);
+    assert!(hists.starts_with("# instance: top\n# event histogram\n"), "{hists}");
+    let row = |(vector, cpu): &(u64, usize)| format!("{{ vector: {vector:>10}, CPU: {cpu:>10} }}");
+    for (key, n) in &starts {
+        assert!(hists.contains(&format!("{} hitcount: {n:>10}\n", row(key))), "{key:?}: {hists}");
+    }
+    for (key, (n, sum)) in &pairs {
+        let line = format!("{} hitcount: {n:>10}  lat: {sum:>10}\n", row(key));
+        assert!(hists.contains(&line), "{line}{hists}");
+    }
+    // Refused: with another output, and a spec that breaks a rule (exit code 2).
+    for (args, error) in [
+        (&["--stat", "--hist", entry][..], "--hist prints histograms as text"),
+        (&["--hist", exit][..], "at 69: no other spec defines $ts0"),
+        (&["--hist", "irq_handler_exit:hist:keys=vectr"][..], "parse error at 27: no such field"),
+    ] {
+        let out = report(&[&top[..], args].concat());
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(text(&out.stderr).contains(error), "{args:?}: {}", text(&out.stderr));
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}

@@ -263,7 +263,7 @@ fn mutate(rng: &mut Rng, lines: &mut Vec<String>, seeds: &[Vec<String>]) {
 
 /// Writes one section (an instance's live buffer or snapshot) in every format:
 /// text, `--stat`, Perfetto JSON and protobuf, trace.dat (with `symbols` as its
-/// kallsyms) and CTF files.
+/// kallsyms), CTF files, and `--hist` histograms.
 fn write_section(trace: &Section, symbols: Option<&Symbols>) {
     boot::report::write_text(trace, &mut io::sink()).unwrap();
     boot::report::write_stat(trace, &mut io::sink()).unwrap();
@@ -272,6 +272,17 @@ fn write_section(trace: &Section, symbols: Option<&Symbols>) {
     boot::report::write_tracedat(std::slice::from_ref(trace), symbols, &mut io::sink()).unwrap();
     let files = boot::report::ctf_files(trace);
     assert!(files.len() >= 2, "metadata and at least one stream");
+    // `--hist`: built and written, or refused with a reason.
+    let specs = [
+        "irq_handler_entry:hist:keys=vector,CPU:t0=common_timestamp",
+        "irq_handler_exit:hist:keys=vector,CPU:vals=$l:l=common_timestamp-$t0:onmax($l).save(CPU)",
+        "tick:hist:keys=interval_ns.log2:vals=tick:sort=hitcount.descending if CPU < 2",
+    ]
+    .map(String::from);
+    if let Ok(hists) = trace::histograms::Histograms::new(trace, &specs, None) {
+        hists.add(trace);
+        hists.write(None, &mut String::new()).unwrap();
+    }
 }
 
 /// What `report` does to a log, every format at once: reads its dumps one at a

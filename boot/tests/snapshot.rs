@@ -41,7 +41,7 @@ fn log() -> String {
     for seq in [10, 11] {
         writer.record(1, &record(0, 1_000 * u64::from(seq), &ping(seq)), Some(descriptor));
     }
-    writer.section(2, "latency", BufferKind::Snapshot);
+    writer.section(2, "latency", BufferKind::Snapshot, trace::Clock::Local);
     let snapshot_stats = RingStats { written: 7, entries: 3, overrun: 4, ..RingStats::default() };
     writer.cpu_stats(2, 1, &snapshot_stats);
     for seq in 1..=3 {

@@ -271,7 +271,10 @@ fn write(
     tracer.visit_instances(|view| {
         sections(tracer, &view, config, |section| {
             let (name, buffer) = section.heading();
-            let _ = writeln!(out, "# instance {name}{buffer}");
+            let _ = match section.buffer.clock() {
+                trace::Clock::Local => writeln!(out, "# instance {name}{buffer}"),
+                clock => writeln!(out, "# instance {name}{buffer}, clock {}", clock.name()),
+            };
             for cpu in cpus.clone() {
                 if let Ok(s) = section.stats(cpu) {
                     let _ = writeln!(
@@ -281,7 +284,8 @@ fn write(
                     );
                 }
             }
-            let mut lines = tracing::TraceWriter::new(tracer, DUMP_LAYOUT);
+            let layout = trace::text::Layout { clock: section.buffer.clock(), ..DUMP_LAYOUT };
+            let mut lines = tracing::TraceWriter::new(tracer, layout);
             let read = records(tracer, section, config, |record| {
                 let _ = lines.write(out, record);
             });
@@ -308,7 +312,7 @@ fn write(
     let mut index = 0;
     tracer.visit_instances(|view| {
         sections(tracer, &view, config, |section| {
-            writer.section(index, view.name, section.kind);
+            writer.section(index, view.name, section.kind, section.buffer.clock());
             for cpu in cpus.clone() {
                 if let Ok(stats) = section.stats(cpu) {
                     writer.cpu_stats(index, cpu, &stats);
@@ -365,7 +369,7 @@ pub fn stream_raw(
         for descriptor in tracer.events() {
             w.descriptor(descriptor);
         }
-        w.section(0, instance.name(), BufferKind::Live);
+        w.section(0, instance.name(), BufferKind::Live, instance.clock());
         stats(&mut w);
         w.flush();
     }

@@ -345,6 +345,59 @@ fn markers_are_always_recorded_and_take_filters_and_triggers() {
     }
 }
 
+/// `events/SYS/EVENT/inject`, at the top level and in an instance: a line of
+/// `FIELD=VALUE` records the event there alone, as its tracepoint would (fields not
+/// named are 0), through its filter and triggers; refused with the position and the
+/// reason (in `error_log` too) for bad lines, and while the event is not enabled;
+/// the file cannot be read.
+#[test]
+fn inject_records_an_event_by_hand_through_its_filter_and_triggers() {
+    let mut m = boot();
+    let bench = |m: &mut Machine, root: &str| -> Vec<String> {
+        let lines = trace_lines(&m.run(&format!("cat {root}trace")));
+        lines.into_iter().filter(|l| l.event == "event").map(|l| l.fields).collect()
+    };
+    for root in ROOTS {
+        let other = if root.is_empty() { ROOTS[1] } else { ROOTS[0] };
+        let inject = format!("{root}events/bench/event/inject");
+        let elsewhere = bench(&mut m, other);
+        let out = m.run(&format!("echo 'a=1' > {inject}"));
+        assert!(out.contains("(the event is not enabled in this instance)"), "{root}: {out}");
+        assert_eq!(m.run(&format!("echo bench:event > {root}set_event")), "");
+        assert_eq!(m.run(&format!("echo 'a=1 b=0x10' > {inject}")), "");
+        assert_eq!(m.run(&format!("echo 'b=2' > {inject}")), "");
+        assert_eq!(bench(&mut m, root), ["a=1 b=16", "a=0 b=2"], "{root}");
+        assert_eq!(bench(&mut m, other), elsewhere, "{root}: this instance alone");
+        let out = m.run(&format!("cat {inject}"));
+        assert!(out.contains("Permission denied (write-only file)"), "{out}");
+        for (line, error) in [
+            ("a=x", "parse error at 2: an unsigned integer that fits the field"),
+            ("a=1 c=2", "parse error at 4: no such field of the event (see its format)"),
+            ("a=1 a=2", "parse error at 4: field given twice"),
+            ("a", "parse error at 0: expected FIELD=VALUE"),
+        ] {
+            let out = m.run(&format!("echo '{line}' > {inject}"));
+            assert!(out.contains(&format!("Invalid argument ({error})")), "{line}: {out}");
+        }
+        let log = m.run(&format!("cat {root}error_log"));
+        assert!(log.contains("  Command: a=1 c=2\n               ^"), "{log}");
+        // Its filter and its triggers apply.
+        m.run(&format!("echo 'a > 5' > {root}events/bench/event/filter"));
+        m.run(&format!("echo 'traceoff if b == 9' > {root}events/bench/event/trigger"));
+        assert_eq!(m.run(&format!("echo 'a=3' > {inject}")), "");
+        assert_eq!(m.run(&format!("echo 'a=7 b=8' > {inject}")), "");
+        assert_eq!(cat(&mut m, &format!("{root}tracing_on")), "1");
+        assert_eq!(m.run(&format!("echo 'a=8 b=9' > {inject}")), "");
+        assert_eq!(cat(&mut m, &format!("{root}tracing_on")), "0", "{root}: the trigger fired");
+        let all = ["a=1 b=16", "a=0 b=2", "a=7 b=8", "a=8 b=9"];
+        assert_eq!(bench(&mut m, root), all, "{root}: the bad lines recorded nothing");
+        m.run(&format!("echo '!traceoff if b == 9' > {root}events/bench/event/trigger"));
+        m.run(&format!("echo 0 > {root}events/bench/event/filter"));
+        m.run(&format!("echo 1 > {root}tracing_on"));
+        m.run(&format!("echo '!bench:event' >> {root}set_event"));
+    }
+}
+
 /// The first `kernel_stack` event of a trace's text: its depth and its ` => `
 /// frame lines.
 fn stack_frames(text: &str) -> (usize, Vec<&str>) {
@@ -523,6 +576,86 @@ fn named_histograms_share_one_table_across_events() {
         m.run(&format!("echo '!{line}' > {command}/trigger"));
         m.run(&format!("echo '!{line}' > {print}/trigger"));
         assert_eq!(m.run(&format!("cat {print}/hist")).trim(), "", "{root}");
+    }
+}
+
+/// Inter-event histograms, as Linux's `trigger-inter-event` selftests use them
+/// (without synthetic events): `irq_handler_entry` saves the time per vector and
+/// CPU in a variable, `irq_handler_exit` subtracts it and sums each handler's time
+/// from interrupt context; each end pairs with the start of its key, once, and
+/// `onmax` keeps each key's longest with the CPU that ran it and snapshots the trace
+/// at the longest of all. A histogram whose variable another reads is not removed;
+/// a reference to a variable no histogram defines is refused with the rule in
+/// `error_log`.
+#[test]
+fn hist_variables_time_each_interrupt_handler() {
+    let mut m = boot();
+    for root in ROOTS {
+        let entry = format!("{root}events/irq/irq_handler_entry");
+        let exit = format!("{root}events/irq/irq_handler_exit");
+        let start = "hist:keys=vector,CPU:ts0=common_timestamp";
+        let end = "hist:keys=vector,CPU:vals=$lat:lat=common_timestamp-$ts0:sort=vector:\
+                   onmax($lat).save(common_pid):onmax($lat).snapshot()";
+        assert_eq!(m.run(&format!("echo '{start}' > {entry}/trigger")), "", "{root}");
+        assert_eq!(m.run(&format!("echo '{end}' > {exit}/trigger")), "", "{root}");
+        let shown = "hist:keys=vector,CPU:vals=hitcount,$lat:lat=common_timestamp-$ts0:\
+                     onmax($lat).save(common_pid):onmax($lat).snapshot():sort=vector:size=2048 \
+                     [active]";
+        assert_eq!(cat(&mut m, &format!("{exit}/trigger")), shown, "{root}");
+        // Polled: ticks come at the timer's pace.
+        let timed = (0..300)
+            .map(|_| m.run(&format!("cat {exit}/hist")))
+            .find(|text| text.contains("{ vector:         48, CPU:"))
+            .unwrap_or_else(|| panic!("{root}: no timer interrupt timed"));
+        let (starts, _) = hist(&mut m, &format!("{entry}/hist"));
+        let mut rows = 0;
+        let mut longest = 0;
+        let lines: Vec<&str> = timed.lines().collect();
+        for (i, line) in lines.iter().enumerate().filter(|(_, l)| l.starts_with("{ vector:")) {
+            let (key, rest) = line[2..].split_once(" } hitcount:").unwrap();
+            let key = key.split_whitespace().collect::<Vec<_>>().join(" ");
+            let (hits, sum) = rest.split_once("lat:").unwrap();
+            let (hits, sum): (u64, u64) =
+                (hits.trim().parse().unwrap(), sum.trim().parse().unwrap());
+            // A handler's time: above nothing, and a duration, not a timestamp (a
+            // tick is 10 ms; a loaded host may stop a virtual CPU for some).
+            assert!(hits > 0 && sum >= hits && sum / hits < 100_000_000, "{root}{line}");
+            // Each end paired with a start of its key, counted before it.
+            let started = starts.iter().find(|(k, _)| *k == key).map(|(_, n)| *n);
+            assert!(started.is_some_and(|n| n >= hits), "{root}{line}: {starts:?}");
+            // The key's longest, with the task that ran it (the handler: pid 0).
+            let max = lines[i + 1].strip_prefix("\tmax: ");
+            let max = max.and_then(|m| m.trim_start().split_once("  "));
+            let (max, saved) = max.unwrap_or_else(|| panic!("{root}: {timed}"));
+            let max: u64 = max.trim().parse().unwrap();
+            assert!(max > 0 && max <= sum && saved.trim() == "common_pid:          0", "{line}");
+            longest = longest.max(max);
+            rows += 1;
+        }
+        assert!(rows > 0, "{root}: {timed}");
+        let taken = "\nSnapshot taken (see tracing/snapshot).  Details:\n\ttriggering value \
+                     { onmax($lat) }:";
+        let value = timed.split(taken).nth(1).unwrap_or_else(|| panic!("{root}: {timed}"));
+        let value: u64 = value.split('\t').next().unwrap().trim().parse().unwrap();
+        // The longest of all, as read before the file was (a later one may have
+        // come between).
+        assert!(value >= longest || timed.contains(&format!("max: {value:>10}")), "{timed}");
+        // The snapshot holds the interrupts up to it.
+        let snapshot = m.run(&format!("cat {root}snapshot"));
+        assert!(!root.is_empty() || snapshot.contains(": irq_handler_exit: vector="), "{snapshot}");
+        let out = m.run(&format!("echo '!{start}' > {entry}/trigger"));
+        assert!(out.contains("another histogram reads a variable of this one"), "{root}{out}");
+        let kept = "hist:keys=vector,CPU:vals=hitcount:ts0=common_timestamp:sort=hitcount";
+        assert!(cat(&mut m, &format!("{entry}/trigger")).starts_with(kept), "{root}");
+        let nope = "hist:keys=vector,CPU:x=common_timestamp-$nope";
+        let out = m.run(&format!("echo '{nope}' >> {exit}/trigger"));
+        assert!(out.contains("no histogram of this instance defines the variable"), "{out}");
+        let log = m.run(&format!("cat {root}error_log"));
+        let caret = format!("  Command: {nope}\n{}^", " ".repeat(nope.find('$').unwrap() + 11));
+        assert!(log.contains(&caret), "{root}: {log}");
+        m.run(&format!("echo '!{end}' > {exit}/trigger"));
+        assert_eq!(m.run(&format!("echo '!{start}' > {entry}/trigger")), "", "{root}");
+        assert!(!m.run(&format!("cat {entry}/trigger {exit}/trigger")).contains("hist:"));
     }
 }
 

@@ -3,9 +3,7 @@
 //! the same descriptors, and trace-cmd (libtraceevent) parses that trace.dat.
 
 use boot::qemu::Outcome;
-use boot::report;
 use e2e::Machine;
-use std::process::Command;
 
 /// Shell output as text: the serial line's CRLFs as newlines.
 fn unix(text: &str) -> String {
@@ -61,17 +59,7 @@ fn format_and_header_files_are_what_trace_dat_carries() {
     }
     // The real parser: trace-cmd reads a trace.dat carrying exactly these files.
     let trace = dump.sections().into_iter().find(|t| t.instance == "top").unwrap();
-    let path = std::env::temp_dir().join(format!("e2e-format-{}.dat", std::process::id()));
-    let file = &mut std::fs::File::create(&path).unwrap();
-    report::write_tracedat(std::slice::from_ref(&trace), None, file).unwrap();
-    let out = Command::new("trace-cmd")
-        .arg("report")
-        .arg(&path)
-        .output()
-        .expect("trace-cmd runs (boot/setup.sh installs it)");
-    let _ = std::fs::remove_file(&path);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success() && stderr.trim().is_empty(), "{stderr}");
-    let events = String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.contains("] ")).count();
+    let out = e2e::trace_cmd_report(std::slice::from_ref(&trace));
+    let events = out.lines().filter(|l| l.contains("] ")).count();
     assert_eq!(events, trace.events.len());
 }

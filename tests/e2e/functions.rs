@@ -3,7 +3,7 @@
 //! files choose which functions it traces; once no instance traces a function, its
 //! entry is the NOP again, byte for byte.
 
-use e2e::{Machine, STEP_TIMEOUT, trace_lines};
+use e2e::{Machine, STEP_TIMEOUT, cpu_lines, trace_lines};
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
@@ -646,7 +646,7 @@ fn function_commands_act_when_their_function_is_called() {
         for (line, rule) in [
             (format!("{pwd}:bogus"), "unknown command (mod, traceon, traceoff, snapshot"),
             (format!("{pwd}:hist:keys=ip"), "unknown command (mod, traceon, traceoff, snapshot"),
-            (format!("!{pwd}:traceon"), "no function named has this command"),
+            (format!("!{pwd}:traceon"), "no function the glob names has this command"),
             (format!("{pwd}:traceoff:x"), "count must be a number from 1 on"),
             (format!("{pwd}:enable_event:kmem:nope"), "no such event"),
             ("nosuch:traceoff".into(), "a glob matches no function"),
@@ -1254,6 +1254,8 @@ fn irqsoff_keeps_the_longest_irqs_off_region_in_the_snapshot() {
     let started: u64 = m.run("cat instances/lat/tracing_max_latency").trim().parse().unwrap();
     assert!(started < 100_000_000, "{started}");
     assert_eq!(m.run("cat instances/lat/options/overwrite"), "1\n");
+    // As ftrace's latency tracers do, it turns `latency-format` on.
+    assert_eq!(m.run("cat instances/lat/options/latency-format"), "1\n");
     for discard in [
         "echo 0 > instances/lat/options/overwrite",
         "echo nooverwrite > instances/lat/trace_options",
@@ -1301,6 +1303,25 @@ fn irqsoff_keeps_the_longest_irqs_off_region_in_the_snapshot() {
     let max: u64 = m.run(&format!("cat {max_latency}")).trim().parse().unwrap();
     assert_eq!(m.run("cat tracing_max_latency"), "7\n", "the top level's is its own");
     assert!((30_000..1_000_000).contains(&max), "{max}");
+    // Headed as Linux's latency trace is; the lines timed from the region's start,
+    // so the report's time is its latency.
+    let latency = m.run("cat instances/lat/snapshot");
+    for head in [
+        "\n# tracer: irqsoff\n#\n# irqsoff latency trace v1.1.5 on ".to_string(),
+        format!("\n# latency: {max} us, #"),
+        ", CPU#0 | (M:server VP:0, KP:0, SP:0 HP:0 #P:4)\n".to_string(),
+        "\n#    | task: shell-1 (uid:0 nice:0 policy:0 rt_prio:0)\n".to_string(),
+        "\n#  => started at: kernel::watchdog::spike+0x".to_string(),
+        "\n#  => ended at:   kernel::watchdog::spike+0x".to_string(),
+    ] {
+        assert!(latency.contains(&head), "{head}:\n{latency}");
+    }
+    let report = latency.lines().rfind(|l| l.contains(": irqsoff: ")).unwrap_or_default();
+    let columns = "   shell-1         0d.... ";
+    let us = report.strip_prefix(columns).and_then(|r| r.trim_start().split("us").next());
+    let us: Option<u64> = us.and_then(|us| us.parse().ok());
+    assert!(us.is_some_and(|us| us.abs_diff(max) <= 1), "{max}: {report}\n{latency}");
+    assert_eq!(m.run("echo 0 > instances/lat/options/latency-format"), "");
     let snapshot = m.run("cat instances/lat/snapshot");
     let reports: Vec<&str> = snapshot.lines().filter(|l| l.contains(": irqsoff: ")).collect();
     let last = reports.last().unwrap_or_else(|| panic!("no report in\n{snapshot}"));
@@ -1308,11 +1329,13 @@ fn irqsoff_keeps_the_longest_irqs_off_region_in_the_snapshot() {
     assert!(last.contains("shell-1 ") && last.contains("[000] d...."), "{last}");
     let spike = "start=kernel::watchdog::spike+0x";
     assert!(last.contains(spike) && last.contains(" end=kernel::watchdog::spike+0x"), "{last}");
-    let after = snapshot.split(last).nth(1).unwrap_or_default();
-    let frames: Vec<&str> = after.lines().skip(2).take(2).collect();
-    assert!(after.lines().nth(1).is_some_and(|l| l.contains(": kernel_stack: depth=")), "{after}");
-    assert!(frames[0].starts_with(" => kernel::watchdog::spike+0x"), "{after}");
-    assert!(frames[1].starts_with(" => kernel::shell::commands::latency+0x"), "{after}");
+    // CPU 0's next record is the report's stack trace.
+    let cpu0 = cpu_lines(&snapshot, 0);
+    let at = cpu0.iter().rposition(|l| l == last).unwrap_or_default();
+    let after = cpu0.get(at + 1..at + 4).unwrap_or_default();
+    assert!(after.len() == 3 && after[0].contains(": kernel_stack: depth="), "{snapshot}");
+    assert!(after[1].starts_with(" => kernel::watchdog::spike+0x"), "{snapshot}");
+    assert!(after[2].starts_with(" => kernel::shell::commands::latency+0x"), "{snapshot}");
     // Headed as Linux's latency trace is, shortened.
     let head =
         format!("# irqsoff latency: {max} us, CPU#0\n#  => started at: kernel::watchdog::spike+0x");
@@ -1367,6 +1390,7 @@ fn irqsoff_keeps_the_longest_irqs_off_region_in_the_snapshot() {
     // tracer; another instance may take the tracer.
     assert_eq!(m.run("echo nop > instances/lat/current_tracer"), "");
     assert_eq!(m.run("cat instances/lat/options/overwrite"), "0\n");
+    assert_eq!(m.run("cat instances/lat/options/latency-format"), "0\n", "as found");
     assert_eq!(m.run("echo 1 > instances/lat/options/overwrite"), "");
     m.run(&format!("echo 0 > {max_latency}"));
     m.run("latency spike 5");

@@ -268,3 +268,234 @@ fn bench_reports_every_figure_and_leaves_no_instance_behind() {
     assert!(refused.contains("an instance named bench or bench2 exists"), "{refused}");
     assert!(machine.run("ls instances").contains("bench2"), "bench removed a user's instance");
 }
+
+/// Numbers, good and bad, for the files that take one.
+const NUMBERS: &[&str] = &["0", "1", "2", "-1", "4", "16", "f", "18446744073709551616", "''"];
+/// Lines for `set_event`.
+const EVENTS: &[&str] =
+    &["'timer:*'", "'!timer:tick'", "'shell:command'", "'irq:*'", "'*'", "nope"];
+/// Filters, good and bad.
+const FILTERS: &[&str] = &[
+    "'cpu == 1'",
+    "'cpu == 1 && (cpu < 3 || !(cpu & 2))'",
+    "'line ~ \"up*\"'",
+    "'COMM == \"shell-1\"'",
+    "'(cpu'",
+    "'cpu == 99999999999999999999'",
+    "0",
+];
+/// Trigger lines, good and bad. No `dump` or `cpudump`: each hit prints a dump.
+const TRIGGERS: &[&str] = &[
+    "'hist:keys=cpu'",
+    "'hist:keys=cpu:pause'",
+    "'hist:keys=cpu:clear'",
+    "'!hist:keys=cpu'",
+    "'hist:keys=common_stacktrace:vals=hitcount:size=128'",
+    "'hist:keys=cpu:t0=common_timestamp'",
+    "'hist:keys=cpu:vals=$lat:lat=common_timestamp.usecs-$t0'",
+    "'!hist:keys=cpu:t0=common_timestamp'",
+    "'hist:keys=cpu:x=cpu/0'",
+    "'hist:keys=cpu:v=cpu:onchange($v).save(cpu):onmax($v).snapshot()'",
+    "'traceoff:1'",
+    "'!traceoff'",
+    "'traceon'",
+    "'snapshot if cpu == 2'",
+    "'!snapshot'",
+    "'stacktrace:2'",
+    "'enable_event:irq:nmi'",
+    "'disable_event:timer:tick:1'",
+    "'enable_event:no:such'",
+    "'traceon if'",
+];
+/// Lines for the function filter files (commands go to `set_ftrace_filter` only).
+const FUNCTIONS: &[&str] = &[
+    "'kernel::shell::*'",
+    "'kernel::shell::*:traceoff:2'",
+    "'kernel::shell::run:stacktrace'",
+    "'!kernel::shell::run:stacktrace'",
+    "'kernel::shell::run:snapshot:1'",
+    "':mod:trace'",
+    "'*:mod:nope'",
+    "'!*'",
+];
+const TRACERS: &[&str] = &["nop", "function", "function_graph", "irqsoff", "wakeup"];
+const OPTIONS: &[&str] =
+    &["nooverwrite", "overwrite", "stacktrace", "nostacktrace", "latency-format", "bogus"];
+/// `inject` lines, good and bad.
+const INJECTS: &[&str] = &[
+    "tick=1",
+    "'interval_ns=0x10 tick=2'",
+    "'line=\"a b\"'",
+    "line=x",
+    "tick=-1",
+    "'tick=1 tick=2'",
+    "nope=1",
+    "'line=\"open'",
+];
+/// Anything: the values above, and a few that fit no file.
+const ANY: &[&[&str]] = &[
+    NUMBERS,
+    EVENTS,
+    FILTERS,
+    TRIGGERS,
+    FUNCTIONS,
+    TRACERS,
+    INJECTS,
+    OPTIONS,
+    &["global", "'\"'", "'a b'"],
+];
+
+/// Files of an instance the grammar below reads and writes (relative to the
+/// instance's directory), each with the values it takes.
+const INSTANCE_FILES: &[(&str, &[&str])] = &[
+    ("buffer_size_kb", NUMBERS),
+    ("buffer_total_size_kb", NUMBERS),
+    ("current_tracer", TRACERS),
+    ("error_log", NUMBERS),
+    ("set_event", EVENTS),
+    ("set_ftrace_filter", FUNCTIONS),
+    ("set_ftrace_notrace", FUNCTIONS),
+    ("set_graph_function", FUNCTIONS),
+    ("snapshot", NUMBERS),
+    ("trace", NUMBERS),
+    ("trace_clock", &["local", "global", "counter", "x86-tsc", "uptime"]),
+    ("trace_marker", EVENTS),
+    ("trace_marker_raw", NUMBERS),
+    ("trace_options", OPTIONS),
+    ("tracing_cpumask", NUMBERS),
+    ("tracing_max_latency", NUMBERS),
+    ("tracing_on", NUMBERS),
+    ("events/enable", NUMBERS),
+    ("events/timer/enable", NUMBERS),
+    ("events/timer/filter", FILTERS),
+    ("events/timer/tick/enable", NUMBERS),
+    ("events/timer/tick/filter", FILTERS),
+    ("events/timer/tick/trigger", TRIGGERS),
+    ("events/timer/tick/hist", TRIGGERS),
+    ("events/shell/command/trigger", TRIGGERS),
+    ("events/shell/command/filter", FILTERS),
+    ("events/irq/nmi/trigger", TRIGGERS),
+    ("events/timer/tick/inject", INJECTS),
+    ("events/shell/command/inject", INJECTS),
+    ("events/nope/enable", NUMBERS),
+    ("options/overwrite", NUMBERS),
+    ("options/stacktrace", NUMBERS),
+    ("options/latency-format", NUMBERS),
+    ("per_cpu/cpu1/buffer_size_kb", NUMBERS),
+    ("per_cpu/cpu1/snapshot", NUMBERS),
+    ("per_cpu/cpu2/stats", NUMBERS),
+    ("per_cpu/cpu7/trace", NUMBERS),
+];
+
+/// Files that only writes to them change (not triggers, nor time), by their path's end.
+const STABLE: &[&str] = &[
+    "buffer_size_kb",
+    "current_tracer",
+    "trace_clock",
+    "trace_options",
+    "tracing_cpumask",
+    "/filter",
+    "overwrite",
+    "options/stacktrace",
+    "max_graph_depth",
+    "tracing_thresh",
+    "stack_tracer_enabled",
+    "function_profile_enabled",
+];
+
+/// Top-level files besides an instance's.
+const TOP_FILES: &[(&str, &[&str])] = &[
+    ("function_profile_enabled", NUMBERS),
+    ("max_graph_depth", NUMBERS),
+    ("stack_trace", NUMBERS),
+    ("stack_trace_filter", FUNCTIONS),
+    ("stack_tracer_enabled", NUMBERS),
+    ("tracing_thresh", NUMBERS),
+    ("trace_stat/function0", NUMBERS),
+    ("enabled_functions", NUMBERS),
+];
+
+/// Tracefs reads and writes drawn from a grammar with a fixed seed (files of the top
+/// level and of instances, existing or not; values for each, and values for other
+/// files), with `mkdir`/`rmdir` of an instance, a ring stress on every CPU, a late
+/// tick, NMI backtraces and live dumps between them: every command comes back to the
+/// prompt, none panics the kernel, the stresses pass, a refused write to a file only
+/// writes change leaves it as it was, the shell answers at the end, every dump
+/// decodes whole, and so does a panic's, which every report backend then reads.
+#[test]
+fn tracefs_commands_from_a_grammar_neither_crash_nor_hang_the_kernel() {
+    let mut m = Machine::boot();
+    // `SHELL_FUZZ_SEED` and `SHELL_FUZZ_LINES` vary the run (for longer ones by hand).
+    let env = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
+    let mut state = env("SHELL_FUZZ_SEED").unwrap_or(0x2545_f491_4f6c_dd1d) | 1;
+    let lines = env("SHELL_FUZZ_LINES").unwrap_or(3000);
+    let mut pick = |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 33) as usize % n
+    };
+    // Small rings, so that a `cat trace` of full ones stays short.
+    assert_eq!(m.run("echo 16 > buffer_size_kb"), "");
+    assert_eq!(m.run("mkdir instances/fz"), "");
+    let mut taken = 0;
+    for _ in 0..lines {
+        let dir = ["", "instances/fz/", "instances/latency/"][pick(3)];
+        let (file, values) = match pick(4) {
+            0 if dir.is_empty() => TOP_FILES[pick(TOP_FILES.len())],
+            _ => INSTANCE_FILES[pick(INSTANCE_FILES.len())],
+        };
+        let values = if pick(4) == 0 { ANY[pick(ANY.len())] } else { values };
+        let value = values[pick(values.len())];
+        let path = format!("{dir}{file}");
+        let line = match pick(44) {
+            0 => "mkdir instances/fz".to_string(),
+            1 => "rmdir instances/fz".to_string(),
+            40 => "stress both 30".to_string(),
+            41 => "latency spike 20".to_string(),
+            42 => "backtrace".to_string(),
+            43 => "dump both last 4 instance fz instance latency".to_string(),
+            2..14 => format!("cat {path} | tail -n 3"),
+            14..18 => format!("echo {value} >> {path}"),
+            _ => format!("echo {value} > {path}"),
+        };
+        // A file only writes change: read before and after a write it refuses.
+        let stable = line.starts_with("echo") && STABLE.iter().any(|s| path.ends_with(s));
+        let before = stable.then(|| m.run(&format!("cat {path}")));
+        let out = m.run(&line);
+        assert!(!out.contains("panicked"), "{line}:\n{out}");
+        assert!(!out.contains("FAIL"), "{line}:\n{out}");
+        if let Some(before) = before.filter(|_| !out.is_empty()) {
+            assert!(out.starts_with("echo: "), "{line}: an error names the file: {out}");
+            assert_eq!(m.run(&format!("cat {path}")), before, "{line} refused ({out}) changed it");
+        }
+        taken += usize::from(out.is_empty());
+    }
+    // Most lines are refused (values for other files, files of a removed instance);
+    // enough are taken that the kernel's state keeps changing.
+    assert!(taken * 10 > lines as usize, "{taken} lines taken");
+    assert!(m.run("uptime").contains("timer ticks"), "the shell answers");
+    m.run("dump");
+    // The crash day, in whatever state the lines left: the panic's dump decodes, and
+    // every backend of the report tool reads each of its sections (trace-cmd the
+    // trace.dat of them all).
+    assert_eq!(m.run_to_exit("panic"), Outcome::KernelFailure);
+    let dumps = m.dumps();
+    for dump in &dumps {
+        assert!(dump.problems.is_empty(), "{:?}", dump.problems);
+    }
+    let [.., live, crash] = &dumps[..] else { panic!("{} dumps", dumps.len()) };
+    assert!(live.panic.is_none() && crash.panic.is_some(), "the live dump, then the panic's");
+    let sections = crash.sections();
+    assert!(sections.iter().any(|s| s.instance == "top"), "the top level is dumped");
+    let dir = std::env::temp_dir().join(format!("e2e-grammar-{}", std::process::id()));
+    for section in &sections {
+        report::write_text(section, &mut Vec::new()).unwrap();
+        report::write_stat(section, &mut Vec::new()).unwrap();
+        report::write_perfetto(section, &mut Vec::new()).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        report::write_ctf(section, &dir).unwrap();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    e2e::trace_cmd_report(&sections);
+}

@@ -2,6 +2,7 @@
 //! read, written validly, written invalidly (error, state unchanged).
 
 use e2e::{Machine, STEP_TIMEOUT, trace_lines};
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 /// Roots to test: the top-level instance and a created one.
@@ -377,15 +378,130 @@ fn buffer_size_kb_resizes_within_limits() {
 }
 
 #[test]
-fn trace_clock_and_overwrite_options() {
+fn trace_clock_chooses_local_global_counter_or_tsc_and_a_change_empties_the_buffers() {
     let mut m = machine_with_instance();
     for root in ROOTS {
-        assert_eq!(m.run(&format!("cat {root}trace_clock")).trim(), "[local]");
-        assert_eq!(m.run(&format!("echo local > {root}trace_clock")), "");
-        assert!(
-            m.run(&format!("echo global > {root}trace_clock"))
-                .contains("Invalid argument (the only clock is local)")
+        let clock = format!("{root}trace_clock");
+        assert_eq!(
+            m.run(&format!("cat {clock}")),
+            "[local] global counter uptime perf mono mono_raw boot x86-tsc\n"
         );
+        assert_eq!(m.run(&format!("echo 'timer:tick' > {root}set_event")), "");
+        assert_eq!(m.run(&format!("echo before > {root}trace_marker")), "");
+        // The counter: one step per record, shared by the CPUs, printed as a count.
+        assert_eq!(m.run(&format!("echo counter > {clock}")), "");
+        assert_eq!(
+            m.run(&format!("cat {clock}")),
+            "local global [counter] uptime perf mono mono_raw boot x86-tsc\n"
+        );
+        assert_eq!(m.run(&format!("echo after > {root}trace_marker")), "");
+        // Until every CPU ticked (each read is a command, during which they tick).
+        let mut ticks: Vec<e2e::TraceLine> = Vec::new();
+        for _ in 0..100 {
+            let trace = m.run(&format!("cat {root}trace"));
+            assert!(!trace.contains("before"), "the change emptied the buffer:\n{trace}");
+            assert!(trace.contains("after"), "{trace}");
+            for line in trace.lines().filter(|l| !l.starts_with('#')) {
+                let stamp = line.split_once("] ").and_then(|(_, r)| r.split_once(' '));
+                let stamp = stamp.and_then(|(_, r)| r.trim_start().split_once(": "));
+                assert!(stamp.is_some_and(|(s, _)| !s.contains('.')), "a count: {line}");
+            }
+            ticks = trace_lines(&trace).into_iter().filter(|l| l.event == "tick").collect();
+            if ticks.iter().map(|l| l.cpu).collect::<BTreeSet<_>>().len() == 4 {
+                break;
+            }
+        }
+        assert_eq!(ticks.iter().map(|l| l.cpu).collect::<BTreeSet<_>>().len(), 4, "every CPU");
+        let stamps: Vec<u64> = ticks.iter().map(|l| l.ts).collect();
+        assert!(stamps.windows(2).all(|w| w[0] < w[1]), "counts, in order: {stamps:?}");
+        let stats = m.run(&format!("cat {root}per_cpu/cpu1/stats"));
+        let now = stats.lines().find_map(|l| l.strip_prefix("now ts: ")).unwrap().trim();
+        assert!(now.parse::<u64>().unwrap() >= stamps[0], "{stats}");
+        // A dump says which clock, and the report prints counts.
+        let name = if root.is_empty() { "top" } else { "t1" };
+        m.run(&format!("dump instance {name}"));
+        let dump = m.dumps().pop().unwrap();
+        let section = dump.sections().into_iter().find(|s| s.instance == name).unwrap();
+        assert_eq!(section.clock, trace::Clock::Counter);
+        let mut text = Vec::new();
+        boot::report::write_text(&section, &mut text).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(trace_lines(&text).iter().any(|l| l.ts == stamps[0]), "{text}");
+        // trace-cmd reads the clock from the trace.dat and prints counts too.
+        let stdout = e2e::trace_cmd_report(std::slice::from_ref(&section));
+        let first = format!(" {}: tick:", stamps[0]);
+        assert!(stdout.contains(&first), "{first:?} in:\n{stdout}");
+        // A refused clock changes nothing.
+        let out = m.run(&format!("echo tai > {clock}"));
+        let rule = "no such clock (local, global, counter, uptime, perf, mono, mono_raw, boot \
+                    or x86-tsc)";
+        assert!(out.contains(&format!("Invalid argument ({rule})")), "{out}");
+        assert_eq!(
+            m.run(&format!("cat {clock}")),
+            "local global [counter] uptime perf mono mono_raw boot x86-tsc\n"
+        );
+        // Global: nanoseconds again.
+        assert_eq!(m.run(&format!("echo global > {clock}")), "");
+        assert_eq!(
+            m.run(&format!("cat {clock}")),
+            "local [global] counter uptime perf mono mono_raw boot x86-tsc\n"
+        );
+        let mut trace = String::new();
+        for _ in 0..100 {
+            trace = m.run(&format!("cat {root}trace"));
+            if !trace_lines(&trace).is_empty() {
+                break;
+            }
+        }
+        let lines = trace_lines(&trace);
+        assert!(!lines.is_empty() && !trace.contains("after"), "{trace}");
+        assert!(lines.iter().all(|l| l.ts > 1_000_000), "seconds again: {trace}");
+        // The TSC's cycles: counts again, of the order of the TSC's rate per second.
+        assert_eq!(m.run(&format!("echo x86-tsc > {clock}")), "");
+        assert_eq!(
+            m.run(&format!("cat {clock}")),
+            "local global counter uptime perf mono mono_raw boot [x86-tsc]\n"
+        );
+        let mut cycles = Vec::new();
+        for _ in 0..100 {
+            cycles = trace_lines(&m.run(&format!("cat {root}trace")));
+            if !cycles.is_empty() {
+                break;
+            }
+        }
+        let (first, last) = (stamps[0], *stamps.last().unwrap());
+        assert!(!cycles.is_empty() && cycles.iter().all(|l| l.ts > last), "{cycles:?}");
+        assert!(first < 1_000_000, "the counter counts records, not time: {first}");
+        // uptime: the timer's ticks since boot (100 a second), a count; mono: ns.
+        let since_boot = |m: &mut Machine| {
+            let up = m.run("uptime");
+            let secs = up.split_whitespace().find_map(|w| w.parse::<f64>().ok());
+            secs.unwrap_or_else(|| panic!("{up}"))
+        };
+        for (name, scale) in [("uptime", 100.0), ("mono", 1e9), ("boot", 1e9)] {
+            assert_eq!(m.run(&format!("echo {name} > {clock}")), "");
+            let before = since_boot(&mut m);
+            let mut lines = Vec::new();
+            for _ in 0..100 {
+                lines = trace_lines(&m.run(&format!("cat {root}trace")));
+                if !lines.is_empty() {
+                    break;
+                }
+            }
+            let after = since_boot(&mut m);
+            let (low, high) = ((before - 1.0) * scale, (after + 1.0) * scale);
+            let within = |l: &e2e::TraceLine| (low..high).contains(&(l.ts as f64));
+            assert!(!lines.is_empty() && lines.iter().all(within), "{name}: {lines:?}");
+        }
+        assert_eq!(m.run(&format!("echo local > {clock}")), "");
+        assert_eq!(m.run(&format!("echo > {root}set_event")), "");
+    }
+}
+
+#[test]
+fn overwrite_and_trace_options() {
+    let mut m = machine_with_instance();
+    for root in ROOTS {
         let file = format!("{root}options/overwrite");
         assert_eq!(m.run(&format!("cat {file}")).trim(), "1");
         assert_eq!(m.run(&format!("echo 0 > {file}")), "");
@@ -430,6 +546,7 @@ fn options_listed(flipped: &[&str]) -> String {
         ("funcgraph-proc", false),
         ("funcgraph-tail", true),
         ("irq-info", true),
+        ("latency-format", false),
         ("markers", true),
         ("nanoseconds", false),
         ("overwrite", true),
@@ -539,6 +656,119 @@ fn display_options_lay_out_lines_as_ftraces() {
         assert_eq!(m.run(&format!("cat {other}options/printk-msg-only")), "0\n", "per instance");
         assert_eq!(m.run(&format!("echo 0 > {root}options/printk-msg-only")), "");
         assert!(m.run(&format!("cat {root}trace")).contains("tracing_mark_write: again"));
+    }
+}
+
+/// `latency-format`, as ftrace's: nothing but the tracer's name over an empty
+/// buffer; else the latency header (the counts, the CPUs, the task) and the
+/// latency legend, then lines `cmd-pid CPU FLAGS time(delay)`, their times in µs
+/// from the first record, each marked by the gap to the next record (the last by
+/// none); `trace`, a CPU's `trace` and `snapshot` follow it, per instance, and
+/// `context-info` off leaves it out. The irqsoff tracer turns it on while selected
+/// and gives back the setting it found.
+#[test]
+fn latency_format_heads_the_buffer_and_times_lines_as_ftraces() {
+    let mut m = machine_with_instance();
+    let root = ROOTS[1];
+    m.run(&format!("echo > {root}trace"));
+    assert_eq!(m.run(&format!("echo 1 > {root}options/latency-format")), "");
+    assert_eq!(m.run("cat options/latency-format"), "0\n", "per instance");
+    assert_eq!(m.run(&format!("cat {root}trace")), "# tracer: nop\n#\n");
+    for text in ["one", "two", "three"] {
+        assert_eq!(m.run(&format!("echo {text} > {root}trace_marker")), "");
+    }
+    let text = m.run(&format!("cat {root}trace"));
+    let header = text.lines().take_while(|l| l.starts_with('#')).collect::<Vec<_>>().join("\n");
+    assert!(header.starts_with("# tracer: nop\n#\n# nop latency trace v1.1.5 on "), "{text}");
+    for line in [
+        "# latency: 0 us, #3/3, CPU#0 | (M:server VP:0, KP:0, SP:0 HP:0 #P:4)",
+        "#    | task: -0 (uid:0 nice:0 policy:0 rt_prio:0)",
+        "#                    _------=> CPU#",
+        "#  cmd     pid     |||||| time  |   caller",
+    ] {
+        assert!(header.lines().any(|l| l == line), "{line}:\n{text}");
+    }
+    // `   shell-1         0.....  123us!: tracing_mark_write: one`
+    let lines: Vec<(u64, char, &str)> = text
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| {
+            let (columns, event) = l.split_once("us").expect(l);
+            let (prefix, time) = columns.rsplit_once(' ').expect(l);
+            assert_eq!(prefix.trim_end(), "   shell-1         0.....", "{text}");
+            let mark = event.chars().next().expect(l);
+            (time.parse().expect(l), mark, &event[1..])
+        })
+        .collect();
+    let events: Vec<&str> = lines.iter().map(|l| l.2).collect();
+    let expected = [": tracing_mark_write: one", ": tracing_mark_write: two"];
+    assert_eq!(events, [expected[0], expected[1], ": tracing_mark_write: three"], "{text}");
+    assert_eq!(lines[0].0, 0, "from the first record:\n{text}");
+    for pair in lines.windows(2) {
+        let (gap_us, mark) = (pair[1].0 - pair[0].0, pair[0].1);
+        // Each time is rounded to the µs: the gap is within one of the true one.
+        let marks =
+            [gap_us.saturating_sub(1), gap_us + 1].map(|us| trace::text::delay_mark(us * 1000));
+        assert!(pair[1].0 > pair[0].0 && marks.contains(&mark), "{pair:?}:\n{text}");
+    }
+    assert_eq!(lines[2].1, ' ', "the last record has no next one:\n{text}");
+    let cpu0 = m.run(&format!("cat {root}per_cpu/cpu0/trace"));
+    assert!(cpu0.contains("# latency: 0 us, #3/3, CPU#0"), "{cpu0}");
+    assert!(cpu0.contains("   shell-1         0.....    0us"), "{cpu0}");
+    assert_eq!(m.run(&format!("echo nocontext-info > {root}trace_options")), "");
+    let bare = m.run(&format!("cat {root}trace"));
+    assert!(bare.starts_with("# tracer: nop\n#\ntracing_mark_write: one\n"), "{bare}");
+    assert_eq!(m.run(&format!("echo context-info > {root}trace_options")), "");
+    // A snapshot takes the live buffer's records.
+    m.run(&format!("echo 1 > {root}snapshot"));
+    let snapshot = m.run(&format!("cat {root}snapshot"));
+    assert!(snapshot.contains("\n# tracer: nop\n#\n# nop latency trace v1.1.5 on "), "{snapshot}");
+    assert!(snapshot.contains("   shell-1         0.....    0us"), "{snapshot}");
+    m.run(&format!("echo 0 > {root}snapshot"));
+    assert_eq!(m.run(&format!("echo nolatency-format > {root}trace_options")), "");
+    assert_eq!(m.run(&format!("echo four > {root}trace_marker")), "");
+    let back = m.run(&format!("cat {root}trace"));
+    assert!(back.contains("# entries-in-buffer/entries-written: 1/1"), "{back}");
+    assert_eq!(trace_lines(&back).len(), 1, "{back}");
+    for bad in ["2", "yes", ""] {
+        let out = m.run(&format!("echo '{bad}' > {root}options/latency-format"));
+        assert!(out.contains("Invalid argument (0 or 1)"), "{bad}: {out}");
+    }
+    assert_eq!(m.run(&format!("cat {root}options/latency-format")), "0\n");
+
+    // trace_pipe: the same lines, each printed once the next record has come (or
+    // with no mark when the rings ran dry first).
+    assert_eq!(m.run(&format!("echo 1 > {root}options/latency-format")), "");
+    assert_eq!(m.run(&format!("echo five > {root}trace_marker")), "");
+    m.send(format!("cat {root}trace_pipe\r").as_bytes());
+    let mut piped = m.wait_for(": tracing_mark_write: five\r\n", STEP_TIMEOUT);
+    m.send(b"q");
+    piped += &m.wait_for_prompt(STEP_TIMEOUT);
+    let line = |text: &str| {
+        let end = format!(": tracing_mark_write: {text}");
+        piped.lines().find(|l| l.ends_with(&end)).map(|l| l.replace(&end, ""))
+    };
+    let four = line("four").unwrap_or_default();
+    assert!(four.starts_with("   shell-1         0.....    0us"), "{piped}");
+    // Printed when the rings ran dry: no next record to mark the gap to.
+    let five = line("five").unwrap_or_default();
+    assert!(five.starts_with("   shell-1         0..... ") && five.ends_with("us "), "{piped}");
+    assert_eq!(m.run(&format!("echo 0 > {root}options/latency-format")), "");
+
+    // irqsoff: on while selected, then as found.
+    let option = "instances/t1/options/latency-format";
+    for (before, set_during) in [("0", None), ("1", Some("0")), ("0", Some("1"))] {
+        m.run(&format!("echo {before} > {option}"));
+        assert_eq!(m.run("echo irqsoff > instances/t1/current_tracer"), "");
+        assert_eq!(m.run(&format!("cat {option}")), "1\n");
+        if let Some(value) = set_during {
+            m.run(&format!("echo {value} > {option}"));
+            assert_eq!(m.run(&format!("cat {option}")), format!("{value}\n"));
+        }
+        assert_eq!(m.run("echo function > instances/t1/current_tracer"), "");
+        assert_eq!(m.run(&format!("cat {option}")), format!("{before}\n"), "as found");
+        assert_eq!(m.run("echo nop > instances/t1/current_tracer"), "");
+        assert_eq!(m.run(&format!("cat {option}")), format!("{before}\n"));
     }
 }
 

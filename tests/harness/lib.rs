@@ -300,7 +300,8 @@ pub struct TraceLine {
     /// The five flag characters (irqs-off, need-resched, hardirq/NMI, depth,
     /// migrate-disable).
     pub flags: String,
-    /// The timestamp in nanoseconds (from microseconds or nanoseconds).
+    /// The timestamp in nanoseconds (from microseconds or nanoseconds), or the count
+    /// of a clock that is not in ns (`counter`).
     pub ts: u64,
     /// The event's name as shown (no system; `tracing_mark_write` for markers).
     pub event: String,
@@ -309,7 +310,7 @@ pub struct TraceLine {
 }
 
 /// The event lines of `trace`-style output, ftrace's layout
-/// (`TASK-PID [CPU] FLAGS SECONDS.FRACTION: NAME: FIELDS`).
+/// (`TASK-PID [CPU] FLAGS SECONDS.FRACTION: NAME: FIELDS`, or `COUNT` for the time).
 pub fn trace_lines(output: &str) -> Vec<TraceLine> {
     output
         .lines()
@@ -319,10 +320,15 @@ pub fn trace_lines(output: &str) -> Vec<TraceLine> {
             let (cpu, rest) = rest.split_once("] ")?;
             let (flags, rest) = rest.split_once(' ')?;
             let (stamp, rest) = rest.trim_start().split_once(": ")?;
-            let (secs, fraction) = stamp.split_once('.')?;
-            let scale = 10u64.checked_pow(9u32.checked_sub(fraction.len() as u32)?)?;
-            let ts = secs.trim().parse::<u64>().ok()? * 1_000_000_000
-                + fraction.parse::<u64>().ok()? * scale;
+            let ts = match stamp.split_once('.') {
+                Some((secs, fraction)) => {
+                    let scale = 10u64.checked_pow(9u32.checked_sub(fraction.len() as u32)?)?;
+                    secs.trim().parse::<u64>().ok()? * 1_000_000_000
+                        + fraction.parse::<u64>().ok()? * scale
+                }
+                // A clock that is not in ns (`counter`): the count.
+                None => stamp.trim().parse().ok()?,
+            };
             let (event, fields) = rest.split_once(": ").unwrap_or((rest, ""));
             Some(TraceLine {
                 task: task.trim().into(),
@@ -335,6 +341,41 @@ pub fn trace_lines(output: &str) -> Vec<TraceLine> {
         })
         .collect()
 }
+
+/// The lines of `trace`-style output that belong to `cpu`'s records: each event line
+/// with the ` => ` frame lines under it. A trace merges its CPUs in time order, so
+/// another CPU's record may fall between an event and the stack trace recorded
+/// right after it; this view has only the one CPU's.
+pub fn cpu_lines(output: &str, cpu: usize) -> Vec<&str> {
+    let mut current = None;
+    let mut own = |line: &&str| {
+        if !line.starts_with(" => ") {
+            current = trace_lines(line).first().map(|l| l.cpu);
+        }
+        current == Some(cpu)
+    };
+    output.lines().filter(|line| own(line)).collect()
+}
+
+/// Writes `sections` as one trace.dat (no kernel symbols), runs `trace-cmd report`
+/// on it and returns what it prints; panics unless trace-cmd succeeds with nothing
+/// on stderr (no warning either).
+pub fn trace_cmd_report(sections: &[trace::dump::Section]) -> String {
+    let unique = NEXT_FILE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let name = format!("e2e-{}-{unique}.dat", std::process::id());
+    let path = std::env::temp_dir().join(name);
+    let file = &mut std::fs::File::create(&path).expect("a temporary file");
+    boot::report::write_tracedat(sections, None, file).expect("trace.dat written");
+    let out = std::process::Command::new("trace-cmd").arg("report").arg(&path).output();
+    let _ = std::fs::remove_file(&path);
+    let out = out.expect("trace-cmd runs (boot/setup.sh installs it)");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && stderr.trim().is_empty(), "trace-cmd report: {stderr}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Numbers [`trace_cmd_report`]'s files apart within one test process.
+static NEXT_FILE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// Position of `needle` in `haystack`.
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {

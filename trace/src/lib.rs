@@ -21,7 +21,8 @@
 //! - [`ring`]: the low-level per-CPU rings and snapshot recorder, usable alone.
 //! - [`field`]: the payload encoding; [`dump`]: the crash dump format, its parser and
 //!   its decoded model; [`text`]: the trace line format, shared by the kernel and the
-//!   host; [`symtab`]: the kernel's function symbols as a table both sides search.
+//!   host; [`symtab`]: the kernel's function symbols as a table both sides search;
+//!   [`histograms`]: `hist` triggers run over a dump's records, on the host.
 //!
 //! A driver's path: declare a tracepoint, build the tracer over every linked
 //! descriptor, install it, emit, and read an instance:
@@ -67,6 +68,7 @@ pub mod dump;
 mod error;
 pub mod event;
 pub mod field;
+pub mod histograms;
 mod platform;
 pub mod ring;
 pub mod symtab;
@@ -82,5 +84,5 @@ pub use error::Error;
 #[cfg(not(any(target_os = "none", target_os = "uefi")))]
 pub use platform::HostPlatform;
 pub use platform::Platform;
-pub use ring::Mode;
+pub use ring::{Clock, Mode};
 pub use tracer::{Instance, InstanceConfig, InstanceError, Limits, Tracer, TracerError, install};

@@ -27,6 +27,21 @@ pub trait Platform {
     /// below 2^60. Callable from any context; should be cheap (a TSC read and a scale).
     fn now(&self) -> u64;
 
+    /// The CPU's cycle counter, unscaled (x86's TSC), for the `x86-tsc` clock
+    /// ([`crate::Clock::X86Tsc`]): monotonic on each CPU and below 2^60. Callable from
+    /// any context. The default is [`Platform::now`].
+    fn cycles(&self) -> u64 {
+        self.now()
+    }
+
+    /// The kernel's timer ticks since boot, for the `uptime` clock
+    /// ([`crate::Clock::Uptime`], ftrace's jiffies): monotonic across CPUs. Callable
+    /// from any context. The default counts 10 ms periods of [`Platform::now`]
+    /// (100 Hz).
+    fn jiffies(&self) -> u64 {
+        self.now() / 10_000_000
+    }
+
     /// The writer's half of the asymmetric barrier: orders the writer's store of its
     /// section depth before its loads of the tracer's state, as seen by a control
     /// operation that ran [`Platform::heavy_barrier`]. Callable from any context.

@@ -22,12 +22,16 @@
 //! CPU was running and whether interrupts were off when it wrote the record.
 
 use crate::context::{Activity, Context};
+use crate::ring::Clock;
 use core::fmt::{self, Write};
 
 /// How the `trace` files lay out their header and lines: ftrace's display
 /// options (an instance's `options/`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Layout {
+    /// The clock the timestamps come from (`trace_clock`): one in nanoseconds
+    /// prints seconds, a count prints as it is.
+    pub clock: Clock,
     /// Timestamps in nanoseconds (`nanoseconds`); microseconds otherwise.
     pub nanoseconds: bool,
     /// The task, CPU, flags and timestamp columns, and the header's counts and
@@ -61,6 +65,11 @@ pub struct Layout {
     /// A message (a `trace_marker` text, a `printk!` line) is its text alone,
     /// without the columns or the event's name (`printk-msg-only`).
     pub printk_msg_only: bool,
+    /// The latency format (`latency-format`): the header tells the latency the
+    /// buffer holds, and each line's columns are `cmd-pid CPU FLAGS time(delay)`,
+    /// its time counted from a start in µs and marked with the gap to the next
+    /// record (see [`Delay`]).
+    pub latency_format: bool,
 }
 
 impl Layout {
@@ -69,6 +78,7 @@ impl Layout {
     /// duration, marked, without the timestamp or the task. Returns name their
     /// function (ftrace's `funcgraph-tail` is off by default).
     pub const DEFAULT: Layout = Layout {
+        clock: Clock::Local,
         nanoseconds: false,
         context_info: true,
         irq_info: true,
@@ -83,27 +93,99 @@ impl Layout {
         graph_tail: true,
         annotate: true,
         printk_msg_only: false,
+        latency_format: false,
     };
+}
+
+/// What a `trace` file's header says of the buffer below it.
+#[derive(Clone, Copy)]
+pub struct Header<'a> {
+    /// The current tracer's name.
+    pub tracer: &'a str,
+    /// Records in the buffer.
+    pub entries: u64,
+    /// Records written into it.
+    pub written: u64,
+    /// CPUs (`#P`).
+    pub cpus: usize,
+    /// The kernel's release, which the latency format names.
+    pub release: &'a str,
+    /// The latency the buffer holds (the irqsoff tracer's window), which the
+    /// latency format tells; `None`: 0 us on CPU 0, as ftrace's for a buffer no
+    /// latency tracer filled.
+    pub latency: Option<LatencyReport<'a>>,
+}
+
+/// A latency tracer's report, as the latency format's header tells it.
+#[derive(Clone, Copy)]
+pub struct LatencyReport<'a> {
+    /// How long (ns).
+    pub ns: u64,
+    /// On which CPU.
+    pub cpu: usize,
+    /// In which task.
+    pub task: Task,
+    /// Where it started (a code location).
+    pub started: &'a dyn fmt::Display,
+    /// Where it ended.
+    pub ended: &'a dyn fmt::Display,
 }
 
 /// Writes ftrace's `trace` header: the current tracer's name; with `context-info`,
 /// the entries in the buffer and written, the CPU count and the column legend
-/// (without the flags' with `irq-info` off).
-pub fn write_header(
-    out: &mut dyn Write,
-    tracer: &str,
-    entries: u64,
-    written: u64,
-    cpus: usize,
-    layout: &Layout,
-) -> fmt::Result {
+/// (without the flags' with `irq-info` off). With `latency-format`, ftrace's
+/// latency header instead, if the buffer holds records.
+pub fn write_header(out: &mut dyn Write, header: &Header<'_>, layout: &Layout) -> fmt::Result {
+    let Header { tracer, entries, written, cpus, .. } = *header;
     write!(out, "# tracer: {tracer}\n#\n")?;
-    if !layout.context_info {
+    if !layout.context_info || (layout.latency_format && entries == 0) {
         return Ok(());
+    }
+    if layout.latency_format {
+        return write_latency_header(out, header);
     }
     writeln!(out, "# entries-in-buffer/entries-written: {entries}/{written}   #P:{cpus}\n#")?;
     out.write_str(if layout.irq_info { LEGEND } else { PLAIN_LEGEND })
 }
+
+/// The latency format's header after the tracer's name, as ftrace's: the latency,
+/// the counts, the preemption model (`server`: the kernel does not preempt), the
+/// task, where the latency started and ended, and the column legend.
+fn write_latency_header(out: &mut dyn Write, header: &Header<'_>) -> fmt::Result {
+    let Header { tracer, entries, written, cpus, release, latency } = *header;
+    let (ns, cpu) = latency.map_or((0, 0), |l| (l.ns, l.cpu));
+    writeln!(out, "# {tracer} latency trace v1.1.5 on {release}")?;
+    writeln!(out, "# {:-<68}", "")?;
+    write!(out, "# latency: {} us, #{entries}/{written}, CPU#{cpu}", ns / 1000)?;
+    writeln!(out, " | (M:server VP:0, KP:0, SP:0 HP:0 #P:{cpus})")?;
+    writeln!(out, "#    -----------------")?;
+    let (name, pid) = latency.map_or((StackText::new(), 0), |l| {
+        (StackText::<24>::of(format_args!("{}", l.task)), l.task.pid)
+    });
+    let name = name.as_str();
+    let name = name.char_indices().nth(16).map_or(name, |(cut, _)| &name[..cut]);
+    writeln!(out, "#    | task: {name}-{pid} (uid:0 nice:0 policy:0 rt_prio:0)")?;
+    writeln!(out, "#    -----------------")?;
+    if let Some(report) = latency {
+        writeln!(out, "#  => started at: {}", report.started)?;
+        writeln!(out, "#  => ended at:   {}\n#", report.ended)?;
+    }
+    writeln!(out, "#")?;
+    out.write_str(LATENCY_LEGEND)
+}
+
+/// The column legend of the latency format.
+const LATENCY_LEGEND: &str = "\
+#                    _------=> CPU#
+#                   / _-----=> irqs-off/BH-disabled
+#                  | / _----=> need-resched
+#                  || / _---=> hardirq/softirq
+#                  ||| / _--=> preempt-depth
+#                  |||| / _-=> migrate-disable
+#                  ||||| /     delay
+#  cmd     pid     |||||| time  |   caller
+#     \\   /        ||||||  \\    |    /
+";
 
 /// The column legend of the header without the flags (`irq-info` off).
 const PLAIN_LEGEND: &str = "\
@@ -207,12 +289,22 @@ pub fn write_timestamp(out: &mut dyn Write, ns: u64, nanoseconds: bool) -> fmt::
     }
 }
 
+/// Writes a record's timestamp as `layout` asks: [`write_timestamp`] for a clock in
+/// nanoseconds, the count in 12 columns otherwise (as ftrace prints the `counter`
+/// clock's).
+pub fn write_stamp(out: &mut dyn Write, ts: u64, layout: &Layout) -> fmt::Result {
+    match layout.clock.in_ns() {
+        true => write_timestamp(out, ts, layout.nanoseconds),
+        false => write!(out, "{ts:12}"),
+    }
+}
+
 /// One record to show as a line.
 #[derive(Clone, Copy, Debug)]
 pub struct Line<'a> {
     /// The CPU that wrote it.
     pub cpu: usize,
-    /// Its timestamp (ns).
+    /// Its timestamp (ns, or a count: [`Layout::clock`]).
     pub ts: u64,
     /// What the CPU was running.
     pub context: Context,
@@ -221,6 +313,19 @@ pub struct Line<'a> {
     pub name: Option<&'a str>,
     /// Events lost on this CPU just before it.
     pub lost: u64,
+    /// The latency format's times: where the line's time counts from and when the
+    /// next record came; `None`: both are the line's own time.
+    pub delay: Option<Delay>,
+}
+
+/// A line's times in the latency format (`latency-format`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Delay {
+    /// The time lines count from: the first record read, or the start of the
+    /// latency the buffer holds.
+    pub start: u64,
+    /// The next record's timestamp, whose gap from this one the line's mark shows.
+    pub next: u64,
 }
 
 /// Writes a record as ftrace's line, `TASK-PID [CPU] FLAGS TIMESTAMP: NAME: BODY`,
@@ -236,7 +341,9 @@ pub fn write_line(
     if line.lost > 0 {
         writeln!(out, "CPU:{} [LOST {} EVENTS]", line.cpu, line.lost)?;
     }
-    if layout.context_info {
+    if layout.context_info && layout.latency_format {
+        write_latency_columns(out, line, layout)?;
+    } else if layout.context_info {
         let task = Task::of(line.context, line.cpu);
         let pad = 16usize.saturating_sub(task.name_len());
         write!(out, "{:pad$}{task}-{:<7} [{:03}] ", "", task.pid, line.cpu)?;
@@ -244,7 +351,7 @@ pub fn write_line(
             flags(line.context).iter().try_for_each(|&c| out.write_char(c))?;
             out.write_char(' ')?;
         }
-        write_timestamp(out, line.ts, layout.nanoseconds)?;
+        write_stamp(out, line.ts, layout)?;
         out.write_str(": ")?;
     }
     match line.name {
@@ -255,6 +362,34 @@ pub fn write_line(
         None => body(out)?,
     }
     writeln!(out)
+}
+
+/// The latency format's columns, as ftrace's: the task's name (right-aligned, cut
+/// to 8 characters), its id, the CPU, the flags, then the time from the start (µs
+/// for a clock in nanoseconds, rounded, with the [`delay_mark`] of the gap to the
+/// next record; a count otherwise).
+fn write_latency_columns(out: &mut dyn Write, line: &Line<'_>, layout: &Layout) -> fmt::Result {
+    let task = Task::of(line.context, line.cpu);
+    let name = StackText::<24>::of(format_args!("{task}"));
+    write!(out, "{:>8.8}-{:<7} {:3}", name.as_str(), task.pid, line.cpu)?;
+    flags(line.context).iter().try_for_each(|&c| out.write_char(c))?;
+    let Delay { start, next } = line.delay.unwrap_or(Delay { start: line.ts, next: line.ts });
+    let since = i128::from(line.ts) - i128::from(start);
+    match layout.clock.in_ns() {
+        true => {
+            let mark = delay_mark(next.saturating_sub(line.ts));
+            write!(out, " {:4}us{mark}: ", (since + 500).div_euclid(1000))
+        }
+        false => write!(out, " {since:4}: "),
+    }
+}
+
+/// ftrace's mark for a time `ns` long: over 10 us `+`, 100 us `!`, 1 ms `#`, 10 ms
+/// `*`, 100 ms `@`, 1 s `$`; a space otherwise.
+pub fn delay_mark(ns: u64) -> char {
+    let marks = [(1_000_000_000, '$'), (100_000_000, '@'), (10_000_000, '*')];
+    let more = [(1_000_000, '#'), (100_000, '!'), (10_000, '+')];
+    marks.iter().chain(&more).find(|(over, _)| ns > *over).map_or(' ', |m| m.1)
 }
 
 /// Writes ftrace's `annotate` line: CPU `cpu`'s records start here (its oldest
@@ -279,7 +414,7 @@ pub enum GraphCall {
 pub struct GraphLine<'a> {
     /// The CPU that made the call.
     pub cpu: usize,
-    /// When: the entry's timestamp (a leaf's too), or the return's (ns).
+    /// When: the entry's timestamp (a leaf's too), or the return's ([`Line::ts`]).
     pub ts: u64,
     /// What the CPU was running.
     pub context: Context,
@@ -297,7 +432,7 @@ pub struct GraphLine<'a> {
 pub fn write_graph_line(out: &mut dyn Write, layout: &Layout, line: &GraphLine<'_>) -> fmt::Result {
     if layout.context_info {
         if layout.graph_abstime {
-            write_timestamp(out, line.ts, layout.nanoseconds)?;
+            write_stamp(out, line.ts, layout)?;
             out.write_str(" |  ")?;
         }
         if layout.graph_cpu {
@@ -334,16 +469,12 @@ fn write_graph_task(out: &mut dyn Write, task: Task) -> fmt::Result {
 }
 
 /// The duration column: blank on an entry; on a return, the time with ftrace's
-/// mark for a long call (`funcgraph-overhead`): over 10 us `+`, 100 us `!`, 1 ms
-/// `#`, 10 ms `*`, 100 ms `@`, 1 s `$`.
+/// mark for a long call ([`delay_mark`], with `funcgraph-overhead`).
 fn write_graph_duration(out: &mut dyn Write, layout: &Layout, call: GraphCall) -> fmt::Result {
     let (GraphCall::Return(ns) | GraphCall::Leaf(ns)) = call else {
         return out.write_str("              |  ");
     };
-    let marks = [(1_000_000_000, '$'), (100_000_000, '@'), (10_000_000, '*')];
-    let more = [(1_000_000, '#'), (100_000, '!'), (10_000, '+')];
-    let mark = marks.iter().chain(&more).find(|(over, _)| ns > *over).map_or(' ', |m| m.1);
-    let mark = if layout.graph_overhead { mark } else { ' ' };
+    let mark = if layout.graph_overhead { delay_mark(ns) } else { ' ' };
     write!(out, "{mark}{:>5}.{:03} us |  ", ns / 1000, ns % 1000)
 }
 
@@ -408,10 +539,29 @@ mod tests {
     use alloc::format;
     use alloc::string::String;
 
+    /// A line's values the tests leave as they are.
+    const LINE: Line<'_> =
+        Line { cpu: 0, ts: 0, context: Context::TASK, name: None, lost: 0, delay: None };
+
+    /// The header of a buffer of 2 records (5 written) on 4 CPUs, no latency in it.
+    fn header(layout: &Layout) -> String {
+        let mut out = String::new();
+        let header = Header {
+            tracer: "nop",
+            entries: 2,
+            written: 5,
+            cpus: 4,
+            release: "0.1.0",
+            latency: None,
+        };
+        write_header(&mut out, &header, layout).unwrap();
+        out
+    }
+
     fn line(context: Context, cpu: usize, body: &str, nanoseconds: bool) -> String {
         let mut out = String::new();
         let line =
-            Line { cpu, ts: 69_267_965_338, context, name: Some("irq_handler_entry"), lost: 0 };
+            Line { cpu, ts: 69_267_965_338, context, name: Some("irq_handler_entry"), ..LINE };
         let layout = Layout { nanoseconds, ..Layout::DEFAULT };
         write_line(&mut out, &line, &layout, |o| o.write_str(body)).unwrap();
         out
@@ -454,8 +604,7 @@ mod tests {
 
     #[test]
     fn header_and_names_are_linux_ones() {
-        let mut out = String::new();
-        write_header(&mut out, "nop", 2, 5, 4, &Layout::DEFAULT).unwrap();
+        let out = header(&Layout::DEFAULT);
         assert!(
             out.starts_with(
                 "# tracer: nop\n#\n# entries-in-buffer/entries-written: 2/5   #P:4\n#\n"
@@ -473,13 +622,12 @@ mod tests {
     #[test]
     fn display_options_drop_columns_as_ftraces_do() {
         let irq = Context::new(Activity::Irq { depth: 1 }, true);
-        let line = Line { cpu: 1, ts: 69_267_965_338, context: irq, name: Some("tick"), lost: 2 };
+        let line =
+            Line { cpu: 1, ts: 69_267_965_338, context: irq, name: Some("tick"), lost: 2, ..LINE };
         let write = |layout: Layout| {
             let mut out = String::new();
             write_line(&mut out, &line, &layout, |o| o.write_str("n=1")).unwrap();
-            let mut header = String::new();
-            write_header(&mut header, "nop", 2, 5, 4, &layout).unwrap();
-            (out, header)
+            (out, header(&layout))
         };
         let (plain, header) = write(Layout { irq_info: false, ..Layout::DEFAULT });
         let lost = "CPU:1 [LOST 2 EVENTS]\n";
@@ -497,6 +645,82 @@ mod tests {
         assert_eq!(header, "# tracer: nop\n#\n");
         let layout = Layout { context_info: false, ..Layout::DEFAULT };
         assert_eq!(graph(&layout, 2, GraphCall::Leaf(567)), "    f();\n");
+    }
+
+    /// `latency-format`: ftrace's latency header, with the latency a tracer
+    /// reported, and lines whose time counts from a start in µs, marked with the
+    /// gap to the next record.
+    #[test]
+    fn the_latency_format_is_ftraces() {
+        let layout = Layout { latency_format: true, ..Layout::DEFAULT };
+        let plain = header(&layout);
+        assert!(
+            plain
+                .starts_with("# tracer: nop\n#\n# nop latency trace v1.1.5 on 0.1.0\n# ----------")
+        );
+        assert!(plain.contains(
+            "\n# latency: 0 us, #2/5, CPU#0 | (M:server VP:0, KP:0, SP:0 HP:0 #P:4)\n\
+             #    -----------------\n\
+             #    | task: -0 (uid:0 nice:0 policy:0 rt_prio:0)\n\
+             #    -----------------\n#\n\
+             #                    _------=> CPU#\n"
+        ));
+        assert!(plain.ends_with(
+            "#  cmd     pid     |||||| time  |   caller\n#     \\   /        ||||||  \\    |    /\n"
+        ));
+        let irq = Context::new(Activity::Irq { depth: 1 }, true);
+        let report = LatencyReport {
+            ns: 259_999,
+            cpu: 2,
+            task: Task::of(Context::TASK, 2),
+            started: &"spike+0x26",
+            ended: &"spike+0x6c",
+        };
+        let mut out = String::new();
+        let head = Header {
+            tracer: "irqsoff",
+            latency: Some(report),
+            release: "0.1.0",
+            entries: 4,
+            written: 4,
+            cpus: 4,
+        };
+        write_header(&mut out, &head, &layout).unwrap();
+        assert!(
+            out.contains(
+                "# latency: 259 us, #4/4, CPU#2 | (M:server VP:0, KP:0, SP:0 HP:0 #P:4)\n\
+             #    -----------------\n\
+             #    | task: work/2-3 (uid:0 nice:0 policy:0 rt_prio:0)\n\
+             #    -----------------\n\
+             #  => started at: spike+0x26\n\
+             #  => ended at:   spike+0x6c\n#\n#\n"
+            ),
+            "{out}"
+        );
+        // Empty: the tracer's name alone, as ftrace's.
+        let empty = Header { entries: 0, ..head };
+        let mut out = String::new();
+        write_header(&mut out, &empty, &layout).unwrap();
+        assert_eq!(out, "# tracer: irqsoff\n#\n");
+        let at = |ts, next| {
+            let mut out = String::new();
+            let delay = Some(Delay { start: 1_000_000, next });
+            let line = Line { cpu: 2, ts, context: irq, name: Some("tick"), delay, ..LINE };
+            write_line(&mut out, &line, &layout, |o| o.write_str("n=1")).unwrap();
+            out
+        };
+        assert_eq!(at(1_000_000, 1_000_000), "   <irq>-0         2d.h1.    0us : tick: n=1\n");
+        assert_eq!(at(1_259_600, 1_270_000), "   <irq>-0         2d.h1.  260us+: tick: n=1\n");
+        assert_eq!(at(1_000_000, 3_000_000), "   <irq>-0         2d.h1.    0us#: tick: n=1\n");
+        assert_eq!(at(900_000, 900_000), "   <irq>-0         2d.h1. -100us : tick: n=1\n");
+        let work = Line { cpu: 11, ts: 5, context: Context::TASK, name: Some("x"), ..LINE };
+        let mut out = String::new();
+        let counted = Layout { clock: Clock::Counter, ..layout };
+        write_line(&mut out, &work, &counted, |_| Ok(())).unwrap();
+        assert_eq!(out, " work/11-12       11.....    0: x\n");
+        assert_eq!(delay_mark(10_000), ' ');
+        assert_eq!(delay_mark(10_001), '+');
+        assert_eq!(delay_mark(1_000_000_001), '$');
     }
 
     /// A `function_graph` line of `f` on CPU 1 at 2.5 s, in its thread (`work/1-2`).

@@ -306,7 +306,7 @@ fn a_dump_carries_a_snapshot_section_beside_the_live_one_with_its_own_stats() {
     writer.instance(0, "latency");
     writer.cpu_stats(0, 0, &RingStats { written: 5, entries: 1, ..RingStats::default() });
     writer.record(0, &record(0, 100, &numbers(1, 2, 3, 4, 5, 6)), Some(numbers_d));
-    writer.section(1, "latency", dump::BufferKind::Snapshot);
+    writer.section(1, "latency", dump::BufferKind::Snapshot, trace::Clock::Counter);
     writer.cpu_stats(
         1,
         1,
@@ -321,6 +321,7 @@ fn a_dump_carries_a_snapshot_section_beside_the_live_one_with_its_own_stats() {
     let (live, snapshot) = (&d.instances[&0], &d.instances[&1]);
     assert_eq!((live.name.as_str(), live.buffer), ("latency", dump::BufferKind::Live));
     assert_eq!((snapshot.name.as_str(), snapshot.buffer), ("latency", dump::BufferKind::Snapshot));
+    assert_eq!((live.clock, snapshot.clock), (trace::Clock::Local, trace::Clock::Counter));
     assert_eq!(live.records.len(), 1);
     assert_eq!(snapshot.records.iter().map(|r| r.ts).collect::<Vec<_>>(), [50, 60]);
     assert_eq!(live.stats.keys().collect::<Vec<_>>(), [&0]);

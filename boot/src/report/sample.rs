@@ -153,6 +153,7 @@ pub fn sample() -> Section {
     Section {
         instance: "top".into(),
         buffer: BufferKind::Live,
+        clock: trace::Clock::Local,
         cpus: 2,
         descriptors,
         events,

@@ -141,12 +141,14 @@ pub fn write_stat(trace: &Section, out: &mut impl Write) -> io::Result<()> {
          from the dump)"
     )?;
 
-    writeln!(out, "\nTime span:")?;
+    // In seconds, or in counts for a clock that is not in ns (`counter`).
+    writeln!(out, "\nTime span ({} clock):", trace.clock.name())?;
+    let time = |ts: u64| if trace.clock.in_ns() { format_ts(ts) } else { ts.to_string() };
     let rows = match s.span {
         Some((first, last)) => vec![
-            row(["first", &format_ts(first)]),
-            row(["last", &format_ts(last)]),
-            row(["duration", &format_ts(last - first)]),
+            row(["first", &time(first)]),
+            row(["last", &time(last)]),
+            row(["duration", &time(last - first)]),
         ],
         None => vec![row(["first", "-"]), row(["last", "-"]), row(["duration", "-"])],
     };
@@ -248,7 +250,7 @@ mod tests {
         assert_eq!(cells(cpus[2]), ["1", "2", "17", "17", "4", "1", "23"]);
         assert_eq!(cells(cpus[3]), ["total", "5", "17", "22", "4", "1", "33"]);
 
-        let span = &lines[at("Time span:") + 1..at("Time span:") + 4];
+        let span = &lines[at("Time span (local clock):") + 1..at("Time span (local clock):") + 4];
         assert_eq!(cells(span[0]), ["first", "1.000000500"]);
         assert_eq!(cells(span[1]), ["last", "12.345678901"]);
         assert_eq!(cells(span[2]), ["duration", "11.345678401"]);

@@ -56,7 +56,7 @@ impl Symbols {
     }
 
     /// The table (none without functions).
-    pub(crate) fn table(&self) -> Option<SymbolTable<'_>> {
+    pub fn table(&self) -> Option<SymbolTable<'_>> {
         SymbolTable::parse(&self.table).ok()
     }
 

@@ -65,7 +65,7 @@ pub fn write_text(trace: &Section, out: &mut impl Write) -> io::Result<()> {
         writeln!(out, "# panic on cpu {} at {}: {}", p.cpu, p.location, msg)?;
     }
     let mut line = String::new();
-    let layout = text::Layout { nanoseconds: true, ..text::Layout::DEFAULT };
+    let layout = text::Layout { clock: trace.clock, nanoseconds: true, ..text::Layout::DEFAULT };
     for ev in &trace.events {
         let descriptor = trace.descriptor(ev.id);
         let (system, name) = descriptor.map_or(("", ""), |d| (d.system.as_str(), d.name.as_str()));
@@ -75,6 +75,7 @@ pub fn write_text(trace: &Section, out: &mut impl Write) -> io::Result<()> {
             context: ev.context,
             name: descriptor.map_or(Some("unknown_event"), |_| text::event_name(system, name)),
             lost: ev.lost_before,
+            delay: None,
         };
         line.clear();
         let body = |out: &mut dyn fmt::Write| match descriptor {

@@ -34,7 +34,7 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use trace::event::format_file::{self, LayoutError, Linux};
-use trace::text;
+use trace::{Clock, text};
 
 use trace::dump::{BufferKind, DumpDescriptor, Event, MAX_CPUS, Section, Value, hex_dump};
 
@@ -59,8 +59,17 @@ const TIME_EXTEND: u32 = 30;
 /// Largest record (ftrace layout) written: with its header, a time extend and a lost
 /// count it fits an empty page. Longer texts are cut.
 const MAX_RECORD: usize = 2048;
-/// The trace clock, as the kernel's `trace_clock` file shows it.
-const TRACE_CLOCK: &str = "[local]\n";
+/// The trace clock, as the kernel's `trace_clock` file shows it: every clock, the
+/// first buffer's in brackets (a trace.dat of this version has one clock for all its
+/// buffers; `trace-cmd` prints a clock's values as seconds only for clocks in ns).
+fn trace_clock(traces: &[Section]) -> String {
+    let current = traces.first().map_or(Clock::Local, |t| t.clock);
+    let names = Clock::ALL.map(|c| match c == current {
+        true => format!("[{}]", c.name()),
+        false => c.name().to_string(),
+    });
+    names.join(" ") + "\n"
+}
 
 /// How an event id's records are written.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -445,7 +454,8 @@ pub fn write_tracedat(
     put_u32(&mut head, cpus as u32);
 
     head.extend_from_slice(b"options  \0");
-    put_option(&mut head, OPTION_TRACECLOCK, format!("{TRACE_CLOCK}\0").as_bytes());
+    let clock = trace_clock(traces);
+    put_option(&mut head, OPTION_TRACECLOCK, format!("{clock}\0").as_bytes());
     if let Some(main) = traces.first() {
         put_cpu_stats(&mut head, main);
     }
@@ -465,12 +475,12 @@ pub fn write_tracedat(
     // The first buffer's CPU table and the trace clock follow; then its data,
     // page-aligned. Then each other buffer: its options (its CPUs' statistics),
     // `flyrecord` and CPU table, then its data, page-aligned.
-    let table = 16 * cpus + 8 + TRACE_CLOCK.len();
+    let table = 16 * cpus + 8 + clock.len();
     let data_start = (head.len() + table).next_multiple_of(PAGE_SIZE) as u64;
     let empty = Vec::new();
     let main = buffers.first().unwrap_or(&empty);
     let mut end = put_cpu_table(&mut head, main, data_start);
-    put_sized(&mut head, TRACE_CLOCK.as_bytes());
+    put_sized(&mut head, clock.as_bytes());
     head.resize(data_start as usize, 0);
     let mut blocks = Vec::new();
     for ((trace, pages), patch) in traces.iter().zip(&buffers).skip(1).zip(&patches) {

@@ -75,6 +75,8 @@ pub enum TraceOption {
     GraphTail,
     /// `irq-info`: the flags column.
     IrqInfo,
+    /// `latency-format`: the latency header and columns.
+    LatencyFormat,
     /// `markers`: `trace_marker` and `trace_marker_raw` take writes.
     Markers,
     /// `nanoseconds`: timestamps in ns rather than µs.
@@ -99,7 +101,7 @@ pub enum TraceOption {
 
 impl TraceOption {
     /// Every option, in the order `options/` and `trace_options` list them.
-    pub const ALL: [TraceOption; 20] = [
+    pub const ALL: [TraceOption; 21] = [
         TraceOption::Annotate,
         TraceOption::ContextInfo,
         TraceOption::FuncStackTrace,
@@ -110,6 +112,7 @@ impl TraceOption {
         TraceOption::GraphProc,
         TraceOption::GraphTail,
         TraceOption::IrqInfo,
+        TraceOption::LatencyFormat,
         TraceOption::Markers,
         TraceOption::Nanoseconds,
         TraceOption::Overwrite,
@@ -135,6 +138,7 @@ impl TraceOption {
             TraceOption::GraphProc => "funcgraph-proc",
             TraceOption::GraphTail => "funcgraph-tail",
             TraceOption::IrqInfo => "irq-info",
+            TraceOption::LatencyFormat => "latency-format",
             TraceOption::Markers => "markers",
             TraceOption::Nanoseconds => "nanoseconds",
             TraceOption::Overwrite => "overwrite",
@@ -263,6 +267,8 @@ pub enum File<S, E> {
     EventTrigger(E),
     /// `events/SYS/EVENT/hist`.
     EventHist(E),
+    /// `events/SYS/EVENT/inject`: records the event written by hand.
+    EventInject(E),
 }
 
 /// What a path names.
@@ -368,6 +374,7 @@ fn node<T: Tree>(tree: &T, rest: &[&str], top: bool) -> Option<Node<T::System, T
                         ["filter"] => file(EventFilter(event)),
                         ["trigger"] => file(EventTrigger(event)),
                         ["hist"] => file(EventHist(event)),
+                        ["inject"] => file(EventInject(event)),
                         _ => None,
                     }
                 }

@@ -167,8 +167,8 @@ pub static COMMANDS: &[Command] = &[
     },
     Command {
         name: "latency",
-        usage: "[spike MS | threshold MS | rearm]",
-        help: "the latency watchdog driver: status, provoke a late tick, re-arm",
+        usage: "[spike MS | threshold MS | rearm | wait MS]",
+        help: "the latency watchdog driver: status, provoke a late tick, re-arm, wait for a capture (a key stops the wait)",
         redirects: false,
         pipes: false,
         run: latency,
@@ -698,7 +698,7 @@ fn latency(
     _: &mut Shell,
     args: &[&str],
     _: Option<&Redirect>,
-    _out: &mut Output,
+    out: &mut Output,
 ) -> Result<(), CommandError> {
     let watchdog = watchdog::get().ok_or(CommandError::from("the watchdog is not running"))?;
     let ms = |arg: &str| arg.parse::<u64>().ok().filter(|ms| (1..=10_000).contains(ms));
@@ -713,6 +713,16 @@ fn latency(
             watchdog.set_threshold(ms(arg).ok_or(CommandError::Usage)? * 1_000_000)
         }
         ["rearm"] => watchdog.rearm(),
+        ["wait", arg] => {
+            let ms = ms(arg).ok_or(CommandError::Usage)?;
+            // Stopped by a key: the status, as after any other subcommand.
+            if let Waited::TimedOut = wait_for_capture(watchdog, ms, out) {
+                return Err(CommandError::Failed(format!(
+                    "not captured within {ms} ms (state: {:?})",
+                    watchdog.state()
+                )));
+            }
+        }
         _ => return Err(CommandError::Usage),
     }
     let (anomalies, tick, worst, threshold) = watchdog.counters();
@@ -722,6 +732,43 @@ fn latency(
     );
     println!("instance: instances/{}", latency_watchdog::INSTANCE);
     Ok(())
+}
+
+/// How a wait for the watchdog's capture ended.
+enum Waited {
+    /// The window is captured.
+    Captured,
+    /// The time ran out first.
+    TimedOut,
+    /// A key stopped it.
+    Stopped,
+}
+
+/// Sleeps until the watchdog has captured its window, `ms` milliseconds have passed
+/// or a key is pressed (consumed; Ctrl-C shows as such). The wait runs idle work,
+/// the driver's deferred snapshot among it, and records nothing of its own: polling
+/// from the host would fill the window with keystrokes.
+fn wait_for_capture(
+    watchdog: &latency_watchdog::Watchdog<tracing::KernelPlatform>,
+    ms: u64,
+    out: &mut Output,
+) -> Waited {
+    let captured = || watchdog.state() == latency_watchdog::State::Captured;
+    let deadline = clock::now_ns().saturating_add(ms * 1_000_000);
+    while !captured() {
+        if clock::now_ns() >= deadline {
+            return Waited::TimedOut;
+        }
+        if let Some(byte) = serial::try_read_byte() {
+            if byte == 0x03 {
+                out.interrupt();
+            }
+            return Waited::Stopped;
+        }
+        // The boot CPU's timer tick wakes the wait at least once a period.
+        crate::idle::wait_unless(|| serial::input_pending() || captured());
+    }
+    Waited::Captured
 }
 
 fn lockup(

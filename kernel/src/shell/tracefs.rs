@@ -11,9 +11,10 @@ use alloc::vec::Vec;
 use core::fmt::{self, Write};
 use shell_core::path::normalize;
 use shell_core::tree::{self, TraceOption, Tree};
+use trace::event::inject::InjectError;
 use trace::text::Layout;
 use trace::{
-    Instance, InstanceConfig, InstanceError, Mode, Tracer, event::DescriptorKind,
+    Clock, Instance, InstanceConfig, InstanceError, Mode, Tracer, event::DescriptorKind,
     event::EventDescriptor, tracer::FunctionError as TracerFunctionError, tracer::HookError,
     tracer::TriggerReason, tracer::is_settable,
 };
@@ -36,6 +37,8 @@ pub enum FsError {
     /// EINVAL for a filter or trigger: the position and the reason
     /// (`HookError::Filter` or `HookError::Trigger`).
     Parse(HookError),
+    /// EINVAL for an `inject` line: the position and the reason.
+    Inject(InjectError),
     /// ENOMEM: the rings would exceed the tracer's memory limit (KB in use, KB
     /// allowed).
     MemoryLimit(usize, usize),
@@ -71,6 +74,7 @@ impl fmt::Display for FsError {
             FsError::Invalid => "Invalid argument",
             FsError::Rule(rule) => return write!(f, "Invalid argument ({rule})"),
             FsError::Parse(error) => return write!(f, "Invalid argument ({error})"),
+            FsError::Inject(error) => return write!(f, "Invalid argument ({error})"),
             FsError::InvalidName => {
                 return write!(
                     f,
@@ -106,7 +110,7 @@ impl fmt::Display for FsError {
             }
             FsError::Persistent => {
                 "Operation not permitted (boot_map records into the persistent region: it \
-                 stays, with its size, and has no snapshot)"
+                 stays, with its size and the local clock, and has no snapshot)"
             }
         })
     }
@@ -175,7 +179,9 @@ impl From<FunctionError> for FsError {
                     "unknown command (mod, traceon, traceoff, snapshot, stacktrace, \
                      enable_event, disable_event, dump, cpudump)",
                 ),
-                TriggerReason::NotFound => FsError::Rule("no function named has this command"),
+                TriggerReason::NotFound => {
+                    FsError::Rule("no function the glob names has this command")
+                }
                 TriggerReason::TooMany => FsError::Rule("a function holds at most 8 commands"),
                 _ => FsError::Parse(HookError::Trigger(error)),
             },
@@ -201,6 +207,7 @@ impl FsError {
         match self {
             FsError::Parse(HookError::Filter(e)) => e.pos,
             FsError::Parse(HookError::Trigger(e)) => e.pos,
+            FsError::Inject(e) => e.pos,
             _ => 0,
         }
     }
@@ -352,9 +359,9 @@ pub fn list(located: &Located) -> Result<Vec<String>, FsError> {
                 .extend(events(tracer).filter(|d| d.system == sys).map(|d| format!("{}/", d.name)));
             names
         }
-        Dir::Event => {
-            ["enable", "filter", "format", "hist", "id", "trigger"].map(String::from).into()
-        }
+        Dir::Event => ["enable", "filter", "format", "hist", "id", "inject", "trigger"]
+            .map(String::from)
+            .into(),
     };
     Ok(names)
 }
@@ -479,7 +486,16 @@ tracing mini-HOWTO:
   buffer_size_kb\t- view and modify size of per cpu buffer
   buffer_total_size_kb  - view total size of all cpu buffers
   buffer_subbuf_size_kb\t- the largest record: 4 KB (the rings have no sub-buffers)
-  trace_clock\t\t- change the clock used to order events (only local here)
+  trace_clock\t\t- change the clock used to order events
+       local:   each CPU's clock in ns (the TSC), the cheapest
+      global:   ns, never behind a reading of another CPU (costs an atomic)
+     counter:   a count shared by every CPU, one step per event (not ns)
+      uptime:   the timer's ticks since boot, 100 a second (not ns)
+        perf:   as local
+        mono:   the kernel's monotonic clock (the TSC in ns; nothing adjusts it)
+    mono_raw:   as mono
+        boot:   as mono (the kernel never suspends)
+     x86-tsc:   the TSC's cycles as they are (not ns)
   tracing_on\t\t- Enable or disable writing to the ring buffer (0 off, else on)
   tracing_cpumask\t- Limit which CPUs to trace (a hex mask)
   instances\t\t- Make sub-buffers with: mkdir instances/foo
@@ -492,6 +508,9 @@ tracing mini-HOWTO:
 \t\t\t  start, in a buffer that overwrote some
   options/context-info\t- 0: lines without the task, CPU, flags and timestamp
   options/irq-info\t- 0: lines without the flags column
+  options/latency-format - 1: the latency header, and lines as 'cmd-pid CPU FLAGS
+\t\t\t  time(delay)': µs from the first record (in an irqsoff snapshot,
+\t\t\t  from the region's start), marked by the gap to the next
   options/print-parent\t- 0: function lines without the caller
   options/sym-offset\t- 1: function lines with offsets (name+0x1c)
   options/sym-addr\t- 1: function lines with addresses (name <ffff...>)
@@ -515,7 +534,8 @@ tracing mini-HOWTO:
   events/\t\t- Directory containing all trace event subsystems:
       enable\t\t- Write 0/1 to enable/disable tracing of all events
   events/name/\t\t- Each subsystem has its own enable and filter files and a
-\t\t\t  directory per event: enable, filter, format, hist, id, trigger
+\t\t\t  directory per event: enable, filter, format, hist, id, inject,
+\t\t\t  trigger
       filter\t\t- If set, only events passing filter are traced
 \t\t\t  (echo 'vector == 48' > filter; echo 0 > filter clears it)
       trigger\t\t- If set, a command to perform when event is hit
@@ -527,8 +547,16 @@ tracing mini-HOWTO:
 \t\t\t           disable_hist:<system>:<event>,
 \t\t\t           hist:keys=<field>[,...][:vals=<field>][:sort=<field>]
 \t\t\t                [:size=N][:name=<name>][:pause|:cont|:clear]
+\t\t\t                [:<var>=<expr>[,...]] (vals=$<var> sums one)
+\t\t\t                [:onmax|onchange($<var>).save(<field>,...)]
+\t\t\t                [:onmax|onchange($<var>).snapshot()]
+\t\t\t  expr: <operand>[+-*/<operand>], operand: a field,
+\t\t\t        common_timestamp[.usecs], $<var> or a number
 \t\t\t  To remove a trigger: echo '!<trigger>' > trigger
       hist\t\t- The event's histograms (hist triggers), sorted
+      inject\t\t- Records the event as if it fired, its fields written
+\t\t\t  by name (echo 'vector=48' > inject; unnamed ones are 0):
+\t\t\t  its filter and triggers apply (the event must be enabled)
   available_events\t- list of all events the kernel has
   set_event\t\t- Enables events by name written into it ([!]system:event,
 \t\t\t  or [!]name for a system or an event; globs allowed;
@@ -553,6 +581,8 @@ struct Extras {
     errors: VecDeque<String>,
     /// The filter last set on each system (`events/SYS/filter` reads it back).
     system_filters: Vec<(&'static str, String)>,
+    /// While the irqsoff tracer is selected: `latency-format` as it was before.
+    latency_format_before: Option<bool>,
 }
 
 impl Default for Extras {
@@ -564,6 +594,7 @@ impl Default for Extras {
             pause_on_trace: false,
             errors: VecDeque::new(),
             system_filters: Vec::new(),
+            latency_format_before: None,
         }
     }
 }
@@ -600,7 +631,24 @@ fn read_extras<R>(instance: &Instance<'_, KernelPlatform>, read: impl FnOnce(&Ex
 
 /// How `instance`'s `trace` files lay out their lines (its display options).
 pub fn layout(instance: &Instance<'_, KernelPlatform>) -> Layout {
-    read_extras(instance, |extras| extras.layout)
+    Layout { clock: instance.clock(), ..read_extras(instance, |extras| extras.layout) }
+}
+
+/// As ftrace's latency tracers do: selecting irqsoff turns `latency-format` on, and
+/// leaving it gives back the setting it found.
+fn latency_format_for(instance: &Instance<'_, KernelPlatform>, before: Kind, now: Kind) {
+    let irqsoff = |kind| kind == Kind::Irqsoff;
+    if irqsoff(before) == irqsoff(now) {
+        return;
+    }
+    with_extras(instance, |extras| {
+        if irqsoff(now) {
+            extras.latency_format_before = Some(extras.layout.latency_format);
+            extras.layout.latency_format = true;
+        } else if let Some(found) = extras.latency_format_before.take() {
+            extras.layout.latency_format = found;
+        }
+    });
 }
 
 /// Whether `instance`'s `trace_marker` files take writes (`options/markers`).
@@ -730,6 +778,7 @@ fn option(instance: &Instance<'_, KernelPlatform>, option: TraceOption) -> bool 
         TraceOption::GraphProc => layout.graph_proc,
         TraceOption::GraphTail => layout.graph_tail,
         TraceOption::IrqInfo => layout.irq_info,
+        TraceOption::LatencyFormat => layout.latency_format,
         TraceOption::Markers => markers(instance),
         TraceOption::Nanoseconds => layout.nanoseconds,
         TraceOption::Overwrite => instance.mode() == Mode::Overwrite,
@@ -763,6 +812,7 @@ fn set_option(
         TraceOption::GraphProc => display(|e, on| e.layout.graph_proc = on),
         TraceOption::GraphTail => display(|e, on| e.layout.graph_tail = on),
         TraceOption::IrqInfo => display(|e, on| e.layout.irq_info = on),
+        TraceOption::LatencyFormat => display(|e, on| e.layout.latency_format = on),
         TraceOption::Markers => display(|e, on| e.markers = on),
         TraceOption::Nanoseconds => display(|e, on| e.layout.nanoseconds = on),
         TraceOption::Overwrite => {
@@ -814,8 +864,20 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
         }
         // The live rings only, as Linux counts them (a snapshot is not included).
         File::BufferTotalSizeKb => writeln!(out, "{}", cpu_kb(instance).sum::<usize>()),
-        File::TraceMarker | File::TraceMarkerRaw => return Err(FsError::WriteOnly),
-        File::TraceClock => writeln!(out, "[local]"),
+        File::TraceMarker | File::TraceMarkerRaw | File::EventInject(_) => {
+            return Err(FsError::WriteOnly);
+        }
+        File::TraceClock => {
+            let current = instance.clock();
+            let names = Clock::ALL.into_iter().enumerate().try_for_each(|(i, clock)| {
+                let space = if i == 0 { "" } else { " " };
+                match clock == current {
+                    true => write!(out, "{space}[{}]", clock.name()),
+                    false => write!(out, "{space}{}", clock.name()),
+                }
+            });
+            names.and_then(|()| writeln!(out))
+        }
         File::TraceOption(o) => writeln!(out, "{}", u8::from(option(instance, o))),
         File::TraceOptions => TraceOption::ALL.iter().try_for_each(|&o| {
             let no = if option(instance, o) { "" } else { "no" };
@@ -1071,9 +1133,12 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
                 .write_marker_raw(id, data)
                 .map_err(|_| FsError::Rule("the data after the id is too long (at most 80 bytes)"))
         }
-        File::TraceClock => match value.trim() {
-            "local" => Ok(()),
-            _ => Err(FsError::Rule("the only clock is local")),
+        File::TraceClock => match Clock::from_name(value.trim()) {
+            Some(clock) => Ok(instance.set_clock(clock)?),
+            None => Err(FsError::Rule(
+                "no such clock (local, global, counter, uptime, perf, mono, mono_raw, boot or \
+                 x86-tsc)",
+            )),
         },
         File::TraceOption(o) => set_option(instance, o, switch(value)?),
         File::TraceOptions => {
@@ -1094,7 +1159,12 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
             Ok(())
         }
         File::CurrentTracer => match Kind::parse(value.trim()) {
-            Some(kind) => Ok(instance.set_function_tracer(kind).map_err(FunctionError::from)?),
+            Some(kind) => {
+                let before = instance.function_tracer();
+                instance.set_function_tracer(kind).map_err(FunctionError::from)?;
+                latency_format_for(instance, before, kind);
+                Ok(())
+            }
             None => Err(FsError::Rule("no such tracer (see available_tracers)")),
         },
         File::SetFtraceFilter
@@ -1170,6 +1240,7 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
             "" => Ok(()),
             _ => Ok(instance.set_trigger(d, value)?),
         },
+        File::EventInject(d) => instance.inject(d, value).map_err(FsError::Inject),
         File::AvailableEvents
         | File::TracePipe
         | File::BufferTotalSizeKb

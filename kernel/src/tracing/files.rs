@@ -4,14 +4,16 @@
 
 use super::KernelPlatform;
 use crate::arch::MAX_CPUS;
-use crate::{clock, symbols};
+use crate::symbols;
+use alloc::vec::Vec;
 use core::fmt::{self, Write};
 use trace::field::{Decoder, FieldKind, Value};
-use trace::text::{self, GraphCall, GraphLine, Layout, Line};
+use trace::ring::{Buffer, RecordRef, RingStats};
+use trace::text::{self, Delay, GraphCall, GraphLine, LatencyReport, Layout, Line, Task};
 use trace::tracer::{
     FUNCGRAPH_ENTRY, FUNCGRAPH_EXIT, FUNCTION, IRQSOFF, STACK_FRAMES, STACK_TRACE, is_message,
 };
-use trace::{Instance, Tracer, event::DescriptorKind, ring::Buffer, ring::RecordRef};
+use trace::{Instance, Tracer, event::DescriptorKind};
 
 /// Writes one record as ftrace's trace line (see [`trace::text`]), the fields
 /// formatted now from the event's descriptor (deferred formatting), laid out as
@@ -21,6 +23,7 @@ fn write_record(
     tracer: &Tracer<KernelPlatform>,
     record: &RecordRef<'_>,
     layout: &Layout,
+    delay: Option<Delay>,
 ) -> fmt::Result {
     let descriptor = tracer.descriptor(record.id);
     let mut line = Line {
@@ -29,6 +32,7 @@ fn write_record(
         context: record.context,
         name: descriptor.map_or(Some("unknown_event"), |d| text::event_name(d.system, d.name)),
         lost: record.lost,
+        delay,
     };
     let message_only = layout.printk_msg_only && descriptor.is_some_and(is_message);
     let layout = if message_only {
@@ -112,11 +116,17 @@ impl GraphRecord {
 
 /// Writes records as trace lines, holding each `function_graph` entry back until
 /// the next record: an entry whose return comes next prints as one `name();` line,
-/// as ftrace's graph output does. Allocates nothing (the panic dump uses it).
+/// as ftrace's graph output does. With `latency-format`, each other record is held
+/// back too, until the next one's time gives its delay mark. Allocates nothing
+/// without `latency-format` (the panic dump's layout has it off).
 pub struct TraceWriter<'a> {
     tracer: &'a Tracer<KernelPlatform>,
     layout: Layout,
     held: Option<GraphRecord>,
+    /// With `latency-format`: the time lines count from (the first record's unless
+    /// set), and the record held back.
+    start: Option<u64>,
+    latency_held: Option<HeldRecord>,
     /// With `annotate`: the CPUs whose records were written (bit N: CPU N).
     started: Option<u64>,
     /// Per CPU, the lowest depth of a `function_graph` entry written so far
@@ -130,7 +140,20 @@ impl<'a> TraceWriter<'a> {
     /// A writer of `tracer`'s records, laid out as `layout` says, without
     /// annotations.
     pub fn new(tracer: &'a Tracer<KernelPlatform>, layout: Layout) -> Self {
-        TraceWriter { tracer, layout, held: None, started: None, entered: [u64::MAX; MAX_CPUS] }
+        TraceWriter {
+            tracer,
+            layout,
+            held: None,
+            start: None,
+            latency_held: None,
+            started: None,
+            entered: [u64::MAX; MAX_CPUS],
+        }
+    }
+
+    /// The same, the latency format's times counting from `start` (the latency's).
+    fn counting_from(self, start: Option<u64>) -> Self {
+        TraceWriter { start, ..self }
     }
 
     /// The same, announcing where each CPU's records start (after the first
@@ -143,6 +166,11 @@ impl<'a> TraceWriter<'a> {
 
     /// Writes `record` (after the entry held back, unless it returns from it).
     pub fn write(&mut self, out: &mut dyn Write, record: &RecordRef<'_>) -> fmt::Result {
+        let start = *self.start.get_or_insert(record.ts);
+        if let Some(held) = self.latency_held.take() {
+            let delay = Delay { start, next: record.ts };
+            write_record(out, self.tracer, &held.record(), &self.layout, Some(delay))?;
+        }
         let graph = GraphRecord::of(self.tracer, record);
         if let Some(entry) = self.held.take() {
             if let Some(ret) = graph.filter(|g| g.returns_from(&entry)) {
@@ -171,7 +199,15 @@ impl<'a> TraceWriter<'a> {
                 self.held = Some(entry);
                 Ok(())
             }
-            None => write_record(out, self.tracer, record, &self.layout),
+            None if self.layout.latency_format && self.layout.context_info => {
+                match HeldRecord::of(record) {
+                    Some(held) => self.latency_held = Some(held),
+                    // No memory to hold it: written now, without its delay mark.
+                    None => write_record(out, self.tracer, record, &self.layout, None)?,
+                }
+                Ok(())
+            }
+            None => write_record(out, self.tracer, record, &self.layout, None),
         }
     }
 
@@ -184,10 +220,42 @@ impl<'a> TraceWriter<'a> {
         if announce { text::write_cpu_started(out, cpu) } else { Ok(()) }
     }
 
-    /// Writes the entry held back, if any, as `name() {` (after the last record).
+    /// Writes the record held back, if any: an entry as `name() {`, another with
+    /// no delay after it (after the last record).
     pub fn finish(&mut self, out: &mut dyn Write) -> fmt::Result {
+        if let Some(held) = self.latency_held.take() {
+            let delay = self.start.map(|start| Delay { start, next: held.ts });
+            write_record(out, self.tracer, &held.record(), &self.layout, delay)?;
+        }
         let entry = self.held.take();
         entry.map_or(Ok(()), |entry| entry.write(out, &self.layout, GraphCall::Entry))
+    }
+}
+
+/// A record copied out of its reader's buffer, held back by [`TraceWriter`].
+struct HeldRecord {
+    cpu: usize,
+    ts: u64,
+    id: u16,
+    context: trace::Context,
+    lost: u64,
+    payload: Vec<u8>,
+}
+
+impl HeldRecord {
+    /// A copy of `record`; `None` if there is no memory for its payload.
+    fn of(record: &RecordRef<'_>) -> Option<HeldRecord> {
+        let mut payload = Vec::new();
+        payload.try_reserve_exact(record.payload.len()).ok()?;
+        payload.extend_from_slice(record.payload);
+        let RecordRef { cpu, ts, id, context, lost, .. } = *record;
+        Some(HeldRecord { cpu, ts, id, context, lost, payload })
+    }
+
+    /// The record, as its reader returned it.
+    fn record(&self) -> RecordRef<'_> {
+        let HeldRecord { cpu, ts, id, context, lost, .. } = *self;
+        RecordRef { cpu, ts, id, context, lost, payload: &self.payload }
     }
 }
 
@@ -253,23 +321,54 @@ fn write_code(out: &mut dyn Write, addr: u64, ret: bool, layout: &Layout) -> fmt
     Ok(())
 }
 
-/// The `trace` file header: ftrace's, with the entries in the buffer and written.
+/// The records in a buffer and written into it, CPU `cpu`'s or all `cpus`', from
+/// each CPU's `stats`.
+fn counts(
+    cpus: usize,
+    cpu: Option<usize>,
+    stats: impl Fn(usize) -> Result<RingStats, trace::Error>,
+) -> (u64, u64) {
+    let each = (0..cpus).filter(|c| cpu.is_none_or(|only| only == *c));
+    each.filter_map(|c| stats(c).ok())
+        .fold((0, 0), |(entries, written), s| (entries + s.entries, written + s.written))
+}
+
+/// A `trace` file's header: ftrace's, for a buffer of `instance` holding
+/// `entries` of the `written` records, with the latency `report` says it holds
+/// (the latency format tells it).
 fn write_header(
     out: &mut dyn Write,
     instance: &Instance<'_, KernelPlatform>,
-    cpu: Option<usize>,
+    (entries, written): (u64, u64),
     layout: &Layout,
+    report: Option<&IrqsoffReport>,
 ) -> fmt::Result {
-    let cpus = instance.tracer().cpus();
-    let (mut entries, mut written) = (0, 0);
-    for stats in (0..cpus)
-        .filter(|c| cpu.is_none_or(|only| only == *c))
-        .filter_map(|c| instance.stats(c).ok())
-    {
-        entries += stats.entries;
-        written += stats.written;
+    let (started, ended) = report.map_or((Code(0), Code(0)), |r| (Code(r.start), Code(r.end)));
+    let latency = report.map(|r| LatencyReport {
+        ns: r.ns,
+        cpu: r.cpu,
+        task: Task::of(r.context, r.cpu),
+        started: &started,
+        ended: &ended,
+    });
+    let header = text::Header {
+        tracer: instance.function_tracer().name(),
+        entries,
+        written,
+        cpus: instance.tracer().cpus(),
+        release: env!("CARGO_PKG_VERSION"),
+        latency,
+    };
+    text::write_header(out, &header, layout)
+}
+
+/// A code address shown as `function+0xoffset` (or the address).
+struct Code(u64);
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        symbols::write_address(f, self.0)
     }
-    text::write_header(out, instance.function_tracer().name(), entries, written, cpus, layout)
 }
 
 /// Calls `each` with every record of `buffer`, oldest first, while it returns true:
@@ -308,18 +407,21 @@ pub fn for_each_record(
 /// Writes every record of `buffer` (see [`for_each_record`]) as trace lines, after
 /// `header`; stops at the first write that fails (the reader stopped: Ctrl-C, or a
 /// pipe that has all it wants).
+#[allow(clippy::too_many_arguments, reason = "one reader's whole setting")]
 fn write_records(
     out: &mut dyn Write,
     tracer: &Tracer<KernelPlatform>,
     buffer: &Buffer<KernelPlatform>,
     cpu: Option<usize>,
     layout: &Layout,
+    start: Option<u64>,
     header: impl FnOnce(&mut dyn Write) -> fmt::Result,
 ) -> fmt::Result {
     let out = core::cell::RefCell::new(out);
     let result = core::cell::Cell::new(Ok(()));
     let overran = (0..buffer.cpus()).filter_map(|c| buffer.stats(c).ok()).any(|s| s.overrun > 0);
-    let writer = core::cell::RefCell::new(TraceWriter::annotating(tracer, *layout, overran));
+    let writer = TraceWriter::annotating(tracer, *layout, overran).counting_from(start);
+    let writer = core::cell::RefCell::new(writer);
     let read = for_each_record(
         buffer,
         cpu,
@@ -353,38 +455,57 @@ pub fn write_trace(
     let recorder = instance.recorder();
     let live = recorder.live();
     let mut list = |_held| {
-        write_records(out, instance.tracer(), live, cpu, layout, |out| {
-            write_header(out, instance, cpu, layout)
+        write_records(out, instance.tracer(), live, cpu, layout, None, |out| {
+            // The instance's counts: the live buffer's, and the events it refused.
+            let counts = counts(live.cpus(), cpu, |c| instance.stats(c));
+            write_header(out, instance, counts, layout, None)
         })
     };
     if pause { live.with_writes_held(list) } else { list(false) }
 }
 
 /// The snapshot buffer's records (CPU `cpu`'s, or every CPU's merged in time order).
+/// If the irqsoff tracer reported into it, the latency's head comes first: with
+/// `latency-format`, ftrace's latency header, whose times count from the start of
+/// the latency; without, that header shortened to the latency, its CPU and where it
+/// started and ended.
 pub fn write_snapshot(
     out: &mut dyn Write,
     instance: &Instance<'_, KernelPlatform>,
     cpu: Option<usize>,
     layout: &Layout,
 ) -> fmt::Result {
-    match instance.recorder().snapshot() {
-        Some(snapshot) => {
-            write_irqsoff_report(out, snapshot, cpu)?;
-            write_records(out, instance.tracer(), snapshot, cpu, layout, |_| Ok(()))
-        }
-        None => Ok(()),
+    let recorder = instance.recorder();
+    let Some(snapshot) = recorder.snapshot() else { return Ok(()) };
+    let report = irqsoff_report(snapshot, cpu);
+    let tracer = instance.tracer();
+    if layout.latency_format && layout.context_info {
+        let start = report.as_ref().map(|r| r.ts.saturating_sub(r.ns));
+        return write_records(out, tracer, snapshot, cpu, layout, start, |out| {
+            let counts = counts(snapshot.cpus(), cpu, |c| snapshot.stats(c));
+            write_header(out, instance, counts, layout, report.as_ref())
+        });
     }
+    if let Some(r) = &report {
+        writeln!(out, "# irqsoff latency: {} us, CPU#{}", r.ns / 1000, r.cpu)?;
+        writeln!(out, "#  => started at: {}\n#  => ended at:   {}\n#", Code(r.start), Code(r.end))?;
+    }
+    write_records(out, tracer, snapshot, cpu, layout, None, |_| Ok(()))
 }
 
-/// The head of a snapshot the irqsoff tracer kept, as Linux's latency header has it
-/// (shortened): the last `ftrace:irqsoff` report among the records of `buffer` (of
-/// `cpu`, or all), its length, CPU, and where interrupts went off and on. Nothing
-/// if there is none.
-fn write_irqsoff_report(
-    out: &mut dyn Write,
-    buffer: &Buffer<KernelPlatform>,
-    cpu: Option<usize>,
-) -> fmt::Result {
+/// An `ftrace:irqsoff` report: where and when it was written, the latency (ns), and
+/// where interrupts went off and on.
+struct IrqsoffReport {
+    cpu: usize,
+    ts: u64,
+    context: trace::Context,
+    ns: u64,
+    start: u64,
+    end: u64,
+}
+
+/// The last irqsoff report among the records of `buffer` (of `cpu`, or all).
+fn irqsoff_report(buffer: &Buffer<KernelPlatform>, cpu: Option<usize>) -> Option<IrqsoffReport> {
     let mut last = None;
     let _ = for_each_record(
         buffer,
@@ -393,21 +514,17 @@ fn write_irqsoff_report(
         |record| {
             let mut values = [0u64; 3];
             if record.id == IRQSOFF.id() && decode_u64s(record.payload, &mut values) {
-                last = Some((record.cpu, values));
+                let [ns, start, end] = values;
+                let (cpu, ts, context) = (record.cpu, record.ts, record.context);
+                last = Some(IrqsoffReport { cpu, ts, context, ns, start, end });
             }
             true
         },
     );
-    let Some((cpu, [ns, start, end])) = last else { return Ok(()) };
-    writeln!(out, "# irqsoff latency: {} us, CPU#{cpu}", ns / 1000)?;
-    write!(out, "#  => started at: ")?;
-    symbols::write_address(out, start)?;
-    write!(out, "\n#  => ended at:   ")?;
-    symbols::write_address(out, end)?;
-    writeln!(out, "\n#")
+    last
 }
 
-/// `per_cpu/cpuN/stats`, ftrace's fields (timestamps in µs) plus `written`.
+/// `per_cpu/cpuN/stats`, ftrace's fields (timestamps in µs, or counts) plus `written`.
 pub fn write_cpu_stats(
     out: &mut dyn Write,
     instance: &Instance<'_, KernelPlatform>,
@@ -418,10 +535,12 @@ pub fn write_cpu_stats(
     writeln!(out, "overrun: {}", stats.overrun)?;
     writeln!(out, "commit overrun: {}", stats.commit_overrun)?;
     writeln!(out, "bytes: {}", stats.bytes)?;
+    // In the instance's clock: seconds, or a count.
+    let layout = text::Layout { clock: instance.clock(), ..text::Layout::DEFAULT };
     write!(out, "oldest event ts: ")?;
-    text::write_timestamp(out, stats.oldest_ts.unwrap_or(0), false)?;
+    text::write_stamp(out, stats.oldest_ts.unwrap_or(0), &layout)?;
     write!(out, "\nnow ts: ")?;
-    text::write_timestamp(out, clock::now_ns(), false)?;
+    text::write_stamp(out, instance.clock_now(), &layout)?;
     writeln!(out, "\ndropped events: {}", stats.dropped)?;
     writeln!(out, "read events: {}", stats.read)?;
     writeln!(out, "written: {}", stats.written)

@@ -140,6 +140,14 @@ impl trace::Platform for KernelPlatform {
         clock::now_ns()
     }
 
+    fn cycles(&self) -> u64 {
+        crate::arch::rdtsc()
+    }
+
+    fn jiffies(&self) -> u64 {
+        clock::now_ns() / (1_000_000_000 / crate::timer::HZ)
+    }
+
     #[inline(always)]
     fn light_barrier(&self) {
         membarrier::light();

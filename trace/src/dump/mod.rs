@@ -24,7 +24,7 @@
 //! |---|---|---|
 //! | 1 | header | version, CPU count, panic flag, then if set: CPU, message, location; then (absent in dumps before it) a symbols flag, then if set the fingerprint of the kernel's symbol table ([`crate::symtab::SymbolTable::fingerprint`]) |
 //! | 2 | descriptor | id, kind (0 event, 1 printk), system, name, format, field count, fields (name, type tag, for byte arrays the length), then (absent in dumps before it: an instant) the [`crate::event::Timeline`]: 0 instant, 1 begin or 2 end followed by label and key (empty: none), 3 counter, 4 span followed by label and duration field |
-//! | 3 | section | section number, instance name, buffer (0 live, 1 snapshot; absent in version 1: live) |
+//! | 3 | section | section number, instance name, buffer (0 live, 1 snapshot; absent in version 1: live), then (absent in dumps before it: local) the clock of its timestamps ([`crate::ring::Clock`]): 0 local, 1 global, 2 counter, 3 x86-tsc, 4 uptime, 5 perf, 6 mono, 7 mono_raw, 8 boot |
 //! | 4 | CPU statistics | section, CPU, written, entries, overrun, dropped, read, commit overrun |
 //! | 5 | records (without context) | section, then records to the end of the item: CPU, timestamp (the first absolute, then zigzag deltas from the previous record), `id << 1 \| compact`, payload |
 //! | 6 | skipped | section, number of older records left out by the cap on the last N |
@@ -65,6 +65,7 @@ mod model;
 mod read;
 mod write;
 
+pub(crate) use model::Decoded;
 pub use model::{Event, Section, Value, format_ts, hex_bytes, hex_dump};
 pub use read::{
     Dump, DumpDescriptor, DumpField, DumpInstance, DumpRecord, DumpStats, PanicReport, Problem,

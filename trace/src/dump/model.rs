@@ -9,6 +9,7 @@ use crate::event::DescriptorKind;
 use crate::event::filter::{FieldRef, Fields, Filter, FilterError};
 use crate::event::format_file::Origin;
 use crate::field::{self, Decoder, Field};
+use crate::ring::Clock;
 use crate::symtab::SymbolTable;
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::format;
@@ -23,6 +24,8 @@ pub struct Section {
     pub instance: String,
     /// Which of the instance's buffers the section holds.
     pub buffer: BufferKind,
+    /// The clock of the section's timestamps (`trace_clock`).
+    pub clock: Clock,
     /// Number of CPUs the dump covers.
     pub cpus: usize,
     /// Event id -> descriptor.
@@ -120,6 +123,7 @@ impl Dump {
                         false => instance.name.clone(),
                     },
                     buffer: instance.buffer,
+                    clock: instance.clock,
                     cpus,
                     descriptors: self.descriptors.clone(),
                     events: instance.records.iter().map(|r| self.event(r)).collect(),
@@ -196,8 +200,8 @@ impl Event {
     }
 }
 
-/// An event's decoded values as a filter reads them.
-struct Decoded<'a>(&'a [Value]);
+/// An event's decoded values as a filter (or a histogram) reads them.
+pub(crate) struct Decoded<'a>(pub(crate) &'a [Value]);
 
 impl Fields for Decoded<'_> {
     fn int(&self, field: &FieldRef) -> Option<u64> {

@@ -5,6 +5,7 @@ use super::{BEGIN, BufferKind, END, MAX_CPUS, MAX_SECTIONS, VERSION, VERSIONS, k
 use crate::context::Context;
 use crate::event::{DescriptorKind, Timeline};
 use crate::field::{Decoder, Encoder, Field, FieldKind, Sink};
+use crate::ring::Clock;
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::format;
 use alloc::string::String;
@@ -103,6 +104,8 @@ pub struct DumpInstance {
     pub name: String,
     /// Which of the instance's buffers this is.
     pub buffer: BufferKind,
+    /// The clock of its timestamps (`Local` in dumps written before clocks).
+    pub clock: Clock,
     /// Statistics per CPU.
     pub stats: BTreeMap<usize, DumpStats>,
     /// Records, oldest first.
@@ -415,7 +418,8 @@ fn items(
             (Pass::Rest, kind::SECTION) => {
                 let index = instance(&mut body)?;
                 let name = string(&mut body)?;
-                // Version 1 has no buffer: its sections are live buffers.
+                // Version 1 has no buffer: its sections are live buffers. Sections
+                // written before clocks have no clock: theirs is the local clock.
                 let buffer = if body.is_empty() {
                     BufferKind::Live
                 } else {
@@ -423,10 +427,22 @@ fn items(
                     BufferKind::from_code(code)
                         .ok_or_else(|| format!("unknown buffer {code} (0 live, 1 snapshot)"))?
                 };
+                let clock = if body.is_empty() {
+                    Clock::Local
+                } else {
+                    let code = varint(&mut body)?;
+                    Clock::from_code(code).ok_or_else(|| {
+                        let known = (0..).map_while(Clock::from_code);
+                        let known: Vec<String> =
+                            known.map(|c| format!("{} {}", c.code(), c.name())).collect();
+                        format!("unknown clock {code} ({})", known.join(", "))
+                    })?
+                };
                 named.insert(index);
                 let section = dump.instances.entry(index).or_default();
                 section.name = name;
                 section.buffer = buffer;
+                section.clock = clock;
             }
             (Pass::Rest, kind::CPU_STATS) => {
                 let index = instance(&mut body)?;

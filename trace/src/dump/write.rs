@@ -4,6 +4,7 @@ use super::codec::{base64_encode, crc32, put_varint, zigzag};
 use super::{BEGIN, BufferKind, CHUNK_BYTES, END, VERSION, kind};
 use crate::event::{DescriptorKind, EventDescriptor, Timeline};
 use crate::field::{Decoder, FieldKind, Value};
+use crate::ring::Clock;
 use crate::ring::reader::RecordRef;
 use crate::ring::stats::RingStats;
 
@@ -171,17 +172,20 @@ impl<W: FnMut(&str)> DumpWriter<W> {
         self.item(kind::DESCRIPTOR, &item);
     }
 
-    /// Makes section number `index` of this dump instance `name`'s live buffer.
+    /// Makes section number `index` of this dump instance `name`'s live buffer, its
+    /// timestamps from the local clock.
     pub fn instance(&mut self, index: usize, name: &str) {
-        self.section(index, name, BufferKind::Live);
+        self.section(index, name, BufferKind::Live, Clock::Local);
     }
 
-    /// Makes section number `index` of this dump buffer `buffer` of instance `name`.
-    pub fn section(&mut self, index: usize, name: &str, buffer: BufferKind) {
+    /// Makes section number `index` of this dump buffer `buffer` of instance `name`,
+    /// its timestamps from `clock`.
+    pub fn section(&mut self, index: usize, name: &str, buffer: BufferKind, clock: Clock) {
         let mut item = Item::new();
         item.varint(index as u64);
         item.str(name);
         item.varint(buffer.code());
+        item.varint(clock.code());
         self.item(kind::SECTION, &item);
     }
 

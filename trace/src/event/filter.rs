@@ -495,27 +495,35 @@ impl Filter {
 
     /// Compiles `text` for every event of `events` whose fields it fits (ftrace's
     /// `events/SYSTEM/filter`: the others keep their filter). A syntax error, or a
-    /// filter that fits no event, is an error.
-    /// `.function` names are looked up in `symbols`.
+    /// filter that fits no event, is an error: the one every event gave if they all
+    /// gave the same (a value out of a field's range, say), `NoEventMatches`
+    /// otherwise. `.function` names are looked up in `symbols`.
     pub fn compile_for_system<'e>(
         events: impl IntoIterator<Item = &'e EventDescriptor>,
         text: &str,
         symbols: Option<&SymbolTable<'_>>,
     ) -> Result<Vec<(&'e EventDescriptor, Filter)>, FilterError> {
         let parsed = Parsed::new(text)?;
-        let mut first_error = None;
+        // The first event's error, and whether every other event gave the same.
+        let mut refused: Option<(FilterError, bool)> = None;
         let mut out = Vec::new();
         for event in events {
             match parsed.bind(event.fields, symbols) {
                 Ok(filter) => out.push((event, filter)),
-                Err(e) => {
-                    first_error.get_or_insert(e);
-                }
+                Err(e) => match &mut refused {
+                    Some((first, same)) => *same &= *first == e,
+                    None => refused = Some((e, true)),
+                },
             }
         }
         if out.is_empty() {
-            let pos = first_error.map_or(parsed.offset, |e| e.pos);
-            return Err(FilterError { pos, reason: FilterReason::NoEventMatches });
+            return Err(match refused {
+                Some((e, true)) => e,
+                Some((e, false)) => {
+                    FilterError { pos: e.pos, reason: FilterReason::NoEventMatches }
+                }
+                None => FilterError { pos: parsed.offset, reason: FilterReason::NoEventMatches },
+            });
         }
         Ok(out)
     }
@@ -849,7 +857,7 @@ fn emit(
 }
 
 /// An unsigned integer: decimal, `0x` hex or `0` octal (as `kstrtoull` base 0).
-fn parse_unsigned(s: &str) -> Option<u64> {
+pub(crate) fn parse_unsigned(s: &str) -> Option<u64> {
     let (digits, radix) = if let Some(hex) = s.strip_prefix("0x").or(s.strip_prefix("0X")) {
         (hex, 16)
     } else if s.len() > 1 && s.starts_with('0') {
@@ -864,7 +872,7 @@ fn parse_unsigned(s: &str) -> Option<u64> {
 }
 
 /// A signed integer: an optional `-`, then as [`parse_unsigned`], within `i64`.
-fn parse_signed(s: &str) -> Option<i64> {
+pub(crate) fn parse_signed(s: &str) -> Option<i64> {
     match s.strip_prefix('-') {
         Some(magnitude) => 0i64.checked_sub_unsigned(parse_unsigned(magnitude)?),
         None => i64::try_from(parse_unsigned(s)?).ok(),

@@ -19,6 +19,7 @@ pub(crate) mod filter;
 pub mod format;
 pub mod format_file;
 mod glob;
+pub mod inject;
 pub mod key;
 pub mod log;
 

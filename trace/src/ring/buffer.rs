@@ -5,6 +5,7 @@ extern crate alloc;
 
 use crate::error::{Error, WriteError};
 use crate::platform::Platform;
+use crate::ring::clock::Clock;
 use crate::ring::per_cpu::{RecordWriter, Refusal, Ring, words_for};
 use crate::ring::reader::{Consumer, Merged, RingIter};
 use crate::ring::record::{MAX_EVENT_ID, Mode, Tag};
@@ -49,9 +50,15 @@ pub struct Buffer<P> {
 }
 
 impl<P: Platform> Buffer<P> {
-    /// Allocates a buffer set (fallibly), recording on.
+    /// Allocates a buffer set (fallibly), recording on, its timestamps from the
+    /// local clock.
     pub fn new(platform: P, config: Config) -> Result<Self, Error> {
-        let rings = alloc_rings(config.cpus, config.bytes_per_cpu)?;
+        Self::clocked(platform, config, Clock::Local)
+    }
+
+    /// [`Buffer::new`] with timestamps from `clock`.
+    pub(crate) fn clocked(platform: P, config: Config, clock: Clock) -> Result<Self, Error> {
+        let rings = alloc_rings(config.cpus, config.bytes_per_cpu, clock)?;
         Ok(Buffer {
             platform,
             rings,
@@ -116,6 +123,13 @@ impl<P: Platform> Buffer<P> {
     /// The platform the set was built with.
     pub fn platform(&self) -> &P {
         &self.platform
+    }
+
+    /// Where the set's timestamps come from (every ring of a set has the same
+    /// clock: another clock is another set, as ftrace resets its buffers when the
+    /// clock changes).
+    pub fn clock(&self) -> Clock {
+        self.rings.first().map_or(Clock::Local, |ring| ring.clock())
     }
 
     /// Number of CPUs (rings).
@@ -281,7 +295,7 @@ impl<P: Platform> Buffer<P> {
         if len > ring.max_payload() {
             return Err(self.refuse(cpu, Refusal::TooLarge));
         }
-        ring.write_with(|| self.mode(), || self.platform.now(), tag, len, limit, fill)
+        ring.write_with(|| self.mode(), &self.platform, tag, len, limit, fill)
     }
 
     #[cold]
@@ -364,7 +378,7 @@ impl<P: Platform> Buffer<P> {
         if self.is_recording() {
             return Err(Error::Recording);
         }
-        self.rings = alloc_rings(self.rings.len(), bytes_per_cpu)?;
+        self.rings = alloc_rings(self.rings.len(), bytes_per_cpu, self.clock())?;
         Ok(())
     }
 
@@ -379,13 +393,26 @@ impl<P: Platform> Buffer<P> {
 }
 
 impl<P: Platform + Clone> Buffer<P> {
+    /// An empty set of this one's shape, its timestamps from `clock`: each CPU's ring
+    /// as long as here, the same mode, recording on (with this set's clock, a
+    /// snapshot spare: a swap then leaves every CPU's size as it was, as ftrace sizes
+    /// its snapshot buffer like the trace buffer).
+    pub(crate) fn empty_like(&self, clock: Clock) -> Result<Self, Error> {
+        let mut rings = Vec::new();
+        rings.try_reserve_exact(self.rings.len()).map_err(|_| Error::NoMemory)?;
+        for ring in &self.rings {
+            rings.push(Arc::new(Ring::new(ring.words())?.with_clock(clock)));
+        }
+        Self::with_rings(self.platform.clone(), self.mode(), rings)
+    }
+
     /// A set sharing this one's rings but CPU `cpu`'s, which is new, empty and
     /// `bytes` long; same recording switch and mode. On error nothing was allocated.
     pub(crate) fn with_ring_resized(&self, cpu: usize, bytes: usize) -> Result<Self, Error> {
         if cpu >= self.rings.len() {
             return Err(Error::BadCpu);
         }
-        let ring = Arc::new(Ring::new(words_for(bytes)?)?);
+        let ring = Arc::new(Ring::new(words_for(bytes)?)?.with_clock(self.clock()));
         let mut rings = Vec::new();
         rings.try_reserve_exact(self.rings.len()).map_err(|_| Error::NoMemory)?;
         rings.extend(self.rings.iter().cloned());
@@ -412,7 +439,7 @@ impl<P> Drop for Hold<'_, P> {
     }
 }
 
-fn alloc_rings(cpus: usize, bytes: usize) -> Result<Vec<Arc<Ring>>, Error> {
+fn alloc_rings(cpus: usize, bytes: usize, clock: Clock) -> Result<Vec<Arc<Ring>>, Error> {
     if cpus == 0 {
         return Err(Error::ZeroSize);
     }
@@ -420,7 +447,7 @@ fn alloc_rings(cpus: usize, bytes: usize) -> Result<Vec<Arc<Ring>>, Error> {
     let mut rings = Vec::new();
     rings.try_reserve_exact(cpus).map_err(|_| Error::NoMemory)?;
     for _ in 0..cpus {
-        rings.push(Arc::new(Ring::new(words)?));
+        rings.push(Arc::new(Ring::new(words)?.with_clock(clock)));
     }
     Ok(rings)
 }

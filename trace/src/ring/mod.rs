@@ -8,9 +8,10 @@
 //! - [`RecordRef`], [`Consumer`], [`Merged`]: the records as readers see them.
 //!
 //! Inside: `per_cpu` is one CPU's lock-free ring, `record` its header format,
-//! `buffer` one ring per CPU, `recorder` a live set and its snapshot spare (swapped
-//! under the per-CPU `section`), `reader` the iterators and consumers, `stats` the
-//! counters. The design (record format, protocols, memory orderings) is in `DESIGN.md`.
+//! `clock` where its timestamps come from, `buffer` one ring per CPU, `recorder` a
+//! live set and its snapshot spare (swapped under the per-CPU `section`), `reader`
+//! the iterators and consumers, `stats` the counters. The design (record format,
+//! protocols, memory orderings) is in `DESIGN.md`.
 //!
 //! ```
 //! use trace::Platform;
@@ -46,6 +47,7 @@
 //! ```
 
 pub(crate) mod buffer;
+pub(crate) mod clock;
 pub(crate) mod per_cpu;
 pub mod persist;
 pub(crate) mod reader;
@@ -56,6 +58,7 @@ pub(crate) mod stats;
 
 pub use crate::error::WriteError;
 pub use buffer::{Buffer, Config};
+pub use clock::Clock;
 pub use per_cpu::RecordWriter;
 pub use reader::{Consumer, Cursor, Merged, Meta, RecordRef, RingIter};
 pub use record::{MAX_EVENT_ID, MAX_PAYLOAD, Mode};

@@ -23,6 +23,8 @@ extern crate alloc;
 use crate::context::Context;
 use crate::error::{Error, WriteError};
 use crate::field::Sink;
+use crate::platform::Platform;
+use crate::ring::clock::Clock;
 use crate::ring::record::{
     ANCHOR_ID, ANCHOR_WORDS, Header, MAX_PAYLOAD, Mode, PAD_ID, Tag, header, pack_tail,
     record_words, ts_hi, ts_join, unpack_tail,
@@ -58,6 +60,8 @@ struct WriterLocal {
     refused: [AtomicU64; Refusal::COUNT],
     /// Set when a reader or writer found the ring's structure inconsistent.
     corrupt: AtomicBool,
+    /// Where the ring's timestamps come from, fixed for its life (read beside `head`).
+    clock: Clock,
 }
 
 /// State of the consuming reader.
@@ -226,6 +230,7 @@ impl Ring {
                 deep_dropped: AtomicU64::new(0),
                 refused: Default::default(),
                 corrupt: AtomicBool::new(false),
+                clock: Clock::Local,
             }),
             counters: CachePadded(Default::default()),
             commit: CachePadded(AtomicU64::new(0)),
@@ -240,6 +245,17 @@ impl Ring {
             slack: slack_for(words),
             max_payload: (((words - ANCHOR_WORDS - 1) * 8) as usize).min(MAX_PAYLOAD),
         }
+    }
+
+    /// This ring, its timestamps from `clock` (a ring not written yet).
+    pub(crate) fn with_clock(mut self, clock: Clock) -> Ring {
+        self.w.0.clock = clock;
+        self
+    }
+
+    /// Where the ring's timestamps come from.
+    pub(crate) fn clock(&self) -> Clock {
+        self.w.clock
     }
 
     /// Whether the ring's words are lent (see [`Ring::borrowed`]).
@@ -317,15 +333,15 @@ impl Ring {
     // ----------------------------------------------------------------------------
 
     /// Writes one event of `len` payload bytes, which `fill` writes in place. `mode`
-    /// gives the set's mode, read only if the write must make room; `now` is the
-    /// platform clock, `limit` the room a [`RecordWriter`] reports at its start
-    /// (at least `len`: the limit the payload was measured under, so strings are cut
-    /// the same way). Bytes `fill` leaves unwritten are zero.
+    /// gives the set's mode, read only if the write must make room; `platform` gives
+    /// the ring's clock its readings ([`Clock`]), `limit` the room a [`RecordWriter`]
+    /// reports at its start (at least `len`: the limit the payload was measured under,
+    /// so strings are cut the same way). Bytes `fill` leaves unwritten are zero.
     #[inline]
-    pub(crate) fn write_with<F: Fn() -> u64>(
+    pub(crate) fn write_with<P: Platform>(
         &self,
         mode: impl Fn() -> Mode,
-        now: F,
+        platform: &P,
         tag: Tag,
         len: usize,
         limit: usize,
@@ -333,7 +349,7 @@ impl Ring {
     ) -> Result<(), WriteError> {
         // Read before the reservation's atomics, so it is read once.
         let data = &*self.data;
-        let (depth, hdr) = self.reserve(mode, now, tag, len)?;
+        let (depth, hdr) = self.reserve(mode, platform, tag, len)?;
         // If `fill` unwinds (host builds), the reservation becomes padding rather than
         // leaving the ring's nesting depth raised.
         let abandon = Abandon { ring: self, depth, hdr };
@@ -365,10 +381,10 @@ impl Ring {
     /// position; the caller fills the payload and calls [`Ring::commit_event`] or
     /// [`Ring::abandon`]. On error nothing is reserved and the depth is left.
     #[inline]
-    pub(crate) fn reserve<F: Fn() -> u64>(
+    pub(crate) fn reserve<P: Platform>(
         &self,
         mode: impl Fn() -> Mode,
-        now: F,
+        platform: &P,
         tag: Tag,
         len: usize,
     ) -> Result<(usize, u64), WriteError> {
@@ -391,12 +407,13 @@ impl Ring {
             return Err(WriteError::Corrupt);
         }
         let words = record_words(len);
+        let clock = w.clock;
         let (pos, ts, anchor) = loop {
             let pos = w.head.load(Relaxed);
             // The clock is read inside the loop: if an interrupt reserves between this
             // read and our CAS, the CAS fails and we read it again, so timestamps never
             // decrease in position order.
-            let ts = now();
+            let ts = clock.stamp(platform);
             let anchor = ts_hi(ts) != w.cur_hi.load(Relaxed);
             let end = pos + words + if anchor { ANCHOR_WORDS } else { 0 };
             if end > w.limit.load(Relaxed) {

@@ -4,6 +4,7 @@
 use crate::error::{Error, WriteError};
 use crate::platform::Platform;
 use crate::ring::buffer::{Buffer, Config};
+use crate::ring::clock::Clock;
 use crate::ring::per_cpu::RecordWriter;
 use crate::ring::record::Tag;
 use crate::ring::section::{SectionGuard, Sections};
@@ -82,7 +83,7 @@ impl<P: Platform + Clone> Recorder<P> {
     pub fn with_spare(&self) -> Result<Self, Error> {
         self.resizable()?;
         let live = Arc::clone(self.live_set());
-        let spare = Buffer::new(live.platform().clone(), self.config())?;
+        let spare = live.empty_like(live.clock())?;
         Ok(Self::with_sets(live, spare, Arc::clone(&self.sections)))
     }
 
@@ -113,12 +114,24 @@ impl<P: Platform + Clone> Recorder<P> {
         self.resizable()?;
         let config = Config { bytes_per_cpu, ..self.config() };
         let live = self.live();
-        let new_live = Buffer::new(live.platform().clone(), config)?;
-        new_live.set_recording(live.is_recording());
-        let spare = if self.snapshot().is_some() {
-            Buffer::new(live.platform().clone(), config)?
-        } else {
-            Buffer::empty(live.platform().clone())
+        self.replaced_by(Buffer::clocked(live.platform().clone(), config, live.clock())?)
+    }
+
+    /// A recorder like this one, empty, whose sets take their timestamps from
+    /// `clock`: each CPU's ring as long as here, a spare if this one has one, the
+    /// recording switch and mode kept. On error nothing was allocated.
+    pub fn with_clock(&self, clock: Clock) -> Result<Self, Error> {
+        self.resizable()?;
+        self.replaced_by(self.live().empty_like(clock)?)
+    }
+
+    /// A recorder whose live set is `new_live` (empty), with this one's recording
+    /// switch, and a spare shaped like it if this one has a spare.
+    fn replaced_by(&self, new_live: Buffer<P>) -> Result<Self, Error> {
+        new_live.set_recording(self.live().is_recording());
+        let spare = match self.snapshot() {
+            Some(_) => new_live.empty_like(new_live.clock())?,
+            None => Buffer::empty(new_live.platform().clone()),
         };
         Ok(Self::with_sets(Arc::new(new_live), spare, Arc::clone(&self.sections)))
     }

@@ -322,11 +322,7 @@ fn packed_leaf() -> impl Strategy<Value = (usize, &'static str, i128)> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: 300,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    })]
+    #![proptest_config(crate::tests::util::cases(300))]
 
     /// A small payload's integers read as words (`matches_inline`) give the verdict
     /// of the encoded payload and of the values themselves.
@@ -406,8 +402,15 @@ fn filter_for_a_system_goes_to_the_events_it_fits() {
     assert_eq!(got.len(), 1);
     assert!(core::ptr::eq(got[0].0, &SYS_A));
     assert!(got[0].1.matches(&[3], HERE));
+    // Every event refusing for the same reason: that reason.
     let none = Filter::compile_for_system([&SYS_A, &SYS_B], "z == 3", None).unwrap_err();
-    assert_eq!(none, FilterError { pos: 0, reason: FilterReason::NoEventMatches });
+    assert_eq!(none, FilterError { pos: 0, reason: FilterReason::UnknownField });
+    let big = "x == 99999999999999999999";
+    let err = Filter::compile_for_system([&SYS_A], big, None).unwrap_err();
+    assert_eq!(err, FilterError { pos: 5, reason: FilterReason::BadNumber });
+    // For different reasons (a bad number in one, an unknown field in the other).
+    let none = Filter::compile_for_system([&SYS_A, &SYS_B], big, None).unwrap_err();
+    assert_eq!(none, FilterError { pos: 5, reason: FilterReason::NoEventMatches });
     let syntax = Filter::compile_for_system([&SYS_A, &SYS_B], "x == ", None).unwrap_err();
     assert_eq!(syntax.reason, FilterReason::ExpectedValue);
 }
@@ -550,11 +553,7 @@ fn expr() -> impl Strategy<Value = Expr> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: 500,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    })]
+    #![proptest_config(crate::tests::util::cases(500))]
 
     #[test]
     #[cfg_attr(miri, ignore = "single-threaded safe code, run natively (36 s under Miri)")]

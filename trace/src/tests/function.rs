@@ -671,11 +671,7 @@ fn function_commands_act_when_their_functions_are_called() {
 }
 
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig {
-        cases: 200,
-        failure_persistence: None,
-        ..proptest::prelude::ProptestConfig::default()
-    })]
+    #![proptest_config(crate::tests::util::cases(200))]
 
     /// Whatever is written as a function command, the tracer answers without
     /// panicking, and a refused one leaves the commands and entries as they were.

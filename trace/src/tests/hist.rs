@@ -11,9 +11,25 @@ const ADDS: u64 = if cfg!(miri) { 160 } else { 50_000 };
 /// Fresh tables in the racing test.
 const ROUNDS: u64 = if cfg!(miri) { 1 } else { 2000 };
 
+/// What the histograms of the property test ask of an instance: a stack of
+/// `0x1234`s, a clock at 0, no snapshot.
+pub(super) struct Host;
+
+impl crate::tracer::hist::HistHost for Host {
+    fn stack_frames(&self, frames: &mut [u64]) {
+        frames.fill(0x1234);
+    }
+    fn now(&self) -> u64 {
+        0
+    }
+    fn snapshot(&self) -> bool {
+        false
+    }
+}
+
 /// An allocated table.
 fn table(max: usize, key_words: usize, vals: usize) -> Table {
-    let mut table = Table::new(max, key_words, vals);
+    let mut table = Table::new(max, key_words, vals, 0, 0);
     assert!(table.allocate());
     table
 }
@@ -22,7 +38,7 @@ fn table(max: usize, key_words: usize, vals: usize) -> Table {
 fn hammer(table: &Table, threads: u64, n: u64, keys: u64) {
     std::thread::scope(|s| {
         for _ in 0..threads {
-            s.spawn(move || (0..n).for_each(|i| table.add(&[i % keys], &[i])));
+            s.spawn(move || (0..n).for_each(|i| table.add(&[i % keys], &[i], &[], |_| {})));
         }
     });
 }
@@ -74,7 +90,9 @@ fn hist_table_writers_racing_for_empty_slots_keep_each_key_once() {
                 let (table, start) = (&table, &start);
                 s.spawn(move || {
                     start.wait();
-                    (0..32).for_each(|j| table.add(&[(round << 32) | (t << 8) | j], &[t]));
+                    (0..32).for_each(|j| {
+                        table.add(&[(round << 32) | (t << 8) | j], &[t], &[], |_| {})
+                    });
                 });
             }
         });
@@ -135,6 +153,17 @@ mod lines {
         "continue",
         "clear",
         "name=x",
+        "t0=common_timestamp.usecs",
+        "x=n*2,y=d-$x",
+        "vals=$x",
+        "w=n/0",
+        "v=s",
+        "q=1+2+3",
+        "hitcount=1",
+        "onmax($x).save(n,CPU)",
+        "onchange($y).snapshot()",
+        "onmax($nope).save(n)",
+        "onmax($x).save(s)",
         "",
         "junk",
         "keys=n.é",
@@ -149,11 +178,7 @@ mod lines {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig {
-            cases: 2000,
-            failure_persistence: None,
-            ..ProptestConfig::default()
-        })]
+        #![proptest_config(crate::tests::util::cases(2000))]
 
         /// Any line is taken or refused at a position inside it, never a panic; one
         /// taken reads back as a line that parses to the same histogram and reads
@@ -186,7 +211,7 @@ mod lines {
                     let hist = trigger.hist().unwrap();
                     for payload in &payloads {
                         let body = Body { len: payload.len(), payload: &&payload[..], words: None };
-                        hist.record(&body, HERE, |frames| frames.fill(0x1234));
+                        hist.record(&body, HERE, &super::Host);
                     }
                     // Every event added is in a hitcount or in `Dropped`: `Hits`.
                     let mut text = String::new();

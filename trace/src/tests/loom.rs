@@ -617,7 +617,7 @@ fn loom_hist_writers_same_and_colliding_keys() {
     for (first, second) in [(a, b), (a, a)] {
         model(2, move || {
             let table = {
-                let mut table = Table::new(2, 1, 0);
+                let mut table = Table::new(2, 1, 0, 0, 0);
                 assert!(table.allocate());
                 Arc::new(table)
             };
@@ -625,10 +625,10 @@ fn loom_hist_writers_same_and_colliding_keys() {
                 .into_iter()
                 .map(|key| {
                     let table = table.clone();
-                    loom::thread::spawn(move || table.add(&[key], &[]))
+                    loom::thread::spawn(move || table.add(&[key], &[], &[], |_| {}))
                 })
                 .collect();
-            table.add(&[c], &[]);
+            table.add(&[c], &[], &[], |_| {});
             writers.into_iter().for_each(|w| w.join().unwrap());
             let mut seen = Vec::new();
             let mut counted = 0;
@@ -642,4 +642,34 @@ fn loom_hist_writers_same_and_colliding_keys() {
             assert_eq!(counted + table.drops(), 3, "every hit counted once");
         });
     }
+}
+
+/// A histogram's variable: a writer adds its key's entry with the variable set to
+/// 7 (its value stored, then its bit set with a release), while a reader from
+/// another histogram reads it once (the bit cleared with an acquire, then the
+/// value loaded), twice. Whatever the interleaving, a read that finds the bit sees
+/// 7, never the slot's zero, and the two reads take the one value at most once.
+#[test]
+fn loom_hist_variable_read_once_sees_what_was_stored() {
+    use crate::tracer::hist::table::Table;
+    model(2, || {
+        let table = {
+            let mut table = Table::new(2, 1, 0, 1, 0);
+            assert!(table.allocate());
+            Arc::new(table)
+        };
+        let writer = {
+            let table = table.clone();
+            loom::thread::spawn(move || table.add(&[5], &[], &[7], |_| {}))
+        };
+        let reader = {
+            let table = table.clone();
+            loom::thread::spawn(move || [0, 1].map(|_| table.read_var(&[5], 0, true)))
+        };
+        writer.join().unwrap();
+        let reads = reader.join().unwrap();
+        let found: Vec<u64> = reads.iter().flatten().copied().collect();
+        assert!(found.iter().all(|&v| v == 7), "read {found:?}");
+        assert!(found.len() <= 1, "read once, found twice: {found:?}");
+    });
 }

@@ -10,6 +10,10 @@ mod function;
 #[cfg(not(loom))]
 mod hist;
 #[cfg(not(loom))]
+mod inject;
+#[cfg(not(loom))]
+mod instance_ops;
+#[cfg(not(loom))]
 mod keys;
 #[cfg(all(loom, test))]
 mod loom;
@@ -29,6 +33,16 @@ pub(crate) mod util {
     use crate::event::format_file::Origin;
     use crate::{Context, HostPlatform, Mode, ring::Buffer, ring::Config};
     use std::vec::Vec;
+
+    /// A property test's configuration: `cases` cases, and no file of failures
+    /// written into the source tree (a failure prints its input).
+    pub(crate) fn cases(cases: u32) -> proptest::prelude::ProptestConfig {
+        proptest::prelude::ProptestConfig {
+            cases,
+            failure_persistence: None,
+            ..proptest::prelude::ProptestConfig::default()
+        }
+    }
 
     /// Where the unit tests' events are written, for filters: CPU 0's thread.
     pub(crate) const HERE: Origin = Origin { context: Context::TASK, cpu: 0 };

@@ -344,11 +344,7 @@ fn run(size: usize, overwrite: bool, ops: Vec<Op>) -> Result<(), TestCaseError> 
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: 400,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    })]
+    #![proptest_config(crate::tests::util::cases(400))]
 
     #[test]
     #[cfg_attr(miri, ignore = "single-threaded safe code, run natively (30 s under Miri)")]

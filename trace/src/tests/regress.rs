@@ -187,14 +187,20 @@ fn clear_while_recording_is_exact() {
     assert!(s.balanced());
 }
 
+/// A tracer of two CPUs and no events whose top level has 1 KiB rings in `mode`
+/// (and a snapshot buffer if `snapshot`), within 1 MiB; the caller is CPU 0.
+fn two_cpus(mode: Mode, snapshot: bool) -> crate::Tracer<HostPlatform> {
+    use crate::{InstanceConfig, Limits, Tracer};
+    HostPlatform::set_cpu(0);
+    let cfg = InstanceConfig { bytes_per_cpu: 1024, mode, snapshot };
+    let limits = Limits { max_instances: 2, max_total_bytes: 1 << 20 };
+    Tracer::new(HostPlatform, 2, &[], limits, cfg).unwrap()
+}
+
 /// One CPU's ring is resized or emptied alone; the others keep their records.
 #[test]
 fn one_cpus_ring_is_resized_or_cleared_alone() {
-    use crate::{InstanceConfig, Limits, Tracer};
-    HostPlatform::set_cpu(0);
-    let cfg = InstanceConfig { bytes_per_cpu: 1024, mode: Mode::Overwrite, snapshot: true };
-    let limits = Limits { max_instances: 2, max_total_bytes: 1 << 20 };
-    let t = Tracer::new(HostPlatform, 2, &[], limits, cfg).unwrap();
+    let t = two_cpus(Mode::Overwrite, true);
     let top = t.top();
     for cpu in 0..2 {
         HostPlatform::set_cpu(cpu);
@@ -225,4 +231,111 @@ fn one_cpus_ring_is_resized_or_cleared_alone() {
     assert_eq!(top.cpumask(), 1);
     assert!(top.resize_cpu(2, 4096).is_err(), "no CPU 2");
     assert!(top.clear_cpu(2).is_err());
+}
+
+/// A snapshot buffer allocated after one CPU's ring was resized takes every CPU's
+/// size from the live buffer, so a snapshot leaves each CPU's size as it was (the
+/// spare once took the instance's size for every CPU, and a swap changed them).
+#[test]
+fn a_snapshot_allocated_after_one_cpus_resize_keeps_each_cpus_size() {
+    let t = two_cpus(Mode::Overwrite, false);
+    let top = t.top();
+    top.resize_cpu(1, 4096).unwrap();
+    let before = t.memory().0;
+    top.snapshot_alloc().unwrap();
+    assert_eq!(t.memory().0, before + 1024 + 4096, "the spare is shaped like the live set");
+    for _ in 0..2 {
+        top.snapshot_take().unwrap();
+        assert_eq!((top.bytes_of_cpu(0), top.bytes_of_cpu(1)), (Some(1024), Some(4096)));
+    }
+}
+
+/// `trace_clock`: a clock change empties the buffers (live and snapshot) and keeps
+/// each CPU's size, the mode and the recording switch; `global` never goes behind a
+/// reading of another CPU where `local` follows each CPU's own clock; `counter`
+/// orders the records of every CPU exactly; `x86-tsc` is the platform's cycles.
+#[test]
+fn clocks_stamp_records_as_they_say_and_a_change_empties_the_buffers() {
+    use crate::Clock;
+    let t = two_cpus(Mode::Discard, true);
+    let top = t.top();
+    top.resize_cpu(1, 4096).unwrap();
+    // Each CPU's own clock: CPU 1's runs 1,000 ns behind CPU 0's.
+    let write_on = |cpu, ns| {
+        HostPlatform::set_cpu(cpu);
+        HostPlatform::set_clock(ns);
+        top.write_marker("m");
+        HostPlatform::set_cpu(0);
+    };
+    let stamps = || {
+        let live = top.recorder();
+        let mut it = live.live().merged_iter().unwrap();
+        let mut out = Vec::new();
+        while let Some(r) = it.next_record() {
+            out.push((r.cpu, r.ts));
+        }
+        out
+    };
+    assert_eq!(top.clock(), Clock::Local);
+    write_on(0, 2000);
+    write_on(1, 1000);
+    assert_eq!(stamps(), [(1, 1000), (0, 2000)], "local: each CPU's own clock");
+
+    top.set_tracing(false);
+    top.set_clock(Clock::Global).unwrap();
+    assert_eq!(top.clock(), Clock::Global);
+    assert!(stamps().is_empty(), "the change empties the live buffer");
+    assert_eq!((top.bytes_of_cpu(0), top.bytes_of_cpu(1)), (Some(1024), Some(4096)));
+    assert_eq!(top.mode(), Mode::Discard);
+    assert!(!top.tracing(), "the recording switch is kept");
+    top.set_tracing(true);
+    write_on(0, 3000);
+    write_on(1, 2500);
+    // CPU 1's record, written after CPU 0's, is not stamped behind it (its own clock
+    // is). The global clock's word is the process's: tests running alongside may
+    // have raised it, which moves both stamps up.
+    let global = stamps();
+    let on = |cpu| global.iter().find(|&&(c, _)| c == cpu).map(|&(_, ts)| ts).unwrap();
+    assert_eq!(global.len(), 2);
+    assert!(on(0) >= 3000 && on(1) >= on(0), "global: never behind: {global:?}");
+
+    top.snapshot_take().unwrap();
+    top.set_clock(Clock::Counter).unwrap();
+    let recorder = top.recorder();
+    let spare = recorder.snapshot().unwrap();
+    assert!((0..2).all(|cpu| spare.stats(cpu).unwrap().entries == 0), "the snapshot too");
+    assert_eq!(spare.clock(), Clock::Counter);
+    for cpu in [1, 0, 0, 1, 0] {
+        write_on(cpu, 5);
+    }
+    let counted = stamps();
+    let cpus: Vec<usize> = counted.iter().map(|&(cpu, _)| cpu).collect();
+    assert_eq!(cpus, [1, 0, 0, 1, 0], "counter: the order written, across CPUs");
+    // Strictly increasing (with gaps if tests alongside count too).
+    assert!(counted.windows(2).all(|w| w[0].1 < w[1].1), "{counted:?}");
+    assert!(top.clock_now() >= counted[4].1, "now reads the count");
+    // The same clock again changes nothing.
+    top.set_clock(Clock::Counter).unwrap();
+    assert_eq!(stamps(), counted);
+    // The cycle counter (the host platform's is its clock): counts, unscaled.
+    top.set_clock(Clock::X86Tsc).unwrap();
+    write_on(1, 777);
+    assert_eq!(stamps(), [(1, 777)]);
+    // The jiffies clock: the host platform's counts 10 ms periods of its clock.
+    top.set_clock(Clock::Uptime).unwrap();
+    write_on(0, 2_345_000_000);
+    assert_eq!(stamps(), [(0, 234)]);
+    // Its aliases of the platform's clock read it as `local` does.
+    for clock in [Clock::Perf, Clock::Mono, Clock::MonoRaw, Clock::Boot] {
+        top.set_clock(clock).unwrap();
+        write_on(1, 4_000 + clock.code());
+        assert_eq!(stamps(), [(1, 4_000 + clock.code())], "{clock:?}");
+    }
+    let in_ns = [true, true, false, false, true, true, true, true, false];
+    assert!(Clock::ALL.iter().map(|c| c.in_ns()).eq(in_ns));
+    let codes = [0, 1, 2, 4, 5, 6, 7, 8, 3];
+    assert!(Clock::ALL.iter().map(|c| c.code()).eq(codes), "a dump's codes keep their meaning");
+    let names = Clock::ALL.map(Clock::name);
+    assert!(names.iter().all(|n| Clock::from_name(n).is_some_and(|c| c.name() == *n)));
+    assert!(Clock::ALL.iter().all(|&c| Clock::from_code(c.code()) == Some(c)));
 }

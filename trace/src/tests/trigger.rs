@@ -114,6 +114,8 @@ struct Mock {
     refuse_dumps: bool,
     /// What `enable_hist`/`disable_hist` last did: paused or continued.
     hists_paused: Cell<Option<bool>>,
+    /// The instance's clock, as `common_timestamp` reads it.
+    clock: Cell<u64>,
 }
 
 impl Target for Mock {
@@ -138,6 +140,9 @@ impl Target for Mock {
     }
     fn stack_frames(&self, frames: &mut [u64]) {
         frames.fill(0);
+    }
+    fn now(&self) -> u64 {
+        self.clock.get()
     }
     fn dump(&self, this_cpu: bool) -> bool {
         let (all, cpu) = self.dumps.get();
@@ -326,6 +331,9 @@ fn trigger_counts_are_exact_across_threads() {
         fn note(&self, _: &str) {}
         fn stack_trace(&self) {}
         fn stack_frames(&self, _: &mut [u64]) {}
+        fn now(&self) -> u64 {
+            0
+        }
         fn dump(&self, _: bool) -> bool {
             false
         }
@@ -433,7 +441,209 @@ fn named_histograms_share_one_table_across_events() {
     t.destroy(other).unwrap();
 }
 
-fn tracer(events: &[&'static EventDescriptor]) -> &'static Tracer<HostPlatform> {
+#[test]
+fn hist_variables_measure_between_two_events_and_read_once() {
+    static START: EventDescriptor =
+        EventDescriptor::new("zt12", "start", "n={n}", N_FIELDS, DescriptorKind::Event);
+    static END: EventDescriptor =
+        EventDescriptor::new("zt12", "end", "n={n}", N_FIELDS, DescriptorKind::Event);
+    static OTHER: EventDescriptor =
+        EventDescriptor::new("zt12", "other", "n={n}", N_FIELDS, DescriptorKind::Event);
+    let t = tracer(&[&START, &END, &OTHER]);
+    let top = t.top();
+    let entries = |event: &EventDescriptor| {
+        let mut text = String::new();
+        top.write_hists(event, None, &mut text).unwrap();
+        let hits = text.lines().find_map(|l| l.trim().strip_prefix("Hits: ")).map(String::from);
+        let lines = text.lines().filter(|l| l.starts_with('{')).map(String::from);
+        (lines.collect::<Vec<_>>(), hits.unwrap_or_default())
+    };
+    let refused = |event: &EventDescriptor, line: &str| match top.set_trigger(event, line) {
+        Err(HookError::Trigger(e)) => (e.pos, e.reason),
+        other => panic!("{line}: {other:?}"),
+    };
+    top.set_trigger(&START, "hist:keys=n:ts0=common_timestamp:size=128").unwrap();
+    let end = "hist:keys=n:vals=$lat:lat=common_timestamp-$ts0:sort=n:size=128";
+    top.set_trigger(&END, end).unwrap();
+    // Read back as ftrace writes them: values, then the variables.
+    let shown = "hist:keys=n:vals=hitcount,$lat:lat=common_timestamp-$ts0:sort=n:size=128 [active]";
+    assert_eq!(top.triggers(&END), [shown]);
+    HostPlatform::set_clock(1000);
+    fire(t, &START, 1);
+    HostPlatform::set_clock(1500);
+    fire(t, &START, 2);
+    HostPlatform::set_clock(4000);
+    fire(t, &END, 1);
+    // The start was read once: a second end of key 1 pairs with nothing.
+    fire(t, &END, 1);
+    HostPlatform::set_clock(4100);
+    fire(t, &END, 2);
+    // No start of key 3 at all.
+    fire(t, &END, 3);
+    let lat = [
+        "{ n:          1 } hitcount:          1  lat:       3000",
+        "{ n:          2 } hitcount:          1  lat:       2600",
+    ];
+    assert_eq!(entries(&END), (lat.map(String::from).to_vec(), "2".into()));
+    // A new start pairs again.
+    HostPlatform::set_clock(5000);
+    fire(t, &START, 1);
+    HostPlatform::set_clock(5007);
+    fire(t, &END, 1);
+    assert_eq!(entries(&END).0[0], "{ n:          1 } hitcount:          2  lat:       3007");
+    assert_eq!(entries(&START).1, "3", "the defining histogram counts its events");
+    // A variable named twice in one line is read once per event.
+    let twice = "hist:keys=n:vals=$d:a=$ts0+1,d=$ts0-$a:size=128";
+    top.set_trigger(&OTHER, twice).unwrap();
+    HostPlatform::set_clock(6000);
+    fire(t, &START, 5);
+    fire(t, &OTHER, 5);
+    let row = "{ n:          5 } hitcount:          1  d: 18446744073709551615";
+    assert_eq!(entries(&OTHER).0, [row]);
+    top.set_trigger(&OTHER, &format!("!{twice}")).unwrap();
+
+    // Its own variables, in µs, and constants: summed as values, in any order.
+    let own = "hist:keys=n:vals=$us,$twice:twice=n*2:us=common_timestamp.usecs:size=128";
+    top.set_trigger(&OTHER, own).unwrap();
+    HostPlatform::set_clock(7_000_999);
+    fire(t, &OTHER, 4);
+    let row = "{ n:          4 } hitcount:          1  us:       7000  twice:          8";
+    assert_eq!(entries(&OTHER).0, [row]);
+
+    // A histogram whose variable another reads is not removed; once the reader is
+    // gone, it is.
+    let start = "!hist:keys=n:ts0=common_timestamp:size=128";
+    let in_use = TriggerReason::Hist(HistReason::VariableInUse);
+    assert_eq!(refused(&START, start).1, in_use);
+    assert_eq!(top.triggers(&START).len(), 1);
+    top.set_trigger(&END, &format!("!{end}")).unwrap();
+    top.set_trigger(&START, start).unwrap();
+    top.set_trigger(&OTHER, &format!("!{own}")).unwrap();
+
+    // Refused, at the rule's place, and nothing set.
+    top.set_trigger(&START, "hist:keys=n:ts0=common_timestamp:size=128").unwrap();
+    let hist = |reason| TriggerReason::Hist(reason);
+    for (line, pos, reason) in [
+        ("hist:keys=n:x=common_timestamp-$nope", 31, HistReason::UnknownVariable),
+        ("hist:keys=common_stacktrace:x=$ts0", 30, HistReason::IncompatibleKeys),
+        ("hist:keys=n:vals=$y:x=n", 17, HistReason::ValueVariable),
+        ("hist:keys=n:x=n+n+n", 17, HistReason::BadExpression),
+        ("hist:keys=n:x=n/0", 16, HistReason::DivisionByZero),
+        ("hist:keys=n:x=n.hex", 16, HistReason::BadModifier),
+        ("hist:keys=n:x=nope", 14, HistReason::UnknownField),
+        ("hist:keys=n:sort=x", 17, HistReason::InvalidSortField),
+        ("hist:keys=n:a-b=n", 12, HistReason::BadVariable),
+        ("hist:keys=n:hitcount=n", 12, HistReason::BadVariable),
+        ("hist:keys=n:x=n:x=n", 16, HistReason::Repeated),
+        ("hist:keys=n:a=n,b=n,c=n,d=n,e=n", 28, HistReason::TooManyVars),
+        ("hist:keys=n:x=", 12, HistReason::EmptyAssignment),
+        ("hist:keys=n:x=$", 14, HistReason::BadExpression),
+    ] {
+        assert_eq!(refused(&END, line), (pos, hist(reason)), "{line}");
+    }
+    assert!(top.triggers(&END).is_empty());
+    top.set_trigger(&OTHER, "hist:keys=n:ts0=n:size=128").unwrap();
+    let ambiguous = refused(&END, "hist:keys=n:x=common_timestamp-$ts0");
+    assert_eq!(ambiguous, (31, hist(HistReason::AmbiguousVariable)));
+}
+
+#[test]
+fn hist_actions_keep_the_largest_with_its_fields_and_snapshot_it() {
+    static START: EventDescriptor =
+        EventDescriptor::new("zt13", "start", "n={n}", N_FIELDS, DescriptorKind::Event);
+    static END: EventDescriptor =
+        EventDescriptor::new("zt13", "end", "n={n}", N_FIELDS, DescriptorKind::Event);
+    static MARK: EventDescriptor =
+        EventDescriptor::new("zt13", "mark", "n={n}", N_FIELDS, DescriptorKind::Event);
+    let t = tracer(&[&START, &END, &MARK]);
+    let top = t.top();
+    let text = |event: &EventDescriptor| {
+        let mut text = String::new();
+        top.write_hists(event, None, &mut text).unwrap();
+        text
+    };
+    let in_snapshot = || {
+        let recorder = top.recorder();
+        let mut kept = recorder.snapshot().unwrap().iter(0).unwrap();
+        let mut marks = Vec::new();
+        while let Some(record) = kept.next_record() {
+            if record.id == MARK.id() {
+                marks.push(u32::from_le_bytes(record.payload[..4].try_into().unwrap()));
+            }
+        }
+        marks
+    };
+    top.set_event(Some("zt13"), Some("mark"), true).unwrap();
+    top.set_trigger(&START, "hist:keys=n:ts0=common_timestamp:size=128").unwrap();
+    let end = "hist:keys=n:lat=common_timestamp-$ts0:onmax($lat).save(n,CPU):\
+               onmax($lat).snapshot():size=128";
+    top.set_trigger(&END, end).unwrap();
+    assert!(top.has_snapshot(), "snapshot() allocates the snapshot buffer");
+    let shown = "hist:keys=n:vals=hitcount:lat=common_timestamp-$ts0:onmax($lat).save(n,CPU):\
+                 onmax($lat).snapshot():sort=hitcount:size=128 [active]";
+    assert_eq!(top.triggers(&END), [shown]);
+    let pair = |n: u32, start: u64, end: u64| {
+        HostPlatform::set_clock(start);
+        fire(t, &START, n);
+        HostPlatform::set_clock(end);
+        fire(t, &END, n);
+    };
+    fire(t, &MARK, 1);
+    pair(1, 1000, 4000);
+    // The first largest took a snapshot: the mark before it is there.
+    assert_eq!(in_snapshot(), [1]);
+    fire(t, &MARK, 2);
+    pair(1, 5000, 5500);
+    pair(2, 6000, 9000);
+    // Not above the histogram's largest (3000): no snapshot; each entry keeps its own.
+    assert_eq!(in_snapshot(), [1]);
+    fire(t, &MARK, 3);
+    pair(2, 10_000, 14_000);
+    assert_eq!(in_snapshot(), [2, 3]);
+    let hist = text(&END);
+    for entry in [
+        "{ n:          1 } hitcount:          2\n\tmax:       3000  n:          1  CPU:          0\n\tmax:       3000\n",
+        "{ n:          2 } hitcount:          2\n\tmax:       4000  n:          2  CPU:          0\n\tmax:       4000\n",
+    ] {
+        assert!(hist.contains(entry), "{entry}\n{hist}");
+    }
+    let details = "\nSnapshot taken (see tracing/snapshot).  Details:\n\ttriggering value \
+                   { onmax($lat) }:       4000\ttriggered by event with key: { n:          2 }\n";
+    assert!(hist.contains(details), "{hist}");
+
+    // onchange: each change of the entry's value.
+    let watch = "hist:keys=n:v=n*10:onchange($v).save(CPU):size=128";
+    top.set_trigger(&MARK, watch).unwrap();
+    fire(t, &MARK, 4);
+    assert!(text(&MARK).contains(
+        "{ n:          4 } hitcount:          1\n\tchanged:         40  CPU:          0\n"
+    ));
+
+    // Refused, at the rule's place.
+    let hist = |reason| TriggerReason::Hist(reason);
+    for (line, pos, reason) in [
+        ("hist:keys=n:onmax($nope).save(n)", 18, HistReason::HandlerVariable),
+        ("hist:keys=n:x=n:onmin($x).save(n)", 16, HistReason::BadAction),
+        ("hist:keys=n:x=n:onmax($x).keep(n)", 16, HistReason::BadAction),
+        ("hist:keys=n:x=n:onmax($x).save()", 16, HistReason::BadAction),
+        ("hist:keys=n:x=n:onmax($x).save(nope)", 31, HistReason::UnknownField),
+        ("hist:keys=n:x=n:onmax($x).save(n,n,n,n,n)", 16, HistReason::TooManyActions),
+        (
+            "hist:keys=n:x=n:onmax($x).snapshot():onchange($x).snapshot()",
+            37,
+            HistReason::TooManyActions,
+        ),
+    ] {
+        match top.set_trigger(&START, line) {
+            Err(HookError::Trigger(e)) => {
+                assert_eq!((e.pos, e.reason), (pos, hist(reason)), "{line}")
+            }
+            other => panic!("{line}: {other:?}"),
+        }
+    }
+}
+
+pub(super) fn tracer(events: &[&'static EventDescriptor]) -> &'static Tracer<HostPlatform> {
     tracer_on(1, events)
 }
 
@@ -458,12 +668,12 @@ fn fires_in(event: &EventDescriptor, slot: usize) -> bool {
 }
 
 /// Fires `event` with a `u32` payload, as a tracepoint would.
-fn fire(t: &Tracer<HostPlatform>, event: &EventDescriptor, v: u32) {
+pub(super) fn fire(t: &Tracer<HostPlatform>, event: &EventDescriptor, v: u32) {
     t.record(event, 4, &&v.to_le_bytes()[..]);
 }
 
 /// The `u32` payloads of `id` recorded in `buffer`, oldest first.
-fn recorded(buffer: &crate::ring::Buffer<HostPlatform>, id: u16) -> Vec<u32> {
+pub(super) fn recorded(buffer: &crate::ring::Buffer<HostPlatform>, id: u16) -> Vec<u32> {
     crate::tests::util::events(buffer, 0)
         .into_iter()
         .filter(|(i, _)| *i == id)
@@ -545,9 +755,12 @@ fn filter_for_a_system_sets_the_events_it_fits() {
     assert_eq!(top.filter(&A).as_deref(), Some("n == 2"));
     assert_eq!(top.filter(&B).as_deref(), Some("m == 1"), "B keeps its own");
     let err = top.set_system_filter("zf2", "q == 2").unwrap_err();
+    assert_eq!(err, HookError::Filter(FilterError { pos: 0, reason: FilterReason::UnknownField }));
+    let err = top.set_system_filter("zf2", "n == 2 && m == 1").unwrap_err();
     assert_eq!(
         err,
-        HookError::Filter(FilterError { pos: 0, reason: FilterReason::NoEventMatches })
+        HookError::Filter(FilterError { pos: 10, reason: FilterReason::NoEventMatches }),
+        "each event lacks the other's field (the first event's error is at 10)"
     );
     assert_eq!(
         top.set_system_filter("nope", "n == 2"),
@@ -876,4 +1089,245 @@ fn record_stack_records_the_frames_given_in_the_top_level_instance() {
         stacks,
         ["depth=3 0x10 0x20 0x30 0x0 0x0 0x0 0x0 0x0", "depth=8 0x1 0x2 0x3 0x4 0x5 0x6 0x7 0x8"]
     );
+}
+
+/// Sequences of `trigger` and `filter` writes, good and bad, on two events of an
+/// instance, with events fired in between: nothing panics, a refused write changes
+/// nothing an instance shows (triggers, filter, the event's masks, tracing, the
+/// snapshot buffer), a taken one changes the trigger list as its kind says, and the
+/// ring's counts balance at the end.
+mod writes {
+    use super::*;
+    use crate::tracer::trigger::TriggerCommand;
+    use proptest::prelude::*;
+
+    const FIELDS: &[Field<'static>] =
+        &[Field { name: "n", kind: FieldKind::U32 }, Field { name: "s", kind: FieldKind::Str }];
+    static A: EventDescriptor =
+        EventDescriptor::new("zp", "a", "n={n} s={s}", FIELDS, DescriptorKind::Event);
+    static B: EventDescriptor =
+        EventDescriptor::new("zp", "b", "n={n} s={s}", FIELDS, DescriptorKind::Event);
+    const EVENTS: [&EventDescriptor; 2] = [&A, &B];
+
+    const COMMANDS: &[&str] = &[
+        "traceon",
+        "traceoff",
+        "snapshot",
+        "stacktrace",
+        "enable_event:zp:b",
+        "disable_event:zp:a",
+        "enable_event:zp:nope",
+        "enable_event:zp",
+        "enable_hist:zp:b",
+        "disable_hist:zp:a",
+        "hist:keys=n",
+        "hist:keys=s:vals=n:sort=n.descending:size=128",
+        "hist:keys=n.log2:name=h",
+        "hist:keys=n:vals=s",
+        "hist:keys=",
+        "dump",
+        "cpudump",
+        "nonsense",
+        "",
+    ];
+    const COUNTS: &[&str] = &["", "", ":1", ":3", ":0", ":x", ":pause", ":cont", ":clear", ":1:2"];
+    const CONDITIONS: &[&str] = &[
+        "",
+        "",
+        " if n > 3",
+        " if s ~ \"a*\"",
+        " if (n == 1 || n == 2) && !(n & 4)",
+        " if",
+        " if n ==",
+        " if q == 1",
+        " junk",
+        " ",
+    ];
+    const FILTERS: &[&str] = &[
+        "n == 1",
+        "n > 2 && s != \"x\"",
+        "!(n < 3) || s ~ \"*b\"",
+        "0",
+        " 0 ",
+        "",
+        "n ==",
+        "q == 1",
+        "(n == 1",
+        "n == 99999999999999999999",
+        "s < 3",
+        "n ~ \"a\"",
+    ];
+
+    /// One write, or an event fired.
+    #[derive(Debug, Clone)]
+    enum Op {
+        Trigger(usize, String),
+        /// Removes the event's `n`th trigger (modulo how many it has) as listed.
+        Remove(usize, usize),
+        Filter(usize, String),
+        /// A write to the system's `filter` (both events).
+        SystemFilter(String),
+        Fire(usize, u32, &'static str),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        let line = (
+            prop::bool::weighted(0.2),
+            prop::sample::select(COMMANDS),
+            prop::sample::select(COUNTS),
+            prop::sample::select(CONDITIONS),
+        )
+            .prop_map(|(remove, c, n, f)| format!("{}{c}{n}{f}", if remove { "!" } else { "" }));
+        let any_text = "[ a-z_!:=<>&|()0-9\"~*.,-]{0,30}";
+        prop_oneof![
+            4 => (0..2usize, line).prop_map(|(e, l)| Op::Trigger(e, l)),
+            1 => (0..2usize, any_text).prop_map(|(e, l)| Op::Trigger(e, l)),
+            2 => (0..2usize, 0..8usize).prop_map(|(e, n)| Op::Remove(e, n)),
+            2 => (0..2usize, prop::sample::select(FILTERS))
+                .prop_map(|(e, f)| Op::Filter(e, f.into())),
+            1 => (0..2usize, any_text).prop_map(|(e, f)| Op::Filter(e, f)),
+            1 => prop::sample::select(FILTERS).prop_map(|f| Op::SystemFilter(f.into())),
+            3 => (0..2usize, 0..8u32, prop::sample::select(&["a", "b", "ab", ""][..]))
+                .prop_map(|(e, n, s)| Op::Fire(e, n, s)),
+        ]
+    }
+
+    /// What an instance shows of one event, and of itself.
+    #[derive(Debug, PartialEq)]
+    struct Shown {
+        triggers: Vec<String>,
+        filter: Option<String>,
+        masks: (u64, u64, u64),
+        tracing: bool,
+        snapshot: bool,
+    }
+
+    fn shown(i: &crate::Instance<'_, HostPlatform>, e: &EventDescriptor) -> Shown {
+        Shown {
+            triggers: i.triggers(e),
+            filter: i.filter(e),
+            masks: (e.enabled_mask(), e.hooked_mask(), e.triggered_mask()),
+            tracing: i.tracing(),
+            snapshot: i.has_snapshot(),
+        }
+    }
+
+    /// The line that removes the trigger listed as `listed`: `!` and the listed line
+    /// without its count or state, and without its condition unless it is a `hist`
+    /// line (as in Linux, a histogram's condition tells it from another's).
+    fn removal(listed: &str) -> String {
+        let line = listed.strip_suffix(" [active]").or(listed.strip_suffix(" [paused]"));
+        let line = match line {
+            Some(hist) => hist,
+            None => listed.split(" if ").next().unwrap_or_default(),
+        };
+        let line = line.strip_suffix(":unlimited").unwrap_or(line);
+        let line = line.rsplit_once(":count=").map_or(line, |(l, _)| l);
+        format!("!{line}")
+    }
+
+    /// The change in the trigger list a taken line makes: +1, -1, or 0 (a `hist`
+    /// line's `pause`, `cont` or `clear` on a histogram the event has).
+    fn change(line: &str, before: &[String]) -> i64 {
+        match Trigger::parse(line, FIELDS, |_, _| Some(&B), None) {
+            Ok(TriggerCommand::Add(_)) => 1,
+            Ok(TriggerCommand::Remove(_)) => -1,
+            Ok(TriggerCommand::Hist(t, _)) => {
+                let existing = before.iter().any(|b| {
+                    let line = b.rsplit_once(' ').map_or(b.as_str(), |(l, _)| l);
+                    matches!(
+                        Trigger::parse(line, FIELDS, |_, _| Some(&B), None),
+                        Ok(TriggerCommand::Add(o)) if o.same_as(&t)
+                    )
+                });
+                i64::from(!existing)
+            }
+            Err(e) => panic!("{line:?} was taken but does not parse: {e}"),
+        }
+    }
+
+    proptest! {
+        #![proptest_config(crate::tests::util::cases(300))]
+
+        #[test]
+        #[cfg_attr(miri, ignore = "single-threaded safe code, run natively (300 sequences)")]
+        fn refused_writes_change_nothing_and_taken_ones_change_what_they_say(
+            ops in prop::collection::vec(op(), 1..24),
+        ) {
+            let t = tracer(&EVENTS);
+            let i = t.get_or_create("p", InstanceConfig::default()).unwrap();
+            i.set_event(Some("zp"), Some("a"), true).unwrap();
+            for op in &ops {
+                match op {
+                    Op::Fire(e, n, s) => {
+                        let len = (s.len() as u16).to_le_bytes();
+                        let payload = [&n.to_le_bytes()[..], &len, s.as_bytes()].concat();
+                        t.record(EVENTS[*e], payload.len(), &&payload[..]);
+                    }
+                    Op::Remove(e, n) => {
+                        let event = EVENTS[*e];
+                        let listed = i.triggers(event);
+                        if let Some(victim) = listed.get(n % listed.len().max(1)) {
+                            let line = removal(victim);
+                            prop_assert_eq!(i.set_trigger(event, &line), Ok(()), "{:?}", line);
+                            let left = i.triggers(event).len();
+                            prop_assert_eq!(left + 1, listed.len(), "{:?}", line);
+                        }
+                    }
+                    Op::Trigger(e, line) => {
+                        let event = EVENTS[*e];
+                        let before = shown(&i, event);
+                        match i.set_trigger(event, line) {
+                            Err(err) => {
+                                let after = shown(&i, event);
+                                prop_assert_eq!(&after, &before, "{:?} refused ({:?})", line, err);
+                                if let HookError::Trigger(e) = err {
+                                    prop_assert!(e.pos <= line.len(), "{:?}: {:?}", line, e);
+                                }
+                            }
+                            Ok(()) => {
+                                let after = i.triggers(event).len() as i64;
+                                let change = change(line, &before.triggers);
+                                let expected = before.triggers.len() as i64 + change;
+                                let listed = &before.triggers;
+                                prop_assert_eq!(after, expected, "{:?} after {:?}", line, listed);
+                            }
+                        }
+                    }
+                    Op::Filter(e, text) => {
+                        let event = EVENTS[*e];
+                        let before = shown(&i, event);
+                        let taken = i.set_filter(event, text);
+                        if let Err(err) = taken {
+                            let after = shown(&i, event);
+                            prop_assert_eq!(&after, &before, "{:?} refused ({:?})", text, err);
+                        } else {
+                            let expected = (text.trim() != "0").then(|| text.trim().to_string());
+                            prop_assert_eq!(i.filter(event), expected);
+                        }
+                    }
+                    Op::SystemFilter(text) => {
+                        let before = EVENTS.map(|e| shown(&i, e));
+                        match i.set_system_filter("zp", text) {
+                            Err(err) => {
+                                let after = EVENTS.map(|e| shown(&i, e));
+                                prop_assert_eq!(&after, &before, "{:?} refused ({:?})", text, err);
+                            }
+                            Ok(n) => {
+                                // The two events have the same fields: both take it.
+                                prop_assert_eq!(n, 2);
+                                let text = text.trim();
+                                let expected = (text != "0").then(|| text.to_string());
+                                for e in EVENTS {
+                                    prop_assert_eq!(i.filter(e), expected.clone());
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            prop_assert!(i.stats(0).unwrap().balanced(), "{:?}", i.stats(0));
+            prop_assert!(t.destroy(i).is_ok());
+        }
+    }
 }

@@ -8,9 +8,11 @@ extern crate alloc;
 
 use crate::error::{Error, WriteError};
 use crate::event::filter::{Filter, FilterError};
+use crate::event::inject::{InjectError, InjectReason};
 use crate::event::{DescriptorKind, EventDescriptor};
 use crate::field::{Encoder, Sink};
 use crate::platform::Platform;
+use crate::ring::clock::Clock;
 use crate::ring::record::Mode;
 use crate::ring::recorder::Recorder;
 use crate::ring::stats::RingStats;
@@ -18,7 +20,7 @@ use crate::symtab::SymbolTable;
 use crate::sync::{AtomicBool, Ordering::Relaxed};
 use crate::tracer::EventHooks;
 use crate::tracer::function::{FunctionError, is_function_event};
-use crate::tracer::hist::{Hist, HistOp};
+use crate::tracer::hist::{Hist, HistOp, HistReason};
 use crate::tracer::trigger::{
     Action, MAX_TRIGGERS, STACK_TRACE, Trigger, TriggerCommand, TriggerError, TriggerReason,
 };
@@ -273,6 +275,25 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
         descriptor.recording_in(self.state.slot)
     }
 
+    /// Records `event` in this instance as if its tracepoint fired here now, its
+    /// fields given by `line` (`FIELD=VALUE ...`, see [`crate::event::inject`]), as
+    /// ftrace's `inject` file: the instance's filter and triggers for the event
+    /// apply. Refused, with nothing recorded, if the line does not parse, the event
+    /// is not one `set_event` takes, or it is not recorded here (`NotEnabled`).
+    pub fn inject(&self, event: &EventDescriptor, line: &str) -> Result<(), InjectError> {
+        let refuse = |reason| InjectError { pos: 0, reason };
+        if self.event_index(event).is_err() || !is_settable(event) {
+            return Err(refuse(InjectReason::NotInjectable));
+        }
+        if !self.event_enabled(event) {
+            return Err(refuse(InjectReason::NotEnabled));
+        }
+        let mut buf = [0u8; crate::event::MAX_EVENT_PAYLOAD];
+        let len = crate::event::inject::encode(event.fields, line, &mut buf)?;
+        self.tracer.write_to(self.state.slot, event, &buf[..len]);
+        Ok(())
+    }
+
     /// Whether `descriptor` is in ftrace's soft mode here: it has triggers in this
     /// instance, or a trigger of this instance enables or disables it (its `enable`
     /// file then reads `0*` or `1*`, as in Linux).
@@ -360,8 +381,8 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
     /// Adds a trigger to `event` in this instance, or removes one with a leading `!`
     /// (a line written to `events/SYSTEM/EVENT/trigger`; see [`crate::tracer::Trigger`]). A
     /// trigger on an event this instance does not record makes the event fire for
-    /// its triggers without being recorded. A `snapshot` trigger allocates the
-    /// snapshot buffer. Refused lines (`HookError::Trigger`, with the position
+    /// its triggers without being recorded. A `snapshot` trigger, or a histogram
+    /// whose action is `snapshot()`, allocates the snapshot buffer. Refused lines (`HookError::Trigger`, with the position
     /// and reason) change nothing. Needs a context that may wait.
     pub fn set_trigger(&self, event: &EventDescriptor, line: &str) -> Result<(), HookError> {
         let index = self.event_index(event)?;
@@ -401,8 +422,11 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
                 if let Some(hist) = named.as_deref().and_then(Trigger::hist) {
                     trigger.share_hist(hist).map_err(trigger_error)?;
                 }
+                self.bind_vars(&mut trigger)?;
                 trigger.allocate().map_err(trigger_error)?;
-                if trigger.action() == Action::Snapshot {
+                if trigger.action() == Action::Snapshot
+                    || trigger.hist().is_some_and(Hist::takes_snapshots)
+                {
                     self.snapshot_alloc()?;
                 }
                 let trigger = Arc::new(trigger);
@@ -419,27 +443,73 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
                     Ok(())
                 })
             }
-            TriggerCommand::Remove(trigger) => self.tracer.edit_hooks(self.state.slot, |table| {
-                let mut hooks = table[index].as_deref().cloned().unwrap_or_default();
-                let before = hooks.triggers.len();
-                hooks.triggers.retain(|t| !t.same_as(&trigger));
-                if hooks.triggers.len() == before {
-                    return Err(trigger_error(TriggerReason::NotFound));
+            TriggerCommand::Remove(trigger) => {
+                // A histogram whose variables another reads stays, as in ftrace.
+                let existing = self.tracer.hooks_of(self.state.slot, index);
+                let triggers = existing.as_ref().map_or(&[][..], |h| &h.triggers);
+                let same = triggers.iter().find(|t| t.same_as(&trigger));
+                if let Some(hist) = same.and_then(|t| t.hist()) {
+                    let hists = self.hists();
+                    if hists.iter().filter_map(|t| t.hist()).any(|h| h.reads_vars_of(hist)) {
+                        return Err(trigger_error(TriggerReason::Hist(HistReason::VariableInUse)));
+                    }
                 }
-                table[index] = Some(Arc::new(hooks)).filter(|h| !h.is_empty());
-                Ok(())
-            }),
+                self.remove_trigger(index, &trigger)
+            }
         }
+    }
+
+    /// Removes the trigger of the event at `index` that is the same as `trigger`.
+    fn remove_trigger(&self, index: usize, trigger: &Trigger) -> Result<(), HookError> {
+        let trigger_error = |reason| HookError::Trigger(TriggerError { pos: 0, reason });
+        self.tracer.edit_hooks(self.state.slot, |table| {
+            let mut hooks = table[index].as_deref().cloned().unwrap_or_default();
+            let before = hooks.triggers.len();
+            hooks.triggers.retain(|t| !t.same_as(trigger));
+            if hooks.triggers.len() == before {
+                return Err(trigger_error(TriggerReason::NotFound));
+            }
+            table[index] = Some(Arc::new(hooks)).filter(|h| !h.is_empty());
+            Ok(())
+        })
+    }
+
+    /// The `hist` triggers of this instance, on every event.
+    fn hists(&self) -> Vec<Arc<Trigger>> {
+        let slot = self.state.slot;
+        let hooks = (0..self.tracer.events().len()).filter_map(|i| self.tracer.hooks_of(slot, i));
+        let triggers = hooks.flat_map(|hooks| hooks.triggers.clone());
+        triggers.filter(|t| t.hist().is_some()).collect()
     }
 
     /// The `hist` trigger of this instance whose histogram is named `name`, on any
     /// event (the first found: all of one name share one table).
     fn named_hist(&self, name: &str) -> Option<Arc<Trigger>> {
-        (0..self.tracer.events().len()).find_map(|index| {
-            let hooks = self.tracer.hooks_of(self.state.slot, index)?;
-            let named = hooks.triggers.iter().find(|t| t.hist().and_then(Hist::name) == Some(name));
-            named.cloned()
-        })
+        self.hists().into_iter().find(|t| t.hist().and_then(Hist::name) == Some(name))
+    }
+
+    /// Binds each reference of `trigger`'s histogram (not set yet) to another
+    /// histogram's variable to the one histogram of the instance that defines it:
+    /// refused, at the reference, if none or several do, or if its keys differ.
+    fn bind_vars(&self, trigger: &mut Trigger) -> Result<(), HookError> {
+        let unbound = trigger.hist().map(Hist::unbound_vars).unwrap_or_default();
+        if unbound.is_empty() {
+            return Ok(());
+        }
+        let hists = self.hists();
+        for (name, pos) in unbound {
+            let error = |reason| {
+                let reason = TriggerReason::Hist(reason);
+                HookError::Trigger(TriggerError { pos, reason })
+            };
+            let mut definers = hists.iter().filter_map(|t| t.hist()).filter(|h| h.defines(&name));
+            let definer = definers.next().ok_or(error(HistReason::UnknownVariable))?;
+            if definers.next().is_some() {
+                return Err(error(HistReason::AmbiguousVariable));
+            }
+            trigger.bind_var(&name, definer).map_err(error)?;
+        }
+        Ok(())
     }
 
     /// Pauses, continues or clears a histogram of this instance. Clearing pauses it
@@ -560,6 +630,27 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
     /// the other CPUs' rings and what they hold (`per_cpu/cpuN/buffer_size_kb`).
     pub fn resize_cpu(&self, cpu: usize, bytes: usize) -> Result<(), InstanceError> {
         self.tracer.replace_recorder(&self.state, |old| old.resized_cpu(cpu, bytes))
+    }
+
+    /// Takes timestamps from `clock` from now on (`trace_clock`): as in ftrace, the
+    /// buffers (live and snapshot) are emptied, so that no buffer mixes two clocks;
+    /// each CPU's size, the recording switch and the mode are kept. Setting the clock
+    /// the instance has changes nothing. Needs a context that may wait.
+    pub fn set_clock(&self, clock: Clock) -> Result<(), InstanceError> {
+        if self.clock() == clock {
+            return Ok(());
+        }
+        self.tracer.replace_recorder(&self.state, |old| old.with_clock(clock))
+    }
+
+    /// Where the instance's timestamps come from.
+    pub fn clock(&self) -> Clock {
+        self.state.recorder.lock().live().clock()
+    }
+
+    /// A reading of the instance's clock that records nothing (ftrace's `now ts`).
+    pub fn clock_now(&self) -> u64 {
+        self.clock().now(&self.tracer.platform)
     }
 
     /// Records events of the CPUs in `mask` only (bit `c` for CPU `c`;

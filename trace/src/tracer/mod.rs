@@ -32,8 +32,8 @@ pub use function::{
     GraphScope, is_function_event,
 };
 pub use hist::{
-    Hist, HistOp, HistReason, MAX_HIST_BYTES, MAX_HIST_NAME, MAX_KEYS, MAX_SIZE, MAX_VALS,
-    MIN_SIZE, STRING_KEY_BYTES,
+    Hist, HistOp, HistReason, MAX_HIST_BYTES, MAX_HIST_NAME, MAX_KEYS, MAX_REFS, MAX_SAVED,
+    MAX_SIZE, MAX_VALS, MAX_VARS, MIN_SIZE, STRING_KEY_BYTES,
 };
 pub use instance::{HookError, Instance, InstanceConfig, InstanceError, MAX_NAME};
 pub use latency::IRQSOFF;
@@ -1057,6 +1057,10 @@ impl<P: Platform + Clone + Send + Sync> Target for FireTarget<'_, P> {
         let hooks = self.tracer.hooks_in(self.section, self.slot, event);
         let triggers = hooks.iter().flat_map(|hooks| &hooks.triggers);
         triggers.filter_map(|t| t.hist()).for_each(|hist| hist.set_paused(paused));
+    }
+
+    fn now(&self) -> u64 {
+        self.recorder.live().clock().now(&self.tracer.platform)
     }
 
     fn stack_frames(&self, frames: &mut [u64]) {

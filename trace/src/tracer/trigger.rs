@@ -32,12 +32,12 @@
 //! stays in the live buffer.
 
 use crate::event::dispatch::Body;
-use crate::event::filter::{Filter, FilterReason};
+use crate::event::filter::{Fields, Filter, FilterReason};
 use crate::event::format_file::Origin;
 use crate::event::{DescriptorKind, EventDescriptor};
 use crate::field::{Field, FieldKind, Sink};
 use crate::symtab::SymbolTable;
-use crate::tracer::hist::{Hist, HistOp, HistReason};
+use crate::tracer::hist::{Hist, HistHost, HistOp, HistReason};
 use crate::tracer::is_settable;
 use alloc::boxed::Box;
 use core::fmt;
@@ -319,6 +319,8 @@ pub(crate) trait Target {
     /// Fills `frames` with the caller's return addresses, innermost first (zero past
     /// the last the unwinder gives).
     fn stack_frames(&self, frames: &mut [u64]);
+    /// A reading of the instance's clock (a histogram's `common_timestamp`).
+    fn now(&self) -> u64;
     /// Prints the trace to the platform's console (only the calling CPU's records:
     /// `this_cpu`); whether it did.
     fn dump(&self, this_cpu: bool) -> bool;
@@ -481,6 +483,12 @@ impl Trigger {
         self.hist.as_deref()
     }
 
+    /// Binds a `hist` trigger's references to variable `name` (not set yet) to
+    /// `definer`'s (see [`Hist::bind_var`]).
+    pub(crate) fn bind_var(&mut self, name: &str, definer: &Hist) -> Result<(), HistReason> {
+        self.hist.as_mut().map_or(Ok(()), |hist| hist.bind_var(name, definer))
+    }
+
     /// Makes a `hist` trigger's histogram (not set yet) share the table of `named`,
     /// a histogram of the same name (see [`Hist::share`]).
     pub(crate) fn share_hist(&mut self, named: &Hist) -> Result<(), TriggerReason> {
@@ -573,7 +581,7 @@ impl Trigger {
             }
             Action::Hist => {
                 if let Some(hist) = &self.hist {
-                    hist.record(body, origin, |frames| target.stack_frames(frames));
+                    hist.record(body, origin, &HostOf(target));
                 }
             }
             Action::Dump { this_cpu } => {
@@ -584,12 +592,47 @@ impl Trigger {
         }
     }
 
+    /// Runs a `hist` trigger (its filter, then its histogram) for an event whose
+    /// values `fields` gives (a dump's decoded record, on the host).
+    pub(crate) fn fire_fields<F: Fields + ?Sized>(
+        &self,
+        fields: &F,
+        origin: Origin,
+        host: &impl HistHost,
+    ) {
+        if self.filter.as_ref().is_some_and(|f| !f.eval(fields, origin)) {
+            return;
+        }
+        if let Some(hist) = &self.hist {
+            hist.record_fields(fields, origin, host);
+        }
+    }
+
     /// Counts a refusal in the event's context and gives the count back.
     fn not_acted(&self) {
         self.refused.fetch_add(1, Relaxed);
         if self.count.load(Relaxed) != UNLIMITED {
             self.count.fetch_add(1, Relaxed);
         }
+    }
+}
+
+/// What a histogram asks of the instance, from a trigger's target.
+struct HostOf<'a, T>(&'a T);
+
+impl<T: Target> HistHost for HostOf<'_, T> {
+    fn stack_frames(&self, frames: &mut [u64]) {
+        self.0.stack_frames(frames);
+    }
+
+    fn now(&self) -> u64 {
+        self.0.now()
+    }
+
+    /// As the `snapshot` trigger, but quietly: an irqsoff window is kept, and a
+    /// snapshot that cannot be taken is not.
+    fn snapshot(&self) -> bool {
+        !self.0.snapshot_kept() && self.0.snapshot().is_ok()
     }
 }
 

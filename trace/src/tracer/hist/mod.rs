@@ -20,6 +20,9 @@
 //! `.ascending` (the default) or `.descending`. `size` is the most entries kept, a
 //! power of two from [`MIN_SIZE`] to [`MAX_SIZE`] (default 2048).
 //!
+//! A histogram may define variables (`NAME=EXPR`, [`var`]), which histograms on
+//! other events read to measure between two events; `vals=$NAME` sums one.
+//!
 //! The table events add to from any context is [`table`].
 
 use crate::event::dispatch::Body;
@@ -35,8 +38,11 @@ use alloc::vec::Vec;
 use core::fmt::{self, Write};
 
 pub(crate) mod table;
+mod var;
 pub use table::MAX_HIST_BYTES;
 use table::{Entry, Table};
+pub use var::{MAX_REFS, MAX_SAVED, MAX_VARS};
+use var::{Outcome, Vars};
 
 /// Most key fields.
 pub const MAX_KEYS: usize = 3;
@@ -66,7 +72,7 @@ pub enum HistReason {
     /// No `keys=`.
     MissingKeys,
     /// An attribute that is none of `keys`, `vals`, `sort`, `size`, `name`, `pause`,
-    /// `cont`, `clear`.
+    /// `cont`, `clear`, and no variable (`NAME=EXPR`).
     UnknownAttribute,
     /// An attribute given twice.
     Repeated,
@@ -102,8 +108,36 @@ pub enum HistReason {
     /// A `name=` that is not 1 to [`MAX_HIST_NAME`] letters, digits and `_`.
     BadName,
     /// A histogram of that name has keys or values of other names, kinds or
-    /// modifiers.
+    /// modifiers, or other variables.
     IncompatibleName,
+    /// A variable's name that is not letters, digits and `_`, or is a keyword.
+    BadVariable,
+    /// More than [`MAX_VARS`] variables, or more than [`MAX_REFS`] references.
+    TooManyVars,
+    /// An expression that is not one operand or two joined by `+ - * /`, or an
+    /// operand that is none of a field, `common_timestamp`, `$NAME` and a number.
+    BadExpression,
+    /// A division by the constant zero.
+    DivisionByZero,
+    /// `$NAME` that no histogram of the instance defines.
+    UnknownVariable,
+    /// `$NAME` that more than one histogram of the instance defines.
+    AmbiguousVariable,
+    /// `$NAME` of a histogram whose keys are not like this one's (its entries are
+    /// found by this histogram's key).
+    IncompatibleKeys,
+    /// `vals=$NAME` that is no variable of this histogram.
+    ValueVariable,
+    /// Removing a histogram whose variables another histogram reads.
+    VariableInUse,
+    /// An attribute with `(` that is not `onmax($VAR)` or `onchange($VAR)` with
+    /// `.save(FIELD,...)` or `.snapshot()`.
+    BadAction,
+    /// `onmax($NAME)` or `onchange($NAME)` of no variable this histogram defines.
+    HandlerVariable,
+    /// A second `save()` or `snapshot()`, or a `save()` of more than [`MAX_SAVED`]
+    /// fields.
+    TooManyActions,
 }
 
 impl fmt::Display for HistReason {
@@ -111,7 +145,8 @@ impl fmt::Display for HistReason {
         f.write_str(match self {
             HistReason::MissingKeys => "hist needs keys=FIELD[,FIELD...]",
             HistReason::UnknownAttribute => {
-                "unknown hist attribute (keys, vals, sort, size, name, pause, cont, clear)"
+                "unknown hist attribute (keys, vals, sort, size, name, pause, cont, clear, \
+                 or a variable NAME=EXPR)"
             }
             HistReason::Repeated => "attribute given twice",
             HistReason::EmptyAssignment => "empty assignment",
@@ -133,8 +168,37 @@ impl fmt::Display for HistReason {
             HistReason::NoMemory => "the histograms' memory is used up (32 MiB in all)",
             HistReason::BadName => "a histogram's name is 1 to 32 letters, digits and _",
             HistReason::IncompatibleName => {
-                "a histogram of that name has other keys or values (names, kinds and \
-                 modifiers must match)"
+                "a histogram of that name has other keys or values, or other variables \
+                 (names, kinds and modifiers must match)"
+            }
+            HistReason::BadVariable => {
+                "a variable is NAME=EXPR, its name letters, digits and _, not a keyword"
+            }
+            HistReason::TooManyVars => "at most 4 variables and 4 references to others",
+            HistReason::BadExpression => {
+                "an expression is an operand (an integer field, common_timestamp[.usecs], \
+                 $VAR or a number) or two joined by one of + - * /"
+            }
+            HistReason::DivisionByZero => "division by zero",
+            HistReason::UnknownVariable => "no histogram of this instance defines the variable",
+            HistReason::AmbiguousVariable => {
+                "more than one histogram of this instance defines the variable"
+            }
+            HistReason::IncompatibleKeys => {
+                "the variable's histogram has other keys (the same number, strings in the \
+                 same places: its entry is found by this histogram's key)"
+            }
+            HistReason::ValueVariable => "vals=$NAME takes a variable this histogram defines",
+            HistReason::VariableInUse => "another histogram reads a variable of this one",
+            HistReason::BadAction => {
+                "an action is onmax($VAR) or onchange($VAR), then .save(FIELD,...) or \
+                 .snapshot()"
+            }
+            HistReason::HandlerVariable => {
+                "onmax($VAR) and onchange($VAR) track a variable this histogram defines"
+            }
+            HistReason::TooManyActions => {
+                "at most one save() (of at most 4 integer fields) and one snapshot()"
             }
         })
     }
@@ -193,11 +257,35 @@ impl fmt::Display for Modifier {
     }
 }
 
+/// Where a key's or value's number comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Source {
+    /// A field of the event.
+    Field(FieldRef),
+    /// A variable the histogram defines, by index (`vals=$NAME`).
+    Var(usize),
+}
+
+impl Source {
+    /// Whether the number is a signed field's.
+    fn signed(&self) -> bool {
+        matches!(self, Source::Field(field) if field.signed())
+    }
+
+    /// Whether `other` is of the same type (the same variable, for a variable).
+    fn same_type(&self, other: &Source) -> bool {
+        match (self, other) {
+            (Source::Field(a), Source::Field(b)) => a.same_type(b),
+            (a, b) => a == b,
+        }
+    }
+}
+
 /// A key or value field.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Column {
     name: Box<str>,
-    field: FieldRef,
+    field: Source,
     string: bool,
     modifier: Modifier,
     /// Its first word in the key (keys only).
@@ -259,6 +347,8 @@ pub struct Hist {
     sort: Box<[Sort]>,
     /// The event's field kinds, to read fields after a string.
     kinds: Box<[FieldKind]>,
+    /// The variables it defines and those of others it reads.
+    vars: Vars,
     shared: Arc<Shared>,
 }
 
@@ -273,11 +363,13 @@ impl Hist {
         fields: &[Field<'_>],
     ) -> Result<(Hist, Option<HistOp>), HistError> {
         let mut keys: Option<Vec<Column>> = None;
-        let mut vals: Option<(Vec<Column>, Modifier)> = None;
+        let mut vals: Option<(&str, usize)> = None;
         let mut sort_text: Option<(&str, usize)> = None;
         let mut size = None;
         let mut hist_name = None;
         let mut op = None;
+        let mut vars = Vars::default();
+        let mut actions = Vec::new();
         let mut pos = at;
         for attr in attrs.split(':') {
             let attr_at = pos;
@@ -303,11 +395,11 @@ impl Hist {
                 }
                 ("keys" | "key", Some(value)) => {
                     repeated(keys.is_some())?;
-                    keys = Some(columns(value, value_at, fields, true)?.0);
+                    keys = Some(columns(value, value_at, fields, true, &Vars::default())?.0);
                 }
                 ("vals" | "values", Some(value)) => {
                     repeated(vals.is_some())?;
-                    vals = Some(columns(value, value_at, fields, false)?);
+                    vals = Some((value, value_at));
                 }
                 ("sort", Some(value)) => {
                     repeated(sort_text.is_some())?;
@@ -332,18 +424,29 @@ impl Hist {
                 ("pause", None) => op = Some(HistOp::Pause),
                 ("cont" | "continue", None) => op = Some(HistOp::Continue),
                 ("clear", None) => op = Some(HistOp::Clear),
+                (_, Some(_)) => vars.parse(attr, attr_at, fields)?,
+                // After the variables, which an action may name wherever they are.
+                (_, None) if attr.contains('(') => actions.push((attr, attr_at)),
                 _ => return Err((attr_at, HistReason::UnknownAttribute)),
             }
         }
         let keys = keys.ok_or((at, HistReason::MissingKeys))?;
-        let (vals, hitcount) = vals.unwrap_or((Vec::new(), Modifier::Plain));
+        // Values after the variables, which `vals=$NAME` may name wherever they are.
+        let (vals, hitcount) = match vals {
+            Some((text, value_at)) => columns(text, value_at, fields, false, &vars)?,
+            None => (Vec::new(), Modifier::Plain),
+        };
+        for (attr, attr_at) in actions {
+            vars.parse_action(attr, attr_at, fields)?;
+        }
         let sort = match sort_text {
             None => [Sort { by: SortBy::Hitcount, descending: false }].into(),
             Some((text, attr_at)) => sorts(text, attr_at, &keys, &vals)?,
         };
         let stack = keys.is_empty();
         let key_words = if stack { STACK_WORDS } else { keys.iter().map(Column::words).sum() };
-        let table = Table::new(size.unwrap_or(DEFAULT_SIZE), key_words, vals.len());
+        let size = size.unwrap_or(DEFAULT_SIZE);
+        let table = Table::new(size, key_words, vals.len(), vars.defs.len(), vars.action_words());
         let hist = Hist {
             name: hist_name.map(Box::from),
             stack,
@@ -352,6 +455,7 @@ impl Hist {
             hitcount,
             sort,
             kinds: fields.iter().map(|f| f.kind).collect(),
+            vars,
             shared: Arc::new(Shared { paused: AtomicBool::new(op == Some(HistOp::Pause)), table }),
         };
         Ok((hist, op))
@@ -373,6 +477,7 @@ impl Hist {
             && (self.keys == other.keys && self.stack == other.stack)
             && (self.vals == other.vals && self.hitcount == other.hitcount)
             && self.sort == other.sort
+            && self.vars.same_as(&other.vars)
     }
 
     /// `name=`, if the histogram has one.
@@ -390,7 +495,8 @@ impl Hist {
         };
         let compatible = (self.name == named.name && self.stack == named.stack)
             && columns(&self.keys, &named.keys)
-            && (columns(&self.vals, &named.vals) && self.hitcount == named.hitcount);
+            && (columns(&self.vals, &named.vals) && self.hitcount == named.hitcount)
+            && self.vars.same_as(&named.vars);
         if !compatible {
             return Err(HistReason::IncompatibleName);
         }
@@ -413,62 +519,180 @@ impl Hist {
     /// would add to a slot being emptied.
     pub(crate) fn reset(&self) {
         self.shared.table.reset();
+        self.vars.reset();
+    }
+
+    /// Whether an action takes snapshots (the instance needs its snapshot buffer).
+    pub(crate) fn takes_snapshots(&self) -> bool {
+        self.vars.takes_snapshots()
     }
 
     /// Adds the event (`body`, written at `origin`) to the table, unless paused;
-    /// `stack` fills a slice with the caller's return addresses (for a
-    /// `common_stacktrace` key). Callable from any context: no lock, no allocation,
-    /// a bounded wait.
-    pub(crate) fn record(&self, body: &Body<'_>, origin: Origin, stack: impl FnOnce(&mut [u64])) {
+    /// `host` gives the caller's return addresses (for a `common_stacktrace` key),
+    /// the instance's clock (for `common_timestamp`) and snapshots (for an action's
+    /// `snapshot()`). Callable from any context: no lock, no allocation, a bounded
+    /// wait.
+    pub(crate) fn record(&self, body: &Body<'_>, origin: Origin, host: &impl HistHost) {
         if self.paused() {
             return;
         }
-        let mut key = [0u64; KEY_WORDS];
-        let mut vals = [0u64; MAX_VALS];
-        if self.stack {
-            stack(&mut key[..STACK_WORDS]);
+        // Two copies: one without the variables' steps for the histograms without.
+        if self.vars.is_empty() {
+            self.add::<false>(body, origin, host)
+        } else {
+            self.add::<true>(body, origin, host)
         }
-        let complete = match body.words {
+    }
+
+    /// Adds an event whose values `fields` gives (a dump's decoded record, on the
+    /// host), as [`Hist::record`] adds a tracepoint's.
+    pub(crate) fn record_fields<F: Fields + ?Sized>(
+        &self,
+        fields: &F,
+        origin: Origin,
+        host: &impl HistHost,
+    ) {
+        if self.paused() {
+            return;
+        }
+        if self.vars.is_empty() {
+            self.add_fields::<F, false>(fields, origin, host)
+        } else {
+            self.add_fields::<F, true>(fields, origin, host)
+        }
+    }
+
+    /// Whether the key is the caller's stack (`common_stacktrace`).
+    pub(crate) fn keys_stack(&self) -> bool {
+        self.stack
+    }
+
+    /// [`Hist::record`] past the pause: `VARS` says whether there are variables.
+    #[inline(always)]
+    fn add<const VARS: bool>(&self, body: &Body<'_>, origin: Origin, host: &impl HistHost) {
+        match body.words {
             // A small payload's words, read in line.
             Some(words) => {
                 let bytes = words.as_flattened();
                 let payload = bytes.get(..body.len).unwrap_or(bytes);
                 let fields = Encoded { payload, kinds: &self.kinds };
-                self.read(&fields, origin, &mut key, &mut vals)
+                self.add_fields::<_, VARS>(&fields, origin, host)
             }
             None => {
-                let mut complete = false;
+                let mut added = false;
                 body.payload.with_fields(&self.kinds, &mut |fields| {
-                    complete = self.read(fields, origin, &mut key, &mut vals);
+                    added = true;
+                    self.add_fields::<_, VARS>(fields, origin, host);
                 });
-                complete
+                if !added {
+                    self.shared.table.drop_one();
+                }
             }
-        };
-        let key = &key[..self.shared.table.key_words];
-        let vals = &vals[..self.vals.len()];
-        if complete { self.shared.table.add(key, vals) } else { self.shared.table.drop_one() }
+        }
     }
 
-    /// Reads the event's key and values; false if it lacks one of the fields.
+    /// Adds an event whose values `fields` gives: its key, values and variables
+    /// read, then added, left out or dropped, then its actions.
     #[inline(always)]
-    fn read<F: Fields + ?Sized>(
+    fn add_fields<F: Fields + ?Sized, const VARS: bool>(
         &self,
         fields: &F,
         origin: Origin,
-        key: &mut [u64; KEY_WORDS],
-        vals: &mut [u64; MAX_VALS],
-    ) -> bool {
+        host: &impl HistHost,
+    ) {
+        let mut key = [0u64; KEY_WORDS];
+        let mut vals = [0u64; MAX_VALS];
+        let mut vars = [0u64; MAX_VARS];
+        let mut saved = [0u64; MAX_SAVED];
+        if self.stack {
+            host.stack_frames(&mut key[..STACK_WORDS]);
+        }
+        let now = if VARS && self.vars.timestamp { host.now() } else { 0 };
+        let mut out = (&mut key, &mut vals, &mut vars, &mut saved);
+        let outcome = self.read::<F, VARS>(fields, origin, now, &mut out);
+        let key = &key[..self.shared.table.key_words];
+        let vars = &vars[..if VARS { self.vars.defs.len() } else { 0 }];
+        let vals = &vals[..self.vals.len()];
+        match outcome {
+            Outcome::Matched => self.shared.table.add(key, vals, vars, |words| {
+                if VARS {
+                    self.vars.act(words, vars, &saved, key, || host.snapshot());
+                }
+            }),
+            Outcome::Unmatched => {}
+            Outcome::Incomplete => self.shared.table.drop_one(),
+        }
+    }
+
+    /// Reads the event's key, values and variables (`now`: `common_timestamp`).
+    #[inline(always)]
+    fn read<F: Fields + ?Sized, const VARS: bool>(
+        &self,
+        fields: &F,
+        origin: Origin,
+        now: u64,
+        (key, vals, vars, saved): &mut Row<'_>,
+    ) -> Outcome {
         let mut complete = true;
         for column in &self.keys {
             complete &= column.key_into(fields, origin, key);
         }
-        for (column, out) in self.vals.iter().zip(vals) {
-            match column.field.int(fields, origin) {
-                Some(v) => *out = v,
-                None => complete = false,
+        for (column, out) in self.vals.iter().zip(vals.iter_mut()) {
+            if let Source::Field(field) = &column.field {
+                match field.int(fields, origin) {
+                    Some(v) => *out = v,
+                    None => complete = false,
+                }
             }
         }
-        complete
+        if !complete {
+            return Outcome::Incomplete;
+        }
+        if !VARS {
+            return Outcome::Matched;
+        }
+        let key = &key[..self.shared.table.key_words];
+        if !self.vars.read_saved(fields, origin, saved) {
+            return Outcome::Incomplete;
+        }
+        let outcome = self.vars.compute(fields, origin, now, key, vars);
+        for (column, out) in self.vals.iter().zip(vals.iter_mut()) {
+            if let Source::Var(i) = column.field {
+                *out = vars.get(i).copied().unwrap_or_default();
+            }
+        }
+        outcome
+    }
+
+    /// The references to other histograms' variables not bound yet: their names
+    /// and where the line writes them.
+    pub(crate) fn unbound_vars(&self) -> Vec<(Box<str>, usize)> {
+        self.vars.unbound().map(|(name, at)| (name.into(), at)).collect()
+    }
+
+    /// Whether this histogram defines variable `name`.
+    pub(crate) fn defines(&self, name: &str) -> bool {
+        self.vars.own(name).is_some()
+    }
+
+    /// Binds this histogram's references to `name` (not set yet) to `definer`'s
+    /// variable: refused unless `definer`'s entries are keyed as this histogram's
+    /// (as many keys, strings in the same places), since its entry is found by this
+    /// histogram's key.
+    pub(crate) fn bind_var(&mut self, name: &str, definer: &Hist) -> Result<(), HistReason> {
+        let index = definer.vars.own(name).ok_or(HistReason::UnknownVariable)?;
+        let alike = |a: &Column, b: &Column| (a.string, a.at) == (b.string, b.at);
+        let keyed = !self.stack && !definer.stack && self.keys.len() == definer.keys.len();
+        if !keyed || !self.keys.iter().zip(&definer.keys[..]).all(|(a, b)| alike(a, b)) {
+            return Err(HistReason::IncompatibleKeys);
+        }
+        self.vars.bind(name, &definer.shared, index);
+        Ok(())
+    }
+
+    /// Whether this histogram reads a variable of `other`.
+    pub(crate) fn reads_vars_of(&self, other: &Hist) -> bool {
+        self.vars.reads(&other.shared)
     }
 
     /// Writes the histogram as ftrace's `hist` file shows it: the trigger line, the
@@ -499,15 +723,7 @@ impl Hist {
         }
         for entry in &entries {
             out.write_str("{ ")?;
-            if self.stack {
-                write_stack(&entry.key[..STACK_WORDS], symbols, out)?;
-            }
-            for (i, key) in self.keys.iter().enumerate() {
-                if i > 0 {
-                    out.write_str(", ")?;
-                }
-                key.write_key(&entry.key, symbols, out)?;
-            }
+            self.write_keys(&entry.key, symbols, out)?;
             out.write_str(" }")?;
             write_val("hitcount", self.hitcount, false, entry.vals[0], stats[0], out)?;
             for (i, val) in self.vals.iter().enumerate() {
@@ -515,14 +731,35 @@ impl Hist {
                 let (sum, stat) = (entry.vals[1 + i], stats[1 + i]);
                 write_val(&val.name, val.modifier, val.field.signed(), sum, stat, out)?;
             }
+            self.vars.write_entry(&entry.actions, out)?;
             out.write_char('\n')?;
         }
+        self.vars.write_snapshot(|key, out| self.write_keys(key, symbols, out), out)?;
         let (hits, drops) = self.shared.table.totals(&entries);
         write!(
             out,
             "\nTotals:\n    Hits: {hits}\n    Entries: {}\n    Dropped: {drops}\n",
             entries.len()
         )
+    }
+
+    /// Writes an entry's key (`key`: its words) as ftrace does, without the braces.
+    fn write_keys(
+        &self,
+        key: &[u64],
+        symbols: Option<&SymbolTable<'_>>,
+        out: &mut dyn Write,
+    ) -> fmt::Result {
+        if self.stack {
+            write_stack(key.get(..STACK_WORDS).unwrap_or(key), symbols, out)?;
+        }
+        for (i, column) in self.keys.iter().enumerate() {
+            if i > 0 {
+                out.write_str(", ")?;
+            }
+            column.write_key(key, symbols, out)?;
+        }
+        Ok(())
     }
 
     /// The value an entry is sorted on (keys by their words: a signed key as signed).
@@ -545,6 +782,24 @@ impl Hist {
     }
 }
 
+/// Where an event's key, values, variables and saved fields are read into.
+type Row<'a> = (
+    &'a mut [u64; KEY_WORDS],
+    &'a mut [u64; MAX_VALS],
+    &'a mut [u64; MAX_VARS],
+    &'a mut [u64; MAX_SAVED],
+);
+
+/// What a histogram asks of the instance it adds to, from the event's context.
+pub(crate) trait HistHost {
+    /// Fills `frames` with the caller's return addresses, innermost first.
+    fn stack_frames(&self, frames: &mut [u64]);
+    /// A reading of the instance's clock.
+    fn now(&self) -> u64;
+    /// Swaps the instance's snapshot in; whether it did.
+    fn snapshot(&self) -> bool;
+}
+
 /// What entries are sorted on.
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
 enum SortValue {
@@ -563,8 +818,9 @@ impl Column {
         origin: Origin,
         key: &mut [u64; KEY_WORDS],
     ) -> bool {
+        let Source::Field(field) = &self.field else { return false };
         if !self.string {
-            let Some(v) = self.field.int(fields, origin) else { return false };
+            let Some(v) = field.int(fields, origin) else { return false };
             key[self.at] = match self.modifier {
                 Modifier::Log2 => log2_bucket(v),
                 Modifier::Buckets(size) => v - v % size,
@@ -573,7 +829,7 @@ impl Column {
             return true;
         }
         let mut found = false;
-        self.field.with_str(fields, origin, |s| {
+        field.with_str(fields, origin, |s| {
             found = true;
             let mut bytes = [0u8; STRING_KEY_BYTES];
             let n = s.len().min(STRING_KEY_BYTES);
@@ -695,13 +951,15 @@ fn log2_bucket(v: u64) -> u64 {
     if v <= 1 { 0 } else { u64::from(64 - (v - 1).leading_zeros()) }
 }
 
-/// Parses a comma-separated list of keys (`keys`) or values, each `FIELD[.MOD]`;
-/// with the values, how `hitcount` is shown.
+/// Parses a comma-separated list of keys (`keys`) or values, each `FIELD[.MOD]`
+/// (a value may be `$NAME`, one of `vars`); with the values, how `hitcount` is
+/// shown.
 fn columns(
     list: &str,
     at: usize,
     fields: &[Field<'_>],
     keys: bool,
+    vars: &Vars,
 ) -> Result<(Vec<Column>, Modifier), HistError> {
     let mut columns: Vec<Column> = Vec::new();
     let mut hitcount = Modifier::Plain;
@@ -723,8 +981,18 @@ fn columns(
             };
             continue;
         }
-        let (field, kind) =
-            FieldRef::resolve(fields, name).ok_or((item_at, HistReason::UnknownField))?;
+        let (field, kind, name) = match name.strip_prefix('$') {
+            // A variable this histogram defines.
+            Some(var) if !keys => {
+                let own = vars.own(var).ok_or((item_at, HistReason::ValueVariable))?;
+                (Source::Var(own), FieldKind::U64, var)
+            }
+            _ => {
+                let (field, kind) =
+                    FieldRef::resolve(fields, name).ok_or((item_at, HistReason::UnknownField))?;
+                (Source::Field(field), kind, name)
+            }
+        };
         let string = kind == FieldKind::Str;
         match kind {
             FieldKind::Bytes(_) => return Err((item_at, HistReason::BytesField)),
@@ -817,8 +1085,10 @@ impl fmt::Display for Hist {
         }
         write!(f, ":vals=hitcount{}", self.hitcount)?;
         for val in &self.vals {
-            write!(f, ",{}{}", val.name, val.modifier)?;
+            let dollar = if let Source::Var(_) = val.field { "$" } else { "" };
+            write!(f, ",{dollar}{}{}", val.name, val.modifier)?;
         }
+        self.vars.write(f)?;
         f.write_str(":sort=")?;
         for (i, sort) in self.sort.iter().enumerate() {
             let name = match sort.by {
