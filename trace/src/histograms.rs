@@ -10,7 +10,7 @@ use crate::dump::{Decoded, Section};
 use crate::event::format_file::Origin;
 use crate::field::Field;
 use crate::symtab::SymbolTable;
-use crate::tracer::hist::HistHost;
+use crate::tracer::hist::{Hist, HistHost, HistReason};
 use crate::tracer::{Trigger, TriggerCommand, TriggerError};
 use alloc::format;
 use alloc::string::String;
@@ -75,14 +75,15 @@ impl Histograms {
             for (name, pos) in unbound {
                 let refused = |rule: String| format!("--hist '{}': {rule}", specs[i]);
                 let at = specs[i].find(':').map_or(pos, |event| event + 1 + pos);
-                let defining: Vec<usize> = (0..hists.len())
-                    .filter(|&j| j != i && hists[j].1.hist().is_some_and(|h| h.defines(&name)))
-                    .collect();
-                let &[j] = defining.as_slice() else {
-                    let rule =
-                        if defining.is_empty() { "no other spec" } else { "more than one spec" };
-                    return Err(refused(format!("at {at}: {rule} defines ${name}")));
-                };
+                let others = hists.iter().enumerate().filter(|&(j, _)| j != i);
+                let others = others.filter_map(|(j, (_, t))| Some((j, t.hist()?)));
+                let (j, _) = Hist::definer(others, &name).map_err(|reason| {
+                    let rule = match reason {
+                        HistReason::AmbiguousVariable => "more than one spec",
+                        _ => "no other spec",
+                    };
+                    refused(format!("at {at}: {rule} defines ${name}"))
+                })?;
                 let (first, second) = hists.split_at_mut(i.max(j));
                 let (reader, definer) = if i < j {
                     (&mut first[i].1, &second[0].1)

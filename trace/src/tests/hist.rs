@@ -105,6 +105,66 @@ fn hist_table_writers_racing_for_empty_slots_keep_each_key_once() {
     }
 }
 
+/// A host whose snapshot swaps are taken or refused as `taken` says, counting them.
+struct Swaps {
+    taken: std::cell::Cell<bool>,
+    asked: std::cell::Cell<u32>,
+}
+
+impl crate::tracer::hist::HistHost for Swaps {
+    fn stack_frames(&self, frames: &mut [u64]) {
+        frames.fill(0);
+    }
+    fn now(&self) -> u64 {
+        0
+    }
+    fn snapshot(&self) -> bool {
+        self.asked.set(self.asked.get() + 1);
+        self.taken.get()
+    }
+}
+
+/// `onmax(...).snapshot()`: the `hist` file's details are those of the snapshot
+/// the buffer holds; a refused swap changes nothing, and the next value above the
+/// last snapshot's tries again.
+#[test]
+fn hist_snapshot_details_are_the_snapshot_taken() {
+    use crate::event::dispatch::Body;
+    use crate::field::{Field, FieldKind};
+    use crate::tracer::trigger::{Trigger, TriggerCommand};
+    let fields = [Field { name: "n", kind: FieldKind::U32 }];
+    let line = "hist:keys=n:v=n:onmax($v).snapshot():size=128";
+    let Ok(TriggerCommand::Add(mut trigger)) = Trigger::parse(line, &fields, |_, _| None, None)
+    else {
+        panic!("{line}: not taken")
+    };
+    trigger.allocate().unwrap();
+    let hist = trigger.hist().unwrap();
+    let host = Swaps { taken: false.into(), asked: 0.into() };
+    let add = |n: u32, taken: bool| {
+        host.taken.set(taken);
+        let payload = n.to_le_bytes();
+        hist.record(
+            &Body { len: 4, payload: &&payload[..], words: None },
+            super::util::HERE,
+            &host,
+        );
+        let mut text = std::string::String::new();
+        hist.write(&trigger, None, &mut text).unwrap();
+        let details =
+            text.lines().find_map(|l| l.strip_prefix("\ttriggering value { onmax($v) }: "));
+        details.map(|d| d.split_whitespace().collect::<Vec<_>>().join(" "))
+    };
+    let at = |v: u32| Some(std::format!("{v} triggered by event with key: {{ n: {v} }}"));
+    assert_eq!(add(5, false), None, "refused: no details");
+    assert_eq!(add(6, true), at(6));
+    assert_eq!(add(9, false), at(6), "refused: the last snapshot's details");
+    assert_eq!(add(7, true), at(7), "above the last snapshot's value");
+    assert_eq!(add(7, true), at(7));
+    assert_eq!(add(4, true), at(7), "not above the last snapshot's value");
+    assert_eq!(host.asked.get(), 4, "swaps asked for: 5, 6, 9 and the first 7");
+}
+
 mod lines {
     use crate::event::dispatch::Body;
     use crate::field::{Field, FieldKind};

@@ -1331,3 +1331,35 @@ mod writes {
         }
     }
 }
+
+/// Setting a histogram that reads another's variable while that one is removed,
+/// from two threads at once: one of the two is refused, so no histogram is left
+/// reading a variable of one that is gone.
+#[test]
+#[cfg_attr(miri, ignore = "a race of two threads, 2,000 rounds: run natively")]
+fn hist_reference_and_removal_of_its_definer_race_to_one_outcome() {
+    static DEF: EventDescriptor =
+        EventDescriptor::new("zt14", "def", "n={n}", N_FIELDS, DescriptorKind::Event);
+    static USE: EventDescriptor =
+        EventDescriptor::new("zt14", "use", "n={n}", N_FIELDS, DescriptorKind::Event);
+    let t = tracer(&[&DEF, &USE]);
+    let top = t.top();
+    let definer = "hist:keys=n:t=n:size=128";
+    let reader = "hist:keys=n:d=n-$t:size=128";
+    for round in 0..2000 {
+        top.set_trigger(&DEF, definer).unwrap();
+        let start = std::sync::Barrier::new(2);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                start.wait();
+                let _ = top.set_trigger(&USE, reader);
+            });
+            start.wait();
+            let _ = top.set_trigger(&DEF, &std::format!("!{definer}"));
+        });
+        let (defined, read) = (top.triggers(&DEF).len(), top.triggers(&USE).len());
+        assert!(read == 0 || defined == 1, "round {round}: a reader without its definer");
+        let _ = top.set_trigger(&USE, &std::format!("!{reader}"));
+        let _ = top.set_trigger(&DEF, &std::format!("!{definer}"));
+    }
+}

@@ -184,6 +184,10 @@ pub(crate) struct InstanceState<P> {
     pub(crate) recorder: spin::Mutex<Arc<Recorder<P>>>,
     /// Whether `printk!` records into the instance (`options/trace_printk`).
     pub(crate) printk: AtomicBool,
+    /// Held by `set_trigger` throughout: what it checks of the other triggers (the
+    /// histogram a reference binds to, the readers of one removed, a named
+    /// histogram's table) holds until its edit is in place.
+    pub(crate) triggers: spin::Mutex<()>,
 }
 
 /// A reference to an instance (`struct trace_array *` with a reference held).
@@ -382,9 +386,11 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
     /// (a line written to `events/SYSTEM/EVENT/trigger`; see [`crate::tracer::Trigger`]). A
     /// trigger on an event this instance does not record makes the event fire for
     /// its triggers without being recorded. A `snapshot` trigger, or a histogram
-    /// whose action is `snapshot()`, allocates the snapshot buffer. Refused lines (`HookError::Trigger`, with the position
-    /// and reason) change nothing. Needs a context that may wait.
+    /// whose action is `snapshot()`, allocates the snapshot buffer. Refused lines
+    /// (`HookError::Trigger`, with the position and reason) change nothing. Calls
+    /// are serialised per instance. Needs a context that may wait.
     pub fn set_trigger(&self, event: &EventDescriptor, line: &str) -> Result<(), HookError> {
+        let _edit = self.state.triggers.lock();
         let index = self.event_index(event)?;
         let tracer = self.tracer;
         let lookup = |system: &str, name: &str| {
@@ -502,11 +508,8 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
                 let reason = TriggerReason::Hist(reason);
                 HookError::Trigger(TriggerError { pos, reason })
             };
-            let mut definers = hists.iter().filter_map(|t| t.hist()).filter(|h| h.defines(&name));
-            let definer = definers.next().ok_or(error(HistReason::UnknownVariable))?;
-            if definers.next().is_some() {
-                return Err(error(HistReason::AmbiguousVariable));
-            }
+            let all = hists.iter().filter_map(|t| t.hist()).enumerate();
+            let (_, definer) = Hist::definer(all, &name).map_err(error)?;
             trigger.bind_var(&name, definer).map_err(error)?;
         }
         Ok(())

@@ -471,7 +471,8 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         RAW_MARKER.set_enabled(slot, true);
         let recorder = spin::Mutex::new(recorder);
         let printk = crate::sync::AtomicBool::new(true);
-        let state = Arc::new(InstanceState { name, slot, recorder, printk });
+        let triggers = spin::Mutex::new(());
+        let state = Arc::new(InstanceState { name, slot, recorder, printk, triggers });
         registry.instances[slot] = Some(Arc::clone(&state));
         Instance { tracer: self, state }
     }

@@ -604,7 +604,7 @@ impl Trigger {
             return;
         }
         if let Some(hist) = &self.hist {
-            hist.record_fields(fields, origin, host);
+            hist.record(fields, origin, host);
         }
     }
 

@@ -527,38 +527,25 @@ impl Hist {
         self.vars.takes_snapshots()
     }
 
-    /// Adds the event (`body`, written at `origin`) to the table, unless paused;
+    /// Adds the event (`values`, written at `origin`) to the table, unless paused;
     /// `host` gives the caller's return addresses (for a `common_stacktrace` key),
     /// the instance's clock (for `common_timestamp`) and snapshots (for an action's
     /// `snapshot()`). Callable from any context: no lock, no allocation, a bounded
     /// wait.
-    pub(crate) fn record(&self, body: &Body<'_>, origin: Origin, host: &impl HistHost) {
-        if self.paused() {
-            return;
-        }
-        // Two copies: one without the variables' steps for the histograms without.
-        if self.vars.is_empty() {
-            self.add::<false>(body, origin, host)
-        } else {
-            self.add::<true>(body, origin, host)
-        }
-    }
-
-    /// Adds an event whose values `fields` gives (a dump's decoded record, on the
-    /// host), as [`Hist::record`] adds a tracepoint's.
-    pub(crate) fn record_fields<F: Fields + ?Sized>(
+    pub(crate) fn record(
         &self,
-        fields: &F,
+        values: &(impl Values + ?Sized),
         origin: Origin,
         host: &impl HistHost,
     ) {
         if self.paused() {
             return;
         }
+        // Two copies: one without the variables' steps for the histograms without.
         if self.vars.is_empty() {
-            self.add_fields::<F, false>(fields, origin, host)
+            values.add_to::<false>(self, origin, host)
         } else {
-            self.add_fields::<F, true>(fields, origin, host)
+            values.add_to::<true>(self, origin, host)
         }
     }
 
@@ -567,7 +554,8 @@ impl Hist {
         self.stack
     }
 
-    /// [`Hist::record`] past the pause: `VARS` says whether there are variables.
+    /// [`Hist::record`] of a tracepoint's record past the pause: `VARS` says
+    /// whether there are variables.
     #[inline(always)]
     fn add<const VARS: bool>(&self, body: &Body<'_>, origin: Origin, host: &impl HistHost) {
         match body.words {
@@ -673,6 +661,21 @@ impl Hist {
     /// Whether this histogram defines variable `name`.
     pub(crate) fn defines(&self, name: &str) -> bool {
         self.vars.own(name).is_some()
+    }
+
+    /// Of `hists` (each with its position), the one histogram that defines
+    /// variable `name`, which a reference binds to: `UnknownVariable` if none does,
+    /// `AmbiguousVariable` if several do.
+    pub(crate) fn definer<'h>(
+        hists: impl IntoIterator<Item = (usize, &'h Hist)>,
+        name: &str,
+    ) -> Result<(usize, &'h Hist), HistReason> {
+        let mut defining = hists.into_iter().filter(|(_, h)| h.defines(name));
+        let first = defining.next().ok_or(HistReason::UnknownVariable)?;
+        match defining.next() {
+            Some(_) => Err(HistReason::AmbiguousVariable),
+            None => Ok(first),
+        }
     }
 
     /// Binds this histogram's references to `name` (not set yet) to `definer`'s
@@ -789,6 +792,27 @@ type Row<'a> = (
     &'a mut [u64; MAX_VARS],
     &'a mut [u64; MAX_SAVED],
 );
+
+/// Where the values a histogram adds come from: a tracepoint's record ([`Body`]),
+/// or values decoded already (any [`Fields`]: a dump's record, on the host).
+pub(crate) trait Values {
+    /// Adds the event to `hist`, past its pause; `VARS`: whether it has variables.
+    fn add_to<const VARS: bool>(&self, hist: &Hist, origin: Origin, host: &impl HistHost);
+}
+
+impl Values for Body<'_> {
+    #[inline(always)]
+    fn add_to<const VARS: bool>(&self, hist: &Hist, origin: Origin, host: &impl HistHost) {
+        hist.add::<VARS>(self, origin, host)
+    }
+}
+
+impl<F: Fields + ?Sized> Values for F {
+    #[inline(always)]
+    fn add_to<const VARS: bool>(&self, hist: &Hist, origin: Origin, host: &impl HistHost) {
+        hist.add_fields::<F, VARS>(self, origin, host)
+    }
+}
 
 /// What a histogram asks of the instance it adds to, from the event's context.
 pub(crate) trait HistHost {

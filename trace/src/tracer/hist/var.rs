@@ -22,8 +22,8 @@
 //! `onmax($NAME)` when the variable exceeds the entry's largest so far,
 //! `onchange($NAME)` when it differs from the entry's last; `.save(FIELD,...)` keeps
 //! the event's fields in the entry beside that value, `.snapshot()` swaps the
-//! instance's snapshot in (for `onmax`, at a new largest of the whole histogram,
-//! whose value and key the `hist` file then shows).
+//! instance's snapshot in (for `onmax`, at a value above the last snapshot's; the
+//! `hist` file shows the value and key of the snapshot taken).
 
 use super::{HistError, HistReason};
 use crate::event::filter::{FieldRef, Fields};
@@ -400,16 +400,18 @@ impl Vars {
             let kept = words.get(action.at + 1..).unwrap_or_default();
             kept.iter().zip(&saved[..action.saved.len()]).for_each(|(w, &v)| w.store(v, Relaxed));
             if action.snapshot {
-                // `onmax`: a new largest of the whole histogram.
+                // `onmax`: above the largest that took a snapshot. The details are
+                // those of the snapshot taken: a refused swap changes nothing, and
+                // the next largest tries again (two swaps on two CPUs at once may
+                // leave one's value beside the other's key).
                 let state = &self.snapshot;
-                if action.handler == Handler::OnMax
-                    && state.value.fetch_max(value, Relaxed) >= value
-                {
+                let taken = state.taken.load(Relaxed);
+                if action.handler == Handler::OnMax && taken && state.value.load(Relaxed) >= value {
                     continue;
                 }
-                state.value.store(value, Relaxed);
-                state.key.iter().zip(key).for_each(|(w, &k)| w.store(k, Relaxed));
                 if snapshot() {
+                    state.value.store(value, Relaxed);
+                    state.key.iter().zip(key).for_each(|(w, &k)| w.store(k, Relaxed));
                     state.taken.store(true, Relaxed);
                 }
             }
