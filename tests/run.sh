@@ -6,6 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 boot/setup.sh
+# Builds as CI does, without incremental compilation: its codegen units differ, and
+# so does what the compiler inlines, which the kernel's stack traces show.
+export CARGO_INCREMENTAL=0
 
 # Prints each section's heading with the seconds the run has taken so far.
 section() { echo "== [${SECONDS}s] $*"; }
