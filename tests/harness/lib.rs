@@ -14,6 +14,8 @@ use wait_timeout::ChildExt;
 pub const BOOT_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long one shell step may take.
 pub const STEP_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a guest that keeps writing may take to exit (a panic dump's length).
+pub const EXIT_CAP: Duration = Duration::from_secs(300);
 
 /// What the shell prints before each prompt's working directory.
 const PROMPT_START: &str = "tracefs:";
@@ -232,12 +234,15 @@ impl Machine {
     }
 
     /// Waits for QEMU to exit on its own; returns the outcome (Timeout if it had to
-    /// be killed).
-    pub fn wait_exit(&mut self, timeout: Duration) -> Outcome {
+    /// be killed: the guest wrote nothing for `quiet`, or still wrote after
+    /// [`EXIT_CAP`]). The wait goes on while the guest writes: a panic dump takes
+    /// as long as its records take on the serial line, longer on a loaded host.
+    pub fn wait_exit(&mut self, quiet: Duration) -> Outcome {
         if let Some(outcome) = self.outcome {
             return outcome;
         }
-        let outcome = match self.child.wait_timeout(timeout).expect("waiting for QEMU") {
+        let left = if self.wait_closed_while_writing(quiet) { quiet } else { Duration::ZERO };
+        let outcome = match self.child.wait_timeout(left).expect("waiting for QEMU") {
             Some(status) => Outcome::from_status(status),
             None => {
                 let _ = self.child.kill();
@@ -248,6 +253,29 @@ impl Machine {
         self.outcome = Some(outcome);
         self.wait_for_close(STEP_TIMEOUT);
         outcome
+    }
+
+    /// Whether QEMU's output ended (it exited) before the guest had written nothing
+    /// for `quiet`, and within [`EXIT_CAP`].
+    fn wait_closed_while_writing(&self, quiet: Duration) -> bool {
+        let cap = Instant::now() + EXIT_CAP;
+        let mut state = self.transcript.bytes.lock().expect("transcript lock");
+        let (mut seen, mut last) = (state.0.len(), Instant::now());
+        loop {
+            if state.1 {
+                return true;
+            }
+            let now = Instant::now();
+            if state.0.len() != seen {
+                (seen, last) = (state.0.len(), now);
+            }
+            let until = (last + quiet).min(cap);
+            if now >= until {
+                return false;
+            }
+            let waited = self.transcript.grown.wait_timeout(state, until - now);
+            state = waited.expect("transcript lock").0;
+        }
     }
 
     /// Waits until the reader thread has seen the end of QEMU's output, so the
