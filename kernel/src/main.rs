@@ -53,11 +53,12 @@ use arch::percpu;
 use bootloader_api::config::{BootloaderConfig, Mapping};
 use bootloader_api::{BootInfo, entry_point};
 
-/// Asks the bootloader to map all physical memory (for the heap, ACPI and MMIO) and
-/// for a kernel stack large enough for the shell and the panic path.
+/// Asks the bootloader for a recursive entry in the level-4 table (through which
+/// `memory` maps the physical memory the machine has) and for a kernel stack large
+/// enough for the shell and the panic path.
 const BOOTLOADER_CONFIG: BootloaderConfig = {
     let mut config = BootloaderConfig::new_default();
-    config.mappings.physical_memory = Some(Mapping::Dynamic);
+    config.mappings.page_table_recursive = Some(Mapping::Dynamic);
     config.kernel_stack_size = 256 * 1024;
     config
 };
@@ -71,7 +72,13 @@ fn io_apic_for(machine: &firmware::Machine, gsi: u32) -> Option<IoApic> {
         .iter()
         .filter(|(_, gsi_base)| *gsi_base <= gsi)
         .max_by_key(|(_, gsi_base)| *gsi_base)
-        .map(|&(phys, gsi_base)| IoApic { base: memory::phys_to_virt(phys).as_u64(), gsi_base })
+        .map(|&(phys, gsi_base)| IoApic { base: map_registers(phys).as_u64(), gsi_base })
+}
+
+/// The page of device registers at physical `phys`, mapped.
+fn map_registers(phys: u64) -> x86_64::VirtAddr {
+    memory::map_device(phys, 4096)
+        .unwrap_or_else(|reason| panic!("device registers at {phys:#x}: {reason}"))
 }
 
 /// ISA interrupt line of COM1.
@@ -87,8 +94,10 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     serial::init();
     arch::gdt::init_this_cpu(0);
     arch::idt::init_this_cpu();
-    let offset = boot_info.physical_memory_offset.into_option();
-    memory::init(offset.expect("the bootloader maps physical memory (BOOTLOADER_CONFIG)"));
+    let recursive = boot_info.recursive_index.into_option();
+    let recursive = recursive.expect("the bootloader maps the page tables (BOOTLOADER_CONFIG)");
+    memory::init(recursive, &boot_info.memory_regions)
+        .unwrap_or_else(|reason| panic!("physical-memory window: {reason}"));
     let low_page = memory::low_page(&boot_info.memory_regions);
     let persistent = memory::persistent_region(&boot_info.memory_regions);
     let heap_bytes = memory::heap::init(&boot_info.memory_regions);
@@ -102,7 +111,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     let machine = firmware::discover(rsdp).unwrap_or_else(|reason| panic!("ACPI: {reason}"));
 
     arch::pic::disable();
-    apic::set_base(memory::phys_to_virt(machine.local_apic).as_u64());
+    apic::set_base(map_registers(machine.local_apic).as_u64());
     apic::init_this_cpu();
     percpu::init_this_cpu(0, apic::id());
     let (apic_timer_hz, tsc_hz) = apic::calibrate_timer_and_tsc();

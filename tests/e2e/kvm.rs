@@ -5,9 +5,11 @@ use boot::qemu::Config;
 use e2e::{Machine, trace_lines};
 use std::time::Duration;
 
-/// Time allowed to reach the prompt: 12 s to 2.5 min on the development VMs (whose
-/// KVM is itself virtualised; 149 s on an idle one of 2026-11-25), most of it in the
-/// BIOS and the bootloader's real-mode stages; 200 s there under a load of 5.
+/// Time allowed to reach the prompt: 12 s to 45 s on the development VMs (whose KVM
+/// is itself virtualised: 42 s on an idle one), most of it in the BIOS and the
+/// bootloader's real-mode stages; several times that under load. (It was 2.5 min
+/// while the bootloader mapped 4 GiB of physical memory, an entry at a time, each
+/// write a trap there.)
 const KVM_BOOT_TIMEOUT: Duration = Duration::from_secs(480);
 
 /// Time allowed for each command: a `trace | grep` of a few hundred records once

@@ -1,11 +1,12 @@
 //! ACPI tables through the physical-memory window: the `acpi` crate's handler, and
 //! the one call that trusts the firmware's root pointer.
 
-use super::phys_to_virt;
+use super::map_device;
 use acpi::{AcpiHandler, AcpiTables, PhysicalMapping};
 use core::ptr::NonNull;
 
-/// Maps ACPI tables through the physical-memory window: nothing to map or unmap.
+/// Maps ACPI tables through the physical-memory window (where the boot memory map
+/// lists them, or mapped on demand); nothing to unmap.
 #[derive(Clone, Copy)]
 pub struct PhysicalWindow;
 
@@ -15,9 +16,11 @@ impl AcpiHandler for PhysicalWindow {
         physical: usize,
         size: usize,
     ) -> PhysicalMapping<Self, T> {
-        let virt = phys_to_virt(physical as u64).as_mut_ptr::<T>();
-        // SAFETY: all physical memory below 4 GiB (where firmware puts ACPI tables) is
-        // mapped at the window's offset, so `virt` is valid and non-null for `size`.
+        let virt = map_device(physical as u64, size as u64)
+            .unwrap_or_else(|reason| panic!("ACPI tables cannot be mapped: {reason}"))
+            .as_mut_ptr::<T>();
+        // SAFETY: `[physical, physical + size)` is mapped at the window's offset (just
+        // ensured), so `virt` is valid and non-null for `size`.
         unsafe { PhysicalMapping::new(physical, NonNull::new_unchecked(virt), size, size, *self) }
     }
 

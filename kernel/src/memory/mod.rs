@@ -1,11 +1,13 @@
-//! Physical memory as the kernel sees it: the bootloader maps all of it (at least the
-//! first 4 GiB, so MMIO too) at one offset. Also the one page table edit the kernel
-//! makes: an identity mapping for the application processors' start-up page; and the
-//! persistent trace region, a fixed physical range kept out of every other use.
+//! Physical memory as the kernel sees it: the window maps what the machine has at
+//! one offset ([`window`]), device registers as they are found. Also the one other
+//! page table edit the kernel makes: an identity mapping for the application
+//! processors' start-up page; and the persistent trace region, a fixed physical range
+//! kept out of every other use.
 
 pub mod acpi;
 pub mod heap;
 pub mod text;
+pub mod window;
 
 use alloc::boxed::Box;
 use bootloader_api::info::{MemoryRegionKind, MemoryRegions};
@@ -20,12 +22,29 @@ use x86_64::{PhysAddr, VirtAddr};
 
 static PHYSICAL_MEMORY_OFFSET: Once<u64> = Once::new();
 
-/// Records where the bootloader mapped physical memory. Called once at boot.
-pub fn init(offset: u64) {
+/// Builds the physical-memory window over the RAM of the boot memory map (usable,
+/// and the bootloader's: the kernel, its page tables, the ramdisk) through the
+/// bootloader's recursive entry `recursive`. Firmware ranges (ACPI tables) and
+/// device registers are mapped when they are found. Called once at boot, by the
+/// boot CPU alone.
+pub fn init(recursive: u16, regions: &MemoryRegions) -> Result<(), &'static str> {
+    let ram = regions
+        .iter()
+        .filter(|r| matches!(r.kind, MemoryRegionKind::Usable | MemoryRegionKind::Bootloader));
+    let offset = window::init(recursive, ram.map(|r| (r.start, r.end)))?;
     PHYSICAL_MEMORY_OFFSET.call_once(|| offset);
+    Ok(())
 }
 
-/// The virtual address at which physical address `phys` is mapped.
+/// Maps the firmware's or a device's physical `[phys, phys + len)` into the window
+/// and returns its virtual address. Boot code.
+pub fn map_device(phys: u64, len: u64) -> Result<VirtAddr, &'static str> {
+    window::map(phys, phys.checked_add(len).ok_or("a device range past the address space")?)?;
+    Ok(phys_to_virt(phys))
+}
+
+/// The virtual address at which physical address `phys` is mapped (RAM, the first
+/// 2 MiB, or what [`map_device`] mapped).
 pub fn phys_to_virt(phys: u64) -> VirtAddr {
     let offset = *PHYSICAL_MEMORY_OFFSET.get().expect("memory::init runs first");
     VirtAddr::new(offset + phys)
