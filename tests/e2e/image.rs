@@ -47,23 +47,30 @@ fn calls_into(f: &Function<'_>, targets: &HashSet<u64>) -> Vec<u64> {
         .collect()
 }
 
-/// Whether `name` is a function of the `trace` crate (its own code, not another
-/// crate's generic instantiated for a `trace` type).
-fn of_trace(name: &str) -> bool {
-    name.starts_with("trace::") || name.starts_with("<trace::")
+/// The crate whose code `name` (demangled, no hash) is: its first path segment,
+/// for a trait implementation the type's (`<trace::X as core::fmt::Debug>::fmt` is
+/// `trace`'s code; `core::ptr::drop_in_place<trace::X>` and `<[T]>::f` are
+/// `core`'s, instantiated).
+fn crate_of(name: &str) -> &str {
+    let path = name.trim_start_matches(|c: char| !(c.is_alphanumeric() || c == '_'));
+    path.split("::").next().unwrap_or(path)
 }
+
+/// Crates built with the toolchain, at its own opt-level, not by this workspace.
+const PREBUILT: &[&str] = &["core", "alloc", "compiler_builtins"];
 
 /// Unoptimised code calls the one-line wrappers of the atomic operations
 /// (`Atomic::load`, `atomic_load`, ...) instead of inlining them; optimised code never
-/// does. So in an image built at the kernel's opt-level no `trace` function calls
-/// one: `trace` was built optimised. (Cargo builds the image's crates with the
-/// `build-override` profile: see the workspace's Cargo.toml.)
+/// does. So in an image built at the kernel's opt-level no function of the
+/// workspace's or its dependencies' crates calls one (`trace`, the kernel, `spin`,
+/// ... were built optimised: each is named in the workspace's Cargo.toml profiles).
 #[test]
-fn the_kernels_trace_code_is_built_optimised() {
+fn the_kernels_code_is_built_optimised() {
     let bytes = std::fs::read(boot::KERNEL_ELF).expect("the kernel ELF the runner was built with");
     let elf = ElfFile::new(&bytes).expect("the kernel is an ELF file");
     let functions = functions(&elf);
-    let trace: Vec<&Function<'_>> = functions.iter().filter(|f| of_trace(&f.name)).collect();
+    let trace: Vec<&Function<'_>> =
+        functions.iter().filter(|f| crate_of(&f.name) == "trace").collect();
     assert!(
         trace.len() >= 10,
         "the kernel links the trace crate's code ({} functions)",
@@ -83,17 +90,71 @@ fn the_kernels_trace_code_is_built_optimised() {
         })
         .map(|f| f.address)
         .collect();
-    let unoptimised: Vec<&str> = trace
+    let unoptimised: Vec<&str> = functions
         .iter()
+        .filter(|f| !PREBUILT.contains(&crate_of(&f.name)))
         .filter(|f| !calls_into(f, &atomics).is_empty())
         .map(|f| f.name.as_str())
         .collect();
+    let crates: HashSet<&str> = unoptimised.iter().map(|name| crate_of(name)).collect();
     assert!(
         unoptimised.is_empty(),
-        "the kernel's trace crate is built unoptimised: {} of its functions call atomic \
+        "crates of the kernel image built unoptimised: {crates:?}; {} functions call atomic \
          operations out of line, e.g. {:?}. Every crate of the kernel image must be built at \
-         the kernel's opt-level (the build-override profile in Cargo.toml).",
+         the kernel's opt-level (its profile entries in the workspace's Cargo.toml).",
         unoptimised.len(),
         &unoptimised[..unoptimised.len().min(5)]
     );
+}
+
+/// The crates the workspace's `Cargo.toml` names under `[profile.PROFILE.package.*]`
+/// with `opt-level = LEVEL`.
+fn named_at(manifest: &str, profile: &str, level: &str) -> HashSet<String> {
+    let header = format!("[profile.{profile}.package.");
+    let mut named = HashSet::new();
+    let mut current = None;
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            current = line.strip_prefix(&header).and_then(|rest| rest.strip_suffix(']'));
+        } else if let Some(name) = current
+            && line.replace(' ', "") == format!("opt-level={level}")
+        {
+            named.insert(name.trim_matches('"').to_string());
+        }
+    }
+    named
+}
+
+/// Cargo would build a crate of the kernel image that the workspace does not name in
+/// its profiles with the `build-override` profile, unoptimised: every crate of the
+/// kernel's dependency tree is named, at opt-level 2 in dev and 3 in release, and
+/// nothing else is.
+#[test]
+fn every_crate_of_the_kernel_image_is_named_optimised_in_both_profiles() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let tree = std::process::Command::new(env!("CARGO"))
+        .args(["tree", "--offline", "-p", "kernel", "--target", "x86_64-unknown-none"])
+        .args(["-e", "normal,no-proc-macro", "--prefix", "none", "--format", "{p}"])
+        .current_dir(root)
+        .output()
+        .expect("cargo tree runs");
+    assert!(tree.status.success(), "cargo tree: {}", String::from_utf8_lossy(&tree.stderr));
+    let crates: HashSet<String> = String::from_utf8_lossy(&tree.stdout)
+        .lines()
+        .filter_map(|line| line.split(' ').next())
+        .map(|name| name.replace('_', "-"))
+        .collect();
+    assert!(crates.contains("trace") && crates.len() >= 10, "the kernel's crates: {crates:?}");
+    let manifest = std::fs::read_to_string(format!("{root}/Cargo.toml")).expect("Cargo.toml");
+    for (profile, level) in [("dev", "2"), ("release", "3")] {
+        let named: HashSet<String> =
+            named_at(&manifest, profile, level).iter().map(|n| n.replace('_', "-")).collect();
+        let missing: Vec<_> = crates.difference(&named).collect();
+        let extra: Vec<_> = named.difference(&crates).collect();
+        assert!(
+            missing.is_empty() && extra.is_empty(),
+            "[profile.{profile}.package.*] with opt-level {level}: missing {missing:?}, not \
+             in the kernel {extra:?}"
+        );
+    }
 }
