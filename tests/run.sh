@@ -30,7 +30,7 @@ section "rustdoc: every crate's documentation, private items too, builds with it
 RUSTDOCFLAGS="-D warnings" cargo doc -q --workspace --no-deps --document-private-items
 section "loom models of the ring's protocols"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -q -p trace --release --lib loom
-section "release kernel keeps the tracepoint section and has its trace code optimised"
+section "release kernel keeps the tracepoint section, and every crate of it is built optimised"
 cargo test -q --release -p e2e -- section optimised
 section "host unit tests"
 cargo test --workspace --exclude e2e
