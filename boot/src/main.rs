@@ -78,6 +78,10 @@ struct Run {
     /// Guest memory in MiB.
     #[arg(long, default_value_t = 256)]
     memory: u32,
+    /// Hold the guest's memory in FILE (created sparse, mapped shared): a guest larger
+    /// than the host lets one process commit; only what the guest touches takes disk.
+    #[arg(long, value_name = "FILE")]
+    memory_file: Option<String>,
     /// Use KVM instead of TCG.
     #[arg(long)]
     kvm: bool,
@@ -96,6 +100,21 @@ struct Run {
     /// Kill QEMU after SECONDS (exit code 3).
     #[arg(long, value_name = "SECONDS")]
     timeout: Option<u64>,
+}
+
+impl Run {
+    /// The QEMU configuration these options ask for, the serial line wired as `serial`.
+    fn config(&self, serial: Serial) -> Config {
+        Config {
+            smp: self.smp,
+            memory_mib: self.memory,
+            memory_file: self.memory_file.clone(),
+            kvm: self.kvm,
+            icount: self.icount,
+            serial,
+            reboot: self.reboot,
+        }
+    }
 }
 
 /// Output formats of `report`.
@@ -241,14 +260,7 @@ fn record(options: &Record) -> Result<bool, String> {
         file += &format!("per_cpu/cpu{cpu}/");
     }
     file += "trace_pipe_raw";
-    let config = Config {
-        smp: options.run.smp,
-        memory_mib: options.run.memory,
-        kvm: options.run.kvm,
-        icount: options.run.icount,
-        reboot: options.run.reboot,
-        serial: Serial::Pipe,
-    };
+    let config = options.run.config(Serial::Pipe);
     let mut child = config
         .command(boot::BIOS_IMAGE)
         .stdin(std::process::Stdio::piped())
@@ -378,14 +390,7 @@ fn stream(
 }
 
 fn boot(run: &Run) -> ExitCode {
-    let config = Config {
-        smp: run.smp,
-        memory_mib: run.memory,
-        kvm: run.kvm,
-        icount: run.icount,
-        serial: Serial::Terminal { log: run.serial_log.clone() },
-        reboot: run.reboot,
-    };
+    let config = run.config(Serial::Terminal { log: run.serial_log.clone() });
     let outcome = match run_qemu(&config, run.timeout.map(Duration::from_secs)) {
         Ok(outcome) => outcome,
         Err(error) => {

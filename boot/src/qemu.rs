@@ -24,6 +24,11 @@ pub struct Config {
     pub smp: u32,
     /// Guest memory in MiB.
     pub memory_mib: u32,
+    /// A file to hold the guest's memory (QEMU creates it, sparse, and maps it
+    /// shared): the guest may then be larger than the host lets one process commit,
+    /// and only what the guest touches takes disk space. A path in UTF-8, as QEMU's
+    /// option syntax takes it.
+    pub memory_file: Option<String>,
     /// Use KVM instead of TCG (TCG is the default: KVM is nested on these machines).
     pub kvm: bool,
     /// TCG only: virtual time advances one nanosecond per guest instruction (QEMU's
@@ -42,6 +47,7 @@ impl Default for Config {
         Self {
             smp: 4,
             memory_mib: 256,
+            memory_file: None,
             kvm: false,
             icount: false,
             serial: Serial::Pipe,
@@ -68,6 +74,15 @@ impl Config {
             .args(["-m", &format!("{}M", self.memory_mib)])
             .args(["-accel", if self.kvm { "kvm" } else { "tcg" }])
             .args(if self.icount { &["-icount", "shift=0"][..] } else { &[][..] });
+        if let Some(file) = &self.memory_file {
+            // QEMU's option syntax escapes a comma by doubling it.
+            let path = file.replace(',', ",,");
+            command.arg("-object").arg(format!(
+                "memory-backend-file,id=ram,size={}M,mem-path={path},share=on",
+                self.memory_mib
+            ));
+            command.args(["-machine", "memory-backend=ram"]);
+        }
         match &self.serial {
             Serial::Terminal { log } => {
                 let mut chardev = OsString::from("stdio,id=console,mux=on,signal=off");

@@ -12,6 +12,39 @@ fn boots_to_the_prompt_and_reports_the_machine() {
     assert!(transcript.contains("4 of 4 CPU(s) online"), "no CPU count in the banner");
 }
 
+/// A machine with more physical memory than 32 GiB: the kernel's physical-memory
+/// window maps all of it, and the heap takes the largest range, above 4 GiB. The
+/// guest's memory lives in a sparse file (the host need not have it).
+#[test]
+fn a_40_gib_machine_boots_with_its_memory_in_the_heap() {
+    /// Removes the memory file however the test ends.
+    struct Removed(String);
+    impl Drop for Removed {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+    let file = std::env::temp_dir().join(format!("e2e-40gib-{}", std::process::id()));
+    let file = Removed(file.to_str().expect("a UTF-8 temporary directory").to_string());
+    let config =
+        Config { memory_mib: 40 << 10, memory_file: Some(file.0.clone()), ..Config::default() };
+    let mut machine = Machine::boot_with(config);
+    let transcript = machine.transcript();
+    let heap = transcript
+        .split_once("heap ")
+        .and_then(|(_, rest)| rest.split_once(" MiB"))
+        .and_then(|(mib, _)| mib.parse::<u64>().ok())
+        .expect("the banner gives the heap's size");
+    assert!(heap > 36 << 10, "heap of {heap} MiB on a 40 GiB machine");
+    let uptime = machine.run("uptime");
+    let size = uptime
+        .split_once(" of ")
+        .and_then(|(_, rest)| rest.split_once(" bytes"))
+        .and_then(|(bytes, _)| bytes.parse::<u64>().ok())
+        .expect("uptime gives the heap's size");
+    assert_eq!(size >> 20, heap, "{uptime}");
+}
+
 #[test]
 fn help_lists_every_command() {
     let mut machine = Machine::boot();

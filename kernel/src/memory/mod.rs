@@ -22,16 +22,35 @@ use x86_64::{PhysAddr, VirtAddr};
 
 static PHYSICAL_MEMORY_OFFSET: Once<u64> = Once::new();
 
+/// The RAM the physical-memory window's page tables take, kept out of [`usable`].
+static WINDOW_TABLES: Once<Range<u64>> = Once::new();
+
 /// Builds the physical-memory window over the RAM of the boot memory map (usable,
 /// and the bootloader's: the kernel, its page tables, the ramdisk) through the
 /// bootloader's recursive entry `recursive`. Firmware ranges (ACPI tables) and
-/// device registers are mapped when they are found. Called once at boot, by the
-/// boot CPU alone.
+/// device registers are mapped when they are found. The window's page tables take
+/// the top of the largest usable range. Called once at boot, by the boot CPU alone.
 pub fn init(recursive: u16, regions: &MemoryRegions) -> Result<(), &'static str> {
-    let ram = regions
-        .iter()
-        .filter(|r| matches!(r.kind, MemoryRegionKind::Usable | MemoryRegionKind::Bootloader));
-    let offset = window::init(recursive, ram.map(|r| (r.start, r.end)))?;
+    let ram = || {
+        regions
+            .iter()
+            .filter(|r| matches!(r.kind, MemoryRegionKind::Usable | MemoryRegionKind::Bootloader))
+            .map(|r| (r.start, r.end))
+    };
+    let bytes = window::reserve_bytes(ram())?;
+    let largest = usable(regions)
+        .max_by_key(|range| range.end - range.start)
+        .ok_or("the boot memory map has no usable memory")?;
+    let end = largest.end & !0xfff;
+    let start = end
+        .checked_sub(bytes)
+        .filter(|&start| start >= largest.start)
+        .ok_or("no usable range holds the window's page tables")?;
+    let reserve = WINDOW_TABLES.call_once(|| start..end).clone();
+    // SAFETY: the reserve is page-aligned usable RAM (the bootloader's map says so),
+    // outside the persistent trace region, and `usable`, the only source of memory
+    // for the heap and the start-up page, leaves it out from now on.
+    let offset = unsafe { window::init(recursive, reserve, ram())? };
     PHYSICAL_MEMORY_OFFSET.call_once(|| offset);
     Ok(())
 }
@@ -112,14 +131,21 @@ pub const PERSIST: Range<u64> = {
     start..start + bytes
 };
 
-/// The usable ranges of the boot memory map, without the persistent trace region:
-/// all that the heap and the start-up page may take.
+/// The usable ranges of the boot memory map, without the persistent trace region and
+/// the window's page tables: all that the heap and the start-up page may take.
 pub fn usable(regions: &MemoryRegions) -> impl Iterator<Item = Range<u64>> + '_ {
-    regions.iter().filter(|region| region.kind == MemoryRegionKind::Usable).flat_map(|region| {
-        let below = region.start..region.end.min(PERSIST.start);
-        let above = region.start.max(PERSIST.end)..region.end;
-        [below, above].into_iter().filter(|range| range.start < range.end)
-    })
+    let tables = WINDOW_TABLES.get().cloned().unwrap_or(0..0);
+    regions
+        .iter()
+        .filter(|region| region.kind == MemoryRegionKind::Usable)
+        .flat_map(|region| without(region.start..region.end, &PERSIST))
+        .flat_map(move |range| without(range, &tables))
+        .filter(|range| range.start < range.end)
+}
+
+/// What is left of `range` below and above `hole` (either may be empty).
+fn without(range: Range<u64>, hole: &Range<u64>) -> [Range<u64>; 2] {
+    [range.start..range.end.min(hole.start), range.start.max(hole.end)..range.end]
 }
 
 /// The persistent trace region as words, if the boot memory map reports all of it

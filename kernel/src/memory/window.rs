@@ -7,68 +7,62 @@
 //! so for a 256 MiB machine take seconds.
 //!
 //! The window is built through the recursive entry the bootloader installs in the
-//! level-4 table; its own page tables come from a pool in the kernel's `.bss`, as the
-//! heap lies in the window and cannot exist before it.
+//! level-4 table; its own page tables are frames of a reserve of RAM the caller sets
+//! aside (written through the recursive mapping, so they need no mapping of their
+//! own), as the heap lies in the window and cannot exist before it.
 
-use core::cell::UnsafeCell;
+use core::ops::Range;
 use spin::Mutex;
 use x86_64::structures::paging::mapper::MapToError;
 use x86_64::structures::paging::{
     FrameAllocator, Mapper, Page, PageTable, PageTableFlags, PageTableIndex, PhysFrame,
-    RecursivePageTable, Size2MiB, Size4KiB, Translate,
+    RecursivePageTable, Size2MiB, Size4KiB,
 };
 use x86_64::{PhysAddr, VirtAddr};
 
-/// Page tables the window may take: one for its level-3 table, one per GiB of
-/// physical address space it covers.
-const POOL_TABLES: usize = 32;
+/// Page tables the reserve holds beyond what the RAM needs, for firmware tables and
+/// device registers mapped later (a PC's lie in the fourth GiB, beside RAM or below).
+const SPARE_TABLES: u64 = 4;
 
-/// The pool's storage: page-aligned tables only ever written through the recursive
-/// mapping, never through this static.
-#[repr(C, align(4096))]
-struct Pool(UnsafeCell<[[u8; 4096]; POOL_TABLES]>);
+/// The highest physical address the window covers: one level-4 slot.
+const LIMIT: u64 = 1 << 39;
 
-// SAFETY: the pool's bytes are never accessed through the static (only its address is
-// taken); the page tables made of them are edited under `WINDOW`'s lock.
-unsafe impl Sync for Pool {}
-
-static POOL: Pool = Pool(UnsafeCell::new([[0; 4096]; POOL_TABLES]));
-
-/// The window's state: the recursive index, its offset, and its page-table pool.
+/// The window's state: the recursive index, its offset, and its page-table reserve.
 struct Window {
     recursive: PageTableIndex,
     offset: u64,
-    pool: PoolFrames,
+    reserve: Reserve,
 }
 
 static WINDOW: Mutex<Option<Window>> = Mutex::new(None);
 
-/// Page-table frames from [`POOL`], in order: their physical frames, and how many
-/// are handed out.
-struct PoolFrames {
-    frames: [Option<PhysFrame>; POOL_TABLES],
-    used: usize,
-}
-
-impl PoolFrames {
-    /// The pool's frames, found through `table`.
-    fn new(table: &RecursivePageTable<'_>) -> Self {
-        let base = POOL.0.get().cast::<[u8; 4096]>();
-        let frames = core::array::from_fn(|i| {
-            let virt = VirtAddr::from_ptr(base.wrapping_add(i));
-            table.translate_addr(virt).and_then(|phys| PhysFrame::from_start_address(phys).ok())
-        });
-        Self { frames, used: 0 }
+/// Bytes of page tables the window needs to map `ranges` and the first 2 MiB: a
+/// level-3 table, a level-2 table per GiB they touch, and [`SPARE_TABLES`].
+pub fn reserve_bytes(ranges: impl Iterator<Item = (u64, u64)>) -> Result<u64, &'static str> {
+    let mut touched = [0u64; (LIMIT >> 30) as usize / 64];
+    for (start, end) in core::iter::once((0, 2 << 20)).chain(ranges).filter(|(s, e)| s < e) {
+        if end > LIMIT {
+            return Err("physical memory beyond 512 GiB");
+        }
+        for gib in (start >> 30)..=((end - 1) >> 30) {
+            touched[(gib / 64) as usize] |= 1 << (gib % 64);
+        }
     }
+    let level_2: u64 = touched.iter().map(|word| u64::from(word.count_ones())).sum();
+    Ok((1 + level_2 + SPARE_TABLES) * 4096)
 }
 
-// SAFETY: each frame is a distinct, page-aligned 4 KiB block of `POOL` (the kernel's
-// own memory, kept for the kernel's lifetime and used by nothing else), handed out
-// once.
-unsafe impl FrameAllocator<Size4KiB> for PoolFrames {
+/// Page-table frames from the reserve, in address order.
+struct Reserve(Range<u64>);
+
+// SAFETY: the reserve is RAM the caller of `init` keeps out of every other use (its
+// guarantee); each frame is a distinct, page-aligned 4 KiB block of it, handed out
+// once and never freed.
+unsafe impl FrameAllocator<Size4KiB> for Reserve {
     fn allocate_frame(&mut self) -> Option<PhysFrame<Size4KiB>> {
-        let frame = (*self.frames.get(self.used)?)?;
-        self.used += 1;
+        let frame = PhysFrame::from_start_address(PhysAddr::new(self.0.start)).ok()?;
+        let next = self.0.start.checked_add(4096).filter(|&next| next <= self.0.end)?;
+        self.0.start = next;
         Some(frame)
     }
 }
@@ -90,8 +84,17 @@ unsafe fn recursive_table(index: PageTableIndex) -> RecursivePageTable<'static> 
 
 /// Creates the window through the level-4 table's recursive entry `recursive` (the
 /// bootloader's) at the first unused level-4 slot, maps `ranges` and the first 2 MiB
-/// in it, and returns its offset. Called once at boot, by the boot CPU alone.
-pub fn init(recursive: u16, ranges: impl Iterator<Item = (u64, u64)>) -> Result<u64, &'static str> {
+/// in it, and returns its offset. Its page tables are frames of `reserve`
+/// ([`reserve_bytes`] of them for `ranges`). Called once at boot, by the boot CPU
+/// alone.
+///
+/// # Safety
+/// `reserve` must be page-aligned RAM that nothing else uses, now or later.
+pub unsafe fn init(
+    recursive: u16,
+    reserve: Range<u64>,
+    ranges: impl Iterator<Item = (u64, u64)>,
+) -> Result<u64, &'static str> {
     let recursive = PageTableIndex::new_truncate(recursive);
     if u16::from(recursive) == 511 {
         return Err("the recursive entry is the last level-4 slot");
@@ -107,8 +110,8 @@ pub fn init(recursive: u16, ranges: impl Iterator<Item = (u64, u64)>) -> Result<
         .find(|&i| table.level_4_table()[i].is_unused())
         .ok_or("no unused level-4 slot for the window")?;
     // A slot's base is canonical below the higher half.
-    let pool = PoolFrames::new(&table);
-    let new = window.insert(Window { recursive, offset: (slot as u64) << 39, pool });
+    let new =
+        window.insert(Window { recursive, offset: (slot as u64) << 39, reserve: Reserve(reserve) });
     map_locked(new, 0, 2 << 20)?;
     for (start, end) in ranges {
         map_locked(new, start, end)?;
@@ -126,7 +129,7 @@ pub fn map(start: u64, end: u64) -> Result<(), &'static str> {
 
 /// [`map`] with the lock held.
 fn map_locked(window: &mut Window, start: u64, end: u64) -> Result<(), &'static str> {
-    if end > 1 << 39 {
+    if end > LIMIT {
         return Err("physical memory beyond 512 GiB");
     }
     // SAFETY: `window.recursive` is the recursive entry `init` was given; the caller
@@ -141,11 +144,11 @@ fn map_locked(window: &mut Window, start: u64, end: u64) -> Result<(), &'static 
             // SAFETY: the page lies in the window's level-4 slot, which nothing else
             // uses; mapping it makes no reference (whoever reads or writes through
             // the window argues for its own accesses).
-            let mapped = unsafe { table.map_to(page, frame, flags, &mut window.pool) };
+            let mapped = unsafe { table.map_to(page, frame, flags, &mut window.reserve) };
             match mapped {
                 Ok(flush) => flush.flush(),
                 Err(MapToError::FrameAllocationFailed) => {
-                    return Err("the window's page-table pool is used up");
+                    return Err("the window's page-table reserve is used up");
                 }
                 Err(_) => return Err("the window's page is mapped already"),
             }
