@@ -160,3 +160,34 @@ impl Outcome {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The arguments `config` gives QEMU.
+    fn args(config: &Config) -> Vec<String> {
+        config.command("disk.img").get_args().map(|a| a.to_string_lossy().into_owned()).collect()
+    }
+
+    #[test]
+    fn a_memory_file_backs_all_of_the_guests_memory_with_commas_escaped() {
+        let plain = args(&Config::default());
+        assert!(!plain.iter().any(|a| a.contains("memory-backend")), "{plain:?}");
+        let config = Config {
+            memory_mib: 40 << 10,
+            memory_file: Some("/tmp/a,b".into()),
+            ..Config::default()
+        };
+        let args = args(&config);
+        let object = args.iter().position(|a| a == "-object").expect("an -object argument");
+        assert_eq!(
+            args[object + 1],
+            "memory-backend-file,id=ram,size=40960M,mem-path=/tmp/a,,b,share=on"
+        );
+        let machine = args.iter().position(|a| a == "-machine").expect("a -machine argument");
+        assert_eq!(args[machine + 1], "memory-backend=ram");
+        let m = args.iter().position(|a| a == "-m").expect("a -m argument");
+        assert_eq!(args[m + 1], "40960M");
+    }
+}
