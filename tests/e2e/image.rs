@@ -158,3 +158,32 @@ fn every_crate_of_the_kernel_image_is_named_optimised_in_both_profiles() {
         );
     }
 }
+
+/// The kernel the image carries is the ELF's loaded bytes without its symbol table:
+/// every loadable segment's place, size, flags and bytes are the same (but the ELF
+/// header's, which says where the section headers are), and the sections the
+/// bootloader and the kernel look up by name are kept.
+#[test]
+fn the_booted_kernel_is_the_elf_without_its_symbols() {
+    let full = std::fs::read(boot::KERNEL_ELF).expect("the kernel ELF");
+    let booted = std::fs::read(boot::BOOTED_KERNEL).expect("the kernel the image carries");
+    let (full, booted) = (ElfFile::new(&full).unwrap(), ElfFile::new(&booted).unwrap());
+    let loads = |elf: &ElfFile<'_>| -> Vec<(u64, u64, u64, Vec<u8>)> {
+        elf.program_iter()
+            .filter(|ph| ph.get_type() == Ok(xmas_elf::program::Type::Load))
+            .map(|ph| {
+                let bytes = &elf.input[ph.offset() as usize..][..ph.file_size() as usize];
+                let header = if ph.offset() == 0 { 64 } else { 0 };
+                (ph.virtual_addr(), ph.mem_size(), ph.flags().0.into(), bytes[header..].to_vec())
+            })
+            .collect()
+    };
+    assert!(!loads(&full).is_empty());
+    assert!(loads(&full) == loads(&booted), "the loadable segments differ");
+    for name in [".bootloader-config", "trace_events", "trace_keys", ".dynamic"] {
+        assert!(booted.find_section_by_name(name).is_some(), "{name} missing");
+    }
+    assert!(full.find_section_by_name(".symtab").is_some(), "the ELF has its symbols");
+    assert!(booted.find_section_by_name(".symtab").is_none(), "the booted kernel has symbols");
+    assert!(booted.input.len() < full.input.len() * 4 / 5, "not a fifth smaller");
+}
