@@ -60,9 +60,7 @@ unsafe impl GlobalAlloc for KernelHeap {
 /// Gives the heap the largest usable range of `regions` (outside the persistent trace
 /// region); returns its size in bytes.
 pub fn init(regions: &MemoryRegions) -> u64 {
-    let largest = memory::usable(regions)
-        .max_by_key(|range| range.end - range.start)
-        .expect("the boot memory map has usable memory");
+    let largest = memory::largest_usable(regions).expect("the boot memory map has usable memory");
     let start = memory::phys_to_virt(largest.start);
     let size = largest.end - largest.start;
     // SAFETY: the bootloader reports the range as usable (not used by the kernel

@@ -38,9 +38,7 @@ pub fn init(recursive: u16, regions: &MemoryRegions) -> Result<(), &'static str>
             .map(|r| (r.start, r.end))
     };
     let bytes = window::reserve_bytes(ram())?;
-    let largest = usable(regions)
-        .max_by_key(|range| range.end - range.start)
-        .ok_or("the boot memory map has no usable memory")?;
+    let largest = largest_usable(regions).ok_or("the boot memory map has no usable memory")?;
     let end = largest.end & !0xfff;
     let start = end
         .checked_sub(bytes)
@@ -141,6 +139,11 @@ pub fn usable(regions: &MemoryRegions) -> impl Iterator<Item = Range<u64>> + '_ 
         .flat_map(|region| without(region.start..region.end, &PERSIST))
         .flat_map(move |range| without(range, &tables))
         .filter(|range| range.start < range.end)
+}
+
+/// The largest range [`usable`] gives.
+pub fn largest_usable(regions: &MemoryRegions) -> Option<Range<u64>> {
+    usable(regions).max_by_key(|range| range.end - range.start)
 }
 
 /// What is left of `range` below and above `hole` (either may be empty).
