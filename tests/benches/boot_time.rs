@@ -1,13 +1,15 @@
 //! Time from starting QEMU (TCG) to the shell's first prompt, over several boots.
 //! `cargo bench -p e2e --bench boot_time`
 
+use boot::qemu::Config;
 use e2e::Machine;
 
 fn main() {
     const BOOTS: usize = 5;
     let mut times: Vec<_> = (0..BOOTS)
         .map(|_| {
-            let mut machine = Machine::boot();
+            // `boot_with` boots each time (`boot` restores a saved machine).
+            let mut machine = Machine::boot_with(Config::default());
             let time = machine.boot_time();
             machine.run_to_exit("poweroff");
             time

@@ -335,6 +335,7 @@ fn function_graph_nests_calls_and_their_durations_add_up() {
 
 #[test]
 fn tracers_on_and_off_1000_times_under_stress_on_4_cpus_keep_every_count() {
+    let _alone = e2e::busy_guest();
     let mut machine = Machine::boot();
     let before = summary(&mut machine);
     // Every traceable function, the stress writers and their interrupt and NMI hooks

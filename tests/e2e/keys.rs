@@ -114,6 +114,7 @@ fn events_enabled_from_interrupt_context_stay_armed_while_off() {
 
 #[test]
 fn arming_and_disarming_under_stress_on_4_cpus_keeps_every_count() {
+    let _alone = e2e::busy_guest();
     let mut machine = Machine::boot();
     let before = sites(&mut machine, "stress:cycled");
     // Each cycle patches twice, each patch waits for every CPU three times: under

@@ -6,7 +6,8 @@ use e2e::{Machine, STEP_TIMEOUT, call_trace};
 
 #[test]
 fn boots_to_the_prompt_and_reports_the_machine() {
-    let machine = Machine::boot();
+    // `boot_with` boots each time (`boot` restores a saved machine).
+    let machine = Machine::boot_with(Config::default());
     let transcript = machine.transcript();
     assert!(transcript.contains("flight recorder kernel ("), "no banner");
     assert!(transcript.contains("4 of 4 CPU(s) online"), "no CPU count in the banner");

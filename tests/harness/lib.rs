@@ -3,10 +3,16 @@
 //! answered. Every wait has a timeout; nothing sleeps. When a test fails, the serial
 //! transcript is printed.
 
+mod qmp;
+
 use boot::qemu::{Config, Outcome};
+use qmp::{Listener, Qmp};
+use serde_json::json;
+use std::fs::File;
 use std::io::{Read, Write};
-use std::process::{Child, ChildStdin, Stdio};
-use std::sync::{Arc, Condvar, Mutex};
+use std::os::fd::{AsRawFd, RawFd};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use wait_timeout::ChildExt;
 
@@ -25,7 +31,6 @@ const PROMPT_START: &str = "tracefs:";
 const PROMPT_END: &str = "# ";
 
 /// Everything the guest wrote to its serial line, shared with the reader thread.
-#[derive(Default)]
 struct Transcript {
     bytes: Mutex<(Vec<u8>, bool)>,
     grown: Condvar,
@@ -38,15 +43,56 @@ pub struct Machine {
     transcript: Arc<Transcript>,
     /// Transcript bytes already consumed by waits.
     cursor: usize,
-    /// Time from spawning QEMU to the first prompt.
+    /// When QEMU was spawned.
+    started: Instant,
+    /// Time from spawning QEMU to the first prompt (to running, for a restored
+    /// machine).
     boot_time: Duration,
     outcome: Option<Outcome>,
 }
 
+/// Taken by [`busy_guest`].
+static BUSY_GUEST: Mutex<()> = Mutex::new(());
+
+/// Held by a test whose guest keeps all its CPUs busy for minutes (the 1,000-cycle
+/// stress tests), so that two such guests never share the host's cores: on two cores
+/// the function tracers' and the static keys' tests took 241 s and 202 s side by side,
+/// where the first takes about 60 s beside lighter tests.
+pub fn busy_guest() -> std::sync::MutexGuard<'static, ()> {
+    BUSY_GUEST.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The default machine's state at its first prompt, saved by the test process's first
+/// [`Machine::boot`] for the later ones to restore.
+static AT_PROMPT: Mutex<Option<Saved>> = Mutex::new(None);
+
+/// A machine's state saved at its prompt, and what it had written by then.
+struct Saved {
+    /// QEMU's migration stream, in a file already removed: a restore reads it through
+    /// this process's descriptor (`/proc/PID/fd/N`), and it goes with the process.
+    state: File,
+    /// The serial transcript up to the prompt.
+    transcript: Vec<u8>,
+}
+
 impl Machine {
-    /// Boots with the default configuration and waits for the prompt.
+    /// Boots with the default configuration and waits for the prompt. The first call
+    /// in a test process boots and saves the machine at its prompt (QEMU's migration
+    /// stream); the later ones restore that state, with the boot's transcript: a
+    /// fraction of a second, where a boot takes about 3 s under TCG, nearly all of it
+    /// in the firmware and the bootloader. [`Machine::boot_with`] always boots.
     pub fn boot() -> Self {
-        Self::boot_with(Config::default())
+        let mut saved = AT_PROMPT.lock().unwrap_or_else(PoisonError::into_inner);
+        let (state, transcript) = match &*saved {
+            Some(saved) => (saved.state.as_raw_fd(), saved.transcript.clone()),
+            None => {
+                let (machine, state) = Self::boot_and_save();
+                *saved = Some(state);
+                return machine;
+            }
+        };
+        drop(saved);
+        Self::restore(state, transcript)
     }
 
     /// Boots with `config` (its serial wiring is forced to pipes) and waits for the
@@ -58,9 +104,65 @@ impl Machine {
     /// [`Machine::boot_with`], waiting up to `timeout` for the prompt.
     pub fn boot_within(mut config: Config, timeout: Duration) -> Self {
         config.serial = boot::qemu::Serial::Pipe;
-        let start = Instant::now();
-        let mut child = config
-            .command(boot::BIOS_IMAGE)
+        let mut machine = Self::start(config.command(boot::BIOS_IMAGE), Vec::new());
+        machine.wait_for_prompt(timeout);
+        machine.boot_time = machine.started.elapsed();
+        machine
+    }
+
+    /// Boots the default machine with a QMP monitor, waits for its prompt, saves its
+    /// state and lets it run on.
+    fn boot_and_save() -> (Self, Saved) {
+        let monitor = Listener::bind("qmp");
+        let mut machine = Self::start(with_monitor(&monitor), Vec::new());
+        machine.wait_for_prompt(BOOT_TIMEOUT);
+        machine.boot_time = machine.started.elapsed();
+        let mut qmp = Qmp::new(monitor.accept(STEP_TIMEOUT));
+        let events = json!([{ "capability": "events", "state": true }]);
+        qmp.execute("migrate-set-capabilities", json!({ "capabilities": events }));
+        let stream = Listener::bind("state");
+        let uri = format!("unix:{}", stream.path().display());
+        qmp.execute("migrate", json!({ "uri": uri }));
+        let mut state = Vec::new();
+        stream.accept(STEP_TIMEOUT).read_to_end(&mut state).expect("the machine's state");
+        let ended = qmp.event("MIGRATION", |data| {
+            matches!(data["status"].as_str(), Some("completed" | "failed" | "cancelled"))
+        });
+        assert_eq!(ended["status"], "completed", "saving the machine at its prompt");
+        // The machine stops when its state is saved.
+        qmp.execute("cont", json!({}));
+        let name = format!("e2e-at-prompt-{}.state", std::process::id());
+        let path = std::env::temp_dir().join(name);
+        std::fs::write(&path, &state).expect("the saved state written");
+        let file = File::open(&path).expect("the saved state");
+        std::fs::remove_file(&path).expect("the saved state's name removed");
+        let transcript = machine.transcript.bytes.lock().expect("transcript lock").0.clone();
+        (machine, Saved { state: file, transcript })
+    }
+
+    /// Starts the default machine from the state in this process's descriptor
+    /// `state`, its transcript `transcript`, and waits until it runs.
+    fn restore(state: RawFd, transcript: Vec<u8>) -> Self {
+        let monitor = Listener::bind("qmp");
+        let mut command = with_monitor(&monitor);
+        let source = format!("exec:cat /proc/{}/fd/{state}", std::process::id());
+        command.args(["-incoming", &source]);
+        let mut machine = Self::start(command, transcript);
+        let mut qmp = Qmp::new(monitor.accept(BOOT_TIMEOUT));
+        // QEMU runs the machine once the state is in, and says so with RESUME. Events
+        // come only after the capabilities, so ask first.
+        if qmp.execute("query-status", json!({}))["running"] != true {
+            qmp.event("RESUME", |_| true);
+        }
+        machine.boot_time = machine.started.elapsed();
+        machine
+    }
+
+    /// Spawns `command` (QEMU, serial line on standard input and output) and reads its
+    /// output into a transcript that begins with `transcript`, all of it read.
+    fn start(mut command: Command, transcript: Vec<u8>) -> Self {
+        let started = Instant::now();
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -68,7 +170,9 @@ impl Machine {
             .expect("qemu-system-x86_64 runs (boot/setup.sh installs it)");
         let stdin = child.stdin.take();
         let mut stdout = child.stdout.take().expect("stdout is piped");
-        let transcript = Arc::new(Transcript::default());
+        let cursor = transcript.len();
+        let transcript =
+            Arc::new(Transcript { bytes: Mutex::new((transcript, false)), grown: Condvar::new() });
         let sink = Arc::clone(&transcript);
         std::thread::spawn(move || {
             let mut chunk = [0u8; 4096];
@@ -86,14 +190,11 @@ impl Machine {
                 }
             }
         });
-        let mut machine =
-            Self { child, stdin, transcript, cursor: 0, boot_time: Duration::ZERO, outcome: None };
-        machine.wait_for_prompt(timeout);
-        machine.boot_time = start.elapsed();
-        machine
+        Self { child, stdin, transcript, cursor, started, boot_time: Duration::ZERO, outcome: None }
     }
 
-    /// Time from starting QEMU to the first prompt.
+    /// Time from starting QEMU to the first prompt (to running, for a machine
+    /// [`Machine::boot`] restored).
     pub fn boot_time(&self) -> Duration {
         self.boot_time
     }
@@ -406,6 +507,14 @@ pub fn trace_cmd_report(sections: &[trace::dump::Section]) -> String {
 
 /// Numbers [`trace_cmd_report`]'s files apart within one test process.
 static NEXT_FILE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The default machine's QEMU command, its QMP monitor connected to `monitor`.
+fn with_monitor(monitor: &Listener) -> Command {
+    let mut command = Config::default().command(boot::BIOS_IMAGE);
+    let chardev = format!("socket,id=qmp,path={}", monitor.path().display());
+    command.args(["-chardev", &chardev, "-mon", "chardev=qmp,mode=control"]);
+    command
+}
 
 /// Position of `needle` in `haystack`.
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
