@@ -105,6 +105,9 @@ pub(crate) enum Point {
     Bump,
     /// A writer has entered its CPU's section (see `ring/section.rs`).
     Section,
+    /// A consuming reader has loaded the tail and the commit position, and has not
+    /// copied the oldest record yet.
+    Peeking,
 }
 
 /// Calls the test's simulated interrupt, if one is armed on this thread.

@@ -653,6 +653,7 @@ impl Ring {
             if tail >= commit {
                 return Ok(None);
             }
+            preempt_point(Point::Peeking);
             let found = self.copy(tail, hi, commit, Some(out));
             // Acquire fence (read side of the validation): the copy above is ordered
             // before the claim (`claim`). A writer overwrites only after its own claim

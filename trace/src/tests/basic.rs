@@ -402,6 +402,42 @@ fn interrupt_during_reclaim_and_commit_keeps_accounting_exact() {
     }
 }
 
+/// A consumer whose oldest record is overwritten between its load of the tail and its
+/// copy reads bytes that are no header: it must see the tail moved and read the new
+/// oldest record, not mark the ring corrupt.
+#[test]
+fn a_record_overwritten_under_the_consumer_is_skipped_not_taken_for_corruption() {
+    let b = Rc::new(buffer(1, 256, Mode::Overwrite));
+    for i in 0..20 {
+        b.write(i, &[0; 16]).unwrap();
+    }
+    let (bb, mut fired) = (b.clone(), false);
+    // Longer records, their payload bytes all ones: where the oldest header was, a
+    // payload word now lies.
+    hook::set(move |p| {
+        if p == Point::Peeking && !fired {
+            fired = true;
+            for i in 100..110 {
+                bb.write(i, &[0xff; 40]).unwrap();
+            }
+        }
+    });
+    let mut c = b.consumer(0).unwrap();
+    let first = c.next_record();
+    hook::clear();
+    let first = first.expect("the consumer read on, the ring is not corrupt").expect("a record");
+    let mut ids = vec![first.id];
+    while let Some(r) = c.next_record().unwrap() {
+        ids.push(r.id);
+    }
+    assert!(ids.contains(&109), "the newest record is read: {ids:?}");
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "in write order: {ids:?}");
+    drop(c);
+    let s = b.stats(0).unwrap();
+    assert!(s.balanced(), "{s:?}");
+    assert_eq!(s.written, 30);
+}
+
 /// Arms an interrupt that, at the next `Reserved` point, writes one record at `level`
 /// and arms the next level inside it.
 fn arm(b: Rc<Buffer<HostPlatform>>, level: u16, last: u16) {
