@@ -141,6 +141,19 @@ pub(crate) mod hook {
         HOOK.with(|h| *h.borrow_mut() = Some(Box::new(f)));
     }
 
+    /// Arms `f` to run once, at the next `point` (a simulated interrupt that strikes
+    /// there once).
+    pub(crate) fn once(point: Point, f: impl FnOnce() + 'static) {
+        let mut f = Some(f);
+        set(move |p| {
+            if p == point
+                && let Some(f) = f.take()
+            {
+                f();
+            }
+        });
+    }
+
     /// Disarms the hook.
     pub(crate) fn clear() {
         HOOK.with(|h| *h.borrow_mut() = None);

@@ -1,7 +1,7 @@
 //! Unit tests of the buffer set, readers and recorder, single-threaded, including
 //! simulated interrupts (nested writers) at every point of the write path.
 
-use super::util::{buffer, consume, events};
+use super::util::{buffer, consume, events, nest};
 use crate::field::Sink;
 use crate::sync::{Point, hook};
 use crate::{
@@ -411,15 +411,12 @@ fn a_record_overwritten_under_the_consumer_is_skipped_not_taken_for_corruption()
     for i in 0..20 {
         b.write(i, &[0; 16]).unwrap();
     }
-    let (bb, mut fired) = (b.clone(), false);
+    let bb = b.clone();
     // Longer records, their payload bytes all ones: where the oldest header was, a
     // payload word now lies.
-    hook::set(move |p| {
-        if p == Point::Peeking && !fired {
-            fired = true;
-            for i in 100..110 {
-                bb.write(i, &[0xff; 40]).unwrap();
-            }
+    hook::once(Point::Peeking, move || {
+        for i in 100..110 {
+            bb.write(i, &[0xff; 40]).unwrap();
         }
     });
     let mut c = b.consumer(0).unwrap();
@@ -438,24 +435,11 @@ fn a_record_overwritten_under_the_consumer_is_skipped_not_taken_for_corruption()
     assert_eq!(s.written, 30);
 }
 
-/// Arms an interrupt that, at the next `Reserved` point, writes one record at `level`
-/// and arms the next level inside it.
-fn arm(b: Rc<Buffer<HostPlatform>>, level: u16, last: u16) {
-    let mut fired = false;
-    hook::set(move |p| {
-        if p == Point::Reserved && !fired && level <= last {
-            fired = true;
-            arm(b.clone(), level + 1, last);
-            let _ = b.write(100 + level, &[level as u8]);
-        }
-    });
-}
-
 #[test]
 fn writers_nest_several_levels_deep() {
     let b = Rc::new(buffer(1, 4096, Mode::Overwrite));
     let levels = crate::ring::MAX_DEPTH as u16; // the outer writer is depth 0
-    arm(b.clone(), 1, levels);
+    nest(b.clone(), 1, levels);
     b.write(1, b"outer").unwrap();
     hook::clear();
     let s = b.stats(0).unwrap();

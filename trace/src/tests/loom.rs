@@ -210,13 +210,7 @@ fn loom_per_depth_counters_vs_nested_writer_and_stats_reader() {
             let b = b.clone();
             loom::thread::spawn(move || {
                 let bb = b.clone();
-                let mut fired = false;
-                hook::set(move |p| {
-                    if p == Point::Bump && !fired {
-                        fired = true;
-                        bb.write(9, &9u64.to_le_bytes()).unwrap();
-                    }
-                });
+                hook::once(Point::Bump, move || bb.write(9, &9u64.to_le_bytes()).unwrap());
                 b.write(1, &1u64.to_le_bytes()).unwrap();
                 hook::clear();
             })
@@ -242,12 +236,8 @@ fn loom_clear_vs_writer_with_nested_writer() {
                 CPU.with(|c| c.set(0));
                 // An interrupt writes inside the outer write, in the same section.
                 let rr = r.clone();
-                let mut fired = false;
-                hook::set(move |p| {
-                    if p == Point::Reserved && !fired {
-                        fired = true;
-                        let _ = rr.write(9, &9u64.to_le_bytes());
-                    }
+                hook::once(Point::Reserved, move || {
+                    let _ = rr.write(9, &9u64.to_le_bytes());
                 });
                 let _ = r.write(1, &1u64.to_le_bytes());
                 hook::clear();
@@ -493,12 +483,8 @@ mod tracer {
             a.set_event(Some("t"), None, true).unwrap();
             let w = loom::thread::spawn(move || {
                 CPU.with(|c| c.set(0));
-                let mut fired = false;
-                hook::set(move |p| {
-                    if p == Point::Section && !fired {
-                        fired = true;
-                        crate::event::dispatch::Dispatch::record(t, &EV, 8, &&[2u8; 8][..]);
-                    }
+                hook::once(Point::Section, move || {
+                    crate::event::dispatch::Dispatch::record(t, &EV, 8, &&[2u8; 8][..]);
                 });
                 crate::event::dispatch::Dispatch::record(t, &EV, 8, &&[1u8; 8][..]);
                 hook::clear();

@@ -31,7 +31,9 @@ mod trigger;
 #[cfg(not(loom))]
 pub(crate) mod util {
     use crate::event::format_file::Origin;
+    use crate::sync::{Point, hook};
     use crate::{Context, HostPlatform, Mode, ring::Buffer, ring::Config};
+    use std::rc::Rc;
     use std::vec::Vec;
 
     /// A property test's configuration: `cases` cases, and no file of failures
@@ -52,6 +54,17 @@ pub(crate) mod util {
         HostPlatform::set_cpu(0);
         HostPlatform::set_clock(1_000);
         Buffer::new(HostPlatform, Config { cpus, bytes_per_cpu: bytes, mode }).unwrap()
+    }
+
+    /// Arms an interrupt that, at the next `Reserved` point, writes one record (id
+    /// `100 + level`) at `level` and arms the next level inside it, up to `last`.
+    pub(crate) fn nest(b: Rc<Buffer<HostPlatform>>, level: u16, last: u16) {
+        if level <= last {
+            hook::once(Point::Reserved, move || {
+                nest(b.clone(), level + 1, last);
+                let _ = b.write(100 + level, &[level as u8]);
+            });
+        }
     }
 
     /// (id, payload) of every event of `cpu`, oldest first, not consuming.

@@ -1,10 +1,10 @@
 //! One test per loss or wedge found in the ring and its readers: each failed before
 //! the fix it names and passes after.
 
-use super::util::{buffer, consume};
+use super::util::{buffer, consume, nest};
 use crate::field::Sink;
 use crate::sync::{Point, hook};
-use crate::{HostPlatform, Mode, ring::Buffer, ring::Config, ring::Recorder, ring::WriteError};
+use crate::{HostPlatform, Mode, ring::Config, ring::Recorder, ring::WriteError};
 use std::rc::Rc;
 use std::vec::Vec;
 
@@ -17,14 +17,11 @@ fn reclaim_walk_raced_by_a_nested_reclaim_walks_again() {
     for i in 0..20 {
         b.write(i, &[0; 16]).unwrap();
     }
-    let (bb, mut fired) = (b.clone(), false);
-    hook::set(move |p| {
-        if p == Point::Walking && !fired {
-            fired = true;
-            // Records of odd sizes shift the boundaries under the outer walk.
-            for (i, len) in [(200, 40), (201, 8), (202, 56), (203, 24)] {
-                bb.write(i, &vec![0xee; len]).unwrap();
-            }
+    let bb = b.clone();
+    hook::once(Point::Walking, move || {
+        // Records of odd sizes shift the boundaries under the outer walk.
+        for (i, len) in [(200, 40), (201, 8), (202, 56), (203, 24)] {
+            bb.write(i, &vec![0xee; len]).unwrap();
         }
     });
     b.write(50, &[7; 56]).unwrap(); // walks several records
@@ -59,18 +56,6 @@ fn consumer_reports_every_loss() {
     let records = consume(&b, 0);
     let lost: u64 = records.iter().map(|r| r.2).sum();
     assert_eq!(lost, s.dropped + s.overrun);
-}
-
-/// Writes one record at each `Reserved` point, `level` deep and below, up to `last`.
-fn nest(b: Rc<Buffer<HostPlatform>>, level: u16, last: u16) {
-    let mut fired = false;
-    hook::set(move |p| {
-        if p == Point::Reserved && !fired && level <= last {
-            fired = true;
-            nest(b.clone(), level + 1, last);
-            let _ = b.write(100 + level, &[level as u8]);
-        }
-    });
 }
 
 /// Every write the ring refuses is counted as written and dropped, with its reason,

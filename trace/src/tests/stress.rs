@@ -273,12 +273,8 @@ fn tracer_control_operations_under_nested_writers_account_exactly() {
                 let mut events = 0u64;
                 for i in 0..per {
                     if i % 4 == 0 {
-                        let mut fired = false;
-                        hook::set(move |p| {
-                            if p == Point::Section && !fired {
-                                fired = true;
-                                crate::event::dispatch::record(&EV, 8, &&[3u8; 8][..]);
-                            }
+                        hook::once(Point::Section, || {
+                            crate::event::dispatch::record(&EV, 8, &&[3u8; 8][..]);
                         });
                         events += 1;
                     }

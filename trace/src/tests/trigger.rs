@@ -1006,14 +1006,10 @@ fn filter_and_trigger_run_in_a_nested_writer() {
     top.set_filter(&EV, "n != 1").unwrap();
     top.set_trigger(&EV, "stacktrace:1 if n == 5").unwrap();
     for point in [Point::Section, Point::Reserved] {
-        let mut fired = false;
         // An "interrupt" at `point` of the outer writer fires the event twice.
-        hook::set(move |p| {
-            if p == point && !fired {
-                fired = true;
-                fire(t, &EV, 1);
-                fire(t, &EV, 5);
-            }
+        hook::once(point, move || {
+            fire(t, &EV, 1);
+            fire(t, &EV, 5);
         });
         fire(t, &EV, 3);
         hook::clear();
