@@ -72,11 +72,12 @@ impl Body<'_> {
     }
 }
 
-/// A payload of at most `N` words, encoded and zero-padded, passed by value: a small
-/// event's payload travels to the ring in registers.
+/// A payload of `N` words, encoded and zero-padded, passed by value: a small event's
+/// payload travels to the ring in registers.
 #[derive(Clone, Copy)]
 pub(crate) struct Words<const N: usize> {
-    /// Payload length in bytes (at most `8 * N`).
+    /// Payload length in bytes: more than `8 * (N - 1)`, at most `8 * N` (so the record
+    /// holds `N` payload words).
     pub(crate) len: usize,
     /// The payload's words, little endian.
     pub(crate) words: [u64; N],
@@ -120,7 +121,8 @@ impl Payload for Spill {
     }
 }
 
-/// Payloads of at most this many bytes reach the tracer as [`Words`] of two.
+/// Payloads of at most this many bytes reach the tracer as [`Words`] of two, those
+/// of at most 8 as [`Words`] of one.
 pub(crate) const PAIR_BYTES: usize = 16;
 
 /// What records events for tracepoints (implemented by [`crate::Tracer`], installed by [`crate::install`]).
@@ -137,9 +139,13 @@ pub(crate) trait Dispatch: Sync {
         words: Option<&Inline>,
     );
 
-    /// [`Dispatch::record_words`] for a payload of at most [`PAIR_BYTES`], passed
+    /// [`Dispatch::record_words`] for a payload of 9 to [`PAIR_BYTES`] bytes, passed
     /// by value as its two words (`lo` first).
     fn record_pair(&self, descriptor: &EventDescriptor, len: usize, lo: u64, hi: u64);
+
+    /// [`Dispatch::record_words`] for a payload of 1 to 8 bytes, passed by value as
+    /// its word.
+    fn record_word(&self, descriptor: &EventDescriptor, len: usize, word: u64);
 
     /// Records an event of `descriptor` with a payload of `len` bytes, which
     /// `payload` writes in place into each record.
@@ -168,11 +174,17 @@ pub(crate) fn record(descriptor: &EventDescriptor, len: usize, payload: &dyn Pay
     record_words(descriptor, len, payload, None);
 }
 
-/// Sends one small event to the installed tracer, if any (see [`Dispatch::record_pair`]).
+/// Sends one small event (1 to [`PAIR_BYTES`] bytes) to the installed tracer, if any
+/// ([`Dispatch::record_word`] or [`Dispatch::record_pair`]: the record's size is then
+/// known where it is written).
 #[inline(always)]
-pub(crate) fn record_pair(descriptor: &EventDescriptor, len: usize, lo: u64, hi: u64) {
+pub(crate) fn record_small(descriptor: &EventDescriptor, len: usize, lo: u64, hi: u64) {
     if let Some(tracer) = DISPATCH.get() {
-        tracer.record_pair(descriptor, len, lo, hi);
+        if len <= 8 {
+            tracer.record_word(descriptor, len, lo);
+        } else {
+            tracer.record_pair(descriptor, len, lo, hi);
+        }
     }
 }
 

@@ -413,14 +413,14 @@ impl<A> Event<A> {
     #[inline(never)]
     pub fn record<T: Args<A>>(&'static self, args: T) {
         let len = args.payload_len();
-        // A payload of two words or less (known at compile time when every field has
+        // A payload of one or two words (known at compile time when every field has
         // a fixed size) goes to the tracer by value.
-        if len <= PAIR_BYTES {
+        if (1..=PAIR_BYTES).contains(&len) {
             let mut buf = [0u8; PAIR_BYTES];
             args.encode(&mut Encoder::new(&mut buf));
             let (lo, hi) = buf.split_at(8);
             let [lo, hi] = [lo, hi].map(|w| u64::from_le_bytes(w.try_into().unwrap_or_default()));
-            return crate::event::dispatch::record_pair(&self.descriptor, len, lo, hi);
+            return crate::event::dispatch::record_small(&self.descriptor, len, lo, hi);
         }
         let payload = Encode::<T, A>::new(args);
         // A payload of up to four words is encoded once, here, and copied word by

@@ -6,7 +6,7 @@ extern crate alloc;
 use crate::error::{Error, WriteError};
 use crate::platform::Platform;
 use crate::ring::clock::Clock;
-use crate::ring::per_cpu::{RecordWriter, Refusal, Ring, words_for};
+use crate::ring::per_cpu::{MIN_MAX_PAYLOAD, RecordWriter, Refusal, Ring, words_for};
 use crate::ring::reader::{Consumer, Merged, RingIter};
 use crate::ring::record::{MAX_EVENT_ID, Mode, Tag};
 use crate::ring::stats::RingStats;
@@ -292,7 +292,8 @@ impl<P: Platform> Buffer<P> {
         let Some(ring) = self.rings.get(cpu) else {
             return Err(self.refuse(0, Refusal::BadCpu));
         };
-        if len > ring.max_payload() {
+        // Every ring takes a payload of MIN_MAX_PAYLOAD: a small event's check folds.
+        if len > MIN_MAX_PAYLOAD && len > ring.max_payload() {
             return Err(self.refuse(cpu, Refusal::TooLarge));
         }
         ring.write_with(|| self.mode(), &self.platform, tag, len, limit, fill)

@@ -42,6 +42,8 @@ pub(crate) const MIN_WORDS: u64 = 8;
 /// Largest ring, in words (2^34 words = 128 GiB; within the 36-bit position field's
 /// reach of 2^35 words either side).
 pub(crate) const MAX_WORDS: u64 = 1 << 34;
+/// The largest payload the smallest ring takes: every ring takes a payload this long.
+pub(crate) const MIN_MAX_PAYLOAD: usize = ((MIN_WORDS - ANCHOR_WORDS - 1) * 8) as usize;
 
 /// State only the writers of the ring's CPU write.
 struct WriterLocal {
