@@ -7,7 +7,7 @@ use crate::ring::buffer::{Buffer, Config};
 use crate::ring::clock::Clock;
 use crate::ring::per_cpu::RecordWriter;
 use crate::ring::record::Tag;
-use crate::ring::section::{SectionGuard, Sections};
+use crate::ring::section::{Held, Sections};
 use crate::sync::{AtomicBool, AtomicUsize, Ordering::*};
 
 extern crate alloc;
@@ -183,7 +183,7 @@ impl<P: Platform> Recorder<P> {
     #[inline(always)]
     pub(crate) fn write_in(
         &self,
-        _section: &SectionGuard<'_>,
+        _section: Held<'_>,
         cpu: usize,
         tag: Tag,
         len: usize,

@@ -34,6 +34,13 @@ struct Section {
     epoch: AtomicU64,
 }
 
+/// Proof that the caller is inside its CPU's section for `'a`, borrowed from its
+/// [`SectionGuard`]: what readers of section-protected state take. Zero-sized and
+/// `Copy`, so passing it costs nothing and keeps the guard out of memory; `!Send`,
+/// as the guard is.
+#[derive(Clone, Copy)]
+pub(crate) struct Held<'a>(PhantomData<&'a SectionGuard<'a>>);
+
 /// The sections of every CPU.
 pub(crate) struct Sections {
     cpus: Vec<CachePadded<Section>>,
@@ -112,6 +119,14 @@ impl<P: Platform> Grace<'_, P> {
                 spin();
             }
         }
+    }
+}
+
+impl SectionGuard<'_> {
+    /// The proof of being inside the section, for as long as the guard is borrowed.
+    #[inline(always)]
+    pub(crate) fn held(&self) -> Held<'_> {
+        Held(PhantomData)
     }
 }
 

@@ -55,7 +55,7 @@ use crate::ring::buffer::{Buffer, Config};
 use crate::ring::per_cpu::RecordWriter;
 use crate::ring::record::Tag;
 use crate::ring::recorder::Recorder;
-use crate::ring::section::{SectionGuard, Sections};
+use crate::ring::section::{Held, Sections};
 use crate::tracer::instance::{InstanceState, valid_name};
 use crate::tracer::rcu::RcuCell;
 use crate::tracer::trigger::Target;
@@ -547,12 +547,12 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
             core::hint::cold_path();
             let mut spill = Spill::default();
             let body = source.body(&mut spill);
-            mask = self.apply_hooks(&section, cpu, tag, mask, hooked, descriptor, body);
+            mask = self.apply_hooks(section.held(), cpu, tag, mask, hooked, descriptor, body);
             if mask == 0 {
                 return;
             }
         }
-        source.record_each(self, &section, cpu, tag, mask);
+        source.record_each(self, section.held(), cpu, tag, mask);
     }
 
     /// [`Tracer::record_into`] when the instances in `hooked` have a filter or
@@ -564,7 +564,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
     #[allow(clippy::too_many_arguments, reason = "the record path's state, kept in registers")]
     fn apply_hooks(
         &self,
-        section: &SectionGuard<'_>,
+        section: Held<'_>,
         cpu: usize,
         tag: Tag,
         mask: u64,
@@ -604,7 +604,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
     #[inline(never)]
     fn record_admitted(
         &self,
-        section: &SectionGuard<'_>,
+        section: Held<'_>,
         cpu: usize,
         tag: Tag,
         mask: u64,
@@ -623,7 +623,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
     /// written at `origin`).
     #[cold]
     #[inline(never)]
-    fn record_stacks(&self, section: &SectionGuard<'_>, origin: Origin, mut mask: u64) {
+    fn record_stacks(&self, section: Held<'_>, origin: Origin, mut mask: u64) {
         mask &= !self.excluded_on(origin.cpu);
         while mask != 0 {
             let slot = mask.trailing_zeros() as usize;
@@ -672,7 +672,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
     #[inline(always)]
     fn admits(
         &self,
-        section: &SectionGuard<'_>,
+        section: Held<'_>,
         slot: usize,
         descriptor: &EventDescriptor,
         body: &Body<'_>,
@@ -692,7 +692,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
     #[inline(never)]
     fn fire_triggers(
         &self,
-        section: &SectionGuard<'_>,
+        section: Held<'_>,
         cpu: usize,
         tag: Tag,
         mut mask: u64,
@@ -719,7 +719,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
     #[inline(always)]
     fn hooks_in<'a>(
         &'a self,
-        section: &'a SectionGuard<'_>,
+        section: Held<'a>,
         slot: usize,
         descriptor: &EventDescriptor,
     ) -> Option<&'a EventHooks> {
@@ -732,7 +732,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
     #[inline(always)]
     fn record_each(
         &self,
-        section: &SectionGuard<'_>,
+        section: Held<'_>,
         cpu: usize,
         tag: Tag,
         mut mask: u64,
@@ -837,7 +837,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         };
         for slot in 0..MAX_INSTANCES {
             if let (Some(recorder), Some(name)) =
-                (self.slots[slot].read(&section), self.names[slot].read(&section))
+                (self.slots[slot].read(section.held()), self.names[slot].read(section.held()))
             {
                 visit(InstanceView { tracer: self, slot, name, recorder });
             }
@@ -940,7 +940,7 @@ trait Source: Copy {
     fn record_each<P: Platform + Clone + Send + Sync>(
         &self,
         tracer: &Tracer<P>,
-        section: &SectionGuard<'_>,
+        section: Held<'_>,
         cpu: usize,
         tag: Tag,
         mask: u64,
@@ -957,7 +957,7 @@ impl Source for Body<'_> {
     fn record_each<P: Platform + Clone + Send + Sync>(
         &self,
         tracer: &Tracer<P>,
-        section: &SectionGuard<'_>,
+        section: Held<'_>,
         cpu: usize,
         tag: Tag,
         mask: u64,
@@ -986,7 +986,7 @@ impl<const N: usize> Source for Words<N> {
     fn record_each<P: Platform + Clone + Send + Sync>(
         &self,
         tracer: &Tracer<P>,
-        section: &SectionGuard<'_>,
+        section: Held<'_>,
         cpu: usize,
         tag: Tag,
         mask: u64,
@@ -1023,8 +1023,8 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         while mask != 0 {
             let slot = mask.trailing_zeros() as usize;
             mask &= mask - 1;
-            if let Some(recorder) = self.slots[slot].read(&section) {
-                act(&FireTarget { tracer: self, section: &section, origin, slot, recorder });
+            if let Some(recorder) = self.slots[slot].read(section.held()) {
+                act(&FireTarget { tracer: self, section: section.held(), origin, slot, recorder });
             }
         }
     }
@@ -1033,7 +1033,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
 /// What a trigger fired in the instance in `slot` acts on, from the event's context.
 struct FireTarget<'a, P> {
     tracer: &'a Tracer<P>,
-    section: &'a SectionGuard<'a>,
+    section: Held<'a>,
     /// The event's CPU and context, which the stack trace's record keeps too.
     origin: Origin,
     slot: usize,

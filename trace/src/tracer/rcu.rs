@@ -7,7 +7,7 @@
 //! control operation may replace or remove that recorder at any time. Safe Rust has
 //! no reference whose lifetime is "until the next grace period"; the per-CPU section
 //! provides exactly that, and this module turns it into a borrow: [`RcuCell::read`]
-//! ties the reference to the [`SectionGuard`], and [`RcuCell::replace`] drops the
+//! ties the reference to the section's [`Held`] proof, a borrow of its guard, and [`RcuCell::replace`] drops the
 //! old value only after [`Grace::wait`]. The loom model `loom_destroy_and_recreate_vs_writer`
 //! and the Miri run of the tracer's tests check it.
 
@@ -16,7 +16,7 @@
 extern crate alloc;
 
 use crate::platform::Platform;
-use crate::ring::section::{Grace, SectionGuard};
+use crate::ring::section::{Grace, Held};
 use crate::sync::{AtomicPtr, Ordering::*};
 use alloc::sync::Arc;
 use core::marker::PhantomData;
@@ -36,7 +36,7 @@ impl<T> RcuCell<T> {
 
     /// The current value, borrowed for as long as the caller stays in its section.
     #[inline(always)]
-    pub(crate) fn read<'a>(&'a self, _section: &'a SectionGuard<'_>) -> Option<&'a T> {
+    pub(crate) fn read<'a>(&'a self, _section: Held<'a>) -> Option<&'a T> {
         // Acquire: pairs with the Release swap in `replace`, so the value's
         // initialisation is visible (on x86 a plain load).
         let ptr = self.ptr.load(Acquire);
