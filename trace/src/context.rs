@@ -39,6 +39,9 @@ impl Context {
     pub const TASK: Context = Context(1);
     /// The context of a record whose context was not recorded.
     pub const UNKNOWN: Context = Context(UNKNOWN);
+    /// The bit of [`Context::bits`] set when interrupts were disabled; the bits below
+    /// it are the activity's code, `Context::new(activity, false).bits()`.
+    pub const IRQS_OFF_BIT: u8 = IRQS_OFF;
 
     /// The context of a record written by `activity`, with interrupts disabled or not.
     pub const fn new(activity: Activity, irqs_off: bool) -> Context {

@@ -210,18 +210,11 @@ impl Running {
     }
 }
 
-/// What this CPU runs. One load; callable from any context.
+/// What this CPU runs, as its [`Running`] code (`Running as u8`: the store never
+/// holds another value). One load; callable from any context.
 #[inline(always)]
-pub fn running() -> Running {
-    match percpu::running() {
-        0 => Running::Idle,
-        1 => Running::Thread,
-        2 => Running::Irq1,
-        3 => Running::Irq2,
-        4 => Running::Irq3,
-        5 => Running::Nmi,
-        _ => Running::NmiOverIrq,
-    }
+pub fn running_code() -> u8 {
+    percpu::running()
 }
 
 /// Marks this CPU's thread as doing work or idling (thread context, on this CPU).

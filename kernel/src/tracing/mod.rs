@@ -77,26 +77,27 @@ pub fn tracer() -> Option<&'static Tracer<KernelPlatform>> {
     TRACER.get()
 }
 
-/// The record context for each [`Running`] code (indexed by it), interrupts on and
-/// off: a writer's context is a load of the code, the interrupt flag and a load here.
-const CONTEXTS: [[Context; 2]; 7] = {
-    const ALL: [(Running, Activity); 7] = [
-        (Running::Idle, Activity::Idle),
-        (Running::Thread, Activity::Task),
-        (Running::Irq1, Activity::Irq { depth: 1 }),
-        (Running::Irq2, Activity::Irq { depth: 2 }),
-        (Running::Irq3, Activity::Irq { depth: 3 }),
-        (Running::Nmi, Activity::Nmi { in_irq: false }),
-        (Running::NmiOverIrq, Activity::Nmi { in_irq: true }),
-    ];
-    let mut table = [[Context::UNKNOWN; 2]; 7];
+/// Each [`Running`] code and the activity a record written there shows. The codes
+/// are the activities' context bits (checked at compile time below), so a writer's
+/// context is its CPU's code and the interrupt flag, with no table to read.
+const ACTIVITIES: [(Running, Activity); 7] = [
+    (Running::Idle, Activity::Idle),
+    (Running::Thread, Activity::Task),
+    (Running::Irq1, Activity::Irq { depth: 1 }),
+    (Running::Irq2, Activity::Irq { depth: 2 }),
+    (Running::Irq3, Activity::Irq { depth: 3 }),
+    (Running::Nmi, Activity::Nmi { in_irq: false }),
+    (Running::NmiOverIrq, Activity::Nmi { in_irq: true }),
+];
+
+const _: () = {
     let mut i = 0;
-    while i < ALL.len() {
-        let (running, activity) = ALL[i];
-        table[running as usize] = [Context::new(activity, false), Context::new(activity, true)];
+    while i < ACTIVITIES.len() {
+        let (running, activity) = ACTIVITIES[i];
+        assert!(Context::new(activity, false).bits() == running as u8);
+        assert!(Context::new(activity, true).bits() == running as u8 | Context::IRQS_OFF_BIT);
         i += 1;
     }
-    table
 };
 
 /// Frames a stack trace walks: the tracer's own (at most a handful) and those it keeps.
@@ -180,7 +181,8 @@ impl trace::Platform for KernelPlatform {
 
     #[inline(always)]
     fn context(&self) -> Context {
-        CONTEXTS[irq::running() as usize][usize::from(irq::irqs_off())]
+        let off = if irq::irqs_off() { Context::IRQS_OFF_BIT } else { 0 };
+        Context::from_bits(irq::running_code() | off)
     }
 
     fn dump(&self, cpu: Option<usize>) -> bool {
