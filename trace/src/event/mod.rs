@@ -404,10 +404,10 @@ impl<A> Event<A> {
         self.descriptor.enabled_mask() != 0
     }
 
-    /// Records the event into every instance that has it enabled: a payload of at
-    /// most two words goes to the tracer in registers, one of at most four is
-    /// encoded once and copied into each record, a larger one is encoded straight
-    /// into each ring. Called by [`emit!`](crate::emit) after
+    /// Records the event into every instance that has it enabled: a payload of one
+    /// word or of two goes to the tracer in registers, an empty one or one of at
+    /// most four words is encoded once and copied into each record, a larger one is
+    /// encoded straight into each ring. Called by [`emit!`](crate::emit) after
     /// [`Event::is_enabled`]; safe from any context.
     #[cold]
     #[inline(never)]
