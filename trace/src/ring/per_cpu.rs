@@ -43,7 +43,14 @@ pub(crate) const MIN_WORDS: u64 = 8;
 /// reach of 2^35 words either side).
 pub(crate) const MAX_WORDS: u64 = 1 << 34;
 /// The largest payload the smallest ring takes: every ring takes a payload this long.
-pub(crate) const MIN_MAX_PAYLOAD: usize = ((MIN_WORDS - ANCHOR_WORDS - 1) * 8) as usize;
+pub(crate) const MIN_MAX_PAYLOAD: usize = max_payload_for(MIN_WORDS);
+
+/// The largest payload a ring of `words` words takes: an anchor and the record must
+/// fit in it together.
+const fn max_payload_for(words: u64) -> usize {
+    let bytes = ((words - ANCHOR_WORDS - 1) * 8) as usize;
+    if bytes < MAX_PAYLOAD { bytes } else { MAX_PAYLOAD }
+}
 
 /// State only the writers of the ring's CPU write.
 struct WriterLocal {
@@ -245,7 +252,7 @@ impl Ring {
             data,
             mask: words - 1,
             slack: slack_for(words),
-            max_payload: (((words - ANCHOR_WORDS - 1) * 8) as usize).min(MAX_PAYLOAD),
+            max_payload: max_payload_for(words),
         }
     }
 
