@@ -226,8 +226,9 @@ fn triggers_act_from_interrupt_context_and_count_down() {
 /// soft mode while a trigger acts on it, the triggering event's own `enable` too),
 /// plain `1` or `0` once the trigger is gone; an unknown target, a malformed
 /// command, a second trigger on the same target (either command) and a second of
-/// `traceon`/`traceoff` are refused; `!` removes either of a pair; conditions that
-/// are not filters of the event are refused.
+/// `traceon`/`traceoff` are refused; `!` removes either of a pair; `>` replaces the
+/// event's histograms where `>>` adds one; conditions that are not filters of the
+/// event are refused.
 #[test]
 fn triggers_read_and_refuse_as_linux_selftests_expect() {
     let mut m = boot();
@@ -265,6 +266,25 @@ fn triggers_read_and_refuse_as_linux_selftests_expect() {
         m.run(&format!("echo '!disable_event:timer:tick' > {trigger}"));
         assert_eq!(cat(&mut m, &trigger), none, "{root}: `!` removes either of the pair");
         m.run(&format!("echo 0 > {tick}"));
+
+        // `>` opens the file truncated, as Linux's does: the event's histograms go
+        // and the line applies; other triggers stay; `>>` adds. A refused line
+        // removes nothing; a blank one only removes.
+        m.run(&format!("echo 'hist:keys=line:size=128' > {trigger}"));
+        m.run(&format!("echo 'traceon' >> {trigger}"));
+        m.run(&format!("echo 'hist:keys=common_pid:size=128' >> {trigger}"));
+        assert_eq!(cat(&mut m, &trigger).lines().count(), 3, "{root}");
+        m.run(&format!("echo 'hist:keys=common_cpu:size=128' > {trigger}"));
+        let replaced = "traceon:unlimited\n\
+                        hist:keys=common_cpu:vals=hitcount:sort=hitcount:size=128 [active]";
+        assert_eq!(cat(&mut m, &trigger), replaced, "{root}");
+        let out = m.run(&format!("echo 'hist:keys=nope' > {trigger}"));
+        assert!(out.contains("Invalid argument"), "{root}: {out}");
+        assert_eq!(cat(&mut m, &trigger), replaced, "{root}: a refused line removes nothing");
+        m.run(&format!("echo '' > {trigger}"));
+        assert_eq!(cat(&mut m, &trigger), "traceon:unlimited", "{root}");
+        m.run(&format!("echo '!traceon' > {trigger}"));
+        assert_eq!(cat(&mut m, &trigger), none, "{root}");
 
         // traceon and traceoff: one of the two.
         m.run(&format!("echo 'traceon' > {trigger}"));

@@ -1234,12 +1234,14 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
             });
             Ok(())
         }
-        // As ftrace: `>` and `>>` both add one trigger (`!` removes), and an
-        // empty write does nothing.
-        File::EventTrigger(d) => match value.trim() {
+        // As ftrace: `>>` adds one trigger (`!` removes) and an empty write does
+        // nothing; `>` first removes the event's histograms and `enable_hist` and
+        // `disable_hist` triggers, in the same change (a refused line removes none).
+        File::EventTrigger(d) if append => match value.trim() {
             "" => Ok(()),
             _ => Ok(instance.set_trigger(d, value)?),
         },
+        File::EventTrigger(d) => Ok(instance.set_trigger_truncating(d, value)?),
         File::EventInject(d) => instance.inject(d, value).map_err(FsError::Inject),
         File::AvailableEvents
         | File::TracePipe

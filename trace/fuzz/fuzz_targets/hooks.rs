@@ -1,13 +1,15 @@
 //! Fuzzes what tracefs files take, through the in-kernel API on a host tracer: an
-//! event's `filter`, `trigger` (histograms among them), `inject` and `hist`, and an
-//! instance's buffer size, mode, clock, cpumask, snapshot, `tracing_on`, `trace` and
-//! the instance itself being removed and made again, with events emitted between.
+//! event's `filter`, `trigger` (`>>` and `>`; histograms among them), `inject` and
+//! `hist`, and an instance's buffer size, mode, clock, cpumask, snapshot,
+//! `tracing_on`, `trace`, `trace_pipe` and the instance itself being removed and
+//! made again, with events emitted between, on either of two CPUs.
 //! Each input line is one operation: its first byte the operation, its second the
 //! event (low bits) and the instance (top bit: `x` instead of the top level), the
 //! rest the text written. Nothing may panic; a refused filter or trigger must leave
 //! every event's filter and triggers as they were; after each operation every live
 //! buffer must balance (`written == entries + read + overrun + dropped`) and hold as
-//! many records as its `entries` count.
+//! many records as its `entries` count, and a `trace_pipe` reader dropped after some
+//! records must have taken exactly those.
 #![no_main]
 
 use std::sync::OnceLock;
@@ -64,6 +66,27 @@ fn emit(event: usize, text: &[u8]) {
         1 => trace::emit!(PAIR, a, b),
         _ => trace::emit!(TEXT, &*String::from_utf8_lossy(text), a as u16),
     }
+}
+
+/// The live buffer's events held and read, summed over its CPUs.
+fn held_and_read(instance: &Instance<'_, HostPlatform>) -> (u64, u64) {
+    (0..CPUS)
+        .map(|cpu| instance.stats(cpu).expect("a CPU of the tracer"))
+        .fold((0, 0), |(entries, read), s| (entries + s.entries, read + s.read))
+}
+
+/// Takes up to `n` records from `instance`'s live buffer as `trace_pipe` does, then
+/// drops the reader: exactly the records returned leave the buffer, as read.
+fn consume(instance: &Instance<'_, HostPlatform>, n: u64) {
+    let (entries, read) = held_and_read(instance);
+    let recorder = instance.recorder();
+    let Ok(mut reader) = recorder.live().merged_consumer() else { return };
+    let mut taken = 0;
+    while taken < n && reader.next_record().is_some() {
+        taken += 1;
+    }
+    drop(reader);
+    assert_eq!(held_and_read(instance), (entries - taken, read + taken), "{taken} taken");
 }
 
 /// Every CPU of `instance`'s live buffer balances, and holds as many records as it
@@ -125,11 +148,12 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
         let (w, on) = (word(rest, 0), rest.first().is_some_and(|b| b & 1 == 1));
         let before = hooks(&instance);
         match op {
-            b'f' | b'g' | b't' => {
+            b'f' | b'g' | b't' | b'>' => {
                 let refused = match op {
                     b'f' => instance.set_filter(descriptor, &text).is_err(),
                     b'g' => instance.set_system_filter("fz", &text).is_err(),
-                    _ => instance.set_trigger(descriptor, &text).is_err(),
+                    b't' => instance.set_trigger(descriptor, &text).is_err(),
+                    _ => instance.set_trigger_truncating(descriptor, &text).is_err(),
                 };
                 if refused {
                     assert_eq!(hooks(&instance), before, "refused {line:?} changed hooks");
@@ -186,6 +210,7 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
                 continue;
             }
             b'C' => HostPlatform::set_cpu(w as usize % CPUS),
+            b'q' => consume(&instance, w % 8),
             _ => emit(event, rest),
         }
         check(tracer, &instance, line);

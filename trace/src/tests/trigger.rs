@@ -966,6 +966,54 @@ fn the_stacktrace_option_records_a_stack_after_each_tracepoint_its_instance_reco
     t.destroy_by_name("other").unwrap();
 }
 
+/// A line written with `>` (ftrace opens the file truncated) first removes the
+/// event's histograms and `enable_hist`/`disable_hist` triggers, in the same change:
+/// other triggers stay, a refused line removes nothing, a blank line only removes,
+/// and a histogram whose variable another reads keeps them all.
+#[test]
+fn a_truncating_trigger_write_replaces_the_events_histograms() {
+    static EV: EventDescriptor =
+        EventDescriptor::new("zt13", "ev", "n={n}", N_FIELDS, DescriptorKind::Event);
+    static END: EventDescriptor =
+        EventDescriptor::new("zt13", "end", "n={n}", N_FIELDS, DescriptorKind::Event);
+    let t = tracer(&[&EV, &END]);
+    let top = t.top();
+    top.set_trigger(&EV, "hist:keys=n:size=128").unwrap();
+    top.set_trigger(&EV, "traceoff:3").unwrap();
+    top.set_trigger(&EV, "disable_hist:zt13:end").unwrap();
+    top.set_trigger_truncating(&EV, "hist:keys=n:vals=n:size=128").unwrap();
+    let kept = ["traceoff:count=3", "hist:keys=n:vals=hitcount,n:sort=hitcount:size=128 [active]"];
+    assert_eq!(top.triggers(&EV), kept);
+    // Refused: nothing removed.
+    let refused = top.set_trigger_truncating(&EV, "hist:keys=nope").unwrap_err();
+    assert!(matches!(refused, HookError::Trigger(_)), "{refused:?}");
+    assert_eq!(top.triggers(&EV), kept);
+    // Removing the histogram the write removes anyway, or another trigger.
+    top.set_trigger_truncating(&EV, "!hist:keys=n:vals=n:size=128").unwrap();
+    assert_eq!(top.triggers(&EV), ["traceoff:count=3"]);
+    top.set_trigger(&EV, "hist:keys=n:size=128").unwrap();
+    top.set_trigger_truncating(&EV, "!traceoff").unwrap();
+    assert_eq!(top.triggers(&EV), Vec::<String>::new());
+    // A blank line only removes.
+    top.set_trigger(&EV, "hist:keys=n:size=128").unwrap();
+    top.set_trigger(&EV, "traceon").unwrap();
+    top.set_trigger_truncating(&EV, " ").unwrap();
+    assert_eq!(top.triggers(&EV), ["traceon:unlimited"]);
+    // A histogram whose variable another reads: none removed, the line applies.
+    top.set_trigger(&EV, "hist:keys=n:ts0=common_timestamp:size=128").unwrap();
+    top.set_trigger(&END, "hist:keys=n:vals=$lat:lat=common_timestamp-$ts0:size=128").unwrap();
+    top.set_trigger_truncating(&EV, "hist:keys=n:vals=n:size=128").unwrap();
+    assert_eq!(top.triggers(&EV).len(), 3, "{:?}", top.triggers(&EV));
+    // Once nothing reads it, the histograms go.
+    top.set_trigger_truncating(&END, "").unwrap();
+    top.set_trigger_truncating(&EV, "").unwrap();
+    assert_eq!(top.triggers(&EV), ["traceon:unlimited"]);
+    // `>>` adds, as it always did.
+    top.set_trigger(&EV, "hist:keys=n:size=128").unwrap();
+    top.set_trigger(&EV, "hist:keys=n:vals=n:size=128").unwrap();
+    assert_eq!(top.triggers(&EV).len(), 3);
+}
+
 #[test]
 fn filter_and_triggers_go_with_their_instance() {
     static EV: EventDescriptor =

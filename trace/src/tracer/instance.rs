@@ -390,8 +390,41 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
     /// (`HookError::Trigger`, with the position and reason) change nothing. Calls
     /// are serialised per instance. Needs a context that may wait.
     pub fn set_trigger(&self, event: &EventDescriptor, line: &str) -> Result<(), HookError> {
+        self.write_trigger(event, line, false)
+    }
+
+    /// [`Instance::set_trigger`] for a line written with `>`, which opens ftrace's
+    /// file truncated: the event's `hist`, `enable_hist` and `disable_hist` triggers
+    /// go (none of them if another histogram reads a variable of one of its
+    /// histograms) and the line applies, in one change. A blank line only removes;
+    /// a refused line removes nothing.
+    pub fn set_trigger_truncating(
+        &self,
+        event: &EventDescriptor,
+        line: &str,
+    ) -> Result<(), HookError> {
+        self.write_trigger(event, line, true)
+    }
+
+    /// [`Instance::set_trigger`], and with `truncate` [`Instance::set_trigger_truncating`].
+    fn write_trigger(
+        &self,
+        event: &EventDescriptor,
+        line: &str,
+        truncate: bool,
+    ) -> Result<(), HookError> {
         let _edit = self.state.triggers.lock();
         let index = self.event_index(event)?;
+        let existing = self.tracer.hooks_of(self.state.slot, index);
+        let all = existing.as_ref().map_or(&[][..], |h| &h.triggers);
+        let doomed = if truncate { self.truncated(all) } else { Vec::new() };
+        let kept = |t: &&Arc<Trigger>| !doomed.iter().any(|d| Arc::ptr_eq(d, t));
+        if truncate && line.trim().is_empty() {
+            return self.tracer.edit_hooks(self.state.slot, |table| {
+                remove_doomed(&mut table[index], &doomed);
+                Ok(())
+            });
+        }
         let tracer = self.tracer;
         let lookup = |system: &str, name: &str| {
             tracer.events().iter().copied().find(|d| d.system == system && d.name == name)
@@ -410,8 +443,7 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
         };
         match command {
             TriggerCommand::Add(trigger) | TriggerCommand::Hist(trigger, _) => {
-                let existing = self.tracer.hooks_of(self.state.slot, index);
-                let triggers = existing.as_ref().map_or(&[][..], |h| &h.triggers);
+                let triggers: Vec<&Arc<Trigger>> = all.iter().filter(kept).collect();
                 if let Some(same) = triggers.iter().find(|t| t.same_as(&trigger)) {
                     return match (same.hist(), hist_op) {
                         (Some(hist), Some(op)) => self.apply_hist_op(hist, op),
@@ -424,11 +456,11 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
                 let mut trigger = trigger;
                 // A named histogram shares the table of the one of its name, if any.
                 let name = trigger.hist().and_then(Hist::name);
-                let named = name.and_then(|name| self.named_hist(name));
+                let named = name.and_then(|name| self.named_hist(name, &doomed));
                 if let Some(hist) = named.as_deref().and_then(Trigger::hist) {
                     trigger.share_hist(hist).map_err(trigger_error)?;
                 }
-                self.bind_vars(&mut trigger)?;
+                self.bind_vars(&mut trigger, &doomed)?;
                 trigger.allocate().map_err(trigger_error)?;
                 if trigger.action() == Action::Snapshot
                     || trigger.hist().is_some_and(Hist::takes_snapshots)
@@ -437,6 +469,7 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
                 }
                 let trigger = Arc::new(trigger);
                 self.tracer.edit_hooks(self.state.slot, |table| {
+                    remove_doomed(&mut table[index], &doomed);
                     let mut hooks = table[index].as_deref().cloned().unwrap_or_default();
                     if hooks.triggers.iter().any(|t| t.same_as(&trigger)) {
                         return Err(trigger_error(TriggerReason::Exists));
@@ -451,58 +484,82 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
             }
             TriggerCommand::Remove(trigger) => {
                 // A histogram whose variables another reads stays, as in ftrace.
-                let existing = self.tracer.hooks_of(self.state.slot, index);
-                let triggers = existing.as_ref().map_or(&[][..], |h| &h.triggers);
-                let same = triggers.iter().find(|t| t.same_as(&trigger));
-                if let Some(hist) = same.and_then(|t| t.hist()) {
-                    let hists = self.hists();
+                let same = all.iter().find(|t| t.same_as(&trigger));
+                if let Some(hist) = same.filter(kept).and_then(|t| t.hist()) {
+                    let hists = self.hists(&doomed);
                     if hists.iter().filter_map(|t| t.hist()).any(|h| h.reads_vars_of(hist)) {
                         return Err(trigger_error(TriggerReason::Hist(HistReason::VariableInUse)));
                     }
                 }
-                self.remove_trigger(index, &trigger)
+                self.remove_trigger(index, &trigger, &doomed)
             }
         }
     }
 
-    /// Removes the trigger of the event at `index` that is the same as `trigger`.
-    fn remove_trigger(&self, index: usize, trigger: &Trigger) -> Result<(), HookError> {
+    /// Removes the trigger of the event at `index` that is the same as `trigger`, and
+    /// those of `doomed` (a truncating write's), in one change.
+    fn remove_trigger(
+        &self,
+        index: usize,
+        trigger: &Trigger,
+        doomed: &[Arc<Trigger>],
+    ) -> Result<(), HookError> {
         let trigger_error = |reason| HookError::Trigger(TriggerError { pos: 0, reason });
         self.tracer.edit_hooks(self.state.slot, |table| {
             let mut hooks = table[index].as_deref().cloned().unwrap_or_default();
-            let before = hooks.triggers.len();
-            hooks.triggers.retain(|t| !t.same_as(trigger));
-            if hooks.triggers.len() == before {
+            if !hooks.triggers.iter().any(|t| t.same_as(trigger)) {
                 return Err(trigger_error(TriggerReason::NotFound));
             }
+            hooks.triggers.retain(|t| !t.same_as(trigger));
             table[index] = Some(Arc::new(hooks)).filter(|h| !h.is_empty());
+            remove_doomed(&mut table[index], doomed);
             Ok(())
         })
     }
 
-    /// The `hist` triggers of this instance, on every event.
-    fn hists(&self) -> Vec<Arc<Trigger>> {
+    /// Which of `triggers` (one event's) a truncating write removes: the histograms
+    /// and the `enable_hist` and `disable_hist` triggers, or none of them if another
+    /// histogram of the instance reads a variable of one of those histograms.
+    fn truncated(&self, triggers: &[Arc<Trigger>]) -> Vec<Arc<Trigger>> {
+        let hist_family = |t: &&Arc<Trigger>| {
+            t.hist().is_some()
+                || matches!(t.action(), Action::EnableHist(_) | Action::DisableHist(_))
+        };
+        let doomed: Vec<Arc<Trigger>> = triggers.iter().filter(hist_family).cloned().collect();
+        let hists = self.hists(&[]);
+        let read = doomed.iter().filter_map(|d| Some((d, d.hist()?))).any(|(d, hist)| {
+            hists
+                .iter()
+                .any(|t| !Arc::ptr_eq(t, d) && t.hist().is_some_and(|h| h.reads_vars_of(hist)))
+        });
+        if read { Vec::new() } else { doomed }
+    }
+
+    /// The `hist` triggers of this instance, on every event, but those of `except`.
+    fn hists(&self, except: &[Arc<Trigger>]) -> Vec<Arc<Trigger>> {
         let slot = self.state.slot;
         let hooks = (0..self.tracer.events().len()).filter_map(|i| self.tracer.hooks_of(slot, i));
         let triggers = hooks.flat_map(|hooks| hooks.triggers.clone());
-        triggers.filter(|t| t.hist().is_some()).collect()
+        let kept = |t: &Arc<Trigger>| !except.iter().any(|e| Arc::ptr_eq(e, t));
+        triggers.filter(|t| t.hist().is_some() && kept(t)).collect()
     }
 
     /// The `hist` trigger of this instance whose histogram is named `name`, on any
-    /// event (the first found: all of one name share one table).
-    fn named_hist(&self, name: &str) -> Option<Arc<Trigger>> {
-        self.hists().into_iter().find(|t| t.hist().and_then(Hist::name) == Some(name))
+    /// event (the first found: all of one name share one table), but those of `except`.
+    fn named_hist(&self, name: &str, except: &[Arc<Trigger>]) -> Option<Arc<Trigger>> {
+        self.hists(except).into_iter().find(|t| t.hist().and_then(Hist::name) == Some(name))
     }
 
     /// Binds each reference of `trigger`'s histogram (not set yet) to another
-    /// histogram's variable to the one histogram of the instance that defines it:
-    /// refused, at the reference, if none or several do, or if its keys differ.
-    fn bind_vars(&self, trigger: &mut Trigger) -> Result<(), HookError> {
+    /// histogram's variable to the one histogram of the instance that defines it
+    /// (those of `except` left out): refused, at the reference, if none or several
+    /// do, or if its keys differ.
+    fn bind_vars(&self, trigger: &mut Trigger, except: &[Arc<Trigger>]) -> Result<(), HookError> {
         let unbound = trigger.hist().map(Hist::unbound_vars).unwrap_or_default();
         if unbound.is_empty() {
             return Ok(());
         }
-        let hists = self.hists();
+        let hists = self.hists(except);
         for (name, pos) in unbound {
             let error = |reason| {
                 let reason = TriggerReason::Hist(reason);
@@ -859,6 +916,14 @@ macro_rules! printk {
 }
 
 /// Replaces the filter in a hook table entry, dropping the entry once it is empty.
+/// Takes the triggers of `doomed` out of an event's hooks.
+fn remove_doomed(entry: &mut Option<Arc<EventHooks>>, doomed: &[Arc<Trigger>]) {
+    let Some(hooks) = entry.as_deref().filter(|_| !doomed.is_empty()) else { return };
+    let mut hooks = hooks.clone();
+    hooks.triggers.retain(|t| !doomed.iter().any(|d| Arc::ptr_eq(d, t)));
+    *entry = Some(Arc::new(hooks)).filter(|h| !h.is_empty());
+}
+
 fn set_entry_filter(entry: &mut Option<Arc<EventHooks>>, filter: Option<Arc<Filter>>) {
     let mut hooks = entry.as_deref().cloned().unwrap_or_default();
     hooks.filter = filter;
