@@ -136,8 +136,13 @@ pub struct LatencyReport<'a> {
 /// (without the flags' with `irq-info` off). With `latency-format`, ftrace's
 /// latency header instead, if the buffer holds records.
 pub fn write_header(out: &mut dyn Write, header: &Header<'_>, layout: &Layout) -> fmt::Result {
-    let Header { tracer, entries, written, cpus, .. } = *header;
+    let Header { tracer, entries, written, cpus, latency, .. } = *header;
     write!(out, "# tracer: {tracer}\n#\n")?;
+    // Without the latency format's header, a latency is told in three lines.
+    if let Some(l) = latency.filter(|_| !(layout.latency_format && layout.context_info)) {
+        writeln!(out, "# irqsoff latency: {} us, CPU#{}", l.ns / 1000, l.cpu)?;
+        writeln!(out, "#  => started at: {}\n#  => ended at:   {}\n#", l.started, l.ended)?;
+    }
     if !layout.context_info || (layout.latency_format && entries == 0) {
         return Ok(());
     }

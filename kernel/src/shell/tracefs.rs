@@ -418,21 +418,20 @@ const CPU_SNAPSHOT_HELP: &str = "\
 # echo 2 > snapshot : Clears this cpu's snapshot buffer (but does not allocate)
 ";
 
-/// `snapshot` (`cpu` `None`) or `per_cpu/cpuN/snapshot`: whether a snapshot is
-/// allocated, the commands, and its records (those of CPU `cpu`).
+/// `snapshot` (`cpu` `None`) or `per_cpu/cpuN/snapshot`, as ftrace's: the header and
+/// the records (those of CPU `cpu`), or, without any, whether a snapshot is
+/// allocated and the commands.
 fn write_snapshot(
     out: &mut dyn Write,
     instance: &trace::Instance<'_, KernelPlatform>,
     cpu: Option<usize>,
     layout: &Layout,
 ) -> fmt::Result {
-    let help = if cpu.is_some() { CPU_SNAPSHOT_HELP } else { SNAPSHOT_HELP };
-    match instance.has_snapshot() {
-        true => writeln!(out, "# * Snapshot is allocated *\n#")?,
-        false => writeln!(out, "# * Snapshot is freed *\n#")?,
-    }
-    out.write_str(help)?;
-    tracing::write_snapshot(out, instance, cpu, layout)
+    tracing::write_snapshot(out, instance, cpu, layout, |out| {
+        let state = if instance.has_snapshot() { "allocated" } else { "freed" };
+        let help = if cpu.is_some() { CPU_SNAPSHOT_HELP } else { SNAPSHOT_HELP };
+        write!(out, "#\n# * Snapshot is {state} *\n#\n{help}")
+    })
 }
 
 /// The `README` file: a mini-HOWTO of this tree.

@@ -464,33 +464,33 @@ pub fn write_trace(
     if pause { live.with_writes_held(list) } else { list(false) }
 }
 
-/// The snapshot buffer's records (CPU `cpu`'s, or every CPU's merged in time order).
-/// If the irqsoff tracer reported into it, the latency's head comes first: with
-/// `latency-format`, ftrace's latency header, whose times count from the start of
-/// the latency; without, that header shortened to the latency, its CPU and where it
-/// started and ended.
+/// The snapshot buffer, as ftrace's `snapshot` file reads (CPU `cpu`'s part, or every
+/// CPU's records merged in time order): the tracer's name, then, if the snapshot
+/// holds records, the header and the records; if not (or it is freed), what
+/// `empty` writes. If the irqsoff tracer reported into it, the header tells the
+/// latency: with `latency-format`, ftrace's latency header, whose times count from
+/// the start of the latency; without, the latency, its CPU and where it started
+/// and ended, in three lines.
 pub fn write_snapshot(
     out: &mut dyn Write,
     instance: &Instance<'_, KernelPlatform>,
     cpu: Option<usize>,
     layout: &Layout,
+    empty: impl FnOnce(&mut dyn Write) -> fmt::Result,
 ) -> fmt::Result {
     let recorder = instance.recorder();
-    let Some(snapshot) = recorder.snapshot() else { return Ok(()) };
+    let held = |s: &&Buffer<KernelPlatform>| counts(s.cpus(), cpu, |c| s.stats(c)).0 > 0;
+    let Some(snapshot) = recorder.snapshot().filter(held) else {
+        write!(out, "# tracer: {}\n#\n", instance.function_tracer().name())?;
+        return empty(out);
+    };
     let report = irqsoff_report(snapshot, cpu);
-    let tracer = instance.tracer();
-    if layout.latency_format && layout.context_info {
-        let start = report.as_ref().map(|r| r.ts.saturating_sub(r.ns));
-        return write_records(out, tracer, snapshot, cpu, layout, start, |out| {
-            let counts = counts(snapshot.cpus(), cpu, |c| snapshot.stats(c));
-            write_header(out, instance, counts, layout, report.as_ref())
-        });
-    }
-    if let Some(r) = &report {
-        writeln!(out, "# irqsoff latency: {} us, CPU#{}", r.ns / 1000, r.cpu)?;
-        writeln!(out, "#  => started at: {}\n#  => ended at:   {}\n#", Code(r.start), Code(r.end))?;
-    }
-    write_records(out, tracer, snapshot, cpu, layout, None, |_| Ok(()))
+    let latency_format = layout.latency_format && layout.context_info;
+    let start = report.as_ref().filter(|_| latency_format).map(|r| r.ts.saturating_sub(r.ns));
+    write_records(out, instance.tracer(), snapshot, cpu, layout, start, |out| {
+        let counts = counts(snapshot.cpus(), cpu, |c| snapshot.stats(c));
+        write_header(out, instance, counts, layout, report.as_ref())
+    })
 }
 
 /// An `ftrace:irqsoff` report: where and when it was written, the latency (ns), and
