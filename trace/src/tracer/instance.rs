@@ -915,8 +915,8 @@ macro_rules! printk {
     }};
 }
 
-/// Replaces the filter in a hook table entry, dropping the entry once it is empty.
-/// Takes the triggers of `doomed` out of an event's hooks.
+/// Takes the triggers of `doomed` out of an event's hooks, dropping the entry once it
+/// is empty.
 fn remove_doomed(entry: &mut Option<Arc<EventHooks>>, doomed: &[Arc<Trigger>]) {
     let Some(hooks) = entry.as_deref().filter(|_| !doomed.is_empty()) else { return };
     let mut hooks = hooks.clone();
@@ -924,6 +924,7 @@ fn remove_doomed(entry: &mut Option<Arc<EventHooks>>, doomed: &[Arc<Trigger>]) {
     *entry = Some(Arc::new(hooks)).filter(|h| !h.is_empty());
 }
 
+/// Replaces the filter in a hook table entry, dropping the entry once it is empty.
 fn set_entry_filter(entry: &mut Option<Arc<EventHooks>>, filter: Option<Arc<Filter>>) {
     let mut hooks = entry.as_deref().cloned().unwrap_or_default();
     hooks.filter = filter;
