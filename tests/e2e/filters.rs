@@ -759,6 +759,12 @@ fn hist_triggers_count_by_key_from_any_context() {
         let out = m.run(&format!("echo '{spec}' >> {print}/trigger"));
         assert!(out.contains("already"), "{root}: {out}");
         m.run(&format!("echo '!{spec}' >> {print}/trigger"));
+        // Without the histogram, `cont` and `clear` are refused, as Linux's.
+        for op in ["cont", "clear"] {
+            let out = m.run(&format!("echo '{spec}:{op}' >> {print}/trigger"));
+            assert!(out.contains("no such trigger on the event"), "{root}{op}: {out}");
+        }
+        assert!(!cat(&mut m, &format!("{print}/trigger")).contains("hist:"), "{root}");
 
         // `.percent` and `.graph` show each entry's share and a bar.
         let spec = "hist:keys=buf:vals=hitcount.percent:sort=hitcount.descending";

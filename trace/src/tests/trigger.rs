@@ -966,6 +966,29 @@ fn the_stacktrace_option_records_a_stack_after_each_tracepoint_its_instance_reco
     t.destroy_by_name("other").unwrap();
 }
 
+/// As Linux's `hist_register_trigger`: `:cont` and `:clear` act on a histogram the
+/// event has, and without one are refused (changing nothing); `:pause` makes one,
+/// paused.
+#[test]
+fn hist_cont_and_clear_need_the_histogram_and_pause_makes_one() {
+    static EV: EventDescriptor =
+        EventDescriptor::new("zt14", "ev", "n={n}", N_FIELDS, DescriptorKind::Event);
+    let t = tracer(&[&EV]);
+    let top = t.top();
+    for op in ["cont", "clear"] {
+        let refused = top.set_trigger(&EV, &format!("hist:keys=n:size=128:{op}"));
+        let reason = TriggerReason::NotFound;
+        assert_eq!(refused, Err(HookError::Trigger(TriggerError { pos: 0, reason })), "{op}");
+        assert_eq!(top.triggers(&EV), Vec::<String>::new(), "{op}");
+    }
+    top.set_trigger(&EV, "hist:keys=n:size=128:pause").unwrap();
+    let paused = "hist:keys=n:vals=hitcount:sort=hitcount:size=128 [paused]";
+    assert_eq!(top.triggers(&EV), [paused]);
+    top.set_trigger(&EV, "hist:keys=n:size=128:cont").unwrap();
+    assert_eq!(top.triggers(&EV), [paused.replace("paused", "active")]);
+    top.set_trigger(&EV, "hist:keys=n:size=128:clear").unwrap();
+}
+
 /// A line written with `>` (ftrace opens the file truncated) first removes the
 /// event's histograms and `enable_hist`/`disable_hist` triggers, in the same change:
 /// other triggers stay, a refused line removes nothing, a blank line only removes,

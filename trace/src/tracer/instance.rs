@@ -450,6 +450,11 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
                         _ => Err(trigger_error(TriggerReason::Exists)),
                     };
                 }
+                // As ftrace: `cont` and `clear` act on a histogram the event has (`pause`
+                // makes one, paused).
+                if matches!(hist_op, Some(HistOp::Continue | HistOp::Clear)) {
+                    return Err(trigger_error(TriggerReason::NotFound));
+                }
                 if triggers.len() == MAX_TRIGGERS {
                     return Err(trigger_error(TriggerReason::TooMany));
                 }
