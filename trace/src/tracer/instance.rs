@@ -418,10 +418,15 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
         let existing = self.tracer.hooks_of(self.state.slot, index);
         let all = existing.as_ref().map_or(&[][..], |h| &h.triggers);
         let doomed = if truncate { self.truncated(all) } else { Vec::new() };
-        let kept = |t: &&Arc<Trigger>| !doomed.iter().any(|d| Arc::ptr_eq(d, t));
+        let kept = |t: &&Arc<Trigger>| !listed(t, &doomed);
         if truncate && line.trim().is_empty() {
+            if doomed.is_empty() {
+                return Ok(());
+            }
             return self.tracer.edit_hooks(self.state.slot, |table| {
-                remove_doomed(&mut table[index], &doomed);
+                let mut hooks = table[index].as_deref().cloned().unwrap_or_default();
+                hooks.triggers.retain(|t| !listed(t, &doomed));
+                table[index] = Some(Arc::new(hooks)).filter(|h| !h.is_empty());
                 Ok(())
             });
         }
@@ -474,8 +479,8 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
                 }
                 let trigger = Arc::new(trigger);
                 self.tracer.edit_hooks(self.state.slot, |table| {
-                    remove_doomed(&mut table[index], &doomed);
                     let mut hooks = table[index].as_deref().cloned().unwrap_or_default();
+                    hooks.triggers.retain(|t| !listed(t, &doomed));
                     if hooks.triggers.iter().any(|t| t.same_as(&trigger)) {
                         return Err(trigger_error(TriggerReason::Exists));
                     }
@@ -515,9 +520,8 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
             if !hooks.triggers.iter().any(|t| t.same_as(trigger)) {
                 return Err(trigger_error(TriggerReason::NotFound));
             }
-            hooks.triggers.retain(|t| !t.same_as(trigger));
+            hooks.triggers.retain(|t| !t.same_as(trigger) && !listed(t, doomed));
             table[index] = Some(Arc::new(hooks)).filter(|h| !h.is_empty());
-            remove_doomed(&mut table[index], doomed);
             Ok(())
         })
     }
@@ -545,8 +549,7 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
         let slot = self.state.slot;
         let hooks = (0..self.tracer.events().len()).filter_map(|i| self.tracer.hooks_of(slot, i));
         let triggers = hooks.flat_map(|hooks| hooks.triggers.clone());
-        let kept = |t: &Arc<Trigger>| !except.iter().any(|e| Arc::ptr_eq(e, t));
-        triggers.filter(|t| t.hist().is_some() && kept(t)).collect()
+        triggers.filter(|t| t.hist().is_some() && !listed(t, except)).collect()
     }
 
     /// The `hist` trigger of this instance whose histogram is named `name`, on any
@@ -920,13 +923,9 @@ macro_rules! printk {
     }};
 }
 
-/// Takes the triggers of `doomed` out of an event's hooks, dropping the entry once it
-/// is empty.
-fn remove_doomed(entry: &mut Option<Arc<EventHooks>>, doomed: &[Arc<Trigger>]) {
-    let Some(hooks) = entry.as_deref().filter(|_| !doomed.is_empty()) else { return };
-    let mut hooks = hooks.clone();
-    hooks.triggers.retain(|t| !doomed.iter().any(|d| Arc::ptr_eq(d, t)));
-    *entry = Some(Arc::new(hooks)).filter(|h| !h.is_empty());
+/// Whether `trigger` is one of `among` (the same allocation, not an equal line).
+fn listed(trigger: &Arc<Trigger>, among: &[Arc<Trigger>]) -> bool {
+    among.iter().any(|t| Arc::ptr_eq(t, trigger))
 }
 
 /// Replaces the filter in a hook table entry, dropping the entry once it is empty.
