@@ -384,9 +384,42 @@ pub struct Filter {
     entry: u16,
     /// The event's field kinds, to find fields located after a string.
     kinds: Box<[FieldKind]>,
-    /// The nodes as steps over a small payload's words, when every node compares an
-    /// integer at a fixed place among them.
-    steps: Option<Box<[Step]>>,
+    /// The nodes as steps over a small payload's words, when there are at most
+    /// [`MAX_STEPS`] and every one compares an integer at a fixed place among them.
+    steps: Option<Steps>,
+}
+
+/// Most nodes a filter tested as [`Steps`] has: one bit each in an index of a `u64`.
+const MAX_STEPS: usize = 6;
+
+/// A filter's nodes as [`Step`]s, all tested at once ([`Filter::matches_inline`]):
+/// no test waits for another's result. Bit `i` of an index is node `i`'s result,
+/// and bit `index` of `verdicts` is the filter's verdict on those results.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Steps {
+    steps: Box<[Step]>,
+    verdicts: u64,
+}
+
+impl Steps {
+    /// The steps of `nodes` (entered at `entry`), if there are few enough and each
+    /// is one.
+    fn of(nodes: &[Node], entry: u16) -> Option<Steps> {
+        if nodes.len() > MAX_STEPS {
+            return None;
+        }
+        let steps = nodes.iter().map(Step::of).collect::<Option<Box<[Step]>>>()?;
+        let mut verdicts = 0;
+        for index in 0..1u64 << nodes.len() {
+            let mut at = entry;
+            // Every jump goes to a lower index or to a verdict, past every index.
+            while let Some(node) = nodes.get(usize::from(at)) {
+                at = if index >> at & 1 != 0 { node.on_true } else { node.on_false };
+            }
+            verdicts |= u64::from(at == ACCEPT) << index;
+        }
+        Some(Steps { steps, verdicts })
+    }
 }
 
 /// A node that compares an integer at a fixed place of a small payload
@@ -401,14 +434,12 @@ struct Step {
     at: u8,
     shift: u8,
     signed: bool,
-    on_true: u16,
-    on_false: u16,
 }
 
 impl Step {
     /// The step of `node`, if it is one.
     fn of(node: &Node) -> Option<Step> {
-        let Node { field, test, on_true, on_false, .. } = node;
+        let Node { field, test, .. } = node;
         match (field.location, test) {
             (Location::Fixed(at), &Test::Int { mask, lo, span })
                 if usize::from(at) < 8 * INLINE_WORDS =>
@@ -423,8 +454,6 @@ impl Step {
                     at: at as u8,
                     shift: field.shift,
                     signed: field.signed,
-                    on_true: *on_true,
-                    on_false: *on_false,
                 })
             }
             _ => None,
@@ -549,27 +578,23 @@ impl Filter {
     /// as one word. Callable from any context: no lock, no allocation.
     #[inline(always)]
     pub(crate) fn matches_inline(&self, words: &Inline, len: usize, origin: Origin) -> bool {
-        let Some(steps) = &self.steps else {
+        let Some(Steps { steps, verdicts }) = &self.steps else {
             let bytes = words.as_flattened();
             return self.matches(bytes.get(..len).unwrap_or(bytes), origin);
         };
-        let mut at = self.entry;
         let bytes = words.as_flattened();
-        // Every jump goes to a lower index or to a verdict, past every index.
-        while let Some(step) = steps.get(usize::from(at)) {
+        let mut index = 0;
+        // The last step first: each result shifts the ones before it up a bit.
+        for step in steps.iter().rev() {
             // `step.at` is below 8 * INLINE_WORDS (the remainder changes nothing; it
             // shows the compiler that the word lies inside `words`, one word longer).
             let from = usize::from(step.at) % (8 * INLINE_WORDS);
             let word: [u8; 8] = bytes[from..from + 8].try_into().unwrap_or([0; 8]);
             let word = u64::from_le_bytes(word);
             let v = if step.signed { extend(word, step.shift, true) } else { word };
-            at = if in_range(v, step.mask, step.lo, step.span) {
-                step.on_true
-            } else {
-                step.on_false
-            };
+            index = index << 1 | u64::from(in_range(v, step.mask, step.lo, step.span));
         }
-        at == ACCEPT
+        verdicts >> index & 1 != 0
     }
 
     /// Whether the event whose values `fields` gives, written at `origin`, passes: a
@@ -790,7 +815,7 @@ impl<'t> Parsed<'t> {
         let entry = emit(&self.ast, &bound, &mut nodes, ACCEPT, REJECT);
         Ok(Filter {
             text: self.text.into(),
-            steps: nodes.iter().map(Step::of).collect(),
+            steps: Steps::of(&nodes, entry),
             nodes: nodes.into_boxed_slice(),
             entry,
             kinds: fields.iter().map(|f| f.kind).collect(),

@@ -329,8 +329,9 @@ proptest! {
     #[test]
     #[cfg_attr(miri, ignore = "single-threaded safe code, run natively")]
     fn filter_on_words_agrees_with_the_payload(
-        leaves in prop::collection::vec(packed_leaf(), 1..4),
-        ors in prop::collection::vec(any::<bool>(), 3),
+        // Up to 8 leaves: more than a filter tested all at once has (6).
+        leaves in prop::collection::vec(packed_leaf(), 1..9),
+        ors in prop::collection::vec(any::<bool>(), 8),
         values in prop::collection::vec(
             (any::<u8>(), any::<u64>(), any::<i32>(), any::<i8>(), any::<u16>(), any::<u64>(),
              any::<i64>()), 6),
