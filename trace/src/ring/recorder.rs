@@ -140,9 +140,15 @@ impl<P: Platform + Clone> Recorder<P> {
 impl<P: Platform> Recorder<P> {
     #[inline(always)]
     fn live_set(&self) -> &Arc<Buffer<P>> {
+        &self.sets[self.live_index()]
+    }
+
+    /// Which of the two sets is live.
+    #[inline(always)]
+    fn live_index(&self) -> usize {
         // Acquire: pairs with the Release store in `swap`, so a writer that sees the
         // new live set also sees the recording switch and mode `swap` gave it.
-        &self.sets[self.live.load(Acquire) & 1]
+        self.live.load(Acquire) & 1
     }
 
     /// The live buffer set (for control and readers).
@@ -179,7 +185,8 @@ impl<P: Platform> Recorder<P> {
     }
 
     /// Writes an event tagged by the tracer (see [`Buffer::write_event`]) into the
-    /// live set, from inside the caller's section on CPU `cpu`.
+    /// live set, from inside the caller's section on CPU `cpu`. Returns which set
+    /// took it, for [`Recorder::swap_nowait_keeping`].
     #[inline(always)]
     pub(crate) fn write_in(
         &self,
@@ -189,8 +196,9 @@ impl<P: Platform> Recorder<P> {
         len: usize,
         limit: usize,
         fill: impl FnOnce(&mut RecordWriter<'_>),
-    ) -> Result<(), WriteError> {
-        self.live().write_event(cpu, tag, len, limit, fill)
+    ) -> Result<usize, WriteError> {
+        let set = self.live_index();
+        self.sets[set].write_event(cpu, tag, len, limit, fill).map(|()| set)
     }
 
     fn lock(&self) -> Result<ControlGuard<'_>, Error> {
@@ -221,6 +229,18 @@ impl<P: Platform> Recorder<P> {
     /// operation runs, `NoSpare` without a snapshot buffer; nothing changed then.
     pub fn swap_nowait(&self) -> Result<(), Error> {
         let _guard = self.lock()?;
+        self.exchange()
+    }
+
+    /// [`Recorder::swap_nowait`] for a snapshot that must hold an event written into
+    /// set `set` ([`Recorder::write_in`]): if another swap has made that set the
+    /// snapshot since, the event is in it already and nothing changes (swapping
+    /// again would make the snapshot the set without it).
+    pub(crate) fn swap_nowait_keeping(&self, set: usize) -> Result<(), Error> {
+        let _guard = self.lock()?;
+        if self.live.load(Relaxed) & 1 != set {
+            return Ok(());
+        }
         self.exchange()
     }
 

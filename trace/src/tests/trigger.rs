@@ -1430,3 +1430,33 @@ fn hist_reference_and_removal_of_its_definer_race_to_one_outcome() {
         let _ = top.set_trigger(&DEF, &std::format!("!{definer}"));
     }
 }
+
+/// A `snapshot` trigger keeps the event that fired it: when another snapshot swaps
+/// the sets between the event's record and its trigger (another CPU's trigger, here
+/// a simulated interrupt once the record is committed), the event is already in the
+/// snapshot and the trigger does not swap it out again.
+#[test]
+fn a_snapshot_trigger_keeps_its_event_when_another_swap_comes_between() {
+    static EV: EventDescriptor =
+        EventDescriptor::new("zsw", "ev", "n={n}", N_FIELDS, DescriptorKind::Event);
+    let t = tracer(&[&EV]);
+    let config = InstanceConfig { snapshot: true, ..InstanceConfig::default() };
+    let i = t.get_or_create("i", config).unwrap();
+    i.set_event(Some("zsw"), None, true).unwrap();
+    i.set_trigger(&EV, "snapshot").unwrap();
+    fire(t, &EV, 1);
+    let recorder = i.recorder();
+    let snapshot = || recorded(recorder.snapshot().unwrap(), EV.id());
+    assert_eq!(snapshot(), [1]);
+    let other = i.recorder();
+    crate::sync::hook::once(crate::sync::Point::Committed, move || {
+        other.swap_nowait().unwrap();
+    });
+    fire(t, &EV, 2);
+    crate::sync::hook::clear();
+    // The other swap made the set holding 2 the snapshot; the trigger kept it.
+    assert_eq!(snapshot(), [2]);
+    // Without a swap in between, the trigger swaps as before.
+    fire(t, &EV, 3);
+    assert_eq!(snapshot(), [1, 3]);
+}

@@ -591,10 +591,11 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
             return 0;
         }
         // The event is recorded (and its stack traces) before its triggers act.
-        if record != 0 {
-            self.record_admitted(section, cpu, tag, record, descriptor, body);
-        }
-        self.fire_triggers(section, cpu, tag, triggered, descriptor, &body);
+        let placed = match record {
+            0 => Placed::default(),
+            _ => self.record_admitted(section, cpu, tag, record, descriptor, body),
+        };
+        self.fire_triggers(section, cpu, tag, triggered, descriptor, &body, placed);
         0
     }
 
@@ -610,12 +611,13 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         mask: u64,
         descriptor: &EventDescriptor,
         body: Body<'_>,
-    ) {
-        body.record_each(self, section, cpu, tag, mask);
+    ) -> Placed {
+        let placed = body.record_each(self, section, cpu, tag, mask);
         let stacked = self.stacked.load(Relaxed) & mask;
         if stacked != 0 && takes_stack_traces(descriptor) {
             self.record_stacks(section, Origin { context: tag.ctx, cpu }, stacked);
         }
+        placed
     }
 
     /// Records a stack trace, from the event's caller outward, in each instance of
@@ -629,7 +631,8 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
             let slot = mask.trailing_zeros() as usize;
             mask &= mask - 1;
             if let Some(recorder) = self.slots[slot].read(section) {
-                FireTarget { tracer: self, section, origin, slot, recorder }.stack_trace();
+                FireTarget { tracer: self, section, origin, slot, recorder, set: None }
+                    .stack_trace();
             }
         }
     }
@@ -690,6 +693,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
     /// `mask`.
     #[cold]
     #[inline(never)]
+    #[allow(clippy::too_many_arguments, reason = "the record path's state")]
     fn fire_triggers(
         &self,
         section: Held<'_>,
@@ -698,6 +702,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         mut mask: u64,
         descriptor: &EventDescriptor,
         body: &Body<'_>,
+        placed: Placed,
     ) {
         // A CPU outside the instance's cpumask: no trigger.
         mask &= !self.excluded_on(cpu);
@@ -710,7 +715,8 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
             else {
                 continue;
             };
-            let target = FireTarget { tracer: self, section, origin, slot, recorder };
+            let set = placed.set(slot);
+            let target = FireTarget { tracer: self, section, origin, slot, recorder, set };
             hooks.triggers.iter().for_each(|trigger| trigger.fire(body, origin, &target));
         }
     }
@@ -728,7 +734,8 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
     }
 
     /// Records an event of `len` bytes, tagged `tag`, into each instance of `mask`:
-    /// `fill` writes each record's payload.
+    /// `fill` writes each record's payload. Returns where the records went (for the
+    /// event's snapshot triggers; the record path without triggers drops it).
     #[inline(always)]
     fn record_each(
         &self,
@@ -738,9 +745,10 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         mask: u64,
         len: usize,
         fill: impl Fn(&mut RecordWriter<'_>),
-    ) {
+    ) -> Placed {
         // A CPU outside the instance's cpumask: not recorded, not counted.
         let mut rest = mask & !self.excluded_on(cpu);
+        let mut placed = Placed::default();
         // The slot is counted up while the mask shifts down, not computed from the
         // mask (`trailing_zeros`): the instance's loads (its recorder, its ring, the
         // reservation that waits on them) then need not wait for the mask's, and on
@@ -752,11 +760,16 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
                 && let Some(recorder) = self.slots[slot].read(section)
             {
                 // Refusals and drops are counted by the ring; `Off` is not an error.
-                let _ = recorder.write_in(section, cpu, tag, len, MAX_EVENT_PAYLOAD, &fill);
+                if let Ok(set) = recorder.write_in(section, cpu, tag, len, MAX_EVENT_PAYLOAD, &fill)
+                {
+                    placed.written |= 1 << slot;
+                    placed.second |= (set as u64) << slot;
+                }
             }
             rest >>= 1;
             slot += 1;
         }
+        placed
     }
 
     /// The index of `descriptor` in [`Tracer::events`], if it is one of them.
@@ -944,7 +957,7 @@ trait Source: Copy {
     fn body<'a>(&'a self, spill: &'a mut Spill) -> Body<'a>;
 
     /// Records the payload, tagged `tag`, into each instance of `mask`
-    /// ([`Tracer::record_each`]).
+    /// ([`Tracer::record_each`]), and returns where the records went.
     fn record_each<P: Platform + Clone + Send + Sync>(
         &self,
         tracer: &Tracer<P>,
@@ -952,7 +965,7 @@ trait Source: Copy {
         cpu: usize,
         tag: Tag,
         mask: u64,
-    );
+    ) -> Placed;
 }
 
 impl Source for Body<'_> {
@@ -969,7 +982,7 @@ impl Source for Body<'_> {
         cpu: usize,
         tag: Tag,
         mask: u64,
-    ) {
+    ) -> Placed {
         // Two calls, so that the copy of encoded words keeps its writer in registers.
         match self.words {
             Some(words) => {
@@ -998,7 +1011,7 @@ impl<const N: usize> Source for Words<N> {
         cpu: usize,
         tag: Tag,
         mask: u64,
-    ) {
+    ) -> Placed {
         let words = self.words.map(u64::to_le_bytes);
         let fill = |w: &mut RecordWriter<'_>| w.put_words(&words);
         // The length brought within its bounds (a no-op for a valid one): the compiler
@@ -1032,9 +1045,31 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
             let slot = mask.trailing_zeros() as usize;
             mask &= mask - 1;
             if let Some(recorder) = self.slots[slot].read(section.held()) {
-                act(&FireTarget { tracer: self, section: section.held(), origin, slot, recorder });
+                act(&FireTarget {
+                    tracer: self,
+                    section: section.held(),
+                    origin,
+                    slot,
+                    recorder,
+                    set: None,
+                });
             }
         }
+    }
+}
+
+/// Where an event's records went ([`Tracer::record_each`]): the slots whose record
+/// was written, and of those the ones whose recorder's second set took it.
+#[derive(Clone, Copy, Default)]
+struct Placed {
+    written: u64,
+    second: u64,
+}
+
+impl Placed {
+    /// The set `slot`'s record went into, if it was written.
+    fn set(self, slot: usize) -> Option<usize> {
+        (self.written >> slot & 1 != 0).then_some((self.second >> slot & 1) as usize)
     }
 }
 
@@ -1046,6 +1081,9 @@ struct FireTarget<'a, P> {
     origin: Origin,
     slot: usize,
     recorder: &'a Recorder<P>,
+    /// The recorder's set that took the event's record, if it was written: what a
+    /// snapshot must hold.
+    set: Option<usize>,
 }
 
 impl<P: Platform + Clone + Send + Sync> Target for FireTarget<'_, P> {
@@ -1058,7 +1096,10 @@ impl<P: Platform + Clone + Send + Sync> Target for FireTarget<'_, P> {
     }
 
     fn snapshot(&self) -> Result<(), crate::Error> {
-        self.recorder.swap_nowait()
+        match self.set {
+            Some(set) => self.recorder.swap_nowait_keeping(set),
+            None => self.recorder.swap_nowait(),
+        }
     }
 
     fn snapshot_kept(&self) -> bool {
