@@ -690,7 +690,8 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
     }
 
     /// Runs the triggers of the event (`tag` written on `cpu`) in each instance of
-    /// `mask`.
+    /// `mask`; `placed` says which set took each instance's record (a snapshot
+    /// trigger keeps the event in the snapshot).
     #[cold]
     #[inline(never)]
     #[allow(clippy::too_many_arguments, reason = "the record path's state")]
