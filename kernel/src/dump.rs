@@ -385,7 +385,10 @@ pub fn stream_raw(
         },
         || {
             writer.borrow_mut().flush();
-            wait();
+            if !failed.get() {
+                wait();
+            }
+            !failed.get()
         },
     );
     let mut writer = writer.into_inner();

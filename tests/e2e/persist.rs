@@ -65,6 +65,12 @@ fn a_marker_survives_a_reboot_in_last_boot_on_every_cpu() {
     assert!(refused.contains("last_boot holds the previous boot's trace: read-only"), "{refused}");
     let refused = m.run("echo hi > instances/last_boot/trace_marker");
     assert!(refused.contains("read-only"), "{refused}");
+    // A consuming read would empty it: the pipes refuse, and every record stays.
+    for pipe in ["trace_pipe", "trace_pipe_raw", "per_cpu/cpu0/trace_pipe"] {
+        let refused = m.run(&format!("cat instances/last_boot/{pipe}"));
+        assert!(refused.contains("read-only"), "{pipe}: {refused}");
+    }
+    assert_eq!(trace_lines(&m.run("cat instances/last_boot/trace")).len(), lines.len());
     // boot_map records this boot from its start, and stays put.
     let now = m.run("cat instances/boot_map/trace");
     assert!(!now.contains("hello-before-reboot"));

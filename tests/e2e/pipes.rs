@@ -84,6 +84,15 @@ fn pipes_filter_the_output_and_head_stops_the_read() {
     // The last two command_done records: head's read, then wc's.
     let [.., head, wc] = durations[..] else { panic!("no command_done records") };
     assert!(head * 4 < wc, "head took {head} ns, a full read {wc} ns");
+    // A consuming read ends as soon as head has its lines, even when the last one
+    // waited for the rings to run dry: no key is needed, and none is swallowed.
+    assert_eq!(m.run("mkdir instances/p"), "");
+    assert_eq!(m.run("echo only-record > instances/p/trace_marker"), "");
+    let line = m.run("cat instances/p/trace_pipe | head -n 1");
+    assert!(line.ends_with("only-record\n") && line.lines().count() == 1, "{line}");
+    assert_eq!(m.run("echo next"), "next\n");
+    assert_eq!(m.run("cat instances/p/trace | grep only-record"), "", "consumed");
+    assert_eq!(m.run("rmdir instances/p"), "");
     // Errors name the rule.
     assert!(
         m.run("cat trace | sort")

@@ -334,6 +334,10 @@ fn cat(
             _ => None,
         };
         match pipe {
+            // A consuming read would empty the previous boot's trace.
+            Some(_) if located.instance.name() == crate::persist::LAST_BOOT => {
+                return Err(fs_error(path, tracefs::FsError::PreviousBoot));
+            }
             Some((cpu, raw)) => {
                 // Streams until any key; the key is consumed (Ctrl-C shows as such).
                 let layout = tracefs::layout(&located.instance);

@@ -569,9 +569,15 @@ pub fn stream_pipe(
     };
     let each =
         |record: &RecordRef<'_>| writer.borrow_mut().write(&mut **out.borrow_mut(), record).is_ok();
+    // The output may want no more once the pending line is out (a `head` that has
+    // its lines): an empty write says so, and the read ends without waiting.
     let drained = || {
         flush();
-        wait();
+        let wanted = out.borrow_mut().write_str("").is_ok();
+        if wanted {
+            wait();
+        }
+        wanted
     };
     let lost = consume(instance, cpu, stop, each, drained)?;
     flush();
@@ -583,9 +589,9 @@ pub fn stream_pipe(
 
 /// The consuming reader behind the pipes: takes the records of `instance` (all
 /// CPUs, or one) in time order as they come and hands each to `each` (which returns
-/// false to end), calling `wait` when none is left (it returns when there may be
-/// more, or when `stop` may have changed its mind), until `stop` says so (checked
-/// between records). Returns each CPU's events lost after the last record
+/// false to end), calling `wait` when none is left (it returns false to end, or
+/// true when there may be more, or when `stop` may have changed its mind), until
+/// `stop` says so (checked between records). Returns each CPU's events lost after the last record
 /// returned (a writer that raced the end), or an error text if the rings cannot be
 /// read (another consuming reader has them).
 pub fn consume(
@@ -593,7 +599,7 @@ pub fn consume(
     cpu: Option<usize>,
     mut stop: impl FnMut() -> bool,
     mut each: impl FnMut(&RecordRef<'_>) -> bool,
-    mut wait: impl FnMut(),
+    mut wait: impl FnMut() -> bool,
 ) -> Result<alloc::vec::Vec<(usize, u64)>, &'static str> {
     let tracer = instance.tracer();
     let recorder = instance.recorder();
@@ -613,10 +619,9 @@ pub fn consume(
             stopped = !each(&record);
             stopped |= stop();
         }
-        if stopped {
+        if stopped || !wait() {
             let lost = merged.cursors_mut().map(|c| (c.cpu(), c.take_lost()));
             return Ok(lost.filter(|&(_, count)| count > 0).collect());
         }
-        wait();
     }
 }
