@@ -668,6 +668,19 @@ fn hist_variables_time_each_interrupt_handler() {
         assert!(out.contains("another histogram reads a variable of this one"), "{root}{out}");
         let kept = "hist:keys=vector,CPU:vals=hitcount:ts0=common_timestamp:sort=hitcount";
         assert!(cat(&mut m, &format!("{entry}/trigger")).starts_with(kept), "{root}");
+        // A second definition of ts0, on another event or with `>` on its own (the
+        // first stays while it is read), is refused where it is written.
+        let again = "hist:keys=vector:ts0=common_timestamp";
+        for (file, redirect) in [(&exit, ">>"), (&entry, ">")] {
+            let out = m.run(&format!("echo '{again}' {redirect} {file}/trigger"));
+            assert!(out.contains("another histogram of this instance defines the variable"));
+            let log = m.run(&format!("cat {root}error_log"));
+            assert!(log.contains(&format!(
+                "  Command: {again}\n{}^",
+                " ".repeat(again.find(":ts0").unwrap() + 12)
+            )));
+        }
+        assert_eq!(m.run(&format!("cat {entry}/trigger | grep -c hist:")), "1\n", "{root}");
         let nope = "hist:keys=vector,CPU:x=common_timestamp-$nope";
         let out = m.run(&format!("echo '{nope}' >> {exit}/trigger"));
         assert!(out.contains("no histogram of this instance defines the variable"), "{out}");

@@ -470,6 +470,7 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
                 if let Some(hist) = named.as_deref().and_then(Trigger::hist) {
                     trigger.share_hist(hist).map_err(trigger_error)?;
                 }
+                self.refuse_defined_vars(&trigger, line, &doomed)?;
                 self.bind_vars(&mut trigger, &doomed)?;
                 trigger.allocate().map_err(trigger_error)?;
                 if trigger.action() == Action::Snapshot
@@ -556,6 +557,28 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
     /// event (the first found: all of one name share one table), but those of `except`.
     fn named_hist(&self, name: &str, except: &[Arc<Trigger>]) -> Option<Arc<Trigger>> {
         self.hists(except).into_iter().find(|t| t.hist().and_then(Hist::name) == Some(name))
+    }
+
+    /// Refuses `trigger` (written as `line`) if its histogram defines a variable that
+    /// another histogram of the instance (those of `except` left out) defines, but
+    /// one of its name: a reference must find one definer.
+    fn refuse_defined_vars(
+        &self,
+        trigger: &Trigger,
+        line: &str,
+        except: &[Arc<Trigger>],
+    ) -> Result<(), HookError> {
+        let Some(hist) = trigger.hist() else { return Ok(()) };
+        let others = self.hists(except);
+        let others: Vec<&Hist> = others.iter().filter_map(|t| t.hist()).collect();
+        for name in hist.var_names() {
+            if others.iter().any(|h| h.defines(name) && !h.shares_table(hist)) {
+                let pos = line.find(&alloc::format!(":{name}=")).map_or(0, |at| at + 1);
+                let reason = TriggerReason::Hist(HistReason::VariableDefined);
+                return Err(HookError::Trigger(TriggerError { pos, reason }));
+            }
+        }
+        Ok(())
     }
 
     /// Binds each reference of `trigger`'s histogram (not set yet) to another

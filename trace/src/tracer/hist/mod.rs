@@ -121,8 +121,12 @@ pub enum HistReason {
     DivisionByZero,
     /// `$NAME` that no histogram of the instance defines.
     UnknownVariable,
-    /// `$NAME` that more than one histogram of the instance defines.
+    /// `$NAME` that more than one histogram defines (of the host tool's specs: in
+    /// an instance a second definition is refused, [`HistReason::VariableDefined`]).
     AmbiguousVariable,
+    /// A variable that another histogram of the instance defines already (but one
+    /// of the same name, which shares its table).
+    VariableDefined,
     /// `$NAME` of a histogram whose keys are not like this one's (its entries are
     /// found by this histogram's key).
     IncompatibleKeys,
@@ -183,6 +187,9 @@ impl fmt::Display for HistReason {
             HistReason::UnknownVariable => "no histogram of this instance defines the variable",
             HistReason::AmbiguousVariable => {
                 "more than one histogram of this instance defines the variable"
+            }
+            HistReason::VariableDefined => {
+                "another histogram of this instance defines the variable already"
             }
             HistReason::IncompatibleKeys => {
                 "the variable's histogram has other keys (the same number, strings in the \
@@ -661,6 +668,17 @@ impl Hist {
     /// Whether this histogram defines variable `name`.
     pub(crate) fn defines(&self, name: &str) -> bool {
         self.vars.own(name).is_some()
+    }
+
+    /// The names of the variables this histogram defines.
+    pub(crate) fn var_names(&self) -> impl Iterator<Item = &str> {
+        self.vars.names()
+    }
+
+    /// Whether `other` keeps its entries in this histogram's table (both are of
+    /// one name).
+    pub(crate) fn shares_table(&self, other: &Hist) -> bool {
+        Arc::ptr_eq(&self.shared, &other.shared)
     }
 
     /// Of `hists` (each with its position), the one histogram that defines

@@ -225,6 +225,11 @@ impl Vars {
         self.defs.iter().position(|d| &*d.name == name)
     }
 
+    /// The names of the variables this histogram defines.
+    pub(super) fn names(&self) -> impl Iterator<Item = &str> {
+        self.defs.iter().map(|d| &*d.name)
+    }
+
     /// Whether there is nothing to compute.
     pub(super) fn is_empty(&self) -> bool {
         self.defs.is_empty()
