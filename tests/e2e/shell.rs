@@ -7,10 +7,19 @@ use e2e::{Machine, STEP_TIMEOUT, call_trace};
 #[test]
 fn boots_to_the_prompt_and_reports_the_machine() {
     // `boot_with` boots each time (`boot` restores a saved machine).
-    let machine = Machine::boot_with(Config::default());
+    let mut machine = Machine::boot_with(Config::default());
     let transcript = machine.transcript();
     assert!(transcript.contains("flight recorder kernel ("), "no banner");
     assert!(transcript.contains("4 of 4 CPU(s) online"), "no CPU count in the banner");
+    // Tracing ran from early boot with the default events: the quiet systems' were
+    // never on, not even while the others were turned on.
+    for root in ["", "instances/boot_map/"] {
+        let trace = machine.run(&format!("cat {root}trace"));
+        assert!(trace.contains(" tick: tick="), "{root}: {trace}");
+        for quiet in [" kmalloc: ", " kfree: ", " event: a=", " event: apic_id=", " cycled: "] {
+            assert!(!trace.contains(quiet), "{root}: {quiet} at boot");
+        }
+    }
 }
 
 /// A machine with more physical memory than 32 GiB: the kernel's physical-memory

@@ -63,13 +63,21 @@ fn record_stack(chain: &[u64]) {
     }
 }
 
-/// Enables the default events in `instance`: every event but the (very noisy) heap
-/// events and the benchmark's and stress test's.
+/// The systems whose events are off by default: the (very noisy) heap events and
+/// the benchmark's and stress test's.
+const QUIET_SYSTEMS: [&str; 3] = ["kmem", "bench", "stress"];
+
+/// Enables the default events in `instance`: every event but those of
+/// [`QUIET_SYSTEMS`], system by system, so that none of those is on for a moment.
 pub fn default_events(instance: &Instance<'_, KernelPlatform>) {
-    let _ = instance.set_event(None, None, true);
-    let _ = instance.set_event(Some("kmem"), None, false);
-    let _ = instance.set_event(Some("bench"), None, false);
-    let _ = instance.set_event(Some("stress"), None, false);
+    let mut systems: alloc::vec::Vec<&str> =
+        instance.tracer().events().iter().map(|d| d.system).collect();
+    systems.sort_unstable();
+    systems.dedup();
+    for system in systems.into_iter().filter(|s| !QUIET_SYSTEMS.contains(s)) {
+        // A system of markers or tracers' events only is refused: nothing to do.
+        let _ = instance.set_event(Some(system), None, true);
+    }
 }
 
 /// The tracer, once `init` has run.
