@@ -24,6 +24,21 @@ pub enum Cpus {
     Origin,
 }
 
+impl Cpus {
+    /// The words that choose the CPUs, as the shell takes them.
+    const NAMES: [(&str, Cpus); 2] = [("all", Cpus::All), ("orig_cpu", Cpus::Origin)];
+
+    /// The CPUs word `name` chooses, if any.
+    pub fn from_name(name: &str) -> Option<Cpus> {
+        Self::NAMES.iter().find(|(n, _)| *n == name).map(|(_, cpus)| *cpus)
+    }
+
+    /// The word for these CPUs.
+    pub fn name(self) -> &'static str {
+        Self::NAMES.iter().find(|(_, c)| *c == self).map_or("all", |(name, _)| name)
+    }
+}
+
 /// Which buffers of each instance a dump carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Buffers {

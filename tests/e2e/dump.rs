@@ -184,7 +184,8 @@ fn the_live_dump_command_takes_options() {
     assert!(small[0].events.iter().all(|e| e.cpu == 0), "only the dumping CPU");
     assert!(dumps[1].instances.values().next().unwrap().skipped > 0);
     assert!(
-        m.run("dump on-panic orig_cpu last 10").contains("on panic: cpus Origin, last 10 records")
+        m.run("dump on-panic orig_cpu last 10")
+            .contains("on panic: cpus orig_cpu, last 10 records")
     );
     assert_eq!(m.run_to_exit("panic"), Outcome::KernelFailure);
     let panic_dump = m.dumps().pop().unwrap();

@@ -611,9 +611,11 @@ fn dump_options(mut args: &[&str], base: DumpConfig) -> Result<DumpConfig, Comma
             config.buffers = buffers;
             continue;
         }
+        if let Some(cpus) = Cpus::from_name(word) {
+            config.cpus = cpus;
+            continue;
+        }
         match word {
-            "all" => config.cpus = Cpus::All,
-            "orig_cpu" => config.cpus = Cpus::Origin,
             "last" | "instance" => {
                 let (&value, rest) = args.split_first().ok_or(CommandError::Usage)?;
                 args = rest;
@@ -651,8 +653,8 @@ fn dump(
             let instances = config.instances.as_ref().map_or(String::from("all"), |n| n.join(" "));
             let last = config.last.map_or(String::from("all"), |n| format!("{n}"));
             println!(
-                "on panic: cpus {:?}, last {last} records, instances {instances}, buffers {}",
-                config.cpus,
+                "on panic: cpus {}, last {last} records, instances {instances}, buffers {}",
+                config.cpus.name(),
                 config.buffers.name()
             );
             dump::set_on_panic(config);
