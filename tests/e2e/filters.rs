@@ -157,10 +157,15 @@ fn triggers_act_from_interrupt_context_and_count_down() {
         m.run(&format!("echo 'traceoff:1 if vector == 49' > {trigger}"));
         assert_eq!(cat(&mut m, &tracing_on), "0", "{root}: traceoff did not fire");
         assert_eq!(cat(&mut m, &trigger), "traceoff:count=0 if vector == 49");
-        // Its count is used up: recording stays on.
+        // Its count is used up: recording stays on. So it is with a count of 0.
         m.run(&format!("echo 1 > {tracing_on}"));
         m.run("echo more keys");
         assert_eq!(cat(&mut m, &tracing_on), "1", "{root}: a used-up traceoff fired");
+        m.run(&format!("echo '!traceoff' > {trigger}"));
+        assert_eq!(m.run(&format!("echo 'traceoff:0 if vector == 49' > {trigger}")), "");
+        m.run("echo more keys");
+        assert_eq!(cat(&mut m, &trigger), "traceoff:count=0 if vector == 49");
+        assert_eq!(cat(&mut m, &tracing_on), "1", "{root}: traceoff:0 fired");
         m.run(&format!("echo '!traceoff' > {trigger}"));
         assert_eq!(cat(&mut m, &trigger), none, "{root}: !traceoff did not remove it");
 

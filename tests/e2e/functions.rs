@@ -648,7 +648,7 @@ fn function_commands_act_when_their_function_is_called() {
             (format!("{pwd}:bogus"), "unknown command (mod, traceon, traceoff, snapshot"),
             (format!("{pwd}:hist:keys=ip"), "unknown command (mod, traceon, traceoff, snapshot"),
             (format!("!{pwd}:traceon"), "no function the glob names has this command"),
-            (format!("{pwd}:traceoff:x"), "count must be a number from 1 on"),
+            (format!("{pwd}:traceoff:x"), "count must be a number below 2^64 - 1"),
             (format!("{pwd}:enable_event:kmem:nope"), "no such event"),
             ("nosuch:traceoff".into(), "a glob matches no function"),
         ] {

@@ -80,7 +80,7 @@ fn trigger_errors_name_the_position_and_reason() {
         ("enable_event", 12, ExpectedEvent),
         ("enable_event:sys", 16, ExpectedEvent),
         ("enable_event:sys:nope", 17, UnknownEvent),
-        ("traceoff:0", 9, BadCount),
+        ("traceoff:18446744073709551615", 9, BadCount),
         ("traceoff:x", 9, BadCount),
         ("traceoff:-1", 9, BadCount),
         ("traceoff:1:2", 11, UnexpectedText),

@@ -194,7 +194,8 @@ pub enum TriggerReason {
     ExpectedEvent,
     /// The tracer has no such event.
     UnknownEvent,
-    /// The count is not a number from 1 on.
+    /// The count is not a number below 2^64 - 1 (0 is a trigger that never fires,
+    /// as in ftrace).
     BadCount,
     /// Text where `if FILTER` or the end was expected.
     UnexpectedText,
@@ -241,7 +242,7 @@ impl fmt::Display for TriggerError {
             }
             TriggerReason::ExpectedEvent => "SYSTEM:EVENT expected",
             TriggerReason::UnknownEvent => "no such event",
-            TriggerReason::BadCount => "count must be a number from 1 on",
+            TriggerReason::BadCount => "count must be a number below 2^64 - 1",
             TriggerReason::UnexpectedText => "'if FILTER' or the end expected",
             TriggerReason::Filter(reason) => {
                 return write!(f, "parse error at {}: {reason}", self.pos);
@@ -411,7 +412,7 @@ impl Trigger {
             Some((count, count_at)) => count
                 .parse::<u64>()
                 .ok()
-                .filter(|&n| n != 0 && n != UNLIMITED)
+                .filter(|&n| n != UNLIMITED)
                 .ok_or(err(count_at, TriggerReason::BadCount))?,
         };
         if let Some((_, extra_at)) = next_part() {
