@@ -695,6 +695,11 @@ fn hist_variables_time_each_interrupt_handler() {
         m.run(&format!("echo '!{end}' > {exit}/trigger"));
         assert_eq!(m.run(&format!("echo '!{start}' > {entry}/trigger")), "", "{root}");
         assert!(!m.run(&format!("cat {entry}/trigger {exit}/trigger")).contains("hist:"));
+        // Two numbers are one, computed when the trigger is set, as ftrace's.
+        assert_eq!(m.run(&format!("echo 'hist:keys=vector:c=16-8' > {entry}/trigger")), "");
+        let folded = "hist:keys=vector:vals=hitcount:c=8:sort=hitcount";
+        assert!(cat(&mut m, &format!("{entry}/trigger")).starts_with(folded), "{root}");
+        assert_eq!(m.run(&format!("echo '!hist:keys=vector:c=8' > {entry}/trigger")), "");
     }
 }
 

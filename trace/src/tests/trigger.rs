@@ -519,6 +519,14 @@ fn hist_variables_measure_between_two_events_and_read_once() {
     top.set_trigger(&END, &format!("!{end}")).unwrap();
     top.set_trigger(&START, start).unwrap();
     top.set_trigger(&OTHER, &format!("!{own}")).unwrap();
+    // Two numbers are computed once, and read back as their result (as ftrace's).
+    top.set_trigger(&OTHER, "hist:keys=n:vals=$c:c=16-8:size=128").unwrap();
+    let folded = "hist:keys=n:vals=hitcount,$c:c=8:sort=hitcount:size=128 [active]";
+    assert_eq!(top.triggers(&OTHER), [folded]);
+    fire(t, &OTHER, 4);
+    fire(t, &OTHER, 4);
+    assert_eq!(entries(&OTHER).0, ["{ n:          4 } hitcount:          2  c:         16"]);
+    top.set_trigger(&OTHER, "!hist:keys=n:vals=$c:c=8:size=128").unwrap();
 
     // Refused, at the rule's place, and nothing set.
     top.set_trigger(&START, "hist:keys=n:ts0=common_timestamp:size=128").unwrap();

@@ -504,6 +504,10 @@ fn parse_expr(
             Some((op, operand))
         }
     };
+    // Two numbers are one, as ftrace computes them when the trigger is set.
+    if let (Operand::Const(a), Some((op, Operand::Const(b)))) = (&lhs, &rhs) {
+        return Ok(Var { name: name.into(), lhs: Operand::Const(op.apply(*a, *b)), rhs: None });
+    }
     Ok(Var { name: name.into(), lhs, rhs })
 }
 
