@@ -226,6 +226,37 @@ struct Report {
     hist: Vec<String>,
 }
 
+impl Report {
+    /// The instance to report: the one named, or the top-level one where the format
+    /// holds one; `None`: every instance (text and tracedat).
+    fn instance(&self) -> Option<&str> {
+        match self.instance.as_deref() {
+            None if matches!(self.format, Format::Text | Format::Tracedat) => None,
+            name => Some(name.unwrap_or("top")),
+        }
+    }
+
+    /// The buffers to report of each instance: those named, or the format's default.
+    fn buffers(&self) -> Buffers {
+        self.buffer.unwrap_or(match self.format {
+            Format::Text | Format::Perfetto => Buffers::All,
+            _ => Buffers::Live,
+        })
+    }
+
+    /// The error of a failed write of the report, naming where it went; a reader
+    /// that went away (`report LOG | head`) stops the tool quietly, as Unix tools do.
+    fn write_error(&self, e: std::io::Error) -> String {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        match &self.output {
+            Some(path) => format!("{}: {e}", path.display()),
+            None => format!("writing the report: {e}"),
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
@@ -425,7 +456,8 @@ fn run_qemu(config: &Config, timeout: Option<Duration>) -> std::io::Result<Outco
 /// Runs `report`; `Ok(false)` when a dump had problems (reported on stderr, the rest
 /// of the output written all the same). The log is read twice, a line at a time:
 /// once to count the dumps, once to decode them one after the other, so memory
-/// holds one dump, not the log.
+/// holds one dump (converting, also the sections kept of the last that has what was
+/// asked), not the log.
 fn report(options: &Report) -> Result<bool, String> {
     if !options.hist.is_empty() && (options.stat || options.format != Format::Text) {
         return Err("--hist prints histograms as text; it goes with neither --stat nor \
@@ -497,7 +529,9 @@ fn report(options: &Report) -> Result<bool, String> {
 }
 
 /// Decodes the `total` dumps of the log one after the other and writes the report
-/// to `out` (CTF: to its directory), stack frames symbolised with `symbols`.
+/// to `out` (CTF: to its directory), stack frames symbolised with `symbols`. Text
+/// reports every dump, one without what was asked as a line saying what it lacks;
+/// the other formats convert the last dump that has it. No dump with it is an error.
 fn convert(
     options: &Report,
     symbols: Option<&report::Symbols>,
@@ -506,116 +540,164 @@ fn convert(
     out: &mut impl Write,
 ) -> Result<bool, String> {
     let log = options.log.display();
-    let write_error = |e: std::io::Error| {
-        // The reader went away (`report LOG | head`): stop quietly, as Unix tools do.
-        if e.kind() == std::io::ErrorKind::BrokenPipe {
-            std::process::exit(0);
-        }
-        match &options.output {
-            Some(path) => format!("{}: {e}", path.display()),
-            None => format!("writing the report: {e}"),
-        }
-    };
-    let mut clean = true;
+    let text = options.format == Format::Text;
+    let (mut clean, mut found) = (true, false);
     let mut reader = trace::dump::Reader::new();
     let mut seen = 0;
+    // The last dump with what was asked, by its number (the formats but text convert
+    // it), and what the last without it lacks.
+    let (mut last, mut lacking) = (None, None);
     let mut each = |dump: trace::dump::Dump| -> Result<(), String> {
         seen += 1;
         for problem in &dump.problems {
             clean = false;
             eprintln!("report: {log}:{}: {}", problem.line, problem.what);
         }
-        // Text reports every dump; the other formats convert the last.
-        let converted = options.format == Format::Text || seen == total;
-        if let (Some(symbols), Some(elf), true) = (symbols, &options.elf, converted) {
-            symbols
-                .check(dump.symbols)
-                .map_err(|e| format!("{log}:{}: {}: {e}", dump.line, elf.display()))?;
-        }
-        match options.format {
-            Format::Text => {
-                if total > 1 {
-                    writeln!(out, "# dump {seen} of {total} (line {})", dump.line)
-                        .map_err(write_error)?;
+        let heading = format!("# dump {seen} of {total} (line {})", dump.line);
+        let shown = match chosen(&dump, options.instance(), options.buffers()) {
+            Ok(shown) => shown,
+            Err(what) => {
+                if text && total > 1 {
+                    writeln!(out, "{heading} {what}").map_err(|e| options.write_error(e))?;
                 }
-                let buffers = options.buffer.unwrap_or(Buffers::All);
-                if !options.hist.is_empty() {
-                    // Histograms read the values as recorded; `.sym` keys are named
-                    // when they are written.
-                    let table = symbols.and_then(report::Symbols::table);
-                    for trace in
-                        chosen(&dump, options.instance.as_deref(), buffers, None, selection)?
-                    {
-                        let hists = trace::histograms::Histograms::new(
-                            &trace,
-                            &options.hist,
-                            table.as_ref(),
-                        )?;
-                        hists.add(&trace);
-                        let mut text = format!("# instance: {}\n", trace.heading());
-                        hists
-                            .write(table.as_ref(), &mut text)
-                            .map_err(|_| "formatting a histogram")?;
-                        writeln!(out, "{text}").map_err(write_error)?;
-                    }
-                    return Ok(());
-                }
-                for trace in
-                    chosen(&dump, options.instance.as_deref(), buffers, symbols, selection)?
-                {
-                    if options.stat {
-                        report::write_stat(&trace, out).map_err(write_error)?;
-                    } else {
-                        report::write_text(&trace, out).map_err(write_error)?;
-                    }
-                }
+                lacking = Some(format!("the dump at line {} {what}", dump.line));
+                return Ok(());
             }
-            Format::Perfetto | Format::PerfettoProto | Format::Ctf | Format::Tracedat
-                if seen == total =>
-            {
-                if total > 1 {
-                    eprintln!(
-                        "report: {total} dumps in the log; converting the last (line {})",
-                        dump.line
-                    );
-                }
-                // trace.dat holds every instance (each a buffer instance of the
-                // file) unless one is named.
-                let tracedat = options.format == Format::Tracedat;
-                let name = match options.instance.as_deref() {
-                    None if tracedat => None,
-                    name => Some(name.unwrap_or("top")),
-                };
-                let buffers = options.buffer.unwrap_or(match options.format {
-                    Format::Perfetto => Buffers::All,
-                    _ => Buffers::Live,
-                });
-                // trace.dat keeps the addresses, and carries the symbols for
-                // trace-cmd to name them.
-                let named = if tracedat { None } else { symbols };
-                let traces = chosen(&dump, name, buffers, named, selection)?;
-                match (options.format, &options.output) {
-                    (Format::Ctf, Some(dir)) => report::write_ctf(&traces[0], dir)
-                        .map_err(|e| format!("{}: {e}", dir.display()))?,
-                    (Format::Tracedat, _) => {
-                        report::write_tracedat(&traces, symbols, out).map_err(write_error)?
-                    }
-                    (Format::PerfettoProto, _) => {
-                        report::write_perfetto_proto(&traces[0], out).map_err(write_error)?
-                    }
-                    _ => report::write_perfetto_of(&traces, out).map_err(write_error)?,
-                }
-            }
-            Format::Perfetto | Format::PerfettoProto | Format::Ctf | Format::Tracedat => {}
+        };
+        found = true;
+        if !text {
+            last = Some((seen, shown));
+            return Ok(());
         }
-        Ok(())
+        if total > 1 {
+            writeln!(out, "{heading}").map_err(|e| options.write_error(e))?;
+        }
+        write_text(options, symbols, selection, shown, out)
     };
     for_each_line(&options.log, |line| reader.line(line).map_or(Ok(()), &mut each))?;
     if let Some(dump) = reader.finish() {
         each(dump)?;
     }
-    out.flush().map_err(write_error)?;
+    if let (false, Some(what)) = (found, lacking) {
+        return Err(match total {
+            1 => what,
+            _ => format!("none of the {total} dumps has it: {what}"),
+        });
+    }
+    if let Some((number, shown)) = last {
+        if total > 1 && number == total {
+            eprintln!(
+                "report: {total} dumps in the log; converting the last (line {})",
+                shown.line
+            );
+        } else if total > 1 {
+            eprintln!(
+                "report: {total} dumps in the log; converting dump {number} (line {}), the last \
+                 that has what was asked",
+                shown.line
+            );
+        }
+        write_converted(options, symbols, selection, shown, out)?;
+    }
+    out.flush().map_err(|e| options.write_error(e))?;
     Ok(clean)
+}
+
+/// What `report` shows of one dump: the sections chosen, as decoded, and the line and
+/// kernel fingerprint of the dump.
+struct Shown {
+    /// 1-based line of the dump's begin marker.
+    line: usize,
+    /// The fingerprint of the dump's kernel's functions, if it carries one.
+    fingerprint: Option<u64>,
+    /// The sections chosen.
+    traces: Vec<trace::dump::Section>,
+}
+
+impl Shown {
+    /// Its sections ready to write: `options.elf` checked against the dump's kernel
+    /// (as `symbols`), their events those `selection` keeps, their stacks symbolised
+    /// with `names` if given.
+    fn ready(
+        self,
+        options: &Report,
+        symbols: Option<&report::Symbols>,
+        names: Option<&report::Symbols>,
+        selection: &report::Selection,
+    ) -> Result<Vec<trace::dump::Section>, String> {
+        if let (Some(symbols), Some(elf)) = (symbols, &options.elf) {
+            symbols.check(self.fingerprint).map_err(|e| {
+                format!("{}:{}: {}: {e}", options.log.display(), self.line, elf.display())
+            })?;
+        }
+        let mut traces = self.traces;
+        // Filters judge the values as recorded, before stack addresses become names.
+        for trace in &mut traces {
+            selection.apply(trace, names)?;
+        }
+        if let Some(names) = names {
+            traces.iter_mut().for_each(|t| names.symbolize(t));
+        }
+        Ok(traces)
+    }
+}
+
+/// Writes one dump's report as text to `out`: its sections' events, statistics
+/// (`--stat`) or histograms (`--hist`).
+fn write_text(
+    options: &Report,
+    symbols: Option<&report::Symbols>,
+    selection: &report::Selection,
+    shown: Shown,
+    out: &mut impl Write,
+) -> Result<(), String> {
+    if options.hist.is_empty() {
+        for trace in shown.ready(options, symbols, symbols, selection)? {
+            if options.stat {
+                report::write_stat(&trace, out).map_err(|e| options.write_error(e))?;
+            } else {
+                report::write_text(&trace, out).map_err(|e| options.write_error(e))?;
+            }
+        }
+        return Ok(());
+    }
+    // Histograms read the values as recorded; `.sym` keys are named when they are
+    // written.
+    let table = symbols.and_then(report::Symbols::table);
+    for trace in shown.ready(options, symbols, None, selection)? {
+        let hists = trace::histograms::Histograms::new(&trace, &options.hist, table.as_ref())?;
+        hists.add(&trace);
+        let mut text = format!("# instance: {}\n", trace.heading());
+        hists.write(table.as_ref(), &mut text).map_err(|_| "formatting a histogram")?;
+        writeln!(out, "{text}").map_err(|e| options.write_error(e))?;
+    }
+    Ok(())
+}
+
+/// Converts one dump to `options.format`, not text, written to `out` (CTF: to its
+/// directory).
+fn write_converted(
+    options: &Report,
+    symbols: Option<&report::Symbols>,
+    selection: &report::Selection,
+    shown: Shown,
+    out: &mut impl Write,
+) -> Result<(), String> {
+    // trace.dat keeps the addresses, and carries the symbols for trace-cmd to name
+    // them.
+    let names = if options.format == Format::Tracedat { None } else { symbols };
+    let traces = shown.ready(options, symbols, names, selection)?;
+    let write_error = |e| options.write_error(e);
+    match (options.format, &options.output) {
+        (Format::Ctf, Some(dir)) => {
+            report::write_ctf(&traces[0], dir).map_err(|e| format!("{}: {e}", dir.display()))
+        }
+        (Format::Tracedat, _) => report::write_tracedat(&traces, symbols, out).map_err(write_error),
+        (Format::PerfettoProto, _) => {
+            report::write_perfetto_proto(&traces[0], out).map_err(write_error)
+        }
+        _ => report::write_perfetto_of(&traces, out).map_err(write_error),
+    }
 }
 
 /// Calls `each` with every line of the file at `path` (invalid UTF-8 replaced),
@@ -639,32 +721,17 @@ fn format_name(format: Format) -> String {
     format.to_possible_value().map_or_else(String::new, |v| v.get_name().into())
 }
 
-/// The sections of `dump` to report: the buffers chosen of every instance, or of
-/// the one named (then never none), their events those `selection` keeps, their
-/// stacks symbolised with `symbols` if given.
-fn chosen(
-    dump: &trace::dump::Dump,
-    name: Option<&str>,
-    buffers: Buffers,
-    symbols: Option<&report::Symbols>,
-    selection: &report::Selection,
-) -> Result<Vec<trace::dump::Section>, String> {
-    let mut traces = dump.sections();
-    // Filters judge the values as recorded, before stack addresses become names.
-    for trace in &mut traces {
-        selection.apply(trace, symbols)?;
-    }
-    if let Some(symbols) = symbols {
-        traces.iter_mut().for_each(|t| symbols.symbolize(t));
-    }
+/// What `report` shows of `dump`: the buffers chosen of every instance, or of the one
+/// named (then never none). The error says what the dump lacks of the one named and
+/// what it has: `has no snapshot of instance "latency" (it has "top")`.
+fn chosen(dump: &trace::dump::Dump, name: Option<&str>, buffers: Buffers) -> Result<Shown, String> {
+    let shown = |traces| Shown { line: dump.line, fingerprint: dump.symbols, traces };
+    let traces = dump.sections();
     let Some(name) = name else {
-        return Ok(traces.into_iter().filter(|t| buffers.wants(t.buffer)).collect());
+        return Ok(shown(traces.into_iter().filter(|t| buffers.wants(t.buffer)).collect()));
     };
     if traces.is_empty() {
-        return Err(format!(
-            "the dump at line {} holds no instance: the chunks that held them were lost",
-            dump.line
-        ));
+        return Err("holds no instance: the chunks that held them were lost".into());
     }
     let known: Vec<String> = traces.iter().map(|t| format!("{:?}", t.heading())).collect();
     let found: Vec<_> =
@@ -675,11 +742,7 @@ fn chosen(
             Buffers::Live => format!("no live buffer of instance {name:?}"),
             Buffers::All => format!("no instance {name:?}"),
         };
-        return Err(format!(
-            "the dump at line {} has {what} (it has {})",
-            dump.line,
-            known.join(", ")
-        ));
+        return Err(format!("has {what} (it has {})", known.join(", ")));
     }
-    Ok(found)
+    Ok(shown(found))
 }

@@ -25,14 +25,6 @@ fn log() -> String {
     });
     writer.header(2, Some((0, "oops", "src/main.rs:1:1")), None);
     writer.descriptor_as(1, descriptor);
-    let ping = |seq: u32| {
-        let mut buf = [0u8; 64];
-        let mut enc = trace::field::Encoder::new(&mut buf);
-        use trace::field::FieldValue;
-        seq.encode(&mut enc);
-        "host".encode(&mut enc);
-        enc.bytes().to_vec()
-    };
     writer.instance(0, "");
     writer.cpu_stats(0, 0, &RingStats { written: 1, entries: 1, ..RingStats::default() });
     writer.record(0, &record(0, 20_000, &ping(20)), Some(descriptor));
@@ -49,6 +41,40 @@ fn log() -> String {
     }
     writer.finish();
     out
+}
+
+/// The payload of a ping: `seq`, host "host".
+fn ping(seq: u32) -> Vec<u8> {
+    let mut buf = [0u8; 64];
+    let mut enc = trace::field::Encoder::new(&mut buf);
+    use trace::field::FieldValue;
+    seq.encode(&mut enc);
+    "host".encode(&mut enc);
+    enc.bytes().to_vec()
+}
+
+/// A dump of the top-level instance's live buffer alone (ping 30), as `record`'s
+/// `trace_pipe_raw` stream leaves in a serial log.
+fn stream() -> String {
+    let descriptor: &EventDescriptor = PING.descriptor();
+    let mut out = String::new();
+    let mut writer = DumpWriter::begin(|line: &str| {
+        out.push_str(line);
+        out.push('\n');
+    });
+    writer.header(2, None, None);
+    writer.descriptor_as(1, descriptor);
+    writer.instance(0, "");
+    writer.cpu_stats(0, 0, &RingStats { written: 1, entries: 1, ..RingStats::default() });
+    writer.record(0, &record(0, 30_000, &ping(30)), Some(descriptor));
+    writer.finish();
+    out
+}
+
+/// The 1-based lines of the dumps' begin markers in `log`.
+fn begin_lines(log: &str) -> Vec<usize> {
+    let begins = log.lines().enumerate().filter(|(_, l)| l.contains(trace::dump::BEGIN));
+    begins.map(|(i, _)| i + 1).collect()
 }
 
 /// The lines of each `# instance: ` section of a report, by heading.
@@ -164,6 +190,87 @@ fn perfetto_shows_each_buffer_as_a_process_and_ctf_takes_one() {
         text(&none.stderr).contains(
             "has no snapshot of instance \"top\" (it has \"top\", \"latency\", \"latency (snapshot)\")"
         ),
+        "{}",
+        text(&none.stderr)
+    );
+}
+
+#[test]
+fn text_shows_each_dump_and_a_line_for_one_without_what_was_asked() {
+    let both = stream() + &log();
+    let begins = begin_lines(&both);
+    let log = temp("several.log", &both);
+    let asked = [log.to_str().unwrap(), "--instance", "latency", "--buffer", "snapshot"];
+    let out = report(&asked);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let dumps: Vec<&str> = stdout.lines().filter(|l| l.starts_with("# dump ")).collect();
+    let lacks = "has no snapshot of instance \"latency\" (it has \"top\")";
+    assert_eq!(
+        dumps,
+        [
+            format!("# dump 1 of 2 (line {}) {lacks}", begins[0]),
+            format!("# dump 2 of 2 (line {})", begins[1]),
+        ],
+        "{stdout}"
+    );
+    let found = sections(&stdout);
+    assert_eq!(found.len(), 1, "{stdout}");
+    assert_eq!(found[0].0, "latency (snapshot)");
+    assert_eq!(found[0].1.iter().filter(|l| l.contains(" ping: ")).count(), 3, "{stdout}");
+    // Only a log none of whose dumps has it is an error.
+    let streams = stream() + &stream();
+    let last = begin_lines(&streams)[1];
+    let none = temp("streams.log", streams);
+    let out = report(&[&[none.to_str().unwrap()], &asked[1..]].concat());
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr).trim(),
+        format!("report: none of the 2 dumps has it: the dump at line {last} {lacks}")
+    );
+}
+
+#[test]
+fn the_other_formats_convert_the_last_dump_with_what_was_asked() {
+    let both = log() + &stream();
+    let begins = begin_lines(&both);
+    let log = temp("last-lacks.log", &both);
+    let log = log.to_str().unwrap();
+    let pings = |args: &[&str]| -> (Vec<u64>, String) {
+        let out = report(&[&[log, "--format", "perfetto"], args].concat());
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let events = doc["traceEvents"].as_array().unwrap();
+        let pings = events.iter().filter(|e| e["name"] == "net:ping");
+        (pings.map(|e| e["args"]["seq"].as_u64().unwrap()).collect(), text(&out.stderr))
+    };
+    let (seqs, note) = pings(&["--instance", "latency", "--buffer", "snapshot"]);
+    assert_eq!(seqs, [1, 2, 3]);
+    assert_eq!(
+        note.trim(),
+        format!(
+            "report: 2 dumps in the log; converting dump 1 (line {}), the last that has what \
+             was asked",
+            begins[0]
+        )
+    );
+    let (seqs, note) = pings(&[]);
+    assert_eq!(seqs, [30], "the top-level instance: the last dump has it");
+    assert!(note.contains(&format!("converting the last (line {})", begins[1])), "{note}");
+    let dir = temp_path("last-lacks-ctf");
+    let out = temp_path("last-lacks.dat");
+    for (format, path) in [("ctf", &dir), ("tracedat", &out), ("perfetto-proto", &out)] {
+        let args = [log, "--format", format, "--instance", "latency", "-o", path.to_str().unwrap()];
+        let converted = report(&args);
+        assert!(converted.status.success(), "{format}: {}", text(&converted.stderr));
+    }
+    assert!(dir.join("metadata").exists());
+    let streams = temp("last-lacks-streams.log", stream() + &stream());
+    let streams = streams.to_str().unwrap();
+    let none = report(&[streams, "--format", "perfetto", "--instance", "latency"]);
+    assert_eq!(none.status.code(), Some(2));
+    assert!(
+        text(&none.stderr).contains("none of the 2 dumps has it: the dump at line "),
         "{}",
         text(&none.stderr)
     );
