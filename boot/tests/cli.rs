@@ -605,7 +605,7 @@ fn report_filter_keeps_the_events_named_whose_filter_passes() {
         ("nosuch", "--filter 'nosuch': no event of the dump is named so"),
         (
             "tick: tik > 1",
-            "--filter 'tick: tik > 1': timer:tick: parse error at 0: field not found",
+            "--filter 'tick: tik > 1': timer:tick: parse error at 4: field not found",
         ),
         ("a/b/c", "--filter 'a/b/c': an event is SYSTEM/EVENT or EVENT"),
     ] {

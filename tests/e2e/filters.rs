@@ -55,11 +55,13 @@ fn filters_keep_only_matching_records_and_refuse_bad_text() {
         // that position, and leaves the filter as it was.
         let bad = "vector == 49 && vectr == 1";
         let out = m.run(&format!("echo '{bad}' > {filter}"));
-        assert!(out.contains("parse error at 16: field not found"), "{root}: {out}");
+        assert!(out.contains("parse error at 22: field not found"), "{root}: {out}");
         assert_eq!(cat(&mut m, &filter), "vector == 49", "{root}: the refused filter changed it");
+        // Under the operator after the unknown name, named as ftrace names it.
         let log = m.run(&format!("cat {root}error_log"));
-        let caret = format!("\n{}^", " ".repeat("  Command: ".len() + 16));
+        let caret = format!("\n{}^", " ".repeat("  Command: ".len() + 22));
         assert!(log.contains(&format!("  Command: {bad}{caret}")), "{root}: {log}");
+        assert!(log.contains("] event filter parse error: error: Invalid argument"), "{log}");
 
         // `0` clears it.
         m.run(&format!("echo 0 > {filter}"));
@@ -180,9 +182,9 @@ fn triggers_act_from_interrupt_context_and_count_down() {
         let out = m.run(&format!("echo 'traceof' > {trigger}"));
         assert!(out.contains("parse error at 0: unknown command"), "{root}: {out}");
         let out = m.run(&format!("echo 'traceoff if vectr == 1' > {trigger}"));
-        assert!(out.contains("parse error at 12: field not found"), "{root}: {out}");
+        assert!(out.contains("parse error at 18: field not found"), "{root}: {out}");
         let log = m.run(&format!("cat {root}error_log"));
-        let caret = format!("\n{}^", " ".repeat("  Command: ".len() + 12));
+        let caret = format!("\n{}^", " ".repeat("  Command: ".len() + 18));
         assert!(
             log.contains(&format!("  Command: traceoff if vectr == 1{caret}")),
             "{root}: {log}"
@@ -844,6 +846,7 @@ fn hist_triggers_count_by_key_from_any_context() {
             let at = at.unwrap_or_else(|| panic!("{root}{bad}: {log}"));
             let start = lines[at].find("hist:").unwrap();
             assert_eq!(lines[at + 1].find('^'), Some(start + pos), "{root}{bad}: {log}");
+            assert!(lines[at - 1].contains("] hist:kmem:kmalloc: error: "), "{log}");
         }
         assert!(!m.run(&format!("cat {kmalloc}")).contains("hist:"), "{root}");
     }

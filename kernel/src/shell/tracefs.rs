@@ -667,8 +667,23 @@ pub fn log_error(located: &Located, value: &str, error: FsError) {
     let mut entry = String::from("[");
     let _ = trace::text::write_timestamp(&mut entry, crate::clock::now_ns(), false);
     let caret = error.position().min(value.len());
-    let _ =
-        write!(entry, "] {file}: error: {error}\n  Command: {value}\n           {:caret$}^", "");
+    // Where the error arose, named as ftrace names it where it logs one.
+    let location = match (located.node, &error) {
+        (Node::File(File::EventFilter(_) | File::SystemFilter(_)), FsError::Parse(_)) => {
+            String::from("event filter parse error")
+        }
+        (Node::File(File::EventTrigger(event)), FsError::Parse(HookError::Trigger(e)))
+            if matches!(e.reason, TriggerReason::Hist(_)) =>
+        {
+            format!("hist:{}:{}", event.system, event.name)
+        }
+        _ => String::from(file),
+    };
+    let _ = write!(
+        entry,
+        "] {location}: error: {error}\n  Command: {value}\n           {:caret$}^",
+        ""
+    );
     with_extras(&located.instance, |extras| {
         if extras.errors.len() == ERROR_LOG_ENTRIES {
             extras.errors.pop_front();

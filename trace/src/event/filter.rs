@@ -776,8 +776,9 @@ impl<'t> Parsed<'t> {
         let mut bound = Vec::with_capacity(self.preds.len());
         for pred in &self.preds {
             let name = &self.text[pred.field.clone()];
+            // At the operator after the name, as ftrace places it.
             let (field, kind) = FieldRef::resolve(fields, name)
-                .ok_or(err(pred.field.start, FilterReason::UnknownField))?;
+                .ok_or(err(pred.op_pos, FilterReason::UnknownField))?;
             let value = &self.text[pred.value.clone()];
             let bad_number = err(pred.value.start, FilterReason::BadNumber);
             if pred.function {

@@ -215,7 +215,7 @@ fn filter_sees_where_the_event_was_written() {
     assert!(Filter::compile(own, "cpu == 7").unwrap().matches(&[7], shell));
     assert_eq!(refused("comm > 5").reason, FilterReason::OrderOnString);
     assert_eq!(refused("CPU ~ 1").reason, FilterReason::GlobOnInteger);
-    assert_eq!(refused("CPUS == 1"), FilterError { pos: 0, reason: FilterReason::UnknownField });
+    assert_eq!(refused("CPUS == 1"), FilterError { pos: 5, reason: FilterReason::UnknownField });
 }
 
 #[test]
@@ -224,8 +224,8 @@ fn filter_errors_name_the_position_and_reason() {
     for (filter, pos, reason) in [
         ("", 0, Empty),
         ("   ", 0, Empty),
-        ("x == 1", 0, UnknownField),
-        ("a == 1 && zz > 2", 10, UnknownField),
+        ("x == 1", 2, UnknownField),
+        ("a == 1 && zz > 2", 13, UnknownField),
         ("raw == 1", 0, UnfilterableField),
         ("a = 1", 2, ExpectedOperator),
         ("a 1", 2, ExpectedOperator),
@@ -246,11 +246,12 @@ fn filter_errors_name_the_position_and_reason() {
         ("a == 1 b == 2", 7, UnexpectedText),
         ("a == 1 &&", 9, ExpectedField),
         ("&& a == 1", 0, ExpectedField),
-        ("  x == 1", 2, UnknownField),
+        ("  x == 1", 4, UnknownField),
+        ("x.function == f", 11, UnknownField),
     ] {
         assert_eq!(refused(filter), FilterError { pos, reason }, "{filter:?}");
     }
-    assert_eq!(refused("a == 1 && zz > 2").to_string(), "parse error at 10: field not found");
+    assert_eq!(refused("a == 1 && zz > 2").to_string(), "parse error at 13: field not found");
 }
 
 #[test]
@@ -405,7 +406,7 @@ fn filter_for_a_system_goes_to_the_events_it_fits() {
     assert!(got[0].1.matches(&[3], HERE));
     // Every event refusing for the same reason: that reason.
     let none = Filter::compile_for_system([&SYS_A, &SYS_B], "z == 3", None).unwrap_err();
-    assert_eq!(none, FilterError { pos: 0, reason: FilterReason::UnknownField });
+    assert_eq!(none, FilterError { pos: 2, reason: FilterReason::UnknownField });
     let big = "x == 99999999999999999999";
     let err = Filter::compile_for_system([&SYS_A], big, None).unwrap_err();
     assert_eq!(err, FilterError { pos: 5, reason: FilterReason::BadNumber });

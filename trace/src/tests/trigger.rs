@@ -87,12 +87,12 @@ fn trigger_errors_name_the_position_and_reason() {
         ("traceoff junk", 9, UnexpectedText),
         ("traceoff if", 9, UnexpectedText),
         ("traceoff iff n == 1", 9, UnexpectedText),
-        ("traceoff if x == 1", 12, Filter(FilterReason::UnknownField)),
+        ("traceoff if x == 1", 14, Filter(FilterReason::UnknownField)),
         ("traceoff if n == ", 16, Filter(FilterReason::ExpectedValue)),
     ] {
         assert_eq!(refused(line), TriggerError { pos, reason }, "{line:?}");
     }
-    assert_eq!(refused("traceoff if x == 1").to_string(), "parse error at 12: field not found");
+    assert_eq!(refused("traceoff if x == 1").to_string(), "parse error at 14: field not found");
     let long = "traceoff if ".to_string() + &"n == 1 || ".repeat(200) + "n == 1";
     assert_eq!(refused(&long).reason, TooLong);
 }
@@ -765,12 +765,12 @@ fn filter_for_a_system_sets_the_events_it_fits() {
     assert_eq!(top.filter(&A).as_deref(), Some("n == 2"));
     assert_eq!(top.filter(&B).as_deref(), Some("m == 1"), "B keeps its own");
     let err = top.set_system_filter("zf2", "q == 2").unwrap_err();
-    assert_eq!(err, HookError::Filter(FilterError { pos: 0, reason: FilterReason::UnknownField }));
+    assert_eq!(err, HookError::Filter(FilterError { pos: 2, reason: FilterReason::UnknownField }));
     let err = top.set_system_filter("zf2", "n == 2 && m == 1").unwrap_err();
     assert_eq!(
         err,
-        HookError::Filter(FilterError { pos: 10, reason: FilterReason::NoEventMatches }),
-        "each event lacks the other's field (the first event's error is at 10)"
+        HookError::Filter(FilterError { pos: 12, reason: FilterReason::NoEventMatches }),
+        "each event lacks the other's field (the first event's error is at 12)"
     );
     assert_eq!(
         top.set_system_filter("nope", "n == 2"),
@@ -1057,7 +1057,7 @@ fn filter_and_triggers_go_with_their_instance() {
     i.set_trigger(&EV, "traceoff").unwrap();
     assert_eq!(
         i.set_filter(&crate::event::log::LOG_MESSAGE, "nope == 1").unwrap_err(),
-        HookError::Filter(FilterError { pos: 0, reason: FilterReason::UnknownField })
+        HookError::Filter(FilterError { pos: 5, reason: FilterReason::UnknownField })
     );
     drop(i);
     t.destroy_by_name("i").unwrap();
