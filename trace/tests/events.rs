@@ -511,11 +511,17 @@ fn hist_triggers_count_by_key_and_read_as_ftrace_shows_them() {
 
     // `.sym` and `.sym-offset` show an address and the function holding it, named
     // from a symbol table (without one, the address alone).
-    let table = trace::symtab::encode([(0x1000, 0x1100, "alpha"), (0x2000, 0x2010, "beta")]);
+    let long = format!("core::ptr::drop_in_place<{}>", "alloc::vec::Vec<u8>,".repeat(8));
+    let table = trace::symtab::encode([
+        (0x1000, 0x1100, "alpha"),
+        (0x2000, 0x2010, "beta"),
+        (0x4000, 0x4100, long.as_str()),
+    ]);
     let table = trace::symtab::SymbolTable::parse(&table).unwrap();
     h.set_trigger(TICK.descriptor(), "hist:keys=count.sym,late_ns.sym-offset:sort=count").unwrap();
     tick(0x1010, 0x2004);
     tick(0x3000, 0x1000);
+    tick(0x4000, 0x40ff);
     let mut text = String::new();
     h.write_hists(TICK.descriptor(), Some(&table), &mut text).unwrap();
     let fourth = text.rsplit("\n\n\n# event histogram").next().unwrap();
@@ -527,6 +533,8 @@ fn hist_triggers_count_by_key_and_read_as_ftrace_shows_them() {
         [
             line("0000000000001010", "alpha", "0000000000002004", "beta+0x4"),
             line("0000000000003000", "", "0000000000001000", "alpha+0x0"),
+            // A long name is written whole, its offset after it.
+            line("0000000000004000", &long, "00000000000040ff", &format!("{long}+0xff")),
         ]
     );
     let plain = hists(&h, TICK.descriptor());

@@ -918,14 +918,18 @@ impl Column {
             Modifier::Buckets(size) => write!(out, "{name}: ~ {v}-{}", v.saturating_add(size - 1)),
             Modifier::Sym | Modifier::SymOffset => {
                 write!(out, "{name}: [{v:016x}] ")?;
-                // On the stack, to be padded (a longer name is cut).
-                let mut symbol = StackText::<128>::new();
-                match (symbols.and_then(|t| t.lookup(v)), self.modifier) {
-                    (Some((function, _)), Modifier::Sym) => symbol.write_str(function)?,
-                    (Some(_), _) => symbols.map_or(Ok(()), |t| t.write_address(&mut symbol, v))?,
-                    (None, _) => {}
-                }
-                write!(out, "{:<45}", symbol.as_str())
+                let found = symbols.and_then(|t| t.lookup(v));
+                let function = found.map_or("", |(function, _)| function);
+                let offset = match (found, self.modifier) {
+                    (Some((_, offset)), Modifier::SymOffset) => {
+                        StackText::<24>::of(format_args!("+{offset:#x}"))
+                    }
+                    _ => StackText::new(),
+                };
+                // The name whole, however long, then padded as ftrace pads it.
+                let offset = offset.as_str();
+                let pad = 45usize.saturating_sub(function.len() + offset.len());
+                write!(out, "{function}{offset}{:pad$}", "")
             }
             // Plain (`.percent` and `.graph` are values' only).
             _ if self.field.signed() => write!(out, "{name}: {:>10}", v as i64),
