@@ -875,7 +875,23 @@ fn function_modifier_filters_addresses_by_their_function() {
         !calls.is_empty() && calls.iter().all(|l| l.contains(&format!(": {pwd} <-"))),
         "{trace}"
     );
+    // An address in the function stands for it: the entry site `functions` shows.
+    let site = m.run(&format!("functions {pwd}"));
+    let address = site.split_whitespace().next().unwrap_or_else(|| panic!("{site}"));
+    let address = format!("0x{}", address.trim_start_matches("0x"));
+    assert_eq!(m.run(&format!("echo 'ip.function == {address}' > {filter}")), "");
+    m.run("echo > trace");
+    m.run("cpus");
+    m.run("pwd");
+    let trace = m.run("cat trace");
+    let calls: Vec<&str> = trace.lines().filter(|l| l.contains(" <-")).collect();
+    assert!(
+        !calls.is_empty() && calls.iter().all(|l| l.contains(&format!(": {pwd} <-"))),
+        "{address}: {trace}"
+    );
+    m.run(&format!("echo 'ip.function == \"{pwd}\"' > {filter}"));
     for (bad, reason) in [
+        ("ip.function == 0x1", "no function of that name or at that address"),
         ("ip.function == \"kernel::nowhere\"", "no function of that name"),
         ("ip.function > \"kernel::shell::commands::pwd\"", "'.function' takes only == and !="),
         ("ip.sym == 1", "unknown field modifier"),

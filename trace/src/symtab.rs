@@ -139,8 +139,8 @@ impl<'a> SymbolTable<'a> {
         core::str::from_utf8(bytes).ok()
     }
 
-    /// The function holding `addr`, and the offset of `addr` in it.
-    pub fn lookup(&self, addr: u64) -> Option<(&'a str, u64)> {
+    /// The entry of the function holding `addr`.
+    fn holding(&self, addr: u64) -> Option<Entry> {
         let (mut lo, mut hi) = (0, self.len());
         // The first entry starting after `addr`.
         while lo < hi {
@@ -152,8 +152,18 @@ impl<'a> SymbolTable<'a> {
             }
         }
         let e = self.entry(lo.checked_sub(1)?);
-        (addr < e.end).then_some(())?;
+        (addr < e.end).then_some(e)
+    }
+
+    /// The function holding `addr`, and the offset of `addr` in it.
+    pub fn lookup(&self, addr: u64) -> Option<(&'a str, u64)> {
+        let e = self.holding(addr)?;
         Some((self.name(e.name)?, addr - e.start))
+    }
+
+    /// The start and end of the function holding `addr`.
+    pub fn range_at(&self, addr: u64) -> Option<(u64, u64)> {
+        self.holding(addr).map(|e| (e.start, e.end))
     }
 
     /// The addresses of the first function named `name`: its start and its end

@@ -477,7 +477,9 @@ fn functions(
         let state = if bytes == memory::text::ENTRY_NOP { "nop" } else { "call" };
         calls += usize::from(state == "call");
         if glob.is_some_and(|g| trace::event::glob(g, function.name)) {
-            let _ = write!(out, "{:#x} {state}", function.site);
+            // The ELF's address, as traces and filters take it.
+            let site = arch::stack::elf_address(function.site as u64);
+            let _ = write!(out, "{site:#x} {state}");
             for byte in bytes {
                 let _ = write!(out, " {byte:02x}");
             }

@@ -120,7 +120,7 @@ impl fmt::Display for FilterReason {
             FilterReason::FunctionOnNonAddress => "'.function' is for address fields (u64)",
             FilterReason::FunctionOrder => "'.function' takes only == and !=",
             FilterReason::UnknownFunction => {
-                "no function of that name (see available_filter_functions)"
+                "no function of that name or at that address (see available_filter_functions)"
             }
         })
     }
@@ -841,7 +841,13 @@ impl Parsed<'_> {
             return Err(err(pred.op_pos, FilterReason::FunctionOrder));
         }
         let unknown = err(pred.value.start, FilterReason::UnknownFunction);
-        let (start, end) = symbols.and_then(|s| s.range_of(name)).ok_or(unknown)?;
+        // A name, or an address in the function (unquoted), as ftrace takes them.
+        let address = Some(name).filter(|_| !pred.quoted).and_then(parse_unsigned);
+        let range = |s: &SymbolTable<'_>| match address {
+            Some(address) => s.range_at(address),
+            None => s.range_of(name),
+        };
+        let (start, end) = symbols.and_then(range).ok_or(unknown)?;
         Ok(Test::Int {
             mask: u64::MAX,
             lo: start,

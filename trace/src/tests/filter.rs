@@ -368,7 +368,8 @@ proptest! {
 }
 
 /// `FIELD.function`: `c` (a `u64`) inside a function of the symbol table the
-/// filter was set with, by name; `==` and `!=` only, on address fields only.
+/// filter was set with, by name or by an address in it; `==` and `!=` only, on
+/// address fields only.
 #[test]
 fn filter_function_modifier_matches_addresses_inside_a_function() {
     use crate::symtab::{SymbolTable, encode};
@@ -384,7 +385,17 @@ fn filter_function_modifier_matches_addresses_inside_a_function() {
     let outside = compile("c.function != '<b as c>::g' && a == 1").unwrap();
     assert!(judge(&outside, 1, 2, "s", 0x100) && !judge(&outside, 1, 2, "s", 0x23f));
     assert_eq!(outside.text(), "c.function != '<b as c>::g' && a == 1", "reads back as set");
+    // An address, unquoted, stands for the function that holds it.
+    for address in ["0x100", "0x17f", "256"] {
+        let by_address = compile(&format!("c.function == {address}")).unwrap();
+        for c in [0xff, 0x100, 0x17f, 0x180] {
+            let by_name = judge(&inside, 1, 2, "s", c);
+            assert_eq!(judge(&by_address, 1, 2, "s", c), by_name, "{address}: {c:#x}");
+        }
+    }
     for (text, pos, reason) in [
+        ("c.function == 0x180", 14, FilterReason::UnknownFunction),
+        ("c.function == '0x100'", 15, FilterReason::UnknownFunction),
         ("c.function < \"a::f\"", 11, FilterReason::FunctionOrder),
         ("a.function == \"a::f\"", 0, FilterReason::FunctionOnNonAddress),
         ("c.func == \"a::f\"", 1, FilterReason::UnknownModifier),
