@@ -842,7 +842,7 @@ impl Parsed<'_> {
         }
         let unknown = err(pred.value.start, FilterReason::UnknownFunction);
         // A name, or an address in the function (unquoted), as ftrace takes them.
-        let address = Some(name).filter(|_| !pred.quoted).and_then(parse_unsigned);
+        let address = if pred.quoted { None } else { parse_unsigned(name) };
         let range = |s: &SymbolTable<'_>| match address {
             Some(address) => s.range_at(address),
             None => s.range_of(name),
