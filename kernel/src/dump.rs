@@ -161,11 +161,30 @@ pub fn init() {
     tracing::set_dump(command_dump);
 }
 
-/// A live dump to `out` (the `dump` command); recording goes on.
+/// A live dump to `out` (the `dump` command). Writes into the buffers it dumps are
+/// held off until it ends (as `pause-on-trace` holds them while `trace` is read; a
+/// ftrace dump turns tracing off), so that its text and its block hold the same
+/// records, those of the moment it began.
 pub fn live_dump(config: &DumpConfig, out: &mut dyn Write) -> Result<(), &'static str> {
     let tracer = tracing::tracer().ok_or("tracing is not available")?;
-    write(tracer, config, None, out);
+    let named = tracer.instance_names().into_iter().filter_map(|name| tracer.lookup(&name));
+    let dumped = core::iter::once(tracer.top()).chain(named).filter(|i| config.wants(i.name()));
+    let recorders: Vec<_> = dumped.map(|instance| instance.recorder()).collect();
+    let buffers: Vec<&Buffer<KernelPlatform>> = recorders
+        .iter()
+        .flat_map(|recorder| [Some(recorder.live()), recorder.snapshot()])
+        .flatten()
+        .collect();
+    with_writes_held(&buffers, &mut || write(tracer, config, None, out));
     Ok(())
+}
+
+/// Runs `body` with writes into each of `buffers` held off.
+fn with_writes_held(buffers: &[&Buffer<KernelPlatform>], body: &mut dyn FnMut()) {
+    match buffers {
+        [] => body(),
+        [first, rest @ ..] => first.with_writes_held(|_| with_writes_held(rest, body)),
+    }
 }
 
 /// The CPUs a dump covers.

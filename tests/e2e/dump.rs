@@ -164,7 +164,19 @@ fn the_live_dump_command_takes_options() {
     for i in 1..=3 {
         m.run(&format!("echo live-{i} > trace_marker"));
     }
-    m.run("dump");
+    // The text and the block show one moment: writes are held off while the dump
+    // prints, though every CPU's timer ticks are recorded meanwhile.
+    let text = m.run("dump");
+    let (text, _) = text.split_once(trace::dump::BEGIN).expect("a dump block");
+    let top_text = text.split("\n# instance ").nth(1).expect("the top level's text");
+    let counted = |word: &str| -> Vec<u64> {
+        let numbers = top_text.lines().filter_map(|l| l.strip_prefix("# cpu")?.split_once(": "));
+        let values = numbers.filter_map(|(_, rest)| rest.split(word).nth(1)?.split(' ').nth(1));
+        values.map(|v| v.parse().unwrap()).collect()
+    };
+    // After its heading's line (`top`), the CPUs' counts and the records.
+    let records = top_text.lines().skip(1).filter(|l| !l.starts_with('#') && !l.is_empty());
+    let records = records.count();
     m.run("dump orig_cpu last 4 instance top");
     assert!(
         m.run("dump sideways").contains(
@@ -177,6 +189,10 @@ fn the_live_dump_command_takes_options() {
     assert!(dumps.iter().all(|d| d.problems.is_empty() && d.panic.is_none()));
     let full = dumps[0].sections();
     assert!(full.iter().any(|t| t.instance == "latency"), "every instance by default");
+    let block = top(&dumps[0]);
+    assert_eq!(counted("written"), block.stats.iter().map(|s| s.written).collect::<Vec<_>>());
+    assert_eq!(counted("entries"), block.stats.iter().map(|s| s.entries).collect::<Vec<_>>());
+    assert_eq!(records, block.events.len(), "the text's records are the block's");
     assert!(top(&dumps[0]).events.iter().any(|e| e.text == "live-3"));
     let small = dumps[1].sections();
     assert_eq!(small.len(), 1, "only the top-level instance");
