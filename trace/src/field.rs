@@ -338,6 +338,8 @@ pub enum DecodeError {
     BadTag,
 }
 
+impl core::error::Error for DecodeError {}
+
 impl core::fmt::Display for DecodeError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.write_str(match self {

@@ -45,6 +45,8 @@ pub enum SymtabError {
     BadName(usize),
 }
 
+impl core::error::Error for SymtabError {}
+
 impl fmt::Display for SymtabError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

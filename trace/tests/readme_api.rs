@@ -6,7 +6,6 @@
 //! the API changes, the README's code block changes with this file. Its own test
 //! binary: a tracer is installed once per process.
 
-use std::fmt;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use trace::ring::persist::{HEADER_WORDS, Rejected};
@@ -36,23 +35,13 @@ const MAX_CPUS: usize = 4;
 /// The build id a saved trace carries.
 const BUILD_ID: u64 = 0x5eed_cafe;
 
-/// What `?` makes of any of the API's errors in the snippet's functions: its debug
-/// form (a kernel driver would have its own error type). Not `Debug` itself, so that
-/// it converts from every type that is.
-struct Failed(String);
-
-impl<E: fmt::Debug> From<E> for Failed {
-    fn from(e: E) -> Self {
-        Failed(format!("{e:?}"))
-    }
-}
+/// What `?` makes of the API's errors in the snippet's functions: every one of them
+/// is a `core::error::Error`, as a driver's own error handling expects.
+type Failed = Box<dyn std::error::Error>;
 
 /// The value of a snippet's function, or a panic with the error `?` returned.
 fn ok<T>(result: Result<T, Failed>) -> T {
-    match result {
-        Ok(value) => value,
-        Err(Failed(why)) => panic!("the README's example failed: {why}"),
-    }
+    result.unwrap_or_else(|why| panic!("the README's example failed: {why}"))
 }
 
 /// One tracer for the test binary (tracepoints dispatch to a global); the tests take
@@ -278,7 +267,7 @@ fn net_driver(tracer: &'static Tracer<HostPlatform>) -> Result<(), Failed> {
     assert_eq!(tracer.destroy_by_name("net"), Err(InstanceError::Busy), "tr is held");
     assert!(tracer.lookup("net").is_some(), "a busy destroy changes nothing");
     drop(tr);                                       // trace_array_put
-    tracer.destroy_by_name("net")?;                 // Busy while anyone holds it
+    tracer.destroy_by_name("net")?;                 // Busy while an Instance of it is held (readers keep their buffers)
     assert!(tracer.lookup("net").is_none());
     let kept = lines(tracer, recorder.snapshot().unwrap());
     assert_eq!(kept, before, "a reader keeps its buffers past the instance");

@@ -135,6 +135,8 @@ pub struct FilterError {
     pub reason: FilterReason,
 }
 
+impl core::error::Error for FilterError {}
+
 impl fmt::Display for FilterError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "parse error at {}: {}", self.pos, self.reason)

@@ -419,6 +419,8 @@ pub enum LayoutError {
     TooLong,
 }
 
+impl core::error::Error for LayoutError {}
+
 impl fmt::Display for LayoutError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {

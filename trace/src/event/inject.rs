@@ -68,6 +68,8 @@ pub struct InjectError {
     pub reason: InjectReason,
 }
 
+impl core::error::Error for InjectError {}
+
 impl fmt::Display for InjectError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.reason {

@@ -130,6 +130,8 @@ impl Rejected {
     }
 }
 
+impl core::error::Error for Rejected {}
+
 impl fmt::Display for Rejected {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {

@@ -192,6 +192,8 @@ impl FunctionError {
     }
 }
 
+impl core::error::Error for FunctionError {}
+
 impl fmt::Display for FunctionError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.reason())

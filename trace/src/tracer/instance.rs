@@ -94,6 +94,8 @@ impl From<Error> for InstanceError {
     }
 }
 
+impl core::error::Error for InstanceError {}
+
 impl fmt::Display for InstanceError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -156,6 +158,8 @@ impl From<Error> for HookError {
         HookError::Instance(InstanceError::Buffer(e))
     }
 }
+
+impl core::error::Error for HookError {}
 
 impl fmt::Display for HookError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -1188,6 +1188,8 @@ pub enum TracerError {
     TopLevel(InstanceError),
 }
 
+impl core::error::Error for TracerError {}
+
 impl core::fmt::Display for TracerError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {

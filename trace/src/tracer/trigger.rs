@@ -231,6 +231,8 @@ impl TriggerError {
     }
 }
 
+impl core::error::Error for TriggerError {}
+
 impl fmt::Display for TriggerError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let reason = match self.reason {
