@@ -26,6 +26,9 @@ pub enum Error {
     /// The set's rings live in lent memory of a fixed size: they cannot be resized
     /// nor given a snapshot spare.
     Fixed,
+    /// The persistent region does not hold the saved trace given to restore (another
+    /// region's, or this one's before it was written again).
+    NotSaved,
 }
 
 /// Why a write recorded nothing.
@@ -60,6 +63,7 @@ impl fmt::Display for Error {
             Error::Fixed => {
                 "the buffer lives in reserved memory: its size is fixed, and it has no snapshot"
             }
+            Error::NotSaved => "the region does not hold that saved trace (validate it again)",
         })
     }
 }

@@ -162,7 +162,8 @@ mod host {
             CPU.with(|c| c.set(cpu));
         }
 
-        /// Switches the calling thread to the manual clock, starting at `ns`.
+        /// Switches the calling thread to the manual clock, starting at `ns`; each
+        /// reading moves it on by one (wrapping).
         pub fn set_clock(ns: u64) {
             CLOCK.with(|c| c.set(Some(ns)));
         }
@@ -180,7 +181,7 @@ mod host {
 
         fn now(&self) -> u64 {
             if let Some(t) = CLOCK.with(|c| c.get()) {
-                CLOCK.with(|c| c.set(Some(t + 1)));
+                CLOCK.with(|c| c.set(Some(t.wrapping_add(1))));
                 return t;
             }
             static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();

@@ -100,6 +100,11 @@ impl<P: Platform> Buffer<P> {
         })
     }
 
+    /// The set's rings, one per CPU.
+    pub(crate) fn rings(&self) -> &[Arc<Ring>] {
+        &self.rings
+    }
+
     /// Whether the set's rings live in lent memory (see [`Buffer::over`]).
     pub fn is_borrowed(&self) -> bool {
         self.rings.iter().any(|r| r.is_borrowed())

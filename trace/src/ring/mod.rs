@@ -62,5 +62,5 @@ pub use clock::Clock;
 pub use per_cpu::RecordWriter;
 pub use reader::{Consumer, Cursor, Merged, Meta, RecordRef, RingIter};
 pub use record::{MAX_EVENT_ID, MAX_PAYLOAD, Mode};
-pub use recorder::Recorder;
+pub use recorder::{Change, Recorder};
 pub use stats::{MAX_DEPTH, Refused, RingStats};

@@ -176,6 +176,8 @@ struct SavedRing {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Saved {
     rings: Vec<SavedRing>,
+    /// The build id it was validated with.
+    build_id: u64,
 }
 
 impl Saved {
@@ -219,8 +221,10 @@ impl<'a> Region<'a> {
     /// The words of slot `slot`'s ring (`None` beyond the slots).
     pub fn ring(&self, slot: usize) -> Option<&'a [AtomicU64]> {
         let words: &'a [AtomicU64] = self.words;
-        let start = HEADER_WORDS + slot.checked_mul(self.ring_words)?;
-        (slot < self.slots).then(|| &words[start..start + self.ring_words])
+        (slot < self.slots).then(|| {
+            let start = HEADER_WORDS + slot * self.ring_words;
+            &words[start..start + self.ring_words]
+        })
     }
 
     /// The rings of the first `cpus` slots, for [`Buffer::over`] (fewer if there are
@@ -335,7 +339,7 @@ impl<'a> Region<'a> {
         for cpu in 0..cpus {
             rings.push(self.validate_ring(cpu)?);
         }
-        Ok(Saved { rings })
+        Ok(Saved { rings, build_id })
     }
 
     fn validate_ring(&self, cpu: usize) -> Result<SavedRing, Rejected> {
@@ -381,8 +385,12 @@ impl<'a> Region<'a> {
 
     /// A buffer set of its own holding a copy of the saved trace `saved` (from
     /// [`Region::validate`] of this region), recording off; its statistics carry the
-    /// saved loss counters.
+    /// saved loss counters. `NotSaved` if the region does not hold `saved` (validated
+    /// again here): another region's, or one written since.
     pub fn restore<P: Platform>(&self, saved: &Saved, platform: P) -> Result<Buffer<P>, Error> {
+        if self.validate(saved.build_id).as_ref() != Ok(saved) {
+            return Err(Error::NotSaved);
+        }
         let mut rings = Vec::new();
         rings.try_reserve_exact(saved.rings.len()).map_err(|_| Error::NoMemory)?;
         for (cpu, r) in saved.rings.iter().enumerate() {

@@ -5,13 +5,35 @@ use crate::error::{Error, WriteError};
 use crate::platform::Platform;
 use crate::ring::buffer::{Buffer, Config};
 use crate::ring::clock::Clock;
-use crate::ring::per_cpu::RecordWriter;
+use crate::ring::per_cpu::{RecordWriter, words_for};
 use crate::ring::record::Tag;
 use crate::ring::section::{Held, Sections};
 use crate::sync::{AtomicBool, AtomicUsize, Ordering::*};
 
 extern crate alloc;
 use alloc::sync::Arc;
+
+/// A change of a recorder's buffers, which [`Recorder::changed`] makes into a new
+/// recorder, and whose size [`Recorder::bytes_after`] gives beforehand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// Every CPU's ring `bytes_per_cpu` long, empty ([`Recorder::resized`]).
+    Resize(usize),
+    /// CPU `cpu`'s ring `bytes` long, empty, the others kept
+    /// ([`Recorder::resized_cpu`]).
+    ResizeCpu {
+        /// The CPU.
+        cpu: usize,
+        /// Its ring's new length.
+        bytes: usize,
+    },
+    /// Timestamps from another clock, every ring emptied ([`Recorder::with_clock`]).
+    Clock(Clock),
+    /// A spare set added ([`Recorder::with_spare`]).
+    AddSpare,
+    /// The spare set freed ([`Recorder::without_spare`]).
+    DropSpare,
+}
 
 /// A recorder: the live buffer set writers use, and optionally a spare set that
 /// [`Recorder::swap`] exchanges with it to take a snapshot (ftrace's `snapshot`).
@@ -68,6 +90,42 @@ impl<P: Platform + Clone> Recorder<P> {
     }
 
     /// `Err(Fixed)` if the live set lives in lent memory (see [`Buffer::over`]).
+    /// The recorder `change` makes of this one.
+    pub fn changed(&self, change: Change) -> Result<Self, Error> {
+        match change {
+            Change::Resize(bytes_per_cpu) => self.resized(bytes_per_cpu),
+            Change::ResizeCpu { cpu, bytes } => self.resized_cpu(cpu, bytes),
+            Change::Clock(clock) => self.with_clock(clock),
+            Change::AddSpare => self.with_spare(),
+            Change::DropSpare => Ok(self.without_spare()),
+        }
+    }
+
+    /// The bytes of rings (live and spare) the recorder `change` makes would hold,
+    /// found without allocating anything, so that a memory limit refuses first; the
+    /// error the change would give for a size or a CPU it refuses.
+    pub fn bytes_after(&self, change: Change) -> Result<usize, Error> {
+        if change != Change::DropSpare {
+            self.resizable()?;
+        }
+        let live = self.live();
+        let sets = if self.snapshot().is_some() { 2 } else { 1 };
+        let ring = |bytes| words_for(bytes).map(|words| words as usize * 8);
+        let live_bytes = match change {
+            Change::Resize(bytes) => ring(bytes)?.saturating_mul(live.cpus()),
+            Change::ResizeCpu { cpu, bytes } => {
+                let old = live.bytes_of(cpu).ok_or(Error::BadCpu)?;
+                live.total_bytes() - old + ring(bytes)?
+            }
+            Change::Clock(_) | Change::AddSpare | Change::DropSpare => live.total_bytes(),
+        };
+        Ok(match change {
+            Change::AddSpare => live_bytes.saturating_mul(2),
+            Change::DropSpare => live_bytes,
+            _ => live_bytes.saturating_mul(sets),
+        })
+    }
+
     fn resizable(&self) -> Result<(), Error> {
         if self.live().is_borrowed() { Err(Error::Fixed) } else { Ok(()) }
     }

@@ -14,7 +14,7 @@ use crate::field::{Encoder, Sink};
 use crate::platform::Platform;
 use crate::ring::clock::Clock;
 use crate::ring::record::Mode;
-use crate::ring::recorder::Recorder;
+use crate::ring::recorder::{Change, Recorder};
 use crate::ring::stats::RingStats;
 use crate::symtab::SymbolTable;
 use crate::sync::{AtomicBool, Ordering::Relaxed};
@@ -718,13 +718,13 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
     /// Resizes every CPU ring (and the snapshot buffer, if any) to `bytes_per_cpu`.
     /// The recorded events are discarded; recording state and mode are kept.
     pub fn resize(&self, bytes_per_cpu: usize) -> Result<(), InstanceError> {
-        self.tracer.replace_recorder(&self.state, |old| old.resized(bytes_per_cpu))
+        self.tracer.replace_recorder(&self.state, Change::Resize(bytes_per_cpu))
     }
 
     /// Resizes CPU `cpu`'s ring (and its snapshot ring, if any) to `bytes`, keeping
     /// the other CPUs' rings and what they hold (`per_cpu/cpuN/buffer_size_kb`).
     pub fn resize_cpu(&self, cpu: usize, bytes: usize) -> Result<(), InstanceError> {
-        self.tracer.replace_recorder(&self.state, |old| old.resized_cpu(cpu, bytes))
+        self.tracer.replace_recorder(&self.state, Change::ResizeCpu { cpu, bytes })
     }
 
     /// Takes timestamps from `clock` from now on (`trace_clock`): as in ftrace, the
@@ -735,7 +735,7 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
         if self.clock() == clock {
             return Ok(());
         }
-        self.tracer.replace_recorder(&self.state, |old| old.with_clock(clock))
+        self.tracer.replace_recorder(&self.state, Change::Clock(clock))
     }
 
     /// Where the instance's timestamps come from.
@@ -770,7 +770,7 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
         if self.has_snapshot() {
             return Ok(());
         }
-        self.tracer.replace_recorder(&self.state, Recorder::with_spare)
+        self.tracer.replace_recorder(&self.state, Change::AddSpare)
     }
 
     /// `SnapshotInUse` while the instance's tracer is `irqsoff`, whose window the
@@ -811,7 +811,7 @@ impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
             return Ok(());
         }
         self.check_snapshot_free()?;
-        self.tracer.replace_recorder(&self.state, |r| Ok(r.without_spare()))
+        self.tracer.replace_recorder(&self.state, Change::DropSpare)
     }
 
     /// Empties the live buffer and zeroes its statistics, recording on or off.

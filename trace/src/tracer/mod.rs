@@ -52,15 +52,15 @@ use crate::event::{DescriptorKind, EventDescriptor, MAX_EVENT_PAYLOAD};
 use crate::field::{Encoder, Field, FieldKind, Sink};
 use crate::platform::Platform;
 use crate::ring::buffer::{Buffer, Config};
-use crate::ring::per_cpu::RecordWriter;
+use crate::ring::per_cpu::{RecordWriter, Ring};
 use crate::ring::record::Tag;
-use crate::ring::recorder::Recorder;
+use crate::ring::recorder::{Change, Recorder};
 use crate::ring::section::{Held, Sections};
 use crate::tracer::instance::{InstanceState, valid_name};
 use crate::tracer::rcu::RcuCell;
 use crate::tracer::trigger::Target;
 use alloc::string::String;
-use alloc::sync::Arc;
+use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use spin::Mutex;
@@ -173,7 +173,39 @@ struct Registry<P> {
     instances: [Option<Arc<InstanceState<P>>>; MAX_INSTANCES],
     /// Each slot's hook table, as published in [`Tracer::hooks`].
     hooks: [Option<Arc<HookTable>>; MAX_INSTANCES],
+    /// The bytes of the instances' rings.
     total_bytes: usize,
+    /// Rings an instance let go of (destroyed, resized, its clock or snapshot
+    /// changed) with their bytes, which a reader may still hold: they count against
+    /// the memory limit until the last holder lets them go.
+    retired: Vec<(Weak<Ring>, usize)>,
+}
+
+impl<P: Platform> Registry<P> {
+    /// The bytes of rings alive: the instances' and the retired rings still held.
+    fn in_use(&mut self) -> usize {
+        self.retired.retain(|(ring, _)| ring.strong_count() > 0);
+        self.retired.iter().fold(self.total_bytes, |sum, (_, bytes)| sum.saturating_add(*bytes))
+    }
+
+    /// Counts the rings of `old` that `new` (if any) does not keep as retired, and
+    /// takes `old`'s bytes from the instances'.
+    fn retire(&mut self, old: &Recorder<P>, new: Option<&Recorder<P>>) {
+        self.total_bytes -= footprint(old);
+        let kept = |ring: &Arc<Ring>| {
+            new.is_some_and(|new| sets(new).any(|s| s.rings().iter().any(|r| Arc::ptr_eq(r, ring))))
+        };
+        for ring in sets(old).flat_map(Buffer::rings) {
+            if !ring.is_borrowed() && !kept(ring) {
+                self.retired.push((Arc::downgrade(ring), ring.words() as usize * 8));
+            }
+        }
+    }
+}
+
+/// The buffer sets of `recorder`: the live one and the snapshot, if any.
+fn sets<P: Platform>(recorder: &Recorder<P>) -> impl Iterator<Item = &Buffer<P>> {
+    core::iter::once(recorder.live()).chain(recorder.snapshot())
 }
 
 /// The tracer: descriptors and instances. Install it with [`crate::install`] so
@@ -210,7 +242,7 @@ pub struct Tracer<P> {
 
 /// Bytes a recorder's buffers take.
 fn footprint<P: Platform>(recorder: &Recorder<P>) -> usize {
-    recorder.live().total_bytes() + recorder.snapshot().map_or(0, |s| s.total_bytes())
+    sets(recorder).map(Buffer::total_bytes).sum()
 }
 
 impl<P: Platform + Clone + Send + Sync> Tracer<P> {
@@ -218,7 +250,9 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
     /// tracer adds its own), with a top-level instance built from `top`. Numbers every
     /// descriptor: ids follow the order of `system:name`, so they are stable for a
     /// given set of descriptors. Descriptors with a malformed format string are
-    /// refused (`Err` names the first).
+    /// refused (`Err` names the first). A descriptor keeps its instances' enable bits,
+    /// so a kernel builds one tracer: a second tracer over the same descriptors would
+    /// share them (tests build several, each over descriptors of its own).
     pub fn new(
         platform: P,
         cpus: usize,
@@ -266,6 +300,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
                 instances: core::array::from_fn(|_| None),
                 hooks: core::array::from_fn(|_| None),
                 total_bytes: 0,
+                retired: Vec::new(),
             }),
         };
         tracer.create(String::new(), TOP_SLOT, top).map_err(TracerError::TopLevel)?;
@@ -289,7 +324,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
 
     /// Bytes of ring buffer all instances use, and the limit.
     pub fn memory(&self) -> (usize, usize) {
-        (self.registry.lock().total_bytes, self.limits.max_total_bytes)
+        (self.registry.lock().in_use(), self.limits.max_total_bytes)
     }
 
     /// The top-level instance.
@@ -380,7 +415,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         self.hooks[slot].replace(None, self.sections.grace(&self.platform)?);
         registry.hooks[slot] = None;
         if let Some(state) = registry.instances[slot].take() {
-            registry.total_bytes -= footprint(&state.recorder.lock());
+            registry.retire(&state.recorder.lock(), None);
         }
         self.sync_keys(&registry);
         Ok(())
@@ -402,7 +437,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         let mut registry = self.registry.lock();
         let ring_bytes = crate::ring::per_cpu::words_for(config.bytes_per_cpu)? as usize * 8;
         let wanted = ring_bytes * self.cpus * (1 + usize::from(config.snapshot));
-        if registry.total_bytes + wanted > self.limits.max_total_bytes {
+        if registry.in_use().saturating_add(wanted) > self.limits.max_total_bytes {
             return Err(InstanceError::MemoryLimit);
         }
         if registry.instances[slot].is_some() {
@@ -443,7 +478,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
             .iter()
             .position(Option::is_none)
             .ok_or(InstanceError::TooManyInstances)?;
-        if registry.total_bytes + live.total_bytes() > self.limits.max_total_bytes {
+        if registry.in_use().saturating_add(live.total_bytes()) > self.limits.max_total_bytes {
             return Err(InstanceError::MemoryLimit);
         }
         let recorder = Arc::new(Recorder::over(live, Arc::clone(&self.sections)));
@@ -477,27 +512,33 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         Instance { tracer: self, state }
     }
 
-    /// Replaces an instance's recorder with `build(old)`, within the memory limit.
-    /// The slot switches to the new recorder, and the old one is dropped only after a
-    /// grace period, when no writer can still be in it.
+    /// Replaces an instance's recorder with the one `change` makes of it, within the
+    /// memory limit, which is checked before anything is allocated. The slot switches
+    /// to the new recorder, and the old one is dropped only after a grace period,
+    /// when no writer can still be in it.
     pub(crate) fn replace_recorder(
         &self,
         state: &InstanceState<P>,
-        build: impl FnOnce(&Recorder<P>) -> Result<Recorder<P>, crate::Error>,
+        change: Change,
     ) -> Result<(), InstanceError> {
         let mut registry = self.registry.lock();
         let mut current = state.recorder.lock();
-        let new = Arc::new(build(&current)?);
-        let total = registry.total_bytes - footprint(&current) + footprint(&new);
+        let bytes = current.bytes_after(change)?;
+        // The old recorder's rings counted as gone (those it shares with the new one
+        // are in `bytes`); a reader that keeps them makes them count again, retired.
+        let total = (registry.in_use() - footprint(&current)).saturating_add(bytes);
         if total > self.limits.max_total_bytes {
             return Err(InstanceError::MemoryLimit);
         }
+        let new = Arc::new(current.changed(change)?);
+        debug_assert_eq!(footprint(&new), bytes, "{change:?}: the size found beforehand");
         let grace = self.sections.grace(&self.platform)?;
         // The old recorder is dropped here, after the grace period, unless a reader
         // holds it (then it goes with the reader).
         self.slots[state.slot].replace(Some(Arc::clone(&new)), grace);
-        *current = new;
-        registry.total_bytes = total;
+        let old = core::mem::replace(&mut *current, Arc::clone(&new));
+        registry.retire(&old, Some(&new));
+        registry.total_bytes += bytes;
         Ok(())
     }
 
