@@ -101,6 +101,12 @@ fn trace_cmd_sees_the_cpus_the_clock_and_the_stats() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stat = trace_cmd_report(&file, &["--stat"]);
     assert!(stat.contains("CPU: 3\nentries: "), "{stat}");
+    // Every format names only fields it declares: a printk site's is its text (the
+    // log holds none of its records), not its format string over no fields.
+    let formats = Command::new("trace-cmd").args(["dump", "--ftrace"]).arg(&file).output();
+    let formats = text(&formats.expect("trace-cmd runs").stdout);
+    assert!(formats.contains("name: printk"), "{formats}");
+    assert!(!formats.contains("<no field"), "{formats}");
     let missing = boot(&["report", "--format", "tracedat", PANIC_LOG]);
     assert_eq!(missing.status.code(), Some(2));
     assert!(text(&missing.stderr).contains("--format tracedat needs -o FILE"));

@@ -174,10 +174,16 @@ fn declarations(traces: &[Section]) -> BTreeMap<u16, Declared<'_>> {
             let linux = Linux::of(&d.system, &d.name, &d.fields());
             let reserved = RESERVED.iter().find(|r| (r.0, r.1) == (&d.system, &d.name));
             let reserved = reserved.filter(|_| linux.is_none());
+            // A printk site's records are its text (their arguments are tagged,
+            // not fields), whether or not the trace holds one.
+            let shape = match d.kind {
+                trace::event::DescriptorKind::Printk => Shape::Text,
+                _ => Shape::Fields,
+            };
             let declared = Declared {
                 system: c_name(&d.system),
                 name: reserved.map_or_else(|| c_name(&d.name), |r| r.2.to_string()),
-                shape: Shape::Fields,
+                shape,
                 descriptor: Some(d),
                 linux,
             };
