@@ -298,6 +298,17 @@ fn trace_cmd_reads_every_instance_and_snapshot_as_buffer_instances() {
         let key = if i == 0 { String::new() } else { names[i - 1].clone() };
         assert_eq!(grouped[&key], alone, "buffer {key:?}");
     }
+    // `--stat` shows every buffer's statistics, each after its name.
+    let file = temp_path("tracers-stat.dat");
+    let path = file.to_str().unwrap();
+    let common = ["report", "--elf", TRACERS_ELF, "--format", "tracedat", "--buffer", "all"];
+    assert!(boot(&[&common[..], &["-o", path, TRACERS_LOG]].concat()).status.success());
+    let stat = trace_cmd_report(&file, &["--stat"]);
+    for (name, section) in names.iter().zip(&sections[1..]) {
+        let (_, after) = stat.split_once(&format!("\nBuffer: {name}\n")).expect(name);
+        let first = section.stats.iter().find(|s| s.entries > 0).expect("a CPU with entries");
+        assert!(after.contains(&format!("entries: {}\n", first.entries)), "{name}: {stat}");
+    }
     // Without `--buffer`, the live buffers only.
     let live = convert(&[]);
     assert!(!live.contains(":snapshot: ") && live.contains("\n  graph: "), "{live}");

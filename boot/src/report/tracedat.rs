@@ -465,6 +465,16 @@ pub fn write_tracedat(
     if let Some(main) = traces.first() {
         put_cpu_stats(&mut head, main);
     }
+    // Each other buffer's statistics too, after a line naming it, as trace-cmd record
+    // writes them: `trace-cmd report --stat` prints the file's, not its buffers'.
+    for trace in traces.iter().skip(1) {
+        put_option(
+            &mut head,
+            OPTION_CPUSTAT,
+            format!("\nBuffer: {}\n\n\0", buffer_name(trace)).as_bytes(),
+        );
+        put_cpu_stats(&mut head, trace);
+    }
     // Each other buffer's option: where its own options and CPU table are (filled
     // in below), and its name.
     let mut patches = Vec::new();
