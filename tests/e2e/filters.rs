@@ -864,32 +864,25 @@ fn function_modifier_filters_addresses_by_their_function() {
     m.run("echo kernel::shell::commands::cpus >> set_ftrace_filter");
     assert_eq!(m.run("echo function > current_tracer"), "");
     let filter = "events/ftrace/function/filter";
-    assert_eq!(m.run(&format!("echo 'ip.function == \"{pwd}\"' > {filter}")), "");
-    assert_eq!(cat(&mut m, filter), format!("ip.function == \"{pwd}\""));
-    m.run("echo > trace");
-    m.run("cpus");
-    m.run("pwd");
-    let trace = m.run("cat trace");
-    let calls: Vec<&str> = trace.lines().filter(|l| l.contains(" <-")).collect();
-    assert!(
-        !calls.is_empty() && calls.iter().all(|l| l.contains(&format!(": {pwd} <-"))),
-        "{trace}"
-    );
+    // With the filter `ip.function == VALUE`, `cpus` then `pwd` record `pwd` only.
+    let only_pwd = |m: &mut Machine, value: &str| {
+        assert_eq!(m.run(&format!("echo 'ip.function == {value}' > {filter}")), "");
+        m.run("echo > trace");
+        m.run("cpus");
+        m.run("pwd");
+        let trace = m.run("cat trace");
+        let calls: Vec<&str> = trace.lines().filter(|l| l.contains(" <-")).collect();
+        assert!(
+            !calls.is_empty() && calls.iter().all(|l| l.contains(&format!(": {pwd} <-"))),
+            "{value}: {trace}"
+        );
+    };
     // An address in the function stands for it: the entry site `functions` shows.
     let site = m.run(&format!("functions {pwd}"));
     let address = site.split_whitespace().next().unwrap_or_else(|| panic!("{site}"));
-    let address = format!("0x{}", address.trim_start_matches("0x"));
-    assert_eq!(m.run(&format!("echo 'ip.function == {address}' > {filter}")), "");
-    m.run("echo > trace");
-    m.run("cpus");
-    m.run("pwd");
-    let trace = m.run("cat trace");
-    let calls: Vec<&str> = trace.lines().filter(|l| l.contains(" <-")).collect();
-    assert!(
-        !calls.is_empty() && calls.iter().all(|l| l.contains(&format!(": {pwd} <-"))),
-        "{address}: {trace}"
-    );
-    m.run(&format!("echo 'ip.function == \"{pwd}\"' > {filter}"));
+    only_pwd(&mut m, &format!("0x{}", address.trim_start_matches("0x")));
+    only_pwd(&mut m, &format!("\"{pwd}\""));
+    assert_eq!(cat(&mut m, filter), format!("ip.function == \"{pwd}\""));
     for (bad, reason) in [
         ("ip.function == 0x1", "no function of that name or at that address"),
         ("ip.function == \"kernel::nowhere\"", "no function of that name"),
