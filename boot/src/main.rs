@@ -502,8 +502,17 @@ fn report(options: &Report) -> Result<bool, String> {
             Format::Text | Format::Perfetto | Format::PerfettoProto | Format::Tracedat,
             Some(path),
         ) => {
-            // Written beside its name and renamed into place once complete: a report
-            // that fails leaves no file behind and an older one as it was.
+            // Anything but a regular file (a device such as /dev/null, a pipe, a
+            // link) is written in place: a rename would put a file where it stood.
+            let regular = std::fs::symlink_metadata(path).map_or(true, |m| m.is_file());
+            if !regular {
+                let file =
+                    std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+                let out = &mut BufWriter::new(file);
+                return convert(options, symbols.as_ref(), &selection, total, out);
+            }
+            // A file is written beside its name and renamed into place once complete:
+            // a report that fails leaves no file behind and an older one as it was.
             let mut partial = path.clone().into_os_string();
             partial.push(".partial");
             let partial = PathBuf::from(partial);

@@ -184,6 +184,26 @@ fn text_goes_to_the_output_file_and_stat_refuses_other_formats() {
     assert!(std::fs::read_to_string(&file).unwrap().contains("Total events: 3"));
     let partial = format!("{}.partial", file.display());
     assert!(!std::path::Path::new(&partial).exists());
+    // What is not a regular file is written in place, never replaced by one: a link
+    // stays a link (so would /dev/null stay a device), and a pipe is written into.
+    let link = temp_path("out-link.txt");
+    std::os::unix::fs::symlink(&file, &link).unwrap();
+    let out = report(&[log.to_str().unwrap(), "-o", link.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert!(std::fs::read_to_string(&file).unwrap().contains(" ping: "));
+    let fifo = temp_path("out.fifo");
+    assert!(std::process::Command::new("mkfifo").arg(&*fifo).status().unwrap().success());
+    let reader = {
+        let fifo = fifo.to_path_buf();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+    };
+    let out = report(&[log.to_str().unwrap(), "-o", fifo.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(reader.join().unwrap().matches(" ping: ").count(), 3);
+    assert!(std::os::unix::fs::FileTypeExt::is_fifo(
+        &std::fs::symlink_metadata(&fifo).unwrap().file_type()
+    ));
     for format in ["perfetto", "ctf"] {
         let out = report(&[log.to_str().unwrap(), "--stat", "--format", format, "-o", "x"]);
         assert_eq!(out.status.code(), Some(2));
