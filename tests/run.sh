@@ -6,10 +6,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 boot/setup.sh
-# Nothing below reads the terminal. Cargo's probe of the compiler (`rustc -`) reads its
-# source from stdin; text arriving there once failed the probe, and cargo cached the
-# failure in target/.rustc_info.json for every later command.
-exec </dev/null
 # Builds as CI does, without incremental compilation: its codegen units differ, and
 # so does what the compiler inlines, which the kernel's stack traces show.
 export CARGO_INCREMENTAL=0
