@@ -31,6 +31,8 @@ const LIMIT: usize = 4 << 20;
 const SMALL: InstanceConfig =
     InstanceConfig { bytes_per_cpu: 4096, mode: Mode::Overwrite, snapshot: false };
 
+/// The binary's one tracer (tracepoints dispatch to the installed one), taken in turn
+/// by the tests, with every instance but the top level removed.
 fn tracer() -> MutexGuard<'static, &'static Tracer<HostPlatform>> {
     static TRACER: OnceLock<Mutex<&'static Tracer<HostPlatform>>> = OnceLock::new();
     let cell = TRACER.get_or_init(|| {
@@ -64,14 +66,10 @@ struct Observed {
     records: usize,
 }
 
+/// What [`Observed`] holds of `i` and `tracer` now.
 fn observe(tracer: &Tracer<HostPlatform>, i: &Instance<'_, HostPlatform>) -> Observed {
     let events = [ALL.descriptor(), PING.descriptor(), PONG.descriptor()];
-    let recorder = i.recorder();
-    let mut it = recorder.live().merged_iter().expect("iter");
-    let mut records = 0;
-    while it.next_record().is_some() {
-        records += 1;
-    }
+    let records = merged_count(i.recorder().live());
     Observed {
         memory: tracer.memory(),
         names: tracer.instance_names(),
@@ -100,6 +98,7 @@ fn no_panic<R>(what: &str, f: impl FnOnce() -> R) -> R {
     }
 }
 
+/// The records `buffer` holds, all CPUs.
 fn merged_count(buffer: &Buffer<HostPlatform>) -> usize {
     let mut it = buffer.merged_iter().expect("iter");
     let mut n = 0;
