@@ -569,6 +569,8 @@ fn convert(
                 if text && total > 1 {
                     writeln!(out, "{heading} {what}").map_err(|e| options.write_error(e))?;
                 }
+                // A damaged dump's text is what is left of it, reported (exit 1).
+                found |= text && !dump.problems.is_empty();
                 lacking = Some(format!("the dump at line {} {what}", dump.line));
                 return Ok(());
             }
@@ -731,25 +733,28 @@ fn format_name(format: Format) -> String {
 }
 
 /// What `report` shows of `dump`: the buffers chosen of every instance, or of the one
-/// named (then never none). The error says what the dump lacks of the one named and
-/// what it has: `has no snapshot of instance "latency" (it has "top")`.
+/// named; never none. The error says what the dump lacks and what it has: `has no
+/// snapshot of instance "latency" (it has "top")`, `has no live buffer of any instance
+/// (it has "a (snapshot)")`.
 fn chosen(dump: &trace::dump::Dump, name: Option<&str>, buffers: Buffers) -> Result<Shown, String> {
     let shown = |traces| Shown { line: dump.line, fingerprint: dump.symbols, traces };
     let traces = dump.sections();
-    let Some(name) = name else {
-        return Ok(shown(traces.into_iter().filter(|t| buffers.wants(t.buffer)).collect()));
-    };
     if traces.is_empty() {
-        return Err("holds no instance: the chunks that held them were lost".into());
+        return Err(match dump.problems.is_empty() {
+            true => "holds no instance (the kernel dumped none)".into(),
+            false => "holds no instance: the chunks that held them were lost".into(),
+        });
     }
     let known: Vec<String> = traces.iter().map(|t| format!("{:?}", t.heading())).collect();
+    let wanted = |t: &trace::dump::Section| name.is_none_or(|name| t.instance == name);
     let found: Vec<_> =
-        traces.into_iter().filter(|t| t.instance == name && buffers.wants(t.buffer)).collect();
+        traces.into_iter().filter(|t| wanted(t) && buffers.wants(t.buffer)).collect();
     if found.is_empty() {
+        let of = name.map_or(String::from("any instance"), |name| format!("instance {name:?}"));
         let what = match buffers {
-            Buffers::Snapshot => format!("no snapshot of instance {name:?}"),
-            Buffers::Live => format!("no live buffer of instance {name:?}"),
-            Buffers::All => format!("no instance {name:?}"),
+            Buffers::Snapshot => format!("no snapshot of {of}"),
+            Buffers::Live => format!("no live buffer of {of}"),
+            Buffers::All => format!("no {of}"),
         };
         return Err(format!("has {what} (it has {})", known.join(", ")));
     }

@@ -280,10 +280,18 @@ fn a_dump_without_instances_or_their_names_gets_a_sentence() {
     let out = report(&[empty.to_str().unwrap(), "--format", "perfetto"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        text(&out.stderr).contains("holds no instance: the chunks that held them were lost"),
+        text(&out.stderr).contains("holds no instance (the kernel dumped none)"),
         "{}",
         text(&out.stderr)
     );
+    // So for every format, text too: an undamaged dump of nothing is not a report.
+    for format in ["text", "tracedat", "ctf"] {
+        let file = temp_path(&format!("empty-out-{format}"));
+        let out =
+            report(&[empty.to_str().unwrap(), "--format", format, "-o", file.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2), "{format}");
+        assert!(text(&out.stderr).contains("the kernel dumped none"), "{format}");
+    }
 }
 
 #[test]

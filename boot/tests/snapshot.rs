@@ -276,6 +276,39 @@ fn the_other_formats_convert_the_last_dump_with_what_was_asked() {
     );
 }
 
+/// A dump of one snapshot alone (`dump on-panic instance a snapshot`) has no live
+/// buffer: trace.dat without `--buffer` is refused, naming what the dump has (it
+/// wrote a file trace-cmd could not read), and `--buffer snapshot` converts it.
+#[test]
+fn a_dump_of_a_snapshot_alone_needs_buffer_snapshot() {
+    let descriptor: &EventDescriptor = PING.descriptor();
+    let mut dump = String::new();
+    let mut writer = DumpWriter::begin(|line: &str| {
+        dump.push_str(line);
+        dump.push('\n');
+    });
+    writer.header(2, Some((0, "oops", "src/main.rs:1:1")), None);
+    writer.descriptor_as(1, descriptor);
+    writer.section(0, "a", BufferKind::Snapshot, trace::Clock::Local);
+    writer.cpu_stats(0, 0, &RingStats { written: 1, entries: 1, ..RingStats::default() });
+    writer.record(0, &record(0, 5_000, &ping(5)), Some(descriptor));
+    writer.finish();
+    let log = temp("snapshot-alone.log", dump);
+    let file = temp_path("snapshot-alone.dat");
+    let convert = |args: &[&str]| {
+        let common = [log.to_str().unwrap(), "--format", "tracedat", "-o", file.to_str().unwrap()];
+        report(&[&common[..], args].concat())
+    };
+    let out = convert(&[]);
+    assert_eq!(out.status.code(), Some(2));
+    let expected = "has no live buffer of any instance (it has \"a (snapshot)\")";
+    assert!(text(&out.stderr).contains(expected), "{}", text(&out.stderr));
+    assert!(!file.exists(), "no file written");
+    let out = convert(&["--buffer", "snapshot"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(std::fs::metadata(&file).unwrap().len() > 4096);
+}
+
 #[test]
 fn a_bad_buffer_is_a_usage_error_naming_the_buffers() {
     let log = temp("bad.log", log());
