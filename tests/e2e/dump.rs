@@ -184,6 +184,17 @@ fn the_live_dump_command_takes_options() {
         )
     );
     assert!(m.run("dump last 0").contains("usage"));
+    // An instance that does not exist is refused, live or for a panic, and the
+    // panic setting stays as it was.
+    let setting = m.run("dump on-panic");
+    for command in ["dump instance nosuch", "dump on-panic instance nosuch"] {
+        let out = m.run(command);
+        assert!(
+            out.contains("no instance \"nosuch\" (top, or a directory of instances/)"),
+            "{out}"
+        );
+    }
+    assert_eq!(m.run("dump on-panic"), setting);
     let dumps = m.dumps();
     assert_eq!(dumps.len(), 2);
     assert!(dumps.iter().all(|d| d.problems.is_empty() && d.panic.is_none()));

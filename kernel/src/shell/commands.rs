@@ -627,6 +627,13 @@ fn dump_options(mut args: &[&str], base: DumpConfig) -> Result<DumpConfig, Comma
                         n => Some(n.parse().ok().filter(|&n| n > 0).ok_or(CommandError::Usage)?),
                     };
                 } else {
+                    // An instance that does not exist would leave the dump empty.
+                    let tracer = crate::tracing::tracer();
+                    if value != "top" && tracer.is_none_or(|t| t.lookup(value).is_none()) {
+                        return Err(CommandError::Failed(format!(
+                            "no instance {value:?} (top, or a directory of instances/)"
+                        )));
+                    }
                     names.push(value.into());
                 }
             }
