@@ -20,6 +20,9 @@ pub struct CpuSummary {
     pub dropped: u64,
     /// Events lost to nested-writer commit overruns (from the dump's stats).
     pub commit_overrun: u64,
+    /// Events a consuming reader (`trace_pipe`) took before the dump (from the dump's
+    /// stats).
+    pub read: u64,
     /// Events written (from the dump's stats).
     pub written: u64,
 }
@@ -51,6 +54,7 @@ pub fn summarize(trace: &Section) -> Summary {
                 overrun: s.overrun,
                 dropped: s.dropped,
                 commit_overrun: s.commit_overrun,
+                read: s.read,
                 written: s.written,
                 ..CpuSummary::default()
             }
@@ -105,6 +109,7 @@ pub fn write_stat(trace: &Section, out: &mut impl Write) -> io::Result<()> {
         "OVERRUN",
         "DROPPED",
         "COMMIT_OVERRUN",
+        "READ",
         "WRITTEN",
     ])];
     for (cpu, c) in s.per_cpu.iter().enumerate() {
@@ -116,6 +121,7 @@ pub fn write_stat(trace: &Section, out: &mut impl Write) -> io::Result<()> {
                 c.overrun,
                 c.dropped,
                 c.commit_overrun,
+                c.read,
                 c.written,
             ]
             .iter()
@@ -131,6 +137,7 @@ pub fn write_stat(trace: &Section, out: &mut impl Write) -> io::Result<()> {
         sum(|c| c.overrun).to_string(),
         sum(|c| c.dropped).to_string(),
         sum(|c| c.commit_overrun).to_string(),
+        sum(|c| c.read).to_string(),
         sum(|c| c.written).to_string(),
     ]);
     write_table(out, &rows)?;
@@ -211,6 +218,7 @@ mod tests {
                 overrun: 5,
                 dropped: 0,
                 commit_overrun: 0,
+                read: 2,
                 written: 10
             }
         );
@@ -223,6 +231,7 @@ mod tests {
                 overrun: 17,
                 dropped: 4,
                 commit_overrun: 1,
+                read: 0,
                 written: 23
             }
         );
@@ -246,9 +255,10 @@ mod tests {
         // Every row is as wide as the header: right-aligned columns.
         assert!(cpus.iter().all(|l| l.len() == cpus[0].len()), "{cpus:#?}");
         let cells = |l: &str| l.split_whitespace().map(str::to_string).collect::<Vec<_>>();
-        assert_eq!(cells(cpus[1]), ["0", "3", "0", "5", "0", "0", "10"]);
-        assert_eq!(cells(cpus[2]), ["1", "2", "17", "17", "4", "1", "23"]);
-        assert_eq!(cells(cpus[3]), ["total", "5", "17", "22", "4", "1", "33"]);
+        // A CPU's events, overwritten, dropped and read add up to what it wrote.
+        assert_eq!(cells(cpus[1]), ["0", "3", "0", "5", "0", "0", "2", "10"]);
+        assert_eq!(cells(cpus[2]), ["1", "2", "17", "17", "4", "1", "0", "23"]);
+        assert_eq!(cells(cpus[3]), ["total", "5", "17", "22", "4", "1", "2", "33"]);
 
         let span = &lines[at("Time span (local clock):") + 1..at("Time span (local clock):") + 4];
         assert_eq!(cells(span[0]), ["first", "1.000000500"]);
