@@ -591,9 +591,9 @@ pub fn stream_pipe(
 /// CPUs, or one) in time order as they come and hands each to `each` (which returns
 /// false to end), calling `wait` when none is left (it returns false to end, or
 /// true when there may be more, or when `stop` may have changed its mind), until
-/// `stop` says so (checked between records). Returns each CPU's events lost after the last record
-/// returned (a writer that raced the end), or an error text if the rings cannot be
-/// read (another consuming reader has them).
+/// `stop` says so (checked between records). Returns each CPU's events lost after
+/// the last record returned (a writer that raced the end), or an error text if the
+/// rings cannot be read (another consuming reader has them).
 pub fn consume(
     instance: &Instance<'_, KernelPlatform>,
     cpu: Option<usize>,

@@ -109,7 +109,12 @@ impl<P: Platform + Clone> Recorder<P> {
             self.resizable()?;
         }
         let live = self.live();
-        let sets = if self.snapshot().is_some() { 2 } else { 1 };
+        let sets = match change {
+            Change::AddSpare => 2,
+            Change::DropSpare => 1,
+            _ if self.snapshot().is_some() => 2,
+            _ => 1,
+        };
         let ring = |bytes| words_for(bytes).map(|words| words as usize * 8);
         let live_bytes = match change {
             Change::Resize(bytes) => ring(bytes)?.saturating_mul(live.cpus()),
@@ -119,11 +124,7 @@ impl<P: Platform + Clone> Recorder<P> {
             }
             Change::Clock(_) | Change::AddSpare | Change::DropSpare => live.total_bytes(),
         };
-        Ok(match change {
-            Change::AddSpare => live_bytes.saturating_mul(2),
-            Change::DropSpare => live_bytes,
-            _ => live_bytes.saturating_mul(sets),
-        })
+        Ok(live_bytes.saturating_mul(sets))
     }
 
     fn resizable(&self) -> Result<(), Error> {
