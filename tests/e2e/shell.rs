@@ -145,14 +145,31 @@ fn history_recalls_lines_and_tab_completes_commands_and_paths() {
 #[test]
 fn over_long_line_is_refused() {
     let mut machine = Machine::boot();
-    let long = "x".repeat(1000);
-    let out = machine.run(&long[..256]);
-    assert!(out.contains("command not found"), "a 256-byte line is accepted: {out}");
-    machine.send(long.as_bytes());
+    let long = "x".repeat(5000);
+    let out = machine.run(&long[..4096]);
+    assert!(out.contains("command not found"), "a 4096-byte line is refused: {out}");
+    machine.send(&long.as_bytes()[..4097]);
     machine.send(b"\r");
     let out = machine.wait_for_prompt(STEP_TIMEOUT);
-    assert!(out.contains("error: line too long (at most 256 characters)"), "{out}");
+    assert!(out.contains("error: line too long (at most 4096 characters)"), "{out}");
     assert!(machine.run("help").contains("poweroff"));
+}
+
+#[test]
+fn the_longest_filter_is_written_from_the_shell() {
+    let mut machine = Machine::boot();
+    // 25 predicates, about 1000 bytes: near the filter's own limit of 1024.
+    let filter = vec!["interval_ns != 1000000000000000000"; 25].join(" && ");
+    assert!(filter.len() > 900 && filter.len() <= 1024, "{}", filter.len());
+    let out = machine.run(&format!("echo '{filter}' > events/timer/tick/filter"));
+    assert!(!out.contains("error"), "{out}");
+    let out = machine.run("cat events/timer/tick/filter");
+    assert!(out.contains(&filter), "{out}");
+    // Three predicates more make it too long: the filter's error, not the line's.
+    let over = vec!["interval_ns != 1000000000000000000"; 28].join(" && ");
+    let out = machine.run(&format!("echo '{over}' > events/timer/tick/filter"));
+    assert!(out.contains("filter too long"), "{out}");
+    assert!(machine.run("cat events/timer/tick/filter").contains(&filter));
 }
 
 #[test]

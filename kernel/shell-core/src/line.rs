@@ -9,8 +9,9 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::Write;
 
-/// Longest line the shell accepts, in bytes.
-pub const MAX_LINE: usize = 256;
+/// Longest line the shell accepts, in bytes: a page, as a write to a tracefs file, so
+/// that the longest filter or trigger fits with the `echo '...' > FILE` around it.
+pub const MAX_LINE: usize = 4096;
 /// Lines kept in the history.
 const HISTORY: usize = 64;
 

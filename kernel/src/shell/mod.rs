@@ -12,6 +12,12 @@ use pipe::{Output, Stopped};
 use shell_core::line::{Input, LineEditor, MAX_LINE};
 use shell_core::parse::{self, CommandLine, Redirect};
 
+// The longest filter and trigger fit on one line, with room for `echo '...' > PATH`.
+const _: () = assert!(
+    MAX_LINE >= trace::event::MAX_FILTER_LEN + 512
+        && MAX_LINE >= trace::tracer::MAX_TRIGGER_LEN + 512
+);
+
 /// Why a command failed; printed as `NAME: MESSAGE`.
 pub enum CommandError {
     /// The arguments do not fit the command; the usage line is printed.
