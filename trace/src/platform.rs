@@ -18,7 +18,26 @@ use crate::symtab::SymbolTable;
 /// [`Platform::heavy_barrier`] after publishing a change. The defaults are a full fence
 /// on both sides, correct on any platform; a kernel that can interrupt every CPU (an
 /// IPI) makes the light side a compiler fence.
-pub trait Platform {
+///
+/// A platform is a small value the tracer copies into each buffer (`Clone`) and
+/// shares between CPUs (`Send + Sync`), typically a unit struct. A bare-metal kernel
+/// needs the first two methods; the rest have defaults:
+///
+/// ```
+/// #[derive(Clone, Copy)]
+/// struct MyPlatform;
+///
+/// impl trace::Platform for MyPlatform {
+///     fn cpu(&self) -> usize {
+///         0 // a single-CPU kernel; an SMP one reads its per-CPU data (GS base, APIC id)
+///     }
+///     fn now(&self) -> u64 {
+///         // a TSC read scaled to nanoseconds, in a real kernel
+///         # 0
+///     }
+/// }
+/// ```
+pub trait Platform: Clone + Send + Sync + 'static {
     /// Index of the CPU running the caller, below the buffer's CPU count. Callable
     /// from any context (thread, IRQ, NMI); must not change during one write.
     fn cpu(&self) -> usize;

@@ -46,7 +46,7 @@ pub enum State {
 }
 
 /// The watchdog.
-pub struct Watchdog<P: Platform + 'static> {
+pub struct Watchdog<P: Platform> {
     instance: Instance<'static, P>,
     state: AtomicU8,
     threshold_ns: AtomicU64,
@@ -57,7 +57,7 @@ pub struct Watchdog<P: Platform + 'static> {
     worst_ns: AtomicU64,
 }
 
-impl<P: Platform + Clone + Send + Sync + 'static> Watchdog<P> {
+impl<P: Platform> Watchdog<P> {
     /// Probes the driver (thread context): creates (or takes over) its instance with a
     /// snapshot buffer, and starts recording the baseline events there.
     pub fn probe(

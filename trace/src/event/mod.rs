@@ -548,14 +548,26 @@ macro_rules! timeline {
     };
 }
 
+/// A descriptor the tracer has anyway (`ftrace:print`), which
+/// [`linked_events!`](crate::linked_events) puts in the caller's `trace_events`
+/// section, so that the section and its bounds exist before any `event!` does.
+#[doc(hidden)]
+pub static SECTION_ANCHOR: &EventDescriptor = &crate::tracer::MARKER;
+
 /// The descriptors the linker collected in the `trace_events` section of the
 /// calling binary: every [`event!`](macro@crate::event) and [`printk!`](crate::printk) of
-/// every crate linked in. Expands to the one `unsafe` walk of the section, in the
-/// caller's crate (the kernel's), since it relies on the linker's
-/// `__start_`/`__stop_` symbols.
+/// every crate linked in (and one of the tracer's own, so that a binary with none
+/// yet links). Expands to the one `unsafe` walk of the section, in the caller's
+/// crate (the kernel's), since it relies on the linker's `__start_`/`__stop_`
+/// symbols. A linker script that names the section must keep it an output section
+/// of its own, 8-aligned (`. = ALIGN(8); trace_events : { KEEP(*(trace_events)) }`):
+/// the linker defines those symbols only then.
 #[macro_export]
 macro_rules! linked_events {
     () => {{
+        #[used]
+        #[unsafe(link_section = "trace_events")]
+        static ANCHOR: &$crate::event::EventDescriptor = $crate::event::SECTION_ANCHOR;
         unsafe extern "C" {
             static __start_trace_events: u8;
             static __stop_trace_events: u8;

@@ -398,7 +398,7 @@ impl<P: Platform> Buffer<P> {
     }
 }
 
-impl<P: Platform + Clone> Buffer<P> {
+impl<P: Platform> Buffer<P> {
     /// An empty set of this one's shape, its timestamps from `clock`: each CPU's ring
     /// as long as here, the same mode, recording on (with this set's clock, a
     /// snapshot spare: a swap then leaves every CPU's size as it was, as ftrace sizes

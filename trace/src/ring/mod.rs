@@ -18,16 +18,19 @@
 //! use trace::field::Sink;
 //! use trace::ring::{Config, Mode, Recorder};
 //!
+//! use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+//!
 //! /// The kernel's platform: here a single CPU and a counter for a clock.
 //! #[derive(Clone)]
-//! struct Kernel(core::cell::Cell<u64>);
+//! struct Kernel;
+//! static TICKS: AtomicU64 = AtomicU64::new(0);
 //! impl Platform for Kernel {
 //!     fn cpu(&self) -> usize { 0 } // e.g. read from the GS-based per-CPU area
-//!     fn now(&self) -> u64 { let t = self.0.get() + 1; self.0.set(t); t } // e.g. scaled TSC
+//!     fn now(&self) -> u64 { TICKS.fetch_add(1, Relaxed) + 1 } // e.g. scaled TSC
 //! }
 //!
 //! let cfg = Config { cpus: 1, bytes_per_cpu: 4096, mode: Mode::Overwrite };
-//! let rec = Recorder::new(Kernel(Default::default()), cfg, true)?;
+//! let rec = Recorder::new(Kernel, cfg, true)?;
 //! rec.write(7, &[1, 2, 3]).unwrap(); // from any context: thread, IRQ, NMI
 //! rec.write_with(8, 16, |r| { // or fill the record in place
 //!     r.put_u64(0xdead);

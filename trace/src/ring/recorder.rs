@@ -52,7 +52,7 @@ pub struct Recorder<P> {
     control: AtomicBool,
 }
 
-impl<P: Platform + Clone> Recorder<P> {
+impl<P: Platform> Recorder<P> {
     /// A recorder with a live set built from `config`, and a spare of the same shape if
     /// `spare` is true, with sections of its own.
     pub fn new(platform: P, config: Config, spare: bool) -> Result<Self, Error> {

@@ -55,7 +55,8 @@ fn timestamps_are_reconstructed_across_hi_changes() {
 }
 
 /// A platform whose context is whatever the test last set.
-struct Contextual(std::cell::Cell<crate::Context>);
+#[derive(Clone)]
+struct Contextual(std::sync::Arc<std::sync::Mutex<crate::Context>>);
 
 impl Platform for Contextual {
     fn cpu(&self) -> usize {
@@ -67,14 +68,14 @@ impl Platform for Contextual {
     }
 
     fn context(&self) -> crate::Context {
-        self.0.get()
+        *self.0.lock().unwrap()
     }
 }
 
 #[test]
 fn records_keep_the_writers_context() {
     use crate::{Activity, Context};
-    let platform = Contextual(std::cell::Cell::new(Context::TASK));
+    let platform = Contextual(std::sync::Arc::new(std::sync::Mutex::new(Context::TASK)));
     let b = Buffer::new(platform, Config { cpus: 1, bytes_per_cpu: 4096, mode: Mode::Overwrite })
         .unwrap();
     let contexts = [
@@ -84,7 +85,7 @@ fn records_keep_the_writers_context() {
         Context::new(Activity::Task, true),
     ];
     for (i, &c) in contexts.iter().enumerate() {
-        b.platform().0.set(c);
+        *b.platform().0.lock().unwrap() = c;
         b.write(i as u16, &[i as u8; 9]).unwrap();
     }
     let mut it = b.iter(0).unwrap();

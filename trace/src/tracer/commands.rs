@@ -33,7 +33,7 @@ fn find(table: &CommandTable, index: usize) -> Result<usize, usize> {
     table.binary_search_by_key(&index, |&(function, _)| function)
 }
 
-impl<P: Platform + Clone + Send + Sync> Tracer<P> {
+impl<P: Platform> Tracer<P> {
     /// Runs the commands on function `index` (at ELF address `ip`, called from
     /// `parent`) of every instance with some. From any context.
     #[cold]
@@ -108,7 +108,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
     }
 }
 
-impl<P: Platform + Clone + Send + Sync> Instance<'_, P> {
+impl<P: Platform> Instance<'_, P> {
     /// Adds a command to each function of `functions` (indices of the platform's
     /// functions), or with a leading `!` removes it from each. `line` is what
     /// follows `FUNCTION:` in `set_ftrace_filter`: `traceoff`, `snapshot:1`, `cpudump`,

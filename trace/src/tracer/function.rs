@@ -318,7 +318,7 @@ impl Functions {
     }
 }
 
-impl<P: Platform + Clone + Send + Sync> Tracer<P> {
+impl<P: Platform> Tracer<P> {
     /// Registers `count` traceable functions (the platform's indices `0..count`),
     /// each entry a NOP now. Once; a second call is refused (`false`).
     pub fn set_functions(&self, count: usize) -> bool {
@@ -549,7 +549,7 @@ impl Functions {
     }
 }
 
-impl<P: Platform + Clone + Send + Sync> Tracer<P> {
+impl<P: Platform> Tracer<P> {
     /// ftrace's `enabled_functions`: each function with callbacks on its entry (its
     /// index among the functions registered) and their number, by index.
     pub fn enabled_functions(&self) -> Vec<(usize, u32)> {
@@ -559,7 +559,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
     }
 }
 
-impl<P: Platform + Clone + Send + Sync> Instance<'_, P> {
+impl<P: Platform> Instance<'_, P> {
     /// The instance's `current_tracer`.
     pub fn function_tracer(&self) -> FunctionTracer {
         let functions = self.tracer.functions.get();

@@ -208,7 +208,7 @@ impl<P: Platform> Clone for Instance<'_, P> {
     }
 }
 
-impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
+impl<'t, P: Platform> Instance<'t, P> {
     /// The instance's name (empty for the top-level instance).
     pub fn name(&self) -> &str {
         &self.state.name

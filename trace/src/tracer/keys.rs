@@ -10,13 +10,19 @@
 //! event that is not armed from a context that may not wait is refused
 //! ([`InstanceError::NotArmed`]) and changes nothing.
 
-use super::{Registry, Tracer, is_settable};
+use super::{Registry, Tracer, TracerError, is_settable};
 use crate::event::{DescriptorKind, EventDescriptor};
 use crate::platform::Platform;
 use crate::tracer::InstanceError;
 use core::sync::atomic::{Ordering::SeqCst, fence};
 
-impl<P: Platform + Clone + Send + Sync> Tracer<P> {
+/// Refuses a build whose sites are keyed (`keyed`: [`crate::event::key::KEYED`]) on
+/// a platform that cannot patch them (`has_keys`): every site would stay a NOP.
+pub(super) fn check_keys(keyed: bool, has_keys: bool) -> Result<(), TracerError> {
+    if keyed && !has_keys { Err(TracerError::KeysNotPatched) } else { Ok(()) }
+}
+
+impl<P: Platform> Tracer<P> {
     /// Keeps the events whose system and name match (`None`: any; globs allowed)
     /// armed from now on, so that enabling them from interrupt context takes effect
     /// at once (a watchdog's events, enabled when it fires). Returns how many
@@ -89,5 +95,19 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
     /// [`Tracer::sync_keys`] under the registry's lock.
     pub(super) fn sync_keys_now(&self) {
         self.sync_keys(&self.registry.lock());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keyed_sites_need_a_platform_that_patches_them() {
+        assert!(matches!(check_keys(true, false), Err(TracerError::KeysNotPatched)));
+        assert!(check_keys(true, true).is_ok());
+        assert!(check_keys(false, false).is_ok());
+        // Keys without keyed sites: nothing to patch, the mask's test still runs.
+        assert!(check_keys(false, true).is_ok());
     }
 }

@@ -134,7 +134,7 @@ impl Latency {
     }
 }
 
-impl<P: Platform + Clone + Send + Sync> Tracer<P> {
+impl<P: Platform> Tracer<P> {
     /// The irqsoff tracer's hook where this CPU disables interrupts, at `ip`, or a
     /// handler starts with them off. Returns whether it opened the CPU's region: the
     /// platform then calls [`Tracer::irqs_on`] where it enables them again (a call
@@ -206,7 +206,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
     }
 }
 
-impl<'t, P: Platform + Clone + Send + Sync> Instance<'t, P> {
+impl<'t, P: Platform> Instance<'t, P> {
     /// `tracing_max_latency`: the longest irqs-off region the instance's `irqsoff`
     /// tracer reported, in ns (the last one, with `tracing_thresh` set); 0 again
     /// each time the instance selects the tracer.

@@ -245,7 +245,7 @@ fn footprint<P: Platform>(recorder: &Recorder<P>) -> usize {
     sets(recorder).map(Buffer::total_bytes).sum()
 }
 
-impl<P: Platform + Clone + Send + Sync> Tracer<P> {
+impl<P: Platform> Tracer<P> {
     /// A tracer for `cpus` CPUs over `descriptors` (the linker section's contents; the
     /// tracer adds its own), with a top-level instance built from `top`. Numbers every
     /// descriptor: ids follow the order of `system:name`, so they are stable for a
@@ -260,6 +260,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
         limits: Limits,
         top: InstanceConfig,
     ) -> Result<Self, TracerError> {
+        keys::check_keys(crate::event::key::KEYED, platform.has_keys())?;
         let mut events: Vec<&'static EventDescriptor> = Vec::new();
         events
             .try_reserve_exact(descriptors.len() + builtin().len())
@@ -964,7 +965,7 @@ impl<P: Platform + Clone + Send + Sync> Tracer<P> {
     }
 }
 
-impl<P: Platform + Clone + Send + Sync> Dispatch for Tracer<P> {
+impl<P: Platform> Dispatch for Tracer<P> {
     #[inline]
     fn record_words(
         &self,
@@ -1000,7 +1001,7 @@ trait Source: Copy {
 
     /// Records the payload, tagged `tag`, into each instance of `mask`
     /// ([`Tracer::record_each`]), and returns where the records went.
-    fn record_each<P: Platform + Clone + Send + Sync>(
+    fn record_each<P: Platform>(
         &self,
         tracer: &Tracer<P>,
         section: Held<'_>,
@@ -1017,7 +1018,7 @@ impl Source for Body<'_> {
     }
 
     #[inline(always)]
-    fn record_each<P: Platform + Clone + Send + Sync>(
+    fn record_each<P: Platform>(
         &self,
         tracer: &Tracer<P>,
         section: Held<'_>,
@@ -1046,7 +1047,7 @@ impl<const N: usize> Source for Words<N> {
     }
 
     #[inline(always)]
-    fn record_each<P: Platform + Clone + Send + Sync>(
+    fn record_each<P: Platform>(
         &self,
         tracer: &Tracer<P>,
         section: Held<'_>,
@@ -1066,13 +1067,11 @@ impl<const N: usize> Source for Words<N> {
 
 /// Makes `tracer` the destination of every tracepoint ([`emit!`](crate::emit),
 /// [`log`](crate::event::log)). Once per boot: a second call fails and changes nothing.
-pub fn install<P: Platform + Clone + Send + Sync + 'static>(
-    tracer: &'static Tracer<P>,
-) -> Result<(), &'static str> {
+pub fn install<P: Platform>(tracer: &'static Tracer<P>) -> Result<(), &'static str> {
     crate::event::dispatch::install(tracer)
 }
 
-impl<P: Platform + Clone + Send + Sync> Tracer<P> {
+impl<P: Platform> Tracer<P> {
     /// Runs `act` on each instance of `mask` as a trigger's target, from the caller's
     /// context, in this CPU's section: the mask is read inside it (destroy clears a
     /// slot's bits before the grace period that frees the slot, so a bit seen there
@@ -1128,7 +1127,7 @@ struct FireTarget<'a, P> {
     set: Option<usize>,
 }
 
-impl<P: Platform + Clone + Send + Sync> Target for FireTarget<'_, P> {
+impl<P: Platform> Target for FireTarget<'_, P> {
     fn tracing(&self) -> bool {
         self.recorder.live().is_recording()
     }
@@ -1202,7 +1201,7 @@ pub struct InstanceView<'a, P> {
     pub recorder: &'a Recorder<P>,
 }
 
-impl<P: Platform + Clone + Send + Sync> InstanceView<'_, P> {
+impl<P: Platform> InstanceView<'_, P> {
     /// CPU `cpu`'s statistics, as [`crate::Instance::stats`] gives them.
     pub fn stats(&self, cpu: usize) -> Result<crate::ring::RingStats, crate::Error> {
         let mut stats = self.recorder.live().stats(cpu)?;
@@ -1227,6 +1226,11 @@ pub enum TracerError {
     BadFormat(&'static EventDescriptor),
     /// The top-level instance could not be created.
     TopLevel(InstanceError),
+    /// The build's `emit!` sites are NOPs that only [`Platform::set_key`] arms (trace's
+    /// `static-keys` feature, which Cargo turns on for the whole build if any crate
+    /// asks for it), but the platform's [`Platform::has_keys`] says it cannot patch
+    /// them: no event could ever be recorded.
+    KeysNotPatched,
 }
 
 impl core::error::Error for TracerError {}
@@ -1240,6 +1244,10 @@ impl core::fmt::Display for TracerError {
                 write!(f, "event {}:{} has a bad format string", d.system, d.name)
             }
             TracerError::TopLevel(e) => write!(f, "top-level instance: {e}"),
+            TracerError::KeysNotPatched => f.write_str(
+                "trace's static-keys feature is on but the platform cannot patch sites \
+                 (has_keys is false): every emit! would stay a NOP",
+            ),
         }
     }
 }

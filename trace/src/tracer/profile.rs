@@ -145,7 +145,7 @@ impl Profile {
     }
 }
 
-impl<P: Platform + Clone + Send + Sync> Tracer<P> {
+impl<P: Platform> Tracer<P> {
     /// The profiler's count of a call of function `index`, from the platform's entry
     /// hook, in any context: returns whether the function is profiled, and then the
     /// platform follows the call's return and hands its time to

@@ -140,7 +140,7 @@ impl StackTracer {
     }
 }
 
-impl<P: Platform + Clone + Send + Sync> Tracer<P> {
+impl<P: Platform> Tracer<P> {
     /// The stack tracer's check at the entry of function `index` (at `ip`), from the
     /// platform's entry hook, in any context: if the function is checked, `depth`
     /// gives the bytes of the kernel stack in use at its entry (`None`: not on a
@@ -188,7 +188,7 @@ impl StackTracer {
     }
 }
 
-impl<P: Platform + Clone + Send + Sync> Tracer<P> {
+impl<P: Platform> Tracer<P> {
     /// Whether the stack tracer is on.
     pub fn stack_tracer(&self) -> bool {
         self.functions.get().is_some_and(|f| f.stack.on.load(Relaxed))
