@@ -273,12 +273,16 @@ pub fn flags(context: Context) -> [char; 5] {
     [if context.irqs_off() { 'd' } else { '.' }, '.', level, depth, '.']
 }
 
+/// The name a marker's records (`ftrace:print`) are shown under: Linux's function
+/// that writes them.
+pub const MARK_WRITE: &str = "tracing_mark_write";
+
 /// The name a record's event is shown under, as in Linux: the event's name without
 /// its system, `tracing_mark_write` for the `trace_marker` event, and none for the
 /// `trace_marker_raw` event (`ftrace:raw_data`), whose text follows the timestamp.
 pub fn event_name<'a>(system: &str, name: &'a str) -> Option<&'a str> {
     match (system, name) {
-        ("ftrace", "print") => Some("tracing_mark_write"),
+        ("ftrace", "print") => Some(MARK_WRITE),
         ("ftrace", "raw_data" | "function") => None,
         _ => Some(name),
     }

@@ -25,9 +25,10 @@
 //! arguments). Lost events start a new page flagged with the
 //! count, which trace-cmd reports as `[N EVENTS DROPPED]`.
 //!
-//! `ftrace:funcgraph_exit` and `ftrace:kernel_stack` are written in Linux's layout,
-//! which trace-cmd's function graph and stack displays read
-//! ([`format_file::Linux`]).
+//! `ftrace:funcgraph_exit`, `ftrace:kernel_stack` and `ftrace:print` are written in
+//! Linux's layout, which trace-cmd's function graph and stack displays and its
+//! `print fmt` read ([`format_file::Linux`]): a marker prints as Linux's,
+//! `tracing_mark_write: TEXT`, its ip named by the kallsyms.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -99,10 +100,7 @@ impl Declared<'_> {
         let values: Vec<trace::field::Value<'_>> = ev.values.iter().map(Value::borrowed).collect();
         let start = out.len();
         match self.linux {
-            Some(linux) => {
-                let values = linux.values(&values, ev.ts).ok_or(LayoutError::Type)?;
-                format_file::encode_record(ev.id, origin(ev), &linux.fields(), &values, out)?;
-            }
+            Some(linux) => linux.encode(ev.id, origin(ev), &values, ev.ts, out)?,
             None => format_file::encode_record(ev.id, origin(ev), &d.fields(), &values, out)?,
         }
         if out.len() - start > MAX_RECORD {
@@ -315,12 +313,14 @@ fn put_sized(out: &mut Vec<u8>, text: &[u8]) {
 }
 
 /// The kernel's functions in `/proc/kallsyms`' format (`ADDRESS t NAME`), which
-/// trace-cmd names addresses with. trace-cmd reads a name up to its first white
-/// space, which Rust's names have (`<T as Trait>::f`, `f::<A, B>`): `, ` becomes `,`
-/// and other white space `_`.
-fn kallsyms(symbols: Option<&Symbols>) -> String {
+/// trace-cmd names addresses with, and with `markers` Linux's function that writes
+/// them at the address their records carry ([`format_file::MARK_WRITE_IP`]).
+/// trace-cmd reads a name up to its first white space, which Rust's names have
+/// (`<T as Trait>::f`, `f::<A, B>`): `, ` becomes `,` and other white space `_`.
+fn kallsyms(symbols: Option<&Symbols>, markers: bool) -> String {
     let mut text = String::new();
-    for (start, name) in symbols.into_iter().flat_map(Symbols::functions) {
+    let marker = markers.then_some((format_file::MARK_WRITE_IP, text::MARK_WRITE));
+    for (start, name) in symbols.into_iter().flat_map(Symbols::functions).chain(marker) {
         let name = name.replace(", ", ",");
         let name: String = name.chars().map(|c| if c.is_whitespace() { '_' } else { c }).collect();
         let _ = writeln!(text, "{start:016x} t {name}");
@@ -452,7 +452,9 @@ pub fn write_tracedat(
             put_sized(&mut head, format.as_bytes());
         }
     }
-    let kallsyms = kallsyms(symbols);
+    let markers =
+        declared.values().any(|d| d.shape == Shape::Fields && d.linux == Some(Linux::Print));
+    let kallsyms = kallsyms(symbols, markers);
     put_u32(&mut head, kallsyms.len() as u32);
     head.extend_from_slice(kallsyms.as_bytes());
     put_u32(&mut head, 0); // printk formats

@@ -38,12 +38,14 @@
 //! `__data_loc char[] msg` field holding the rendered text ([`write_text_format`],
 //! [`encode_text_record`]).
 //!
-//! Two of the tracer's events leave in Linux's own layout rather than their
+//! Three of the tracer's events leave in Linux's own layout rather than their
 //! fields', so that the tools' displays of them read them ([`Linux`]):
 //! `ftrace:funcgraph_exit` (Linux's `calltime` and `rettime` from the record's time
-//! and its `duration`) and `ftrace:kernel_stack` (`int size` and
-//! `unsigned long caller[8]`). [`write_event_format`] writes every event's format
-//! file accordingly.
+//! and its `duration`), `ftrace:kernel_stack` (`int size` and
+//! `unsigned long caller[8]`) and `ftrace:print` (`unsigned long ip`, then the text
+//! to the record's end, printed as `%ps: %s`: the ip is [`MARK_WRITE_IP`], which a
+//! trace.dat's kallsyms names [`crate::text::MARK_WRITE`]). [`write_event_format`]
+//! writes every event's format file accordingly.
 
 use crate::context::{Activity, Context};
 use crate::event::format::{Piece, Spec, pieces};
@@ -220,7 +222,15 @@ pub enum Linux {
     /// `int size` and `unsigned long caller[N+1]`, `-1` after the frames recorded
     /// (where trace-cmd's display stops).
     Stack(usize),
+    /// `ftrace:print` (`trace_marker`), recorded as `buf`: Linux's `ip`
+    /// ([`MARK_WRITE_IP`]) and `char buf[]`, the text and a NUL to the record's end.
+    Print,
 }
+
+/// The `ip` of a marker's record in Linux's layout ([`Linux::Print`]): where a
+/// trace.dat's kallsyms puts [`crate::text::MARK_WRITE`], so that `%ps` prints that
+/// name. Non-canonical on x86_64, so no function of the kernel is there.
+pub const MARK_WRITE_IP: u64 = 0x8000_0000_0000_0000;
 
 /// The names of a `kernel_stack`'s `caller` slots, as [`Linux::fields`] gives them.
 const CALLERS: [&str; 8] =
@@ -249,12 +259,16 @@ impl Linux {
             {
                 Some(Linux::Stack(ips.len()))
             }
+            ("ftrace", "print", _) if names(&["buf"]) && kinds(&[FieldKind::Str]) => {
+                Some(Linux::Print)
+            }
             _ => None,
         }
     }
 
-    /// The fields of Linux's layout, in the form [`encode_record`] takes (a
-    /// `caller` array as one field per slot).
+    /// The fixed fields of Linux's layout, in the form [`encode_record`] takes (a
+    /// `caller` array as one field per slot; a marker's text follows them, see
+    /// [`Linux::encode`]).
     pub fn fields(self) -> Vec<Field<'static>> {
         use FieldKind::{I32, U32, U64};
         match self {
@@ -271,13 +285,19 @@ impl Linux {
             Linux::Stack(frames) => core::iter::once(Field { name: "size", kind: I32 })
                 .chain(CALLERS[..frames].iter().map(|&name| Field { name, kind: U64 }))
                 .collect(),
+            Linux::Print => [Field { name: "ip", kind: U64 }].to_vec(),
         }
     }
 
     /// A record's values (its fields', as recorded, at time `ts`) in Linux's
-    /// layout; `None` if they are not what the event records.
+    /// layout, those of [`Linux::fields`]; `None` if they are not what the event
+    /// records.
     pub fn values<'v>(self, values: &[Value<'v>], ts: u64) -> Option<Vec<Value<'v>>> {
         match self {
+            Linux::Print => match values {
+                [Value::Str(_)] => Some([Value::Unsigned(MARK_WRITE_IP)].to_vec()),
+                _ => None,
+            },
             Linux::GraphExit => {
                 let [Value::Unsigned(func), Value::Unsigned(depth), Value::Unsigned(took)] =
                     *values
@@ -303,6 +323,26 @@ impl Linux {
             }
         }
     }
+
+    /// Appends the record of event `id` written at `origin` and time `ts` with
+    /// `values` (its fields', as recorded) in Linux's layout. Nothing is appended on
+    /// error.
+    pub fn encode(
+        self,
+        id: u16,
+        origin: Origin,
+        values: &[Value<'_>],
+        ts: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<(), LayoutError> {
+        let linux = self.values(values, ts).ok_or(LayoutError::Type)?;
+        encode_record(id, origin, &self.fields(), &linux, out)?;
+        if let (Linux::Print, [Value::Str(text)]) = (self, values) {
+            out.extend_from_slice(text.as_bytes());
+            out.push(0);
+        }
+        Ok(())
+    }
 }
 
 /// Writes an event's `format` file as its records leave the tracer: in Linux's
@@ -317,6 +357,7 @@ pub fn write_event_format(
 ) -> fmt::Result {
     match Linux::of(system, name, fields) {
         Some(Linux::Stack(frames)) => write_stack_format(out, name, id, frames),
+        Some(Linux::Print) => write_print_format(out, name, id),
         Some(linux @ Linux::GraphExit) => {
             let format = "func={func:#x} depth={depth} calltime={calltime} rettime={rettime}";
             write_format(out, name, id, &linux.fields(), format)
@@ -337,6 +378,15 @@ fn write_stack_format(out: &mut dyn Write, name: &str, id: u16, frames: usize) -
     write!(out, "\"")?;
     (0..frames).try_for_each(|i| write!(out, ", (void *)REC->caller[{i}]"))?;
     writeln!(out)
+}
+
+/// Writes Linux's `print` format file: `unsigned long ip` at offset 8, the text as
+/// `char buf[]` from 16 to the record's end, and Linux's `print fmt`.
+fn write_print_format(out: &mut dyn Write, name: &str, id: u16) -> fmt::Result {
+    write_head(out, name, id)?;
+    write_field(out, "unsigned long", "ip", None, Slot { offset: COMMON_SIZE, size: 8 }, false)?;
+    write_field(out, "char", "buf[]", None, Slot { offset: COMMON_SIZE + 8, size: 0 }, true)?;
+    writeln!(out, "\nprint fmt: \"%ps: %s\", (void *)REC->ip, REC->buf")
 }
 
 /// Writes the `format` file of a text event (one string field, [`TEXT_FIELD`]).
@@ -755,6 +805,26 @@ mod tests {
         write_header_event(&mut event).unwrap();
         assert!(event.starts_with("# compressed entry header\n\ttype_len    :    5 bits\n"));
         assert!(event.contains("\ttime_extend : type == 30\n"));
+    }
+
+    #[test]
+    fn markers_leave_in_linux_layout_printed_after_their_ip() {
+        use crate::tracer::MARKER;
+        assert_eq!(Linux::of(MARKER.system, MARKER.name, MARKER.fields), Some(Linux::Print));
+        let mut text = String::new();
+        write_event_format(&mut text, "ftrace", "print", 5, MARKER.fields, MARKER.format).unwrap();
+        assert!(text.ends_with(
+            "\tfield:unsigned long ip;\toffset:8;\tsize:8;\tsigned:0;\n\
+             \tfield:char buf[];\toffset:16;\tsize:0;\tsigned:1;\n\n\
+             print fmt: \"%ps: %s\", (void *)REC->ip, REC->buf\n"
+        ));
+        let mut record = vec![0xaa];
+        Linux::Print.encode(5, ORIGIN, &[Value::Str("hello")], 7, &mut record).unwrap();
+        assert_eq!(record[1..9], [5, 0, 0, 0, 1, 0, 0, 0], "shell-1 in a thread");
+        assert_eq!(record[9..17], MARK_WRITE_IP.to_le_bytes());
+        assert_eq!(&record[17..], b"hello\0");
+        let wrong = Linux::Print.encode(5, ORIGIN, &[Value::Unsigned(1)], 7, &mut record);
+        assert_eq!((wrong, record.len()), (Err(LayoutError::Type), 17 + 6));
     }
 
     #[test]
