@@ -134,7 +134,8 @@ fn tracers_json(instance: &str) -> serde_json::Value {
 }
 
 /// `function_graph` in Perfetto: each traced call is a `call` slice from its entry
-/// to its return, named after the function (`--elf`), nested as the calls were.
+/// lasting the duration its return recorded (as the kernel's `trace` shows it),
+/// named after the function (`--elf`), nested as the calls were.
 #[test]
 fn function_graph_calls_are_nested_slices() {
     let doc = tracers_json("graph");
@@ -164,6 +165,8 @@ fn function_graph_calls_are_nested_slices() {
         assert!(name.starts_with("call func=kernel::shell::commands::"), "{name}");
         let (ts, dur) = (slice["ts"].as_f64().unwrap(), slice["dur"].as_f64().unwrap());
         assert!(dur > 0.0, "{slice}");
+        let recorded = slice["args"]["duration"].as_u64().expect("the return's duration");
+        assert!((dur - recorded as f64 / 1e3).abs() < 1e-3, "{name} lasts {recorded} ns: {slice}");
         while open.last().is_some_and(|&(_, end)| end <= ts) {
             open.pop();
         }

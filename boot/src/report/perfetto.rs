@@ -15,7 +15,12 @@
 //! label's rank plus the CPU), since it need not nest in the CPU's slices. A begin
 //! is paired with the nearest later end of the same CPU and key,
 //! innermost first; lost events on a CPU close no slice: what is open there stays
-//! unpaired. Every other event, and a begin or end left unpaired, is a
+//! unpaired. A slice ends at its end event, but a `function_graph` call's lasts the
+//! duration its return recorded, from its entry, as the kernel's `trace` shows it
+//! (lengthened, if need be, to hold the slices that began inside it: the duration
+//! leaves out the tracer's own time at the entry); a return whose entry is not in
+//! the dump (overwritten) or an entry whose return is not stays an instant, its
+//! other end unknown. Every other event, and a begin or end left unpaired, is a
 //! thread-scoped instant (`"ph":"i","s":"t"`) named `system:name` with category
 //! `system` and the field values as args. Lost events are `lost events` instants
 //! with `{"count": N}`; a panic is a global instant at the last timestamp. Every
@@ -35,10 +40,65 @@ fn field<'a>(trace: &Section, ev: &'a Event, name: &str) -> Option<&'a Value> {
     ev.values.get(d.fields.iter().position(|f| f.name == name)?)
 }
 
+/// A slice, as [`slices`] finds it: the index of the event that ends it and when
+/// it ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Slice {
+    /// The index of its end event.
+    pub end: usize,
+    /// Its end time.
+    pub until: u64,
+}
+
+/// The slices of a trace, for each event index that begins one: begins paired with
+/// ends as the events' descriptors declare them ([`trace::event::Timeline`]), each
+/// ending at its end event or, where that event recorded how long the slice lasted
+/// ([`recorded_duration`]), that long after its begin (never after its end event),
+/// lengthened to hold the slices that began inside it.
+pub(super) fn slices(trace: &Section) -> BTreeMap<usize, Slice> {
+    let paired = pairs(trace);
+    let begun: BTreeMap<usize, usize> = paired.iter().map(|(&b, &e)| (e, b)).collect();
+    // Each CPU's open slices: begin index, end time, latest end of those inside.
+    let mut open: BTreeMap<usize, Vec<(usize, u64, u64)>> = BTreeMap::new();
+    let mut found = BTreeMap::new();
+    for (i, ev) in trace.events.iter().enumerate() {
+        if let Some(&end) = paired.get(&i) {
+            let last = &trace.events[end];
+            let until = recorded_duration(trace, last)
+                .map_or(last.ts, |ns| ev.ts.saturating_add(ns).min(last.ts));
+            open.entry(ev.cpu).or_default().push((i, until, 0));
+        }
+        let Some(&begin) = begun.get(&i) else { continue };
+        let stack = open.entry(ev.cpu).or_default();
+        let Some(at) = stack.iter().rposition(|&(b, ..)| b == begin) else { continue };
+        let (_, until, inside) = stack.remove(at);
+        let until = until.max(inside);
+        if let Some(outer) = at.checked_sub(1).and_then(|o| stack.get_mut(o)) {
+            outer.2 = outer.2.max(until);
+        }
+        found.insert(begin, Slice { end: i, until });
+    }
+    found
+}
+
+/// How long the slice an event ends lasted, as the event recorded it: a
+/// `function_graph` return's `duration`.
+fn recorded_duration(trace: &Section, ev: &Event) -> Option<u64> {
+    let d = trace.descriptor(ev.id)?;
+    let exit = &trace::tracer::FUNCGRAPH_EXIT;
+    if (d.system.as_str(), d.name.as_str()) != (exit.system, exit.name) {
+        return None;
+    }
+    match field(trace, ev, "duration")? {
+        Value::Unsigned(ns) => Some(*ns),
+        _ => None,
+    }
+}
+
 /// Pairs begins with ends, as the events' descriptors declare them
 /// ([`trace::event::Timeline`]): for each event index that begins a slice, the index of
 /// the event that ends it.
-pub(super) fn slices(trace: &Section) -> BTreeMap<usize, usize> {
+fn pairs(trace: &Section) -> BTreeMap<usize, usize> {
     let mut open: BTreeMap<(usize, &str), Vec<usize>> = BTreeMap::new();
     let mut paired = BTreeMap::new();
     for (i, ev) in trace.events.iter().enumerate() {
@@ -228,7 +288,7 @@ fn buffer_events(trace: &Section, pid: usize, events: &mut Vec<Json>) {
         thread(events, span_tid(label, cpu), format!("cpu{cpu} {label}"), cpu);
     }
     let paired = slices(trace);
-    let ends: std::collections::BTreeSet<usize> = paired.values().copied().collect();
+    let ends: std::collections::BTreeSet<usize> = paired.values().map(|s| s.end).collect();
     for (i, ev) in trace.events.iter().enumerate() {
         let ts = micros(ev.ts);
         if ev.lost_before > 0 {
@@ -260,7 +320,7 @@ fn buffer_events(trace: &Section, pid: usize, events: &mut Vec<Json>) {
             continue;
         }
         let (name, cat, mut args) = described_json(trace, ev);
-        if let Some(&end) = paired.get(&i) {
+        if let Some(&Slice { end, until }) = paired.get(&i) {
             let end = &trace.events[end];
             let slice = slice_name(trace, ev);
             let (end_name, _, end_args) = described_json(trace, end);
@@ -272,7 +332,7 @@ fn buffer_events(trace: &Section, pid: usize, events: &mut Vec<Json>) {
             args.insert("end".into(), json!(end_name));
             events.push(json!({
                 "ph": "X", "name": slice, "cat": cat, "pid": pid, "tid": ev.cpu, "ts": ts,
-                "dur": micros(end.ts.saturating_sub(ev.ts)), "args": args
+                "dur": micros(until.saturating_sub(ev.ts)), "args": args
             }));
             continue;
         }
@@ -509,6 +569,60 @@ mod tests {
                 (1, "shell:command_done"),
             ]
         );
+    }
+
+    /// A `function_graph` call's slice starts at its entry and lasts the duration
+    /// its return recorded, lengthened to hold a slice that began inside it; a
+    /// return without its entry and an entry without its return stay instants.
+    #[test]
+    fn graph_calls_last_their_recorded_durations() {
+        use trace::dump::{DumpDescriptor, DumpField};
+        let mut t = sample();
+        t.panic = None;
+        let call = || ("call".to_string(), Some("func".to_string()));
+        let (begin, end) = (
+            Timeline::Begin { label: call().0, key: call().1 },
+            Timeline::End { label: call().0, key: call().1 },
+        );
+        for (id, name, fields, timeline) in [
+            (10, "funcgraph_entry", &["func", "depth"][..], begin),
+            (11, "funcgraph_exit", &["func", "depth", "duration"][..], end),
+        ] {
+            let fields = fields
+                .iter()
+                .map(|&name| DumpField { name: name.into(), kind: trace::field::FieldKind::U64 })
+                .collect();
+            let (system, name, format) = ("ftrace".into(), name.into(), String::new());
+            let kind = trace::event::DescriptorKind::Event;
+            t.descriptors
+                .insert(id, DumpDescriptor { id, kind, system, name, format, fields, timeline });
+        }
+        let v = |values: &[u64]| values.iter().map(|&n| Value::Unsigned(n)).collect();
+        let irq = |ts, id| task_event(0, ts, id, v(&[32, 0]), "vector=32");
+        t.events = vec![
+            task_event(0, 1_000, 10, v(&[1, 0]), "func=0x1 depth=0"),
+            task_event(0, 2_000, 10, v(&[2, 1]), "func=0x2 depth=1"),
+            task_event(0, 2_600, 11, v(&[2, 1, 400]), "func=0x2 depth=1 duration=400"),
+            irq(4_000, 1),
+            Event { values: v(&[32]), ..irq(4_900, 4) },
+            task_event(0, 5_200, 11, v(&[1, 0, 3_800]), "func=0x1 depth=0 duration=3800"),
+            task_event(0, 6_000, 11, v(&[3, 0, 500]), "func=0x3 depth=0 duration=500"),
+            task_event(0, 7_000, 10, v(&[4, 0]), "func=0x4 depth=0"),
+        ];
+        t.descriptors.get_mut(&4).unwrap().fields = t.descriptors[&1].fields[..1].to_vec();
+        let doc = parsed(&t);
+        let slices = check_structure(&doc);
+        assert_eq!(
+            slices,
+            [
+                (0, "call func=0x1 depth=0".to_string(), 1.0, 3.9),
+                (0, "call func=0x2 depth=1".to_string(), 2.0, 0.4),
+                (0, "irq vector=32".to_string(), 4.0, 0.9),
+            ]
+        );
+        let instants: Vec<&str> =
+            with_ph(&doc, "i").iter().map(|e| e["name"].as_str().unwrap()).collect();
+        assert_eq!(instants, ["ftrace:funcgraph_exit", "ftrace:funcgraph_entry"]);
     }
 
     /// The serial log of a real QEMU panic: every event pair its descriptors declare

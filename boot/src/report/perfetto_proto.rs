@@ -6,8 +6,9 @@
 //!
 //! The picture is the JSON's ([`super::perfetto`]): a root track `kernel` with one
 //! track per CPU (`cpuN`, in CPU order) under it; paired events are slices
-//! (`TYPE_SLICE_BEGIN` with the begin event's fields, `TYPE_SLICE_END` with the end
-//! event's, `end_`-prefixed where the begin has the same, and the two events' names), every other event an instant named
+//! (`TYPE_SLICE_BEGIN` with the begin event's fields, `TYPE_SLICE_END` at the
+//! slice's end with the end event's, `end_`-prefixed where the begin has the same,
+//! and the two events' names), every other event an instant named
 //! `system:name` in category `system`, an event declared a counter a value on a
 //! counter track per CPU and integer field (`system:name field`, under the CPU's
 //! track), a span a slice on a track per label under its CPU's (`cpuN LABEL`, begun
@@ -303,8 +304,8 @@ pub fn write_perfetto_proto(trace: &Section, out: &mut impl Write) -> io::Result
     let mut span_tracks: HashMap<(usize, String), u64> = HashMap::new();
     let first_counter = cpu_track(trace.cpu_ids().last().copied().unwrap_or(0)).saturating_add(1);
     let paired = slices(trace);
-    // Slice end event index -> its begin event's name and field names.
-    let mut ends: HashMap<usize, (String, Vec<String>)> = HashMap::new();
+    // Slice end event index -> its begin event's name and field names, and its end.
+    let mut ends: HashMap<usize, (String, Vec<String>, u64)> = HashMap::new();
     for (i, ev) in trace.events.iter().enumerate() {
         let track = cpu_track(ev.cpu);
         if ev.lost_before > 0 {
@@ -371,7 +372,7 @@ pub fn write_perfetto_proto(trace: &Section, out: &mut impl Write) -> io::Result
             continue;
         }
         let (name, cat, mut args) = described(trace, ev);
-        if let Some((begin, begin_keys)) = ends.remove(&i) {
+        if let Some((begin, begin_keys, until)) = ends.remove(&i) {
             // The viewer merges the two events' args, as the JSON's slice has them.
             for arg in &mut args {
                 if begin_keys.contains(&arg.0) {
@@ -381,16 +382,17 @@ pub fn write_perfetto_proto(trace: &Section, out: &mut impl Write) -> io::Result
             args.push(("begin".into(), Value::Str(begin)));
             args.push(("end".into(), Value::Str(name)));
             w.event(&TrackEvent {
-                ts: ev.ts,
+                ts: until,
                 track,
                 kind: event::SLICE_END,
                 name: None,
                 args: &args,
                 frames: vec![],
             })?;
-        } else if let Some(&end) = paired.get(&i) {
+        } else if let Some(&slice) = paired.get(&i) {
+            let keys = args.iter().map(|a| a.0.clone()).collect();
+            ends.insert(slice.end, (name, keys, slice.until));
             let slice = slice_name(trace, ev);
-            ends.insert(end, (name, args.iter().map(|a| a.0.clone()).collect()));
             let name = Some((slice.as_str(), cat.as_str()));
             w.event(&TrackEvent {
                 ts: ev.ts,
