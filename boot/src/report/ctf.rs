@@ -4,7 +4,11 @@
 //! Every packet has a header (magic `0xC1FC1FC1`, trace UUID, stream id) and a
 //! context (`timestamp_begin`, `timestamp_end`, `content_size`, `packet_size`,
 //! `events_discarded`, `cpu_id`); every event a header (32-bit id, 64-bit
-//! timestamp in ns since boot). Each descriptor is one event class named
+//! timestamp in ns since boot) and a context with ftrace's common fields, from the
+//! context its record keeps: `pid` and `comm` (the text's task column,
+//! [`trace::text::Task`]), `flags` (Linux's `common_flags` bits: irqs off 0x01,
+//! hardirq 0x08, NMI 0x40) and `preempt_count` (the interrupt nesting depth). Each
+//! descriptor is one event class named
 //! `system:name`; events without a descriptor go to an extra class `unknown`
 //! (id 65536) holding the original id and the values' bytes.
 //!
@@ -31,7 +35,9 @@ use std::io::{self, ErrorKind};
 use std::path::Path;
 
 use trace::dump::{DumpDescriptor, Event, Section, Value};
+use trace::event::format_file::Origin;
 use trace::field::FieldKind;
+use trace::text::Task;
 
 /// Event class id of events whose id has no descriptor (above any `u16` id).
 pub const UNKNOWN_EVENT_CLASS_ID: u32 = 0x1_0000;
@@ -241,6 +247,12 @@ fn metadata(trace: &Section, uuid: &[u8; 16]) -> String {
          \t\tuint32_t id;\n\
          \t\tuint64_clock_monotonic_t timestamp;\n\
          \t}};\n\
+         \tevent.context := struct {{\n\
+         \t\tint32_t pid;\n\
+         \t\tstring comm;\n\
+         \t\tbyte_t flags;\n\
+         \t\tuint8_t preempt_count;\n\
+         \t}};\n\
          }};\n\n"
     );
     // Keyed by the map's id, the one events are looked up (and written) with.
@@ -331,18 +343,28 @@ fn encode_fields(buf: &mut Vec<u8>, d: &DumpDescriptor, values: &[Value]) {
     }
 }
 
+/// Appends an event's header (its class `id`, `ts`) and its context (the common
+/// fields of where it was written).
+fn encode_head(buf: &mut Vec<u8>, id: u32, ev: &Event, ts: u64) {
+    buf.extend_from_slice(&id.to_le_bytes());
+    buf.extend_from_slice(&ts.to_le_bytes());
+    let origin = Origin { context: ev.context, cpu: ev.cpu };
+    buf.extend_from_slice(&origin.pid().to_le_bytes());
+    buf.extend_from_slice(Task::of(ev.context, ev.cpu).to_string().as_bytes());
+    buf.push(0);
+    buf.extend_from_slice(&[origin.flags(), origin.preempt_count()]);
+}
+
 fn encode_event(buf: &mut Vec<u8>, trace: &Section, ev: &Event, ts: u64) {
     match trace.descriptor(ev.id) {
         Some(d) => {
-            buf.extend_from_slice(&u32::from(ev.id).to_le_bytes());
-            buf.extend_from_slice(&ts.to_le_bytes());
+            encode_head(buf, u32::from(ev.id), ev, ts);
             encode_fields(buf, d, &ev.values);
         }
         None => {
             let data: Vec<u8> = ev.values.iter().flat_map(Value::raw_bytes).collect();
             let len = u32::try_from(data.len()).unwrap_or(u32::MAX);
-            buf.extend_from_slice(&UNKNOWN_EVENT_CLASS_ID.to_le_bytes());
-            buf.extend_from_slice(&ts.to_le_bytes());
+            encode_head(buf, UNKNOWN_EVENT_CLASS_ID, ev, ts);
             buf.extend_from_slice(&ev.id.to_le_bytes());
             buf.extend_from_slice(&len.to_le_bytes());
             buf.extend(data.iter().take(len as usize));
@@ -529,17 +551,36 @@ mod tests {
             let name = trace.event_name(ev.id);
             assert!(line.contains(&format!("] {name}: {{ cpu_id = {} }}", ev.cpu)), "{line}");
         }
+        // Each event's context: ftrace's common fields, here a handler's (irqs off,
+        // hardirq, one deep) and the idle loop's.
+        let (irq, idle) = (
+            r#"{ pid = 0, comm = "<irq>", flags = 0x9, preempt_count = 1 }"#,
+            r#"{ pid = 0, comm = "<idle>", flags = 0x0, preempt_count = 0 }"#,
+        );
+        assert_eq!(
+            lines[0],
+            format!(
+                "[1.000000500] irq:irq_handler_entry: {{ cpu_id = 0 }}, {irq}, {{ vector = 48, error = 2 }}"
+            )
+        );
         assert_eq!(
             lines[2],
-            "[1.500000000] net:packet: { cpu_id = 1 }, { len = 1500, head = [ [0] = 0xDE, \
-             [1] = 0xAD, [2] = 0xBE, [3] = 0xEF ], delta = -42 }"
+            format!(
+                "[1.500000000] net:packet: {{ cpu_id = 1 }}, {idle}, {{ len = 1500, head = [ [0] = \
+                 0xDE, [1] = 0xAD, [2] = 0xBE, [3] = 0xEF ], delta = -42 }}"
+            )
         );
         // 'λ' is U+03BB = 955; bool true is 1.
         assert_eq!(
             lines[1],
-            r#"[1.000000500] demo:message: { cpu_id = 1 }, { pid = -7, comm = "init \"x\"", ok = 1, c = 955 }"#
+            format!(
+                r#"[1.000000500] demo:message: {{ cpu_id = 1 }}, {idle}, {{ pid = -7, comm = "init \"x\"", ok = 1, c = 955 }}"#
+            )
         );
-        assert_eq!(lines[4], "[12.345678901] irq:irq_handler_exit: { cpu_id = 0 }, { }");
+        assert_eq!(
+            lines[4],
+            format!("[12.345678901] irq:irq_handler_exit: {{ cpu_id = 0 }}, {irq}, {{ }}")
+        );
 
         // The only stderr lines are the discarded-event notices, with the counts of
         // the dump: CPU 0's 5 overruns before its first event, CPU 1's 17 reported
@@ -603,6 +644,11 @@ mod tests {
             ev(1, 13_000_000_002, 2, vec![Value::Signed(1), Value::Str("a\0b".into())]),
             ev(1, 13_000_000_003, 3, vec![Value::Bytes(vec![9; 10])]),
             ev(0, 13_000_000_004, 7, vec![Value::Unsigned(1), Value::Unsigned(2)]),
+            // An NMI that struck a handler with interrupts on.
+            Event {
+                context: trace::Context::new(trace::Activity::Nmi { in_irq: true }, false),
+                ..ev(2, 13_000_000_006, 4, vec![])
+            },
             // A CPU beyond `cpus`, and time going backwards on CPU 0.
             ev(3, 13_000_000_005, 4, vec![]),
             ev(0, 12_000_000_000, 4, vec![]),
@@ -642,7 +688,10 @@ mod tests {
         assert!(find("[13.000000003]").ends_with(
             "{ len = 2313, head = [ [0] = 0x0, [1] = 0x0, [2] = 0x0, [3] = 0x0 ], delta = 0 }"
         ));
-        assert!(find("odd:names").ends_with("{ a_b = 1, a_b_2 = 2, field2 = 0, struct = 0 }"));
+        assert!(find("odd:names").ends_with(
+            r#"{ pid = 1, comm = "shell", flags = 0x0, preempt_count = 0 }, { a_b = 1, a_b_2 = 2, field2 = 0, struct = 0 }"#
+        ));
+        assert!(find("{ cpu_id = 2 }").contains(r#"{ pid = 0, comm = "<nmi>", flags = 0x48, "#));
         assert!(find("{ cpu_id = 3 }").contains("irq:irq_handler_exit"));
         // 2^62 ns, the latest time written.
         assert!(stdout.contains("[4611686018.427387904] irq:irq_handler_exit: { cpu_id = 1 }"));
