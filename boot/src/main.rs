@@ -258,7 +258,15 @@ impl Report {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::try_parse().unwrap_or_else(|error| {
+        if error.kind() == clap::error::ErrorKind::MissingRequiredArgument
+            && let Some(taken) = log_taken()
+        {
+            eprintln!("report: no LOG given: {taken}");
+            std::process::exit(2);
+        }
+        error.exit()
+    });
     match cli.command {
         Some(Command::Report(options)) => match report(&options) {
             Ok(clean) => ExitCode::from(if clean { 0 } else { 1 }),
@@ -276,6 +284,31 @@ fn main() -> ExitCode {
         },
         None => boot(&cli.run),
     }
+}
+
+/// Why a `report` command line has no LOG, when an option of it took a file as its
+/// value (`report --elf serial.log`: `--elf`'s PATH is optional, so it took the log):
+/// the option and the file; `None` otherwise.
+fn log_taken() -> Option<String> {
+    use clap::CommandFactory;
+    let loose =
+        Cli::command().mut_subcommand("report", |c| c.mut_arg("log", |a| a.required(false)));
+    let matches = loose.try_get_matches().ok()?;
+    let ("report", report) = matches.subcommand()? else { return None };
+    let options = [("elf", "--elf"), ("output", "-o"), ("instance", "--instance")];
+    let options = options.into_iter().chain([("filter", "--filter"), ("hist", "--hist")]);
+    let (flag, file) = options.into_iter().find_map(|(id, flag)| {
+        let file = report.get_raw(id)?.find(|v| Path::new(v).is_file())?;
+        Some((flag, Path::new(file).display().to_string()))
+    })?;
+    let rule = match flag {
+        "--elf" => {
+            "--elf's PATH is optional: give LOG first (`report LOG --elf PATH`) or \
+                    write --elf=PATH"
+        }
+        _ => "an option with a value takes the word after it: give LOG as well",
+    };
+    Some(format!("{flag} took {file:?} as its value, and LOG is required ({rule})"))
 }
 
 /// Runs `record`: boots, streams, reports; `Ok(false)` when the stream was damaged.
@@ -486,7 +519,19 @@ fn report(options: &Report) -> Result<bool, String> {
         }
         _ => {}
     }
-    let symbols = options.elf.as_deref().map(report::Symbols::read).transpose()?;
+    let symbols = options.elf.as_deref().map(report::Symbols::read).transpose();
+    let symbols = symbols.map_err(|e| format!("--elf {e}"))?;
+    for (name, input) in [("LOG", Some(&options.log)), ("the --elf file", options.elf.as_ref())] {
+        if let (Some(output), Some(input)) = (&options.output, input)
+            && same_file(output, input)
+        {
+            return Err(format!(
+                "-o {} is {name}, which the report reads: it would be overwritten; choose \
+                 another output",
+                output.display()
+            ));
+        }
+    }
     let selection = report::Selection::parse(&options.filter)?;
     let log = options.log.display();
     let mut total = 0usize;
@@ -708,6 +753,14 @@ fn write_converted(
             report::write_perfetto_proto(&traces[0], out).map_err(write_error)
         }
         _ => report::write_perfetto_of(&traces, out).map_err(write_error),
+    }
+}
+
+/// Whether `a` and `b` name one existing file.
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
     }
 }
 

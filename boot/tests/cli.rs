@@ -585,10 +585,53 @@ fn a_bad_elf_is_refused_with_the_reason_and_nothing_is_written() {
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{elf:?}: {stderr}");
         assert!(
-            stderr.starts_with(&format!("report: {}: ", elf.display())) && stderr.contains(reason),
+            stderr.starts_with(&format!("report: --elf {}: ", elf.display()))
+                && stderr.contains(reason),
             "{elf:?}: {stderr}"
         );
         assert!(!output.exists(), "{elf:?}: an output was written");
+    }
+}
+
+/// An option that takes the log as its value leaves `report` without LOG: the error
+/// names the option and the rule (`--elf`'s PATH is optional), not only the missing
+/// LOG; an `--elf` value that is not an ELF is named as `--elf`'s; `-o` naming the
+/// log or the ELF is refused, and either is left as it was.
+#[test]
+fn an_option_that_takes_the_log_is_named_with_the_rule() {
+    let contents = log();
+    let log = temp("taken.log", &contents);
+    let elf = temp("taken.elf", std::fs::read(boot::KERNEL_ELF).unwrap());
+    let (path, elf_path) = (log.to_str().unwrap(), elf.to_str().unwrap());
+    let cases: [(&[&str], String); 6] = [
+        (
+            &["--elf", path],
+            format!(
+                "report: no LOG given: --elf took {path:?} as its value, and LOG is required \
+                 (--elf's PATH is optional: give LOG first (`report LOG --elf PATH`) or write \
+                 --elf=PATH)"
+            ),
+        ),
+        (&["-o", path], format!("report: no LOG given: -o took {path:?} as its value")),
+        (
+            &["--stat", "--instance", path],
+            format!("report: no LOG given: --instance took {path:?}"),
+        ),
+        (&["--elf", path, path], format!("report: --elf {path}: not an ELF file")),
+        (&[path, "-o", path], format!("report: -o {path} is LOG, which the report reads")),
+        (
+            &[path, "--elf", elf_path, "-o", elf_path],
+            format!("report: -o {elf_path} is the --elf file, which the report reads"),
+        ),
+    ];
+    let kernel = std::fs::read(&elf).unwrap();
+    for (args, said) in cases {
+        let out = report(args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.starts_with(&said), "{args:?}: {stderr}");
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), contents, "{args:?}: the log changed");
+        assert!(std::fs::read(&elf).unwrap() == kernel, "{args:?}: the ELF changed");
     }
 }
 
