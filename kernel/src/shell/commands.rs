@@ -135,8 +135,8 @@ pub static COMMANDS: &[Command] = &[
     },
     Command {
         name: "panic",
-        usage: "[CPU | irq | console | nested]",
-        help: "panic on purpose: here, on CPU, in an interrupt, holding the console lock, nested",
+        usage: "[CPU | irq | console | heap | nested]",
+        help: "panic on purpose: here, on CPU, in an interrupt, holding the console or heap lock, nested",
         redirects: false,
         pipes: false,
         run: panic,
@@ -940,6 +940,7 @@ fn panic(
             }
         }
         ["console"] => serial::panic_holding_console(),
+        ["heap"] => memory::heap::panic_holding_lock(),
         ["nested"] => panic!("{}", PanicsWhenShown),
         [cpu] => {
             let cpu = cpu.parse().map_err(|_| CommandError::Usage)?;
