@@ -319,7 +319,7 @@ fn write(
                 }
             }
             let layout = trace::text::Layout { clock: section.buffer.clock(), ..DUMP_LAYOUT };
-            let mut lines = tracing::TraceWriter::new(tracer, layout);
+            let mut lines = trace::tracer::TraceWriter::new(tracer, layout);
             let read = records(tracer, section, config, |record| {
                 let _ = lines.write(out, record);
             });

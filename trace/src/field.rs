@@ -382,6 +382,18 @@ impl<'a> Decoder<'a> {
         Ok(bytes)
     }
 
+    /// Reads `values.len()` `u64` fields into `values`; `false` if the payload does
+    /// not hold them.
+    pub fn u64s(&mut self, values: &mut [u64]) -> bool {
+        values.iter_mut().all(|v| match self.value(FieldKind::U64) {
+            Ok(Value::Unsigned(value)) => {
+                *v = value;
+                true
+            }
+            _ => false,
+        })
+    }
+
     /// Reads one value of `kind`.
     pub fn value(&mut self, kind: FieldKind) -> Result<Value<'a>, DecodeError> {
         Ok(match kind {

@@ -61,7 +61,7 @@ fn tracer() -> MutexGuard<'static, &'static Tracer<HostPlatform>> {
 }
 
 /// Every record of `buffer`, merged, as `system:name: text`.
-fn lines(tracer: &Tracer<HostPlatform>, buffer: &Buffer<HostPlatform>) -> Vec<String> {
+fn record_texts(tracer: &Tracer<HostPlatform>, buffer: &Buffer<HostPlatform>) -> Vec<String> {
     let mut records = buffer.merged_iter().expect("memory");
     let mut lines = Vec::new();
     while let Some(record) = records.next_record() {
@@ -120,7 +120,7 @@ fn net_driver(tracer: &'static Tracer<HostPlatform>) -> Result<(), Failed> {
     trace::emit!(LINK_UP, port, speed, name);   // disabled: a 5-byte NOP (static keys), no argument evaluated
     trace::emit!(LINK_UP, { evaluated = true; port }, speed, name);
     assert!(!evaluated, "a disabled event evaluated an argument");
-    assert!(lines(tracer, tracer.top().recorder().live()).is_empty(), "nothing recorded");
+    assert!(record_texts(tracer, tracer.top().recorder().live()).is_empty(), "nothing recorded");
 
     // Instances, as Linux's trace_array_*: a driver keeps its own buffer.
     let tr = tracer.get_or_create("net", InstanceConfig { bytes_per_cpu: 64 << 10, mode: Mode::Overwrite, snapshot: true })?;
@@ -128,9 +128,9 @@ fn net_driver(tracer: &'static Tracer<HostPlatform>) -> Result<(), Failed> {
     tr.set_event(Some("net"), None, true)?;        // None = all; globs allowed
     assert!(tracer.events().iter().filter(|d| d.system == "net").all(|d| tr.event_enabled(d)));
     assert_eq!(tr.set_event(Some("n?t"), Some("tx_*"), true), Ok(5), "globs: the five tx_ events");
-    let live = |tr: &trace::Instance<'_, HostPlatform>| lines(tracer, tr.recorder().live());
+    let live = |tr: &trace::Instance<'_, HostPlatform>| record_texts(tracer, tr.recorder().live());
     let snapshot = |tr: &trace::Instance<'_, HostPlatform>| {
-        lines(tracer, tr.recorder().snapshot().expect("a snapshot buffer"))
+        record_texts(tracer, tr.recorder().snapshot().expect("a snapshot buffer"))
     };
 
     tr.set_filter(LINK_UP.descriptor(), "speed_mbps < 1000 && name ~ \"eth*\"")?;  // ftrace's filter syntax
@@ -263,13 +263,21 @@ fn net_driver(tracer: &'static Tracer<HostPlatform>) -> Result<(), Failed> {
     assert_eq!(read.iter().map(|r| r.2.clone()).collect::<Vec<_>>(), before, "every record");
     assert!(read.is_sorted_by_key(|r| r.1), "in timestamp order");
     assert!(read.iter().all(|r| r.0 < CPUS));
+    let mut out = String::new();
+    let mut lines = trace::tracer::TraceWriter::new(tracer, trace::text::Layout::DEFAULT);  // or as the `trace` file's lines
+    let mut it = recorder.live().merged_iter()?;
+    while let Some(r) = it.next_record() { lines.write(&mut out, &r)?; }
+    lines.finish(&mut out)?;                        // a function_graph entry waits for its return: finish writes it
+    assert_eq!(out.lines().count(), live(&tr).len(), "a line per record:\n{out}");
+    let last = out.lines().last().unwrap_or_default();
+    assert!(last.contains("] ....") && last.ends_with(": tracing_mark_write: after the snapshot"), "{out}");
 
     assert_eq!(tracer.destroy_by_name("net"), Err(InstanceError::Busy), "tr is held");
     assert!(tracer.lookup("net").is_some(), "a busy destroy changes nothing");
     drop(tr);                                       // trace_array_put
     tracer.destroy_by_name("net")?;                 // Busy while an Instance of it is held (readers keep their buffers)
     assert!(tracer.lookup("net").is_none());
-    let kept = lines(tracer, recorder.snapshot().unwrap());
+    let kept = record_texts(tracer, recorder.snapshot().unwrap());
     assert_eq!(kept, before, "a reader keeps its buffers past the instance");
     Ok(())
 }
@@ -299,7 +307,7 @@ fn boot(tracer: &'static Tracer<HostPlatform>, words: &'static [AtomicU64], mark
     markers.iter().for_each(|m| boot_map.write_marker(m));
     boot_map.set_event(Some("net"), Some("link_up"), true)?;
     trace::emit!(LINK_UP, 9u8, 40u32, "boot");
-    let recorded = lines(tracer, boot_map.recorder().live());
+    let recorded = record_texts(tracer, boot_map.recorder().live());
     region.save(boot_map.recorder().live(), BUILD_ID)?;   // at reboot or panic, other CPUs stopped
 
     assert!(!boot_map.tracing(), "saving stops the set");
@@ -333,7 +341,11 @@ fn the_persistent_region_gives_the_next_boot_what_this_one_saved() {
 
     let second = ok(boot(&tracer, words, &["second boot"]));
     let last_boot = tracer.lookup("last_boot").expect("the previous boot's trace");
-    assert_eq!(lines(&tracer, last_boot.recorder().live()), first, "the first boot's records");
+    assert_eq!(
+        record_texts(&tracer, last_boot.recorder().live()),
+        first,
+        "the first boot's records"
+    );
     assert!(!last_boot.tracing(), "a restored trace records nothing more");
     assert_eq!(second, ["ftrace:print: second boot", "net:link_up: port=9 40 Mb/s boot"]);
     drop(last_boot);

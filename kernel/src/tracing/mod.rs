@@ -5,8 +5,7 @@ mod files;
 pub mod functions;
 
 pub use files::{
-    TraceWriter, consume, for_each_record, stream_pipe, write_cpu_stats, write_snapshot,
-    write_trace,
+    consume, for_each_record, stream_pipe, write_cpu_stats, write_snapshot, write_trace,
 };
 
 use crate::arch::irq::{self, Running};

@@ -21,6 +21,7 @@ pub(crate) mod hist;
 mod instance;
 mod keys;
 mod latency;
+mod lines;
 mod profile;
 // The one module of the crate with `unsafe` (its `allow` is inside; see DESIGN.md).
 mod rcu;
@@ -37,6 +38,7 @@ pub use hist::{
 };
 pub use instance::{HookError, Instance, InstanceConfig, InstanceError, MAX_NAME};
 pub use latency::IRQSOFF;
+pub use lines::{TraceWriter, write_record};
 pub use profile::FunctionStat;
 pub use stack::{MAX_STACK_ENTRIES, StackEntry, StackMax};
 pub use trigger::{
