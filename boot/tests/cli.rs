@@ -8,7 +8,7 @@ mod crafted;
 
 use std::path::Path;
 use std::process::Command;
-use trace::dump::DumpWriter;
+use trace::dump::{DumpWriter, PanicHeader};
 use trace::{event::EventDescriptor, ring::RingStats};
 
 trace::event! {
@@ -24,7 +24,11 @@ fn log() -> String {
         out.push_str(line);
         out.push('\n');
     });
-    writer.header(2, Some((1, "oops", "src/net.rs:10:5")), None);
+    writer.header(
+        2,
+        Some(PanicHeader { cpu: 1, message: "oops", location: "src/net.rs:10:5", nested: None }),
+        None,
+    );
     writer.descriptor_as(1, descriptor);
     writer.instance(0, "");
     writer.cpu_stats(0, 0, &RingStats { written: 2, entries: 2, ..RingStats::default() });

@@ -5,7 +5,7 @@ mod support;
 use support::{record, report, temp, temp_path, text};
 
 use std::path::PathBuf;
-use trace::dump::{BufferKind, DumpWriter};
+use trace::dump::{BufferKind, DumpWriter, PanicHeader};
 use trace::{event::EventDescriptor, ring::RingStats};
 
 trace::event! {
@@ -23,7 +23,11 @@ fn log() -> String {
         out.push_str(line);
         out.push('\n');
     });
-    writer.header(2, Some((0, "oops", "src/main.rs:1:1")), None);
+    writer.header(
+        2,
+        Some(PanicHeader { cpu: 0, message: "oops", location: "src/main.rs:1:1", nested: None }),
+        None,
+    );
     writer.descriptor_as(1, descriptor);
     writer.instance(0, "");
     writer.cpu_stats(0, 0, &RingStats { written: 1, entries: 1, ..RingStats::default() });
@@ -287,7 +291,11 @@ fn a_dump_of_a_snapshot_alone_needs_buffer_snapshot() {
         dump.push_str(line);
         dump.push('\n');
     });
-    writer.header(2, Some((0, "oops", "src/main.rs:1:1")), None);
+    writer.header(
+        2,
+        Some(PanicHeader { cpu: 0, message: "oops", location: "src/main.rs:1:1", nested: None }),
+        None,
+    );
     writer.descriptor_as(1, descriptor);
     writer.section(0, "a", BufferKind::Snapshot, trace::Clock::Local);
     writer.cpu_stats(0, 0, &RingStats { written: 1, entries: 1, ..RingStats::default() });

@@ -12,7 +12,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::Write;
 use core::sync::atomic::{AtomicBool, Ordering::Acquire, Ordering::Release};
-use trace::dump::{BufferKind, DumpWriter};
+use trace::dump::{BufferKind, DumpWriter, PanicHeader};
 use trace::{Tracer, ring::Buffer, ring::RecordRef, ring::RingStats, tracer::InstanceView};
 
 /// Which CPUs' records a dump carries.
@@ -123,18 +123,13 @@ pub fn on_panic() -> DumpConfig {
     ON_PANIC.lock().clone()
 }
 
-/// The panic handler's dump: recording stops everywhere, then the dump is written
-/// with the panic configuration (the default if its lock cannot be had).
-pub fn panic_dump(cpu: usize, message: &str, location: &str) {
+/// The panic handler's dump of `panic`: recording stops everywhere, then the dump
+/// is written with the panic configuration (the default if its lock cannot be had).
+pub fn panic_dump(panic: PanicHeader<'_>) {
     let Some(tracer) = tracing::tracer() else { return };
     tracer.stop_all();
     let config = ON_PANIC.try_lock().map_or(DumpConfig::DEFAULT, |c| c.clone());
-    write(
-        tracer,
-        &config,
-        Some((cpu, message, location)),
-        &mut crate::arch::uart::EmergencyConsole,
-    );
+    write(tracer, &config, Some(panic), &mut crate::arch::uart::EmergencyConsole);
 }
 
 /// The dump a `dump` or `cpudump` function command prints (CPU `cpu`'s records
@@ -287,7 +282,7 @@ fn records(
 fn write(
     tracer: &Tracer<KernelPlatform>,
     config: &DumpConfig,
-    panic: Option<(usize, &str, &str)>,
+    panic: Option<PanicHeader<'_>>,
     out: &mut dyn Write,
 ) {
     let cpus = cpus(tracer, config);
@@ -299,8 +294,11 @@ fn write(
         cpus.start,
         cpus.end - 1
     );
-    if let Some((cpu, message, location)) = panic {
+    if let Some(PanicHeader { cpu, message, location, nested }) = panic {
         let _ = writeln!(out, "# panic on cpu {cpu} at {location}: {message}");
+        if let Some((message, location)) = nested {
+            let _ = writeln!(out, "# nested panic while reporting it, at {location}: {message}");
+        }
     }
     tracer.visit_instances(|view| {
         sections(tracer, &view, config, |section| {

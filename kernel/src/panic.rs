@@ -2,14 +2,16 @@
 //! the panicking CPU's call trace, stop the other CPUs (printing where each was),
 //! dump the trace, and leave QEMU with the failure code (or, with `panic_reboot` on,
 //! save `instances/boot_map` and reset the machine). A panic while reporting the
-//! first one still dumps; a panic during the dump gives up with a minimal message.
+//! first one (formatting its message, say) still dumps, as the first panic, with
+//! the nested one beside it; a panic during the dump gives up with a minimal message.
 
 use crate::arch::uart::EmergencyConsole;
 use crate::arch::{percpu, qemu};
 use crate::smp;
 use core::fmt::Write;
 use core::panic::PanicInfo;
-use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering, Ordering::Relaxed};
+use trace::dump::PanicHeader;
 
 /// Formats into a fixed buffer without allocating, keeping what fits.
 struct Truncated {
@@ -36,6 +38,62 @@ impl Write for Truncated {
         self.bytes[self.len..self.len + end].copy_from_slice(&s.as_bytes()[..end]);
         self.len += end;
         Ok(())
+    }
+}
+
+/// Text the first panic's report keeps as it goes, without a lock: a panic nested in
+/// the report (on the same CPU) reads what it got to.
+struct Kept {
+    bytes: [AtomicU8; KEPT_BYTES],
+    len: AtomicUsize,
+}
+
+/// Most bytes [`Kept`] holds: room is left in a [`Truncated`] for a note after them.
+const KEPT_BYTES: usize = 216;
+
+impl Kept {
+    const fn new() -> Self {
+        Kept { bytes: [const { AtomicU8::new(0) }; KEPT_BYTES], len: AtomicUsize::new(0) }
+    }
+
+    /// Appends the text it holds to `out`.
+    fn copy_to(&self, out: &mut Truncated) {
+        let len = self.len.load(Relaxed).min(KEPT_BYTES);
+        let bytes = self.bytes[..len].iter().map(|b| b.load(Relaxed));
+        // Whole characters only were kept; the copy is checked as any text is.
+        let mut copy = [0u8; KEPT_BYTES];
+        copy.iter_mut().zip(bytes).for_each(|(to, from)| *to = from);
+        let _ = out.write_str(core::str::from_utf8(&copy[..len]).unwrap_or(""));
+    }
+}
+
+impl Write for &Kept {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let len = self.len.load(Relaxed);
+        let mut end = s.len().min(KEPT_BYTES - len);
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.bytes[len..len + end].iter().zip(s.as_bytes()).for_each(|(b, &v)| b.store(v, Relaxed));
+        self.len.store(len + end, Relaxed);
+        Ok(())
+    }
+}
+
+/// The first panic's location, kept before its report starts.
+static FIRST_LOCATION: Kept = Kept::new();
+/// The first panic's message, as far as its report formatted it.
+static FIRST_MESSAGE: Kept = Kept::new();
+/// Whether the first panic's message was formatted to its end.
+static MESSAGE_DONE: AtomicBool = AtomicBool::new(false);
+
+/// Writes to the emergency console and keeps a copy in [`FIRST_MESSAGE`].
+struct KeepingConsole;
+
+impl Write for KeepingConsole {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let _ = (&FIRST_MESSAGE).write_str(s);
+        EmergencyConsole.write_str(s)
     }
 }
 
@@ -115,16 +173,16 @@ fn print_stack_max() {
     }
 }
 
-/// Stops the other CPUs (once), writes the dump, leaves QEMU.
-fn stop_dump_and_exit(cpu: usize, message: &str, location: &str) -> ! {
+/// Stops the other CPUs (once), writes the dump of `panic`, leaves QEMU.
+fn stop_dump_and_exit(panic: PanicHeader<'_>) -> ! {
     STAGE.store(Stage::Dumping as u8, Ordering::SeqCst);
     let others = smp::online() - 1;
     if others > 0 {
         let stopped = smp::stop_other_cpus();
         crate::emergency_println!("panic: stopped {stopped} of {others} other CPU(s)");
-        print_other_cpus(cpu);
+        print_other_cpus(panic.cpu);
     }
-    crate::dump::panic_dump(cpu, message, location);
+    crate::dump::panic_dump(panic);
     if crate::persist::panic_reboot() {
         crate::persist::panic_save_and_reset();
     }
@@ -150,15 +208,29 @@ fn panic(info: &PanicInfo<'_>) -> ! {
         // Another CPU panics at the same time: it stops this one.
         Err(_) if OWNER.load(Ordering::SeqCst) != cpu => crate::arch::halt_forever(),
         Err(stage) if stage == Stage::Reporting as u8 => {
-            // Reporting the first panic panicked (its message could not be
-            // formatted): report this one plainly, and still dump.
-            let location = location(info);
-            let message = info.message().as_str().unwrap_or("(message not shown)");
+            // Reporting the first panic panicked (formatting its message, say):
+            // report this one plainly, and dump the first with this one beside it.
+            let nested = location(info);
+            let nested_message = info.message().as_str().unwrap_or("(message not shown)");
+            let mut first = Truncated::new();
+            FIRST_LOCATION.copy_to(&mut first);
+            let mut message = Truncated::new();
+            FIRST_MESSAGE.copy_to(&mut message);
+            if !MESSAGE_DONE.load(Relaxed) {
+                let _ = message.write_str("[formatting the message panicked]");
+            }
             crate::emergency_println!(
-                "\nnested panic on cpu {cpu} at {}: {message}",
-                location.as_str()
+                "\nnested panic on cpu {cpu} at {}: {nested_message}\n\
+                 (while reporting the panic at {}; the dump reports that one)",
+                nested.as_str(),
+                first.as_str()
             );
-            stop_dump_and_exit(cpu, "nested panic while reporting a panic", location.as_str());
+            stop_dump_and_exit(PanicHeader {
+                cpu,
+                message: message.as_str(),
+                location: first.as_str(),
+                nested: Some((nested_message, nested.as_str())),
+            });
         }
         Err(_) => {
             // The dump itself panicked: give up with a minimal message.
@@ -166,10 +238,21 @@ fn panic(info: &PanicInfo<'_>) -> ! {
             qemu::exit(qemu::ExitCode::Failure);
         }
     }
-    crate::emergency_println!("\nKERNEL PANIC on cpu {cpu}: {info}");
+    // Kept before anything of the report that may panic: a nested panic reads them.
+    let location = location(info);
+    let _ = (&FIRST_LOCATION).write_str(location.as_str());
+    crate::emergency_println!("\nKERNEL PANIC on cpu {cpu}: panicked at {}:", location.as_str());
+    let _ = write!(KeepingConsole, "{}", info.message());
+    MESSAGE_DONE.store(true, Relaxed);
+    let _ = EmergencyConsole.write_str("\n");
     print_call_trace(cpu);
     print_stack_max();
     let mut message = Truncated::new();
-    let _ = write!(message, "{}", info.message());
-    stop_dump_and_exit(cpu, message.as_str(), location(info).as_str())
+    FIRST_MESSAGE.copy_to(&mut message);
+    stop_dump_and_exit(PanicHeader {
+        cpu,
+        message: message.as_str(),
+        location: location.as_str(),
+        nested: None,
+    })
 }

@@ -105,7 +105,7 @@ fn panics_in_an_interrupt_holding_the_console_nested_and_on_stack_overflow_dump(
         ("panic console", "deliberate panic while holding the console lock", None),
         // The dump's readers allocate: from the heap's reserve.
         ("panic heap", "deliberate panic while holding the heap lock", None),
-        ("panic nested", "nested panic while reporting a panic", None),
+        ("panic nested", "[formatting the message panicked]", None),
         (
             "fault stack",
             "EXCEPTION: DOUBLE FAULT (vector 8)",
@@ -124,6 +124,45 @@ fn panics_in_an_interrupt_holding_the_console_nested_and_on_stack_overflow_dump(
         let trace = top(&dump);
         let markers = trace.events.iter().filter(|e| e.text.starts_with("marker-")).count();
         assert_eq!(markers, 5, "{command}: the markers are in the dump");
+    }
+}
+
+/// Where in `kernel/src/shell/commands.rs` the line holding `code` calls `panic!`, as
+/// a panic's location reads (`file:line:column`).
+fn panic_location(code: &str) -> String {
+    let source = include_str!("../../kernel/src/shell/commands.rs");
+    let (number, line) = source.lines().enumerate().find(|(_, l)| l.contains(code)).unwrap();
+    let column = line.find("panic!").expect("a panic! on the line") + 1;
+    format!("kernel/src/shell/commands.rs:{}:{column}", number + 1)
+}
+
+#[test]
+fn a_nested_panic_keeps_the_first_panics_place_and_is_reported_as_nested() {
+    // `panic nested` panics with a message whose formatting panics in turn.
+    let first = panic_location(r#"["nested"] => panic!("#);
+    let nested = panic_location(r#"panic!("formatting the panic message panicked")"#);
+    let m = panicked("panic nested");
+    let dump = one_dump(&m);
+    let panic = dump.panic.as_ref().expect("a panic report");
+    assert_eq!((panic.cpu, panic.location.as_str()), (0, first.as_str()), "{panic:?}");
+    // The first message could not be formatted: the report says so, and does not
+    // pass the nested panic's message off as it.
+    assert_eq!(panic.message, "[formatting the message panicked]", "{panic:?}");
+    let nested_line = format!(
+        "# nested panic while reporting it, at {nested}: formatting the panic message panicked"
+    );
+    // The kernel's text, then the host tool's reading of the block.
+    let transcript = m.transcript();
+    let kernel = transcript.split_once(&format!("# panic on cpu 0 at {first}: ")).map(|(_, t)| t);
+    let kernel = kernel.unwrap_or_else(|| panic!("{transcript}"));
+    assert!(kernel.lines().nth(1) == Some(nested_line.as_str()), "{transcript}");
+    let (mut text, mut stat) = (Vec::new(), Vec::new());
+    report::write_text(&top(&dump), &mut text).unwrap();
+    report::write_stat(&top(&dump), &mut stat).unwrap();
+    for text in [text, stat] {
+        let text = String::from_utf8(text).unwrap();
+        let panic_line = format!("# panic on cpu 0 at {first}: [formatting the message panicked]");
+        assert!(text.contains(&format!("{panic_line}\n{nested_line}\n")), "{text}");
     }
 }
 

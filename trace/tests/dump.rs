@@ -1,7 +1,7 @@
 //! The dump format: round trip, damage, and never panicking on any input.
 
 use proptest::prelude::*;
-use trace::dump::{self, DumpWriter};
+use trace::dump::{self, DumpWriter, PanicHeader};
 use trace::{Context, event::EventDescriptor, ring::RecordRef, ring::RingStats};
 
 trace::event! {
@@ -50,6 +50,13 @@ const SYMBOLS: u64 = 0xfeed_f00d_dead_beef;
 
 /// Writes a dump of `sample`'s records (ids 1 and 2 = NUMBERS and TEXT) with stats.
 fn write(sample: &Sample, panic: Option<(usize, &str, &str)>) -> String {
+    let panic =
+        panic.map(|(cpu, message, location)| PanicHeader { cpu, message, location, nested: None });
+    write_panic(sample, panic)
+}
+
+/// [`write`] with a panic that may have a nested one.
+fn write_panic(sample: &Sample, panic: Option<PanicHeader<'_>>) -> String {
     let [numbers_d, text_d] = descriptors();
     // Ids as a tracer would give them, without needing one: fixed for this test.
     let ids = [(1u16, numbers_d), (2u16, text_d)];
@@ -373,6 +380,36 @@ fn a_long_panic_message_is_cut_so_that_the_header_keeps_its_fingerprint() {
     let panic = d.panic.as_ref().expect("the header");
     assert!(message.starts_with(&panic.message) && panic.message.len() > 200, "{panic:?}");
     assert_eq!((panic.location.as_str(), d.symbols), ("src/lib.rs:9:9", Some(SYMBOLS)));
+}
+
+#[test]
+fn a_nested_panic_reads_back_beside_the_first_and_long_messages_share_the_header() {
+    let first = PanicHeader {
+        cpu: 1,
+        message: "the first",
+        location: "src/a.rs:1:2",
+        nested: Some(("the second", "src/b.rs:3:4")),
+    };
+    let d = &dump::parse(&write_panic(&sample(), Some(first)))[0];
+    assert!(d.problems.is_empty(), "{:?}", d.problems);
+    let panic = d.panic.as_ref().expect("the header");
+    let nested = panic.nested.as_ref().expect("the nested panic");
+    assert_eq!(
+        (panic.cpu, panic.message.as_str(), panic.location.as_str()),
+        (1, "the first", "src/a.rs:1:2")
+    );
+    assert_eq!((nested.message.as_str(), nested.location.as_str()), ("the second", "src/b.rs:3:4"));
+    assert_eq!(d.symbols, Some(SYMBOLS));
+    // Two long messages: both cut, the first keeping more, the header whole.
+    let (long, longer) = ("y".repeat(4000), "z".repeat(4000));
+    let both = PanicHeader { message: &long, nested: Some((&longer, "src/b.rs:3:4")), ..first };
+    let d = &dump::parse(&write_panic(&Sample { records: Vec::new() }, Some(both)))[0];
+    assert!(d.problems.is_empty(), "{:?}", d.problems);
+    let panic = d.panic.as_ref().expect("the header");
+    let nested = panic.nested.as_ref().expect("the nested panic");
+    assert!(panic.message.len() > 150 && long.starts_with(&panic.message), "{panic:?}");
+    assert!(nested.message.len() > 50 && longer.starts_with(&nested.message), "{panic:?}");
+    assert_eq!((nested.location.as_str(), d.symbols), ("src/b.rs:3:4", Some(SYMBOLS)));
 }
 
 /// A one-chunk dump of `items` (kind, body), as an older writer could have written it.

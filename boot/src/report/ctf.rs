@@ -220,6 +220,10 @@ fn metadata(trace: &Section, uuid: &[u8; 16]) -> String {
         let _ = writeln!(m, "\tpanic_cpu = {};", p.cpu);
         let _ = writeln!(m, "\tpanic_location = {};", tsdl_string(&p.location));
         let _ = writeln!(m, "\tpanic_message = {};", tsdl_string(&p.message));
+        if let Some(nested) = &p.nested {
+            let _ = writeln!(m, "\tnested_panic_location = {};", tsdl_string(&nested.location));
+            let _ = writeln!(m, "\tnested_panic_message = {};", tsdl_string(&nested.message));
+        }
     }
     m.push_str("};\n\n");
     let _ = write!(
@@ -661,6 +665,10 @@ mod tests {
             cpu: 0,
             message: "multi\nline\t\"msg\"".into(),
             location: "x".into(),
+            nested: Some(trace::dump::NestedPanic {
+                message: "again \"quoted\"".into(),
+                location: "y".into(),
+            }),
         });
         let dir = TempDir::new("unknown");
         write_ctf(&t, &dir.0).unwrap();

@@ -31,7 +31,7 @@ use std::io::{self, Write};
 
 use serde_json::{Map, Value as Json, json};
 
-use trace::dump::{BufferKind, Event, MAX_CPUS, Section, Value, hex_bytes, hex_dump};
+use trace::dump::{BufferKind, Event, MAX_CPUS, PanicReport, Section, Value, hex_bytes, hex_dump};
 use trace::event::Timeline;
 
 /// The value of field `name` of an event, if its descriptor has one.
@@ -225,7 +225,7 @@ pub fn perfetto_json_of(traces: &[Section]) -> Json {
         let last = traces.iter().flat_map(|t| &t.events).map(|e| e.ts).max().unwrap_or(0);
         events.push(json!({
             "ph": "i", "s": "g", "name": "panic", "cat": "panic", "pid": 0, "tid": p.cpu,
-            "ts": micros(last), "args": {"cpu": p.cpu, "message": p.message, "location": p.location}
+            "ts": micros(last), "args": panic_args(p)
         }));
     }
     let stats = |trace: &Section| -> Vec<Json> {
@@ -354,6 +354,16 @@ pub fn write_perfetto_of(traces: &[Section], out: &mut impl Write) -> io::Result
     serde_json::to_writer(&mut out, &perfetto_json_of(traces))?;
     writeln!(out)?;
     out.flush()
+}
+
+/// A panic marker's arguments: where and why, and a panic while it was reported.
+fn panic_args(p: &PanicReport) -> Json {
+    let mut args = json!({"cpu": p.cpu, "message": p.message, "location": p.location});
+    if let Some(nested) = &p.nested {
+        args["nested_message"] = json!(nested.message);
+        args["nested_location"] = json!(nested.location);
+    }
+    args
 }
 
 /// Nanoseconds as microseconds, a double as viewers read it. The JSON writer

@@ -417,11 +417,15 @@ pub fn write_perfetto_proto(trace: &Section, out: &mut impl Write) -> io::Result
     }
     if let Some(p) = &trace.panic {
         let last = trace.events.iter().map(|e| e.ts).max().unwrap_or(0);
-        let args = [
+        let mut args = vec![
             ("cpu".to_string(), Value::Unsigned(p.cpu as u64)),
             ("message".to_string(), Value::Str(p.message.clone())),
             ("location".to_string(), Value::Str(p.location.clone())),
         ];
+        if let Some(nested) = &p.nested {
+            args.push(("nested_message".to_string(), Value::Str(nested.message.clone())));
+            args.push(("nested_location".to_string(), Value::Str(nested.location.clone())));
+        }
         let name = Some(("panic", "panic"));
         w.event(&TrackEvent {
             ts: last,

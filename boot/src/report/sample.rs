@@ -164,6 +164,7 @@ pub fn sample() -> Section {
             cpu: 1,
             message: r#"boom "quoted" \ back"#.into(),
             location: "kernel/src/main.rs:42:5".into(),
+            nested: None,
         }),
     }
 }

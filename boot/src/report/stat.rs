@@ -91,8 +91,7 @@ pub fn write_stat(trace: &Section, out: &mut impl Write) -> io::Result<()> {
         writeln!(out, "# the filter leaves out {} of the dump's events", trace.filtered)?;
     }
     if let Some(p) = &trace.panic {
-        let msg = p.message.replace('\n', "\n#   ");
-        writeln!(out, "# panic on cpu {} at {}: {}", p.cpu, p.location, msg)?;
+        super::text::write_panic(p, out)?;
     }
 
     writeln!(out, "\nEvents by type:")?;

@@ -7,6 +7,7 @@
 //! # cpus=2
 //! # entries-in-buffer/entries-written: 5/33
 //! # panic on cpu 1 at kernel/src/main.rs:42:5: boom
+//! # nested panic while reporting it, at kernel/src/fmt.rs:7:9: formatting failed
 //!            <irq>-0       [000] d.h1.     1.000000500: irq_handler_entry: vector=48
 //! CPU:1 [LOST 17 EVENTS]
 //!           <idle>-0       [001] .....     1.500000000: packet: len=1500
@@ -17,7 +18,19 @@ use std::io::{self, Write};
 
 use trace::text::{self, Line};
 
-use trace::dump::{Section, hex_dump};
+use trace::dump::{PanicReport, Section, hex_dump};
+
+/// Writes the `#` lines of a panic: where it happened and its message, and a panic
+/// while the kernel reported it, if one did (multi-line messages stay in `#` lines).
+pub(crate) fn write_panic(p: &PanicReport, out: &mut impl Write) -> io::Result<()> {
+    let msg = p.message.replace('\n', "\n#   ");
+    writeln!(out, "# panic on cpu {} at {}: {}", p.cpu, p.location, msg)?;
+    if let Some(nested) = &p.nested {
+        let msg = nested.message.replace('\n', "\n#   ");
+        writeln!(out, "# nested panic while reporting it, at {}: {}", nested.location, msg)?;
+    }
+    Ok(())
+}
 
 /// Writes the trace as `trace-cmd report`-style text.
 ///
@@ -61,8 +74,7 @@ pub fn write_text(trace: &Section, out: &mut impl Write) -> io::Result<()> {
         writeln!(out, "# (the filter leaves out {} of the {held} the dump holds)", trace.filtered)?;
     }
     if let Some(p) = &trace.panic {
-        let msg = p.message.replace('\n', "\n#   ");
-        writeln!(out, "# panic on cpu {} at {}: {}", p.cpu, p.location, msg)?;
+        write_panic(p, out)?;
     }
     let mut line = String::new();
     let layout = text::Layout { clock: trace.clock, nanoseconds: true, ..text::Layout::DEFAULT };
@@ -193,5 +205,25 @@ mod tests {
         let text = render(&t);
         assert!(text.lines().all(|l| l.starts_with('#')), "{text}");
         assert!(text.contains("# panic on cpu 1 at kernel/src/main.rs:42:5: first\n#   second\n"));
+    }
+
+    #[test]
+    fn a_nested_panic_follows_the_first_as_nested() {
+        let mut t = sample();
+        t.panic.as_mut().unwrap().nested = Some(trace::dump::NestedPanic {
+            message: "formatting\nfailed".into(),
+            location: "kernel/src/fmt.rs:7:9".into(),
+        });
+        let text = render(&t);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[3],
+            r#"# panic on cpu 1 at kernel/src/main.rs:42:5: boom "quoted" \ back"#
+        );
+        assert_eq!(
+            lines[4],
+            "# nested panic while reporting it, at kernel/src/fmt.rs:7:9: formatting"
+        );
+        assert_eq!(lines[5], "#   failed");
     }
 }

@@ -22,7 +22,7 @@
 //!
 //! | kind | item | body |
 //! |---|---|---|
-//! | 1 | header | version, CPU count, panic flag, then if set: CPU, message, location; then (absent in dumps before it) a symbols flag, then if set the fingerprint of the kernel's symbol table ([`crate::symtab::SymbolTable::fingerprint`]) |
+//! | 1 | header | version, CPU count, panic flag, then if set: CPU, message, location; then (absent in dumps before it) a symbols flag, then if set the fingerprint of the kernel's symbol table ([`crate::symtab::SymbolTable::fingerprint`]), then (absent in dumps before it) a nested panic flag, then if set the message and location of a panic while the first was reported |
 //! | 2 | descriptor | id, kind (0 event, 1 printk), system, name, format, field count, fields (name, type tag, for byte arrays the length), then (absent in dumps before it: an instant) the [`crate::event::Timeline`]: 0 instant, 1 begin or 2 end followed by label and key (empty: none), 3 counter, 4 span followed by label and duration field |
 //! | 3 | section | section number, instance name, buffer (0 live, 1 snapshot; absent in version 1: live), then (absent in dumps before it: local) the clock of its timestamps ([`crate::ring::Clock`]): 0 local, 1 global, 2 counter, 3 x86-tsc, 4 uptime, 5 perf, 6 mono, 7 mono_raw, 8 boot |
 //! | 4 | CPU statistics | section, CPU, written, entries, overrun, dropped, read, commit overrun |
@@ -68,10 +68,10 @@ mod write;
 pub(crate) use model::Decoded;
 pub use model::{Event, Section, Value, format_ts, hex_bytes, hex_dump};
 pub use read::{
-    Dump, DumpDescriptor, DumpField, DumpInstance, DumpRecord, DumpStats, PanicReport, Problem,
-    Reader, decode_chunk, parse,
+    Dump, DumpDescriptor, DumpField, DumpInstance, DumpRecord, DumpStats, NestedPanic, PanicReport,
+    Problem, Reader, decode_chunk, parse,
 };
-pub use write::{DumpWriter, encode_chunk};
+pub use write::{DumpWriter, PanicHeader, encode_chunk};
 
 /// Largest chunk, in bytes before base64.
 pub const CHUNK_BYTES: usize = 384;

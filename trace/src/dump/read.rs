@@ -20,6 +20,18 @@ pub struct PanicReport {
     pub message: String,
     /// `file:line:column`.
     pub location: String,
+    /// A panic on the same CPU while this one was being reported (absent in dumps
+    /// written before the header carried it).
+    pub nested: Option<NestedPanic>,
+}
+
+/// A panic while another was being reported.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NestedPanic {
+    /// Its message.
+    pub message: String,
+    /// `file:line:column`.
+    pub location: String,
 }
 
 /// An event descriptor carried by the dump.
@@ -537,11 +549,18 @@ fn header(dump: &mut Dump, body: &mut &[u8]) -> Result<(), String> {
     }
     if varint(body)? == 1 {
         let cpu = cpu(dump, body)?;
-        dump.panic = Some(PanicReport { cpu, message: string(body)?, location: string(body)? });
+        let (message, location) = (string(body)?, string(body)?);
+        dump.panic = Some(PanicReport { cpu, message, location, nested: None });
     }
-    // Absent in dumps written before the header carried it.
+    // Absent in dumps written before the header carried them.
     if !body.is_empty() && varint(body)? == 1 {
         dump.symbols = Some(varint(body)?);
+    }
+    if !body.is_empty() && varint(body)? == 1 {
+        let nested = NestedPanic { message: string(body)?, location: string(body)? };
+        let no_panic = || String::from("the header has a nested panic but no panic");
+        let panic = dump.panic.as_mut().ok_or_else(no_panic)?;
+        panic.nested = Some(nested);
     }
     Ok(())
 }

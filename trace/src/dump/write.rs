@@ -45,6 +45,29 @@ impl Item {
     }
 }
 
+/// A panic, as a dump's header carries it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PanicHeader<'a> {
+    /// The panicking CPU.
+    pub cpu: usize,
+    /// The panic's message.
+    pub message: &'a str,
+    /// Where it panicked, `file:line:column`.
+    pub location: &'a str,
+    /// A panic on the same CPU while this one was being reported: its message and
+    /// location.
+    pub nested: Option<(&'a str, &'a str)>,
+}
+
+/// The longest start of `text` of at most `len` bytes that ends on a character.
+fn cut(text: &str, len: usize) -> &str {
+    let mut end = text.len().min(len);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
 /// Writes a dump, chunk by chunk, through `out` (called with whole lines).
 pub struct DumpWriter<W: FnMut(&str)> {
     out: W,
@@ -93,32 +116,31 @@ impl<W: FnMut(&str)> DumpWriter<W> {
         self.len += n + body.len;
     }
 
-    /// Writes the header: CPU count, for a panic where it happened, and the
-    /// fingerprint of the kernel's symbol table
+    /// Writes the header: CPU count, for a panic where it happened (and a panic
+    /// while reporting it), and the fingerprint of the kernel's symbol table
     /// ([`crate::symtab::SymbolTable::fingerprint`]) if it has one.
-    pub fn header(
-        &mut self,
-        cpus: usize,
-        panic: Option<(usize, &str, &str)>,
-        symbols: Option<u64>,
-    ) {
+    pub fn header(&mut self, cpus: usize, panic: Option<PanicHeader<'_>>, symbols: Option<u64>) {
         let mut item = Item::new();
         item.varint(VERSION);
         item.varint(cpus as u64);
-        match panic {
+        // The messages may be long: each keeps what fits beside the lengths (10
+        // bytes each at most), the locations, the flags and the fingerprint (11
+        // bytes), the first message first, the nested one at least a quarter of it.
+        let mut messages = ("", "");
+        if let Some(panic) = &panic {
+            let (nested, nested_location) = panic.nested.unwrap_or_default();
+            let fixed = item.len + 3 + 4 * 10 + 11 + panic.location.len() + nested_location.len();
+            let room = ITEM_BYTES.saturating_sub(fixed);
+            let first = cut(panic.message, room - nested.len().min(room / 4));
+            messages = (first, cut(nested, room - first.len()));
+        }
+        match &panic {
             None => item.varint(0),
-            Some((cpu, message, location)) => {
+            Some(panic) => {
                 item.varint(1);
-                item.varint(cpu as u64);
-                // The message may be long: keep what fits beside the lengths, the
-                // location and the symbols' flag and fingerprint (11 bytes at most).
-                let room = ITEM_BYTES.saturating_sub(item.len + location.len() + 24 + 11);
-                let mut end = message.len().min(room);
-                while !message.is_char_boundary(end) {
-                    end -= 1;
-                }
-                item.str(&message[..end]);
-                item.str(location);
+                item.varint(panic.cpu as u64);
+                item.str(messages.0);
+                item.str(panic.location);
             }
         }
         match symbols {
@@ -126,6 +148,14 @@ impl<W: FnMut(&str)> DumpWriter<W> {
             Some(fingerprint) => {
                 item.varint(1);
                 item.varint(fingerprint);
+            }
+        }
+        match panic.and_then(|p| p.nested) {
+            None => item.varint(0),
+            Some((_, location)) => {
+                item.varint(1);
+                item.str(messages.1);
+                item.str(location);
             }
         }
         self.item(kind::HEADER, &item);
