@@ -46,6 +46,8 @@ struct Selectors {
     tss: SegmentSelector,
 }
 
+/// The index of the double fault's stack in [`interrupt_stacks`].
+pub const DOUBLE_FAULT_STACK: usize = 0;
 /// The index of the NMI's stack in [`interrupt_stacks`].
 pub const NMI_STACK: usize = 1;
 
@@ -53,8 +55,8 @@ static TSS: [Once<TaskStateSegment>; MAX_CPUS] = [const { Once::new() }; MAX_CPU
 static GDT: [Once<(GlobalDescriptorTable, Selectors)>; MAX_CPUS] =
     [const { Once::new() }; MAX_CPUS];
 
-/// CPU `cpu`'s interrupt stacks (double fault, NMI: [`NMI_STACK`]), each as its
-/// lowest address and one past its highest.
+/// CPU `cpu`'s interrupt stacks (double fault: [`DOUBLE_FAULT_STACK`], NMI:
+/// [`NMI_STACK`]), each as its lowest address and one past its highest.
 pub fn interrupt_stacks(cpu: usize) -> [(u64, u64); 2] {
     [&DOUBLE_FAULT_STACKS, &NMI_STACKS].map(|stacks| {
         let top = stacks[cpu].top().as_u64();

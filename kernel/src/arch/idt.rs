@@ -54,8 +54,9 @@ impl fmt::Display for Exception<'_> {
 fn fatal(exception: Exception<'_>) -> ! {
     let _handler = HandlerGuard::enter();
     let ip = exception.frame.instruction_pointer.as_u64();
+    let rsp = exception.frame.stack_pointer.as_u64();
     let frame = core::ptr::from_ref(exception.frame) as u64;
-    super::stack::record_fault(ip, exception.error_code.map(|_| frame));
+    super::stack::record_fault(ip, rsp, exception.error_code.map(|_| frame));
     let ip = super::stack::elf_address(ip);
     match exception.cr2 {
         Some(address) => {

@@ -1,7 +1,9 @@
 //! The return addresses of the running call chain, by walking saved frame pointers
 //! (the kernel's crates are built with `-C force-frame-pointers=yes`, see
-//! `.cargo/config.toml`). The walk reads only the stack the caller runs on, so it
-//! cannot fault, whatever the frames hold. The kernel is position-independent and
+//! `.cargo/config.toml`). The walk reads only the stack the caller runs on and, from
+//! an interrupt stack (the NMI's, the double fault's), the part of the CPU's kernel
+//! stack the interrupted code had in use, so it cannot fault, whatever the frames
+//! hold. The kernel is position-independent and
 //! the bootloader relocates it, so the addresses are given as in the kernel ELF (the
 //! image's load offset subtracted): `report --elf` and `addr2line -e` read them as
 //! they are.
@@ -26,6 +28,9 @@ static FAULT_IP: [AtomicU64; MAX_CPUS] = [const { AtomicU64::new(0) }; MAX_CPUS]
 /// a return address would be, and the interrupted address above it.
 static ERROR_CODE_FRAME: [AtomicU64; MAX_CPUS] = [const { AtomicU64::new(0) }; MAX_CPUS];
 
+/// Per CPU: the stack pointer its last fatal exception interrupted (0: none).
+static FAULT_SP: [AtomicU64; MAX_CPUS] = [const { AtomicU64::new(0) }; MAX_CPUS];
+
 /// Per CPU: the runtime address and the stack pointer the NMI it is handling (or
 /// handled last) interrupted.
 static NMI_FRAME: [[AtomicU64; 2]; MAX_CPUS] =
@@ -41,22 +46,33 @@ pub fn note_nmi(ip: u64, rsp: u64) {
 }
 
 /// Where a walk on CPU `cpu` at `rsp` goes on when its chain leaves the stack it
-/// runs on: on the NMI's stack, the kernel stack above the stack pointer the NMI
-/// interrupted (as lowest address and one past the highest), if it was on it.
+/// runs on: on an interrupt stack, the kernel stack above the stack pointer its
+/// handler interrupted (the NMI's, or the fatal exception's on the double fault's
+/// stack), as lowest address and one past the highest, if that stack pointer is
+/// below the kernel stack's top. It may lie below the stack's bottom, in the guard
+/// page, when the exception is the stack's overflow; the walk stays within the
+/// stack all the same.
 fn interrupted_stack(cpu: usize, rsp: u64) -> Option<(u64, u64)> {
-    let (nmi_low, nmi_high) = gdt::interrupt_stacks(cpu)[gdt::NMI_STACK];
+    let stacks = gdt::interrupt_stacks(cpu);
+    let on = |stack: usize| (stacks[stack].0..stacks[stack].1).contains(&rsp);
+    let sp = if on(gdt::NMI_STACK) {
+        NMI_FRAME.get(cpu)?[1].load(Relaxed)
+    } else if on(gdt::DOUBLE_FAULT_STACK) {
+        FAULT_SP.get(cpu)?.load(Relaxed)
+    } else {
+        return None;
+    };
     let [low, high] = KERNEL_STACKS.get(cpu)?;
-    let sp = NMI_FRAME.get(cpu)?[1].load(Relaxed);
     let (low, high) = (low.load(Relaxed), high.load(Relaxed));
-    ((nmi_low..nmi_high).contains(&rsp) && (low..high).contains(&sp)).then_some((sp, high))
+    (sp < high).then_some((sp.max(low), high))
 }
 
 /// Makes the NMI this CPU is handling fatal: records the address it interrupted as
 /// where the fault struck (the panic's `RIP:` line), as [`record_fault`] does for an
 /// exception.
 pub fn record_nmi_as_fault() {
-    if let Some([ip, _]) = NMI_FRAME.get(percpu::index()) {
-        record_fault(ip.load(Relaxed), None);
+    if let Some([ip, sp]) = NMI_FRAME.get(percpu::index()) {
+        record_fault(ip.load(Relaxed), sp.load(Relaxed), None);
     }
 }
 
@@ -66,13 +82,16 @@ pub fn nmi_ip() -> u64 {
     NMI_FRAME.get(percpu::index()).map_or(0, |[ip, _]| elf_address(ip.load(Relaxed)))
 }
 
-/// Records that a fatal exception struck this CPU at the runtime address `ip`;
-/// `error_code_frame`: the address of its interrupt frame, if the CPU pushed an
-/// error code below it.
-pub fn record_fault(ip: u64, error_code_frame: Option<u64>) {
+/// Records that a fatal exception struck this CPU at the runtime address `ip`, its
+/// stack pointer at `rsp`; `error_code_frame`: the address of its interrupt frame,
+/// if the CPU pushed an error code below it.
+pub fn record_fault(ip: u64, rsp: u64, error_code_frame: Option<u64>) {
     let cpu = percpu::index();
-    if let (Some(fault), Some(frame)) = (FAULT_IP.get(cpu), ERROR_CODE_FRAME.get(cpu)) {
+    if let (Some(fault), Some(sp), Some(frame)) =
+        (FAULT_IP.get(cpu), FAULT_SP.get(cpu), ERROR_CODE_FRAME.get(cpu))
+    {
         fault.store(elf_address(ip), Relaxed);
+        sp.store(rsp, Relaxed);
         frame.store(error_code_frame.unwrap_or(0), Relaxed);
     }
 }
@@ -162,8 +181,10 @@ pub fn kernel_stack_used(addr: u64) -> Option<u64> {
 /// interrupted address (for an exception with an error code, found through the frame
 /// [`record_fault`] noted). Each frame pointer followed must lie above the previous
 /// one and within the current stack, so the walk ends and never reads outside that
-/// stack; from the NMI's stack it goes on once into the code the NMI interrupted,
-/// within the kernel stack above the stack pointer the NMI entry noted.
+/// stack; from an interrupt stack it goes on once into the code the interrupt
+/// interrupted, within the kernel stack above the stack pointer noted for it (by
+/// the NMI entry, or for a fatal exception on the double fault's stack, such as a
+/// stack overflow's, by [`record_fault`]).
 #[inline(always)]
 pub fn walk(mut visit: impl FnMut(u64, u64) -> bool) {
     let (rsp, mut fp): (u64, u64);
@@ -201,11 +222,13 @@ pub fn walk(mut visit: impl FnMut(u64, u64) -> bool) {
             }
         }
         // SAFETY: `[fp, fp + 8 * (ret_at + 1))` lies within the part of the current
-        // stack at and above this function's frame, or, once the chain has left the
-        // NMI's stack, within the part of this CPU's kernel stack at and above the
-        // stack pointer the NMI this runs in interrupted (`fits` checked one or the
-        // other). Both are mapped, and not written while this function runs
-        // (interrupts write only below `rsp`; the interrupted code waits for the NMI).
+        // stack at and above this function's frame, or, once the chain has left an
+        // interrupt stack, within the part of this CPU's kernel stack at and above
+        // the stack pointer the NMI or fatal exception this runs in interrupted
+        // (`fits` checked one or the other). Both are mapped, and not written while
+        // this function runs (interrupts write only below `rsp`; the code an NMI
+        // interrupted waits for it, and the code a fatal exception interrupted never
+        // resumes).
         let (next, ret) = unsafe {
             let frame = fp as *const u64;
             (frame.read_volatile(), frame.add(ret_at as usize).read_volatile())
