@@ -359,6 +359,22 @@ fn tracers_on_and_off_1000_times_under_stress_on_4_cpus_keep_every_count() {
 }
 
 #[test]
+fn a_panic_under_function_graph_names_the_callers_the_tracer_hooked() {
+    let mut machine = Machine::boot();
+    machine.run("echo function_graph > current_tracer");
+    assert_eq!(machine.run_to_exit("panic"), boot::qemu::Outcome::KernelFailure);
+    let transcript = machine.transcript();
+    // The call trace, the other CPUs' NMI backtraces and the stacks they recorded
+    // in the dump name where each hooked call returns, not the trampoline.
+    assert!(!transcript.contains("return_trampoline"), "{transcript}");
+    let frames = e2e::call_trace(&transcript);
+    let command = frames.iter().position(|f| f.starts_with("kernel::shell::commands::panic+"));
+    let command = command.unwrap_or_else(|| panic!("{frames:#?}"));
+    let caller = frames.get(command + 1).copied().unwrap_or_default();
+    assert!(caller.starts_with("kernel::shell::run+"), "{frames:#?}");
+}
+
+#[test]
 fn report_elf_names_the_functions_the_kernel_names() {
     let mut machine = Machine::boot();
     machine.run("echo 0 > events/enable");

@@ -2,7 +2,8 @@
 //! `call` [`entry_trampoline`], hands the function and its return address to the
 //! entry hook the layers above registered ([`set_hooks`]). A hook that asks for the
 //! return keeps the return address; the function then returns into
-//! [`return_trampoline`], which asks the exit hook where to go back to.
+//! [`return_trampoline`], which asks the exit hook where to go back to; a stack walk
+//! asks the same hooks where such a call returns ([`original_return`]).
 //!
 //! The trampolines keep every register the function may hold an argument or a
 //! return value in (the kernel uses no SSE), and call the hooks with the stack
@@ -20,6 +21,9 @@ pub struct Hooks {
     /// At a hooked return: where the return address lay. Returns the return address
     /// the entry hook kept for that slot.
     pub exit: fn(slot: u64) -> u64,
+    /// For a stack walk on this CPU: the return address the entry hook kept for
+    /// `slot`, if a hooked call whose return address lay there has not returned.
+    pub kept: fn(slot: u64) -> Option<u64>,
 }
 
 static HOOKS: Once<Hooks> = Once::new();
@@ -39,6 +43,16 @@ pub fn entry_address() -> u64 {
 /// stack walk meets in place of the caller's.
 pub fn return_address() -> u64 {
     return_trampoline as *const () as u64
+}
+
+/// The return address a stack walk on this CPU shows for `ret`, read at `slot`:
+/// for a hooked call's (`ret` is [`return_address`]), the caller's address the
+/// entry hook kept, as Linux's `ftrace_graph_ret_addr` finds it; else `ret`.
+pub fn original_return(ret: u64, slot: u64) -> u64 {
+    if ret != return_address() {
+        return ret;
+    }
+    HOOKS.get().and_then(|hooks| (hooks.kept)(slot)).unwrap_or(ret)
 }
 
 /// Called from a traced function's first instruction: `[rsp]` is the address after

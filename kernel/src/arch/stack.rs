@@ -3,7 +3,8 @@
 //! `.cargo/config.toml`). The walk reads only the stack the caller runs on and, from
 //! an interrupt stack (the NMI's, the double fault's), the part of the CPU's kernel
 //! stack the interrupted code had in use, so it cannot fault, whatever the frames
-//! hold. The kernel is position-independent and
+//! hold. A return address the function tracer hooked reads as the one it kept
+//! ([`super::ftrace::original_return`]). The kernel is position-independent and
 //! the bootloader relocates it, so the addresses are given as in the kernel ELF (the
 //! image's load offset subtracted): `report --elf` and `addr2line -e` read them as
 //! they are.
@@ -184,7 +185,8 @@ pub fn kernel_stack_used(addr: u64) -> Option<u64> {
 /// stack; from an interrupt stack it goes on once into the code the interrupt
 /// interrupted, within the kernel stack above the stack pointer noted for it (by
 /// the NMI entry, or for a fatal exception on the double fault's stack, such as a
-/// stack overflow's, by [`record_fault`]).
+/// stack overflow's, by [`record_fault`]). A return address hooked by the function
+/// tracer is given as the one it kept ([`super::ftrace::original_return`]).
 #[inline(always)]
 pub fn walk(mut visit: impl FnMut(u64, u64) -> bool) {
     let (rsp, mut fp): (u64, u64);
@@ -233,7 +235,9 @@ pub fn walk(mut visit: impl FnMut(u64, u64) -> bool) {
             let frame = fp as *const u64;
             (frame.read_volatile(), frame.add(ret_at as usize).read_volatile())
         };
-        if ret == 0 || !visit(ret.wrapping_sub(offset), fp + 8 * ret_at) {
+        let at = fp + 8 * ret_at;
+        let ret = super::ftrace::original_return(ret, at);
+        if ret == 0 || !visit(ret.wrapping_sub(offset), at) {
             break;
         }
         low = fp + 16;

@@ -173,7 +173,7 @@ pub fn init() -> Result<(usize, usize), &'static str> {
     }
     let count = functions.len();
     FUNCTIONS.call_once(|| functions);
-    ftrace::set_hooks(ftrace::Hooks { entry: on_entry, exit: on_exit });
+    ftrace::set_hooks(ftrace::Hooks { entry: on_entry, exit: on_exit, kept: kept_return });
     if !tracer.set_functions(count) {
         return Err("the tracer has its functions already");
     }
@@ -528,9 +528,7 @@ fn callers(slot: u64, ret: u64, entries: &mut [StackEntry]) -> usize {
         count += 1;
         true
     });
-    let entries = &mut entries[..count];
-    restore_returns(entries.iter_mut().map(|entry| &mut entry.ip));
-    for entry in entries {
+    for entry in &mut entries[..count] {
         entry.depth = stack::kernel_stack_used(entry.depth).unwrap_or(0);
     }
     count
@@ -584,20 +582,14 @@ pub fn set_max_graph_depth(depth: usize) {
     MAX_GRAPH_DEPTH.store(depth, Relaxed);
 }
 
-/// Puts back the return addresses `function_graph` hooked in a stack walk of this
-/// CPU (ELF addresses, innermost first): each of the trampoline's stands for the
-/// next hooked call from the shadow stack's top.
-pub fn restore_returns<'a>(frames: impl IntoIterator<Item = &'a mut u64>) {
-    let trampoline = stack::elf_address(ftrace::return_address());
-    let Some(cpu) = this_cpu() else { return };
-    let depth = cpu.depth.load(Relaxed);
-    let mut nth = 0;
-    for frame in frames.into_iter().filter(|f| **f == trampoline) {
-        nth += 1;
-        if let Some(hooked) = depth.checked_sub(nth).and_then(|d| cpu.frames.get(d)) {
-            *frame = stack::elf_address(hooked.ret.load(Relaxed));
-        }
-    }
+/// The stack walk's hook (see `arch::ftrace::Hooks`): the return address kept on
+/// this CPU's shadow stack for the hooked call whose return address lay at `slot`,
+/// if that call has not returned.
+fn kept_return(slot: u64) -> Option<u64> {
+    let cpu = this_cpu()?;
+    let depth = cpu.depth.load(Relaxed).min(MAX_DEPTH);
+    let hooked = cpu.frames[..depth].iter().rev().find(|f| f.slot.load(Relaxed) == slot)?;
+    Some(hooked.ret.load(Relaxed))
 }
 
 /// Hooked calls that have not returned yet, on every CPU.

@@ -202,9 +202,7 @@ impl trace::Platform for KernelPlatform {
         // frames are walked too, then left out.
         let mut chain = [0u64; WALKED_FRAMES];
         let depth = crate::arch::stack::stack_trace(&mut chain);
-        let chain = &mut chain[..depth];
-        functions::restore_returns(chain.iter_mut());
-        let chain = chain.get(1..).unwrap_or_default();
+        let chain = chain[..depth].get(1..).unwrap_or_default();
         let ours = chain.iter().take_while(|&&ret| returns_into(ret, TRACER_CODE)).count();
         // The hooks' frames (the entry hook's, the irqs-off hooks') are the tracer's
         // too. A function command's: they give way to the call the entry hook
