@@ -359,6 +359,35 @@ fn tracers_on_and_off_1000_times_under_stress_on_4_cpus_keep_every_count() {
 }
 
 #[test]
+fn a_functions_stress_is_refused_while_the_function_tracers_are_in_use() {
+    let mut machine = Machine::boot();
+    let command = "stress overwrite 100 cycle 2 functions";
+    let refusal = "stress: cycle N functions takes the function tracers over: every \
+                   current_tracer must be nop and function_profile_enabled 0";
+    // A function tracer on in the top level or an instance, or the profiler: the run
+    // would replace them, and their calls in progress are not its own.
+    machine.run("mkdir instances/g");
+    for (on, off) in [
+        ("echo function_graph > current_tracer", "echo nop > current_tracer"),
+        ("echo function > instances/g/current_tracer", "echo nop > instances/g/current_tracer"),
+        ("echo 1 > function_profile_enabled", "echo 0 > function_profile_enabled"),
+    ] {
+        let before = summary(&mut machine);
+        machine.run(on);
+        let out = machine.run(command);
+        assert_eq!(out.trim_end(), refusal, "{on}");
+        machine.run(off);
+        assert_eq!(summary(&mut machine), before, "{on}: the refused run changed nothing");
+    }
+    // All off, it runs, and every call it hooked returned.
+    let out = machine.run_within(command, Duration::from_secs(300));
+    let report =
+        out.lines().find(|l| l.starts_with("functions: ")).unwrap_or_else(|| panic!("{out}"));
+    assert!(out.contains("stress overwrite: PASS"), "{out}");
+    assert!(report.contains(" 0 hooked calls left") && report.ends_with("| invariant ok"), "{out}");
+}
+
+#[test]
 fn a_panic_under_function_graph_names_the_callers_the_tracer_hooked() {
     let mut machine = Machine::boot();
     machine.run("echo function_graph > current_tracer");

@@ -15,7 +15,8 @@
 //! on instead (`function` and `function_graph` in turn, every traceable function)
 //! and off again, so every function entry is patched while its function runs
 //! (the stress writers and the interrupt hooks are traced too); the top-level
-//! instance's accounting must balance and every hooked call must have returned.
+//! instance's accounting must balance and every hooked call must have returned. As
+//! it takes the function tracers over, it is refused while one is in use.
 
 use crate::arch::apic::{self, Destination, Ipi};
 use crate::arch::{MAX_CPUS, idt, percpu};
@@ -48,6 +49,10 @@ const KEYS_INSTANCE: &str = "stress-keys";
 /// The instance that traces functions with the top level in a `cycle N functions`
 /// run, with the other tracer.
 const FUNCTIONS_INSTANCE: &str = "stress-functions";
+
+/// Why a `cycle N functions` run is refused while the function tracers are in use.
+const FUNCTIONS_BUSY: &str = "cycle N functions takes the function tracers over: every \
+                              current_tracer must be nop and function_profile_enabled 0";
 
 /// Where a stress event was written from.
 #[derive(Clone, Copy)]
@@ -133,6 +138,12 @@ struct Consumed {
 pub fn run(mode: Mode, ms: u64, cycles: u32, functions: bool) -> Result<bool, &'static str> {
     let cpus = smp::online();
     let tracer = tracing::tracer().ok_or("tracing is not available")?;
+    // The run sets the top level's function tracer and lists itself, and checks that
+    // every call its tracers hooked returned: a tracer or the profiler already on
+    // would be replaced, and its calls in progress (the shell's own) are not the run's.
+    if functions && (tracer.functions_traced() || tracer.function_profile()) {
+        return Err(FUNCTIONS_BUSY);
+    }
     let config = InstanceConfig { bytes_per_cpu: RING_BYTES, mode, snapshot: false };
     let instance =
         tracer.get_or_create(INSTANCE, config).map_err(|_| "cannot create the stress instance")?;
