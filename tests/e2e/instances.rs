@@ -159,8 +159,19 @@ fn the_latency_watchdog_snapshots_the_events_around_an_anomaly() {
     for written in [": anomaly: tick=", ": bprint: tick "] {
         let line = text.lines().find(|l| l.contains(written));
         let line = line.unwrap_or_else(|| panic!("{written}:\n{text}"));
-        // Its CPU's records alone: others' may fall between, in time order.
-        let lines = cpu_lines(&text, trace_lines(line)[0].cpu);
+        // Its CPU's records alone: others' may fall between, in time order; and
+        // without an NMI's (the lockup detector's periodic one), which may strike
+        // between an event and its stack trace.
+        let mut in_nmi = false;
+        let lines: Vec<_> = cpu_lines(&text, trace_lines(line)[0].cpu)
+            .into_iter()
+            .filter(|l| {
+                if !l.starts_with(" => ") {
+                    in_nmi = trace_lines(l).first().is_some_and(|t| t.task == "<nmi>-0");
+                }
+                !in_nmi
+            })
+            .collect();
         let at = lines.iter().position(|l| *l == line).unwrap();
         let after = &lines[at..lines.len().min(at + 12)];
         assert!(after.get(1).is_some_and(|l| l.contains(": kernel_stack: depth=")), "{after:#?}");
