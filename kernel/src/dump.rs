@@ -13,7 +13,8 @@ use alloc::vec::Vec;
 use core::fmt::Write;
 use core::sync::atomic::{AtomicBool, Ordering::Acquire, Ordering::Release};
 use trace::dump::{BufferKind, DumpWriter, PanicHeader};
-use trace::{Tracer, ring::Buffer, ring::RecordRef, ring::RingStats, tracer::InstanceView};
+use trace::tracer::DumpSelection;
+use trace::{Tracer, ring::Buffer};
 
 /// Which CPUs' records a dump carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,15 +64,6 @@ impl Buffers {
     /// The word for these buffers.
     pub fn name(self) -> &'static str {
         Self::NAMES.iter().find(|(_, b)| *b == self).map_or("both", |(name, _)| name)
-    }
-
-    fn wants(self, buffer: BufferKind) -> bool {
-        matches!(
-            (self, buffer),
-            (Buffers::Both, _)
-                | (Buffers::Live, BufferKind::Live)
-                | (Buffers::Snapshot, BufferKind::Snapshot)
-        )
     }
 }
 
@@ -182,188 +174,30 @@ fn with_writes_held(buffers: &[&Buffer<KernelPlatform>], body: &mut dyn FnMut())
     }
 }
 
-/// The CPUs a dump covers.
-fn cpus(tracer: &Tracer<KernelPlatform>, config: &DumpConfig) -> core::ops::Range<usize> {
-    match config.cpus {
-        Cpus::All => 0..tracer.cpus(),
-        Cpus::Origin => {
-            let cpu = crate::arch::percpu::index();
-            cpu..cpu + 1
-        }
-    }
-}
-
-/// One buffer of an instance, as a dump section.
-struct Section<'a> {
-    view: &'a InstanceView<'a, KernelPlatform>,
-    kind: BufferKind,
-    buffer: &'a Buffer<KernelPlatform>,
-}
-
-impl Section<'_> {
-    /// CPU `cpu`'s statistics: the instance's own for the live buffer (events refused
-    /// for a bad CPU count there), the snapshot ring's for the snapshot.
-    fn stats(&self, cpu: usize) -> Result<RingStats, trace::Error> {
-        match self.kind {
-            BufferKind::Live => self.view.stats(cpu),
-            BufferKind::Snapshot => self.buffer.stats(cpu),
-        }
-    }
-
-    /// The name it goes by in the human-readable part, in two pieces: `top`, ``;
-    /// `latency`, ` (snapshot)`.
-    fn heading(&self) -> (&str, &'static str) {
-        let name = if self.view.name.is_empty() { "top" } else { self.view.name };
-        match self.kind {
-            BufferKind::Live => (name, ""),
-            BufferKind::Snapshot => (name, " (snapshot)"),
-        }
-    }
-}
-
-/// Calls `each` with the sections of `view` a dump carries: its live buffer, then
-/// its snapshot if one is allocated and holds data (something was written to it).
-fn sections(
-    tracer: &Tracer<KernelPlatform>,
-    view: &InstanceView<'_, KernelPlatform>,
-    config: &DumpConfig,
-    mut each: impl FnMut(&Section<'_>),
-) {
-    if !config.wants(view.name) {
-        return;
-    }
-    if config.buffers.wants(BufferKind::Live) {
-        each(&Section { view, kind: BufferKind::Live, buffer: view.recorder.live() });
-    }
-    if config.buffers.wants(BufferKind::Snapshot)
-        && let Some(buffer) = view.recorder.snapshot()
-        && (0..tracer.cpus()).any(|cpu| buffer.stats(cpu).is_ok_and(|s| s.written > 0))
-    {
-        each(&Section { view, kind: BufferKind::Snapshot, buffer });
-    }
-}
-
-/// Calls `each` with every record of `section` to dump, oldest first: the CPUs
-/// chosen, merged in time order, the newest `config.last`. Returns how many older
-/// records were left out, or `None` if the records could not be read (no memory).
-fn records(
-    tracer: &Tracer<KernelPlatform>,
-    section: &Section<'_>,
-    config: &DumpConfig,
-    mut each: impl FnMut(&RecordRef<'_>),
-) -> Option<u64> {
-    let cpus = cpus(tracer, config);
-    let only = (cpus.len() == 1).then_some(cpus.start);
-    // Counted before the window is fixed, and capped at `last` while listing: events
-    // recorded in between (the live dump's interrupts) neither push records out of
-    // the window listed nor make it longer than `last`.
-    let total: u64 =
-        cpus.clone().filter_map(|cpu| section.stats(cpu).ok()).map(|s| s.entries).sum();
-    let skip = config.last.map_or(0, |last| total.saturating_sub(last));
-    let mut seen = 0u64;
-    let mut listed = 0u64;
-    tracing::for_each_record(
-        section.buffer,
-        only,
-        || {},
-        |record| {
-            if seen >= skip {
-                each(record);
-                listed += 1;
-            }
-            seen += 1;
-            config.last.is_none_or(|last| listed < last)
-        },
-    )
-    .ok()?;
-    Some(skip.min(seen))
-}
-
+/// Writes the dump `config` chooses of `tracer` to `out`, with `panic` in its
+/// header (see [`Tracer::write_dump`]).
 fn write(
     tracer: &Tracer<KernelPlatform>,
     config: &DumpConfig,
     panic: Option<PanicHeader<'_>>,
     out: &mut dyn Write,
 ) {
-    let cpus = cpus(tracer, config);
-    // Human-readable part.
-    let _ = writeln!(
-        out,
-        "# trace dump: {} CPU(s), records of CPU(s) {}..{}",
-        tracer.cpus(),
-        cpus.start,
-        cpus.end - 1
-    );
-    if let Some(PanicHeader { cpu, message, location, nested }) = panic {
-        let _ = writeln!(out, "# panic on cpu {cpu} at {location}: {message}");
-        if let Some((message, location)) = nested {
-            let _ = writeln!(out, "# nested panic while reporting it, at {location}: {message}");
+    let cpus = match config.cpus {
+        Cpus::All => 0..tracer.cpus(),
+        Cpus::Origin => {
+            let cpu = crate::arch::percpu::index();
+            cpu..cpu + 1
         }
-    }
-    tracer.visit_instances(|view| {
-        sections(tracer, &view, config, |section| {
-            let (name, buffer) = section.heading();
-            let _ = match section.buffer.clock() {
-                trace::Clock::Local => writeln!(out, "# instance {name}{buffer}"),
-                clock => writeln!(out, "# instance {name}{buffer}, clock {}", clock.name()),
-            };
-            for cpu in cpus.clone() {
-                if let Ok(s) = section.stats(cpu) {
-                    let _ = writeln!(
-                        out,
-                        "# cpu{cpu}: written {} entries {} overrun {} dropped {} read {}",
-                        s.written, s.entries, s.overrun, s.dropped, s.read
-                    );
-                }
-            }
-            let layout = trace::text::Layout { clock: section.buffer.clock(), ..DUMP_LAYOUT };
-            let mut lines = trace::tracer::TraceWriter::new(tracer, layout);
-            let read = records(tracer, section, config, |record| {
-                let _ = lines.write(out, record);
-            });
-            let _ = lines.finish(out);
-            match read {
-                Some(0) => {}
-                Some(skipped) => {
-                    let _ = writeln!(out, "# ({skipped} older records left out)");
-                }
-                None => {
-                    let _ = writeln!(out, "# (records unreadable: no memory)");
-                }
-            }
-        });
-    });
-    // Machine-readable part.
-    let mut writer = DumpWriter::begin(|line: &str| {
-        let _ = writeln!(out, "{line}");
-    });
-    writer.header(tracer.cpus(), panic, crate::symbols::fingerprint());
-    for descriptor in tracer.events() {
-        writer.descriptor(descriptor);
-    }
-    let mut index = 0;
-    tracer.visit_instances(|view| {
-        sections(tracer, &view, config, |section| {
-            writer.section(index, view.name, section.kind, section.buffer.clock());
-            for cpu in cpus.clone() {
-                if let Ok(stats) = section.stats(cpu) {
-                    writer.cpu_stats(index, cpu, &stats);
-                }
-            }
-            let skipped = records(tracer, section, config, |r| {
-                writer.record(index, r, tracer.descriptor(r.id));
-            });
-            if let Some(skipped) = skipped.filter(|&s| s > 0) {
-                writer.skipped(index, skipped);
-            }
-            index += 1;
-        });
-    });
-    // The descriptors again: a damaged chunk of the first copy costs no record.
-    for descriptor in tracer.events() {
-        writer.descriptor(descriptor);
-    }
-    writer.finish();
+    };
+    let selection = DumpSelection {
+        cpus,
+        live: config.buffers != Buffers::Snapshot,
+        snapshot: config.buffers != Buffers::Live,
+        last: config.last,
+        instances: &|name| config.wants(name),
+        layout: DUMP_LAYOUT,
+    };
+    tracer.write_dump(&selection, panic, out);
 }
 
 /// Streams `trace_pipe_raw` (all CPUs of `instance`, or one) to `out` as a dump that

@@ -61,40 +61,7 @@ impl fmt::Display for Code {
     }
 }
 
-/// Calls `each` with every record of `buffer`, oldest first, while it returns true:
-/// one CPU's, or (`None`) all CPUs' merged in time order. `start` runs once the
-/// window to read is fixed, before the first record (so counts taken there cover
-/// every record listed). Fails if the records cannot be read (no memory, no such CPU).
-pub fn for_each_record(
-    buffer: &Buffer<KernelPlatform>,
-    cpu: Option<usize>,
-    start: impl FnOnce(),
-    mut each: impl FnMut(&RecordRef<'_>) -> bool,
-) -> Result<(), trace::Error> {
-    match cpu {
-        None => {
-            let mut records = buffer.merged_iter()?;
-            start();
-            while let Some(record) = records.next_record() {
-                if !each(&record) {
-                    break;
-                }
-            }
-        }
-        Some(cpu) => {
-            let mut records = buffer.iter(cpu)?;
-            start();
-            while let Some(record) = records.next_record() {
-                if !each(&record) {
-                    break;
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Writes every record of `buffer` (see [`for_each_record`]) as trace lines, after
+/// Writes every record of `buffer` (see [`Buffer::for_each_record`]) as trace lines, after
 /// `header`; stops at the first write that fails (the reader stopped: Ctrl-C, or a
 /// pipe that has all it wants).
 #[allow(clippy::too_many_arguments, reason = "one reader's whole setting")]
@@ -112,8 +79,7 @@ fn write_records(
     let overran = (0..buffer.cpus()).filter_map(|c| buffer.stats(c).ok()).any(|s| s.overrun > 0);
     let writer = TraceWriter::annotating(tracer, *layout, overran).counting_from(start);
     let writer = core::cell::RefCell::new(writer);
-    let read = for_each_record(
-        buffer,
+    let read = buffer.for_each_record(
         cpu,
         || result.set(header(&mut **out.borrow_mut())),
         |record| {
@@ -197,8 +163,7 @@ struct IrqsoffReport {
 /// The last irqsoff report among the records of `buffer` (of `cpu`, or all).
 fn irqsoff_report(buffer: &Buffer<KernelPlatform>, cpu: Option<usize>) -> Option<IrqsoffReport> {
     let mut last = None;
-    let _ = for_each_record(
-        buffer,
+    let _ = buffer.for_each_record(
         cpu,
         || (),
         |record| {

@@ -4,9 +4,7 @@
 mod files;
 pub mod functions;
 
-pub use files::{
-    consume, for_each_record, stream_pipe, write_cpu_stats, write_snapshot, write_trace,
-};
+pub use files::{consume, stream_pipe, write_cpu_stats, write_snapshot, write_trace};
 
 use crate::arch::irq::{self, Running};
 use crate::arch::{membarrier, percpu};

@@ -7,7 +7,7 @@ use crate::error::{Error, WriteError};
 use crate::platform::Platform;
 use crate::ring::clock::Clock;
 use crate::ring::per_cpu::{MIN_MAX_PAYLOAD, RecordWriter, Refusal, Ring, words_for};
-use crate::ring::reader::{Consumer, Merged, RingIter};
+use crate::ring::reader::{Consumer, Merged, RecordRef, RingIter};
 use crate::ring::record::{MAX_EVENT_ID, Mode, Tag};
 use crate::ring::stats::RingStats;
 use crate::sync::{AtomicBool, AtomicU8, AtomicU64, Ordering::*};
@@ -341,6 +341,40 @@ impl<P: Platform> Buffer<P> {
             v.push(self.iter(cpu)?);
         }
         Ok(Merged::new(v))
+    }
+
+    /// Calls `each` with every record, oldest first, while it returns true: CPU
+    /// `cpu`'s, or (`None`) every CPU's merged in time order. `start` runs once the
+    /// window to read is fixed, before the first record (so counts taken there cover
+    /// every record listed). Fails if the records cannot be read (no memory, no such
+    /// CPU). Not consuming.
+    pub fn for_each_record(
+        &self,
+        cpu: Option<usize>,
+        start: impl FnOnce(),
+        mut each: impl FnMut(&RecordRef<'_>) -> bool,
+    ) -> Result<(), Error> {
+        match cpu {
+            None => {
+                let mut records = self.merged_iter()?;
+                start();
+                while let Some(record) = records.next_record() {
+                    if !each(&record) {
+                        break;
+                    }
+                }
+            }
+            Some(cpu) => {
+                let mut records = self.iter(cpu)?;
+                start();
+                while let Some(record) = records.next_record() {
+                    if !each(&record) {
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// All CPUs' records in timestamp order, consuming (ftrace's `trace_pipe`).

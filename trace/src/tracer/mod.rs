@@ -16,6 +16,7 @@
 extern crate alloc;
 
 mod commands;
+mod dump;
 mod function;
 pub(crate) mod hist;
 mod instance;
@@ -28,6 +29,7 @@ mod rcu;
 mod stack;
 pub(crate) mod trigger;
 
+pub use dump::DumpSelection;
 pub use function::{
     FUNCGRAPH_ENTRY, FUNCGRAPH_EXIT, FUNCTION, FunctionError, FunctionList, FunctionTracer,
     GraphScope, is_function_event,
