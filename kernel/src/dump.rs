@@ -96,12 +96,6 @@ impl DumpConfig {
     }
 }
 
-/// How a dump's text lines are laid out: ftrace's default columns, timestamps in
-/// nanoseconds, whatever the instances' display options (the text is read beside
-/// the block `report` decodes, and must not depend on a shell setting).
-const DUMP_LAYOUT: trace::text::Layout =
-    trace::text::Layout { nanoseconds: true, ..trace::text::Layout::DEFAULT };
-
 /// The configuration the panic path uses.
 static ON_PANIC: IrqMutex<DumpConfig> = IrqMutex::new(DumpConfig::DEFAULT);
 
@@ -195,7 +189,10 @@ fn write(
         snapshot: config.buffers != Buffers::Live,
         last: config.last,
         instances: &|name| config.wants(name),
-        layout: DUMP_LAYOUT,
+        // ftrace's default columns, timestamps in nanoseconds, whatever the
+        // instances' display options: the text is read beside the block `report`
+        // decodes, and must not depend on a shell setting.
+        ..DumpSelection::all(tracer.cpus())
     };
     tracer.write_dump(&selection, panic, out);
 }

@@ -21,7 +21,8 @@ use crate::symtab::SymbolTable;
 ///
 /// A platform is a small value the tracer copies into each buffer (`Clone`) and
 /// shares between CPUs (`Send + Sync`), typically a unit struct. A bare-metal kernel
-/// needs the first two methods; the rest have defaults:
+/// must give the first two methods; the rest have defaults, though without
+/// [`Platform::context`] every record shows a thread with interrupts on:
 ///
 /// ```
 /// #[derive(Clone, Copy)]

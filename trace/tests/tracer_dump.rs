@@ -36,15 +36,7 @@ fn sections(out: &str) -> Vec<(String, BufferKind, Vec<String>)> {
 #[test]
 fn a_dump_carries_every_buffer_chosen_as_text_and_as_a_block() {
     let tracer = traced();
-    let every = |_: &str| true;
-    let all = DumpSelection {
-        cpus: 0..2,
-        live: true,
-        snapshot: true,
-        last: None,
-        instances: &every,
-        layout: Layout::DEFAULT,
-    };
+    let all = DumpSelection { layout: Layout::DEFAULT, ..DumpSelection::all(tracer.cpus()) };
     let panic = PanicHeader { cpu: 1, message: "boom", location: "a.rs:1:2", nested: None };
     let mut out = String::new();
     tracer.write_dump(&all, Some(panic), &mut out);

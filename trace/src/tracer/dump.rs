@@ -29,6 +29,27 @@ pub struct DumpSelection<'a> {
     pub layout: Layout,
 }
 
+/// Every instance, for [`DumpSelection::all`].
+fn every_instance(_: &str) -> bool {
+    true
+}
+
+impl DumpSelection<'static> {
+    /// Everything of a tracer of `cpus` CPUs: every instance's live buffer and
+    /// snapshot, every record, the text in ftrace's default layout with timestamps in
+    /// nanoseconds.
+    pub fn all(cpus: usize) -> Self {
+        DumpSelection {
+            cpus: 0..cpus,
+            live: true,
+            snapshot: true,
+            last: None,
+            instances: &every_instance,
+            layout: Layout { nanoseconds: true, ..Layout::DEFAULT },
+        }
+    }
+}
+
 /// One buffer of an instance, as a dump section.
 struct Section<'a, P: Platform> {
     view: &'a InstanceView<'a, P>,
