@@ -11,7 +11,8 @@
 //! cell each instance slot is read through, `trigger` ftrace's event triggers,
 //! `function` the function tracers and `commands` their `FUNCTION:COMMAND`s,
 //! `stack` the stack tracer, `profile` the function profiler, `latency` the irqsoff
-//! tracer.
+//! tracer, `lines` the `trace` file's lines ([`TraceWriter`]), `dump` a panic dump
+//! ([`Tracer::write_dump`]).
 
 extern crate alloc;
 
