@@ -86,3 +86,13 @@ fn a_dump_leaves_out_what_it_is_not_asked_for() {
     assert!(out.contains("# (1 older records left out)"), "{out}");
     assert_eq!(dump::parse(&out)[0].sections()[0].skipped, 1);
 }
+
+#[test]
+fn cpus_the_tracer_does_not_have_dump_no_record() {
+    let tracer = traced();
+    let beyond = DumpSelection { cpus: 5..9, ..DumpSelection::all(tracer.cpus()) };
+    let mut out = String::new();
+    tracer.write_dump(&beyond, None, &mut out);
+    assert!(out.starts_with("# trace dump: 2 CPU(s), records of none\n"), "{out}");
+    assert!(sections(&out).iter().all(|(.., texts)| texts.is_empty()), "{out}");
+}

@@ -108,6 +108,9 @@ impl DumpSelection<'_> {
         section: &Section<'_, P>,
         mut each: impl FnMut(&RecordRef<'_>),
     ) -> Option<u64> {
+        if self.cpus.is_empty() {
+            return Some(0);
+        }
         let only = (self.cpus.len() == 1).then_some(self.cpus.start);
         // Counted before the window is fixed, and capped at `last` while listing:
         // events recorded in between (a live dump's interrupts) neither push records
@@ -151,15 +154,20 @@ impl<P: Platform> Tracer<P> {
         panic: Option<PanicHeader<'_>>,
         out: &mut dyn Write,
     ) {
-        let cpus = selection.cpus.start..selection.cpus.end.min(self.cpus);
+        // CPUs the tracer does not have are left out (none, if it has none of them).
+        let end = selection.cpus.end.min(self.cpus);
+        let cpus = selection.cpus.start.min(end)..end;
         let selection = &DumpSelection { cpus: cpus.clone(), ..selection.clone() };
-        let _ = writeln!(
-            out,
-            "# trace dump: {} CPU(s), records of CPU(s) {}..{}",
-            self.cpus,
-            cpus.start,
-            cpus.end.saturating_sub(1)
-        );
+        let _ = match cpus.is_empty() {
+            true => writeln!(out, "# trace dump: {} CPU(s), records of none", self.cpus),
+            false => writeln!(
+                out,
+                "# trace dump: {} CPU(s), records of CPU(s) {}..{}",
+                self.cpus,
+                cpus.start,
+                cpus.end - 1
+            ),
+        };
         if let Some(PanicHeader { cpu, message, location, nested }) = panic {
             let _ = writeln!(out, "# panic on cpu {cpu} at {location}: {message}");
             if let Some((message, location)) = nested {

@@ -75,9 +75,8 @@ fn write_stack(
     let mut decoder = Decoder::new(payload);
     let Ok(Value::Unsigned(depth)) = decoder.value(FieldKind::U8) else { return Ok(false) };
     let mut frames = [0; STACK_FRAMES];
-    for frame in &mut frames {
-        let Ok(Value::Unsigned(ret)) = decoder.value(FieldKind::U64) else { return Ok(false) };
-        *frame = ret;
+    if !decoder.u64s(&mut frames) {
+        return Ok(false);
     }
     table.write_stack(out, depth as usize, &frames)?;
     Ok(true)
