@@ -103,7 +103,7 @@ fn panics_in_an_interrupt_holding_the_console_nested_and_on_stack_overflow_dump(
     for (command, message, through) in [
         ("panic irq", "deliberate panic in the timer interrupt", Some("kernel::arch::idt::timer+")),
         ("panic console", "deliberate panic while holding the console lock", None),
-        // The dump's readers allocate: from the heap's reserve.
+        // The dump allocates nothing, so the heap's lock held does not stop it.
         ("panic heap", "deliberate panic while holding the heap lock", None),
         ("panic nested", "[formatting the message panicked]", None),
         (

@@ -7,7 +7,7 @@ use crate::error::{Error, WriteError};
 use crate::platform::Platform;
 use crate::ring::clock::Clock;
 use crate::ring::per_cpu::{MIN_MAX_PAYLOAD, RecordWriter, Refusal, Ring, words_for};
-use crate::ring::reader::{Consumer, Merged, RecordRef, RingIter};
+use crate::ring::reader::{Consumer, Merged, ReadScratch, RecordRef, RingIter};
 use crate::ring::record::{MAX_EVENT_ID, Mode, Tag};
 use crate::ring::stats::RingStats;
 use crate::sync::{AtomicBool, AtomicU8, AtomicU64, Ordering::*};
@@ -347,34 +347,33 @@ impl<P: Platform> Buffer<P> {
     /// `cpu`'s, or (`None`) every CPU's merged in time order. `start` runs once the
     /// window to read is fixed, before the first record (so counts taken there cover
     /// every record listed). Fails if the records cannot be read (no memory, no such
-    /// CPU). Not consuming.
+    /// CPU). Not consuming. Allocates a [`ReadScratch`] for the read; see
+    /// [`Buffer::for_each_record_with`].
     pub fn for_each_record(
         &self,
         cpu: Option<usize>,
         start: impl FnOnce(),
-        mut each: impl FnMut(&RecordRef<'_>) -> bool,
+        each: impl FnMut(&RecordRef<'_>) -> bool,
     ) -> Result<(), Error> {
-        match cpu {
-            None => {
-                let mut records = self.merged_iter()?;
-                start();
-                while let Some(record) = records.next_record() {
-                    if !each(&record) {
-                        break;
-                    }
-                }
-            }
-            Some(cpu) => {
-                let mut records = self.iter(cpu)?;
-                start();
-                while let Some(record) = records.next_record() {
-                    if !each(&record) {
-                        break;
-                    }
-                }
-            }
-        }
-        Ok(())
+        let mut scratch = ReadScratch::new(self.rings.len())?;
+        self.for_each_record_with(&mut scratch, cpu, start, each)
+    }
+
+    /// [`Buffer::for_each_record`] with `scratch` allocated beforehand: allocates
+    /// nothing (for a panic's dump). Fails if there is no such CPU or the scratch has
+    /// room for fewer CPUs than the read.
+    pub fn for_each_record_with(
+        &self,
+        scratch: &mut ReadScratch,
+        cpu: Option<usize>,
+        start: impl FnOnce(),
+        each: impl FnMut(&RecordRef<'_>) -> bool,
+    ) -> Result<(), Error> {
+        let cpus = match cpu {
+            Some(cpu) => cpu..cpu.saturating_add(1),
+            None => 0..self.rings.len(),
+        };
+        scratch.merge(&self.rings, cpus, start, each)
     }
 
     /// All CPUs' records in timestamp order, consuming (ftrace's `trace_pipe`).

@@ -63,7 +63,7 @@ pub use crate::error::WriteError;
 pub use buffer::{Buffer, Config};
 pub use clock::Clock;
 pub use per_cpu::RecordWriter;
-pub use reader::{Consumer, Cursor, Merged, Meta, RecordRef, RingIter};
+pub use reader::{Consumer, Cursor, Merged, Meta, ReadScratch, RecordRef, RingIter};
 pub use record::{MAX_EVENT_ID, MAX_PAYLOAD, Mode};
 pub use recorder::{Change, Recorder};
 pub use stats::{MAX_DEPTH, Refused, RingStats};

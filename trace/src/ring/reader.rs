@@ -8,7 +8,9 @@ use crate::error::Error;
 use crate::ring::per_cpu::{Copied, Found, Peeked, Ring};
 use crate::ring::record::MAX_PAYLOAD;
 use crate::sync::{Ordering::Acquire, fence};
+use alloc::sync::Arc;
 use alloc::vec::Vec;
+use core::ops::Range;
 
 /// One event as a reader returns it; the payload borrows the reader's buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,29 +67,98 @@ pub struct Meta {
     pub lost: u64,
 }
 
+/// Where a non-consuming read of one ring stands: the position of the next record,
+/// the hi in effect there, and the commit position seen at its start. It holds no
+/// buffer: [`RingIter`] gives it one, a [`ReadScratch`]'s merge lends one.
+#[derive(Clone, Copy, Debug)]
+struct Walk {
+    pos: u64,
+    hi: u64,
+    end: u64,
+    skipped: bool,
+}
+
+impl Walk {
+    fn new(ring: &Ring) -> Self {
+        let end = ring.commit_pos();
+        let (pos, hi) = ring.tail_near(end);
+        Walk { pos, hi, end, skipped: false }
+    }
+
+    /// The next event of `ring` (CPU `cpu`) and its position, its payload copied into
+    /// `out` if given; `None` at the end. Records overwritten under the walk are
+    /// skipped (it resynchronises at the new oldest record); a record intact and not
+    /// well formed (corruption) ends it.
+    fn fetch(
+        &mut self,
+        ring: &Ring,
+        cpu: usize,
+        mut out: Option<&mut [u8]>,
+    ) -> Option<(Meta, u64)> {
+        loop {
+            if self.pos >= self.end {
+                return None;
+            }
+            let found = ring.copy(self.pos, self.hi, self.end, out.as_deref_mut());
+            // Acquire: orders the copy before the tail check (the writer claims space
+            // before its Release fence and its stores; see ring.rs).
+            fence(Acquire);
+            let (tail, hi) = ring.tail_near(self.pos);
+            if tail > self.pos {
+                // Claimed (overwritten or consumed) under us: resynchronise.
+                (self.pos, self.hi, self.skipped) = (tail, hi, true);
+                continue;
+            }
+            if let Found::Bad = found {
+                // Intact and still bad: corrupt. Stop.
+                self.pos = self.end;
+                return None;
+            }
+            let at = self.pos;
+            (self.pos, self.hi) = found.next(at, self.hi);
+            if let Found::Event { id, ctx, len, ts, .. } = found {
+                return Some((Meta { cpu, ts, id, context: ctx, len, lost: 0 }, at));
+            }
+        }
+    }
+
+    /// Copies into `out` the payload of the event [`Walk::fetch`] found at `at`
+    /// without copying it. `false` if the event is gone since (overwritten: skipped;
+    /// the next fetch resynchronises) or was not well formed (corrupt: the walk ends).
+    fn copy_payload(&mut self, ring: &Ring, at: u64, out: &mut [u8]) -> bool {
+        let found = ring.copy(at, self.hi, self.end, Some(out));
+        // Acquire: as in `fetch`.
+        fence(Acquire);
+        if ring.tail_near(at).0 > at {
+            self.skipped = true;
+            return false;
+        }
+        if let Found::Bad = found {
+            self.pos = self.end;
+            return false;
+        }
+        true
+    }
+}
+
 /// A non-consuming iterator over one ring (ftrace's `trace` file). It walks from the
 /// oldest record to the commit position seen at creation; records overwritten under it
 /// are skipped (it resynchronises at the new oldest record), never returned torn.
 pub struct RingIter<'a> {
     ring: &'a Ring,
     cpu: usize,
-    pos: u64,
-    hi: u64,
-    end: u64,
-    skipped: bool,
+    walk: Walk,
     buf: Vec<u8>,
 }
 
 impl<'a> RingIter<'a> {
     pub(crate) fn new(ring: &'a Ring, cpu: usize) -> Result<Self, Error> {
-        let end = ring.commit_pos();
-        let (pos, hi) = ring.tail_near(end);
-        Ok(RingIter { ring, cpu, pos, hi, end, skipped: false, buf: scratch()? })
+        Ok(RingIter { ring, cpu, walk: Walk::new(ring), buf: scratch()? })
     }
 
     /// Whether records were overwritten under the iterator and skipped.
     pub fn skipped(&self) -> bool {
-        self.skipped
+        self.walk.skipped
     }
 
     /// The next event, or `None` at the end.
@@ -110,35 +181,101 @@ impl Cursor for RingIter<'_> {
     }
 
     fn fetch(&mut self) -> Option<Meta> {
-        loop {
-            if self.pos >= self.end {
-                return None;
-            }
-            let found = self.ring.copy(self.pos, self.hi, self.end, Some(&mut self.buf));
-            // Acquire: orders the copy before the tail check (the writer claims space
-            // before its Release fence and its stores; see ring.rs).
-            fence(Acquire);
-            let (tail, hi) = self.ring.tail_near(self.pos);
-            if tail > self.pos {
-                // Claimed (overwritten or consumed) under us: resynchronise.
-                (self.pos, self.hi, self.skipped) = (tail, hi, true);
-                continue;
-            }
-            if let Found::Bad = found {
-                // Intact and still bad: corrupt. Stop.
-                self.pos = self.end;
-                return None;
-            }
-            let at = self.pos;
-            (self.pos, self.hi) = found.next(at, self.hi);
-            if let Found::Event { id, ctx, len, ts, .. } = found {
-                return Some(Meta { cpu: self.cpu, ts, id, context: ctx, len, lost: 0 });
-            }
-        }
+        self.walk.fetch(self.ring, self.cpu, Some(&mut self.buf)).map(|(meta, _)| meta)
     }
 
     fn payload(&self) -> &[u8] {
         &self.buf
+    }
+}
+
+/// What reading a buffer's records takes, allocated ahead of the read, so that a
+/// reader that must not allocate (a panic's dump) has it: a place per CPU and one
+/// record's payload, where [`RingIter`]s take a payload buffer per CPU.
+pub struct ReadScratch {
+    heads: Vec<Head>,
+    payload: Vec<u8>,
+}
+
+/// One CPU's walk in a [`ReadScratch`] merge, and the event it found next (not yet
+/// returned, its payload not yet copied).
+#[derive(Clone, Copy, Debug)]
+struct Head {
+    cpu: usize,
+    walk: Walk,
+    next: Option<(Meta, u64)>,
+}
+
+impl ReadScratch {
+    /// Room to read up to `cpus` CPUs' records at once; `NoMemory` if the allocator
+    /// cannot give it.
+    pub fn new(cpus: usize) -> Result<Self, Error> {
+        let mut heads = Vec::new();
+        heads.try_reserve_exact(cpus).map_err(|_| Error::NoMemory)?;
+        Ok(ReadScratch { heads, payload: scratch()? })
+    }
+
+    /// How many CPUs' records it reads at once.
+    pub fn cpus(&self) -> usize {
+        self.heads.capacity()
+    }
+
+    /// Calls `each` with the events of the rings of `cpus`, merged in timestamp order
+    /// (ties: lower CPU first), while it returns true; `start` runs once every walk's
+    /// end is fixed, before the first event. Not consuming; allocates nothing:
+    /// `BadCpu` if `cpus` is not within `rings` or holds more CPUs than the scratch
+    /// has room for. Each event's metadata is read ahead without its payload, which
+    /// is copied into the one buffer when the event is returned (an event overwritten
+    /// in between is skipped, as an iterator skips it).
+    pub(crate) fn merge(
+        &mut self,
+        rings: &[Arc<Ring>],
+        cpus: Range<usize>,
+        start: impl FnOnce(),
+        mut each: impl FnMut(&RecordRef<'_>) -> bool,
+    ) -> Result<(), Error> {
+        let rings = rings.get(cpus.clone()).ok_or(Error::BadCpu)?;
+        if rings.len() > self.heads.capacity() {
+            return Err(Error::BadCpu);
+        }
+        self.heads.clear();
+        // Within the capacity reserved: no allocation.
+        self.heads.extend(cpus.zip(rings).map(|(cpu, ring)| Head {
+            cpu,
+            walk: Walk::new(ring),
+            next: None,
+        }));
+        start();
+        loop {
+            let mut best: Option<(usize, u64)> = None;
+            for (i, (head, ring)) in self.heads.iter_mut().zip(rings).enumerate() {
+                if head.next.is_none() {
+                    head.next = head.walk.fetch(ring, head.cpu, None);
+                }
+                if let Some((meta, _)) = head.next
+                    && best.is_none_or(|(_, ts)| meta.ts < ts)
+                {
+                    best = Some((i, meta.ts));
+                }
+            }
+            let Some((i, _)) = best else { return Ok(()) };
+            let head = &mut self.heads[i];
+            let Some((meta, at)) = head.next.take() else { continue };
+            if !head.walk.copy_payload(&rings[i], at, &mut self.payload) {
+                continue;
+            }
+            let record = RecordRef {
+                cpu: meta.cpu,
+                ts: meta.ts,
+                id: meta.id,
+                context: meta.context,
+                lost: 0,
+                payload: &self.payload[..meta.len],
+            };
+            if !each(&record) {
+                return Ok(());
+            }
+        }
     }
 }
 

@@ -6,7 +6,7 @@ use crate::field::Sink;
 use crate::sync::{Point, hook};
 use crate::{
     Error, HostPlatform, Mode, Platform, ring::Buffer, ring::Config, ring::MAX_EVENT_ID,
-    ring::Recorder, ring::WriteError,
+    ring::ReadScratch, ring::Recorder, ring::WriteError,
 };
 use std::rc::Rc;
 use std::vec;
@@ -285,6 +285,30 @@ fn merge_orders_all_cpus_by_timestamp() {
     }
     let want: Vec<_> = order.iter().enumerate().map(|(i, &c)| (i as u16, c)).collect();
     assert_eq!(got, want);
+    // The dump's merge, over one payload buffer, gives the same, all CPUs or one.
+    let mut scratch = ReadScratch::new(3).unwrap();
+    let mut read = |cpu| {
+        let mut got = Vec::new();
+        b.for_each_record_with(
+            &mut scratch,
+            cpu,
+            || {},
+            |r| {
+                assert_eq!(r.payload, &[r.cpu as u8]);
+                got.push((r.id, r.cpu));
+                true
+            },
+        )
+        .unwrap();
+        got
+    };
+    assert_eq!(read(None), want);
+    assert_eq!(read(Some(1)), want.iter().copied().filter(|&(_, c)| c == 1).collect::<Vec<_>>());
+    assert_eq!(
+        b.for_each_record_with(&mut ReadScratch::new(2).unwrap(), None, || {}, |_| true),
+        Err(Error::BadCpu)
+    );
+    assert_eq!(b.for_each_record_with(&mut scratch, Some(3), || {}, |_| true), Err(Error::BadCpu));
     let mut m = b.merged_consumer().unwrap();
     let mut n = 0;
     let mut last = 0;
@@ -295,6 +319,36 @@ fn merge_orders_all_cpus_by_timestamp() {
     }
     assert_eq!(n, order.len());
     assert!(events(&b, 1).is_empty());
+}
+
+#[test]
+fn the_dumps_merge_skips_a_record_overwritten_after_it_read_its_header() {
+    let b = buffer(2, 1024, Mode::Overwrite);
+    HostPlatform::set_cpu(1);
+    HostPlatform::set_clock(10);
+    b.write(1, &[1; 24]).unwrap();
+    HostPlatform::set_cpu(0);
+    HostPlatform::set_clock(20);
+    b.write(2, &[2; 24]).unwrap();
+    let mut scratch = ReadScratch::new(2).unwrap();
+    let mut got = Vec::new();
+    b.for_each_record_with(
+        &mut scratch,
+        None,
+        || {},
+        |r| {
+            got.push((r.id, r.payload.to_vec()));
+            // CPU 0's record, whose header the merge has read to choose this one first,
+            // is overwritten before its turn.
+            for t in 0..100 {
+                HostPlatform::set_clock(30 + t);
+                b.write(99, &[0xee; 24]).unwrap();
+            }
+            true
+        },
+    )
+    .unwrap();
+    assert_eq!(got, [(1, vec![1; 24])], "only the record still intact, none torn");
 }
 
 /// Every point of the outer writer where an interrupt can land.

@@ -7,7 +7,7 @@
 use super::{InstanceView, TraceWriter, Tracer};
 use crate::dump::{BufferKind, DumpWriter, PanicHeader};
 use crate::platform::Platform;
-use crate::ring::{Buffer, RecordRef, RingStats};
+use crate::ring::{Buffer, ReadScratch, RecordRef, RingStats};
 use crate::text::Layout;
 use core::fmt::Write;
 use core::ops::Range;
@@ -100,17 +100,20 @@ impl DumpSelection<'_> {
         }
     }
 
-    /// Calls `each` with every record of `section` to dump, oldest first: the CPUs
-    /// chosen, merged in time order, the newest `last`. Returns how many older
-    /// records were left out, or `None` if the records could not be read (no memory).
+    /// Calls `each` with every record of `section` to dump, read with `scratch`,
+    /// oldest first: the CPUs chosen, merged in time order, the newest `last`.
+    /// Returns how many older records were left out, or `None` if the records could
+    /// not be read (no scratch: no memory).
     fn records<P: Platform>(
         &self,
         section: &Section<'_, P>,
+        scratch: Option<&mut ReadScratch>,
         mut each: impl FnMut(&RecordRef<'_>),
     ) -> Option<u64> {
         if self.cpus.is_empty() {
             return Some(0);
         }
+        let scratch = scratch?;
         let only = (self.cpus.len() == 1).then_some(self.cpus.start);
         // Counted before the window is fixed, and capped at `last` while listing:
         // events recorded in between (a live dump's interrupts) neither push records
@@ -120,7 +123,8 @@ impl DumpSelection<'_> {
         let skip = self.last.map_or(0, |last| total.saturating_sub(last));
         let mut seen = 0u64;
         let mut listed = 0u64;
-        let read = section.buffer.for_each_record(
+        let read = section.buffer.for_each_record_with(
+            scratch,
             only,
             || {},
             |record| {
@@ -144,10 +148,12 @@ impl<P: Platform> Tracer<P> {
     /// ([`DumpWriter`]: the descriptors, each buffer as a section with its
     /// statistics and records, the descriptors again). Takes no lock and stops no
     /// writer: a panic handler calls [`Tracer::stop_all`] first, a live dump holds
-    /// writes off ([`Buffer::with_writes_held`]) so that both parts agree. The
-    /// readers take a record's worth of heap per CPU; where nothing can be had, the
-    /// text says so and the section carries no record. Write errors are ignored: the
-    /// dump goes on, as it must on a console.
+    /// writes off ([`Buffer::with_writes_held`]) so that both parts agree. Reads
+    /// with the scratch allocated with the tracer, so that it allocates nothing; a
+    /// dump that finds that scratch in use (a dump it interrupted, or one on a CPU the
+    /// panic stopped) allocates its own, and if it cannot, the text says so and the
+    /// sections carry no record. Write errors are ignored: the dump goes on, as it
+    /// must on a console.
     pub fn write_dump(
         &self,
         selection: &DumpSelection<'_>,
@@ -158,6 +164,15 @@ impl<P: Platform> Tracer<P> {
         let end = selection.cpus.end.min(self.cpus);
         let cpus = selection.cpus.start.min(end)..end;
         let selection = &DumpSelection { cpus: cpus.clone(), ..selection.clone() };
+        let mut held = self.dump_scratch.try_lock();
+        let mut own;
+        let mut scratch = match held.as_deref_mut() {
+            Some(scratch) => Some(scratch),
+            None => {
+                own = ReadScratch::new(self.cpus).ok();
+                own.as_mut()
+            }
+        };
         let _ = match cpus.is_empty() {
             true => writeln!(out, "# trace dump: {} CPU(s), records of none", self.cpus),
             false => writeln!(
@@ -176,7 +191,9 @@ impl<P: Platform> Tracer<P> {
             }
         }
         self.visit_instances(|view| {
-            selection.sections(&view, |section| self.write_section_text(selection, section, out));
+            selection.sections(&view, |section| {
+                self.write_section_text(selection, section, scratch.as_deref_mut(), out);
+            });
         });
         let mut writer = DumpWriter::begin(|line: &str| {
             let _ = writeln!(out, "{line}");
@@ -195,7 +212,7 @@ impl<P: Platform> Tracer<P> {
                         writer.cpu_stats(index, cpu, &stats);
                     }
                 }
-                let skipped = selection.records(section, |r| {
+                let skipped = selection.records(section, scratch.as_deref_mut(), |r| {
                     writer.record(index, r, self.descriptor(r.id));
                 });
                 if let Some(skipped) = skipped.filter(|&s| s > 0) {
@@ -216,6 +233,7 @@ impl<P: Platform> Tracer<P> {
         &self,
         selection: &DumpSelection<'_>,
         section: &Section<'_, P>,
+        scratch: Option<&mut ReadScratch>,
         out: &mut dyn Write,
     ) {
         let (name, buffer) = section.heading();
@@ -234,7 +252,7 @@ impl<P: Platform> Tracer<P> {
         }
         let layout = Layout { clock: section.buffer.clock(), ..selection.layout };
         let mut lines = TraceWriter::new(self, layout);
-        let read = selection.records(section, |record| {
+        let read = selection.records(section, scratch, |record| {
             let _ = lines.write(out, record);
         });
         let _ = lines.finish(out);

@@ -58,6 +58,7 @@ use crate::field::{Encoder, Field, FieldKind, Sink};
 use crate::platform::Platform;
 use crate::ring::buffer::{Buffer, Config};
 use crate::ring::per_cpu::{RecordWriter, Ring};
+use crate::ring::reader::ReadScratch;
 use crate::ring::record::Tag;
 use crate::ring::recorder::{Change, Recorder};
 use crate::ring::section::{Held, Sections};
@@ -242,6 +243,10 @@ pub struct Tracer<P> {
     stacked: AtomicU64,
     /// The function tracers' state, once the platform registered its functions.
     functions: spin::Once<function::Functions>,
+    /// What [`Tracer::write_dump`] reads records with, allocated with the tracer so
+    /// that a panic's dump needs no allocator (only tried: a dump that finds it in
+    /// use allocates its own).
+    dump_scratch: Mutex<ReadScratch>,
     registry: Mutex<Registry<P>>,
 }
 
@@ -302,6 +307,7 @@ impl<P: Platform> Tracer<P> {
             hooks: core::array::from_fn(|_| RcuCell::empty()),
             stacked: AtomicU64::new(0),
             functions: spin::Once::new(),
+            dump_scratch: Mutex::new(ReadScratch::new(cpus).map_err(|_| TracerError::NoMemory)?),
             registry: Mutex::new(Registry {
                 instances: core::array::from_fn(|_| None),
                 hooks: core::array::from_fn(|_| None),
