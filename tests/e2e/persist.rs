@@ -122,6 +122,11 @@ fn a_cold_boot_has_no_previous_trace() {
     assert!(line.starts_with("trace: no previous boot's trace: no trace was saved"), "{line}");
     let instances = m.run("ls instances");
     assert!(!instances.contains("last_boot") && instances.contains("boot_map"), "{instances}");
+    // The region's names are not made by mkdir: a `last_boot` made so would refuse
+    // every write as the previous boot's trace.
+    let refused = m.run("mkdir instances/last_boot");
+    assert!(refused.contains("Invalid argument (boot_map and last_boot are"), "{refused}");
+    assert!(!m.run("ls instances").contains("last_boot"));
     // Without --reboot, a reset ends QEMU, as before.
     assert_eq!(m.run_to_exit("reboot"), Outcome::NoVerdict);
 }

@@ -34,6 +34,9 @@ pub enum FsError {
     Rule(&'static str),
     /// EINVAL for an instance name, with the rule for names.
     InvalidName,
+    /// EINVAL for the name of one of the persistent region's instances, which
+    /// `mkdir` does not make.
+    ReservedName,
     /// EINVAL for a filter or trigger: the position and the reason
     /// (`HookError::Filter` or `HookError::Trigger`).
     Parse(HookError),
@@ -45,8 +48,8 @@ pub enum FsError {
     /// ENOMEM: the kernel heap had no room for the rings (heap KB in use, heap KB,
     /// ring KB in use, ring KB allowed).
     HeapFull(usize, usize, usize, usize),
-    /// EBUSY.
-    Busy,
+    /// EBUSY, with what holds the file.
+    Busy(&'static str),
     /// EACCES on a file that cannot be written.
     ReadOnly,
     /// EACCES on a file that cannot be read.
@@ -83,6 +86,15 @@ impl fmt::Display for FsError {
                     trace::tracer::MAX_NAME
                 );
             }
+            FsError::ReservedName => {
+                return write!(
+                    f,
+                    "Invalid argument ({} and {} are the persistent region's instances: \
+                     this boot's recording and the previous boot's trace)",
+                    crate::persist::BOOT_MAP,
+                    crate::persist::LAST_BOOT
+                );
+            }
             FsError::MemoryLimit(used, max) => {
                 return write!(
                     f,
@@ -98,7 +110,7 @@ impl fmt::Display for FsError {
                      {used} KB are in use)"
                 );
             }
-            FsError::Busy => "Device or resource busy",
+            FsError::Busy(holder) => return write!(f, "Device or resource busy ({holder})"),
             FsError::ReadOnly => "Permission denied (read-only file)",
             FsError::WriteOnly => "Permission denied (write-only file)",
             FsError::Exists => "File exists",
@@ -122,7 +134,9 @@ impl From<InstanceError> for FsError {
             InstanceError::InvalidName => FsError::InvalidName,
             InstanceError::NoSuchEvent => FsError::Rule("no event matches"),
             InstanceError::NotFound => FsError::NotFound,
-            InstanceError::Busy => FsError::Busy,
+            InstanceError::Busy => FsError::Busy(
+                "the instance is in use: a driver records into it or a reader holds it",
+            ),
             InstanceError::TooManyInstances => FsError::NoSpace,
             InstanceError::MemoryLimit => {
                 let (used, max) = tracer().map_or((0, 0), |t| t.memory());
@@ -155,7 +169,12 @@ impl From<InstanceError> for FsError {
                 FsError::Rule("the size must be above 0")
             }
             InstanceError::Buffer(trace::Error::Fixed) => FsError::Persistent,
-            InstanceError::Buffer(_) => FsError::Busy,
+            InstanceError::Buffer(error) => FsError::Busy(match error {
+                trace::Error::Recording => "recording must be off",
+                trace::Error::WouldDeadlock => "it would wait for the writer it interrupted",
+                trace::Error::Corrupt => "a ring is corrupt and tracing turned itself off",
+                _ => "another reader or control operation holds the buffer",
+            }),
         }
     }
 }
@@ -170,7 +189,7 @@ impl From<FunctionError> for FsError {
                 FsError::Rule("a glob matches no function (see available_filter_functions)")
             }
             FunctionError::Tracer(error) => FsError::Rule(error.reason()),
-            FunctionError::Busy => FsError::Busy,
+            FunctionError::Busy => FsError::Busy("a function tracer is in use"),
             FunctionError::CommandElsewhere => {
                 FsError::Rule("commands (FUNCTION:COMMAND) are written to set_ftrace_filter")
             }
@@ -1293,6 +1312,11 @@ pub fn mkdir(cwd: &str, path: &str) -> Result<(), FsError> {
     };
     if tracer.lookup(name).is_some() {
         return Err(FsError::Exists);
+    }
+    // Writes to `last_boot` are refused, and `rmdir boot_map` is: an instance of
+    // either name that the region did not make would be neither.
+    if [crate::persist::BOOT_MAP, crate::persist::LAST_BOOT].contains(&name) {
+        return Err(FsError::ReservedName);
     }
     tracer.get_or_create(name, InstanceConfig::default()).map(drop).map_err(FsError::from)
 }
