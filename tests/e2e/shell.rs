@@ -78,6 +78,17 @@ fn unknown_command_is_an_error_and_the_shell_goes_on() {
 }
 
 #[test]
+fn double_quotes_escape_dollars_as_a_posix_shell() {
+    // As Linux's scripts write a histogram's variable in double quotes: `\$` is `$`.
+    let mut machine = Machine::boot();
+    let trigger = "events/irq/irq_handler_entry/trigger";
+    let line = r#""hist:keys=vector:ts0=common_timestamp:d=common_timestamp-\$ts0""#;
+    assert_eq!(machine.run(&format!("echo {line} > {trigger}")), "", "refused");
+    let shown = machine.run(&format!("cat {trigger}"));
+    assert!(shown.contains(":ts0=common_timestamp:d=common_timestamp-$ts0:"), "{shown}");
+}
+
+#[test]
 fn timer_interrupts_flow() {
     let mut machine = Machine::boot();
     let ticks = |out: &str| -> u64 {

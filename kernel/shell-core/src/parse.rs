@@ -25,7 +25,8 @@ pub struct CommandLine {
 }
 
 /// Parses a line: words separated by blanks; `'...'` and `"..."` quote (a
-/// backslash in double quotes escapes `"` and `\`); `>` and `>>` outside quotes
+/// backslash in double quotes escapes `"`, `\`, `$` and `` ` ``, as a POSIX shell's:
+/// `"...-\$ts0"` is a histogram's variable, as Linux's scripts write it); `>` and `>>` outside quotes
 /// redirect to the next word; `|` outside quotes starts the next command of a pipe.
 pub fn parse(line: &str) -> Result<CommandLine, &'static str> {
     let mut words = Vec::new();
@@ -77,7 +78,7 @@ pub fn parse(line: &str) -> Result<CommandLine, &'static str> {
                     loop {
                         match chars.next() {
                             Some('"') => break,
-                            Some('\\') if matches!(chars.peek(), Some('"' | '\\')) => {
+                            Some('\\') if matches!(chars.peek(), Some('"' | '\\' | '$' | '`')) => {
                                 word.extend(chars.next());
                             }
                             Some(c) => word.push(c),
@@ -122,6 +123,7 @@ mod tests {
         assert_eq!(words("  echo   hello  "), ["echo", "hello"]);
         assert_eq!(words("echo 'a b' \"c d\" e'f g'h"), ["echo", "a b", "c d", "ef gh"]);
         assert_eq!(words(r#"echo "say \"hi\" \\ \n""#), ["echo", r#"say "hi" \ \n"#]);
+        assert_eq!(words(r#"echo "-\$ts0 \` \x" '\$'"#), ["echo", r#"-$ts0 ` \x"#, r"\$"]);
         assert_eq!(words("echo 'x > y | z'"), ["echo", "x > y | z"]);
         assert!(words("").is_empty());
     }
