@@ -263,7 +263,48 @@ fn trace_marker_writes_and_cannot_be_read() {
             m.run(&format!("cat {root}trace_marker"))
                 .contains("Permission denied (write-only file)")
         );
+        // With recording off the write fails, as Linux's (EBADF), and records nothing.
+        m.run(&format!("echo 0 > {root}tracing_on"));
+        for file in ["trace_marker", "trace_marker_raw"] {
+            let error = m.run(&format!("echo abcdefgh > {root}{file}"));
+            assert!(error.contains("Bad file descriptor (tracing_on is 0"), "{file}: {error}");
+        }
+        m.run(&format!("echo 1 > {root}tracing_on"));
+        assert!(!m.run(&format!("cat {root}trace")).contains("abcdefgh"), "{root}");
     }
+}
+
+#[test]
+fn refusals_give_linuxs_errno_and_say_why() {
+    let mut m = machine_with_instance();
+    // The events the tracer writes itself are named as such, not as missing.
+    let error = m.run("echo ftrace:print > set_event");
+    assert!(error.contains("written by the tracer itself"), "{error}");
+    let error = m.run("echo 'enable_event:ftrace:print' > events/timer/tick/trigger");
+    assert!(error.contains("the tracer writes that event itself"), "{error}");
+    assert_eq!(
+        m.run("cat events/timer/tick/trigger").lines().next(),
+        Some("# Available triggers:")
+    );
+    // Its reason, where a key beside the stack was taken for an unknown field.
+    let error = m.run("echo 'hist:keys=common_cpu,common_stacktrace' > events/timer/tick/trigger");
+    assert!(error.contains("common_stacktrace is the only key when used"), "{error}");
+    // A function command takes no filter: text after its count is refused as such.
+    let error = m.run("echo 'kernel::shell::commands::pwd:traceoff:2:3' >> set_ftrace_filter");
+    assert!(error.contains("the end expected (a function command takes no filter)"), "{error}");
+    assert!(!m.run("cat set_ftrace_filter").contains("traceoff"));
+    // What the irqsoff tracer holds is busy (EBUSY), as Linux's.
+    assert_eq!(m.run("echo irqsoff > current_tracer"), "");
+    let error = m.run("echo 1 > snapshot");
+    assert!(error.contains("Device or resource busy (the irqsoff tracer keeps"), "{error}");
+    let error = m.run("echo irqsoff > instances/t1/current_tracer");
+    assert!(error.contains("Device or resource busy (another instance's tracer"), "{error}");
+    assert_eq!(m.run("cat instances/t1/current_tracer"), "nop\n");
+    assert_eq!(m.run("echo nop > current_tracer"), "");
+    // A switch Linux reads as a number takes any number.
+    assert_eq!(m.run("echo 2 > function_profile_enabled"), "");
+    assert_eq!(m.run("cat function_profile_enabled"), "1\n");
+    assert_eq!(m.run("echo 0 > function_profile_enabled"), "");
 }
 
 #[test]

@@ -16,7 +16,7 @@ use trace::text::Layout;
 use trace::{
     Clock, Instance, InstanceConfig, InstanceError, Mode, Tracer, event::DescriptorKind,
     event::EventDescriptor, tracer::FunctionError as TracerFunctionError, tracer::HookError,
-    tracer::TriggerReason, tracer::is_settable,
+    tracer::TriggerReason, tracer::is_function_event, tracer::is_settable,
 };
 
 /// A file-system error, printed as the errno text a Linux shell would show.
@@ -66,6 +66,8 @@ pub enum FsError {
     PreviousBoot,
     /// EPERM: the instance records into the persistent region.
     Persistent,
+    /// EBADF: a marker written while the instance's recording is off.
+    Off,
 }
 
 impl fmt::Display for FsError {
@@ -124,6 +126,7 @@ impl fmt::Display for FsError {
                 "Operation not permitted (boot_map records into the persistent region: it \
                  stays, with its size and the local clock, and has no snapshot)"
             }
+            FsError::Off => "Bad file descriptor (tracing_on is 0: the buffer takes no writes)",
         })
     }
 }
@@ -154,7 +157,7 @@ impl From<InstanceError> for FsError {
                  write to trace_marker and trace_marker_raw, ftrace:kernel_stack by the \
                  stacktrace trigger",
             ),
-            InstanceError::SnapshotInUse => FsError::Rule(
+            InstanceError::SnapshotInUse => FsError::Busy(
                 "the irqsoff tracer keeps its window in the snapshot (set current_tracer first)",
             ),
             InstanceError::OverwriteInUse => {
@@ -187,6 +190,9 @@ impl From<FunctionError> for FsError {
             }
             FunctionError::NoMatch => {
                 FsError::Rule("a glob matches no function (see available_filter_functions)")
+            }
+            FunctionError::Tracer(error @ TracerFunctionError::IrqsoffBusy) => {
+                FsError::Busy(error.reason())
             }
             FunctionError::Tracer(error) => FsError::Rule(error.reason()),
             FunctionError::Busy => FsError::Busy("a function tracer is in use"),
@@ -1012,6 +1018,12 @@ fn switch(value: &str) -> Result<bool, FsError> {
     }
 }
 
+/// A switch Linux reads as a number, `tracing_on` and `function_profile_enabled`:
+/// 0 is off, any other number on; anything else is refused with `rule`.
+fn any_number(value: &str, rule: &'static str) -> Result<bool, FsError> {
+    value.trim().parse::<u64>().map(|n| n != 0).map_err(|_| FsError::Rule(rule))
+}
+
 /// A pattern, or `None` for "any" (`*` or empty).
 fn any_pattern(pattern: Option<&str>) -> Option<&str> {
     pattern.filter(|p| !p.is_empty() && *p != "*")
@@ -1085,12 +1097,20 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
             let mut entries: Vec<_> = value.split_ascii_whitespace().map(set_event_entry).collect();
             // Every entry is checked first, so a bad one enables none of them.
             for (_, selectors) in &mut entries {
+                let named = selectors.clone();
                 selectors.retain(|&(sys, ev)| settable(tracer).any(|d| d.matches(sys, ev)));
                 if selectors.is_empty() {
-                    return Err(FsError::Rule(
-                        "no event matches an entry ([!]system:event or [!]system or \
-                         [!]event, globs allowed)",
-                    ));
+                    // An entry that names only events the tracer writes says why.
+                    let mut named = events(tracer)
+                        .filter(|d| named.iter().any(|&(sys, ev)| d.matches(sys, ev)));
+                    return Err(match named.next() {
+                        Some(d) if is_function_event(d) => InstanceError::FunctionEvent.into(),
+                        Some(_) => InstanceError::WrittenByTracer.into(),
+                        None => FsError::Rule(
+                            "no event matches an entry ([!]system:event or [!]system or \
+                             [!]event, globs allowed)",
+                        ),
+                    });
                 }
             }
             for (enable, selectors) in entries {
@@ -1101,12 +1121,7 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
             Ok(())
         }
         File::TracingOn => {
-            // As Linux: 0 turns recording off, any other number on.
-            let value: u64 = value
-                .trim()
-                .parse()
-                .map_err(|_| FsError::Rule("0 turns recording off, any other number on"))?;
-            instance.set_tracing(value != 0);
+            instance.set_tracing(any_number(value, "0 turns recording off, any other number on")?);
             Ok(())
         }
         File::CpuTrace(cpu) => {
@@ -1151,6 +1166,8 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
         File::TraceMarker | File::TraceMarkerRaw if !markers(instance) => {
             Err(FsError::Rule("options/markers is off"))
         }
+        // As Linux's, whose ring then takes no write.
+        File::TraceMarker | File::TraceMarkerRaw if !instance.tracing() => Err(FsError::Off),
         File::TraceMarker => {
             instance.write_marker(value);
             Ok(())
@@ -1230,7 +1247,8 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
             Ok(tracer.set_stack_tracer(switch(value)?).map_err(FunctionError::from)?)
         }
         File::FunctionProfileEnabled => {
-            Ok(tracer.set_function_profile(switch(value)?).map_err(FunctionError::from)?)
+            let on = any_number(value, "0 turns the profiler off, any other number on")?;
+            Ok(tracer.set_function_profile(on).map_err(FunctionError::from)?)
         }
         File::StackMaxSize => {
             let size =

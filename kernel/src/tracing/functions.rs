@@ -265,7 +265,8 @@ fn selection(instance: &Instance<'_, KernelPlatform>, list: List) -> Vec<bool> {
 /// Writes `text` to one of `instance`'s lists, as ftrace does: whitespace-separated
 /// globs over the functions' names, each adding what it matches, or with a leading
 /// `!` removing it; `GLOB:mod:CRATE` matches only the functions of crate `CRATE`
-/// (`kernel`, `latency_watchdog`: a crate is this kernel's module). Without
+/// (`kernel`, `latency_watchdog`: a crate is this kernel's module; `CRATE` is a glob,
+/// `!CRATE` every other crate, and an empty glob or crate is `*`). Without
 /// `append` (`>`) the list is emptied first. A glob that matches nothing refuses the
 /// whole write. Patches what changed if the instance traces functions.
 ///
@@ -320,9 +321,15 @@ fn apply_globs(
         };
         let (glob, command) = split_command(entry);
         let krate = command.and_then(|c| c.strip_prefix("mod:"));
+        // As Linux's module globbing: an empty glob or crate is `*`, and `!CRATE`
+        // is every crate but those.
+        let glob = if krate.is_some() && glob.is_empty() { "*" } else { glob };
         let in_crate = |name: &str| {
-            let path = name.trim_start_matches('<');
-            krate.is_none_or(|k| path.strip_prefix(k).is_some_and(|rest| rest.starts_with("::")))
+            krate.is_none_or(|k| {
+                let (outside, k) = k.strip_prefix('!').map_or((false, k), |k| (true, k));
+                let k = if k.is_empty() { "*" } else { k };
+                trace::event::glob(k, crate_of(name)) != outside
+            })
         };
         let matching: Vec<usize> = (functions.iter().enumerate())
             .filter(|(_, f)| trace::event::glob(glob, f.name) && in_crate(f.name))
@@ -343,6 +350,12 @@ fn apply_globs(
         }
     }
     Ok(found)
+}
+
+/// The crate a function's name starts with (`kernel` of `<kernel::A as B>::f`).
+fn crate_of(name: &str) -> &str {
+    let path = name.trim_start_matches('<');
+    path.split_once("::").map_or(path, |(krate, _)| krate)
 }
 
 /// Writes `text` to `stack_trace_filter` (`append` for `>>`): globs as

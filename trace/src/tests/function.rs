@@ -626,14 +626,16 @@ fn function_commands_act_when_their_functions_are_called() {
         let unknown = Err(HookError::Trigger(crate::tracer::TriggerError { pos, reason }));
         assert_eq!(top.set_function_command(&[0], line), unknown, "{line}: an event trigger");
     }
-    assert_eq!(
-        top.set_function_command(&[0], "traceoff if ip == 1"),
-        Err(HookError::Trigger(crate::tracer::TriggerError {
-            pos: 9,
-            reason: crate::tracer::TriggerReason::UnexpectedText
-        })),
-        "function commands take no filter"
-    );
+    for (line, pos) in [("traceoff if ip == 1", 9), ("traceoff:2:3", 11)] {
+        assert_eq!(
+            top.set_function_command(&[0], line),
+            Err(HookError::Trigger(crate::tracer::TriggerError {
+                pos,
+                reason: crate::tracer::TriggerReason::CommandEnd
+            })),
+            "{line}: function commands take no filter"
+        );
+    }
     assert_eq!(
         top.set_function_command(&[0, 2], "!traceon"),
         trigger(crate::tracer::TriggerReason::NotFound)

@@ -21,11 +21,15 @@ use std::vec::Vec;
 
 const N_FIELDS: &[Field<'static>] = &[Field { name: "n", kind: FieldKind::U32 }];
 
-/// A lookup that knows one event, `sys:target`.
+/// A lookup that knows one event, `sys:target`, and the marker's `ftrace:print`.
 fn lookup(system: &str, name: &str) -> Option<&'static EventDescriptor> {
     static TARGET: EventDescriptor =
         EventDescriptor::new("sys", "target", "", &[], DescriptorKind::Event);
-    (system == "sys" && name == "target").then_some(&TARGET)
+    match (system, name) {
+        ("sys", "target") => Some(&TARGET),
+        ("ftrace", "print") => Some(&crate::tracer::MARKER),
+        _ => None,
+    }
 }
 
 fn add(line: &str) -> Trigger {
@@ -80,6 +84,7 @@ fn trigger_errors_name_the_position_and_reason() {
         ("enable_event", 12, ExpectedEvent),
         ("enable_event:sys", 16, ExpectedEvent),
         ("enable_event:sys:nope", 17, UnknownEvent),
+        ("enable_event:ftrace:print", 20, NotTakenEvent),
         ("traceoff:18446744073709551615", 9, BadCount),
         ("traceoff:x", 9, BadCount),
         ("traceoff:-1", 9, BadCount),
@@ -546,6 +551,9 @@ fn hist_variables_measure_between_two_events_and_read_once() {
         ("hist:keys=n:a=n,b=n,c=n,d=n,e=n", 28, HistReason::TooManyVars),
         ("hist:keys=n:x=", 12, HistReason::EmptyAssignment),
         ("hist:keys=n:x=$", 14, HistReason::BadExpression),
+        ("hist:keys=n,common_stacktrace", 12, HistReason::StackKeyAlone),
+        ("hist:keys=common_stacktrace.hex", 10, HistReason::StackKeyAlone),
+        ("hist:keys=stacktrace,n", 10, HistReason::StackKeyAlone),
     ] {
         assert_eq!(refused(&END, line), (pos, hist(reason)), "{line}");
     }

@@ -174,6 +174,13 @@ impl<P: Platform> Instance<'_, P> {
             }
             command => command,
         }
+        // Text after the command's count: a function command takes no filter.
+        .map_err(|error| match error.reason {
+            TriggerReason::UnexpectedText => {
+                TriggerError { reason: TriggerReason::CommandEnd, ..error }
+            }
+            _ => error,
+        })
         .map_err(HookError::Trigger)?;
         let trigger = command.trigger();
         if trigger.action().event_only() {
@@ -181,7 +188,7 @@ impl<P: Platform> Instance<'_, P> {
         }
         if trigger.filter().is_some() {
             let pos = line.find(" if").map_or(0, |at| at + 1);
-            let reason = TriggerReason::UnexpectedText;
+            let reason = TriggerReason::CommandEnd;
             return Err(HookError::Trigger(TriggerError { pos, reason }));
         }
         Ok(command)

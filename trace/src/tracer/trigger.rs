@@ -194,11 +194,17 @@ pub enum TriggerReason {
     ExpectedEvent,
     /// The tracer has no such event.
     UnknownEvent,
+    /// The event exists, but the tracer writes it itself: no trigger turns it on or
+    /// off (`enable_event` takes the events `set_event` takes).
+    NotTakenEvent,
     /// The count is not a number below 2^64 - 1 (0 is a trigger that never fires,
     /// as in ftrace).
     BadCount,
     /// Text where `if FILTER` or the end was expected.
     UnexpectedText,
+    /// Text after a function command (`FUNCTION:COMMAND[:COUNT]`), which takes no
+    /// filter.
+    CommandEnd,
     /// The filter after `if` is refused.
     Filter(FilterReason),
     /// The event has this trigger already (see [`Trigger::same_as`]: `traceon` or
@@ -244,8 +250,13 @@ impl fmt::Display for TriggerError {
             }
             TriggerReason::ExpectedEvent => "SYSTEM:EVENT expected",
             TriggerReason::UnknownEvent => "no such event",
+            TriggerReason::NotTakenEvent => {
+                "the tracer writes that event itself: no trigger turns it on or off (see \
+                 available_events)"
+            }
             TriggerReason::BadCount => "count must be a number below 2^64 - 1",
             TriggerReason::UnexpectedText => "'if FILTER' or the end expected",
+            TriggerReason::CommandEnd => "the end expected (a function command takes no filter)",
             TriggerReason::Filter(reason) => {
                 return write!(f, "parse error at {}: {reason}", self.pos);
             }
@@ -390,8 +401,11 @@ impl Trigger {
                     _ => is_settable(d),
                 };
                 let target = lookup(system, event)
-                    .filter(|d| d.kind == DescriptorKind::Event && takes(d))
+                    .filter(|d| d.kind == DescriptorKind::Event)
                     .ok_or(err(event_at, TriggerReason::UnknownEvent))?;
+                if !takes(target) {
+                    return Err(err(event_at, TriggerReason::NotTakenEvent));
+                }
                 match name {
                     "enable_event" => Action::EnableEvent(target),
                     "disable_event" => Action::DisableEvent(target),

@@ -142,6 +142,25 @@ pub enum HistReason {
     /// A second `save()` or `snapshot()`, or a `save()` of more than [`MAX_SAVED`]
     /// fields.
     TooManyActions,
+    /// `common_stacktrace` beside other keys, or with a modifier: it is the only key
+    /// when used.
+    StackKeyAlone,
+}
+
+/// Refuses `common_stacktrace` (or `stacktrace`, where the event has no field of
+/// that name) among the keys `keys`, at `at`, with others or a modifier.
+fn stack_key_alone(keys: &str, at: usize, fields: &[Field<'_>]) -> Result<(), (usize, HistReason)> {
+    let mut pos = at;
+    for key in keys.split(',') {
+        let name = key.split('.').next().unwrap_or_default();
+        let stack = name == "common_stacktrace"
+            || (name == "stacktrace" && !fields.iter().any(|f| f.name == name));
+        if stack {
+            return Err((pos, HistReason::StackKeyAlone));
+        }
+        pos += key.len() + 1;
+    }
+    Ok(())
 }
 
 impl fmt::Display for HistReason {
@@ -155,6 +174,7 @@ impl fmt::Display for HistReason {
             HistReason::Repeated => "attribute given twice",
             HistReason::EmptyAssignment => "empty assignment",
             HistReason::UnknownField => "no such field",
+            HistReason::StackKeyAlone => "common_stacktrace is the only key when used",
             HistReason::BytesField => "a byte-array field cannot be a key or a value",
             HistReason::StringValue => "values must be integer fields",
             HistReason::TooManyKeys => "at most 3 keys",
@@ -402,6 +422,7 @@ impl Hist {
                 }
                 ("keys" | "key", Some(value)) => {
                     repeated(keys.is_some())?;
+                    stack_key_alone(value, value_at, fields)?;
                     keys = Some(columns(value, value_at, fields, true, &Vars::default())?.0);
                 }
                 ("vals" | "values", Some(value)) => {
