@@ -123,21 +123,24 @@ impl Walk {
     }
 
     /// Copies into `out` the payload of the event [`Walk::fetch`] found at `at`
-    /// without copying it. `false` if the event is gone since (overwritten: skipped;
-    /// the next fetch resynchronises) or was not well formed (corrupt: the walk ends).
-    fn copy_payload(&mut self, ring: &Ring, at: u64, out: &mut [u8]) -> bool {
+    /// without copying it, and returns its length. `None` if the event is gone since
+    /// (overwritten: skipped; the next fetch resynchronises) or is not well formed
+    /// (corrupt: the walk ends).
+    fn copy_payload(&mut self, ring: &Ring, at: u64, out: &mut [u8]) -> Option<usize> {
         let found = ring.copy(at, self.hi, self.end, Some(out));
         // Acquire: as in `fetch`.
         fence(Acquire);
         if ring.tail_near(at).0 > at {
             self.skipped = true;
-            return false;
+            return None;
         }
-        if let Found::Bad = found {
-            self.pos = self.end;
-            return false;
+        match found {
+            Found::Event { len, .. } => Some(len),
+            _ => {
+                self.pos = self.end;
+                None
+            }
         }
-        true
     }
 }
 
@@ -261,16 +264,17 @@ impl ReadScratch {
             let Some((i, _)) = best else { return Ok(()) };
             let head = &mut self.heads[i];
             let Some((meta, at)) = head.next.take() else { continue };
-            if !head.walk.copy_payload(&rings[i], at, &mut self.payload) {
+            // The length copied: within the buffer, as `copy` checks.
+            let Some(len) = head.walk.copy_payload(&rings[i], at, &mut self.payload) else {
                 continue;
-            }
+            };
             let record = RecordRef {
                 cpu: meta.cpu,
                 ts: meta.ts,
                 id: meta.id,
                 context: meta.context,
                 lost: 0,
-                payload: &self.payload[..meta.len],
+                payload: &self.payload[..len],
             };
             if !each(&record) {
                 return Ok(());
