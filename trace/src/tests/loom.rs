@@ -1,6 +1,7 @@
 //! Loom models of the concurrent protocols (run with `RUSTFLAGS="--cfg loom"`):
 //! writer against consuming reader (the tail CAS race), nested writer against outer
-//! writer with a concurrent reader, the per-depth counters, snapshot swap, clear,
+//! writer with a concurrent reader, the merge that reads ahead against an overwriting
+//! writer, the per-depth counters, snapshot swap, clear,
 //! instance swap and destroy-and-recreate against (nested) writers. `DESIGN.md`
 //! names, for each model, a mutation it catches.
 //!
@@ -166,6 +167,44 @@ fn loom_nested_writer_vs_outer_writer_with_reader() {
             assert!(s.balanced(), "{s:?}");
         });
     }
+}
+
+/// The `trace` file's and the dump's merge ([`crate::ring::ReadScratch`]) against an
+/// overwriting writer: it reads each record's header ahead and its payload at its
+/// turn, and every record it returns is whole (its payload is its id's), in order,
+/// though the writer overwrites records of the same size in the same places.
+#[test]
+fn loom_merge_vs_overwriting_writer() {
+    model(3, || {
+        hook::clear();
+        let b = Arc::new(small(Mode::Overwrite));
+        for id in 1..=3u16 {
+            b.write(id, &u64::from(id).to_le_bytes()).unwrap();
+        }
+        let w = {
+            let b = b.clone();
+            loom::thread::spawn(move || {
+                for id in 4..=5u16 {
+                    b.write(id, &u64::from(id).to_le_bytes()).unwrap();
+                }
+            })
+        };
+        let mut scratch = crate::ring::ReadScratch::new(1).unwrap();
+        let mut seen = Vec::new();
+        let read = b.for_each_record_with(
+            &mut scratch,
+            None,
+            || {},
+            |r| {
+                assert_eq!(r.payload, u64::from(r.id).to_le_bytes(), "record {} is torn", r.id);
+                seen.push(r.id);
+                true
+            },
+        );
+        read.unwrap();
+        w.join().unwrap();
+        assert!(seen.is_sorted(), "{seen:?}");
+    });
 }
 
 #[test]
