@@ -214,6 +214,7 @@ struct Report {
     /// `EVENTS[: FILTER]`, EVENTS comma-separated `SYSTEM/EVENT` or `EVENT` globs,
     /// FILTER in the kernel's filter syntax (its fields and `CPU`, `comm`,
     /// `common_pid`, ...), e.g. 'irq/irq_handler_entry: vector == 49 && CPU == 0'.
+    /// The stack trace recorded right after an event shown is shown too.
     #[arg(long, value_name = "SPEC")]
     filter: Vec<String>,
     /// Shows histograms of the dump's events instead of the events (repeatable;

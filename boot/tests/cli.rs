@@ -713,6 +713,45 @@ fn report_filter_keeps_the_events_named_whose_filter_passes() {
 }
 
 #[test]
+fn report_filter_keeps_the_stack_traces_of_the_events_it_shows() {
+    // Instance `stk`: `timer:tick` with a `stacktrace:4` trigger, each stack recorded
+    // right after its tick on the tick's CPU.
+    let log = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/panic-tracers.log");
+    let events = |args: &[&str]| -> Vec<String> {
+        let out = report(&[&[log, "--instance", "stk"], args].concat());
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout).lines().filter(|l| !l.starts_with('#')).map(str::to_string).collect()
+    };
+    let all = events(&[]);
+    let cpu = |l: &str| l.split_once('[').map(|(_, rest)| rest[..3].to_string());
+    // What trace-cmd report -F shows: the events the filter passes, and each stack
+    // whose CPU's event before it is shown.
+    let expected = |passes: &dyn Fn(&str) -> bool| -> Vec<String> {
+        let mut last_shown = std::collections::BTreeMap::new();
+        let mut kept = Vec::new();
+        for line in &all {
+            let shown = if line.contains(": kernel_stack: ") {
+                last_shown.get(&cpu(line)).copied().unwrap_or(false)
+            } else {
+                passes(line)
+            };
+            last_shown.insert(cpu(line), shown);
+            if shown {
+                kept.push(line.clone());
+            }
+        }
+        kept
+    };
+    let ticks = events(&["--filter", "tick"]);
+    assert_eq!(ticks, expected(&|l: &str| l.contains(": tick: ")));
+    assert_eq!(ticks.iter().filter(|l| l.contains(": kernel_stack: ")).count(), 4, "{ticks:?}");
+    // A stack whose event the filter leaves out goes with it.
+    let cpu0 = events(&["--filter", "tick: CPU == 0"]);
+    assert_eq!(cpu0, expected(&|l: &str| l.contains(": tick: ") && l.contains("[000]")));
+    assert_eq!(cpu0.iter().filter(|l| l.contains(": kernel_stack: ")).count(), 1, "{cpu0:?}");
+}
+
+#[test]
 fn report_hist_builds_the_kernels_histograms_from_a_dumps_records() {
     let log = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/panic-latency-snapshot.log");
     let top = [log, "--instance", "top", "--buffer", "live"];

@@ -2,7 +2,8 @@
 //! spec is `EVENTS[: FILTER]`: EVENTS a comma-separated list of `SYSTEM/EVENT` or
 //! `EVENT` globs (`*`, `?`, `[...]`), FILTER the kernel's filter syntax (the event's fields and
 //! the common fields: `CPU`, `comm`, `common_pid`, ...). Given specs, a report shows
-//! the events some spec names and whose filter, if it has one, passes.
+//! the events some spec names and whose filter, if it has one, passes, and the
+//! stack traces recorded for them.
 
 use std::collections::BTreeMap;
 use trace::dump::{DumpDescriptor, Section};
@@ -92,14 +93,33 @@ impl Selection {
                 return Err(format!("--filter '{}': {error}", spec.text));
             }
         }
+        // A stack trace (`ftrace:kernel_stack`, which a `stacktrace` trigger or option
+        // records right after the event it was taken for, on the same CPU) goes with
+        // that event: shown when the CPU's event before it is, as trace-cmd report -F
+        // shows a stack after an event shown.
+        let (system, name) = (trace::tracer::STACK_TRACE.system, trace::tracer::STACK_TRACE.name);
+        let stacks: Vec<u16> = section
+            .descriptors
+            .values()
+            .filter(|d| d.system == system && d.name == name)
+            .map(|d| d.id)
+            .collect();
+        // Per CPU, whether its last event was shown.
+        let mut last_shown: BTreeMap<usize, bool> = BTreeMap::new();
         let before = section.events.len();
         // Losses reported before an event left out, per CPU: told with the CPU's next
         // event shown (they happened before it too), so none goes unreported there.
         let mut unreported: BTreeMap<usize, u64> = BTreeMap::new();
         section.events.retain_mut(|event| {
-            let shown = chosen.get(&event.id).is_some_and(|filters| {
+            let named = chosen.get(&event.id).is_some_and(|filters| {
                 filters.iter().any(|filter| filter.as_ref().is_none_or(|f| event.passes(f)))
             });
+            // A stack after a loss is not the stack of the event shown before it.
+            let follows = event.lost_before == 0
+                && stacks.contains(&event.id)
+                && last_shown.get(&event.cpu).copied().unwrap_or(false);
+            let shown = named || follows;
+            last_shown.insert(event.cpu, shown);
             let lost = unreported.remove(&event.cpu).unwrap_or(0);
             event.lost_before = event.lost_before.saturating_add(lost);
             if !shown && event.lost_before > 0 {
