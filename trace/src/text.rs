@@ -339,7 +339,8 @@ pub struct Delay {
 
 /// Writes a record as ftrace's line, `TASK-PID [CPU] FLAGS TIMESTAMP: NAME: BODY`,
 /// preceded by `CPU:N [LOST M EVENTS]` if events were lost before it; `body` writes
-/// the event's fields (nothing written: no `: ` after the name). `layout` may leave
+/// the event's fields (`NAME: ` even when it writes nothing, as Linux's: an empty
+/// marker reads `tracing_mark_write: `). `layout` may leave
 /// out the flags, or every column before the name.
 pub fn write_line(
     out: &mut dyn Write,
@@ -366,7 +367,8 @@ pub fn write_line(
     match line.name {
         Some(name) => {
             out.write_str(name)?;
-            body(&mut BodyStart { out, started: false })?;
+            out.write_str(": ")?;
+            body(out)?;
         }
         None => body(out)?,
     }
@@ -526,22 +528,6 @@ impl<const N: usize> Write for StackText<N> {
     }
 }
 
-/// Writes `: ` before the first text of a body, so an empty body leaves none.
-struct BodyStart<'a> {
-    out: &'a mut dyn Write,
-    started: bool,
-}
-
-impl Write for BodyStart<'_> {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        if !self.started && !s.is_empty() {
-            self.started = true;
-            self.out.write_str(": ")?;
-        }
-        self.out.write_str(s)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -585,7 +571,8 @@ mod tests {
         );
         assert_eq!(
             line(Context::TASK, 0, "", true),
-            "           shell-1       [000] .....    69.267965338: irq_handler_entry\n"
+            "           shell-1       [000] .....    69.267965338: irq_handler_entry: \n",
+            "an empty body keeps the name's `: `, as Linux's"
         );
         let nmi = Context::new(Activity::Nmi { in_irq: true }, true);
         assert_eq!(
@@ -726,7 +713,7 @@ mod tests {
         let mut out = String::new();
         let counted = Layout { clock: Clock::Counter, ..layout };
         write_line(&mut out, &work, &counted, |_| Ok(())).unwrap();
-        assert_eq!(out, " work/11-12       11.....    0: x\n");
+        assert_eq!(out, " work/11-12       11.....    0: x: \n");
         assert_eq!(delay_mark(10_000), ' ');
         assert_eq!(delay_mark(10_001), '+');
         assert_eq!(delay_mark(1_000_000_001), '$');

@@ -151,7 +151,7 @@ mod tests {
         );
         assert_eq!(
             lines[9],
-            "           <irq>-0       [000] d.h1.    12.345678901: irq_handler_exit"
+            "           <irq>-0       [000] d.h1.    12.345678901: irq_handler_exit: "
         );
         assert_eq!(lines.len(), 10);
     }
