@@ -627,7 +627,7 @@ fn hist_variables_time_each_interrupt_handler() {
         assert_eq!(m.run(&format!("echo '{start}' > {entry}/trigger")), "", "{root}");
         assert_eq!(m.run(&format!("echo '{end}' > {exit}/trigger")), "", "{root}");
         let shown = "hist:keys=vector,CPU:vals=hitcount,$lat:lat=common_timestamp-$ts0:\
-                     onmax($lat).save(common_pid):onmax($lat).snapshot():sort=vector:size=2048 \
+                     sort=vector:size=2048:onmax($lat).save(common_pid):onmax($lat).snapshot() \
                      [active]";
         assert_eq!(cat(&mut m, &format!("{exit}/trigger")), shown, "{root}");
         // Polled: ticks come at the timer's pace.
@@ -702,6 +702,38 @@ fn hist_variables_time_each_interrupt_handler() {
         let folded = "hist:keys=vector:vals=hitcount:c=8:sort=hitcount";
         assert!(cat(&mut m, &format!("{entry}/trigger")).starts_with(folded), "{root}");
         assert_eq!(m.run(&format!("echo '!hist:keys=vector:c=8' > {entry}/trigger")), "");
+    }
+}
+
+/// A histogram's trigger line reads in Linux's order: its variables after the
+/// values, joined by commas under one colon, then `sort` and `size`, then the
+/// actions, then the filter; the `hist` file's header shows the same line, and
+/// the line as read, after `!`, removes the histogram.
+#[test]
+fn hist_trigger_lines_list_variables_then_sort_size_and_actions() {
+    let mut m = boot();
+    for root in ROOTS {
+        let entry = format!("{root}events/irq/irq_handler_entry");
+        let exit = format!("{root}events/irq/irq_handler_exit");
+        let start = "hist:keys=vector:ts0=common_timestamp.usecs,t1=common_timestamp";
+        let end = "hist:keys=vector:lat=common_timestamp.usecs-$ts0:onmax($lat).save(common_pid):\
+                   onchange($lat).snapshot() if vector == 48";
+        assert_eq!(m.run(&format!("echo '{start}' > {entry}/trigger")), "", "{root}");
+        assert_eq!(m.run(&format!("echo '{end}' > {exit}/trigger")), "", "{root}");
+        let started = "hist:keys=vector:vals=hitcount:ts0=common_timestamp.usecs,t1=common_timestamp:\
+                       sort=hitcount:size=2048";
+        assert_eq!(cat(&mut m, &format!("{entry}/trigger")), format!("{started} [active]"));
+        let ended = "hist:keys=vector:vals=hitcount:lat=common_timestamp.usecs-$ts0:\
+                     sort=hitcount:size=2048:onmax($lat).save(common_pid):\
+                     onchange($lat).snapshot() if vector == 48";
+        assert_eq!(cat(&mut m, &format!("{exit}/trigger")), format!("{ended} [active]"));
+        let hist = m.run(&format!("cat {exit}/hist"));
+        assert!(hist.contains(&format!("# trigger info: {ended} [active]\n")), "{root}{hist}");
+        assert_eq!(m.run(&format!("echo '!{ended}' >> {exit}/trigger")), "", "{root}");
+        assert_eq!(m.run(&format!("echo '!{started}' >> {entry}/trigger")), "", "{root}");
+        assert_eq!(cat(&mut m, &format!("{exit}/hist")), "", "{root}");
+        assert_eq!(cat(&mut m, &format!("{entry}/hist")), "", "{root}");
+        m.run(&format!("echo 0 > {root}snapshot"));
     }
 }
 

@@ -597,8 +597,8 @@ fn hist_actions_keep_the_largest_with_its_fields_and_snapshot_it() {
                onmax($lat).snapshot():size=128";
     top.set_trigger(&END, end).unwrap();
     assert!(top.has_snapshot(), "snapshot() allocates the snapshot buffer");
-    let shown = "hist:keys=n:vals=hitcount:lat=common_timestamp-$ts0:onmax($lat).save(n,CPU):\
-                 onmax($lat).snapshot():sort=hitcount:size=128 [active]";
+    let shown = "hist:keys=n:vals=hitcount:lat=common_timestamp-$ts0:sort=hitcount:size=128:\
+                 onmax($lat).save(n,CPU):onmax($lat).snapshot() [active]";
     assert_eq!(top.triggers(&END), [shown]);
     let pair = |n: u32, start: u64, end: u64| {
         HostPlatform::set_clock(start);

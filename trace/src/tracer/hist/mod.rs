@@ -1137,7 +1137,8 @@ fn sorts(
 }
 
 impl fmt::Display for Hist {
-    /// The histogram's part of its trigger line: `hist:keys=...:vals=...:sort=...:size=N`.
+    /// The histogram's part of its trigger line, in Linux's order:
+    /// `hist:keys=...:vals=...[:VAR=EXPR,...]:sort=...:size=N[:ACTION...]`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("hist:")?;
         if let Some(name) = &self.name {
@@ -1166,6 +1167,7 @@ impl fmt::Display for Hist {
             let order = if sort.descending { ".descending" } else { "" };
             write!(f, "{}{name}{order}", if i > 0 { "," } else { "" })?;
         }
-        write!(f, ":size={}", self.shared.table.max)
+        write!(f, ":size={}", self.shared.table.max)?;
+        self.vars.write_actions(f)
     }
 }

@@ -574,21 +574,28 @@ impl fmt::Display for Operand {
 }
 
 impl Vars {
-    /// Writes the definitions as they read back: `:NAME=EXPR` each.
+    /// Writes the definitions as they read back, as Linux's trigger line has them:
+    /// `:NAME=EXPR,NAME=EXPR` (nothing without any).
     pub(super) fn write(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let operand = |f: &mut fmt::Formatter<'_>, o: &Operand| match o {
             Operand::Own(i) => write!(f, "${}", self.defs[*i].name),
             Operand::Ref(i) => write!(f, "${}", self.refs[*i].name),
             other => write!(f, "{other}"),
         };
-        for var in &self.defs {
-            write!(f, ":{}=", var.name)?;
+        for (i, var) in self.defs.iter().enumerate() {
+            write!(f, "{}{}=", if i > 0 { "," } else { ":" }, var.name)?;
             operand(f, &var.lhs)?;
             if let Some((op, rhs)) = &var.rhs {
                 write!(f, "{}", op.symbol())?;
                 operand(f, rhs)?;
             }
         }
+        Ok(())
+    }
+
+    /// Writes the actions as they read back, `:HANDLER($VAR).ACTION(...)` each,
+    /// which Linux's trigger line has after `:size=N`.
+    pub(super) fn write_actions(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for action in &self.actions {
             let handler = if action.handler == Handler::OnMax { "onmax" } else { "onchange" };
             write!(f, ":{handler}(${})", self.defs[action.var].name)?;
