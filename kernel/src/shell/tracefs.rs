@@ -16,7 +16,7 @@ use trace::text::Layout;
 use trace::{
     Clock, Instance, InstanceConfig, InstanceError, Mode, Tracer, event::DescriptorKind,
     event::EventDescriptor, tracer::FunctionError as TracerFunctionError, tracer::HookError,
-    tracer::TriggerReason, tracer::is_function_event, tracer::is_settable,
+    tracer::TriggerError, tracer::TriggerReason, tracer::is_function_event, tracer::is_settable,
 };
 
 /// A file-system error, printed as the errno text a Linux shell would show.
@@ -56,6 +56,9 @@ pub enum FsError {
     WriteOnly,
     /// EEXIST.
     Exists,
+    /// EEXIST for a trigger the event has already, as Linux's registration refuses
+    /// it: the position and the rule.
+    Duplicate(TriggerError),
     /// ENOSPC (no instance slot left).
     NoSpace,
     /// EPERM (the top-level instance cannot be removed).
@@ -116,6 +119,7 @@ impl fmt::Display for FsError {
             FsError::ReadOnly => "Permission denied (read-only file)",
             FsError::WriteOnly => "Permission denied (write-only file)",
             FsError::Exists => "File exists",
+            FsError::Duplicate(error) => return write!(f, "File exists ({error})"),
             FsError::NoSpace => "No space left on device (too many instances)",
             FsError::NotPermitted => "Operation not permitted",
             FsError::NoTracer => "tracing is not available",
@@ -220,6 +224,9 @@ impl From<HookError> for FsError {
         match error {
             HookError::Instance(error) => error.into(),
             HookError::Function(error) => FunctionError::Tracer(error).into(),
+            HookError::Trigger(error) if error.reason == TriggerReason::Exists => {
+                FsError::Duplicate(error)
+            }
             error => FsError::Parse(error),
         }
     }
@@ -231,7 +238,7 @@ impl FsError {
     fn position(&self) -> usize {
         match self {
             FsError::Parse(HookError::Filter(e)) => e.pos,
-            FsError::Parse(HookError::Trigger(e)) => e.pos,
+            FsError::Parse(HookError::Trigger(e)) | FsError::Duplicate(e) => e.pos,
             FsError::Inject(e) => e.pos,
             _ => 0,
         }
