@@ -218,11 +218,6 @@ impl ReadScratch {
         Ok(ReadScratch { heads, payload: scratch()? })
     }
 
-    /// How many CPUs' records it reads at once.
-    pub fn cpus(&self) -> usize {
-        self.heads.capacity()
-    }
-
     /// Calls `each` with the events of the rings of `cpus`, merged in timestamp order
     /// (ties: lower CPU first), while it returns true; `start` runs once every walk's
     /// end is fixed, before the first event. Not consuming; allocates nothing:
