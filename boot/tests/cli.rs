@@ -803,3 +803,52 @@ fn report_hist_builds_the_kernels_histograms_from_a_dumps_records() {
         assert!(out.stdout.is_empty(), "{args:?}");
     }
 }
+
+#[test]
+fn report_text_prints_function_graph_as_the_kernels_dump_text() {
+    // Instance `graph`: `function_graph` on `kernel::shell::commands::*`, its calls
+    // leaves (`name();`), a call with a nested one (`name() {` ... `}`), and the
+    // `panic` still running when the kernel dumped (an entry without its return).
+    let log = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/panic-tracers.log");
+    let elf = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/panic-tracers.elf");
+    // The kernel's text part of the dump: the section's lines after its `#` lines,
+    // up to the next section's heading.
+    let dump = std::fs::read_to_string(log).unwrap();
+    let kernel: Vec<&str> = dump
+        .lines()
+        .skip_while(|l| *l != "# instance graph")
+        .skip(1)
+        .take_while(|l| !l.starts_with("# instance ") && !l.starts_with("<<<TRACE-DUMP"))
+        .filter(|l| !l.starts_with('#'))
+        .collect();
+    assert_eq!(kernel.len(), 15, "{kernel:#?}");
+    let lines = |args: &[&str]| -> Vec<String> {
+        let out = report(&[&[log, "--instance", "graph"], args].concat());
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout).lines().filter(|l| !l.starts_with('#')).map(str::to_string).collect()
+    };
+    // With the kernel's ELF: its names, line by line.
+    let named = lines(&["--elf", elf]);
+    for (i, (ours, theirs)) in named.iter().zip(&kernel).enumerate() {
+        assert_eq!(ours, theirs, "line {i}");
+    }
+    assert_eq!(named.len(), kernel.len(), "{named:#?}");
+    // Without it: the same lines, each function an address the ELF names.
+    let symbols = boot::report::Symbols::read(Path::new(elf)).unwrap();
+    let addressed = lines(&[]);
+    assert_eq!(addressed.len(), kernel.len(), "{addressed:#?}");
+    for (i, (ours, theirs)) in addressed.iter().zip(&kernel).enumerate() {
+        let named: String = ours
+            .split_inclusive([' ', '('])
+            .map(|word| {
+                let (addr, rest) = word.split_at(word.find([' ', '(']).unwrap_or(word.len()));
+                let name = addr.strip_prefix("0x").and_then(|hex| {
+                    symbols.lookup(u64::from_str_radix(hex, 16).ok()?).map(|(name, _)| name)
+                });
+                format!("{}{rest}", name.unwrap_or(addr))
+            })
+            .collect();
+        assert_ne!(ours, theirs, "line {i}: an address, not a name");
+        assert_eq!(&named, theirs, "line {i}");
+    }
+}

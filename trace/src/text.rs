@@ -22,6 +22,7 @@
 //! CPU was running and whether interrupts were off when it wrote the record.
 
 use crate::context::{Activity, Context};
+use crate::dump::MAX_CPUS;
 use crate::ring::Clock;
 use core::fmt::{self, Write};
 
@@ -467,6 +468,131 @@ pub fn write_graph_line(out: &mut dyn Write, layout: &Layout, line: &GraphLine<'
     }
 }
 
+/// A `function_graph` record's values, as [`GraphLines`] pairs them: the kernel's
+/// from its ring, the host tool's from a dump's decoded events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GraphRecord<F> {
+    /// The CPU that recorded it.
+    pub cpu: usize,
+    /// When.
+    pub ts: u64,
+    /// What the CPU was running.
+    pub context: Context,
+    /// Events of this CPU lost just before it.
+    pub lost: u64,
+    /// A return (`funcgraph_exit`), or an entry (`funcgraph_entry`).
+    pub exit: bool,
+    /// The function: compared to pair a return with its entry, and shown as the
+    /// line's name.
+    pub func: F,
+    /// The call's depth.
+    pub depth: u64,
+    /// The time the call took (ns; a return's).
+    pub took: u64,
+}
+
+impl<F: PartialEq> GraphRecord<F> {
+    /// Whether `self`, a return, ends the call `entry` entered, with nothing lost
+    /// between them.
+    fn returns_from(&self, entry: &GraphRecord<F>) -> bool {
+        self.exit
+            && self.lost == 0
+            && (self.cpu, self.depth) == (entry.cpu, entry.depth)
+            && self.func == entry.func
+    }
+}
+
+impl<F: fmt::Display> GraphRecord<F> {
+    /// Writes `call`, this record's, as a `function_graph` line.
+    fn write(&self, out: &mut dyn Write, layout: &Layout, call: GraphCall) -> fmt::Result {
+        let (cpu, ts, context, depth) = (self.cpu, self.ts, self.context, self.depth);
+        let line = GraphLine { cpu, ts, context, depth, name: &self.func, call };
+        write_graph_line(out, layout, &line)
+    }
+}
+
+/// ftrace's `function_graph` layout of a sequence of records, the `function_graph`
+/// ones among others: each entry is held back until the next record, and an entry
+/// whose return comes next (on its CPU, nothing lost between them) prints as one
+/// `name();` line with the return's duration; another entry as `name() {`, a
+/// return as `}` (naming its function with `funcgraph-tail`, or when its entry was
+/// not written), each after the `CPU:N [LOST M EVENTS]` line of the events lost
+/// before it. What the kernel's `trace` files and dump text, and the host tool's
+/// text report, print. Allocates nothing.
+///
+/// For each record, [`GraphLines::before`] first (which may take it), then
+/// [`GraphLines::write`] for a `function_graph` one or the caller's own line for
+/// another; [`GraphLines::finish`] after the last.
+pub struct GraphLines<F> {
+    /// The entry held back.
+    held: Option<GraphRecord<F>>,
+    /// Per CPU, the lowest depth of an entry written so far (`u64::MAX`: none).
+    /// Calls nest, so a return that deep or deeper ends a call whose entry was
+    /// written; a shallower one, a call entered before the first record.
+    entered: [u64; MAX_CPUS],
+}
+
+impl<F> Default for GraphLines<F> {
+    fn default() -> Self {
+        GraphLines { held: None, entered: [u64::MAX; MAX_CPUS] }
+    }
+}
+
+impl<F: PartialEq + fmt::Display> GraphLines<F> {
+    /// Nothing held, no entry written.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Writes the entry held back, if any, before `next` (a `function_graph`
+    /// record, or `None` for another record or none): with `next`'s duration as
+    /// `name();` if `next` returns from it, which is then written (`true`: nothing
+    /// more to write of `next`), or else as `name() {`.
+    pub fn before(
+        &mut self,
+        out: &mut dyn Write,
+        layout: &Layout,
+        next: Option<&GraphRecord<F>>,
+    ) -> Result<bool, fmt::Error> {
+        let Some(entry) = self.held.take() else { return Ok(false) };
+        match next.filter(|next| next.returns_from(&entry)) {
+            // The leaf's line is the entry's, with the return's duration.
+            Some(ret) => entry.write(out, layout, GraphCall::Leaf(ret.took)).map(|()| true),
+            None => entry.write(out, layout, GraphCall::Entry).map(|()| false),
+        }
+    }
+
+    /// Writes `record`, which [`GraphLines::before`] did not take: a return as its
+    /// `}` line, an entry held back until the next record.
+    pub fn write(
+        &mut self,
+        out: &mut dyn Write,
+        layout: &Layout,
+        record: GraphRecord<F>,
+    ) -> fmt::Result {
+        if record.lost > 0 {
+            writeln!(out, "CPU:{} [LOST {} EVENTS]", record.cpu, record.lost)?;
+        }
+        if record.exit {
+            // Without `funcgraph-tail`, a `}` names its function only if its entry
+            // was not written, as ftrace's does.
+            let entered = self.entered.get(record.cpu).is_some_and(|d| record.depth >= *d);
+            let layout = Layout { graph_tail: layout.graph_tail || !entered, ..*layout };
+            return record.write(out, &layout, GraphCall::Return(record.took));
+        }
+        if let Some(depth) = self.entered.get_mut(record.cpu) {
+            *depth = (*depth).min(record.depth);
+        }
+        self.held = Some(record);
+        Ok(())
+    }
+
+    /// Writes the entry held back, if any, as `name() {` (after the last record).
+    pub fn finish(&mut self, out: &mut dyn Write, layout: &Layout) -> fmt::Result {
+        self.before(out, layout, None).map(drop)
+    }
+}
+
 /// The `funcgraph-proc` column: the task, `NAME-PID` (the name cut to 7
 /// characters), centred in 14 characters, then ` | `, as ftrace's.
 fn write_graph_task(out: &mut dyn Write, task: Task) -> fmt::Result {
@@ -766,5 +892,61 @@ mod tests {
         let mut task = String::new();
         write_graph_task(&mut task, Task::of(Context::new(Activity::Task, false), 12)).unwrap();
         assert_eq!(task, "  work/12-13   | ", "the name cut to 7 characters, centred");
+    }
+
+    /// An entry folds with its return when that is the next record of all, on its
+    /// CPU, with nothing lost between them; otherwise each prints its own line, a
+    /// loss first.
+    #[test]
+    fn graph_lines_fold_a_call_that_returns_at_once() {
+        let layout = Layout { graph_tail: false, ..Layout::DEFAULT };
+        let record = |cpu, exit, func, depth, lost| GraphRecord {
+            cpu,
+            ts: 0,
+            context: Context::TASK,
+            lost,
+            exit,
+            func,
+            depth,
+            took: if exit { 1_500 } else { 0 },
+        };
+        let mut out = String::new();
+        let mut lines = GraphLines::<&'static str>::new();
+        let mut push = |out: &mut String, r: Option<GraphRecord<&'static str>>| {
+            if !lines.before(out, &layout, r.as_ref()).unwrap() {
+                match r {
+                    Some(r) => lines.write(out, &layout, r).unwrap(),
+                    None => out.push_str("other\n"),
+                }
+            }
+        };
+        push(&mut out, Some(record(0, true, "e", 1, 0))); // entered before the first
+        push(&mut out, Some(record(0, false, "f", 0, 0)));
+        push(&mut out, Some(record(0, false, "g", 1, 0)));
+        push(&mut out, Some(record(0, true, "g", 1, 0))); // g's return: a leaf
+        push(&mut out, Some(record(0, false, "h", 1, 0)));
+        push(&mut out, Some(record(1, true, "h", 1, 0))); // another CPU's
+        push(&mut out, Some(record(0, false, "i", 1, 0)));
+        push(&mut out, None); // another event between
+        push(&mut out, Some(record(0, true, "i", 1, 0)));
+        push(&mut out, Some(record(0, false, "j", 1, 0)));
+        push(&mut out, Some(record(0, true, "j", 1, 3))); // lost between
+        push(&mut out, Some(record(0, false, "k", 1, 0)));
+        lines.finish(&mut out, &layout).unwrap();
+        let expected = [
+            " 0)      1.500 us |    } /* e */",
+            " 0)               |  f() {",
+            " 0)      1.500 us |    g();",
+            " 0)               |    h() {",
+            " 1)      1.500 us |    } /* h */",
+            " 0)               |    i() {",
+            "other",
+            " 0)      1.500 us |    }",
+            " 0)               |    j() {",
+            "CPU:0 [LOST 3 EVENTS]",
+            " 0)      1.500 us |    }",
+            " 0)               |    k() {",
+        ];
+        assert_eq!(out.lines().collect::<alloc::vec::Vec<_>>(), expected, "{out}");
     }
 }

@@ -1,6 +1,7 @@
 //! `trace-cmd report`-style text: a `#` header, then one line per event in the
 //! layout of the kernel's `trace` file ([`trace::text`]), timestamps in nanoseconds
-//! (as `trace-cmd report -t`).
+//! (as `trace-cmd report -t`), as a dump's own text: `function_graph`'s records in
+//! the graph's layout ([`GraphLines`]), a call whose return comes next on one line.
 //!
 //! ```text
 //! # instance: top
@@ -11,14 +12,18 @@
 //!            <irq>-0       [000] d.h1.     1.000000500: irq_handler_entry: vector=48
 //! CPU:1 [LOST 17 EVENTS]
 //!           <idle>-0       [001] .....     1.500000000: packet: len=1500
+//!  0)               |  kernel::shell::commands::dump() {
+//!  0) !  267.686 us |    kernel::shell::commands::dump_options();
+//!  0) # 1178.832 us |  } /* kernel::shell::commands::dump */
 //! ```
 
 use std::fmt;
 use std::io::{self, Write};
 
-use trace::text::{self, Line};
-
-use trace::dump::{PanicReport, Section, hex_dump};
+use trace::dump::{Event, PanicReport, Section, Value, hex_dump};
+use trace::event::EventDescriptor;
+use trace::text::{self, GraphLines, GraphRecord, Line};
+use trace::tracer::{FUNCGRAPH_ENTRY, FUNCGRAPH_EXIT};
 
 /// Writes the `#` lines of a panic: where it happened and its message, and a panic
 /// while the kernel reported it, if one did (multi-line messages stay in `#` lines).
@@ -36,7 +41,9 @@ pub(crate) fn write_panic(p: &PanicReport, out: &mut impl Write) -> io::Result<(
 ///
 /// Events whose id has no descriptor are printed as `unknown_event: id=N <hex of
 /// the values>`; a lost-events count is printed before the event it precedes, in
-/// ftrace's `CPU:N [LOST M EVENTS]` form.
+/// ftrace's `CPU:N [LOST M EVENTS]` form. `ftrace:funcgraph_entry` and
+/// `funcgraph_exit` print as the kernel's dump text prints them ([`GraphLines`]),
+/// their functions named if `--elf` named them, addresses otherwise.
 pub fn write_text(trace: &Section, out: &mut impl Write) -> io::Result<()> {
     let out = &mut io::BufWriter::new(out);
     writeln!(out, "# instance: {}", trace.heading())?;
@@ -78,38 +85,97 @@ pub fn write_text(trace: &Section, out: &mut impl Write) -> io::Result<()> {
     }
     let mut line = String::new();
     let layout = text::Layout { clock: trace.clock, nanoseconds: true, ..text::Layout::DEFAULT };
+    let mut graph = GraphLines::new();
     for ev in &trace.events {
-        let descriptor = trace.descriptor(ev.id);
-        let (system, name) = descriptor.map_or(("", ""), |d| (d.system.as_str(), d.name.as_str()));
-        let text_line = Line {
-            cpu: ev.cpu,
-            ts: ev.ts,
-            context: ev.context,
-            name: descriptor.map_or(Some("unknown_event"), |_| text::event_name(system, name)),
-            lost: ev.lost_before,
-            delay: None,
-        };
         line.clear();
-        let body = |out: &mut dyn fmt::Write| match descriptor {
-            Some(_) => out.write_str(&ev.text),
-            None => {
-                write!(out, "id={}", ev.id)?;
-                let hex = hex_dump(&ev.values);
-                if hex.is_empty() { Ok(()) } else { write!(out, " {hex}") }
-            }
+        let call = trace.descriptor(ev.id).and_then(|d| graph_record(&d.system, &d.name, ev));
+        let written = match graph.before(&mut line, &layout, call.as_ref()) {
+            Ok(true) => Ok(()),
+            Ok(false) => match call {
+                Some(call) => graph.write(&mut line, &layout, call),
+                None => write_event(&mut line, trace, ev, &layout),
+            },
+            Err(e) => Err(e),
         };
-        text::write_line(&mut line, &text_line, &layout, body)
-            .map_err(|_| io::Error::other("formatting a trace line"))?;
+        written.map_err(|_| io::Error::other("formatting a trace line"))?;
         out.write_all(line.as_bytes())?;
     }
+    line.clear();
+    graph.finish(&mut line, &layout).map_err(|_| io::Error::other("formatting a trace line"))?;
+    out.write_all(line.as_bytes())?;
     out.flush()
+}
+
+/// Writes `ev`, an event of `trace`, as its trace line.
+fn write_event(
+    out: &mut dyn fmt::Write,
+    trace: &Section,
+    ev: &Event,
+    layout: &text::Layout,
+) -> fmt::Result {
+    let descriptor = trace.descriptor(ev.id);
+    let (system, name) = descriptor.map_or(("", ""), |d| (d.system.as_str(), d.name.as_str()));
+    let line = Line {
+        cpu: ev.cpu,
+        ts: ev.ts,
+        context: ev.context,
+        name: descriptor.map_or(Some("unknown_event"), |_| text::event_name(system, name)),
+        lost: ev.lost_before,
+        delay: None,
+    };
+    let body = |out: &mut dyn fmt::Write| match descriptor {
+        Some(_) => out.write_str(&ev.text),
+        None => {
+            write!(out, "id={}", ev.id)?;
+            let hex = hex_dump(&ev.values);
+            if hex.is_empty() { Ok(()) } else { write!(out, " {hex}") }
+        }
+    };
+    text::write_line(out, &line, layout, body)
+}
+
+/// `ev`'s values as a `function_graph` record, if it is one (an event of the
+/// function tracers' `funcgraph_entry` or `funcgraph_exit`, named `system:name`)
+/// and its values are whole: its function is its `func` value, an address or, once
+/// `--elf` named it, a name.
+fn graph_record<'a>(system: &str, name: &str, ev: &'a Event) -> Option<GraphRecord<Func<'a>>> {
+    let is = |d: &EventDescriptor| (d.system, d.name) == (system, name);
+    let exit = is(&FUNCGRAPH_EXIT);
+    if !exit && !is(&FUNCGRAPH_ENTRY) {
+        return None;
+    }
+    let (func, depth, took) = match (exit, ev.values.as_slice()) {
+        (false, [func, Value::Unsigned(depth)]) => (func, *depth, 0),
+        (true, [func, Value::Unsigned(depth), Value::Unsigned(took)]) => (func, *depth, *took),
+        _ => return None,
+    };
+    let func = match func {
+        Value::Unsigned(_) | Value::Str(_) => Func(func),
+        _ => return None,
+    };
+    let (cpu, ts, context, lost) = (ev.cpu, ev.ts, ev.context, ev.lost_before);
+    Some(GraphRecord { cpu, ts, context, lost, exit, func, depth, took })
+}
+
+/// A `function_graph` record's function as its line names it: the name `--elf`
+/// gave it, or its address in hex, as the kernel shows one no symbol covers.
+#[derive(PartialEq)]
+struct Func<'a>(&'a Value);
+
+impl fmt::Display for Func<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Value::Str(name) => f.write_str(name),
+            Value::Unsigned(addr) => write!(f, "{addr:#x}"),
+            other => write!(f, "{other:?}"),
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::report::sample::sample;
-    use trace::dump::{Event, Value};
 
     fn render(trace: &Section) -> String {
         let mut out = Vec::new();

@@ -8,13 +8,12 @@ use super::{
     FUNCGRAPH_ENTRY, FUNCGRAPH_EXIT, FUNCTION, STACK_FRAMES, STACK_TRACE, Tracer, is_message,
 };
 use crate::context::Context;
-use crate::dump::MAX_CPUS;
 use crate::event::{DescriptorKind, format};
 use crate::field::{Decoder, FieldKind, Value};
 use crate::platform::Platform;
 use crate::ring::RecordRef;
 use crate::symtab::SymbolTable;
-use crate::text::{self, Delay, GraphCall, GraphLine, Layout, Line};
+use crate::text::{self, Delay, GraphLines, GraphRecord, Layout, Line};
 use alloc::vec::Vec;
 use core::fmt::{self, Write};
 
@@ -82,75 +81,41 @@ fn write_stack(
     Ok(true)
 }
 
-/// A `function_graph` record's values.
-#[derive(Clone, Copy, PartialEq, Eq)]
-struct GraphRecord {
-    cpu: usize,
-    ts: u64,
-    context: Context,
-    /// A return (`funcgraph_exit`), or an entry.
-    exit: bool,
-    func: u64,
-    depth: u64,
-    /// The time the call took (ns; a return's).
-    took: u64,
-}
-
-impl GraphRecord {
-    /// `record`'s values, if it is a `function_graph` record that decodes.
-    fn of<P: Platform>(tracer: &Tracer<P>, record: &RecordRef<'_>) -> Option<GraphRecord> {
-        let d = tracer.descriptor(record.id)?;
-        let exit = core::ptr::eq(d, &FUNCGRAPH_EXIT);
-        if !exit && !core::ptr::eq(d, &FUNCGRAPH_ENTRY) {
-            return None;
-        }
-        let mut values = [0u64; 3];
-        Decoder::new(record.payload).u64s(&mut values[..d.fields.len()]).then_some(())?;
-        let [func, depth, took] = values;
-        let (cpu, ts, context) = (record.cpu, record.ts, record.context);
-        Some(GraphRecord { cpu, ts, context, exit, func, depth, took })
+/// `record`'s values, if it is a `function_graph` record that decodes, its function
+/// named from `symbols`.
+fn graph_record<'a, P: Platform>(
+    tracer: &Tracer<P>,
+    record: &RecordRef<'_>,
+    symbols: Option<&'a SymbolTable<'a>>,
+) -> Option<GraphRecord<Symbol<'a>>> {
+    let d = tracer.descriptor(record.id)?;
+    let exit = core::ptr::eq(d, &FUNCGRAPH_EXIT);
+    if !exit && !core::ptr::eq(d, &FUNCGRAPH_ENTRY) {
+        return None;
     }
-
-    /// Writes `call`, this record's, as a `function_graph` line.
-    fn write(
-        &self,
-        out: &mut dyn Write,
-        layout: &Layout,
-        call: GraphCall,
-        symbols: Option<&SymbolTable<'_>>,
-    ) -> fmt::Result {
-        let (cpu, ts, context, depth) = (self.cpu, self.ts, self.context, self.depth);
-        let name = &Symbol(self.func, symbols);
-        let line = GraphLine { cpu, ts, context, depth, name, call };
-        text::write_graph_line(out, layout, &line)
-    }
-
-    /// Whether `self`, a return, ends the call `entry` entered.
-    fn returns_from(&self, entry: &GraphRecord) -> bool {
-        self.exit && (self.cpu, self.func, self.depth) == (entry.cpu, entry.func, entry.depth)
-    }
+    let mut values = [0u64; 3];
+    Decoder::new(record.payload).u64s(&mut values[..d.fields.len()]).then_some(())?;
+    let [func, depth, took] = values;
+    let (cpu, ts, context, lost) = (record.cpu, record.ts, record.context, record.lost);
+    Some(GraphRecord { cpu, ts, context, lost, exit, func: Symbol(func, symbols), depth, took })
 }
 
 /// Writes records as trace lines, holding each `function_graph` entry back until
 /// the next record: an entry whose return comes next prints as one `name();` line,
-/// as ftrace's graph output does. With `latency-format`, each other record is held
+/// as ftrace's graph output does ([`GraphLines`]). With `latency-format`, each other record is held
 /// back too, until the next one's time gives its delay mark. Allocates nothing
 /// without `latency-format` (a panic dump's layout has it off).
 pub struct TraceWriter<'a, P: Platform> {
     tracer: &'a Tracer<P>,
     layout: Layout,
-    held: Option<GraphRecord>,
+    /// The `function_graph` layout: the entry held back.
+    graph: GraphLines<Symbol<'a>>,
     /// With `latency-format`: the time lines count from (the first record's unless
     /// set), and the record held back.
     start: Option<u64>,
     latency_held: Option<HeldRecord>,
     /// With `annotate`: the CPUs whose records were written (bit N: CPU N).
     started: Option<u64>,
-    /// Per CPU, the lowest depth of a `function_graph` entry written so far
-    /// (`u64::MAX`: none). Calls nest, so a return that deep or deeper ends a call
-    /// whose entry was written; a shallower one, a call entered before the first
-    /// record.
-    entered: [u64; MAX_CPUS],
 }
 
 impl<'a, P: Platform> TraceWriter<'a, P> {
@@ -160,11 +125,10 @@ impl<'a, P: Platform> TraceWriter<'a, P> {
         TraceWriter {
             tracer,
             layout,
-            held: None,
+            graph: GraphLines::new(),
             start: None,
             latency_held: None,
             started: None,
-            entered: [u64::MAX; MAX_CPUS],
         }
     }
 
@@ -188,31 +152,13 @@ impl<'a, P: Platform> TraceWriter<'a, P> {
             let delay = Delay { start, next: record.ts };
             write_record(out, self.tracer, &held.record(), &self.layout, Some(delay))?;
         }
-        let graph = GraphRecord::of(self.tracer, record);
-        if let Some(entry) = self.held.take() {
-            if let Some(ret) = graph.filter(|g| g.returns_from(&entry)) {
-                // The leaf's line is the entry's, with the return's duration.
-                return entry.write(out, &self.layout, GraphCall::Leaf(ret.took), self.symbols());
-            }
-            entry.write(out, &self.layout, GraphCall::Entry, self.symbols())?;
+        let graph = graph_record(self.tracer, record, self.symbols());
+        if self.graph.before(out, &self.layout, graph.as_ref())? {
+            return Ok(());
         }
         self.announce(out, record.cpu)?;
         match graph {
-            Some(ret) if ret.exit => {
-                // Without `funcgraph-tail`, a `}` names its function only if its
-                // entry was not written, as ftrace's does.
-                let entered = self.entered.get(ret.cpu).is_some_and(|d| ret.depth >= *d);
-                let tail = self.layout.graph_tail || !entered;
-                let layout = Layout { graph_tail: tail, ..self.layout };
-                ret.write(out, &layout, GraphCall::Return(ret.took), self.symbols())
-            }
-            Some(entry) => {
-                if let Some(depth) = self.entered.get_mut(entry.cpu) {
-                    *depth = (*depth).min(entry.depth);
-                }
-                self.held = Some(entry);
-                Ok(())
-            }
+            Some(graph) => self.graph.write(out, &self.layout, graph),
             None if self.layout.latency_format && self.layout.context_info => {
                 match HeldRecord::of(record) {
                     Some(held) => self.latency_held = Some(held),
@@ -241,10 +187,7 @@ impl<'a, P: Platform> TraceWriter<'a, P> {
             let delay = self.start.map(|start| Delay { start, next: held.ts });
             write_record(out, self.tracer, &held.record(), &self.layout, delay)?;
         }
-        let entry = self.held.take();
-        entry.map_or(Ok(()), |entry| {
-            entry.write(out, &self.layout, GraphCall::Entry, self.symbols())
-        })
+        self.graph.finish(out, &self.layout)
     }
 
     /// The platform's symbols, which name functions.
@@ -283,6 +226,13 @@ impl HeldRecord {
 /// A function's address, shown as its name when the platform's symbols hold it (a
 /// return address is looked up one byte earlier, inside its call's function).
 struct Symbol<'s>(u64, Option<&'s SymbolTable<'s>>);
+
+/// Two are the same function if their addresses are.
+impl PartialEq for Symbol<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
 
 impl fmt::Display for Symbol<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
