@@ -97,13 +97,8 @@ impl Selection {
         // records right after the event it was taken for, on the same CPU) goes with
         // that event: shown when the CPU's event before it is, as trace-cmd report -F
         // shows a stack after an event shown.
-        let (system, name) = (trace::tracer::STACK_TRACE.system, trace::tracer::STACK_TRACE.name);
-        let stacks: Vec<u16> = section
-            .descriptors
-            .values()
-            .filter(|d| d.system == system && d.name == name)
-            .map(|d| d.id)
-            .collect();
+        let stack = &trace::tracer::STACK_TRACE;
+        let stacks = section.ids_of(stack.system, stack.name);
         // Per CPU, whether its last event was shown.
         let mut last_shown: BTreeMap<usize, bool> = BTreeMap::new();
         let before = section.events.len();

@@ -219,13 +219,8 @@ impl Symbols {
     pub fn symbolize(&self, trace: &mut Section) {
         self.symbolize_functions(trace);
         self.symbolize_addresses(trace);
-        let (system, name) = (trace::tracer::STACK_TRACE.system, trace::tracer::STACK_TRACE.name);
-        let ids: Vec<u16> = trace
-            .descriptors
-            .values()
-            .filter(|d| d.system == system && d.name == name)
-            .map(|d| d.id)
-            .collect();
+        let stack = &trace::tracer::STACK_TRACE;
+        let ids = trace.ids_of(stack.system, stack.name);
         for id in &ids {
             let Some(d) = trace.descriptors.get_mut(id) else { continue };
             let mut format = String::from("depth={depth}");

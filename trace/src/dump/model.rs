@@ -225,6 +225,12 @@ impl Section {
         }
     }
 
+    /// The ids of the section's descriptors named `system:name`.
+    pub fn ids_of(&self, system: &str, name: &str) -> Vec<u16> {
+        let named = |d: &&DumpDescriptor| d.system == system && d.name == name;
+        self.descriptors.values().filter(named).map(|d| d.id).collect()
+    }
+
     /// The descriptor of an event id, if the dump carries one.
     pub fn descriptor(&self, id: u16) -> Option<&DumpDescriptor> {
         self.descriptors.get(&id)
