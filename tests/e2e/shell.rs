@@ -85,7 +85,7 @@ fn double_quotes_escape_dollars_as_a_posix_shell() {
     let line = r#""hist:keys=vector:ts0=common_timestamp:d=common_timestamp-\$ts0""#;
     assert_eq!(machine.run(&format!("echo {line} > {trigger}")), "", "refused");
     let shown = machine.run(&format!("cat {trigger}"));
-    assert!(shown.contains(":ts0=common_timestamp:d=common_timestamp-$ts0:"), "{shown}");
+    assert!(shown.contains(":ts0=common_timestamp,d=common_timestamp-$ts0:"), "{shown}");
 }
 
 #[test]
