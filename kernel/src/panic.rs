@@ -204,7 +204,14 @@ fn panic(info: &PanicInfo<'_>) -> ! {
         Ordering::SeqCst,
     );
     match first {
-        Ok(_) => OWNER.store(cpu, Ordering::SeqCst),
+        Ok(_) => {
+            OWNER.store(cpu, Ordering::SeqCst);
+            // A live dump or a `trace` read holding writes off, on this CPU or one
+            // about to be stopped, never ends: the stacks the panic records go in.
+            if let Some(tracer) = crate::tracing::tracer() {
+                tracer.release_holds();
+            }
+        }
         // Another CPU panics at the same time: it stops this one.
         Err(_) if OWNER.load(Ordering::SeqCst) != cpu => crate::arch::halt_forever(),
         Err(stage) if stage == Stage::Reporting as u8 => {

@@ -447,3 +447,53 @@ fn dump_on_panic_live_leaves_the_snapshots_out_and_a_bad_value_changes_nothing()
     assert!(dump.instances.values().any(|s| s.name == "latency"), "its live buffer is there");
     assert!(!m.transcript().contains("(snapshot)"));
 }
+
+#[test]
+fn a_panic_during_a_live_dump_still_records_where_each_cpu_was() {
+    let mut m = Machine::boot();
+    // Records enough that the live dump lasts well past the threshold.
+    m.run("echo function > current_tracer");
+    m.run("ls");
+    m.run("help");
+    m.run("echo nop > current_tracer");
+    // CPU 2 hangs; its watcher panics it within the threshold, while the boot CPU
+    // prints a live dump, which holds writes off until it ends: it never ends.
+    m.run("lockup threshold 100");
+    m.run("lockup spin 2");
+    assert_eq!(m.run_to_exit("dump"), Outcome::KernelFailure);
+    let transcript = m.transcript();
+    let stopped = transcript.split("NMI backtrace for cpu 0:\n").nth(1).unwrap_or_default();
+    let stopped: Vec<&str> = stopped.lines().take_while(|l| !l.starts_with("NMI ")).collect();
+    assert!(
+        stopped.iter().any(|l| l.contains("kernel::dump::live_dump")),
+        "the panic stopped the boot CPU in its live dump: {stopped:#?}"
+    );
+    let dump = m.dumps().into_iter().rfind(|d| d.panic.is_some()).expect("the panic dump");
+    assert!(dump.problems.is_empty(), "{:?}", dump.problems);
+    assert_eq!(dump.panic.as_ref().unwrap().cpu, 2);
+    let symbols = report::Symbols::read(std::path::Path::new(boot::KERNEL_ELF)).unwrap();
+    let mut top = top(&dump);
+    symbols.symbolize(&mut top);
+    // The stacks the panic recorded went in: the hung CPU's, from where it was stuck,
+    // and the boot CPU's, in the live dump the panic stopped.
+    let stack = |cpu: usize| {
+        let last = top.events.iter().rfind(|e| {
+            e.cpu == cpu && top.descriptor(e.id).is_some_and(|d| d.name == "kernel_stack")
+        });
+        last.map(|e| e.text.clone()).unwrap_or_default()
+    };
+    assert!(stack(2).contains("kernel::smp::on_call_interrupt+"), "{}", stack(2));
+    let printed: Vec<&str> = stopped
+        .iter()
+        .map(|l| l.strip_prefix("RIP: ").or_else(|| l.strip_prefix(" => ")).unwrap_or(l))
+        .collect();
+    let recorded = stack(0);
+    let recorded: Vec<&str> = recorded.lines().skip(1).map(|l| &l[4..]).collect();
+    assert!(
+        !recorded.is_empty() && printed.starts_with(&recorded),
+        "the boot CPU's stack as its NMI backtrace printed it: {recorded:#?} {printed:#?}"
+    );
+    for (cpu, s) in top.stats.iter().enumerate() {
+        assert_eq!(s.written, s.entries + s.read + s.overrun + s.dropped, "cpu{cpu}: {s:?}");
+    }
+}

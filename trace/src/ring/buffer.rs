@@ -190,6 +190,17 @@ impl<P: Platform> Buffer<P> {
         read(hold.is_some())
     }
 
+    /// Lets writes in again, whatever holds are out (see
+    /// [`Buffer::with_writes_held`]): for a panic, whose own records (where each CPU
+    /// was) must reach the set although a reader it stopped, or interrupted, holds
+    /// writes off and will never return to let them in. A hold dropped afterwards
+    /// counts out nothing. A reset in progress stays paused: its rings may be half
+    /// reset.
+    pub fn release_holds(&self) {
+        // Release: as `set_paused`'s, for a writer that sees the holds gone.
+        self.state.fetch_and(RECORDING | PAUSED, Release);
+    }
+
     /// Counts a hold into the state, if there is room for one (see
     /// [`Buffer::with_writes_held`]); dropping it counts it out.
     fn hold(&self) -> Option<Hold<'_, P>> {
@@ -473,8 +484,16 @@ struct Hold<'a, P> {
 
 impl<P> Drop for Hold<'_, P> {
     fn drop(&mut self) {
-        // Release: as `set_paused`'s, for a writer that sees the hold gone.
-        self.buffer.state.fetch_sub(HOLD, Release);
+        // Release: as `set_paused`'s, for a writer that sees the hold gone. None to
+        // count out once `release_holds` let writes in.
+        let state = &self.buffer.state;
+        let mut now = state.load(Relaxed);
+        while let Some(left) = now.checked_sub(HOLD) {
+            match state.compare_exchange_weak(now, left, Release, Relaxed) {
+                Ok(_) => return,
+                Err(seen) => now = seen,
+            }
+        }
     }
 }
 

@@ -605,6 +605,37 @@ fn a_hold_keeps_writes_out_while_its_closure_runs() {
     assert_eq!(r.live().stats(0).unwrap().written, 2);
 }
 
+/// A panic lets writes in whatever holds are out (the readers holding them never
+/// return); a hold dropped afterwards counts out nothing, the switch stays as it
+/// was, and holds taken later work as before.
+#[test]
+fn released_holds_let_writes_in_and_count_out_nothing_when_dropped() {
+    HostPlatform::set_cpu(0);
+    let cfg = Config { cpus: 1, bytes_per_cpu: 1024, mode: Mode::Overwrite };
+    let r = Recorder::new(HostPlatform, cfg, true).unwrap();
+    nested_holds(r.live(), 3, &mut |held| {
+        assert!(held);
+        assert_eq!(r.write(1, b"a"), Err(WriteError::Off));
+        r.live().release_holds();
+        r.write(2, b"b").unwrap();
+        r.live().with_writes_held(|held| {
+            assert!(held);
+            assert_eq!(r.write(3, b"c"), Err(WriteError::Off), "a new hold keeps them out");
+        });
+        r.write(4, b"d").unwrap();
+    });
+    assert!(r.live().is_recording());
+    r.write(5, b"e").unwrap();
+    r.live().with_writes_held(|_| assert_eq!(r.write(6, b"f"), Err(WriteError::Off)));
+    r.write(7, b"g").unwrap();
+    let written: Vec<u16> = events(r.live(), 0).into_iter().map(|(id, _)| id).collect();
+    assert_eq!(written, [2, 4, 5, 7]);
+    // Off stays off.
+    r.live().set_recording(false);
+    r.live().with_writes_held(|_| r.live().release_holds());
+    assert_eq!(r.write(8, b"h"), Err(WriteError::Off));
+}
+
 #[test]
 fn clear_is_all_or_nothing_while_a_consumer_reads() {
     HostPlatform::set_cpu(0);

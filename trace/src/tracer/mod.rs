@@ -925,6 +925,14 @@ impl<P: Platform> Tracer<P> {
         self.visit_instances(|view| view.recorder.live().set_recording(false));
     }
 
+    /// Lets writes into every instance's live buffer in again, whatever readers hold
+    /// them off (the panic path, before it records where each CPU was: a live dump
+    /// or a `trace` read it stopped never ends; lock-free like
+    /// [`Tracer::visit_instances`]). See [`Buffer::release_holds`].
+    pub fn release_holds(&self) {
+        self.visit_instances(|view| view.recorder.live().release_holds());
+    }
+
     /// Events written into `slot` from a CPU beyond the tracer's.
     pub(crate) fn bad_cpu(&self, slot: usize) -> u64 {
         self.bad_cpu[slot].load(Relaxed)
