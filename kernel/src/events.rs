@@ -33,7 +33,8 @@ trace::event! {
     pub KMALLOC = "kmem":"kmalloc" { ptr: u64, size: u64, align: u64 } => "ptr={ptr:#x} size={size} align={align}";
     /// A heap free.
     pub KFREE = "kmem":"kfree" { ptr: u64, size: u64 } => "ptr={ptr:#x} size={size}";
-    /// An inter-processor interrupt was sent.
+    /// An inter-processor interrupt was sent (`target_apic` 4294967295: to every CPU
+    /// but the sender).
     pub IPI_SEND = "smp":"ipi_send" { target_apic: u32, kind: &str } => "target_apic={target_apic} kind={kind}";
     /// The shell starts a command.
     pub SHELL_COMMAND = "shell":"command" { line: &str } => "{line}", begin "command";

@@ -497,3 +497,23 @@ fn a_panic_during_a_live_dump_still_records_where_each_cpu_was() {
         assert_eq!(s.written, s.entries + s.read + s.overrun + s.dropped, "cpu{cpu}: {s:?}");
     }
 }
+
+#[test]
+fn the_nmi_that_stops_the_other_cpus_is_recorded_as_sent_to_every_other_cpu() {
+    let m = panicked("panic 2");
+    let dump = one_dump(&m);
+    let trace = top(&dump);
+    // The panicking CPU's last IPI: the NMI to every CPU but itself, not to CPU 0.
+    let sent = trace
+        .events
+        .iter()
+        .rfind(|e| e.cpu == 2 && trace.descriptor(e.id).is_some_and(|d| d.name == "ipi_send"));
+    let sent = sent.unwrap_or_else(|| panic!("the panicking CPU's NMI"));
+    assert_eq!(sent.text, "target_apic=4294967295 kind=nmi", "{sent:?}");
+    let stacks = trace.events.iter().filter(|e| {
+        e.ts > sent.ts && trace.descriptor(e.id).is_some_and(|d| d.name == "kernel_stack")
+    });
+    let mut stopped: Vec<usize> = stacks.map(|e| e.cpu).collect();
+    stopped.sort();
+    assert_eq!(stopped, [0, 1, 3], "every other CPU took it");
+}

@@ -125,6 +125,10 @@ pub enum Destination {
 
 const ICR_DELIVERY_PENDING: u32 = 1 << 12;
 
+/// The `target_apic` an `smp:ipi_send` record gives an IPI to every CPU but the
+/// sender (the panic's and the lockup detector's NMIs, the memory barrier's IPI).
+pub const ALL_BUT_SELF: u32 = u32::MAX;
+
 /// Sends `ipi` to `destination` and waits until the local APIC has accepted it.
 pub fn send_ipi(destination: Destination, ipi: Ipi) {
     let low = match ipi {
@@ -143,7 +147,12 @@ pub fn send_ipi(destination: Destination, ipi: Ipi) {
         Ipi::Fixed(_) => "fixed",
         Ipi::Nmi => "nmi",
     };
-    trace::emit!(crate::events::IPI_SEND, high >> 24, kind);
+    // Every CPU but the sender: no APIC id, which 0 would claim (the boot CPU's).
+    let target = match destination {
+        Destination::Apic(id) => id,
+        Destination::AllButSelf => ALL_BUT_SELF,
+    };
+    trace::emit!(crate::events::IPI_SEND, target, kind);
     while lapic_reg(reg::ICR_LOW).read() & ICR_DELIVERY_PENDING != 0 {
         core::hint::spin_loop();
     }
