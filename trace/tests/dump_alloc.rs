@@ -82,18 +82,39 @@ fn traced() -> &'static Tracer<HostPlatform> {
     tracer
 }
 
-/// A console that keeps what it is given in room reserved beforehand, and starts a
-/// second dump (a panic while dumping) the first time it is written to.
+/// A console that keeps what it is given in room reserved beforehand, and, the
+/// first time it is written to, starts a dump into `inner` (a panic while dumping).
 struct Console<'a> {
     text: String,
-    nested: Option<&'a Tracer<HostPlatform>>,
-    nested_text: String,
+    inner: Option<(&'a Tracer<HostPlatform>, Box<Console<'a>>)>,
+}
+
+impl<'a> Console<'a> {
+    /// A console with `nested` dumps to start, each inside the one before.
+    fn new(tracer: &'a Tracer<HostPlatform>, nested: usize) -> Self {
+        let inner = (nested > 0).then(|| (tracer, Box::new(Console::new(tracer, nested - 1))));
+        Console { text: String::with_capacity(1 << 20), inner }
+    }
+
+    /// The events of each dump, this one's first, then those started inside it.
+    fn events(&self) -> Vec<usize> {
+        let dumps = dump::parse(&self.text);
+        assert_eq!(dumps.len(), 1, "{}", self.text);
+        assert!(dumps[0].problems.is_empty(), "{:?}", dumps[0].problems);
+        let mut events = vec![dumps[0].sections().iter().map(|s| s.events.len()).sum()];
+        if let Some((_, inner)) = &self.inner {
+            events.extend(inner.events());
+        }
+        events
+    }
 }
 
 impl Write for Console<'_> {
     fn write_str(&mut self, s: &str) -> fmt::Result {
-        if let Some(tracer) = self.nested.take() {
-            tracer.write_dump(&DumpSelection::all(2), None, &mut self.nested_text);
+        if let Some((tracer, inner)) = &mut self.inner
+            && inner.text.is_empty()
+        {
+            tracer.write_dump(&DumpSelection::all(2), None, &mut **inner);
         }
         assert!(self.text.len() + s.len() <= self.text.capacity(), "the console's room ran out");
         self.text.push_str(s);
@@ -101,31 +122,27 @@ impl Write for Console<'_> {
     }
 }
 
+/// Every record of [`traced`]: top, 3 events and 3 markers; net, the snapshot's 3
+/// events and the live marker.
+const EVENTS: usize = 10;
+
 #[test]
-fn a_dump_allocates_nothing_and_a_dump_inside_a_dump_still_reads_its_records() {
+fn a_dump_allocates_nothing_even_inside_another_and_a_third_allocates_its_own() {
     let tracer = traced();
     let panic = PanicHeader { cpu: 1, message: "boom", location: "a.rs:1:2", nested: None };
-    let mut console =
-        Console { text: String::with_capacity(1 << 20), nested: None, nested_text: String::new() };
+    let mut console = Console::new(tracer, 0);
     let made = allocations(|| tracer.write_dump(&DumpSelection::all(2), Some(panic), &mut console));
     assert_eq!(made, 0, "the dump allocated:\n{}", console.text);
-    let dumps = dump::parse(&console.text);
-    assert!(dumps[0].problems.is_empty(), "{:?}", dumps[0].problems);
-    let events: usize = dumps[0].sections().iter().map(|s| s.events.len()).sum();
-    // top: 3 events and 3 markers; net: the snapshot's 3 events, the live marker.
-    assert_eq!(events, 10, "{}", console.text);
+    assert_eq!(console.events(), [EVENTS]);
     assert!(console.text.contains("n=1 name=eth0"), "{}", console.text);
-
-    // The scratch is the outer dump's while the inner one runs: it takes its own.
-    let mut console = Console {
-        text: String::with_capacity(1 << 20),
-        nested: Some(tracer),
-        nested_text: String::new(),
-    };
-    tracer.write_dump(&DumpSelection::all(2), None, &mut console);
-    for text in [&console.text, &console.nested_text] {
-        let dumps = dump::parse(text);
-        let events: usize = dumps[0].sections().iter().map(|s| s.events.len()).sum();
-        assert_eq!(events, 10, "{text}");
-    }
+    // A panic during a live dump: the second scratch.
+    let mut console = Console::new(tracer, 1);
+    let made = allocations(|| tracer.write_dump(&DumpSelection::all(2), None, &mut console));
+    assert_eq!(made, 0, "the dump inside the dump allocated");
+    assert_eq!(console.events(), [EVENTS; 2]);
+    // Both scratches in use: a third dump allocates its own, and reads every record.
+    let mut console = Console::new(tracer, 2);
+    let made = allocations(|| tracer.write_dump(&DumpSelection::all(2), None, &mut console));
+    assert!(made > 0, "both scratches were in use: the third allocates");
+    assert_eq!(console.events(), [EVENTS; 3]);
 }

@@ -11,6 +11,7 @@ use crate::ring::{Buffer, ReadScratch, RecordRef, RingStats};
 use crate::text::Layout;
 use core::fmt::Write;
 use core::ops::Range;
+use spin::Mutex;
 
 /// What a dump carries.
 #[derive(Clone)]
@@ -149,10 +150,10 @@ impl<P: Platform> Tracer<P> {
     /// statistics and records, the descriptors again). Takes no lock and stops no
     /// writer: a panic handler calls [`Tracer::stop_all`] first, a live dump holds
     /// writes off ([`Buffer::with_writes_held`]) so that both parts agree. Reads
-    /// with the scratch allocated with the tracer, so that it allocates nothing; a
-    /// dump that finds that scratch in use (a dump it interrupted, or one on a CPU the
-    /// panic stopped) allocates its own, and if it cannot, the text says so and the
-    /// sections carry no record. Write errors are ignored: the dump goes on, as it
+    /// with one of the two scratches allocated with the tracer, so that it allocates
+    /// nothing, even in a panic during a live dump; a dump that finds both in use
+    /// (two dumps it interrupted or that a panic stopped) allocates its own, and if
+    /// it cannot, the text says so and the sections carry no record. Write errors are ignored: the dump goes on, as it
     /// must on a console.
     pub fn write_dump(
         &self,
@@ -164,7 +165,7 @@ impl<P: Platform> Tracer<P> {
         let end = selection.cpus.end.min(self.cpus);
         let cpus = selection.cpus.start.min(end)..end;
         let selection = &DumpSelection { cpus: cpus.clone(), ..selection.clone() };
-        let mut held = self.dump_scratch.try_lock();
+        let mut held = self.dump_scratch.iter().find_map(Mutex::try_lock);
         let mut own;
         let mut scratch = match held.as_deref_mut() {
             Some(scratch) => Some(scratch),

@@ -244,9 +244,10 @@ pub struct Tracer<P> {
     /// The function tracers' state, once the platform registered its functions.
     functions: spin::Once<function::Functions>,
     /// What [`Tracer::write_dump`] reads records with, allocated with the tracer so
-    /// that a panic's dump needs no allocator (only tried: a dump that finds it in
-    /// use allocates its own).
-    dump_scratch: Mutex<ReadScratch>,
+    /// that a panic's dump needs no allocator: two, so that a panic during a live
+    /// dump (which holds one, and may be on a CPU the panic stopped) has the other.
+    /// Only tried: a dump that finds both in use allocates its own.
+    dump_scratch: [Mutex<ReadScratch>; 2],
     registry: Mutex<Registry<P>>,
 }
 
@@ -307,7 +308,10 @@ impl<P: Platform> Tracer<P> {
             hooks: core::array::from_fn(|_| RcuCell::empty()),
             stacked: AtomicU64::new(0),
             functions: spin::Once::new(),
-            dump_scratch: Mutex::new(ReadScratch::new(cpus).map_err(|_| TracerError::NoMemory)?),
+            dump_scratch: [
+                Mutex::new(ReadScratch::new(cpus).map_err(|_| TracerError::NoMemory)?),
+                Mutex::new(ReadScratch::new(cpus).map_err(|_| TracerError::NoMemory)?),
+            ],
             registry: Mutex::new(Registry {
                 instances: core::array::from_fn(|_| None),
                 hooks: core::array::from_fn(|_| None),
