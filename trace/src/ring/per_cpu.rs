@@ -811,6 +811,8 @@ impl Ring {
         let commit = self.commit_pos();
         let (tail, _) = self.tail_near(commit);
         s.bytes = commit.saturating_sub(tail) * 8;
+        // Relaxed: a recent value, as every field of a ring with writers.
+        s.unpublished = self.w.head.load(Relaxed).saturating_sub(commit) * 8;
         s.capacity = self.words() * 8;
         s
     }

@@ -52,6 +52,10 @@ pub struct RingStats {
     pub read: u64,
     /// Bytes of the ring in use now (headers and anchors included).
     pub bytes: u64,
+    /// Bytes reserved by writers of the ring's CPU that have not all finished: a
+    /// write in progress, or one a panic stopped, which keeps itself and every record
+    /// written after it (counted in `written`, not in `entries`) from being read.
+    pub unpublished: u64,
     /// Capacity of the ring in bytes.
     pub capacity: u64,
     /// Timestamp of the oldest event in the ring, if any.

@@ -704,3 +704,29 @@ fn corruption_turns_the_ring_off_and_says_so() {
     b.write(4, b"ok").unwrap();
     assert_eq!(events(&b, 0), vec![(4, b"ok".to_vec())]);
 }
+
+/// A dump taken while a write on its CPU has reserved and not committed (a CPU a
+/// panic stopped there) says what that write holds: the statistics count it as
+/// written, and neither it nor what follows it can be read.
+#[test]
+fn a_dump_inside_a_write_says_what_the_write_holds() {
+    let t = super::trigger::tracer(&[]);
+    t.top().write_marker("before");
+    let text = Rc::new(core::cell::RefCell::new(std::string::String::new()));
+    let out = text.clone();
+    hook::once(Point::Reserved, move || {
+        let all = crate::tracer::DumpSelection::all(1);
+        t.write_dump(&all, None, &mut *out.borrow_mut());
+    });
+    t.top().write_marker("stopped");
+    hook::clear();
+    let text = text.borrow();
+    let held = "# cpu0: a write in progress (or stopped) holds 24 bytes: it and the records \
+                written after it cannot be read";
+    assert!(text.contains(held), "{text}");
+    assert!(text.contains("tracing_mark_write: before") && !text.contains("stopped\n"), "{text}");
+    // Finished, it is read, and nothing is held.
+    let mut after = std::string::String::new();
+    t.write_dump(&crate::tracer::DumpSelection::all(1), None, &mut after);
+    assert!(after.contains("tracing_mark_write: stopped") && !after.contains("holds"), "{after}");
+}

@@ -249,6 +249,14 @@ impl<P: Platform> Tracer<P> {
                     "# cpu{cpu}: written {} entries {} overrun {} dropped {} read {}",
                     s.written, s.entries, s.overrun, s.dropped, s.read
                 );
+                if s.unpublished > 0 {
+                    let _ = writeln!(
+                        out,
+                        "# cpu{cpu}: a write in progress (or stopped) holds {} bytes: it and the \
+                         records written after it cannot be read",
+                        s.unpublished
+                    );
+                }
             }
         }
         let layout = Layout { clock: section.buffer.clock(), ..selection.layout };
