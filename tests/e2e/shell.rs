@@ -89,6 +89,50 @@ fn double_quotes_escape_dollars_as_a_posix_shell() {
 }
 
 #[test]
+fn path_arguments_expand_globs_as_a_posix_shell() {
+    /// A reply's lines, without their line ends.
+    fn lines(reply: &str) -> Vec<String> {
+        reply.lines().map(|l| l.trim_end().to_string()).collect()
+    }
+    let mut machine = Machine::boot();
+    let irq = "events/irq";
+    assert_eq!(machine.run(&format!("echo 1 > {irq}/irq_handler_entry/enable")), "");
+    assert_eq!(machine.run(&format!("echo 0 > {irq}/irq_handler_exit/enable")), "");
+    // Each event's enable file in turn, in the order `ls` lists the events.
+    let listed = lines(&machine.run(&format!("ls {irq}")));
+    let events: Vec<&str> = listed.iter().filter_map(|l| l.strip_suffix('/')).collect();
+    assert!(events.len() >= 3, "{listed:?}");
+    let each: Vec<String> =
+        events.iter().flat_map(|e| lines(&machine.run(&format!("cat {irq}/{e}/enable")))).collect();
+    let globbed = lines(&machine.run(&format!("cat {irq}/*/enable")));
+    assert_eq!(globbed, each);
+    assert!(globbed.contains(&"1".into()) && globbed.contains(&"0".into()), "{globbed:?}");
+    // The one directory matched is listed as `ls events/irq` lists it.
+    assert_eq!(lines(&machine.run("ls events/ir*")), listed);
+    assert_eq!(lines(&machine.run("ls events/i?[pqr]")), listed);
+    // A pattern matching nothing is passed on as it is.
+    let none = machine.run("cat events/nosuch*/enable");
+    assert_eq!(none.trim(), "cat: events/nosuch*/enable: No such file or directory");
+    // Quoted, a pattern is literal; the unquoted part of a word still expands.
+    let quoted = machine.run(&format!("cat '{irq}/*/enable'"));
+    assert_eq!(quoted.trim(), format!("cat: {irq}/*/enable: No such file or directory"));
+    assert_eq!(lines(&machine.run("ls \"events/ir\"*")), listed);
+    // A redirection to two files is refused, and writes neither.
+    let refused = machine.run(&format!("echo 0 > {irq}/irq_handler_*/enable"));
+    assert_eq!(
+        refused.trim(),
+        format!(
+            "echo: {irq}/irq_handler_*/enable: ambiguous redirect \
+             (a glob in a redirection must match one file; it matches 2)"
+        )
+    );
+    assert_eq!(lines(&machine.run(&format!("cat {irq}/irq_handler_*/enable"))), ["1", "0"]);
+    // A redirection to the one file a glob matches writes it.
+    assert_eq!(machine.run(&format!("echo 0 > {irq}/irq_handler_en*/enable")), "");
+    assert_eq!(lines(&machine.run(&format!("cat {irq}/irq_handler_*/enable"))), ["0", "0"]);
+}
+
+#[test]
 fn timer_interrupts_flow() {
     let mut machine = Machine::boot();
     let ticks = |out: &str| -> u64 {

@@ -9,6 +9,7 @@ use crate::{print, println, serial};
 use alloc::string::String;
 use alloc::vec::Vec;
 use pipe::{Output, Stopped};
+use shell_core::expand;
 use shell_core::line::{Input, LineEditor, MAX_LINE};
 use shell_core::parse::{self, CommandLine, Redirect};
 
@@ -47,6 +48,9 @@ pub struct Command {
     pub help: &'static str,
     /// Whether the command takes `> FILE` / `>> FILE`.
     pub redirects: bool,
+    /// Whether the command's arguments are paths: a glob among them stands for the
+    /// paths it matches ([`expand`]).
+    pub paths: bool,
     /// Whether the command writes its output to the [`Output`] it is given, and so
     /// can be piped.
     pub pipes: bool,
@@ -71,7 +75,7 @@ impl Shell {
 
     /// Runs one command line.
     fn execute(&mut self, line: &str) {
-        let CommandLine { words, redirect, pipeline } = match parse::parse(line) {
+        let CommandLine { words, globs, redirect, pipeline } = match parse::parse(line) {
             Ok(parsed) => parsed,
             Err(reason) => return println!("{reason}"),
         };
@@ -88,6 +92,28 @@ impl Shell {
             println!("{name}: its output cannot be piped");
             return;
         }
+        // Globs expand before anything runs: a refused one changes nothing.
+        let list = |dir: &str| {
+            let located = tracefs::resolve(&self.cwd, dir).ok()?;
+            tracefs::list(&located).ok()
+        };
+        let expanded = match command.paths {
+            true => expand::expand(args, &globs[1..], list),
+            false => Ok(args.to_vec()),
+        };
+        let args = match expanded {
+            Ok(args) => args,
+            Err(reason) => return println!("{name}: {reason}"),
+        };
+        let redirect = match redirect {
+            Some(Redirect { path, append, glob }) => {
+                match expand::expand_redirect(&path, glob.as_deref(), list) {
+                    Ok(path) => Some(Redirect { path, append, glob: None }),
+                    Err(reason) => return println!("{name}: {reason}"),
+                }
+            }
+            None => None,
+        };
         let mut out = match Output::new(&pipeline) {
             Ok(out) => out,
             Err(reason) => return println!("{reason}"),
