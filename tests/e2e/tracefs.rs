@@ -272,6 +272,10 @@ fn trace_marker_writes_and_cannot_be_read() {
         m.run(&format!("echo 1 > {root}tracing_on"));
         assert!(!m.run(&format!("cat {root}trace")).contains("abcdefgh"), "{root}");
     }
+    // A leading `-n` is echo's option, not text; a later one is text.
+    assert_eq!(m.run("echo -n hello -n > trace_marker"), "");
+    let trace = m.run("cat trace");
+    assert!(trace.lines().any(|l| l.ends_with(": tracing_mark_write: hello -n")), "{trace}");
     // An empty marker keeps its name's `: `, as Linux's.
     m.run("echo 0 > events/enable");
     m.run("echo > trace");

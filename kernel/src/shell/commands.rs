@@ -67,8 +67,8 @@ pub static COMMANDS: &[Command] = &[
     },
     Command {
         name: "echo",
-        usage: "[VALUE...] [> FILE | >> FILE]",
-        help: "print VALUE, or write it to FILE (>> appends)",
+        usage: "[-n] [VALUE...] [> FILE | >> FILE]",
+        help: "print VALUE (-n: without the newline), or write it to FILE (>> appends)",
         redirects: true,
         paths: false,
         pipes: true,
@@ -401,9 +401,15 @@ fn echo(
     redirect: Option<&Redirect>,
     out: &mut Output,
 ) -> Result<(), CommandError> {
+    // `-n`, as a shell's: no newline after the value (a write to a file never ends
+    // with one: the files take the value alone).
+    let (newline, args) = match args.split_first() {
+        Some((&"-n", rest)) => (false, rest),
+        _ => (true, args),
+    };
     let value = args.join(" ");
     let Some(redirect) = redirect else {
-        let _ = writeln!(out, "{value}");
+        let _ = if newline { writeln!(out, "{value}") } else { write!(out, "{value}") };
         return Ok(());
     };
     let path = redirect.path.as_str();
