@@ -33,8 +33,9 @@ pub struct CommandLine {
 
 /// Parses a line: words separated by blanks; `'...'` and `"..."` quote (a
 /// backslash in double quotes escapes `"`, `\`, `$` and `` ` ``, as a POSIX shell's:
-/// `"...-\$ts0"` is a histogram's variable, as Linux's scripts write it); `>` and `>>` outside quotes
-/// redirect to the next word; `|` outside quotes starts the next command of a pipe.
+/// `"...-\$ts0"` is a histogram's variable, as Linux's scripts write it); `>` and
+/// `>>` outside quotes redirect to the next word; `|` outside quotes starts the next
+/// command of a pipe.
 /// A word with `*`, `?` or `[` outside quotes is a glob ([`CommandLine::globs`]).
 pub fn parse(line: &str) -> Result<CommandLine, &'static str> {
     let mut words = Vec::new();

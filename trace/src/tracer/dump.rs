@@ -153,8 +153,8 @@ impl<P: Platform> Tracer<P> {
     /// with one of the two scratches allocated with the tracer, so that it allocates
     /// nothing, even in a panic during a live dump; a dump that finds both in use
     /// (two dumps it interrupted or that a panic stopped) allocates its own, and if
-    /// it cannot, the text says so and the sections carry no record. Write errors are ignored: the dump goes on, as it
-    /// must on a console.
+    /// it cannot, the text says so and the sections carry no record. Write errors are
+    /// ignored: the dump goes on, as it must on a console.
     pub fn write_dump(
         &self,
         selection: &DumpSelection<'_>,
