@@ -175,6 +175,19 @@ fn check_every_cpu(cpu: usize) {
     }
 }
 
+/// Hangs this CPU as [`spin()`] does, but in the middle of a write into the top-level
+/// instance (a `lockup:hard_lockup` record reserved, never filled), as a CPU stopped
+/// while it traced: a test aid for the panic's seal (`Tracer::seal_cpu`), which must
+/// still publish what the CPU records afterwards, the panic's own records.
+pub fn spin_writing() -> ! {
+    x86_64::instructions::interrupts::disable();
+    if let Some(tracer) = crate::tracing::tracer() {
+        let id = events::HARD_LOCKUP.descriptor().id();
+        let _ = tracer.top().recorder().live().write_with(id, 16, |_| spin());
+    }
+    spin()
+}
+
 /// Hangs this CPU with interrupts off, for good: only the detector's NMI gets it
 /// out (a test aid; `smp::Request::Spin` does it on another CPU). Never inlined:
 /// the panic names it as where the CPU was stuck.

@@ -182,6 +182,11 @@ fn stop_dump_and_exit(panic: PanicHeader<'_>) -> ! {
         crate::emergency_println!("panic: stopped {stopped} of {others} other CPU(s)");
         print_other_cpus(panic.cpu);
     }
+    // A write this CPU was in the middle of never finishes: what it hid, the
+    // panic's own records among it, goes into the dump.
+    if let Some(tracer) = crate::tracing::tracer() {
+        tracer.seal_cpu();
+    }
     crate::dump::panic_dump(panic);
     if crate::persist::panic_reboot() {
         crate::persist::panic_save_and_reset();

@@ -448,6 +448,45 @@ fn dump_on_panic_live_leaves_the_snapshots_out_and_a_bad_value_changes_nothing()
     assert!(!m.transcript().contains("(snapshot)"));
 }
 
+/// The boot CPU hangs in the middle of a trace write (its record reserved, never
+/// filled), and panics when the lockup detector's NMI finds it there. The panic
+/// seals the CPU's rings: what it recorded after the write began (the NMI, where it
+/// was stuck, the stop IPI) is in the dump, and the write is left out, and said so.
+#[test]
+fn a_panic_on_a_cpu_stopped_in_the_middle_of_a_write_still_dumps_what_it_recorded_after() {
+    let mut m = Machine::boot();
+    m.run("lockup threshold 100");
+    assert_eq!(m.run_to_exit("lockup spin writing"), Outcome::KernelFailure);
+    let transcript = m.transcript();
+    let top_text = transcript.split("# instance top\n").nth(1).unwrap_or_default();
+    let top_text = top_text.split("# instance ").next().unwrap_or_default();
+    assert!(
+        top_text.contains("# cpu0: 1 write the panic stopped before it finished is left out\n"),
+        "{}",
+        &top_text[..top_text.len().min(600)]
+    );
+    assert!(!top_text.contains("a write in progress"), "nothing is held back");
+    let dump = m.dumps().into_iter().rfind(|d| d.panic.is_some()).expect("the panic dump");
+    assert!(dump.problems.is_empty(), "{:?}", dump.problems);
+    assert_eq!(dump.panic.as_ref().unwrap().cpu, 0);
+    let symbols = report::Symbols::read(std::path::Path::new(boot::KERNEL_ELF)).unwrap();
+    let mut top = top(&dump);
+    symbols.symbolize(&mut top);
+    let name = |e: &trace::dump::Event| top.descriptor(e.id).map_or("", |d| d.name.as_str());
+    let cpu0: Vec<&str> = top.events.iter().filter(|e| e.cpu == 0).map(name).collect();
+    // The NMI that found it, then where it was stuck, then the IPI that stopped the
+    // others: each recorded after the stopped write began.
+    let tail = &cpu0[cpu0.len().saturating_sub(3)..];
+    assert_eq!(tail, ["nmi", "kernel_stack", "ipi_send"], "cpu0's last events");
+    let stack = top.events.iter().rfind(|e| e.cpu == 0 && name(e) == "kernel_stack");
+    let stack = stack.map(|e| e.text.clone()).unwrap_or_default();
+    assert!(stack.contains("kernel::lockup::spin+"), "{stack}");
+    assert!(!cpu0.contains(&"hard_lockup"), "the stopped write's record stays out");
+    for (cpu, s) in top.stats.iter().enumerate() {
+        assert_eq!(s.written, s.entries + s.read + s.overrun + s.dropped, "cpu{cpu}: {s:?}");
+    }
+}
+
 #[test]
 fn a_panic_during_a_live_dump_still_records_where_each_cpu_was() {
     let mut m = Machine::boot();

@@ -95,9 +95,11 @@ pub(crate) enum Point {
     Reclaiming,
     /// Just before the compare-and-swap that reserves space.
     Reserving,
-    /// Space is reserved and the header written; the payload is not.
+    /// Space is reserved; nothing is written into it yet.
+    Claimed,
+    /// Space is reserved and its header written (as padding's); the payload is not.
     Reserved,
-    /// The payload is written; the record is not committed.
+    /// The payload and the event's header are written; the record is not counted.
     Filled,
     /// The outermost writer has published the commit position and left.
     Committed,

@@ -194,8 +194,8 @@ pub static COMMANDS: &[Command] = &[
     },
     Command {
         name: "lockup",
-        usage: "[threshold MS | spin [CPU | all]]",
-        help: "the hard lockup detector: status, threshold (0: off), hang a CPU or every CPU with interrupts off",
+        usage: "[threshold MS | spin [CPU | all | writing]]",
+        help: "the hard lockup detector: status, threshold (0: off), hang a CPU or every CPU with interrupts off (writing: this CPU, in the middle of a trace write)",
         redirects: false,
         paths: false,
         pipes: false,
@@ -836,6 +836,10 @@ fn lockup(
             }
             println!("every cpu: interrupts off, spinning");
             lockup::spin()
+        }
+        ["spin", "writing"] => {
+            println!("cpu{}: interrupts off, spinning in a trace write", percpu::index());
+            lockup::spin_writing()
         }
         ["spin", cpu @ ..] if cpu.len() <= 1 => {
             let here = percpu::index();

@@ -47,16 +47,19 @@ pub fn init(cpus: usize) -> Result<&'static Tracer<KernelPlatform>, TracerError>
         log::set_max_level(log::LevelFilter::Info);
         default_events(&tracer.top());
         // Each CPU a panic stops records where it was, its last event in the dump.
-        let _ = crate::smp::STOP.add(record_stack);
+        let _ = crate::smp::STOP.add(on_stopped);
     }
     Ok(tracer)
 }
 
-/// Records the call chain `chain` as an `ftrace:kernel_stack` event in the
-/// top-level instance, on this CPU.
-fn record_stack(chain: &[u64]) {
+/// On a CPU a panic stops (the stop NMI's hook): records the call chain `chain`
+/// as an `ftrace:kernel_stack` event in the top-level instance, then seals this
+/// CPU's rings, since a write the NMI interrupted never finishes: what it hid, that
+/// record among it, goes into the dump.
+fn on_stopped(chain: &[u64]) {
     if let Some(tracer) = tracer() {
         tracer.record_stack(chain);
+        tracer.seal_cpu();
     }
 }
 

@@ -201,6 +201,15 @@ impl<P: Platform> Buffer<P> {
         self.state.fetch_and(RECORDING | PAUSED, Release);
     }
 
+    /// Seals CPU `cpu`'s ring for a panic ([`Tracer::seal_cpu`](crate::Tracer::seal_cpu)):
+    /// the writes in progress there, which the caller interrupted and will never
+    /// return to, are left out, and the records reserved after them are published.
+    /// Runs on CPU `cpu`. Returns how many writes were left out (0 for a CPU beyond
+    /// the set).
+    pub fn seal_cpu(&self, cpu: usize) -> u64 {
+        self.ring(cpu).map_or(0, Ring::seal)
+    }
+
     /// Counts a hold into the state, if there is room for one (see
     /// [`Buffer::with_writes_held`]); dropping it counts it out.
     fn hold(&self) -> Option<Hold<'_, P>> {

@@ -69,6 +69,11 @@ struct WriterLocal {
     refused: [AtomicU64; Refusal::COUNT],
     /// Set when a reader or writer found the ring's structure inconsistent.
     corrupt: AtomicBool,
+    /// Writes a seal found stopped before they finished, left out ([`Ring::seal`]).
+    stopped: AtomicU64,
+    /// Words a seal could not read (a stopped write had not stored its header), left
+    /// out as padding with what followed them.
+    unreadable: AtomicU64,
     /// Where the ring's timestamps come from, fixed for its life (read beside `head`).
     clock: Clock,
 }
@@ -239,6 +244,8 @@ impl Ring {
                 deep_dropped: AtomicU64::new(0),
                 refused: Default::default(),
                 corrupt: AtomicBool::new(false),
+                stopped: AtomicU64::new(0),
+                unreadable: AtomicU64::new(0),
                 clock: Clock::Local,
             }),
             counters: CachePadded(Default::default()),
@@ -358,14 +365,14 @@ impl Ring {
     ) -> Result<(), WriteError> {
         // Read before the reservation's atomics, so it is read once.
         let data = &*self.data;
-        let (depth, hdr) = self.reserve(mode, platform, tag, len)?;
-        // If `fill` unwinds (host builds), the reservation becomes padding rather than
+        let (depth, at_hdr, hdr) = self.reserve(mode, platform, tag, len)?;
+        // If `fill` unwinds (host builds), the reservation stays padding rather than
         // leaving the ring's nesting depth raised.
-        let abandon = Abandon { ring: self, depth, hdr };
+        let abandon = Abandon { ring: self, depth };
         let mut writer = RecordWriter {
             data,
-            pos: hdr + 1,
-            end: hdr + record_words(len),
+            pos: at_hdr + 1,
+            end: at_hdr + record_words(len),
             partial: 0,
             fill: 0,
             written: 0,
@@ -374,6 +381,9 @@ impl Ring {
         };
         fill(&mut writer);
         writer.finish();
+        // The record becomes an event only now: a write a panic stops before this
+        // point stays padding (see `seal`).
+        at(data, at_hdr).store(hdr, Relaxed);
         core::mem::forget(abandon);
         self.commit_event(depth);
         Ok(())
@@ -385,10 +395,11 @@ impl Ring {
     }
 
     /// Reserves space for a record of `len` payload bytes tagged `tag` and writes
-    /// its header (and
-    /// an anchor before it if needed). Returns the writer's depth and the header's
-    /// position; the caller fills the payload and calls [`Ring::commit_event`] or
-    /// [`Ring::abandon`]. On error nothing is reserved and the depth is left.
+    /// its header as padding's (and an anchor before it if needed). Returns the
+    /// writer's depth, the header's position and the event's header; the caller
+    /// fills the payload, stores the event's header and calls [`Ring::commit_event`],
+    /// or leaves the padding ([`Abandon`]). On error nothing is reserved and the depth
+    /// is left.
     #[inline]
     pub(crate) fn reserve<P: Platform>(
         &self,
@@ -396,7 +407,7 @@ impl Ring {
         platform: &P,
         tag: Tag,
         len: usize,
-    ) -> Result<(usize, u64), WriteError> {
+    ) -> Result<(usize, u64, u64), WriteError> {
         let w = &self.w;
         let data = &*self.data;
         let depth = w.nest.load(Relaxed);
@@ -440,6 +451,7 @@ impl Ring {
                 break (pos, ts, anchor);
             }
         };
+        preempt_point(Point::Claimed);
         if anchor {
             w.cur_hi.store(ts_hi(ts), Relaxed);
         }
@@ -455,16 +467,11 @@ impl Ring {
             at(data, p + 1).store(ts, Relaxed);
             p += ANCHOR_WORDS;
         }
-        at(data, p).store(header(tag, len, ts), Relaxed);
+        // Padding's header until the record is filled: a write a panic stops stays
+        // padding (see `seal`).
+        at(data, p).store(header(Tag { id: PAD_ID, ..tag }, len, ts), Relaxed);
         preempt_point(Point::Reserved);
-        Ok((depth, p))
-    }
-
-    /// Turns the reservation at `hdr` into padding and finishes it (not an event).
-    fn abandon(&self, depth: usize, hdr: u64) {
-        let h = Header::decode(self.slot(hdr).load(Relaxed));
-        self.slot(hdr).store(header(Tag { id: PAD_ID, ctx: h.ctx }, h.len, h.ts_lo), Relaxed);
-        self.leave(depth);
+        Ok((depth, p, header(tag, len, ts)))
     }
 
     /// Counts the reserved event as committed and finishes it.
@@ -503,6 +510,91 @@ impl Ring {
             w.nest.store(1, Relaxed);
             signal_fence();
         }
+    }
+
+    /// Seals the ring for a panic: the writes of this CPU in progress (those the
+    /// caller interrupted) will never finish, so their records stay padding and
+    /// everything reserved so far is published, the records of the writers that
+    /// interrupted them among it (they finished). Runs on the ring's CPU, from a
+    /// context that never returns to the writes it interrupted (a panic, or the NMI
+    /// that stops a CPU for one); returns how many writes it found stopped.
+    ///
+    /// A write stores its header as padding's right after its reservation, and the
+    /// event's once the payload is in (`reserve`, `write_with`). One stopped in
+    /// between left the words as they were: an older record's, or zero. The walk
+    /// over the reserved words therefore stops at a header that is zero, does not
+    /// fit, or is older than the record before it (reserved later, every record is
+    /// stamped later), and the rest becomes padding: those words and the records
+    /// after them are lost, and counted ([`RingStats::unreadable`]).
+    pub(crate) fn seal(&self) -> u64 {
+        let w = &self.w;
+        // Relaxed: only this CPU's writers store these, and they are below us.
+        let head = w.head.load(Relaxed);
+        let commit = self.commit.load(Relaxed);
+        if head == commit {
+            return 0;
+        }
+        let (mut p, mut stopped, mut before) = (commit, 0, self.newest_stamp(commit));
+        while p < head {
+            let word = self.slot(p).load(Relaxed);
+            let h = Header::decode(word);
+            let fits = word != 0
+                && p + h.words() <= head
+                && h.len <= self.max_payload
+                && (h.id != ANCHOR_ID || h.len == 8);
+            // Low stamp bits, compared across their wrap: not older than `before`.
+            let in_order = before.is_none_or(|b| (h.ts_lo.wrapping_sub(b) as u32) < 1 << 31);
+            if !fits || !in_order {
+                break;
+            }
+            before = Some(h.ts_lo);
+            stopped += u64::from(h.id == PAD_ID);
+            p += h.words();
+        }
+        if p < head {
+            w.unreadable.fetch_add(head - p, Relaxed);
+            stopped += 1;
+            while p < head {
+                let words = (head - p).min(MAX_PAYLOAD as u64 / 8 + 1);
+                let len = (words - 1) as usize * 8;
+                let pad = header(Tag { id: PAD_ID, ctx: Context::UNKNOWN }, len, 0);
+                self.slot(p).store(pad, Relaxed);
+                p += words;
+            }
+            // The lost words may hold the anchor of the hi writers now assume.
+            w.cur_hi.store(u64::MAX, Relaxed);
+        }
+        w.stopped.fetch_add(stopped, Relaxed);
+        // Release: as in `leave`, the records below `head` are complete for a reader
+        // that sees it.
+        self.commit.store(head, Release);
+        stopped
+    }
+
+    /// The low stamp bits of the newest event or anchor below `commit`, by a walk
+    /// from the tail validated as a reader's; `None` if there is none, or if the
+    /// tail moved under every try.
+    fn newest_stamp(&self, commit: u64) -> Option<u64> {
+        for _ in 0..4 {
+            let (tail, _) = self.tail_near(commit);
+            let (mut p, mut newest) = (tail, None);
+            while p < commit {
+                let h = Header::decode(self.slot(p).load(Relaxed));
+                if p + h.words() > commit {
+                    break;
+                }
+                if h.id != PAD_ID {
+                    newest = Some(h.ts_lo);
+                }
+                p += h.words();
+            }
+            // Acquire: validates the walk, as in `count_entries`.
+            fence(Acquire);
+            if p == commit && self.tail_near(commit).0 == tail {
+                return newest;
+            }
+        }
+        None
     }
 
     /// Test builds: a record the limit let through without looking at `tail` has the
@@ -813,6 +905,8 @@ impl Ring {
         s.bytes = commit.saturating_sub(tail) * 8;
         // Relaxed: a recent value, as every field of a ring with writers.
         s.unpublished = self.w.head.load(Relaxed).saturating_sub(commit) * 8;
+        s.stopped = self.w.stopped.load(Relaxed);
+        s.unreadable = self.w.unreadable.load(Relaxed) * 8;
         s.capacity = self.words() * 8;
         s
     }
@@ -832,6 +926,8 @@ impl Ring {
         self.w.deep_dropped.store(0, Relaxed);
         self.w.refused.iter().for_each(|c| c.store(0, Relaxed));
         self.w.corrupt.store(false, Relaxed);
+        self.w.stopped.store(0, Relaxed);
+        self.w.unreadable.store(0, Relaxed);
         for c in self.counters.iter() {
             c.reset();
         }
@@ -850,16 +946,16 @@ impl Ring {
     }
 }
 
-/// Abandons a reservation if the code filling it unwinds.
+/// Abandons a reservation if the code filling it unwinds: its header is still
+/// padding's, so the write just leaves.
 struct Abandon<'a> {
     ring: &'a Ring,
     depth: usize,
-    hdr: u64,
 }
 
 impl Drop for Abandon<'_> {
     fn drop(&mut self) {
-        self.ring.abandon(self.depth, self.hdr);
+        self.ring.leave(self.depth);
     }
 }
 

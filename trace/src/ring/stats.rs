@@ -53,9 +53,16 @@ pub struct RingStats {
     /// Bytes of the ring in use now (headers and anchors included).
     pub bytes: u64,
     /// Bytes reserved by writers of the ring's CPU that have not all finished: a
-    /// write in progress, or one a panic stopped, which keeps itself and every record
-    /// written after it (counted in `written`, not in `entries`) from being read.
+    /// write in progress, or one a panic stopped on a CPU not sealed since, which
+    /// keeps itself and every record written after it (counted in `written`, not in
+    /// `entries`) from being read.
     pub unpublished: u64,
+    /// Writes a panic stopped before they finished, left out when the panic sealed
+    /// the CPU's rings (`Tracer::seal_cpu`); not counted in `written`.
+    pub stopped: u64,
+    /// Bytes the seal could not read (a write stopped between its reservation and
+    /// its header's store), left out with the records written after them.
+    pub unreadable: u64,
     /// Capacity of the ring in bytes.
     pub capacity: u64,
     /// Timestamp of the oldest event in the ring, if any.

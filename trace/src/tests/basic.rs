@@ -352,8 +352,14 @@ fn the_dumps_merge_skips_a_record_overwritten_after_it_read_its_header() {
 }
 
 /// Every point of the outer writer where an interrupt can land.
-const POINTS: [Point; 5] =
-    [Point::Entered, Point::Reserving, Point::Reserved, Point::Filled, Point::Committed];
+const POINTS: [Point; 6] = [
+    Point::Entered,
+    Point::Reserving,
+    Point::Claimed,
+    Point::Reserved,
+    Point::Filled,
+    Point::Committed,
+];
 
 /// Runs `outer` with a simulated interrupt that writes `inner` at the `k`-th point hit
 /// (counting every point, so the loops inside reserve are covered too). Returns whether
@@ -418,7 +424,7 @@ fn nested_writer_in_full_ring_counts_commit_overrun() {
     // after its reservation needs 9 more: only the uncommitted outer record could
     // make room, so the interrupt's event is a commit overrun.
     let b = Rc::new(buffer(1, 128, Mode::Overwrite));
-    let at = with_interrupt(&b, 2, vec![(9, vec![0; 64])], || {
+    let at = with_interrupt(&b, 3, vec![(9, vec![0; 64])], || {
         b.write(2, &[1; 56]).unwrap();
     });
     assert_eq!(at, Some(Point::Reserved));

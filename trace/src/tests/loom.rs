@@ -1,7 +1,8 @@
 //! Loom models of the concurrent protocols (run with `RUSTFLAGS="--cfg loom"`):
 //! writer against consuming reader (the tail CAS race), nested writer against outer
 //! writer with a concurrent reader, the merge that reads ahead against an overwriting
-//! writer, the per-depth counters, snapshot swap, clear,
+//! writer, a panic's seal against a consuming reader, the per-depth counters,
+//! snapshot swap, clear,
 //! instance swap and destroy-and-recreate against (nested) writers. `DESIGN.md`
 //! names, for each model, a mutation it catches.
 //!
@@ -204,6 +205,41 @@ fn loom_merge_vs_overwriting_writer() {
         read.unwrap();
         w.join().unwrap();
         assert!(seen.is_sorted(), "{seen:?}");
+    });
+}
+
+/// A panic's seal ([`Buffer::seal_cpu`]) against a consuming reader on another CPU.
+/// The write on CPU 0 is stopped once its record is reserved: the "NMI" there
+/// records one event, seals, and the CPU never comes back to the write (the hook
+/// panics, so the write never fills its record). The reader takes every record
+/// whole, never the stopped write's, and gets the NMI's once it has taken the rest.
+#[test]
+fn loom_seal_vs_consumer() {
+    model(3, || {
+        hook::clear();
+        let b = Arc::new(small(Mode::Overwrite));
+        b.write(1, &1u64.to_le_bytes()).unwrap();
+        let w = {
+            let b = b.clone();
+            loom::thread::spawn(move || {
+                let bb = b.clone();
+                hook::once(Point::Reserved, move || {
+                    bb.write(9, &9u64.to_le_bytes()).unwrap();
+                    assert_eq!(bb.seal_cpu(0), 1);
+                    std::panic::resume_unwind(std::boxed::Box::new("the CPU stops here"));
+                });
+                let stopped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    let _ = b.write(3, &3u64.to_le_bytes());
+                }));
+                hook::clear();
+                assert!(stopped.is_err());
+            })
+        };
+        let mut c = b.consumer(0).unwrap();
+        let (mut ids, _) = drain_with(&mut c);
+        w.join().unwrap();
+        ids.extend(drain_with(&mut c).0);
+        assert_eq!(ids, [1, 9], "the stopped write's record is never an event");
     });
 }
 

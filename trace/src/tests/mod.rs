@@ -24,6 +24,8 @@ mod persist;
 #[cfg(not(loom))]
 mod regress;
 #[cfg(not(loom))]
+mod seal;
+#[cfg(not(loom))]
 mod stress;
 #[cfg(not(loom))]
 mod trigger;

@@ -249,6 +249,25 @@ impl<P: Platform> Tracer<P> {
                     "# cpu{cpu}: written {} entries {} overrun {} dropped {} read {}",
                     s.written, s.entries, s.overrun, s.dropped, s.read
                 );
+                let _ = match s.stopped {
+                    0 => Ok(()),
+                    1 => writeln!(
+                        out,
+                        "# cpu{cpu}: 1 write the panic stopped before it finished is left out"
+                    ),
+                    n => writeln!(
+                        out,
+                        "# cpu{cpu}: {n} writes the panic stopped before they finished are left out"
+                    ),
+                };
+                if s.unreadable > 0 {
+                    let _ = writeln!(
+                        out,
+                        "# cpu{cpu}: {} bytes a stopped write had reserved before storing its \
+                         header are left out, with the records written after them",
+                        s.unreadable
+                    );
+                }
                 if s.unpublished > 0 {
                     let _ = writeln!(
                         out,

@@ -937,6 +937,24 @@ impl<P: Platform> Tracer<P> {
         self.visit_instances(|view| view.recorder.live().release_holds());
     }
 
+    /// Seals this CPU's rings for a panic, in every instance's live set and snapshot:
+    /// the writes in progress on this CPU, which the caller interrupted and will
+    /// never return to, are left out, and what was recorded after they began is
+    /// published (without it, a stopped write hides its CPU's later records, the
+    /// panic's own among them). Call it on the panicking CPU and on each CPU the
+    /// panic stops, from the code that stopped it, after recording what it records
+    /// there (its later records are not published). Lock-free like
+    /// [`Tracer::visit_instances`]. Returns how many writes were left out.
+    pub fn seal_cpu(&self) -> u64 {
+        let cpu = self.platform.cpu();
+        let mut stopped = 0;
+        self.visit_instances(|view| {
+            stopped += view.recorder.live().seal_cpu(cpu);
+            stopped += view.recorder.snapshot().map_or(0, |set| set.seal_cpu(cpu));
+        });
+        stopped
+    }
+
     /// Events written into `slot` from a CPU beyond the tracer's.
     pub(crate) fn bad_cpu(&self, slot: usize) -> u64 {
         self.bad_cpu[slot].load(Relaxed)
