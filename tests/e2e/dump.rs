@@ -482,6 +482,11 @@ fn a_panic_on_a_cpu_stopped_in_the_middle_of_a_write_still_dumps_what_it_recorde
     let stack = stack.map(|e| e.text.clone()).unwrap_or_default();
     assert!(stack.contains("kernel::lockup::spin+"), "{stack}");
     assert!(!cpu0.contains(&"hard_lockup"), "the stopped write's record stays out");
+    // The host tool says what the kernel's text says.
+    let mut text = Vec::new();
+    report::write_text(&top, &mut text).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    assert!(text.contains("# cpu0: 1 write the panic stopped before it finished is left out\n"));
     for (cpu, s) in top.stats.iter().enumerate() {
         assert_eq!(s.written, s.entries + s.read + s.overrun + s.dropped, "cpu{cpu}: {s:?}");
     }

@@ -26,6 +26,54 @@ use crate::dump::MAX_CPUS;
 use crate::ring::Clock;
 use core::fmt::{self, Write};
 
+/// What a dump's text says under a CPU's statistics about writes it could not read
+/// ([`crate::ring::RingStats`]'s `stopped`, `unreadable` and `unpublished`): a line
+/// each for those that are not zero. The kernel's dump and `report` print the same.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UnreadWrites {
+    /// The CPU.
+    pub cpu: usize,
+    /// Writes a panic stopped before they finished, left out by its seal.
+    pub stopped: u64,
+    /// Bytes the seal could not read.
+    pub unreadable: u64,
+    /// Bytes reserved by writes not all finished, unsealed.
+    pub unpublished: u64,
+}
+
+impl fmt::Display for UnreadWrites {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let cpu = self.cpu;
+        match self.stopped {
+            0 => {}
+            1 => {
+                writeln!(f, "# cpu{cpu}: 1 write the panic stopped before it finished is left out")?
+            }
+            n => writeln!(
+                f,
+                "# cpu{cpu}: {n} writes the panic stopped before they finished are left out"
+            )?,
+        }
+        if self.unreadable > 0 {
+            writeln!(
+                f,
+                "# cpu{cpu}: {} bytes a stopped write had reserved before storing its header \
+                 are left out, with the records written after them",
+                self.unreadable
+            )?;
+        }
+        if self.unpublished > 0 {
+            writeln!(
+                f,
+                "# cpu{cpu}: a write in progress (or stopped) holds {} bytes: it and the \
+                 records written after it cannot be read",
+                self.unpublished
+            )?;
+        }
+        Ok(())
+    }
+}
+
 /// How the `trace` files lay out their header and lines: ftrace's display
 /// options (an instance's `options/`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

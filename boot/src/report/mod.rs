@@ -53,6 +53,9 @@ mod tests {
             dropped: u64::MAX,
             read: u64::MAX,
             commit_overrun: u64::MAX,
+            stopped: u64::MAX,
+            unreadable: u64::MAX,
+            unpublished: u64::MAX,
         }];
         odd.stats.push(odd.stats[0]);
         odd.events.extend([

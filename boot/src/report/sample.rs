@@ -147,8 +147,15 @@ pub fn sample() -> Section {
         event(0, 12_345_678_901, 4, vec![], 0, ""),
     ];
     let stats = vec![
-        DumpStats { written: 10, entries: 3, overrun: 5, dropped: 0, read: 2, commit_overrun: 0 },
-        DumpStats { written: 23, entries: 2, overrun: 17, dropped: 4, read: 0, commit_overrun: 1 },
+        DumpStats { written: 10, entries: 3, overrun: 5, read: 2, ..DumpStats::default() },
+        DumpStats {
+            written: 23,
+            entries: 2,
+            overrun: 17,
+            dropped: 4,
+            commit_overrun: 1,
+            ..DumpStats::default()
+        },
     ];
     Section {
         instance: "top".into(),

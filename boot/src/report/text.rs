@@ -22,7 +22,7 @@ use std::io::{self, Write};
 
 use trace::dump::{Event, PanicReport, Section, Value, hex_dump};
 use trace::event::EventDescriptor;
-use trace::text::{self, GraphLines, GraphRecord, Line};
+use trace::text::{self, GraphLines, GraphRecord, Line, UnreadWrites};
 use trace::tracer::{FUNCGRAPH_ENTRY, FUNCGRAPH_EXIT};
 
 /// Writes the `#` lines of a panic: where it happened and its message, and a panic
@@ -56,6 +56,10 @@ pub fn write_text(trace: &Section, out: &mut impl Write) -> io::Result<()> {
         .fold((0u64, 0u64), |(e, w), s| (e.saturating_add(s.entries), w.saturating_add(s.written)));
     let listed = trace.events.len() as u64;
     writeln!(out, "# entries-in-buffer/entries-written: {listed}/{}", written.max(listed))?;
+    for (cpu, s) in trace.stats.iter().enumerate() {
+        let (stopped, unreadable, unpublished) = (s.stopped, s.unreadable, s.unpublished);
+        write!(out, "{}", UnreadWrites { cpu, stopped, unreadable, unpublished })?;
+    }
     // What the dump holds: those listed and those a filter left out.
     let held = listed.saturating_add(trace.filtered);
     // Of those left out, the kernel's cap (`dump last N`) says how many it skipped;

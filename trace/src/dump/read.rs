@@ -89,6 +89,14 @@ pub struct DumpStats {
     pub read: u64,
     /// Of dropped: commit overruns.
     pub commit_overrun: u64,
+    /// Writes a panic stopped before they finished, left out by its seal (0 in dumps
+    /// before it).
+    pub stopped: u64,
+    /// Bytes the seal could not read, left out with the records after them.
+    pub unreadable: u64,
+    /// Bytes reserved by writes not all finished, unsealed: they and every record
+    /// after them were not read.
+    pub unpublished: u64,
 }
 
 /// A record from the dump, its payload in the ring's format.
@@ -459,9 +467,12 @@ fn items(
             (Pass::Rest, kind::CPU_STATS) => {
                 let index = instance(&mut body)?;
                 let cpu = cpu(dump, &mut body)?;
-                let mut v = [0u64; 6];
-                for slot in &mut v {
-                    *slot = varint(&mut body)?;
+                let mut v = [0u64; 9];
+                for (i, slot) in v.iter_mut().enumerate() {
+                    // The last three are absent in dumps before them.
+                    if i < 6 || !body.is_empty() {
+                        *slot = varint(&mut body)?;
+                    }
                 }
                 let stats = DumpStats {
                     written: v[0],
@@ -470,6 +481,9 @@ fn items(
                     dropped: v[3],
                     read: v[4],
                     commit_overrun: v[5],
+                    stopped: v[6],
+                    unreadable: v[7],
+                    unpublished: v[8],
                 };
                 dump.instances.entry(index).or_default().stats.insert(cpu, stats);
             }

@@ -231,6 +231,9 @@ impl<W: FnMut(&str)> DumpWriter<W> {
             s.dropped,
             s.read,
             s.commit_overrun,
+            s.stopped,
+            s.unreadable,
+            s.unpublished,
         ] {
             item.varint(v);
         }

@@ -114,3 +114,32 @@ fn a_ring_goes_on_after_a_seal() {
     assert_eq!(ids, vec![2, 3, 4]);
     assert!(!b.is_corrupt());
 }
+
+/// Through the tracer, as the panic path uses it: `Tracer::seal_cpu` seals the
+/// instance's ring of this CPU, the dump's text says what it left out, and its block
+/// carries the figures for `report` (whose text says the same).
+#[test]
+fn the_dump_says_what_the_tracers_seal_left_out() {
+    let t = super::trigger::tracer(&[]);
+    t.top().write_marker("before");
+    let text = Rc::new(RefCell::new(std::string::String::new()));
+    let out = text.clone();
+    hook::once(Point::Reserved, move || {
+        t.top().write_marker("nmi");
+        assert_eq!(t.seal_cpu(), 1);
+        let all = crate::tracer::DumpSelection::all(1);
+        t.write_dump(&all, None, &mut *out.borrow_mut());
+    });
+    t.top().write_marker("stopped");
+    hook::clear();
+    let text = text.borrow();
+    let note = "# cpu0: 1 write the panic stopped before it finished is left out\n";
+    assert!(text.contains(note), "{text}");
+    assert!(text.contains("tracing_mark_write: nmi") && !text.contains("holds"), "{text}");
+    assert!(!text.contains("tracing_mark_write: stopped"), "{text}");
+    let dump = crate::dump::parse(&text).pop().expect("the block");
+    let stats = dump.instances.values().next().expect("the top level").stats[&0];
+    assert_eq!((stats.stopped, stats.unreadable, stats.unpublished), (1, 0, 0));
+    let notes = crate::text::UnreadWrites { cpu: 0, stopped: 1, unreadable: 0, unpublished: 0 };
+    assert_eq!(std::format!("{notes}"), note);
+}

@@ -8,7 +8,7 @@ use super::{InstanceView, TraceWriter, Tracer};
 use crate::dump::{BufferKind, DumpWriter, PanicHeader};
 use crate::platform::Platform;
 use crate::ring::{Buffer, ReadScratch, RecordRef, RingStats};
-use crate::text::Layout;
+use crate::text::{Layout, UnreadWrites};
 use core::fmt::Write;
 use core::ops::Range;
 use spin::Mutex;
@@ -249,33 +249,13 @@ impl<P: Platform> Tracer<P> {
                     "# cpu{cpu}: written {} entries {} overrun {} dropped {} read {}",
                     s.written, s.entries, s.overrun, s.dropped, s.read
                 );
-                let _ = match s.stopped {
-                    0 => Ok(()),
-                    1 => writeln!(
-                        out,
-                        "# cpu{cpu}: 1 write the panic stopped before it finished is left out"
-                    ),
-                    n => writeln!(
-                        out,
-                        "# cpu{cpu}: {n} writes the panic stopped before they finished are left out"
-                    ),
+                let notes = UnreadWrites {
+                    cpu,
+                    stopped: s.stopped,
+                    unreadable: s.unreadable,
+                    unpublished: s.unpublished,
                 };
-                if s.unreadable > 0 {
-                    let _ = writeln!(
-                        out,
-                        "# cpu{cpu}: {} bytes a stopped write had reserved before storing its \
-                         header are left out, with the records written after them",
-                        s.unreadable
-                    );
-                }
-                if s.unpublished > 0 {
-                    let _ = writeln!(
-                        out,
-                        "# cpu{cpu}: a write in progress (or stopped) holds {} bytes: it and the \
-                         records written after it cannot be read",
-                        s.unpublished
-                    );
-                }
+                let _ = write!(out, "{notes}");
             }
         }
         let layout = Layout { clock: section.buffer.clock(), ..selection.layout };
