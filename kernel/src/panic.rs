@@ -182,8 +182,8 @@ fn stop_dump_and_exit(panic: PanicHeader<'_>) -> ! {
         crate::emergency_println!("panic: stopped {stopped} of {others} other CPU(s)");
         print_other_cpus(panic.cpu);
     }
-    // A write this CPU was in the middle of never finishes: what it hid, the
-    // panic's own records among it, goes into the dump.
+    // What this CPU recorded since the panic began (its call trace, the stop
+    // IPI) is published.
     if let Some(tracer) = crate::tracing::tracer() {
         tracer.seal_cpu();
     }
@@ -213,8 +213,12 @@ fn panic(info: &PanicInfo<'_>) -> ! {
             OWNER.store(cpu, Ordering::SeqCst);
             // A live dump or a `trace` read holding writes off, on this CPU or one
             // about to be stopped, never ends: the stacks the panic records go in.
+            // Nor does a write the panic interrupted on this CPU: the seal leaves it
+            // out now, so that what the panic records next is published by the
+            // seal before the dump.
             if let Some(tracer) = crate::tracing::tracer() {
                 tracer.release_holds();
+                tracer.seal_cpu();
             }
         }
         // Another CPU panics at the same time: it stops this one.

@@ -52,12 +52,13 @@ pub fn init(cpus: usize) -> Result<&'static Tracer<KernelPlatform>, TracerError>
     Ok(tracer)
 }
 
-/// On a CPU a panic stops (the stop NMI's hook): records the call chain `chain`
-/// as an `ftrace:kernel_stack` event in the top-level instance, then seals this
-/// CPU's rings, since a write the NMI interrupted never finishes: what it hid, that
-/// record among it, goes into the dump.
+/// On a CPU a panic stops (the stop NMI's hook): seals this CPU's rings, since a
+/// write the NMI interrupted never finishes, then records the call chain `chain` as
+/// an `ftrace:kernel_stack` event in the top-level instance and seals again, which
+/// publishes that record whatever the first seal had to leave out.
 fn on_stopped(chain: &[u64]) {
     if let Some(tracer) = tracer() {
+        tracer.seal_cpu();
         tracer.record_stack(chain);
         tracer.seal_cpu();
     }

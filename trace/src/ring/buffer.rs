@@ -204,10 +204,12 @@ impl<P: Platform> Buffer<P> {
     /// Seals CPU `cpu`'s ring for a panic ([`Tracer::seal_cpu`](crate::Tracer::seal_cpu)):
     /// the writes in progress there, which the caller interrupted and will never
     /// return to, are left out, and the records reserved after them are published.
-    /// Runs on CPU `cpu`. Returns how many writes were left out (0 for a CPU beyond
-    /// the set).
-    pub fn seal_cpu(&self, cpu: usize) -> u64 {
-        self.ring(cpu).map_or(0, Ring::seal)
+    /// `known` tells the event ids written into the set (words a stopped write left
+    /// that read as another id are not trusted as records). Runs on CPU `cpu`.
+    /// Returns how many writes were left out (0 for a CPU beyond the set).
+    pub fn seal_cpu(&self, cpu: usize, known: impl Fn(u16) -> bool) -> u64 {
+        let now = self.clock().stamp(&self.platform);
+        self.ring(cpu).map_or(0, |ring| ring.seal(now, &known))
     }
 
     /// Counts a hold into the state, if there is room for one (see

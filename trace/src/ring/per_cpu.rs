@@ -37,6 +37,9 @@ use crate::sync::{
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 
+/// The longest walk from a ring's tail that dates the words a panic's seal reads
+/// (2^20 words: 8 MiB); beyond it, the seal trusts none of them.
+const STAMP_WALK_WORDS: u64 = 1 << 20;
 /// Smallest ring, in words (so that the largest anchor + record pair fits).
 pub(crate) const MIN_WORDS: u64 = 8;
 /// Largest ring, in words (2^34 words = 128 GiB; within the 36-bit position field's
@@ -87,6 +90,10 @@ struct ReaderSide {
     /// Events lost (`lost()`) that a consumer has reported so far; a new consumer
     /// reports the losses since, as ftrace's `trace_pipe` does across opens.
     pub(crate) lost_reported: AtomicU64,
+    /// A stamp no record reserved from now on is older than: that of the last event
+    /// consumed, or of the newest one a reset emptied (a panic's seal dates the words
+    /// it reads with it, see [`Ring::seal`]).
+    floor: AtomicU64,
 }
 
 /// Why a write was refused before anything was reserved. Refused writes are counted
@@ -255,6 +262,7 @@ impl Ring {
                 read: AtomicU64::new(0),
                 consumer: AtomicBool::new(false),
                 lost_reported: AtomicU64::new(0),
+                floor: AtomicU64::new(0),
             }),
             data,
             mask: words - 1,
@@ -517,16 +525,18 @@ impl Ring {
     /// everything reserved so far is published, the records of the writers that
     /// interrupted them among it (they finished). Runs on the ring's CPU, from a
     /// context that never returns to the writes it interrupted (a panic, or the NMI
-    /// that stops a CPU for one); returns how many writes it found stopped.
+    /// that stops a CPU for one); returns how many writes it found stopped. `now` is
+    /// the ring's clock now; `known` tells the event ids its writers use.
     ///
     /// A write stores its header as padding's right after its reservation, and the
     /// event's once the payload is in (`reserve`, `write_with`). One stopped in
-    /// between left the words as they were: an older record's, or zero. The walk
-    /// over the reserved words therefore stops at a header that is zero, does not
-    /// fit, or is older than the record before it (reserved later, every record is
-    /// stamped later), and the rest becomes padding: those words and the records
-    /// after them are lost, and counted ([`RingStats::unreadable`]).
-    pub(crate) fn seal(&self) -> u64 {
+    /// between left the words as they were: an older record's, or zero, or payload.
+    /// So every word from `commit` on must read as a record written there since:
+    /// padding, an anchor, or a known event, fitting below `head`, stamped no earlier
+    /// than the record before it and no later than `now`. If one does not, none of
+    /// them is trusted: they become padding, lost and counted
+    /// ([`RingStats::unreadable`]).
+    pub(crate) fn seal(&self, now: u64, known: &dyn Fn(u16) -> bool) -> u64 {
         let w = &self.w;
         // Relaxed: only this CPU's writers store these, and they are below us.
         let head = w.head.load(Relaxed);
@@ -534,36 +544,23 @@ impl Ring {
         if head == commit {
             return 0;
         }
-        let (mut p, mut stopped, mut before) = (commit, 0, self.newest_stamp(commit));
-        while p < head {
-            let word = self.slot(p).load(Relaxed);
-            let h = Header::decode(word);
-            let fits = word != 0
-                && p + h.words() <= head
-                && h.len <= self.max_payload
-                && (h.id != ANCHOR_ID || h.len == 8);
-            // Low stamp bits, compared across their wrap: not older than `before`.
-            let in_order = before.is_none_or(|b| (h.ts_lo.wrapping_sub(b) as u32) < 1 << 31);
-            if !fits || !in_order {
-                break;
+        let stopped = match self.stopped_writes(commit, head, now, known) {
+            Some(stopped) => stopped,
+            None => {
+                w.unreadable.fetch_add(head - commit, Relaxed);
+                let mut p = commit;
+                while p < head {
+                    let words = (head - p).min(MAX_PAYLOAD as u64 / 8 + 1);
+                    let len = (words - 1) as usize * 8;
+                    let pad = header(Tag { id: PAD_ID, ctx: Context::UNKNOWN }, len, 0);
+                    self.slot(p).store(pad, Relaxed);
+                    p += words;
+                }
+                // The lost words may hold the anchor of the hi writers now assume.
+                w.cur_hi.store(u64::MAX, Relaxed);
+                1
             }
-            before = Some(h.ts_lo);
-            stopped += u64::from(h.id == PAD_ID);
-            p += h.words();
-        }
-        if p < head {
-            w.unreadable.fetch_add(head - p, Relaxed);
-            stopped += 1;
-            while p < head {
-                let words = (head - p).min(MAX_PAYLOAD as u64 / 8 + 1);
-                let len = (words - 1) as usize * 8;
-                let pad = header(Tag { id: PAD_ID, ctx: Context::UNKNOWN }, len, 0);
-                self.slot(p).store(pad, Relaxed);
-                p += words;
-            }
-            // The lost words may hold the anchor of the hi writers now assume.
-            w.cur_hi.store(u64::MAX, Relaxed);
-        }
+        };
         w.stopped.fetch_add(stopped, Relaxed);
         // Release: as in `leave`, the records below `head` are complete for a reader
         // that sees it.
@@ -571,27 +568,74 @@ impl Ring {
         stopped
     }
 
-    /// The low stamp bits of the newest event or anchor below `commit`, by a walk
-    /// from the tail validated as a reader's; `None` if there is none, or if the
-    /// tail moved under every try.
-    fn newest_stamp(&self, commit: u64) -> Option<u64> {
+    /// The seal's walk over `[commit, head)` (see [`Ring::seal`]): how many records
+    /// are padding, or `None` if a word there is not a record written since `commit`.
+    fn stopped_writes(
+        &self,
+        commit: u64,
+        head: u64,
+        now: u64,
+        known: &dyn Fn(u16) -> bool,
+    ) -> Option<u64> {
+        let (mut hi, mut before) = self.stamp_at(commit)?;
+        let (mut p, mut stopped) = (commit, 0);
+        while p < head {
+            let word = self.slot(p).load(Relaxed);
+            let h = Header::decode(word);
+            if word == 0 || p + h.words() > head || h.len > self.max_payload {
+                return None;
+            }
+            let ts = match h.id {
+                ANCHOR_ID if h.len == 8 => {
+                    let ts = self.slot(p + 1).load(Relaxed);
+                    if ts & 0xffff_ffff != h.ts_lo {
+                        return None;
+                    }
+                    hi = ts_hi(ts);
+                    ts
+                }
+                PAD_ID => {
+                    stopped += 1;
+                    ts_join(hi, h.ts_lo)
+                }
+                id if id != ANCHOR_ID && known(id) => ts_join(hi, h.ts_lo),
+                _ => return None,
+            };
+            if ts < before || ts > now {
+                return None;
+            }
+            before = ts;
+            p += h.words();
+        }
+        Some(stopped)
+    }
+
+    /// The hi in effect at `commit` and the newest stamp of an event or anchor below
+    /// it, or the ring's floor if that is newer, by a walk from the tail validated
+    /// as a reader's; `None` if the tail moved under every try, or if more than
+    /// [`STAMP_WALK_WORDS`] lie between the tail and `commit` (the seal runs in the
+    /// NMI that stops a CPU, while the panicking one waits).
+    fn stamp_at(&self, commit: u64) -> Option<(u64, u64)> {
         for _ in 0..4 {
-            let (tail, _) = self.tail_near(commit);
-            let (mut p, mut newest) = (tail, None);
+            let (tail, mut hi) = self.tail_near(commit);
+            if commit - tail > STAMP_WALK_WORDS {
+                return None;
+            }
+            let (mut p, mut newest) = (tail, self.reader.floor.load(Relaxed));
             while p < commit {
-                let h = Header::decode(self.slot(p).load(Relaxed));
-                if p + h.words() > commit {
-                    break;
+                let found = self.copy(p, hi, commit, None);
+                match found {
+                    Found::Event { ts, .. } => newest = newest.max(ts),
+                    Found::Anchor { hi, .. } => newest = newest.max(hi << 32),
+                    Found::Pad { .. } => {}
+                    Found::Bad => break,
                 }
-                if h.id != PAD_ID {
-                    newest = Some(h.ts_lo);
-                }
-                p += h.words();
+                (p, hi) = found.next(p, hi);
             }
             // Acquire: validates the walk, as in `count_entries`.
             fence(Acquire);
             if p == commit && self.tail_near(commit).0 == tail {
-                return newest;
+                return Some((hi, newest));
             }
         }
         None
@@ -785,8 +829,9 @@ impl Ring {
         // Relaxed CAS: the fences order the copy; winning it means the record was
         // intact and is ours, losing means a writer took it.
         let won = self.tail.compare_exchange(peeked.old, peeked.new, Relaxed, Relaxed).is_ok();
-        if won && peeked.event.is_some() {
+        if won && let Some(event) = peeked.event {
             bump(&self.reader.read, 1);
+            self.reader.floor.store(event.ts, Relaxed);
         }
         won
     }
@@ -916,6 +961,11 @@ impl Ring {
     /// and holds the consumer role (see [`Ring::acquire_consumer`]), so no consuming
     /// reader runs. Positions keep increasing, so concurrent iterators stay safe.
     pub(crate) fn reset_locked(&self) {
+        // The words stay: a panic's seal must not take them for records written
+        // after this (see `floor`).
+        if let Some((_, newest)) = self.stamp_at(self.commit.load(Relaxed)) {
+            self.reader.floor.store(newest, Relaxed);
+        }
         let head = self.w.head.load(Relaxed);
         // Relaxed: no writer or consumer runs; iterators only need positions to keep
         // increasing, which they do.

@@ -225,7 +225,7 @@ fn loom_seal_vs_consumer() {
                 let bb = b.clone();
                 hook::once(Point::Reserved, move || {
                     bb.write(9, &9u64.to_le_bytes()).unwrap();
-                    assert_eq!(bb.seal_cpu(0), 1);
+                    assert_eq!(bb.seal_cpu(0, |id| id < 100), 1);
                     std::panic::resume_unwind(std::boxed::Box::new("the CPU stops here"));
                 });
                 let stopped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

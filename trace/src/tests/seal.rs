@@ -19,11 +19,27 @@ type Seen = (u64, Vec<(u16, Vec<u8>)>, RingStats);
 /// interrupt: a panic never returns to the write it stopped. `None` if the write
 /// passed no `point`.
 fn sealed_at(b: &Rc<Buffer<HostPlatform>>, point: Point) -> Option<Seen> {
+    sealed_at_time(b, point, Some(b"nmi"), None)
+}
+
+/// [`sealed_at`], the interrupt writing `nmi` (if any) at clock reading `at` (if
+/// given).
+fn sealed_at_time(
+    b: &Rc<Buffer<HostPlatform>>,
+    point: Point,
+    nmi: Option<&'static [u8]>,
+    at: Option<u64>,
+) -> Option<Seen> {
     let seen = Rc::new(RefCell::new(None));
     let (inner, out) = (b.clone(), seen.clone());
     hook::once(point, move || {
-        inner.write(3, b"nmi").unwrap();
-        let stopped = inner.seal_cpu(0);
+        if let Some(at) = at {
+            HostPlatform::set_clock(at);
+        }
+        if let Some(nmi) = nmi {
+            inner.write(3, nmi).unwrap();
+        }
+        let stopped = inner.seal_cpu(0, |id| id < 100);
         *out.borrow_mut() = Some((stopped, events(&inner, 0), inner.stats(0).unwrap()));
     });
     b.write(2, b"stopped").unwrap();
@@ -56,8 +72,8 @@ fn a_seal_before_the_reservation_publishes_the_interrupts_records() {
 fn a_seal_with_no_write_in_progress_changes_nothing() {
     let b = buffer(1, 4096, Mode::Overwrite);
     b.write(1, b"one").unwrap();
-    assert_eq!(b.seal_cpu(0), 0);
-    assert_eq!(b.seal_cpu(7), 0, "a CPU beyond the set");
+    assert_eq!(b.seal_cpu(0, |_| true), 0);
+    assert_eq!(b.seal_cpu(7, |_| true), 0, "a CPU beyond the set");
     assert_eq!(events(&b, 0), vec![(1, b"one".to_vec())]);
     b.write(2, b"two").unwrap();
     assert_eq!(events(&b, 0).len(), 2);
@@ -142,4 +158,113 @@ fn the_dump_says_what_the_tracers_seal_left_out() {
     assert_eq!((stats.stopped, stats.unreadable, stats.unpublished), (1, 0, 0));
     let notes = crate::text::UnreadWrites { cpu: 0, stopped: 1, unreadable: 0, unpublished: 0 };
     assert_eq!(std::format!("{notes}"), note);
+}
+
+/// The words a write stopped before its header left may be an older record's
+/// payload, which can read as a header of a known event that fits exactly, stamped
+/// in the past or the future. In a ring a consumer emptied, no record below
+/// `commit` dates the past: the consumer's newest event does (nothing reserved
+/// later is older); the clock now bounds the future.
+#[test]
+fn a_seal_never_reads_an_older_payload_that_reads_as_a_header() {
+    for stamp in [500, 2_000_000_000] {
+        // 64 words. Each record's payload word reads as a header: id 1, 8 bytes.
+        let b = Rc::new(buffer(1, 512, Mode::Overwrite));
+        let fake = crate::ring::record::header(
+            crate::ring::record::Tag { id: 1, ctx: crate::Context::TASK },
+            8,
+            stamp,
+        );
+        for _ in 0..40 {
+            b.write(1, &fake.to_le_bytes()).unwrap();
+        }
+        // One word (a header alone): the next reservation starts where a payload was.
+        b.write(1, &[]).unwrap();
+        assert!(super::util::consume(&b, 0).len() > 10);
+        // The interrupt seals without writing: the stopped write's words are the last.
+        let (stopped, seen, s) = sealed_at_time(&b, Point::Claimed, None, None).unwrap();
+        assert_eq!((stopped, seen), (1, vec![]), "stamp {stamp}: nothing read as a record");
+        assert_eq!((s.unreadable, s.entries), (16, 0), "{s:?}");
+        assert!(s.balanced(), "{s:?}");
+    }
+}
+
+/// A ring a consumer emptied: the stopped write's words are the previous lap's
+/// record, which the consumer's newest event dates as older.
+#[test]
+fn a_seal_never_reads_a_record_older_than_what_a_consumer_took() {
+    let b = Rc::new(buffer(1, 512, Mode::Overwrite));
+    for i in 0..40u8 {
+        b.write(1, &[i; 7]).unwrap();
+    }
+    assert_eq!(super::util::consume(&b, 0).len(), 40 - 8, "the ring wrapped");
+    let (stopped, seen, s) = sealed_at(&b, Point::Claimed).unwrap();
+    assert_eq!((stopped, seen), (1, vec![]), "{s:?}");
+}
+
+/// A cleared ring keeps its words: the clear dates them, as older than anything
+/// written after it.
+#[test]
+fn a_seal_never_reads_a_record_a_clear_emptied() {
+    let mut b = buffer(1, 512, Mode::Overwrite);
+    for i in 0..40u8 {
+        b.write(1, &[i; 7]).unwrap();
+    }
+    b.clear().unwrap();
+    let b = Rc::new(b);
+    let (stopped, seen, s) = sealed_at(&b, Point::Claimed).unwrap();
+    assert_eq!((stopped, seen), (1, vec![]), "{s:?}");
+}
+
+/// Stamps are compared whole: records seconds apart (more than 2^31 ns, where the
+/// low 32 bits a header keeps wrap) are in order.
+#[test]
+fn a_seal_keeps_records_seconds_apart() {
+    // The last pair crosses 2^32 ns between the stopped write and the interrupt,
+    // which writes an anchor.
+    for (before_gap, nmi_gap) in
+        [(0, 3_000_000_000), (3_000_000_000, 0), (4_200_000_000, 3_000_000_000)]
+    {
+        let b = Rc::new(buffer(1, 4096, Mode::Overwrite));
+        b.write(1, b"before").unwrap();
+        HostPlatform::set_clock(1_010 + before_gap);
+        let at = Some(1_020 + before_gap + nmi_gap);
+        let (stopped, seen, s) = sealed_at_time(&b, Point::Reserved, Some(b"nmi"), at).unwrap();
+        assert_eq!(seen, vec![(1, b"before".to_vec()), (3, b"nmi".to_vec())], "{s:?}");
+        assert_eq!((stopped, s.unreadable), (1, 0), "{s:?}");
+    }
+}
+
+/// A lap slower than 2^31 ns: the previous lap's header, whose low stamp bits read
+/// as newer across their wrap, is older as a whole stamp.
+#[test]
+fn a_seal_never_reads_a_header_from_a_slow_lap() {
+    let b = Rc::new(buffer(1, 512, Mode::Overwrite));
+    for i in 0..31u8 {
+        b.write(1, &[i; 7]).unwrap();
+    }
+    HostPlatform::set_clock(3_000_000_000);
+    for i in 0..31u8 {
+        b.write(4, &[i; 7]).unwrap();
+    }
+    let (_, seen, s) = sealed_at(&b, Point::Claimed).unwrap();
+    assert!(seen.iter().all(|(id, _)| *id == 4), "{seen:?} {s:?}");
+}
+
+/// An older payload word that reads as a header of an event the ring's writers do
+/// not write (id 0x1234), fitting exactly and stamped between the record before it
+/// and the interrupt's.
+#[test]
+fn a_seal_never_reads_a_payload_word_as_an_unknown_event() {
+    let b = Rc::new(buffer(1, 512, Mode::Overwrite));
+    let mut payload = [0u8; 16];
+    payload[..8].copy_from_slice(&((5_000u64 << 32) | (0x1234 << 12) | 8).to_le_bytes());
+    for _ in 0..21 {
+        b.write(1, &payload).unwrap();
+    }
+    // The next reservation starts where record 1's first payload word was.
+    b.write(5, &[0; 7]).unwrap();
+    HostPlatform::set_clock(5_000);
+    let (_, seen, s) = sealed_at(&b, Point::Claimed).unwrap();
+    assert!(seen.iter().all(|(id, _)| *id == 1 || *id == 5), "{seen:?} {s:?}");
 }

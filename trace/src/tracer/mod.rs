@@ -947,10 +947,11 @@ impl<P: Platform> Tracer<P> {
     /// [`Tracer::visit_instances`]. Returns how many writes were left out.
     pub fn seal_cpu(&self) -> u64 {
         let cpu = self.platform.cpu();
+        let known = |id| self.descriptor(id).is_some();
         let mut stopped = 0;
         self.visit_instances(|view| {
-            stopped += view.recorder.live().seal_cpu(cpu);
-            stopped += view.recorder.snapshot().map_or(0, |set| set.seal_cpu(cpu));
+            stopped += view.recorder.live().seal_cpu(cpu, known);
+            stopped += view.recorder.snapshot().map_or(0, |set| set.seal_cpu(cpu, known));
         });
         stopped
     }
