@@ -941,10 +941,15 @@ impl<P: Platform> Tracer<P> {
     /// the writes in progress on this CPU, which the caller interrupted and will
     /// never return to, are left out, and what was recorded after they began is
     /// published (without it, a stopped write hides its CPU's later records, the
-    /// panic's own among them). Call it on the panicking CPU and on each CPU the
-    /// panic stops, from the code that stopped it, after recording what it records
-    /// there (its later records are not published). Lock-free like
-    /// [`Tracer::visit_instances`]. Returns how many writes were left out.
+    /// panic's own among them). Call it on the panicking CPU, and on each CPU the
+    /// panic stops (from the code that stops it), once before recording what the
+    /// panic records there and once after: a seal publishes only what was recorded
+    /// before it, and one that cannot read a stopped write's words leaves out every
+    /// word since the last publication. Lock-free like [`Tracer::visit_instances`].
+    /// Returns how many writes were left out.
+    ///
+    /// Only for code that never returns to what it interrupted: a write of this CPU
+    /// that resumed after a seal could store into words the seal published.
     pub fn seal_cpu(&self) -> u64 {
         let cpu = self.platform.cpu();
         let known = |id| self.descriptor(id).is_some();
