@@ -438,6 +438,30 @@ fn a_version_1_dump_still_parses_its_sections_as_live_buffers() {
 }
 
 #[test]
+fn cpu_statistics_read_the_seals_figures_when_present_and_zero_before_them() {
+    // Header: version 2, 1 CPU, no panic. Section 0 "a", live. Statistics of CPU 0:
+    // written 5, entries 4, overrun 0, dropped 0, read 0, commit overrun 0, then the
+    // seal's figures (stopped 1, unreadable 16, unpublished 24) or none of them.
+    let head: [(u8, &[u8]); 2] = [(1, &[2, 1, 0]), (3, &[0, 1, b'a', 0])];
+    let stats = |body: &'static [u8]| {
+        let log = crafted_dump(&[head[0], head[1], (4, body)]);
+        dump::parse(&log).remove(0)
+    };
+    let d = stats(&[0, 0, 5, 4, 0, 0, 0, 0, 1, 16, 24]);
+    assert!(d.problems.is_empty(), "{:?}", d.problems);
+    let s = d.instances[&0].stats[&0];
+    assert_eq!((s.written, s.stopped, s.unreadable, s.unpublished), (5, 1, 16, 24));
+    let d = stats(&[0, 0, 5, 4, 0, 0, 0, 0]);
+    assert!(d.problems.is_empty(), "{:?}", d.problems);
+    let s = d.instances[&0].stats[&0];
+    assert_eq!((s.written, s.stopped, s.unreadable, s.unpublished), (5, 0, 0, 0));
+    // A seventh value cut short is named damage, and the item is not taken.
+    let d = stats(&[0, 0, 5, 4, 0, 0, 0, 0, 0x80]);
+    assert!(!d.problems.is_empty());
+    assert!(d.instances.get(&0).is_none_or(|i| i.stats.is_empty()));
+}
+
+#[test]
 fn dump_versions_and_buffers_out_of_range_are_named_damage() {
     let future = dump::VERSION as u8 + 1;
     let d = &dump::parse(&crafted_dump(&[(1, &[future, 2, 0])]))[0];
