@@ -57,8 +57,8 @@ impl fmt::Display for UnreadWrites {
         if self.unreadable > 0 {
             writeln!(
                 f,
-                "# cpu{cpu}: {} bytes a stopped write had reserved before storing its header \
-                 are left out, with the records written after them",
+                "# cpu{cpu}: {} bytes reserved since the last records published are left \
+                 out: a write the panic stopped had not stored its header",
                 self.unreadable
             )?;
         }

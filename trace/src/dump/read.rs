@@ -92,7 +92,7 @@ pub struct DumpStats {
     /// Writes a panic stopped before they finished, left out by its seal (0 in dumps
     /// before it).
     pub stopped: u64,
-    /// Bytes the seal could not read, left out with the records after them.
+    /// Bytes the seal left out because it could not read them all as records.
     pub unreadable: u64,
     /// Bytes reserved by writes not all finished, unsealed: they and every record
     /// after them were not read.

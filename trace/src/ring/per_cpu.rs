@@ -74,8 +74,8 @@ struct WriterLocal {
     corrupt: AtomicBool,
     /// Writes a seal found stopped before they finished, left out ([`Ring::seal`]).
     stopped: AtomicU64,
-    /// Words a seal could not read (a stopped write had not stored its header), left
-    /// out as padding with what followed them.
+    /// Words a seal left out as padding because it could not read them all as
+    /// records (a stopped write had not stored its header).
     unreadable: AtomicU64,
     /// Where the ring's timestamps come from, fixed for its life (read beside `head`).
     clock: Clock,

@@ -60,8 +60,9 @@ pub struct RingStats {
     /// Writes a panic stopped before they finished, left out when the panic sealed
     /// the CPU's rings (`Tracer::seal_cpu`); not counted in `written`.
     pub stopped: u64,
-    /// Bytes the seal could not read (a write stopped between its reservation and
-    /// its header's store), left out with the records written after them.
+    /// Bytes the seal left out because it could not read them all as records (a
+    /// write stopped between its reservation and its header's store): every byte
+    /// reserved since the CPU last published, records of other writes among them.
     pub unreadable: u64,
     /// Capacity of the ring in bytes.
     pub capacity: u64,
