@@ -5,6 +5,7 @@ use super::util::{buffer, events};
 use crate::ring::{Buffer, RingStats};
 use crate::sync::{Point, hook};
 use crate::{HostPlatform, Mode};
+use proptest::prelude::*;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::vec;
@@ -267,4 +268,108 @@ fn a_seal_never_reads_a_payload_word_as_an_unknown_event() {
     HostPlatform::set_clock(5_000);
     let (_, seen, s) = sealed_at(&b, Point::Claimed).unwrap();
     assert!(seen.iter().all(|(id, _)| *id == 1 || *id == 5), "{seen:?} {s:?}");
+}
+
+/// Records of the property test: a sequence number first, then bytes of its choice.
+fn record(seq: u64, len: usize, fill: &[u8]) -> Vec<u8> {
+    let mut payload = seq.to_le_bytes().to_vec();
+    payload.extend(fill.iter().cycle().take(len));
+    payload
+}
+
+/// One case of [`a_seal_publishes_only_records_written`]: `earlier` records (their
+/// lengths past the sequence number, bytes from `fill`), maybe consumed or cleared,
+/// then a write stopped at its `point`-th hook point, where an "NMI" writes `nested`
+/// records and seals. Checked there, as the CPU never comes back to the write.
+fn seal_case(
+    earlier: &[usize],
+    fill: &[u8],
+    then: u8,
+    point: usize,
+    nested: &[usize],
+) -> Result<(), TestCaseError> {
+    let mut b = buffer(1, 512, Mode::Overwrite);
+    // Every record written, by sequence number (its first 8 bytes): id and payload.
+    let mut written = std::collections::BTreeMap::new();
+    for (i, &len) in earlier.iter().enumerate() {
+        let (seq, id) = (written.len() as u64 + 1, 1 + i as u16 % 5);
+        written.insert(seq, (id, record(seq, len, fill)));
+        b.write(id, &written[&seq].1).unwrap();
+    }
+    match then {
+        0 => {}
+        1 => drop(super::util::consume(&b, 0)),
+        _ => b.clear().unwrap(),
+    }
+    // The stopped write's record may be read whole (stopped once its header is in).
+    let seq = written.len() as u64 + 1;
+    let stopped = record(seq, 13, fill);
+    written.insert(seq, (7, stopped.clone()));
+    let mut inner = Vec::new();
+    for &len in nested {
+        let seq = written.len() as u64 + 1;
+        written.insert(seq, (9, record(seq, len, fill)));
+        inner.push(written[&seq].clone());
+    }
+    let b = Rc::new(b);
+    let seen = Rc::new(RefCell::new(None));
+    let (bb, out) = (b.clone(), seen.clone());
+    let mut hit = 0;
+    hook::set(move |_| {
+        hit += 1;
+        if hit == point {
+            for (id, payload) in &inner {
+                bb.write(*id, payload).unwrap();
+            }
+            bb.seal_cpu(0, |id| id <= 9);
+            *out.borrow_mut() = Some((events(&bb, 0), bb.stats(0).unwrap(), bb.is_corrupt()));
+            // The CPU never comes back to the write it was stopped in.
+            std::panic::resume_unwind(std::boxed::Box::new(()));
+        }
+    });
+    let resumed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| b.write(7, &stopped)));
+    hook::clear();
+    let Some((seen, s, corrupt)) = seen.take() else {
+        prop_assert!(resumed.is_ok());
+        return Ok(());
+    };
+    prop_assert!(!corrupt, "{s:?}");
+    let mut last = 0;
+    for (id, payload) in &seen {
+        let key = u64::from_le_bytes(payload[..8].try_into().unwrap());
+        prop_assert_eq!(
+            written.get(&key),
+            Some(&(*id, payload.clone())),
+            "not written: {:?}",
+            seen
+        );
+        prop_assert!(key > last, "out of order or twice: {:?}", seen);
+        last = key;
+    }
+    if s.unreadable == 0 {
+        let read = |k: &u64| seen.iter().any(|(id, p)| *id == 9 && p[..8] == k.to_le_bytes());
+        let keys: Vec<u64> = written.iter().filter(|(_, v)| v.0 == 9).map(|(k, _)| *k).collect();
+        prop_assert!(keys.iter().all(read), "an interrupt's record is missing: {seen:?} {s:?}");
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(super::util::cases(if cfg!(miri) { 4 } else { 2000 }))]
+
+    /// Whatever point a write is stopped at, over whatever a small ring held
+    /// (wrapped, consumed, cleared; payloads of any bytes, which the stopped write's
+    /// words may be): the seal publishes only records that were written, each once
+    /// and in order, and never marks the ring corrupt; it keeps the interrupt's
+    /// records unless it says it left words out.
+    #[test]
+    fn a_seal_publishes_only_records_written(
+        earlier in prop::collection::vec(0usize..48, 0..80),
+        fill in prop::collection::vec(any::<u8>(), 1..64),
+        then in 0u8..3,
+        point in 1usize..12,
+        nested in prop::collection::vec(0usize..24, 0..3),
+    ) {
+        seal_case(&earlier, &fill, then, point, &nested)?;
+    }
 }
