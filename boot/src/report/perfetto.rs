@@ -212,7 +212,8 @@ pub fn perfetto_json(trace: &Section) -> Json {
 /// snapshot): each is its own process, pid its position, named `kernel` for the live
 /// buffer and `kernel (snapshot)` for the snapshot, so the viewer shows them apart.
 /// `otherData` holds the first's statistics as `cpu_stats` and every buffer's under
-/// `buffers`.
+/// `buffers` (with what a panic's seal left out: `stopped`, `unreadable`, and
+/// `unpublished`).
 pub fn perfetto_json_of(traces: &[Section]) -> Json {
     let mut events = Vec::new();
     for (pid, trace) in traces.iter().enumerate() {
@@ -235,7 +236,9 @@ pub fn perfetto_json_of(traces: &[Section]) -> Json {
             .map(|s| {
                 json!({
                     "written": s.written, "entries": s.entries, "overrun": s.overrun,
-                    "dropped": s.dropped, "read": s.read, "commit_overrun": s.commit_overrun
+                    "dropped": s.dropped, "read": s.read, "commit_overrun": s.commit_overrun,
+                    "stopped": s.stopped, "unreadable": s.unreadable,
+                    "unpublished": s.unpublished
                 })
             })
             .collect()
@@ -401,6 +404,19 @@ mod tests {
 
     fn with_ph<'a>(doc: &'a Json, ph: &str) -> Vec<&'a Json> {
         doc["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == ph).collect()
+    }
+
+    /// What a panic's seal left out (and what stayed unpublished) is in the CPU's
+    /// statistics, as the kernel's dump text says it.
+    #[test]
+    fn cpu_stats_carry_what_the_seal_left_out() {
+        let mut trace = sample();
+        (trace.stats[1].stopped, trace.stats[1].unreadable) = (1, 16);
+        trace.stats[0].unpublished = 24;
+        let doc = parsed(&trace);
+        let stats = &doc["otherData"]["cpu_stats"];
+        assert_eq!((&stats[1]["stopped"], &stats[1]["unreadable"]), (&json!(1), &json!(16)));
+        assert_eq!((&stats[0]["unpublished"], &stats[0]["stopped"]), (&json!(24), &json!(0)));
     }
 
     #[test]
