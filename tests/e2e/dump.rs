@@ -492,6 +492,38 @@ fn a_panic_on_a_cpu_stopped_in_the_middle_of_a_write_still_dumps_what_it_recorde
     }
 }
 
+/// The boot CPU panics while every other CPU writes at full speed (`stress ...
+/// panic`): the panic's NMI stops them wherever they are, often in the middle of a
+/// write, at other points in each run. Every stopped CPU's stack is in the dump, no
+/// CPU's records are held back, no record is of an event that does not exist, and
+/// each CPU's statistics balance where the seal left nothing out.
+#[test]
+fn a_panic_while_every_cpu_writes_dumps_where_each_was() {
+    let _alone = e2e::busy_guest();
+    let mut m = Machine::boot();
+    assert_eq!(m.run_to_exit("stress overwrite 300 panic"), Outcome::KernelFailure);
+    let transcript = m.transcript();
+    assert!(transcript.contains("stress: a panic on purpose while every CPU writes"));
+    assert!(!transcript.contains("a write in progress"), "every CPU was stopped and sealed");
+    let dump = m.dumps().into_iter().rfind(|d| d.panic.is_some()).expect("the panic dump");
+    assert!(dump.problems.is_empty(), "{:?}", dump.problems);
+    for section in dump.sections() {
+        let name = section.heading();
+        assert!(section.events.iter().all(|e| section.descriptor(e.id).is_some()), "{name}");
+        for (cpu, s) in section.stats.iter().enumerate().filter(|(_, s)| s.stopped == 0) {
+            let accounted = s.entries + s.read + s.overrun + s.dropped;
+            assert_eq!(s.written, accounted, "{name} cpu{cpu}: {s:?}");
+        }
+    }
+    let top = top(&dump);
+    for cpu in 1..4 {
+        let stack = top.events.iter().rfind(|e| {
+            e.cpu == cpu && top.descriptor(e.id).is_some_and(|d| d.name == "kernel_stack")
+        });
+        assert!(stack.is_some(), "where cpu{cpu} was");
+    }
+}
+
 #[test]
 fn a_panic_during_a_live_dump_still_records_where_each_cpu_was() {
     let mut m = Machine::boot();

@@ -134,8 +134,16 @@ struct Consumed {
 /// Runs the stress test in `mode` for `ms` milliseconds, arming and disarming
 /// `stress:cycled` `cycles` times meanwhile (going on until they are done, for at
 /// most 8 minutes more), with `functions` turning the function tracer on and off
-/// with each, and prints the report. Returns whether every check passed.
-pub fn run(mode: Mode, ms: u64, cycles: u32, functions: bool) -> Result<bool, &'static str> {
+/// with each, and prints the report. Returns whether every check passed. With
+/// `panic`, the boot CPU panics at the end instead, while every other CPU still
+/// writes: the panic stops them wherever they are, in the middle of writes among it.
+pub fn run(
+    mode: Mode,
+    ms: u64,
+    cycles: u32,
+    functions: bool,
+    panic: bool,
+) -> Result<bool, &'static str> {
     let cpus = smp::online();
     let tracer = tracing::tracer().ok_or("tracing is not available")?;
     // The run sets the top level's function tracer and lists itself, and checks that
@@ -223,6 +231,9 @@ pub fn run(mode: Mode, ms: u64, cycles: u32, functions: bool) -> Result<bool, &'
                 cycled += u32::from(!armed);
             }
             round += 1;
+        }
+        if panic {
+            panic!("stress: a panic on purpose while every CPU writes");
         }
     }
     run.stop.store(true, Ordering::Relaxed);

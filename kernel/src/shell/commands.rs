@@ -130,9 +130,10 @@ pub static COMMANDS: &[Command] = &[
     },
     Command {
         name: "stress",
-        usage: "[overwrite|discard|both] [MS] [cycle N [functions]]",
+        usage: "[overwrite|discard|both] [MS] [cycle N [functions]] [panic]",
         help: "ring buffer stress test on every CPU (default: both modes, 1000 ms); cycle: \
-               arm and disarm a key N times meanwhile (functions: the function tracer too)",
+               arm and disarm a key N times meanwhile (functions: the function tracer too); \
+               panic: panic at the end, while every CPU writes",
         redirects: false,
         paths: false,
         pipes: false,
@@ -598,6 +599,10 @@ fn stress(
     _out: &mut Output,
 ) -> Result<(), CommandError> {
     const BOTH: &[Mode] = &[Mode::Overwrite, Mode::Discard];
+    let (args, panic) = match args {
+        [rest @ .., "panic"] => (rest, true),
+        _ => (args, false),
+    };
     let (args, functions) = match args {
         [rest @ .., "cycle", _, "functions"] => (&args[..rest.len() + 2], true),
         _ => (args, false),
@@ -628,7 +633,7 @@ fn stress(
         return Err("duration must be 1 to 10000 ms".into());
     }
     for &mode in modes {
-        stress::run(mode, ms, cycles.unwrap_or(0), functions).map_err(CommandError::from)?;
+        stress::run(mode, ms, cycles.unwrap_or(0), functions, panic).map_err(CommandError::from)?;
     }
     Ok(())
 }
