@@ -493,10 +493,10 @@ fn a_panic_on_a_cpu_stopped_in_the_middle_of_a_write_still_dumps_what_it_recorde
 }
 
 /// The boot CPU panics while every other CPU writes at full speed (`stress ...
-/// panic`): the panic's NMI stops them wherever they are, often in the middle of a
-/// write, at other points in each run. Every stopped CPU's stack is in the dump, no
-/// CPU's records are held back, no record is of an event that does not exist, and
-/// each CPU's statistics balance where the seal left nothing out.
+/// panic`): the panic's NMI stops them wherever they are, now and then in the middle
+/// of a write. Every stopped CPU's stack is in the dump, no CPU's records are held
+/// back, no record is of an event that does not exist, and each CPU's statistics
+/// balance where the seal left nothing out.
 #[test]
 fn a_panic_while_every_cpu_writes_dumps_where_each_was() {
     let _alone = e2e::busy_guest();
