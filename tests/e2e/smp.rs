@@ -144,7 +144,7 @@ fn stress_in_both_modes_on_4_cpus_accounts_for_every_event() {
     }
     assert_eq!(
         machine.run("stress sideways").trim(),
-        "stress: usage: stress [overwrite|discard|both] [MS] [cycle N [functions]]"
+        "stress: usage: stress [overwrite|discard|both] [MS] [cycle N [functions]] [panic]"
     );
     assert_eq!(machine.run("stress 0").trim(), "stress: duration must be 1 to 10000 ms");
     assert_eq!(machine.run("stress 10 cycle 0").trim(), "stress: cycles must be 1 to 100000");
