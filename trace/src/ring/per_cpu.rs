@@ -138,6 +138,21 @@ impl Found {
     }
 }
 
+/// What a walk over a ring's committed records found ([`Ring::walk_committed`]).
+#[derive(Clone, Copy, Debug, Default)]
+struct Walked {
+    /// Events walked.
+    entries: u64,
+    /// The first event's stamp.
+    oldest: Option<u64>,
+    /// The newest stamp of an event or anchor (0 if none).
+    newest: u64,
+    /// The hi in effect where the walk stopped.
+    hi: u64,
+    /// The walk stopped at words that are no record.
+    bad: bool,
+}
+
 /// The oldest record as [`Ring::peek`] copied it, and the claim that takes it.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Peeked {
@@ -616,29 +631,15 @@ impl Ring {
     /// [`STAMP_WALK_WORDS`] lie between the tail and `commit` (the seal runs in the
     /// NMI that stops a CPU, while the panicking one waits).
     fn stamp_at(&self, commit: u64) -> Option<(u64, u64)> {
-        for _ in 0..4 {
-            let (tail, mut hi) = self.tail_near(commit);
-            if commit - tail > STAMP_WALK_WORDS {
-                return None;
-            }
-            let (mut p, mut newest) = (tail, self.reader.floor.load(Relaxed));
-            while p < commit {
-                let found = self.copy(p, hi, commit, None);
-                match found {
-                    Found::Event { ts, .. } => newest = newest.max(ts),
-                    Found::Anchor { hi, .. } => newest = newest.max(hi << 32),
-                    Found::Pad { .. } => {}
-                    Found::Bad => break,
-                }
-                (p, hi) = found.next(p, hi);
-            }
-            // Acquire: validates the walk, as in `count_entries`.
-            fence(Acquire);
-            if p == commit && self.tail_near(commit).0 == tail {
-                return Some((hi, newest));
-            }
+        if commit - self.tail_near(commit).0 > STAMP_WALK_WORDS {
+            return None;
         }
-        None
+        (0..4).find_map(|_| match self.walk_committed(commit) {
+            (walked, true) if !walked.bad => {
+                Some((walked.hi, walked.newest.max(self.reader.floor.load(Relaxed))))
+            }
+            _ => None,
+        })
     }
 
     /// Test builds: a record the limit let through without looking at `tail` has the
@@ -878,39 +879,48 @@ impl Ring {
     /// a busy ring cannot keep a reader of the statistics walking forever).
     pub(crate) fn count_entries(&self) -> (u64, Option<u64>) {
         const ATTEMPTS: usize = 4;
-        for attempt in 1.. {
-            let commit = self.commit_pos();
-            let (tail, mut hi) = self.tail_near(commit);
-            let (mut p, mut n, mut oldest, mut bad) = (tail, 0, None, false);
-            while p < commit {
-                let found = self.copy(p, hi, commit, None);
-                match found {
-                    Found::Bad => {
-                        bad = true;
-                        break;
-                    }
-                    Found::Event { ts, .. } => {
-                        n += 1;
-                        oldest.get_or_insert(ts);
-                    }
-                    _ => {}
-                }
-                (p, hi) = found.next(p, hi);
-            }
-            // Acquire: validates the walk, as in `consume`: unchanged tail means no
-            // writer claimed any of the records walked.
-            fence(Acquire);
-            if self.tail_near(commit).0 == tail {
-                if bad {
+        let mut walked = Walked::default();
+        for _ in 0..ATTEMPTS {
+            let valid;
+            (walked, valid) = self.walk_committed(self.commit_pos());
+            if valid {
+                if walked.bad {
                     self.mark_corrupt();
                 }
-                return (n, oldest);
-            }
-            if attempt == ATTEMPTS {
-                return (n, oldest);
+                break;
             }
         }
-        (0, None)
+        (walked.entries, walked.oldest)
+    }
+
+    /// One walk over the committed records from the tail to `commit`, validated as a
+    /// reader's: what it found, and whether the tail stayed where the walk began (no
+    /// writer claimed a record walked, so what it found was there).
+    fn walk_committed(&self, commit: u64) -> (Walked, bool) {
+        let (tail, mut hi) = self.tail_near(commit);
+        let (mut p, mut walked) = (tail, Walked::default());
+        while p < commit {
+            let found = self.copy(p, hi, commit, None);
+            match found {
+                Found::Bad => {
+                    walked.bad = true;
+                    break;
+                }
+                Found::Event { ts, .. } => {
+                    walked.entries += 1;
+                    walked.oldest.get_or_insert(ts);
+                    walked.newest = walked.newest.max(ts);
+                }
+                Found::Anchor { hi, .. } => walked.newest = walked.newest.max(hi << 32),
+                Found::Pad { .. } => {}
+            }
+            (p, hi) = found.next(p, hi);
+        }
+        walked.hi = hi;
+        // Acquire: validates the walk, as in `consume`: unchanged tail means no
+        // writer claimed any of the records walked.
+        fence(Acquire);
+        (walked, self.tail_near(commit).0 == tail)
     }
 
     /// The counters, summed over the nesting depths, without walking the ring.
