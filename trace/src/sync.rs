@@ -85,7 +85,6 @@ pub(crate) fn bump(counter: &AtomicU64, n: u64) {
 
 /// The points of the write path where a test may simulate an interrupt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) enum Point {
     /// The writer has raised its nesting depth.
     Entered,

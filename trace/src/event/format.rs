@@ -224,23 +224,6 @@ pub fn render_tagged(
     Ok(())
 }
 
-/// Writes every field as `name=value`, space separated (for events whose format
-/// string is empty).
-pub fn render_fields(out: &mut dyn Write, fields: &[Field<'_>], payload: &[u8]) -> fmt::Result {
-    let mut decoder = Decoder::new(payload);
-    for (i, field) in fields.iter().enumerate() {
-        if i > 0 {
-            out.write_char(' ')?;
-        }
-        write!(out, "{}=", field.name)?;
-        match decoder.value(field.kind) {
-            Ok(value) => write_value(out, value, Spec::Plain, None)?,
-            Err(error) => return write!(out, "<{error}>"),
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

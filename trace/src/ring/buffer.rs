@@ -7,7 +7,7 @@ use crate::error::{Error, WriteError};
 use crate::platform::Platform;
 use crate::ring::clock::Clock;
 use crate::ring::per_cpu::{MIN_MAX_PAYLOAD, RecordWriter, Refusal, Ring, words_for};
-use crate::ring::reader::{Consumer, Merged, ReadScratch, RecordRef, RingIter};
+use crate::ring::reader::{Consumer, Cursor, Merged, ReadScratch, RecordRef, RingIter};
 use crate::ring::record::{MAX_EVENT_ID, Mode, Tag};
 use crate::ring::stats::RingStats;
 use crate::sync::{AtomicBool, AtomicU8, AtomicU64, Ordering::*};
@@ -206,7 +206,8 @@ impl<P: Platform> Buffer<P> {
     /// return to, are left out, and the records reserved after them are published.
     /// `known` tells the event ids written into the set (words a stopped write left
     /// that read as another id are not trusted as records). Runs on CPU `cpu`.
-    /// Returns how many writes were left out (0 for a CPU beyond the set).
+    /// Returns how many writes were left out (0 for a CPU beyond the set; words it
+    /// could not read count as one, see [`RingStats::unreadable`]).
     pub fn seal_cpu(&self, cpu: usize, known: impl Fn(u16) -> bool) -> u64 {
         let now = self.clock().stamp(&self.platform);
         self.ring(cpu).map_or(0, |ring| ring.seal(now, &known))
@@ -357,12 +358,7 @@ impl<P: Platform> Buffer<P> {
 
     /// All CPUs' records in timestamp order, not consuming (ftrace's `trace`).
     pub fn merged_iter(&self) -> Result<Merged<RingIter<'_>>, Error> {
-        let mut v = Vec::new();
-        v.try_reserve_exact(self.rings.len()).map_err(|_| Error::NoMemory)?;
-        for cpu in 0..self.rings.len() {
-            v.push(self.iter(cpu)?);
-        }
-        Ok(Merged::new(v))
+        self.merged(|cpu| self.iter(cpu))
     }
 
     /// Calls `each` with every record, oldest first, while it returns true: CPU
@@ -400,10 +396,18 @@ impl<P: Platform> Buffer<P> {
 
     /// All CPUs' records in timestamp order, consuming (ftrace's `trace_pipe`).
     pub fn merged_consumer(&self) -> Result<Merged<Consumer<'_>>, Error> {
+        self.merged(|cpu| self.consumer(cpu))
+    }
+
+    /// A merge of `open(cpu)` over every CPU (the vector's memory reserved first).
+    fn merged<C: Cursor>(
+        &self,
+        open: impl Fn(usize) -> Result<C, Error>,
+    ) -> Result<Merged<C>, Error> {
         let mut v = Vec::new();
         v.try_reserve_exact(self.rings.len()).map_err(|_| Error::NoMemory)?;
         for cpu in 0..self.rings.len() {
-            v.push(self.consumer(cpu)?);
+            v.push(open(cpu)?);
         }
         Ok(Merged::new(v))
     }

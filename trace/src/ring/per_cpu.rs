@@ -59,7 +59,8 @@ const fn max_payload_for(words: u64) -> usize {
 struct WriterLocal {
     /// Reservation position: the end of the last reserved record.
     head: AtomicU64,
-    /// How many writers of this CPU are inside `write` (they nest like a stack).
+    /// How many writers of this CPU are between their reservation's start
+    /// (`reserve`) and `leave` (they nest like a stack).
     nest: AtomicUsize,
     /// The hi of the last anchor reserved (`u64::MAX`: none yet).
     cur_hi: AtomicU64,
@@ -89,7 +90,7 @@ struct ReaderSide {
     consumer: AtomicBool,
     /// Events lost (`lost()`) that a consumer has reported so far; a new consumer
     /// reports the losses since, as ftrace's `trace_pipe` does across opens.
-    pub(crate) lost_reported: AtomicU64,
+    lost_reported: AtomicU64,
     /// A stamp no record reserved from now on is older than: that of the last event
     /// consumed, or of the newest one a reset emptied (a panic's seal dates the words
     /// it reads with it, see [`Ring::seal`]).
@@ -145,7 +146,8 @@ struct Walked {
     entries: u64,
     /// The first event's stamp.
     oldest: Option<u64>,
-    /// The newest stamp of an event or anchor (0 if none).
+    /// The newest stamp of an event, or the hi of an anchor with its low bits zero
+    /// (a bound below the anchor's stamp), whichever is later (0 if none).
     newest: u64,
     /// The hi in effect where the walk stopped.
     hi: u64,
@@ -541,7 +543,9 @@ impl Ring {
     /// interrupted them among it (they finished). Runs on the ring's CPU, from a
     /// context that never returns to the writes it interrupted (a panic, or the NMI
     /// that stops a CPU for one); returns how many writes it found stopped. `now` is
-    /// the ring's clock now; `known` tells the event ids its writers use.
+    /// the ring's clock now; `known` tells the event ids its writers use. When it
+    /// cannot read the words (below), it counts them as one stopped write and returns
+    /// 1; [`RingStats::unreadable`] says how much was left out.
     ///
     /// A write stores its header as padding's right after its reservation, and the
     /// event's once the payload is in (`reserve`, `write_with`). One stopped in
@@ -584,7 +588,8 @@ impl Ring {
     }
 
     /// The seal's walk over `[commit, head)` (see [`Ring::seal`]): how many records
-    /// are padding, or `None` if a word there is not a record written since `commit`.
+    /// are padding, or `None` if a word there is not a record written since `commit`,
+    /// or if the records below `commit` cannot be dated ([`Ring::stamp_at`]).
     fn stopped_writes(
         &self,
         commit: u64,
@@ -627,19 +632,24 @@ impl Ring {
 
     /// The hi in effect at `commit` and the newest stamp of an event or anchor below
     /// it, or the ring's floor if that is newer, by a walk from the tail validated
-    /// as a reader's; `None` if the tail moved under every try, or if more than
-    /// [`STAMP_WALK_WORDS`] lie between the tail and `commit` (the seal runs in the
-    /// NMI that stops a CPU, while the panicking one waits).
+    /// as a reader's; `None` if the tail moved under every try, if a validated walk
+    /// met words that are no record, or if more than [`STAMP_WALK_WORDS`] lie between
+    /// the tail and `commit` (the seal runs in the NMI that stops a CPU, while the
+    /// panicking one waits).
     fn stamp_at(&self, commit: u64) -> Option<(u64, u64)> {
         if commit - self.tail_near(commit).0 > STAMP_WALK_WORDS {
             return None;
         }
-        (0..4).find_map(|_| match self.walk_committed(commit) {
-            (walked, true) if !walked.bad => {
-                Some((walked.hi, walked.newest.max(self.reader.floor.load(Relaxed))))
+        for _ in 0..4 {
+            match self.walk_committed(commit) {
+                (walked, true) if walked.bad => return None,
+                (walked, true) => {
+                    return Some((walked.hi, walked.newest.max(self.reader.floor.load(Relaxed))));
+                }
+                _ => {}
             }
-            _ => None,
-        })
+        }
+        None
     }
 
     /// Test builds: a record the limit let through without looking at `tail` has the
@@ -876,7 +886,8 @@ impl Ring {
     /// Counts the events in the ring by walking it, and finds the oldest event's
     /// timestamp. Exact when the ring is quiescent; otherwise a recent value: a walk
     /// raced by writers is retried a few times, then its count is returned as is (so
-    /// a busy ring cannot keep a reader of the statistics walking forever).
+    /// a busy ring cannot keep a reader of the statistics walking forever). A
+    /// validated walk that meets words that are no record marks the ring corrupt.
     pub(crate) fn count_entries(&self) -> (u64, Option<u64>) {
         const ATTEMPTS: usize = 4;
         let mut walked = Walked::default();
@@ -911,7 +922,7 @@ impl Ring {
                     walked.oldest.get_or_insert(ts);
                     walked.newest = walked.newest.max(ts);
                 }
-                Found::Anchor { hi, .. } => walked.newest = walked.newest.max(hi << 32),
+                Found::Anchor { hi, .. } => walked.newest = walked.newest.max(ts_join(hi, 0)),
                 Found::Pad { .. } => {}
             }
             (p, hi) = found.next(p, hi);

@@ -67,6 +67,28 @@ pub struct Meta {
     pub lost: u64,
 }
 
+impl Meta {
+    /// The record this metadata describes, with `lost` events before it and its
+    /// payload in `payload`.
+    fn record(self, lost: u64, payload: &[u8]) -> RecordRef<'_> {
+        RecordRef { cpu: self.cpu, ts: self.ts, id: self.id, context: self.context, lost, payload }
+    }
+}
+
+/// The index of the earliest of `stamps` (`None` for a source with nothing),
+/// ties to the lower index: the next record of a merge in timestamp order.
+fn earliest(stamps: impl Iterator<Item = Option<u64>>) -> Option<usize> {
+    let mut best: Option<(usize, u64)> = None;
+    for (i, ts) in stamps.enumerate() {
+        if let Some(ts) = ts
+            && best.is_none_or(|(_, b)| ts < b)
+        {
+            best = Some((i, ts));
+        }
+    }
+    best.map(|(i, _)| i)
+}
+
 /// Where a non-consuming read of one ring stands: the position of the next record,
 /// the hi in effect there, and the commit position seen at its start. It holds no
 /// buffer: [`RingIter`] gives it one, a [`ReadScratch`]'s merge lends one.
@@ -167,14 +189,7 @@ impl<'a> RingIter<'a> {
     /// The next event, or `None` at the end.
     pub fn next_record(&mut self) -> Option<RecordRef<'_>> {
         let m = self.fetch()?;
-        Some(RecordRef {
-            cpu: m.cpu,
-            ts: m.ts,
-            id: m.id,
-            context: m.context,
-            lost: 0,
-            payload: &self.buf[..m.len],
-        })
+        Some(m.record(0, &self.buf[..m.len]))
     }
 }
 
@@ -245,33 +260,20 @@ impl ReadScratch {
         }));
         start();
         loop {
-            let mut best: Option<(usize, u64)> = None;
-            for (i, (head, ring)) in self.heads.iter_mut().zip(rings).enumerate() {
+            for (head, ring) in self.heads.iter_mut().zip(rings) {
                 if head.next.is_none() {
                     head.next = head.walk.fetch(ring, head.cpu, None);
                 }
-                if let Some((meta, _)) = head.next
-                    && best.is_none_or(|(_, ts)| meta.ts < ts)
-                {
-                    best = Some((i, meta.ts));
-                }
             }
-            let Some((i, _)) = best else { return Ok(()) };
+            let stamps = self.heads.iter().map(|head| head.next.map(|(meta, _)| meta.ts));
+            let Some(i) = earliest(stamps) else { return Ok(()) };
             let head = &mut self.heads[i];
             let Some((meta, at)) = head.next.take() else { continue };
             // The length copied: within the buffer, as `copy` checks.
             let Some(len) = head.walk.copy_payload(&rings[i], at, &mut self.payload) else {
                 continue;
             };
-            let record = RecordRef {
-                cpu: meta.cpu,
-                ts: meta.ts,
-                id: meta.id,
-                context: meta.context,
-                lost: 0,
-                payload: &self.payload[..len],
-            };
-            if !each(&record) {
+            if !each(&meta.record(0, &self.payload[..len])) {
                 return Ok(());
             }
         }
@@ -300,14 +302,7 @@ impl<'a> Consumer<'a> {
     /// Takes the oldest event, or `None` if the ring is empty. `Err(Corrupt)` if the
     /// ring's structure is broken (the ring then takes no more writes).
     pub fn next_record(&mut self) -> Result<Option<RecordRef<'_>>, Error> {
-        Ok(self.take()?.map(|m| RecordRef {
-            cpu: m.cpu,
-            ts: m.ts,
-            id: m.id,
-            context: m.context,
-            lost: m.lost,
-            payload: &self.buf[..m.len],
-        }))
+        Ok(self.take()?.map(|m| m.record(m.lost, &self.buf[..m.len])))
     }
 
     /// Events lost since the last record returned, not yet reported with a record
@@ -317,7 +312,10 @@ impl<'a> Consumer<'a> {
     }
 
     /// Takes [`Consumer::lost_pending`]: reports those losses now, so no later
-    /// record (of this consumer or the next) reports them again.
+    /// record (of this consumer or the next) reports them again. Each record taken
+    /// carries the same count: a writer on another CPU increments its counter just
+    /// after its claim, so an in-flight increment is reported with the next record;
+    /// the sum is exact.
     pub fn take_lost(&mut self) -> u64 {
         let lost_now = self.ring.lost();
         let lost = lost_now.wrapping_sub(self.overrun_seen);
@@ -336,19 +334,7 @@ impl<'a> Consumer<'a> {
         let Some(Copied { id, ctx, len, ts }) = self.ring.consume(&mut self.buf)? else {
             return Ok(None);
         };
-        Ok(Some(Meta { cpu: self.cpu, ts, id, context: ctx, len, lost: self.count_lost() }))
-    }
-
-    /// Lost events (overwritten or dropped) counted since the last record any
-    /// consumer returned. A writer on another CPU increments its counter just after
-    /// its claim, so an in-flight increment is reported with the next record; the
-    /// sum is exact.
-    fn count_lost(&mut self) -> u64 {
-        let lost_now = self.ring.lost();
-        let lost = lost_now.wrapping_sub(self.overrun_seen);
-        self.overrun_seen = lost_now;
-        self.ring.set_lost_reported(lost_now);
-        lost
+        Ok(Some(Meta { cpu: self.cpu, ts, id, context: ctx, len, lost: self.take_lost() }))
     }
 }
 
@@ -376,7 +362,7 @@ impl Cursor for Consumer<'_> {
 
     fn accept(&mut self) -> Option<u64> {
         let peeked = self.pending.take()?;
-        self.ring.claim(&peeked).then(|| self.count_lost())
+        self.ring.claim(&peeked).then(|| self.take_lost())
     }
 
     fn payload(&self) -> &[u8] {
@@ -410,28 +396,13 @@ impl<C: Cursor> Merged<C> {
                     *peeked = c.fetch();
                 }
             }
-            let mut best: Option<(usize, u64)> = None;
-            for (i, (_, peeked)) in self.sources.iter().enumerate() {
-                if let Some(m) = peeked
-                    && best.is_none_or(|(_, ts)| m.ts < ts)
-                {
-                    best = Some((i, m.ts));
-                }
-            }
-            let (best, _) = best?;
+            let best = earliest(self.sources.iter().map(|(_, peeked)| peeked.map(|m| m.ts)))?;
             let (c, peeked) = &mut self.sources[best];
             let m = peeked.take()?;
             // Reclaimed by a writer since it was fetched: fetch that source again.
             let Some(lost) = c.accept() else { continue };
             let (c, _) = &self.sources[best];
-            return Some(RecordRef {
-                cpu: m.cpu,
-                ts: m.ts,
-                id: m.id,
-                context: m.context,
-                lost,
-                payload: &c.payload()[..m.len],
-            });
+            return Some(m.record(lost, &c.payload()[..m.len]));
         }
     }
 }

@@ -93,7 +93,8 @@ impl Refused {
 
 impl RingStats {
     /// `written == entries + read + overrun + dropped`: the accounting identity. It
-    /// holds exactly at quiescent points.
+    /// holds exactly at quiescent points, unless a panic's seal left records out
+    /// (`unreadable` above 0: records written among the words it could not read).
     pub fn balanced(&self) -> bool {
         self.written == self.entries + self.read + self.overrun + self.dropped
     }

@@ -946,7 +946,8 @@ impl<P: Platform> Tracer<P> {
     /// panic records there and once after: a seal publishes only what was recorded
     /// before it, and one that cannot read a stopped write's words leaves out every
     /// word since the last publication. Lock-free like [`Tracer::visit_instances`].
-    /// Returns how many writes were left out.
+    /// Returns how many writes were left out (words a ring's seal could not read
+    /// count as one there; `RingStats::unreadable` has their size).
     ///
     /// Only for code that never returns to what it interrupted: a write of this CPU
     /// that resumed after a seal could store into words the seal published.
