@@ -18,9 +18,9 @@ use crate::{clock, events, smp};
 use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed, Ordering::SeqCst};
 
 /// The threshold at boot, in ms (Linux's `watchdog_thresh` is 10 s).
-pub const DEFAULT_THRESHOLD_MS: u64 = 10_000;
+const DEFAULT_THRESHOLD_MS: u64 = 10_000;
 /// The largest threshold taken, in ms.
-pub const MAX_THRESHOLD_MS: u64 = 600_000;
+const MAX_THRESHOLD_MS: u64 = 600_000;
 
 /// The threshold in ms; 0: the detector is off.
 static THRESHOLD_MS: AtomicU64 = AtomicU64::new(DEFAULT_THRESHOLD_MS);

@@ -23,6 +23,7 @@ mod firmware;
 mod idle;
 #[deny(unsafe_code)]
 mod keys;
+#[deny(unsafe_code)]
 mod lockup;
 mod memory;
 #[deny(unsafe_code)]

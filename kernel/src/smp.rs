@@ -25,7 +25,7 @@ static STOPPING: AtomicBool = AtomicBool::new(false);
 /// while it dumps).
 static STOPPER: AtomicUsize = AtomicUsize::new(usize::MAX);
 /// Frames of a CPU's call chain kept by its backtrace NMI.
-pub const BACKTRACE_FRAMES: usize = 24;
+const BACKTRACE_FRAMES: usize = 24;
 /// Per CPU: its call chain where its last backtrace NMI (the panic's stop, or
 /// [`request_backtraces`]) found it, from the address the NMI interrupted outward
 /// (ELF addresses; 0 after the last).

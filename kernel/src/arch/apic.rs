@@ -18,6 +18,7 @@ pub const ERROR_VECTOR: u8 = 0xfe;
 /// Vector of spurious local APIC interrupts (low nibble all ones, as required).
 pub const SPURIOUS_VECTOR: u8 = 0xff;
 
+/// The local APIC's registers: byte offsets in its xAPIC MMIO page.
 mod reg {
     pub const ID: usize = 0x20;
     pub const TPR: usize = 0x80;
@@ -127,7 +128,7 @@ const ICR_DELIVERY_PENDING: u32 = 1 << 12;
 
 /// The `target_apic` an `smp:ipi_send` record gives an IPI to every CPU but the
 /// sender (the panic's and the lockup detector's NMIs, the memory barrier's IPI).
-pub const ALL_BUT_SELF: u32 = u32::MAX;
+const ALL_BUT_SELF: u32 = u32::MAX;
 
 /// Sends `ipi` to `destination` and waits until the local APIC has accepted it.
 pub fn send_ipi(destination: Destination, ipi: Ipi) {

@@ -41,7 +41,7 @@ pub fn entry_address() -> u64 {
 
 /// Where a hooked function returns: [`return_trampoline`]'s address, which a
 /// stack walk meets in place of the caller's.
-pub fn return_address() -> u64 {
+fn return_address() -> u64 {
     return_trampoline as *const () as u64
 }
 

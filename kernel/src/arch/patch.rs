@@ -33,7 +33,7 @@ use x86_64::structures::idt::InterruptStackFrame;
 /// Bytes a site holds.
 pub const SITE_LEN: usize = 5;
 /// Most sites patched in one batch (a key with more is patched in several).
-pub const MAX_BATCH: usize = 128;
+const MAX_BATCH: usize = 128;
 /// The `int3` opcode.
 const INT3: u8 = 0xcc;
 

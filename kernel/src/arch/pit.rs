@@ -4,7 +4,7 @@
 use super::port::{inb, outb};
 
 /// The PIT's input clock in Hz.
-pub const PIT_HZ: u64 = 1_193_182;
+const PIT_HZ: u64 = 1_193_182;
 
 /// Loop iterations between two reads of the PIT's output while waiting for it.
 const POLL_SPINS: u32 = 1000;

@@ -117,12 +117,12 @@ pub fn ramdisk(addr: Option<u64>, len: u64) -> Option<&'static [u8]> {
 }
 
 /// Bytes of the persistent trace region per CPU slot.
-pub const PERSIST_BYTES_PER_CPU: u64 = 256 * 1024;
+const PERSIST_BYTES_PER_CPU: u64 = 256 * 1024;
 /// The persistent trace region: a header page, then one ring per possible CPU. It
 /// lies at 224 MiB, below the top of a 256 MiB machine (where the firmware keeps its
 /// ACPI tables) and far above where the bootloader loads the kernel and builds its
 /// page tables, so the same range is usable memory on every boot.
-pub const PERSIST: Range<u64> = {
+const PERSIST: Range<u64> = {
     let start = 0x0e00_0000;
     let bytes = (trace::ring::persist::HEADER_WORDS as u64) * 8
         + PERSIST_BYTES_PER_CPU * crate::arch::MAX_CPUS as u64;
@@ -201,7 +201,7 @@ unsafe impl FrameAllocator<Size4KiB> for HeapFrames {
 /// Maps the 4 KiB page at physical `page` at the same virtual address (writable,
 /// executable), so code there keeps running when paging turns on. Called at boot by
 /// the boot CPU only, before other CPUs run.
-pub fn identity_map(page: PhysAddr) -> Result<(), &'static str> {
+fn identity_map(page: PhysAddr) -> Result<(), &'static str> {
     let frame = PhysFrame::<Size4KiB>::from_start_address(page).map_err(|_| "page not aligned")?;
     let flags = PageTableFlags::PRESENT | PageTableFlags::WRITABLE;
     if is_mapped(VirtAddr::new(page.as_u64())) {

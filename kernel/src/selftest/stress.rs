@@ -458,7 +458,7 @@ fn report(run: &Run, mode: Mode, ms: u64, consumed: &[Consumed], corrupt: bool) 
 }
 
 /// The name of a mode as the shell spells it.
-pub fn mode_name(mode: Mode) -> &'static str {
+fn mode_name(mode: Mode) -> &'static str {
     match mode {
         Mode::Overwrite => "overwrite",
         Mode::Discard => "discard",

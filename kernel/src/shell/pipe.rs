@@ -15,7 +15,7 @@ use core::fmt::{self, Write};
 use shell_core::pattern::Pattern;
 
 /// Most lines `tail -n N` keeps (its memory is bounded by N lines).
-pub const MAX_TAIL: usize = 10_000;
+const MAX_TAIL: usize = 10_000;
 /// Lines `head` and `tail` take without `-n`.
 const DEFAULT_LINES: usize = 10;
 
