@@ -120,22 +120,56 @@ impl Refusal {
 pub(crate) enum Found {
     /// An event: id, payload length (copied to the caller's buffer), full timestamp.
     Event { id: u16, ctx: Context, len: usize, ts: u64, words: u64 },
-    /// An anchor: the hi in effect after it.
-    Anchor { hi: u64, words: u64 },
-    /// An abandoned reservation.
-    Pad { words: u64 },
+    /// An anchor: its full timestamp, whose hi is in effect after it.
+    Anchor { ts: u64, words: u64 },
+    /// Padding (an abandoned or stopped reservation), with its header's stamp.
+    Pad { ts: u64, words: u64 },
     /// Not a record: a torn copy or corruption.
-    Bad,
+    Bad(Malformed),
+}
+
+/// Why words are not a record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Malformed {
+    /// Its length runs past the end of what may be read.
+    RunsPast,
+    /// An anchor of the wrong length, or whose stamp does not match its header's.
+    BadAnchor,
+    /// A payload longer than the reader's buffer.
+    TooLong,
 }
 
 impl Found {
     /// Position after this record, and the hi in effect there.
     pub(crate) fn next(&self, pos: u64, hi: u64) -> (u64, u64) {
         match *self {
-            Found::Event { words, .. } | Found::Pad { words } => (pos + words, hi),
-            Found::Anchor { hi, words } => (pos + words, hi),
-            Found::Bad => (pos, hi),
+            Found::Event { words, .. } | Found::Pad { words, .. } => (pos + words, hi),
+            Found::Anchor { ts, words } => (pos + words, ts_hi(ts)),
+            Found::Bad(_) => (pos, hi),
         }
+    }
+}
+
+/// The record at `pos` of a ring whose words `word` reads by position, with hi `hi`
+/// in effect there, if it ends by `limit`: the one reading of the record format
+/// that readers, statistics, the panic's seal and a saved trace's check share
+/// (each adds its own checks).
+pub(crate) fn decode(word: impl Fn(u64) -> u64, pos: u64, hi: u64, limit: u64) -> Found {
+    let h = Header::decode(word(pos));
+    let words = h.words();
+    if pos.saturating_add(words) > limit {
+        return Found::Bad(Malformed::RunsPast);
+    }
+    match h.id {
+        ANCHOR_ID => {
+            let ts = word(pos + 1);
+            if h.len != 8 || ts & 0xffff_ffff != h.ts_lo {
+                return Found::Bad(Malformed::BadAnchor);
+            }
+            Found::Anchor { ts, words }
+        }
+        PAD_ID => Found::Pad { ts: ts_join(hi, h.ts_lo), words },
+        id => Found::Event { id, ctx: h.ctx, len: h.len, ts: ts_join(hi, h.ts_lo), words },
     }
 }
 
@@ -146,8 +180,7 @@ struct Walked {
     entries: u64,
     /// The first event's stamp.
     oldest: Option<u64>,
-    /// The newest stamp of an event, or the hi of an anchor with its low bits zero
-    /// (a bound below the anchor's stamp), whichever is later (0 if none).
+    /// The newest stamp of an event or anchor (0 if none).
     newest: u64,
     /// The hi in effect where the walk stopped.
     hi: u64,
@@ -601,31 +634,24 @@ impl Ring {
         let (mut p, mut stopped) = (commit, 0);
         while p < head {
             let word = self.slot(p).load(Relaxed);
-            let h = Header::decode(word);
-            if word == 0 || p + h.words() > head || h.len > self.max_payload {
+            if word == 0 || Header::decode(word).len > self.max_payload {
                 return None;
             }
-            let ts = match h.id {
-                ANCHOR_ID if h.len == 8 => {
-                    let ts = self.slot(p + 1).load(Relaxed);
-                    if ts & 0xffff_ffff != h.ts_lo {
-                        return None;
-                    }
-                    hi = ts_hi(ts);
+            let found = decode(|q| self.slot(q).load(Relaxed), p, hi, head);
+            let ts = match found {
+                Found::Anchor { ts, .. } => ts,
+                Found::Pad { ts, .. } => {
+                    stopped += 1;
                     ts
                 }
-                PAD_ID => {
-                    stopped += 1;
-                    ts_join(hi, h.ts_lo)
-                }
-                id if id != ANCHOR_ID && known(id) => ts_join(hi, h.ts_lo),
+                Found::Event { id, ts, .. } if known(id) => ts,
                 _ => return None,
             };
             if ts < before || ts > now {
                 return None;
             }
             before = ts;
-            p += h.words();
+            (p, hi) = found.next(p, hi);
         }
         Some(stopped)
     }
@@ -762,41 +788,20 @@ impl Ring {
     /// loaded) into `out`. The copy may race a writer; the caller must validate it
     /// (fence(Acquire), then check the tail) before trusting it.
     pub(crate) fn copy(&self, pos: u64, hi: u64, limit: u64, out: Option<&mut [u8]>) -> Found {
-        let h = Header::decode(self.slot(pos).load(Relaxed));
-        let words = h.words();
-        if pos + words > limit {
-            return Found::Bad;
+        let found = decode(|p| self.slot(p).load(Relaxed), pos, hi, limit);
+        let (Found::Event { len, .. }, Some(out)) = (found, out) else { return found };
+        let Some(dst) = out.get_mut(..len) else { return Found::Bad(Malformed::TooLong) };
+        let mut p = pos + 1;
+        let (chunks, rest) = dst.as_chunks_mut::<8>();
+        for c in chunks {
+            *c = self.slot(p).load(Relaxed).to_le_bytes();
+            p += 1;
         }
-        match h.id {
-            ANCHOR_ID if h.len == 8 => {
-                Found::Anchor { hi: ts_hi(self.slot(pos + 1).load(Relaxed)), words }
-            }
-            ANCHOR_ID => Found::Bad,
-            PAD_ID => Found::Pad { words },
-            id => {
-                let Some(out) = out else {
-                    return Found::Event {
-                        id,
-                        ctx: h.ctx,
-                        len: h.len,
-                        ts: ts_join(hi, h.ts_lo),
-                        words,
-                    };
-                };
-                let Some(dst) = out.get_mut(..h.len) else { return Found::Bad };
-                let mut p = pos + 1;
-                let (chunks, rest) = dst.as_chunks_mut::<8>();
-                for c in chunks {
-                    *c = self.slot(p).load(Relaxed).to_le_bytes();
-                    p += 1;
-                }
-                if !rest.is_empty() {
-                    let n = rest.len();
-                    rest.copy_from_slice(&self.slot(p).load(Relaxed).to_le_bytes()[..n]);
-                }
-                Found::Event { id, ctx: h.ctx, len: h.len, ts: ts_join(hi, h.ts_lo), words }
-            }
+        if !rest.is_empty() {
+            let n = rest.len();
+            rest.copy_from_slice(&self.slot(p).load(Relaxed).to_le_bytes()[..n]);
         }
+        found
     }
 
     /// Copies the oldest record into `out` without claiming it (the consuming
@@ -816,7 +821,7 @@ impl Ring {
             // (CAS on `tail`) and a Release fence; had we copied any of its stores,
             // its claim would be visible to our CAS, which would then fail.
             fence(Acquire);
-            if let Found::Bad = found {
+            if let Found::Bad(_) = found {
                 if self.tail.load(Relaxed) == old {
                     // Nobody claimed the record, so the copy was of committed data.
                     self.mark_corrupt();
@@ -913,7 +918,7 @@ impl Ring {
         while p < commit {
             let found = self.copy(p, hi, commit, None);
             match found {
-                Found::Bad => {
+                Found::Bad(_) => {
                     walked.bad = true;
                     break;
                 }
@@ -922,7 +927,7 @@ impl Ring {
                     walked.oldest.get_or_insert(ts);
                     walked.newest = walked.newest.max(ts);
                 }
-                Found::Anchor { hi, .. } => walked.newest = walked.newest.max(ts_join(hi, 0)),
+                Found::Anchor { ts, .. } => walked.newest = walked.newest.max(ts),
                 Found::Pad { .. } => {}
             }
             (p, hi) = found.next(p, hi);

@@ -24,8 +24,8 @@ extern crate alloc;
 use crate::error::Error;
 use crate::platform::Platform;
 use crate::ring::buffer::Buffer;
-use crate::ring::per_cpu::{MAX_WORDS, MIN_WORDS, Ring};
-use crate::ring::record::{ANCHOR_ID, Header, Mode, PAD_ID, ts_hi, ts_join, unpack_tail};
+use crate::ring::per_cpu::{Found, MAX_WORDS, MIN_WORDS, Malformed, Ring, decode};
+use crate::ring::record::{Mode, unpack_tail};
 use crate::sync::{AtomicU64, Ordering::Relaxed};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -107,7 +107,8 @@ pub enum Rejected {
         /// Words from the tail to the record.
         word: u64,
     },
-    /// An anchor record of the wrong length.
+    /// An anchor record of the wrong length, or whose stamp does not match its
+    /// header's.
     BadAnchor {
         /// The CPU.
         cpu: usize,
@@ -356,29 +357,23 @@ impl<'a> Region<'a> {
         let slot = |p: u64| ring[(p & (ring.len() as u64 - 1)) as usize].load(Relaxed);
         let (mut p, mut last, mut entries) = (tail, 0, 0);
         while p < commit {
-            let h = Header::decode(slot(p));
             let word = p - tail;
-            let end = p.saturating_add(h.words());
-            if end > commit {
-                return Err(Rejected::RunsPast { cpu, word });
-            }
-            let ts = match h.id {
-                ANCHOR_ID if h.len == 8 => {
-                    let ts = slot(p + 1);
-                    hi = ts_hi(ts);
+            let found = decode(slot, p, hi, commit);
+            let ts = match found {
+                Found::Anchor { ts, .. } => ts,
+                Found::Pad { .. } => last,
+                Found::Event { ts, .. } => {
+                    entries += 1;
                     ts
                 }
-                ANCHOR_ID => return Err(Rejected::BadAnchor { cpu, word }),
-                PAD_ID => last,
-                _ => {
-                    entries += 1;
-                    ts_join(hi, h.ts_lo)
-                }
+                Found::Bad(Malformed::BadAnchor) => return Err(Rejected::BadAnchor { cpu, word }),
+                Found::Bad(_) => return Err(Rejected::RunsPast { cpu, word }),
             };
             if ts < last {
                 return Err(Rejected::Backwards { cpu, word });
             }
-            (p, last) = (end, ts);
+            last = ts;
+            (p, hi) = found.next(p, hi);
         }
         Ok(SavedRing { state, entries })
     }

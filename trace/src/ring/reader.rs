@@ -131,7 +131,7 @@ impl Walk {
                 (self.pos, self.hi, self.skipped) = (tail, hi, true);
                 continue;
             }
-            if let Found::Bad = found {
+            if let Found::Bad(_) = found {
                 // Intact and still bad: corrupt. Stop.
                 self.pos = self.end;
                 return None;
