@@ -154,7 +154,7 @@ fn a_saved_anchor_whose_stamp_disagrees_with_its_header_is_rejected() {
     }
     region.reseal();
     assert!(region.validate(BUILD).is_ok());
-    assert!(rejected > 0, "no anchor among the saved records");
+    assert!(rejected > 0, "no altered anchor among the saved records was rejected");
 }
 
 #[test]
