@@ -331,6 +331,62 @@ fn triggers_read_and_refuse_as_linux_selftests_expect() {
 /// `trigger-trace-marker-snapshot.tc` expects: the odd markers end in the live
 /// buffer, the even ones in the snapshot; once the snapshot is freed, the trigger
 /// marks the trace and stops recording.
+/// `show_event_filters` and `show_event_triggers` list, per instance, every event
+/// that has a filter or triggers: `system:event`, a tab, then a line of what the
+/// event's own `filter` or `trigger` file shows. An instance lists its own only;
+/// a filter or trigger removed leaves the list; writes are refused.
+#[test]
+fn show_event_filters_and_triggers_list_every_events_settings() {
+    let mut m = boot();
+    for root in ROOTS {
+        assert_eq!(m.run(&format!("cat {root}show_event_filters")), "", "{root}");
+        assert_eq!(m.run(&format!("cat {root}show_event_triggers")), "", "{root}");
+    }
+    let entry = "instances/f/events/irq/irq_handler_entry";
+    m.run(&format!("echo 'vector == 48' > {entry}/filter"));
+    m.run("echo 'tick > 5' > instances/f/events/timer/tick/filter");
+    m.run(&format!("echo 'stacktrace:2 if vector == 49' > {entry}/trigger"));
+    m.run(&format!("echo 'hist:keys=vector' >> {entry}/trigger"));
+    m.run("echo 'traceoff' > instances/f/events/irq/irq_handler_exit/trigger");
+    let filters = m.run("cat instances/f/show_event_filters");
+    let expected = format!(
+        "irq:irq_handler_entry\t{}\ntimer:tick\t{}\n",
+        cat(&mut m, &format!("{entry}/filter")),
+        cat(&mut m, "instances/f/events/timer/tick/filter"),
+    );
+    assert_eq!(filters, expected);
+    let mut expected = String::new();
+    for (event, file) in [
+        ("irq:irq_handler_entry", format!("{entry}/trigger")),
+        ("irq:irq_handler_exit", "instances/f/events/irq/irq_handler_exit/trigger".into()),
+    ] {
+        for line in m.run(&format!("cat {file}")).lines() {
+            expected.push_str(&format!("{event}\t{line}\n"));
+        }
+    }
+    let triggers = m.run("cat instances/f/show_event_triggers");
+    assert_eq!(triggers.lines().count(), 3, "{triggers}");
+    assert_eq!(triggers, expected);
+    // The top level has none of the instance's.
+    assert_eq!(m.run("cat show_event_filters"), "");
+    assert_eq!(m.run("cat show_event_triggers"), "");
+    // Removed, they leave the lists.
+    m.run(&format!("echo 0 > {entry}/filter"));
+    m.run(&format!("echo '!stacktrace:2 if vector == 49' >> {entry}/trigger"));
+    m.run("echo '!traceoff' >> instances/f/events/irq/irq_handler_exit/trigger");
+    let filters = m.run("cat instances/f/show_event_filters");
+    assert!(filters.starts_with("timer:tick\t") && filters.lines().count() == 1, "{filters}");
+    let triggers = m.run("cat instances/f/show_event_triggers");
+    assert!(triggers.starts_with("irq:irq_handler_entry\thist:keys=vector"), "{triggers}");
+    assert_eq!(triggers.lines().count(), 1, "{triggers}");
+    for file in ["show_event_filters", "instances/f/show_event_triggers"] {
+        let out = m.run(&format!("echo x > {file}"));
+        assert!(out.contains("Permission denied"), "{file}: {out}");
+    }
+    let listing = m.run("ls instances/f");
+    assert!(listing.contains("show_event_filters") && listing.contains("show_event_triggers"));
+}
+
 #[test]
 fn markers_are_always_recorded_and_take_filters_and_triggers() {
     let mut m = boot();

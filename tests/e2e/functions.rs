@@ -106,6 +106,28 @@ fn bad_tracer_and_filter_writes_are_refused_and_change_nothing() {
     let listing = machine.run("ls instances/a");
     assert!(listing.contains("set_ftrace_filter") && listing.contains("set_ftrace_notrace"));
     assert!(!listing.contains("available_filter_functions"), "top level only: {listing}");
+    // `available_filter_functions_addrs`: the same functions, each after its address
+    // in hex (the site its entry's NOP is patched at), no two at one address.
+    let addrs = machine.run("cat available_filter_functions_addrs");
+    let mut seen = std::collections::HashSet::new();
+    let names: Vec<String> = addrs
+        .lines()
+        .map(|line| {
+            let (addr, name) = line.split_once(' ').unwrap_or_else(|| panic!("{line}"));
+            let addr = u64::from_str_radix(addr, 16).unwrap_or_else(|_| panic!("{line}"));
+            assert!(addr != 0 && seen.insert(addr), "{line}");
+            name.to_string()
+        })
+        .collect();
+    assert_eq!(names, available(&mut machine));
+    // The address `functions` shows for a site, as the patcher knows it.
+    let site = machine.run("functions kernel::shell::commands::cat");
+    let shown = site.split(' ').next().unwrap_or_default().trim_start_matches("0x");
+    let listed = addrs.lines().find(|l| l.ends_with(" kernel::shell::commands::cat"));
+    let listed = listed.and_then(|l| l.split(' ').next()).unwrap_or_default();
+    let parse = |hex: &str| u64::from_str_radix(hex, 16).ok();
+    assert_eq!(parse(listed), parse(shown), "{site}");
+    assert!(parse(shown).is_some(), "{site}");
     let error = machine.run("echo 'nothing*' > instances/a/set_ftrace_filter");
     assert!(error.contains("a glob matches no function"), "{error}");
     let filter = machine.run("cat instances/a/set_ftrace_filter");

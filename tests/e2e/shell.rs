@@ -471,6 +471,8 @@ const INSTANCE_FILES: &[(&str, &[&str])] = &[
     ("set_ftrace_filter", FUNCTIONS),
     ("set_ftrace_notrace", FUNCTIONS),
     ("set_graph_function", FUNCTIONS),
+    ("show_event_filters", FILTERS),
+    ("show_event_triggers", TRIGGERS),
     ("snapshot", NUMBERS),
     ("trace", NUMBERS),
     ("trace_clock", &["local", "global", "counter", "x86-tsc", "uptime"]),
@@ -528,6 +530,7 @@ const TOP_FILES: &[(&str, &[&str])] = &[
     ("tracing_thresh", NUMBERS),
     ("trace_stat/function0", NUMBERS),
     ("enabled_functions", NUMBERS),
+    ("available_filter_functions_addrs", FUNCTIONS),
 ];
 
 /// Tracefs reads and writes drawn from a grammar with a fixed seed (files of the top

@@ -195,6 +195,12 @@ pub enum File<S, E> {
     CurrentTracer,
     /// `available_filter_functions` (top level).
     AvailableFilterFunctions,
+    /// `available_filter_functions_addrs` (top level): each function with its address.
+    AvailableFilterFunctionsAddrs,
+    /// `show_event_filters`: every event with a filter, and the filter.
+    ShowEventFilters,
+    /// `show_event_triggers`: every event with triggers, a line per trigger.
+    ShowEventTriggers,
     /// `enabled_functions` (top level): the functions whose entries are calls.
     EnabledFunctions,
     /// `dyn_ftrace_total_info` (top level): how many functions may be traced.
@@ -318,6 +324,9 @@ fn node<T: Tree>(tree: &T, rest: &[&str], top: bool) -> Option<Node<T::System, T
         ["available_tracers"] => file(AvailableTracers),
         ["current_tracer"] => file(CurrentTracer),
         ["available_filter_functions"] if top => file(AvailableFilterFunctions),
+        ["available_filter_functions_addrs"] if top => file(AvailableFilterFunctionsAddrs),
+        ["show_event_filters"] => file(ShowEventFilters),
+        ["show_event_triggers"] => file(ShowEventTriggers),
         ["enabled_functions"] if top => file(EnabledFunctions),
         ["dyn_ftrace_total_info"] if top => file(DynFtraceTotalInfo),
         ["set_ftrace_filter"] => file(SetFtraceFilter),
@@ -475,6 +484,10 @@ mod tests {
         assert_eq!(node_at("/", "README"), Some(Node::File(File::Readme)));
         assert_eq!(node_at("/", "instances"), Some(Node::Dir(Dir::Instances)));
         assert_eq!(node_at("/", "printk_formats"), Some(Node::File(File::PrintkFormats)));
+        let filters = Some(Node::File(File::ShowEventFilters));
+        assert_eq!(node_at("/instances/foo", "show_event_filters"), filters);
+        let triggers = Some(Node::File(File::ShowEventTriggers));
+        assert_eq!(node_at("/instances/foo", "show_event_triggers"), triggers);
         assert_eq!(node_at("/", "stack_trace"), Some(Node::File(File::StackTrace)));
         assert_eq!(node_at("/", "trace_stat"), Some(Node::Dir(Dir::TraceStat)));
         let stat = |path: &str| node_at("/", path);
@@ -493,6 +506,7 @@ mod tests {
         let stack = ["stack_tracer_enabled", "stack_max_size", "stack_trace", "stack_trace_filter"];
         let stack = stack.into_iter().chain(["tracing_thresh", "function_profile_enabled"]);
         let stack = stack.chain(["trace_stat", "trace_stat/function0"]);
+        let stack = stack.chain(["available_filter_functions_addrs"]);
         for top_only in ["README", "instances", "printk_formats"].into_iter().chain(stack) {
             assert_eq!(foo(&alloc::format!("instances/foo/{top_only}")), None, "{top_only}");
         }

@@ -309,10 +309,11 @@ pub fn resolve(cwd: &str, path: &str) -> Result<Located, FsError> {
 }
 
 /// The entries of an instance's root, and whether only the top level has them.
-const ROOT_FILES: [(&str, bool); 40] = [
+const ROOT_FILES: [(&str, bool); 43] = [
     ("README", true),
     ("available_events", false),
     ("available_filter_functions", true),
+    ("available_filter_functions_addrs", true),
     ("available_tracers", false),
     ("buffer_size_kb", false),
     ("buffer_subbuf_size_kb", false),
@@ -333,6 +334,8 @@ const ROOT_FILES: [(&str, bool); 40] = [
     ("set_ftrace_notrace", false),
     ("set_graph_function", false),
     ("set_graph_notrace", false),
+    ("show_event_filters", false),
+    ("show_event_triggers", false),
     ("snapshot", false),
     ("stack_max_size", true),
     ("stack_trace", true),
@@ -484,6 +487,7 @@ tracing mini-HOWTO:
 \t\t\t  longest irqs-off region, kept in the snapshot); or nop
   available_tracers\t- list of configured tracers for current_tracer
   available_filter_functions - list of functions that can be traced
+  available_filter_functions_addrs - the same list, each after its address in the kernel ELF
   enabled_functions\t- functions whose entries are calls, with the callbacks on each
 \t\t\t  (instances tracing it or with commands on it, the stack tracer,
 \t\t\t  the profiler)
@@ -589,6 +593,8 @@ tracing mini-HOWTO:
 \t\t\t  by name (echo 'vector=48' > inject; unnamed ones are 0):
 \t\t\t  its filter and triggers apply (the event must be enabled)
   available_events\t- list of all events the kernel has
+  show_event_filters\t- every event with a filter: system:event, a tab, the filter
+  show_event_triggers\t- every event's triggers: system:event, a tab, the trigger
   set_event\t\t- Enables events by name written into it ([!]system:event,
 \t\t\t  or [!]name for a system or an event; globs allowed;
 \t\t\t  > replaces the set, >> adds to it)
@@ -939,6 +945,19 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
         File::AvailableFilterFunctions => {
             functions::functions().iter().try_for_each(|f| writeln!(out, "{}", f.name))
         }
+        // The kernel ELF's addresses, as records and the `functions` command give them.
+        File::AvailableFilterFunctionsAddrs => functions::functions().iter().try_for_each(|f| {
+            writeln!(out, "{:x} {}", crate::arch::stack::elf_address(f.site as u64), f.name)
+        }),
+        // `system:event`, a tab, then what the event's own file shows.
+        File::ShowEventFilters => settable(tracer).try_for_each(|d| match instance.filter(d) {
+            Some(filter) => writeln!(out, "{}:{}\t{filter}", d.system, d.name),
+            None => Ok(()),
+        }),
+        File::ShowEventTriggers => settable(tracer).try_for_each(|d| {
+            let triggers = instance.triggers(d);
+            triggers.iter().try_for_each(|t| writeln!(out, "{}:{}\t{t}", d.system, d.name))
+        }),
         File::EnabledFunctions => {
             let enabled = tracer.enabled_functions().into_iter();
             let mut named = enabled.filter_map(|(i, n)| Some((functions::functions().get(i)?, n)));
@@ -1316,6 +1335,9 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
         | File::Readme
         | File::AvailableTracers
         | File::AvailableFilterFunctions
+        | File::AvailableFilterFunctionsAddrs
+        | File::ShowEventFilters
+        | File::ShowEventTriggers
         | File::EnabledFunctions
         | File::DynFtraceTotalInfo
         | File::StackTrace
