@@ -465,6 +465,7 @@ fn report_elf_names_the_functions_the_kernel_names() {
 fn instances_trace_their_own_functions_and_rmdir_restores_their_entries() {
     let mut machine = Machine::boot();
     let before = summary(&mut machine);
+    assert_eq!(machine.run("cat touched_functions"), "", "no entry has been a call yet");
     machine.run("echo 0 > events/enable");
     machine.run("mkdir instances/a");
     // The top level graphs `cpus`; instance a records `pwd` with `function`.
@@ -518,6 +519,12 @@ fn instances_trace_their_own_functions_and_rmdir_restores_their_entries() {
     machine.run("echo nop > current_tracer");
     assert_eq!(summary(&mut machine), before, "every entry is its NOP again, byte for byte");
     assert_eq!(machine.run("cat enabled_functions"), "");
+    // `touched_functions`: the two whose entries were calls, no callback left.
+    let mut touched: Vec<String> =
+        machine.run("cat touched_functions").lines().map(String::from).collect();
+    touched.sort();
+    assert_eq!(touched, [format!("{cpus} (0)"), format!("{pwd} (0)")]);
+    assert!(machine.run("cat instances/a/touched_functions").contains("No such file"));
 }
 
 #[test]

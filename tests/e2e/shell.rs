@@ -531,6 +531,7 @@ const TOP_FILES: &[(&str, &[&str])] = &[
     ("trace_stat/function0", NUMBERS),
     ("enabled_functions", NUMBERS),
     ("available_filter_functions_addrs", FUNCTIONS),
+    ("touched_functions", FUNCTIONS),
 ];
 
 /// Tracefs reads and writes drawn from a grammar with a fixed seed (files of the top

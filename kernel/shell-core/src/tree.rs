@@ -203,6 +203,8 @@ pub enum File<S, E> {
     ShowEventTriggers,
     /// `enabled_functions` (top level): the functions whose entries are calls.
     EnabledFunctions,
+    /// `touched_functions` (top level): the functions whose entries have been calls.
+    TouchedFunctions,
     /// `dyn_ftrace_total_info` (top level): how many functions may be traced.
     DynFtraceTotalInfo,
     /// `set_ftrace_filter`.
@@ -328,6 +330,7 @@ fn node<T: Tree>(tree: &T, rest: &[&str], top: bool) -> Option<Node<T::System, T
         ["show_event_filters"] => file(ShowEventFilters),
         ["show_event_triggers"] => file(ShowEventTriggers),
         ["enabled_functions"] if top => file(EnabledFunctions),
+        ["touched_functions"] if top => file(TouchedFunctions),
         ["dyn_ftrace_total_info"] if top => file(DynFtraceTotalInfo),
         ["set_ftrace_filter"] => file(SetFtraceFilter),
         ["set_ftrace_notrace"] => file(SetFtraceNotrace),
@@ -506,7 +509,7 @@ mod tests {
         let stack = ["stack_tracer_enabled", "stack_max_size", "stack_trace", "stack_trace_filter"];
         let stack = stack.into_iter().chain(["tracing_thresh", "function_profile_enabled"]);
         let stack = stack.chain(["trace_stat", "trace_stat/function0"]);
-        let stack = stack.chain(["available_filter_functions_addrs"]);
+        let stack = stack.chain(["available_filter_functions_addrs", "touched_functions"]);
         for top_only in ["README", "instances", "printk_formats"].into_iter().chain(stack) {
             assert_eq!(foo(&alloc::format!("instances/foo/{top_only}")), None, "{top_only}");
         }

@@ -309,7 +309,7 @@ pub fn resolve(cwd: &str, path: &str) -> Result<Located, FsError> {
 }
 
 /// The entries of an instance's root, and whether only the top level has them.
-const ROOT_FILES: [(&str, bool); 43] = [
+const ROOT_FILES: [(&str, bool); 44] = [
     ("README", true),
     ("available_events", false),
     ("available_filter_functions", true),
@@ -341,6 +341,7 @@ const ROOT_FILES: [(&str, bool); 43] = [
     ("stack_trace", true),
     ("stack_trace_filter", true),
     ("stack_tracer_enabled", true),
+    ("touched_functions", true),
     ("trace", false),
     ("trace_clock", false),
     ("trace_marker", false),
@@ -491,6 +492,8 @@ tracing mini-HOWTO:
   enabled_functions\t- functions whose entries are calls, with the callbacks on each
 \t\t\t  (instances tracing it or with commands on it, the stack tracer,
 \t\t\t  the profiler)
+  touched_functions\t- functions whose entries have been calls since boot, with
+\t\t\t  the callbacks on each now
   dyn_ftrace_total_info\t- number of functions that can be traced
   set_ftrace_filter\t- echo function name (globs) in here to only trace these
 \t\t\t  functions ('>' sets, '>>' adds, '!glob' removes)
@@ -958,11 +961,8 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
             let triggers = instance.triggers(d);
             triggers.iter().try_for_each(|t| writeln!(out, "{}:{}\t{t}", d.system, d.name))
         }),
-        File::EnabledFunctions => {
-            let enabled = tracer.enabled_functions().into_iter();
-            let mut named = enabled.filter_map(|(i, n)| Some((functions::functions().get(i)?, n)));
-            named.try_for_each(|(f, n)| writeln!(out, "{} ({n})", f.name))
-        }
+        File::EnabledFunctions => write_callbacks(out, tracer.enabled_functions()),
+        File::TouchedFunctions => write_callbacks(out, tracer.touched_functions()),
         File::DynFtraceTotalInfo => writeln!(out, "{}", functions::functions().len()),
         File::SetFtraceFilter
         | File::SetFtraceNotrace
@@ -1033,6 +1033,13 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
     // (Ctrl-C, or a pipe that has all it wants), which is no error of the file.
     let _ = result;
     Ok(())
+}
+
+/// Writes `enabled_functions`' lines, `name (callbacks)`, for functions by index.
+fn write_callbacks(out: &mut dyn Write, listed: Vec<(usize, u32)>) -> fmt::Result {
+    let mut named =
+        listed.into_iter().filter_map(|(i, n)| Some((functions::functions().get(i)?, n)));
+    named.try_for_each(|(f, n)| writeln!(out, "{} ({n})", f.name))
 }
 
 /// Parses a `0`/`1` switch value (options and `enable` files).
@@ -1339,6 +1346,7 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
         | File::ShowEventFilters
         | File::ShowEventTriggers
         | File::EnabledFunctions
+        | File::TouchedFunctions
         | File::DynFtraceTotalInfo
         | File::StackTrace
         | File::FunctionStat(_)

@@ -114,6 +114,7 @@ fn instances_trace_their_own_functions_and_release_them() {
 
     // The top level traces every function with `function`: each entry is a call.
     assert_eq!(tracer.enabled_functions(), []);
+    assert_eq!(tracer.touched_functions(), []);
     top.set_function_tracer(FunctionTracer::Function).unwrap();
     assert_eq!(calls(), [true; COUNT]);
     assert_eq!(tracer.enabled_functions(), [(0, 1), (1, 1), (2, 1), (3, 1)]);
@@ -150,6 +151,8 @@ fn instances_trace_their_own_functions_and_release_them() {
     top.set_function_list(FunctionList::Filter, &only(0)).unwrap();
     assert_eq!(calls(), [true, true, false, false]);
     assert_eq!(tracer.enabled_functions(), [(0, 1), (1, 1)]);
+    // Touched once, a function stays listed, with the callbacks it has now.
+    assert_eq!(tracer.touched_functions(), [(0, 1), (1, 1), (2, 0), (3, 0)]);
     // Both instances on function 1: two callbacks on its entry.
     top.set_function_list(FunctionList::Filter, &[true, true, false, false]).unwrap();
     assert_eq!(tracer.enabled_functions(), [(0, 1), (1, 2)]);

@@ -233,6 +233,9 @@ pub(super) struct Control {
     pub(super) commands: Vec<Option<Arc<CommandTable>>>,
     /// Which functions' entries are calls now.
     patched: Vec<bool>,
+    /// Which functions' entries have been calls at some time (ftrace's
+    /// `touched_functions`).
+    touched: Vec<bool>,
     /// `stack_trace_filter`, one entry per function (none set: every function).
     pub(super) stack_filter: Vec<bool>,
 }
@@ -342,6 +345,7 @@ impl<P: Platform> Tracer<P> {
                     slots: (0..MAX_INSTANCES).map(|_| Selection::empty(count)).collect(),
                     commands: vec![None; MAX_INSTANCES],
                     patched: vec![false; count],
+                    touched: vec![false; count],
                     stack_filter: vec![false; count],
                 }),
             }
@@ -530,6 +534,9 @@ impl<P: Platform> Tracer<P> {
         if !changes.is_empty() {
             self.platform.patch_functions(&changes).map_err(FunctionError::Patch)?;
         }
+        for (touched, &call) in control.touched.iter_mut().zip(&wanted) {
+            *touched |= call;
+        }
         control.patched = wanted;
         Ok(())
     }
@@ -556,6 +563,15 @@ impl<P: Platform> Tracer<P> {
         let Some(functions) = self.functions.get() else { return Vec::new() };
         let callbacks = (0..functions.masks.len()).map(|i| (i, functions.callbacks(i)));
         callbacks.filter(|&(_, n)| n != 0).collect()
+    }
+
+    /// ftrace's `touched_functions`: each function whose entry has been a call at
+    /// some time since boot (by index), with its callbacks now (0 once none is left).
+    pub fn touched_functions(&self) -> Vec<(usize, u32)> {
+        let Some(functions) = self.functions.get() else { return Vec::new() };
+        let control = functions.control.lock();
+        let touched = listed(&control.touched).into_iter();
+        touched.map(|i| (i, functions.callbacks(i))).collect()
     }
 }
 
