@@ -440,6 +440,52 @@ fn markers_are_always_recorded_and_take_filters_and_triggers() {
 /// named are 0), through its filter and triggers; refused with the position and the
 /// reason (in `error_log` too) for bad lines, and while the event is not enabled;
 /// the file cannot be read.
+/// `options/copy_trace_marker`: a marker written at the top level goes into every
+/// instance with the option on (the top level's is on by default, an instance's
+/// off), in turn; with none on the write is refused with ENODEV. An instance's own
+/// `trace_marker` writes only there.
+#[test]
+fn copy_trace_marker_sends_the_top_levels_markers_into_instances() {
+    let mut m = boot();
+    let marks = |m: &mut Machine, root: &str| -> Vec<String> {
+        let lines = trace_lines(&m.run(&format!("cat {root}trace")));
+        lines.into_iter().filter(|l| l.event == "tracing_mark_write").map(|l| l.fields).collect()
+    };
+    let option = "options/copy_trace_marker";
+    assert_eq!(cat(&mut m, option), "1");
+    assert_eq!(cat(&mut m, &format!("instances/f/{option}")), "0");
+    assert!(m.run("cat instances/f/trace_options").contains("nocopy_trace_marker\n"));
+    m.run("echo 'top only' > trace_marker");
+    m.run(&format!("echo 1 > instances/f/{option}"));
+    m.run("echo 'both' > trace_marker");
+    m.run("echo 'f alone' > instances/f/trace_marker");
+    m.run(&format!("echo 0 > {option}"));
+    m.run("echo 'copied only' > trace_marker");
+    assert_eq!(marks(&mut m, ""), ["top only", "both"]);
+    assert_eq!(marks(&mut m, "instances/f/"), ["both", "f alone", "copied only"]);
+    // The raw marker is copied as well.
+    m.run("echo 'abcdraw' > trace_marker_raw");
+    let raw = |m: &mut Machine, root: &str| {
+        let trace = m.run(&format!("cat {root}trace"));
+        trace.lines().any(|l| l.ends_with(": # 64636261 buf: 72 61 77"))
+    };
+    assert!(raw(&mut m, "instances/f/") && !raw(&mut m, ""));
+    // An instance copying markers with its recording off refuses the write.
+    m.run("echo 0 > instances/f/tracing_on");
+    let out = m.run("echo 'off' > trace_marker");
+    assert!(out.contains("Bad file descriptor"), "{out}");
+    m.run("echo 1 > instances/f/tracing_on");
+    // No instance copies them: refused, nothing recorded.
+    m.run("echo nocopy_trace_marker > instances/f/trace_options");
+    let out = m.run("echo 'nowhere' > trace_marker");
+    assert!(out.contains("No such device"), "{out}");
+    assert_eq!(marks(&mut m, "instances/f/").last().map(String::as_str), Some("copied only"));
+    assert_eq!(marks(&mut m, ""), ["top only", "both"]);
+    m.run("echo copy_trace_marker > trace_options");
+    m.run("echo 'back' > trace_marker");
+    assert_eq!(marks(&mut m, ""), ["top only", "both", "back"]);
+}
+
 #[test]
 fn inject_records_an_event_by_hand_through_its_filter_and_triggers() {
     let mut m = boot();

@@ -434,8 +434,16 @@ const FUNCTIONS: &[&str] = &[
     "'!*'",
 ];
 const TRACERS: &[&str] = &["nop", "function", "function_graph", "irqsoff", "wakeup"];
-const OPTIONS: &[&str] =
-    &["nooverwrite", "overwrite", "stacktrace", "nostacktrace", "latency-format", "bogus"];
+const OPTIONS: &[&str] = &[
+    "nooverwrite",
+    "overwrite",
+    "stacktrace",
+    "nostacktrace",
+    "latency-format",
+    "nocopy_trace_marker",
+    "copy_trace_marker",
+    "bogus",
+];
 /// `inject` lines, good and bad.
 const INJECTS: &[&str] = &[
     "tick=1",

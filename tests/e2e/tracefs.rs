@@ -565,7 +565,7 @@ fn overwrite_and_trace_options() {
         assert_eq!(m.run(&format!("echo 1 > {file}")), "");
         // `trace_options`: every option, `noNAME` when off; `echo [no]NAME` sets one.
         let options = format!("{root}trace_options");
-        let listed = options_listed(&[]);
+        let listed = options_listed(root, &[]);
         assert_eq!(m.run(&format!("cat {options}")), listed);
         let files = m.run(&format!("ls {root}options"));
         let names: Vec<&str> = listed.lines().map(|l| l.strip_prefix("no").unwrap_or(l)).collect();
@@ -574,7 +574,7 @@ fn overwrite_and_trace_options() {
         assert_eq!(m.run(&format!("cat {file}")).trim(), "0");
         assert_eq!(m.run(&format!("echo nanoseconds > {options}")), "");
         assert_eq!(m.run(&format!("cat {root}options/nanoseconds")).trim(), "1");
-        let listed = options_listed(&["overwrite", "nanoseconds"]);
+        let listed = options_listed(root, &["overwrite", "nanoseconds"]);
         assert_eq!(m.run(&format!("cat {options}")), listed);
         for bad in ["verbose", "nofoo", "no", "overwrite=1", ""] {
             let out = m.run(&format!("echo '{bad}' > {options}"));
@@ -583,15 +583,17 @@ fn overwrite_and_trace_options() {
         assert_eq!(m.run(&format!("cat {options}")), listed, "refused writes change nothing");
         m.run(&format!("echo overwrite > {options}"));
         m.run(&format!("echo nonanoseconds > {options}"));
-        assert_eq!(m.run(&format!("cat {options}")), options_listed(&[]));
+        assert_eq!(m.run(&format!("cat {options}")), options_listed(root, &[]));
     }
 }
 
-/// `trace_options` as it reads with ftrace's defaults but for the options `flipped`.
-fn options_listed(flipped: &[&str]) -> String {
+/// `trace_options` of the instance at `root` as it reads with ftrace's defaults but
+/// for the options `flipped` (`copy_trace_marker` is on at the top level only).
+fn options_listed(root: &str, flipped: &[&str]) -> String {
     let defaults = [
         ("annotate", true),
         ("context-info", true),
+        ("copy_trace_marker", root.is_empty()),
         ("func_stack_trace", false),
         ("funcgraph-abstime", false),
         ("funcgraph-cpu", true),

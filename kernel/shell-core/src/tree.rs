@@ -59,6 +59,9 @@ pub enum TraceOption {
     Annotate,
     /// `context-info`: the task, CPU, flags and timestamp columns.
     ContextInfo,
+    /// `copy_trace_marker`: the top level's marker writes go into the instance too
+    /// (on by default at the top level only).
+    CopyTraceMarker,
     /// `func_stack_trace`: a stack trace after each function the tracer records.
     FuncStackTrace,
     /// `funcgraph-abstime`: a `function_graph` line's timestamp.
@@ -101,9 +104,10 @@ pub enum TraceOption {
 
 impl TraceOption {
     /// Every option, in the order `options/` and `trace_options` list them.
-    pub const ALL: [TraceOption; 21] = [
+    pub const ALL: [TraceOption; 22] = [
         TraceOption::Annotate,
         TraceOption::ContextInfo,
+        TraceOption::CopyTraceMarker,
         TraceOption::FuncStackTrace,
         TraceOption::GraphAbstime,
         TraceOption::GraphCpu,
@@ -130,6 +134,7 @@ impl TraceOption {
         match self {
             TraceOption::Annotate => "annotate",
             TraceOption::ContextInfo => "context-info",
+            TraceOption::CopyTraceMarker => "copy_trace_marker",
             TraceOption::FuncStackTrace => "func_stack_trace",
             TraceOption::GraphAbstime => "funcgraph-abstime",
             TraceOption::GraphCpu => "funcgraph-cpu",

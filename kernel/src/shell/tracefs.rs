@@ -71,6 +71,8 @@ pub enum FsError {
     Persistent,
     /// EBADF: a marker written while the instance's recording is off.
     Off,
+    /// ENODEV: a top-level marker written while no instance copies them.
+    NoMarkerCopies,
 }
 
 impl fmt::Display for FsError {
@@ -131,6 +133,10 @@ impl fmt::Display for FsError {
                  stays, with its size and the local clock, and has no snapshot)"
             }
             FsError::Off => "Bad file descriptor (tracing_on is 0: the buffer takes no writes)",
+            FsError::NoMarkerCopies => {
+                "No such device (no instance has options/copy_trace_marker on, the top level \
+                 included)"
+            }
         })
     }
 }
@@ -553,6 +559,8 @@ tracing mini-HOWTO:
   options/sym-offset\t- 1: function lines with offsets (name+0x1c)
   options/sym-addr\t- 1: function lines with addresses (name <ffff...>)
   options/markers\t- 0: trace_marker and trace_marker_raw refuse writes
+  options/copy_trace_marker - 1: the top level's marker writes go into this
+\t\t\t  instance too (on at the top level, off in an instance)
   options/trace_printk\t- 0: printk! records nothing into the instance
   options/printk-msg-only - 1: trace_marker and printk! lines show their text alone
   options/pause-on-trace - 1: no events are recorded while trace is read
@@ -616,6 +624,8 @@ const ERROR_LOG_ENTRIES: usize = 16;
 struct Extras {
     layout: Layout,
     markers: bool,
+    /// `copy_trace_marker`, if set (by default on at the top level only).
+    copy_markers: Option<bool>,
     /// `pause-on-trace`: writes are held off while `trace` is read.
     pause_on_trace: bool,
     errors: VecDeque<String>,
@@ -631,6 +641,7 @@ impl Default for Extras {
         Extras {
             layout: Layout::DEFAULT,
             markers: true,
+            copy_markers: None,
             pause_on_trace: false,
             errors: VecDeque::new(),
             system_filters: Vec::new(),
@@ -694,6 +705,12 @@ fn latency_format_for(instance: &Instance<'_, KernelPlatform>, before: Kind, now
 /// Whether `instance`'s `trace_marker` files take writes (`options/markers`).
 fn markers(instance: &Instance<'_, KernelPlatform>) -> bool {
     read_extras(instance, |extras| extras.markers)
+}
+
+/// Whether the top level's marker writes go into `instance` too
+/// (`options/copy_trace_marker`; by default, into the top level only).
+fn copies_markers(instance: &Instance<'_, KernelPlatform>) -> bool {
+    read_extras(instance, |extras| extras.copy_markers).unwrap_or(instance.name().is_empty())
 }
 
 /// Whether reading `instance`'s `trace` files holds its writes off
@@ -825,6 +842,7 @@ fn option(instance: &Instance<'_, KernelPlatform>, option: TraceOption) -> bool 
     match option {
         TraceOption::Annotate => layout.annotate,
         TraceOption::ContextInfo => layout.context_info,
+        TraceOption::CopyTraceMarker => copies_markers(instance),
         TraceOption::FuncStackTrace => instance.function_stack_trace(),
         TraceOption::GraphAbstime => layout.graph_abstime,
         TraceOption::GraphCpu => layout.graph_cpu,
@@ -857,6 +875,7 @@ fn set_option(
     match option {
         TraceOption::Annotate => display(|e, on| e.layout.annotate = on),
         TraceOption::ContextInfo => display(|e, on| e.layout.context_info = on),
+        TraceOption::CopyTraceMarker => display(|e, on| e.copy_markers = Some(on)),
         TraceOption::FuncStackTrace => {
             instance.set_function_stack_trace(on).map_err(FunctionError::from)?
         }
@@ -1042,6 +1061,31 @@ fn write_callbacks(out: &mut dyn Write, listed: Vec<(usize, u32)>) -> fmt::Resul
     named.try_for_each(|(f, n)| writeln!(out, "{} ({n})", f.name))
 }
 
+/// A marker write with `write`: into `instance`, or, written at the top level, into
+/// every instance whose `options/copy_trace_marker` is on (the top level first), in
+/// turn, stopping at the first that refuses it, one whose recording is off among
+/// them (as Linux's, whose ring then takes no write).
+fn write_markers(
+    instance: &Instance<'_, KernelPlatform>,
+    write: impl Fn(&Instance<'_, KernelPlatform>) -> Result<(), FsError>,
+) -> Result<(), FsError> {
+    let into = |target: &Instance<'_, KernelPlatform>| match target.tracing() {
+        true => write(target),
+        false => Err(FsError::Off),
+    };
+    if !instance.name().is_empty() {
+        return into(instance);
+    }
+    let tracer = instance.tracer();
+    let named = tracer.instance_names().into_iter().filter_map(|name| tracer.lookup(&name));
+    let targets: Vec<_> =
+        core::iter::once(tracer.top()).chain(named).filter(copies_markers).collect();
+    if targets.is_empty() {
+        return Err(FsError::NoMarkerCopies);
+    }
+    targets.iter().try_for_each(into)
+}
+
 /// Parses a `0`/`1` switch value (options and `enable` files).
 fn switch(value: &str) -> Result<bool, FsError> {
     match value.trim() {
@@ -1199,12 +1243,10 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
         File::TraceMarker | File::TraceMarkerRaw if !markers(instance) => {
             Err(FsError::Rule("options/markers is off"))
         }
-        // As Linux's, whose ring then takes no write.
-        File::TraceMarker | File::TraceMarkerRaw if !instance.tracing() => Err(FsError::Off),
-        File::TraceMarker => {
-            instance.write_marker(value);
+        File::TraceMarker => write_markers(instance, |i| {
+            i.write_marker(value);
             Ok(())
-        }
+        }),
         File::TraceMarkerRaw => {
             let bytes = value.as_bytes();
             if bytes.len() < 4 {
@@ -1212,9 +1254,11 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
             }
             let (id, data) = bytes.split_at(4);
             let id = u32::from_le_bytes([id[0], id[1], id[2], id[3]]);
-            instance
-                .write_marker_raw(id, data)
-                .map_err(|_| FsError::Rule("the data after the id is too long (at most 80 bytes)"))
+            write_markers(instance, |i| {
+                i.write_marker_raw(id, data).map_err(|_| {
+                    FsError::Rule("the data after the id is too long (at most 80 bytes)")
+                })
+            })
         }
         File::TraceClock => match Clock::from_name(value.trim()) {
             Some(clock) => Ok(instance.set_clock(clock)?),
