@@ -157,13 +157,16 @@ impl Found {
 pub(crate) fn decode(word: impl Fn(u64) -> u64, pos: u64, hi: u64, limit: u64) -> Found {
     let h = Header::decode(word(pos));
     let words = h.words();
-    if pos.saturating_add(words) > limit {
+    // Checked: a saved trace's positions come from memory a crash left, and a record
+    // must not end past 2^64 (its end is the next record's position).
+    if pos.checked_add(words).is_none_or(|end| end > limit) {
         return Found::Bad(Malformed::RunsPast);
     }
     match h.id {
+        ANCHOR_ID if h.len != 8 => Found::Bad(Malformed::BadAnchor),
         ANCHOR_ID => {
             let ts = word(pos + 1);
-            if h.len != 8 || ts & 0xffff_ffff != h.ts_lo {
+            if ts & 0xffff_ffff != h.ts_lo {
                 return Found::Bad(Malformed::BadAnchor);
             }
             Found::Anchor { ts, words }

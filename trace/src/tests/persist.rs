@@ -157,6 +157,25 @@ fn a_saved_anchor_whose_stamp_disagrees_with_its_header_is_rejected() {
     assert!(rejected > 0, "no altered anchor among the saved records was rejected");
 }
 
+/// A saved commit position at the top of the position space, with a record there
+/// whose length would carry it past 2^64 (the checksums recomputed over it): the
+/// check says the record runs past the commit position, and never wraps.
+#[test]
+fn a_record_whose_end_would_pass_2_64_is_rejected() {
+    use crate::ring::record::pack_tail;
+    let words = leaked_region();
+    write_and_save(words, &mut Rng(12), 40);
+    let region = Region::new(words, CPUS).unwrap();
+    let commit = u64::MAX;
+    words[8].store(pack_tail(commit - 1, 0), Relaxed);
+    words[9].store(commit, Relaxed);
+    // Event 1 with a 4095-byte payload: 513 words from one below 2^64.
+    let slot = HEADER_WORDS + ((commit - 1) as usize & (RING_WORDS - 1));
+    words[slot].store(4095 | (1 << 12), Relaxed);
+    region.reseal();
+    assert_eq!(region.validate(BUILD), Err(Rejected::RunsPast { cpu: 0, word: 0 }));
+}
+
 #[test]
 fn a_set_over_other_memory_is_not_saved() {
     let words = leaked_region();
