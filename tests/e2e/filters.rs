@@ -325,12 +325,6 @@ fn triggers_read_and_refuse_as_linux_selftests_expect() {
     }
 }
 
-/// trace_marker's event, at the top level and in an instance (where no event is
-/// enabled): every marker is recorded, `set_event` cannot turn it off, its filter
-/// applies, and a `snapshot` trigger swaps buffers at each marker, as Linux's
-/// `trigger-trace-marker-snapshot.tc` expects: the odd markers end in the live
-/// buffer, the even ones in the snapshot; once the snapshot is freed, the trigger
-/// marks the trace and stops recording.
 /// `show_event_filters` and `show_event_triggers` list, per instance, every event
 /// that has a filter or triggers: `system:event`, a tab, then a line of what the
 /// event's own `filter` or `trigger` file shows. An instance lists its own only;
@@ -345,16 +339,26 @@ fn show_event_filters_and_triggers_list_every_events_settings() {
     let entry = "instances/f/events/irq/irq_handler_entry";
     m.run(&format!("echo 'vector == 48' > {entry}/filter"));
     m.run("echo 'tick > 5' > instances/f/events/timer/tick/filter");
-    m.run(&format!("echo 'stacktrace:2 if vector == 49' > {entry}/trigger"));
+    // A marker's event takes a filter too, though `set_event` does not list it.
+    m.run("echo 'buf ~ \"x*\"' > instances/f/events/ftrace/print/filter");
+    m.run(&format!("echo 'stacktrace:2 if vector == 241' > {entry}/trigger"));
     m.run(&format!("echo 'hist:keys=vector' >> {entry}/trigger"));
     m.run("echo 'traceoff' > instances/f/events/irq/irq_handler_exit/trigger");
     let filters = m.run("cat instances/f/show_event_filters");
-    let expected = format!(
-        "irq:irq_handler_entry\t{}\ntimer:tick\t{}\n",
-        cat(&mut m, &format!("{entry}/filter")),
-        cat(&mut m, "instances/f/events/timer/tick/filter"),
-    );
-    assert_eq!(filters, expected);
+    let mut expected = String::new();
+    for (event, file) in [
+        ("irq:irq_handler_entry", format!("{entry}/filter")),
+        ("timer:tick", "instances/f/events/timer/tick/filter".into()),
+        ("ftrace:print", "instances/f/events/ftrace/print/filter".into()),
+    ] {
+        expected.push_str(&format!("{event}\t{}\n", cat(&mut m, &file)));
+    }
+    let sorted = |text: &str| {
+        let mut lines: Vec<&str> = text.lines().collect();
+        lines.sort();
+        lines.join("\n")
+    };
+    assert_eq!(sorted(&filters), sorted(&expected));
     let mut expected = String::new();
     for (event, file) in [
         ("irq:irq_handler_entry", format!("{entry}/trigger")),
@@ -372,8 +376,9 @@ fn show_event_filters_and_triggers_list_every_events_settings() {
     assert_eq!(m.run("cat show_event_triggers"), "");
     // Removed, they leave the lists.
     m.run(&format!("echo 0 > {entry}/filter"));
-    m.run(&format!("echo '!stacktrace:2 if vector == 49' >> {entry}/trigger"));
+    m.run(&format!("echo '!stacktrace:2 if vector == 241' >> {entry}/trigger"));
     m.run("echo '!traceoff' >> instances/f/events/irq/irq_handler_exit/trigger");
+    m.run("echo 0 > instances/f/events/ftrace/print/filter");
     let filters = m.run("cat instances/f/show_event_filters");
     assert!(filters.starts_with("timer:tick\t") && filters.lines().count() == 1, "{filters}");
     let triggers = m.run("cat instances/f/show_event_triggers");
@@ -387,6 +392,12 @@ fn show_event_filters_and_triggers_list_every_events_settings() {
     assert!(listing.contains("show_event_filters") && listing.contains("show_event_triggers"));
 }
 
+/// trace_marker's event, at the top level and in an instance (where no event is
+/// enabled): every marker is recorded, `set_event` cannot turn it off, its filter
+/// applies, and a `snapshot` trigger swaps buffers at each marker, as Linux's
+/// `trigger-trace-marker-snapshot.tc` expects: the odd markers end in the live
+/// buffer, the even ones in the snapshot; once the snapshot is freed, the trigger
+/// marks the trace and stops recording.
 #[test]
 fn markers_are_always_recorded_and_take_filters_and_triggers() {
     let mut m = boot();
@@ -435,11 +446,6 @@ fn markers_are_always_recorded_and_take_filters_and_triggers() {
     }
 }
 
-/// `events/SYS/EVENT/inject`, at the top level and in an instance: a line of
-/// `FIELD=VALUE` records the event there alone, as its tracepoint would (fields not
-/// named are 0), through its filter and triggers; refused with the position and the
-/// reason (in `error_log` too) for bad lines, and while the event is not enabled;
-/// the file cannot be read.
 /// `options/copy_trace_marker`: a marker written at the top level goes into every
 /// instance with the option on (the top level's is on by default, an instance's
 /// off), in turn; with none on the write is refused with ENODEV. An instance's own
@@ -486,6 +492,11 @@ fn copy_trace_marker_sends_the_top_levels_markers_into_instances() {
     assert_eq!(marks(&mut m, ""), ["top only", "both", "back"]);
 }
 
+/// `events/SYS/EVENT/inject`, at the top level and in an instance: a line of
+/// `FIELD=VALUE` records the event there alone, as its tracepoint would (fields not
+/// named are 0), through its filter and triggers; refused with the position and the
+/// reason (in `error_log` too) for bad lines, and while the event is not enabled;
+/// the file cannot be read.
 #[test]
 fn inject_records_an_event_by_hand_through_its_filter_and_triggers() {
     let mut m = boot();

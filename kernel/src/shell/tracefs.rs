@@ -971,12 +971,13 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
         File::AvailableFilterFunctionsAddrs => functions::functions().iter().try_for_each(|f| {
             writeln!(out, "{:x} {}", crate::arch::stack::elf_address(f.site as u64), f.name)
         }),
-        // `system:event`, a tab, then what the event's own file shows.
-        File::ShowEventFilters => settable(tracer).try_for_each(|d| match instance.filter(d) {
+        // `system:event`, a tab, then what the event's own file shows: every event of
+        // `events/`, those `set_event` does not take (markers, the tracers') too.
+        File::ShowEventFilters => events(tracer).try_for_each(|d| match instance.filter(d) {
             Some(filter) => writeln!(out, "{}:{}\t{filter}", d.system, d.name),
             None => Ok(()),
         }),
-        File::ShowEventTriggers => settable(tracer).try_for_each(|d| {
+        File::ShowEventTriggers => events(tracer).try_for_each(|d| {
             let triggers = instance.triggers(d);
             triggers.iter().try_for_each(|t| writeln!(out, "{}:{}\t{t}", d.system, d.name))
         }),
