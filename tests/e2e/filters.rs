@@ -29,6 +29,12 @@ fn has_tick(m: &mut Machine, root: &str) -> bool {
         .any(|_| trace_lines(&m.run(&format!("cat {root}trace"))).iter().any(|l| l.event == "tick"))
 }
 
+/// The texts of the markers (`tracing_mark_write` lines) a trace file holds.
+fn markers(m: &mut Machine, file: &str) -> Vec<String> {
+    let lines = trace_lines(&m.run(&format!("cat {file}")));
+    lines.into_iter().filter(|l| l.event == "tracing_mark_write").map(|l| l.fields).collect()
+}
+
 fn cat(m: &mut Machine, path: &str) -> String {
     m.run(&format!("cat {path}")).trim().to_string()
 }
@@ -401,10 +407,6 @@ fn show_event_filters_and_triggers_list_every_events_settings() {
 #[test]
 fn markers_are_always_recorded_and_take_filters_and_triggers() {
     let mut m = boot();
-    let markers = |m: &mut Machine, file: &str| -> Vec<String> {
-        let lines = trace_lines(&m.run(&format!("cat {file}")));
-        lines.into_iter().filter(|l| l.event == "tracing_mark_write").map(|l| l.fields).collect()
-    };
     for root in ROOTS {
         let print = format!("{root}events/ftrace/print");
         assert_eq!(cat(&mut m, &format!("{print}/enable")), "1", "{root}");
@@ -453,10 +455,7 @@ fn markers_are_always_recorded_and_take_filters_and_triggers() {
 #[test]
 fn copy_trace_marker_sends_the_top_levels_markers_into_instances() {
     let mut m = boot();
-    let marks = |m: &mut Machine, root: &str| -> Vec<String> {
-        let lines = trace_lines(&m.run(&format!("cat {root}trace")));
-        lines.into_iter().filter(|l| l.event == "tracing_mark_write").map(|l| l.fields).collect()
-    };
+    let marks = |m: &mut Machine, root: &str| markers(m, &format!("{root}trace"));
     let option = "options/copy_trace_marker";
     assert_eq!(cat(&mut m, option), "1");
     assert_eq!(cat(&mut m, &format!("instances/f/{option}")), "0");
