@@ -260,12 +260,14 @@ impl ReadScratch {
         }));
         start();
         loop {
-            for (head, ring) in self.heads.iter_mut().zip(rings) {
+            // One pass: each head fetches its next record if it has none, then offers
+            // its stamp.
+            let stamps = self.heads.iter_mut().zip(rings).map(|(head, ring)| {
                 if head.next.is_none() {
                     head.next = head.walk.fetch(ring, head.cpu, None);
                 }
-            }
-            let stamps = self.heads.iter().map(|head| head.next.map(|(meta, _)| meta.ts));
+                head.next.map(|(meta, _)| meta.ts)
+            });
             let Some(i) = earliest(stamps) else { return Ok(()) };
             let head = &mut self.heads[i];
             let Some((meta, at)) = head.next.take() else { continue };
