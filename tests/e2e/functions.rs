@@ -737,6 +737,8 @@ fn function_commands_act_when_their_function_is_called() {
             (format!("{pwd}:traceoff:x"), "count must be a number below 2^64 - 1"),
             (format!("{pwd}:enable_event:kmem:nope"), "no such event"),
             ("nosuch:traceoff".into(), "a glob matches no function"),
+            // One write is one change: its second removal finds the command gone.
+            (format!("{cd} !{pwd}:stacktrace !{pwd}:stacktrace"), "no function the glob names"),
         ] {
             let error = m.run(&format!("echo '{line}' >> {filter}"));
             assert!(error.contains(rule), "{line}: {error}");

@@ -27,8 +27,8 @@ use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use core::sync::atomic::{Ordering::SeqCst, compiler_fence};
 use spin::Once;
 use trace::Instance;
+use trace::tracer::{FunctionCommand, GraphScope, HookError, StackEntry, TriggerError};
 pub use trace::tracer::{FunctionList as List, FunctionTracer as Kind};
-use trace::tracer::{GraphScope, HookError, StackEntry, TriggerError};
 
 /// Deepest `function_graph` nesting a CPU records (deeper calls are not hooked).
 pub const MAX_DEPTH: usize = 64;
@@ -274,8 +274,8 @@ fn selection(instance: &Instance<'_, KernelPlatform>, list: List) -> Vec<bool> {
 /// "filter commands": `traceon`, `traceoff`, `snapshot`, `stacktrace`,
 /// `enable_event:SYSTEM:EVENT`, `disable_event:SYSTEM:EVENT`), which act each time
 /// one of the functions is called, add up whether written with `>` or `>>`, and are
-/// removed with `!` ([`trace::Instance::set_function_command`]). Every entry is
-/// checked before any is applied.
+/// removed with `!` ([`trace::Instance::set_function_command`]). The write is one
+/// change ([`trace::Instance::edit_functions`]): refused whole, it changes nothing.
 pub fn write_list(
     instance: &Instance<'_, KernelPlatform>,
     list: List,
@@ -287,15 +287,17 @@ pub fn write_list(
         false => alloc::vec![false; functions().len()],
     };
     let commands = apply_globs(text, &mut new, list == List::Filter)?;
-    let refused = |at: usize| move |error| FunctionError::Command(shifted(error, at));
-    for (matching, line, at) in &commands {
-        instance.check_function_command(matching, line).map_err(refused(*at))?;
-    }
-    instance.set_function_list(list, &new)?;
-    for (matching, line, at) in &commands {
-        instance.set_function_command(matching, line).map_err(refused(*at))?;
-    }
-    Ok(())
+    let change: Vec<FunctionCommand<'_>> =
+        commands.iter().map(|(matching, line, _)| (&matching[..], &line[..])).collect();
+    instance.edit_functions(Some((list, &new)), &change).map_err(|refused| {
+        match refused.command.map(|i| commands[i].2) {
+            Some(at) => FunctionError::Command(shifted(refused.error, at)),
+            None => match refused.error {
+                HookError::Function(error) => FunctionError::Tracer(error),
+                error => FunctionError::Command(error),
+            },
+        }
+    })
 }
 
 /// A function command of a filter write: its functions, its line, and where its

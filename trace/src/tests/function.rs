@@ -652,6 +652,14 @@ fn function_commands_act_when_their_functions_are_called() {
     assert_eq!(listed(&top), before);
     assert_eq!(calls(), [false, true, true, true]);
 
+    // `dump` and `cpudump` are two commands, as in ftrace.
+    top.set_function_command(&[0], "dump").unwrap();
+    top.set_function_command(&[0], "cpudump").unwrap();
+    assert_eq!(listed(&top)[..2], [(0, "dump:unlimited".into()), (0, "cpudump:unlimited".into())]);
+    top.set_function_command(&[0], "!cpudump").unwrap();
+    assert_eq!(listed(&top)[0], (0, "dump:unlimited".to_string()));
+    top.set_function_command(&[0], "!dump").unwrap();
+
     // Removal: a count after it is ignored; entries without commands are NOPs again.
     top.set_function_command(&[1, 2], "!traceoff:0").unwrap();
     assert_eq!(calls(), [false, false, false, true]);
@@ -673,6 +681,61 @@ fn function_commands_act_when_their_functions_are_called() {
     assert!(g.function_commands().is_empty());
     call(0);
     assert!(g.recorder().live().is_recording());
+}
+
+/// One `set_ftrace_filter` write is one change: each command is judged against what
+/// those before it leave, and a refusal (which names the command) leaves the list,
+/// the commands and the snapshot buffer as they were.
+#[test]
+fn a_refused_function_edit_changes_nothing() {
+    static A: crate::event::EventDescriptor = crate::event::EventDescriptor::new(
+        "sys",
+        "a",
+        "",
+        &[],
+        crate::event::DescriptorKind::Event,
+    );
+    static B: crate::event::EventDescriptor = crate::event::EventDescriptor::new(
+        "sys",
+        "b",
+        "",
+        &[],
+        crate::event::DescriptorKind::Event,
+    );
+    let _shared = exclusive();
+    let patcher = Patcher::new();
+    let limits = Limits { max_instances: 2, max_total_bytes: 1 << 20 };
+    let tracer = Tracer::new(patcher.clone(), 1, &[&A, &B], limits, top_config()).unwrap();
+    assert!(tracer.set_functions(COUNT));
+    let top = tracer.top();
+    top.set_function_command(&[0], "traceoff").unwrap();
+    let state = |i: &crate::Instance<'_, Patcher>| {
+        (i.function_list(FunctionList::Filter), i.function_commands(), i.has_snapshot())
+    };
+    let before = state(&top);
+    let filter = Some((FunctionList::Filter, &[false, true, false, false][..]));
+    let refused = |command, reason| {
+        let error = HookError::Trigger(crate::tracer::TriggerError { pos: 0, reason });
+        Err(crate::tracer::FunctionEditError { command: Some(command), error })
+    };
+    use crate::tracer::TriggerReason::{NotFound, TooMany};
+    // The second removal finds nothing: the first one was the change's.
+    let twice = [(&[0][..], "!traceoff"), (&[0][..], "!traceoff")];
+    assert_eq!(top.edit_functions(filter, &twice), refused(1, NotFound));
+    // The limit counts the commands of the same change: seven more make eight, the
+    // snapshot among them; a ninth is refused.
+    let lines = ["traceon", "stacktrace", "dump", "cpudump", "snapshot", "enable_event:sys:a"];
+    let mut change: Vec<(&[usize], &str)> = lines.iter().map(|&l| (&[0][..], l)).collect();
+    change.push((&[0, 1], "disable_event:sys:a"));
+    change.push((&[0], "enable_event:sys:b"));
+    assert_eq!(top.edit_functions(filter, &change), refused(7, TooMany));
+    assert_eq!(state(&top), before, "nothing changed, no snapshot allocated");
+    assert_eq!(*patcher.calls.lock().unwrap(), [true, false, false, false]);
+    // Accepted, it is applied whole.
+    top.edit_functions(filter, &change[..7]).unwrap();
+    assert_eq!(top.function_list(FunctionList::Filter), [1]);
+    assert_eq!(top.function_commands().len(), 9);
+    assert!(top.has_snapshot());
 }
 
 proptest::proptest! {

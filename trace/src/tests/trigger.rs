@@ -429,6 +429,13 @@ fn named_histograms_share_one_table_across_events() {
     assert!(top.triggers(&A).is_empty());
     let five = ["{ n:          5 } hitcount:          1"];
     assert_eq!(entries(&top, &B), five);
+    // One that joins with `:pause` pauses the name's table.
+    top.set_trigger(&A, "hist:name=both:keys=n:pause").unwrap();
+    assert!(top.triggers(&B)[0].ends_with("[paused]"));
+    fire(t, &B, 8);
+    assert_eq!(entries(&top, &A), five, "nothing added while paused");
+    top.set_trigger(&A, "hist:name=both:keys=n:cont").unwrap();
+    top.set_trigger(&A, "!hist:name=both:keys=n").unwrap();
     top.set_trigger(&A, "hist:name=both:keys=n").unwrap();
     assert_eq!(entries(&top, &A), five);
     // A histogram without the name is its own.

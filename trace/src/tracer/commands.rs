@@ -13,7 +13,7 @@
 //! function, a mask of the instances with commands on it spares the others the
 //! section.
 
-use super::function::{Control, FUNCTION, FunctionError, Functions};
+use super::function::{Control, FUNCTION, FunctionError, FunctionList, Functions};
 use super::trigger::{Action, MAX_TRIGGERS, Trigger, TriggerCommand, TriggerError, TriggerReason};
 use super::{HookError, Instance, Tracer};
 use crate::event::EventDescriptor;
@@ -27,6 +27,25 @@ use alloc::vec::Vec;
 /// One instance's function commands: each function with some (its index, in
 /// ascending order) and its triggers.
 pub(crate) type CommandTable = Vec<(usize, Vec<Arc<Trigger>>)>;
+
+/// A function command of one change ([`Instance::edit_functions`]): the functions
+/// it names (indices of the platform's functions) and its line.
+pub type FunctionCommand<'a> = (&'a [usize], &'a str);
+
+/// Why [`Instance::edit_functions`] refused a change, which changed nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FunctionEditError {
+    /// The command refused: its index in the change (`None`: the change as a whole).
+    pub command: Option<usize>,
+    /// Why.
+    pub error: HookError,
+}
+
+impl From<FunctionError> for FunctionEditError {
+    fn from(error: FunctionError) -> Self {
+        FunctionEditError { command: None, error: error.into() }
+    }
+}
 
 /// Where `index`'s commands are in `table`.
 fn find(table: &CommandTable, index: usize) -> Result<usize, usize> {
@@ -119,35 +138,58 @@ impl<P: Platform> Instance<'_, P> {
     /// functions, more than [`MAX_TRIGGERS`] commands on a function. Needs a context
     /// that may wait; the functions' entries are patched as needed.
     pub fn set_function_command(&self, functions: &[usize], line: &str) -> Result<(), HookError> {
-        let tracer = self.tracer;
-        self.functions_state()?;
-        if let TriggerCommand::Add(trigger) = self.parse_function_command(line)?
-            && trigger.action() == Action::Snapshot
-        {
-            self.snapshot_alloc()?;
-        }
+        self.edit_functions(None, &[(functions, line)]).map_err(|refused| refused.error)
+    }
+
+    /// One `set_ftrace_filter` write as one change: replaces one of the instance's
+    /// lists (`None`: none) as [`Instance::set_function_list`] does, and applies
+    /// `commands` in order as [`Instance::set_function_command`] does, each judged
+    /// against the commands those before it leave; then patches once. Refused whole,
+    /// with nothing changed: the error says which command (if one) and why. A
+    /// `snapshot` command's buffer is allocated once the whole change is judged
+    /// good, and stays if patching then refuses.
+    pub fn edit_functions(
+        &self,
+        list: Option<(FunctionList, &[bool])>,
+        commands: &[FunctionCommand<'_>],
+    ) -> Result<(), FunctionEditError> {
+        let whole = |error: HookError| FunctionEditError { command: None, error };
+        let state = self.functions_state().map_err(whole)?;
         let slot = self.state.slot;
-        tracer.change_patched::<HookError, _>(|state, control| {
+        let current = state.control.lock().commands[slot].clone();
+        self.edited_commands(current.as_deref(), commands)?;
+        let adds_snapshot = |line: &str| {
+            matches!(self.parse_function_command(line),
+                Ok(TriggerCommand::Add(t)) if t.action() == Action::Snapshot)
+        };
+        if commands.iter().any(|&(_, line)| adds_snapshot(line)) {
+            self.snapshot_alloc().map_err(|e| whole(e.into()))?;
+        }
+        let tracer = self.tracer;
+        tracer.change_patched::<FunctionEditError, _>(|state, control| {
             let old = control.commands[slot].clone();
-            let table = self.edited_commands(old.as_deref(), functions, line)?;
+            let table = self.edited_commands(old.as_deref(), commands)?;
             let table = Some(Arc::new(table)).filter(|t| !t.is_empty());
-            tracer.publish_commands(state, control, slot, table)?;
+            let undo_list = list
+                .map(|(list, selected)| self.set_list_locked(state, control, list, selected))
+                .transpose()?;
+            if let Err(error) = tracer.publish_commands(state, control, slot, table) {
+                if let Some(undo) = undo_list {
+                    undo(state, control);
+                }
+                return Err(whole(error.into()));
+            }
             Ok(move |state: &Functions, control: &mut Control| {
                 // Cannot fail: its grace period's conditions held a moment ago.
                 let _ = tracer.publish_commands(state, control, slot, old);
+                if let Some(undo) = undo_list {
+                    undo(state, control);
+                }
             })
         })?;
         // An `enable_event` target is armed while the command exists.
         tracer.sync_keys_now();
         Ok(())
-    }
-
-    /// Whether [`Instance::set_function_command`] would take `line` for `functions`
-    /// now (but for a refused patch or snapshot allocation); changes nothing.
-    pub fn check_function_command(&self, functions: &[usize], line: &str) -> Result<(), HookError> {
-        let control = self.functions_state()?.control.lock();
-        let current = control.commands[self.state.slot].as_deref();
-        self.edited_commands(current, functions, line).map(|_| ())
     }
 
     /// The function tracers' state, where the caller may patch.
@@ -194,25 +236,39 @@ impl<P: Platform> Instance<'_, P> {
         Ok(command)
     }
 
-    /// `current` with `line` applied to `functions` (see
-    /// [`Instance::set_function_command`]), or why it is refused.
+    /// `current` with `commands` applied in order (see
+    /// [`Instance::edit_functions`]), or which one is refused and why.
     fn edited_commands(
         &self,
         current: Option<&CommandTable>,
+        commands: &[FunctionCommand<'_>],
+    ) -> Result<CommandTable, FunctionEditError> {
+        let mut table = current.cloned().unwrap_or_default();
+        for (at, &(functions, line)) in commands.iter().enumerate() {
+            self.edit_commands(&mut table, functions, line)
+                .map_err(|error| FunctionEditError { command: Some(at), error })?;
+        }
+        Ok(table)
+    }
+
+    /// Applies `line` to `functions` in `table` (see
+    /// [`Instance::set_function_command`]), or says why it is refused.
+    fn edit_commands(
+        &self,
+        table: &mut CommandTable,
         functions: &[usize],
         line: &str,
-    ) -> Result<CommandTable, HookError> {
+    ) -> Result<(), HookError> {
         let count = self.tracer.functions.get().map_or(0, |f| f.commanded.len());
         if functions.iter().any(|&index| index >= count) {
             return Err(FunctionError::NoSuchFunction.into());
         }
         let refuse = |reason| HookError::Trigger(TriggerError { pos: 0, reason });
-        let mut table = current.cloned().unwrap_or_default();
         match self.parse_function_command(line)? {
             // (No `TriggerCommand::Hist`: refused by the parse.)
             TriggerCommand::Add(trigger) | TriggerCommand::Hist(trigger, _) => {
                 for &index in functions {
-                    let at = find(&table, index).unwrap_or_else(|at| {
+                    let at = find(table, index).unwrap_or_else(|at| {
                         table.insert(at, (index, Vec::new()));
                         at
                     });
@@ -233,7 +289,7 @@ impl<P: Platform> Instance<'_, P> {
             TriggerCommand::Remove(trigger) => {
                 let mut removed = false;
                 for &index in functions {
-                    if let Ok(at) = find(&table, index) {
+                    if let Ok(at) = find(table, index) {
                         let triggers = &mut table[at].1;
                         let before = triggers.len();
                         triggers.retain(|t| t.action() != trigger.action());
@@ -246,7 +302,7 @@ impl<P: Platform> Instance<'_, P> {
             }
         }
         table.retain(|(_, triggers)| !triggers.is_empty());
-        Ok(table)
+        Ok(())
     }
 
     /// The instance's function commands in function order: each function's index

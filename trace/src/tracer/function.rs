@@ -575,7 +575,7 @@ impl<P: Platform> Tracer<P> {
     }
 }
 
-impl<P: Platform> Instance<'_, P> {
+impl<'t, P: Platform> Instance<'t, P> {
     /// The instance's `current_tracer`.
     pub fn function_tracer(&self) -> FunctionTracer {
         let functions = self.tracer.functions.get();
@@ -640,13 +640,8 @@ impl<P: Platform> Instance<'_, P> {
         list: FunctionList,
         selected: &[bool],
     ) -> Result<(), FunctionError> {
-        self.change_functions(|selection| {
-            let bits = &mut selection.lists[list as usize];
-            if bits.len() != selected.len() {
-                return Err(FunctionError::WrongLength);
-            }
-            bits.copy_from_slice(selected);
-            Ok(())
+        self.tracer.change_patched(|functions, control| {
+            self.set_list_locked(functions, control, list, selected)
         })
     }
 
@@ -666,24 +661,53 @@ impl<P: Platform> Instance<'_, P> {
         &self,
         edit: impl FnOnce(&mut Selection) -> Result<(), FunctionError>,
     ) -> Result<(), FunctionError> {
-        let slot = self.state.slot;
         self.tracer.change_patched(|functions, control| {
-            let mut after = control.slots[slot].clone();
+            let mut after = control.slots[self.state.slot].clone();
             edit(&mut after)?;
-            if after.tracer == FunctionTracer::Irqsoff {
-                self.check_irqsoff_owner()?;
-            }
-            let tracer = self.tracer;
-            let irqsoff = |s: &Selection| s.tracer == FunctionTracer::Irqsoff;
-            let (was, now) = (irqsoff(&control.slots[slot]), irqsoff(&after));
-            tracer.publish_selection(functions, slot, &after);
-            let undo_mode = self.irqsoff_changed(&functions.latency, was, now);
-            let before = core::mem::replace(&mut control.slots[slot], after);
-            Ok(move |functions: &Functions, control: &mut Control| {
-                undo_mode(&functions.latency);
-                tracer.publish_selection(functions, slot, &before);
-                control.slots[slot] = before;
-            })
+            self.publish_edit(functions, control, after)
+        })
+    }
+
+    /// Sets one of the instance's lists, as [`Instance::set_function_list`] does,
+    /// within a change the caller patches (`control` is locked); returns how to undo it.
+    pub(super) fn set_list_locked(
+        &self,
+        functions: &Functions,
+        control: &mut Control,
+        list: FunctionList,
+        selected: &[bool],
+    ) -> Result<impl FnOnce(&Functions, &mut Control) + use<'_, 't, P>, FunctionError> {
+        let mut after = control.slots[self.state.slot].clone();
+        let bits = &mut after.lists[list as usize];
+        if bits.len() != selected.len() {
+            return Err(FunctionError::WrongLength);
+        }
+        bits.copy_from_slice(selected);
+        self.publish_edit(functions, control, after)
+    }
+
+    /// Publishes `after` as the instance's selection (`control` is locked), before
+    /// the caller patches; returns how to undo it.
+    fn publish_edit(
+        &self,
+        functions: &Functions,
+        control: &mut Control,
+        after: Selection,
+    ) -> Result<impl FnOnce(&Functions, &mut Control) + use<'_, 't, P>, FunctionError> {
+        let slot = self.state.slot;
+        if after.tracer == FunctionTracer::Irqsoff {
+            self.check_irqsoff_owner()?;
+        }
+        let tracer = self.tracer;
+        let irqsoff = |s: &Selection| s.tracer == FunctionTracer::Irqsoff;
+        let (was, now) = (irqsoff(&control.slots[slot]), irqsoff(&after));
+        tracer.publish_selection(functions, slot, &after);
+        let undo_mode = self.irqsoff_changed(&functions.latency, was, now);
+        let before = core::mem::replace(&mut control.slots[slot], after);
+        Ok(move |functions: &Functions, control: &mut Control| {
+            undo_mode(&functions.latency);
+            tracer.publish_selection(functions, slot, &before);
+            control.slots[slot] = before;
         })
     }
 }

@@ -492,6 +492,11 @@ impl<'t, P: Platform> Instance<'t, P> {
                     if hooks.triggers.len() == MAX_TRIGGERS {
                         return Err(trigger_error(TriggerReason::TooMany));
                     }
+                    // `:pause` on one that joins a name pauses the name's table, which
+                    // it shares with the others.
+                    if hist_op == Some(HistOp::Pause) {
+                        trigger.hist().inspect(|hist| hist.set_paused(true));
+                    }
                     hooks.triggers.push(trigger);
                     table[index] = Some(Arc::new(hooks));
                     Ok(())

@@ -30,6 +30,7 @@ mod rcu;
 mod stack;
 pub(crate) mod trigger;
 
+pub use commands::{FunctionCommand, FunctionEditError};
 pub use dump::DumpSelection;
 pub use function::{
     FUNCGRAPH_ENTRY, FUNCGRAPH_EXIT, FUNCTION, FunctionError, FunctionList, FunctionTracer,

@@ -173,6 +173,7 @@ impl PartialEq for Action {
             | (Action::DisableEvent(a), Action::DisableEvent(b))
             | (Action::EnableHist(a), Action::EnableHist(b))
             | (Action::DisableHist(a), Action::DisableHist(b)) => core::ptr::eq(*a, *b),
+            (Action::Dump { this_cpu: a }, Action::Dump { this_cpu: b }) => a == b,
             (a, b) => core::mem::discriminant(a) == core::mem::discriminant(b),
         }
     }
