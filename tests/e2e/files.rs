@@ -138,6 +138,11 @@ fn per_cpu_buffer_size_kb_resizes_one_cpu() {
         assert_eq!(m.run(&format!("cat {root}per_cpu/cpu1/buffer_size_kb")), "32\n");
         assert_eq!(m.run(&format!("echo {size} > {root}buffer_size_kb")), "");
         assert_eq!(m.run(&format!("cat {root}buffer_size_kb")), format!("{size}\n"));
+        // The size the rings have already: what they hold stays, as in ftrace.
+        m.run(&format!("echo same-size > {root}trace_marker"));
+        assert_eq!(m.run(&format!("echo {size} > {root}buffer_size_kb")), "");
+        assert_eq!(m.run(&format!("echo {size} > {root}per_cpu/cpu0/buffer_size_kb")), "");
+        assert!(m.run(&format!("cat {root}trace")).contains("tracing_mark_write: same-size"));
     }
 }
 

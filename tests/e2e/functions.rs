@@ -89,6 +89,19 @@ fn bad_tracer_and_filter_writes_are_refused_and_change_nothing() {
         machine.run("echo 'kernel::shell::commands::pwd no_such_function*' > set_ftrace_filter");
     assert!(error.contains("a glob matches no function"), "{error}");
     assert_eq!(machine.run("cat set_ftrace_filter"), "kernel::shell::commands::cat\n");
+    // A number is that line of `available_filter_functions` (from 1), as in Linux;
+    // one past the list matches nothing.
+    let names = available(&mut machine);
+    assert_eq!(machine.run("echo '1 3' > set_ftrace_filter"), "");
+    assert_eq!(machine.run("cat set_ftrace_filter"), format!("{}\n{}\n", names[0], names[2]));
+    assert_eq!(machine.run("echo '!1' >> set_ftrace_filter"), "");
+    assert_eq!(machine.run("cat set_ftrace_filter"), format!("{}\n", names[2]));
+    for line in [0, names.len() + 1] {
+        let error = machine.run(&format!("echo {line} >> set_ftrace_filter"));
+        assert!(error.contains("a glob matches no function"), "{line}: {error}");
+    }
+    assert_eq!(machine.run("cat set_ftrace_filter"), format!("{}\n", names[2]));
+    machine.run("echo 'kernel::shell::commands::cat' > set_ftrace_filter");
     let error = machine.run("echo '!nothing' >> set_ftrace_notrace");
     assert!(error.contains("a glob matches no function"), "{error}");
     assert_eq!(machine.run("cat set_ftrace_notrace"), "#### no functions disabled ####\n");

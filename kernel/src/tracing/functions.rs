@@ -263,8 +263,8 @@ fn selection(instance: &Instance<'_, KernelPlatform>, list: List) -> Vec<bool> {
 }
 
 /// Writes `text` to one of `instance`'s lists, as ftrace does: whitespace-separated
-/// globs over the functions' names, each adding what it matches, or with a leading
-/// `!` removing it; `GLOB:mod:CRATE` matches only the functions of crate `CRATE`
+/// globs over the functions' names (or numbers, lines of `available_filter_functions`
+/// from 1), each adding what it matches, or with a leading `!` removing it; `GLOB:mod:CRATE` matches only the functions of crate `CRATE`
 /// (`kernel`, `latency_watchdog`: a crate is this kernel's module; `CRATE` is a glob,
 /// `!CRATE` every other crate, and an empty glob or crate is `*`). Without
 /// `append` (`>`) the list is emptied first. A glob that matches nothing refuses the
@@ -333,10 +333,18 @@ fn apply_globs(
                 trace::event::glob(k, crate_of(name)) != outside
             })
         };
-        let matching: Vec<usize> = (functions.iter().enumerate())
-            .filter(|(_, f)| trace::event::glob(glob, f.name) && in_crate(f.name))
-            .map(|(i, _)| i)
-            .collect();
+        // As Linux's, a number is the function on that line (from 1) of
+        // `available_filter_functions`, which lists them in this order.
+        let line = glob.parse::<usize>().ok().filter(|_| glob.bytes().all(|b| b.is_ascii_digit()));
+        let matching: Vec<usize> = match line.filter(|_| krate.is_none()) {
+            Some(line) => {
+                line.checked_sub(1).filter(|&i| i < functions.len()).into_iter().collect()
+            }
+            None => (functions.iter().enumerate())
+                .filter(|(_, f)| trace::event::glob(glob, f.name) && in_crate(f.name))
+                .map(|(i, _)| i)
+                .collect(),
+        };
         if matching.is_empty() {
             return Err(FunctionError::NoMatch);
         }

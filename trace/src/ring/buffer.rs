@@ -420,6 +420,14 @@ impl<P: Platform> Buffer<P> {
     /// Empties every ring (`None`) or CPU `cpu`'s; the caller guarantees no writer is
     /// inside them. `Busy` (and nothing changed) while one has a consuming reader.
     pub(crate) fn reset(&self, cpu: Option<usize>) -> Result<(), Error> {
+        self.claim(cpu)?.reset();
+        Ok(())
+    }
+
+    /// Holds every ring (`None`) or CPU `cpu`'s for a reset, so that no consuming
+    /// reader opens them meanwhile: `BadCpu`, or `Busy` while one has a consuming
+    /// reader, with nothing held.
+    pub(crate) fn claim(&self, cpu: Option<usize>) -> Result<Claimed<'_>, Error> {
         let rings = match cpu {
             None => &self.rings[..],
             Some(cpu) => core::slice::from_ref(self.rings.get(cpu).ok_or(Error::BadCpu)?),
@@ -430,11 +438,7 @@ impl<P: Platform> Buffer<P> {
                 return Err(e);
             }
         }
-        for ring in rings {
-            ring.reset_locked();
-            ring.release_consumer();
-        }
-        Ok(())
+        Ok(Claimed { rings })
     }
 
     /// Reallocates every ring with `bytes_per_cpu` bytes. The records are discarded and
@@ -523,4 +527,23 @@ fn alloc_rings(cpus: usize, bytes: usize, clock: Clock) -> Result<Vec<Arc<Ring>>
         rings.push(Arc::new(Ring::new(words)?.with_clock(clock)));
     }
     Ok(rings)
+}
+
+/// Rings a reset holds ([`Buffer::claim`]): released when dropped.
+pub(crate) struct Claimed<'a> {
+    rings: &'a [Arc<Ring>],
+}
+
+impl Claimed<'_> {
+    /// Empties the rings and zeroes their counters; the caller guarantees no writer
+    /// is inside them.
+    pub(crate) fn reset(self) {
+        self.rings.iter().for_each(|ring| ring.reset_locked());
+    }
+}
+
+impl Drop for Claimed<'_> {
+    fn drop(&mut self) {
+        self.rings.iter().for_each(|ring| ring.release_consumer());
+    }
 }

@@ -46,7 +46,8 @@ pub trait Cursor {
     /// [`RecordRef::lost`]), or `None` if it is gone (a writer reclaimed it) and the
     /// cursor must fetch again.
     fn accept(&mut self) -> Option<u64>;
-    /// The payload buffer (valid for the last fetched event).
+    /// The payload buffer (valid for the last fetched event): its first
+    /// [`Meta::len`] bytes are the event's.
     fn payload(&self) -> &[u8];
 }
 
@@ -403,8 +404,9 @@ impl<C: Cursor> Merged<C> {
             let m = peeked.take()?;
             // Reclaimed by a writer since it was fetched: fetch that source again.
             let Some(lost) = c.accept() else { continue };
-            let (c, _) = &self.sources[best];
-            return Some(m.record(lost, &c.payload()[..m.len]));
+            let payload = self.sources[best].0.payload();
+            // A cursor's payload shorter than the length it fetched is given whole.
+            return Some(m.record(lost, payload.get(..m.len).unwrap_or(payload)));
         }
     }
 }

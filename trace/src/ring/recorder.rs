@@ -334,11 +334,13 @@ impl<P: Platform> Recorder<P> {
         let _guard = self.lock()?;
         let live = self.live();
         let grace = self.sections.grace(live.platform())?;
+        // Refused (a bad CPU, a consuming reader) before writes pause: nothing changes.
+        let rings = live.claim(cpu)?;
         live.set_paused(true);
         grace.wait();
-        let reset = live.reset(cpu);
+        rings.reset();
         live.set_paused(false);
-        reset
+        Ok(())
     }
 
     /// Empties the snapshot (spare) set, or only CPU `cpu`'s ring of it. `NoSpare` if
@@ -346,10 +348,12 @@ impl<P: Platform> Recorder<P> {
     pub fn clear_snapshot(&self, cpu: Option<usize>) -> Result<(), Error> {
         let _guard = self.lock()?;
         let snapshot = self.snapshot().ok_or(Error::NoSpare)?;
+        let rings = snapshot.claim(cpu)?;
         // Writers only enter the live set; after a grace period none is left in the
         // spare, even after a `swap_nowait`.
         self.sections.synchronize(snapshot.platform())?;
-        snapshot.reset(cpu)
+        rings.reset();
+        Ok(())
     }
 }
 

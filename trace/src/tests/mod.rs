@@ -18,6 +18,8 @@ mod keys;
 #[cfg(all(loom, test))]
 mod loom;
 #[cfg(not(loom))]
+mod misuse;
+#[cfg(not(loom))]
 mod model;
 #[cfg(not(loom))]
 mod persist;

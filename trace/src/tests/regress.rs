@@ -216,6 +216,15 @@ fn one_cpus_ring_is_resized_or_cleared_alone() {
     assert_eq!(top.cpumask(), 1);
     assert!(top.resize_cpu(2, 4096).is_err(), "no CPU 2");
     assert!(top.clear_cpu(2).is_err());
+    // The size a ring has already (asked as it is, or as a size it rounds to) keeps
+    // what it holds, as ftrace's resize does.
+    top.resize_cpu(1, 4000).unwrap();
+    top.resize_cpu(0, 1024).unwrap();
+    assert_eq!((top.stats(0).unwrap().entries, top.stats(1).unwrap().entries), (1, 1));
+    top.resize(4096).unwrap();
+    top.write_marker("after");
+    top.resize(4096).unwrap();
+    assert_eq!(top.stats(0).unwrap().entries, 1, "the same size again: kept");
 }
 
 /// A snapshot buffer allocated after one CPU's ring was resized takes every CPU's

@@ -676,19 +676,21 @@ impl<'t, P: Platform> Instance<'t, P> {
     /// Turns recording on or off (`tracing_on`). Events are not recorded nor counted
     /// while off. From a context that may wait, no writer records into the instance
     /// once it returned off.
+    /// From any context, NMIs included: it takes no lock.
     pub fn set_tracing(&self, on: bool) {
-        self.state.recorder.lock().live().set_recording(on);
+        self.tracer.with_published(&self.state, |recorder| recorder.live().set_recording(on));
         self.tracer.settle();
     }
 
-    /// Whether recording is on.
+    /// Whether recording is on. From any context.
     pub fn tracing(&self) -> bool {
-        self.state.recorder.lock().live().is_recording()
+        self.tracer.with_published(&self.state, |recorder| recorder.live().is_recording())
     }
 
     /// Switches between overwrite (flight recorder) and discard (producer/consumer).
     /// `OverwriteInUse` for discard while the instance's tracer is `irqsoff`.
     pub fn set_mode(&self, mode: Mode) -> Result<(), InstanceError> {
+        self.tracer.may_wait()?;
         // Under the function tracers' lock, which a change of tracer holds.
         let functions = self.tracer.functions.get();
         let _tracers = functions.map(|f| f.control.lock());
@@ -721,15 +723,32 @@ impl<'t, P: Platform> Instance<'t, P> {
     }
 
     /// Resizes every CPU ring (and the snapshot buffer, if any) to `bytes_per_cpu`.
-    /// The recorded events are discarded; recording state and mode are kept.
+    /// The recorded events are discarded; recording state and mode are kept. A size
+    /// every ring has already changes nothing, as in ftrace.
     pub fn resize(&self, bytes_per_cpu: usize) -> Result<(), InstanceError> {
+        if self.sized_already(0..self.tracer.cpus, bytes_per_cpu) {
+            return Ok(());
+        }
         self.tracer.replace_recorder(&self.state, Change::Resize(bytes_per_cpu))
     }
 
     /// Resizes CPU `cpu`'s ring (and its snapshot ring, if any) to `bytes`, keeping
-    /// the other CPUs' rings and what they hold (`per_cpu/cpuN/buffer_size_kb`).
+    /// the other CPUs' rings and what they hold (`per_cpu/cpuN/buffer_size_kb`). The
+    /// size the ring has already changes nothing.
     pub fn resize_cpu(&self, cpu: usize, bytes: usize) -> Result<(), InstanceError> {
+        if self.sized_already(cpu..cpu + 1, bytes) {
+            return Ok(());
+        }
         self.tracer.replace_recorder(&self.state, Change::ResizeCpu { cpu, bytes })
+    }
+
+    /// Whether the rings of `cpus` have the size `bytes` asks for (false for a size
+    /// or a CPU refused: the resize says why).
+    fn sized_already(&self, mut cpus: core::ops::Range<usize>, bytes: usize) -> bool {
+        let Ok(words) = crate::ring::per_cpu::words_for(bytes) else { return false };
+        let recorder = self.state.recorder.lock();
+        let live = recorder.live();
+        !cpus.is_empty() && cpus.all(|cpu| live.bytes_of(cpu) == Some(words as usize * 8))
     }
 
     /// Takes timestamps from `clock` from now on (`trace_clock`): as in ftrace, the

@@ -26,16 +26,14 @@ impl<P: Platform> Tracer<P> {
     /// Keeps the events whose system and name match (`None`: any; globs allowed)
     /// armed from now on, so that enabling them from interrupt context takes effect
     /// at once (a watchdog's events, enabled when it fires). Returns how many
-    /// matched. Needs a context that may wait on a platform with keys.
+    /// matched. Thread context: `Buffer(WouldDeadlock)` elsewhere.
     pub fn keep_armed(
         &self,
         system: Option<&str>,
         event: Option<&str>,
     ) -> Result<usize, InstanceError> {
+        self.may_wait()?;
         let registry = self.registry.lock();
-        if self.platform.has_keys() && !self.platform.may_wait() {
-            return Err(crate::Error::WouldDeadlock.into());
-        }
         let matched = self
             .events
             .iter()

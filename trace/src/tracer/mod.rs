@@ -176,7 +176,7 @@ pub struct Limits {
 }
 
 /// The control side: which slots hold which instance, and the memory they use.
-struct Registry<P> {
+pub(crate) struct Registry<P> {
     instances: [Option<Arc<InstanceState<P>>>; MAX_INSTANCES],
     /// Each slot's hook table, as published in [`Tracer::hooks`].
     hooks: [Option<Arc<HookTable>>; MAX_INSTANCES],
@@ -189,6 +189,23 @@ struct Registry<P> {
 }
 
 impl<P: Platform> Registry<P> {
+    /// The named instance called `name`.
+    fn named(&self, name: &str) -> Option<&Arc<InstanceState<P>>> {
+        self.instances.iter().flatten().find(|s| s.slot != TOP_SLOT && s.name == name)
+    }
+
+    /// A free slot for a new instance called `name`: `Busy` if one has that name,
+    /// `TooManyInstances` past `max`.
+    fn free_slot(&self, name: &str, max: usize) -> Result<usize, InstanceError> {
+        if self.named(name).is_some() {
+            return Err(InstanceError::Busy);
+        }
+        if self.instances.iter().flatten().count() >= max {
+            return Err(InstanceError::TooManyInstances);
+        }
+        self.instances.iter().position(Option::is_none).ok_or(InstanceError::TooManyInstances)
+    }
+
     /// The bytes of rings alive: the instances' and the retired rings still held.
     fn in_use(&mut self) -> usize {
         self.retired.retain(|(ring, _)| ring.strong_count() > 0);
@@ -249,7 +266,7 @@ pub struct Tracer<P> {
     /// dump (which holds one, and may be on a CPU the panic stopped) has the other.
     /// Only tried: a dump that finds both in use allocates its own.
     dump_scratch: [Mutex<ReadScratch>; 2],
-    registry: Mutex<Registry<P>>,
+    pub(crate) registry: Mutex<Registry<P>>,
 }
 
 /// Bytes a recorder's buffers take.
@@ -320,7 +337,9 @@ impl<P: Platform> Tracer<P> {
                 retired: Vec::new(),
             }),
         };
-        tracer.create(String::new(), TOP_SLOT, top).map_err(TracerError::TopLevel)?;
+        tracer
+            .create(&mut tracer.registry.lock(), String::new(), TOP_SLOT, top)
+            .map_err(TracerError::TopLevel)?;
         Ok(tracer)
     }
 
@@ -355,9 +374,8 @@ impl<P: Platform> Tracer<P> {
     /// The named instance, if it exists (a new reference).
     pub fn lookup(&self, name: &str) -> Option<Instance<'_, P>> {
         let registry = self.registry.lock();
-        let state =
-            registry.instances.iter().flatten().find(|s| s.slot != TOP_SLOT && s.name == name)?;
-        Some(Instance { tracer: self, state: Arc::clone(state) })
+        let state = Arc::clone(registry.named(name)?);
+        Some(Instance { tracer: self, state })
     }
 
     /// The names of the named instances, in slot order.
@@ -373,7 +391,9 @@ impl<P: Platform> Tracer<P> {
     }
 
     /// `trace_array_get_by_name`: the instance called `name`, created with `config`
-    /// if it does not exist (an existing one keeps its own configuration).
+    /// if it does not exist (an existing one keeps its own configuration). One
+    /// instance of a name, however many callers ask at once. Thread context:
+    /// `Buffer(WouldDeadlock)` elsewhere.
     pub fn get_or_create(
         &self,
         name: &str,
@@ -382,30 +402,52 @@ impl<P: Platform> Tracer<P> {
         if !valid_name(name) {
             return Err(InstanceError::InvalidName);
         }
-        if let Some(instance) = self.lookup(name) {
-            return Ok(instance);
+        self.may_wait()?;
+        let mut registry = self.registry.lock();
+        if let Some(state) = registry.named(name) {
+            return Ok(Instance { tracer: self, state: Arc::clone(state) });
         }
-        let slot = {
-            let registry = self.registry.lock();
-            if registry.instances.iter().flatten().count() >= self.limits.max_instances {
-                return Err(InstanceError::TooManyInstances);
-            }
-            registry
-                .instances
-                .iter()
-                .position(Option::is_none)
-                .ok_or(InstanceError::TooManyInstances)?
-        };
-        self.create(String::from(name), slot, config)
+        let slot = registry.free_slot(name, self.limits.max_instances)?;
+        self.create(&mut registry, String::from(name), slot, config)
+    }
+
+    /// Makes an instance in free slot `slot`, within the memory limit.
+    fn create(
+        &self,
+        registry: &mut Registry<P>,
+        name: String,
+        slot: usize,
+        config: InstanceConfig,
+    ) -> Result<Instance<'_, P>, InstanceError> {
+        let buffer =
+            Config { cpus: self.cpus, bytes_per_cpu: config.bytes_per_cpu, mode: config.mode };
+        let ring_bytes = crate::ring::per_cpu::words_for(config.bytes_per_cpu)? as usize * 8;
+        let wanted = ring_bytes * self.cpus * (1 + usize::from(config.snapshot));
+        if registry.in_use().saturating_add(wanted) > self.limits.max_total_bytes {
+            return Err(InstanceError::MemoryLimit);
+        }
+        let recorder = Arc::new(Recorder::in_sections(
+            self.platform.clone(),
+            buffer,
+            config.snapshot,
+            Arc::clone(&self.sections),
+        )?);
+        Ok(self.install(registry, name, slot, recorder))
     }
 
     /// `trace_array_destroy`: removes the instance, which must not be referenced by
-    /// anyone else (readers, drivers): `Busy` otherwise, and nothing changes.
+    /// anyone else (readers, drivers): `Busy` otherwise, and nothing changes;
+    /// `NotFound` for another tracer's instance. Thread context:
+    /// `Buffer(WouldDeadlock)` elsewhere.
     pub fn destroy(&self, instance: Instance<'_, P>) -> Result<(), InstanceError> {
+        if !core::ptr::eq(instance.tracer, self) {
+            return Err(InstanceError::NotFound);
+        }
         let slot = instance.state.slot;
         if slot == TOP_SLOT {
             return Err(InstanceError::TopLevel);
         }
+        self.may_wait()?;
         let mut registry = self.registry.lock();
         // The registry's reference and the caller's: any other is a user.
         if Arc::strong_count(&instance.state) > 2 {
@@ -430,6 +472,11 @@ impl<P: Platform> Tracer<P> {
         self.slots[slot].replace(None, self.sections.grace(&self.platform)?);
         self.names[slot].replace(None, self.sections.grace(&self.platform)?);
         self.hooks[slot].replace(None, self.sections.grace(&self.platform)?);
+        // An `enable_event` trigger or command that ran meanwhile may have set the
+        // slot's bit again; none can now, and the next instance here starts without.
+        for descriptor in self.events.iter().filter(|d| !is_function_event(d)) {
+            descriptor.clear_slot(slot);
+        }
         registry.hooks[slot] = None;
         if let Some(state) = registry.instances[slot].take() {
             registry.retire(&state.recorder.lock(), None);
@@ -438,35 +485,33 @@ impl<P: Platform> Tracer<P> {
         Ok(())
     }
 
+    /// Runs `act` on the instance's recorder as writers reach it: inside this CPU's
+    /// section, without a lock, so from any context (under the instance's lock for a
+    /// platform's CPU beyond the tracer's, which has no section).
+    pub(crate) fn with_published<R>(
+        &self,
+        state: &InstanceState<P>,
+        act: impl FnOnce(&Recorder<P>) -> R,
+    ) -> R {
+        let section = self.sections.enter(&self.platform, self.platform.cpu());
+        match section.as_ref().and_then(|s| self.slots[state.slot].read(s.held())) {
+            Some(recorder) => act(recorder),
+            None => act(&state.recorder.lock()),
+        }
+    }
+
+    /// `Buffer(WouldDeadlock)` unless the caller may wait: checked before a control
+    /// operation takes a lock that the code it interrupted may hold.
+    pub(crate) fn may_wait(&self) -> Result<(), crate::Error> {
+        match self.platform.may_wait() {
+            true => Ok(()),
+            false => Err(crate::Error::WouldDeadlock),
+        }
+    }
+
     /// Removes the instance called `name` (see [`Tracer::destroy`]).
     pub fn destroy_by_name(&self, name: &str) -> Result<(), InstanceError> {
         self.destroy(self.lookup(name).ok_or(InstanceError::NotFound)?)
-    }
-
-    fn create(
-        &self,
-        name: String,
-        slot: usize,
-        config: InstanceConfig,
-    ) -> Result<Instance<'_, P>, InstanceError> {
-        let buffer =
-            Config { cpus: self.cpus, bytes_per_cpu: config.bytes_per_cpu, mode: config.mode };
-        let mut registry = self.registry.lock();
-        let ring_bytes = crate::ring::per_cpu::words_for(config.bytes_per_cpu)? as usize * 8;
-        let wanted = ring_bytes * self.cpus * (1 + usize::from(config.snapshot));
-        if registry.in_use().saturating_add(wanted) > self.limits.max_total_bytes {
-            return Err(InstanceError::MemoryLimit);
-        }
-        if registry.instances[slot].is_some() {
-            return Err(InstanceError::Busy);
-        }
-        let recorder = Arc::new(Recorder::in_sections(
-            self.platform.clone(),
-            buffer,
-            config.snapshot,
-            Arc::clone(&self.sections),
-        )?);
-        Ok(self.install(&mut registry, name, slot, recorder))
     }
 
     /// Creates the instance `name` over `live`, a buffer set built by the caller (over
@@ -483,18 +528,9 @@ impl<P: Platform> Tracer<P> {
         if live.cpus() != self.cpus {
             return Err(InstanceError::Buffer(crate::Error::BadCpu));
         }
+        self.may_wait()?;
         let mut registry = self.registry.lock();
-        if registry.instances.iter().flatten().any(|s| s.slot != TOP_SLOT && s.name == name) {
-            return Err(InstanceError::Busy);
-        }
-        if registry.instances.iter().flatten().count() >= self.limits.max_instances {
-            return Err(InstanceError::TooManyInstances);
-        }
-        let slot = registry
-            .instances
-            .iter()
-            .position(Option::is_none)
-            .ok_or(InstanceError::TooManyInstances)?;
+        let slot = registry.free_slot(name, self.limits.max_instances)?;
         if registry.in_use().saturating_add(live.total_bytes()) > self.limits.max_total_bytes {
             return Err(InstanceError::MemoryLimit);
         }
@@ -538,6 +574,7 @@ impl<P: Platform> Tracer<P> {
         state: &InstanceState<P>,
         change: Change,
     ) -> Result<(), InstanceError> {
+        self.may_wait()?;
         let mut registry = self.registry.lock();
         let mut current = state.recorder.lock();
         let bytes = current.bytes_after(change)?;
@@ -549,10 +586,18 @@ impl<P: Platform> Tracer<P> {
         }
         let new = Arc::new(current.changed(change)?);
         debug_assert_eq!(footprint(&new), bytes, "{change:?}: the size found beforehand");
+        let copied = new.live().is_recording();
         let grace = self.sections.grace(&self.platform)?;
         // The old recorder is dropped here, after the grace period, unless a reader
         // holds it (then it goes with the reader).
         self.slots[state.slot].replace(Some(Arc::clone(&new)), grace);
+        // Recording turned on or off in the old recorder since its state was copied
+        // (a `traceoff` trigger, `set_tracing` from an interrupt): none can be now,
+        // and the new one takes that last word.
+        let last = current.live().is_recording();
+        if last != copied {
+            new.live().set_recording(last);
+        }
         let old = core::mem::replace(&mut *current, Arc::clone(&new));
         registry.retire(&old, Some(&new));
         registry.total_bytes += bytes;
@@ -846,6 +891,7 @@ impl<P: Platform> Tracer<P> {
         slot: usize,
         edit: impl FnOnce(&mut HookTable) -> Result<R, E>,
     ) -> Result<R, E> {
+        self.may_wait()?;
         let mut registry = self.registry.lock();
         let grace = self.sections.grace(&self.platform)?;
         let old = registry.hooks[slot].clone();

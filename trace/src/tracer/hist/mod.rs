@@ -189,7 +189,7 @@ impl fmt::Display for HistReason {
             HistReason::InvalidSortModifier => "sort modifiers are .ascending and .descending",
             HistReason::TooManySortFields => "at most 2 sort fields",
             HistReason::BadSize => "size must be a number from 128 to 16384",
-            HistReason::NoMemory => "the histograms' memory is used up (32 MiB in all)",
+            HistReason::NoMemory => "no memory for the histogram (32 MiB for all at most)",
             HistReason::BadName => "a histogram's name is 1 to 32 letters, digits and _",
             HistReason::IncompatibleName => {
                 "a histogram of that name has other keys or values, or other variables \

@@ -98,7 +98,8 @@ impl Table {
     }
 
     /// Allocates the slots, unless they would take the histograms past
-    /// [`MAX_HIST_BYTES`] (false, nothing allocated) or are there already.
+    /// [`MAX_HIST_BYTES`] or the heap cannot supply them (false, nothing allocated),
+    /// or they are there already.
     pub(crate) fn allocate(&mut self) -> bool {
         if self.slots != 0 {
             return true;
@@ -111,7 +112,13 @@ impl Table {
         if budget.is_err() {
             return false;
         }
-        self.words = (0..slots * self.stride).map(|_| AtomicU64::new(0)).collect();
+        let mut words = Vec::new();
+        if words.try_reserve_exact(slots * self.stride).is_err() {
+            HIST_BYTES.fetch_sub(bytes, Relaxed);
+            return false;
+        }
+        words.extend((0..slots * self.stride).map(|_| AtomicU64::new(0)));
+        self.words = words.into();
         self.slots = slots;
         true
     }

@@ -1,0 +1,184 @@
+//! Misuse of the instance and reader API that was refused too late or not at all:
+//! each test failed before the fix it names and passes after.
+
+use crate::ring::{Buffer, Config, Cursor, Merged, Meta};
+use crate::tracer::InstanceError;
+use crate::{Error, HostPlatform, InstanceConfig, Limits, Mode, Platform, Tracer};
+use std::boxed::Box;
+use std::cell::{Cell, RefCell};
+use std::sync::Mutex;
+use std::vec::Vec;
+
+std::thread_local! {
+    /// Whether the calling thread plays a context that may wait.
+    static MAY_WAIT: Cell<bool> = const { Cell::new(true) };
+    /// What the control side's barrier runs on this thread: another CPU's writer
+    /// during a grace period.
+    static DURING_GRACE: RefCell<Option<Box<dyn FnMut()>>> = const { RefCell::new(None) };
+}
+
+/// The host platform, with a context that may not wait on demand and a hook in the
+/// grace period's barrier.
+#[derive(Clone)]
+struct Probe;
+
+impl Platform for Probe {
+    fn cpu(&self) -> usize {
+        HostPlatform.cpu()
+    }
+
+    fn now(&self) -> u64 {
+        HostPlatform.now()
+    }
+
+    fn may_wait(&self) -> bool {
+        MAY_WAIT.with(Cell::get)
+    }
+
+    fn heavy_barrier(&self) {
+        DURING_GRACE.with(|hook| hook.borrow_mut().as_mut().map(|during| during()));
+    }
+}
+
+const SMALL: Config = Config { cpus: 2, bytes_per_cpu: 4096, mode: Mode::Overwrite };
+const CONFIG: InstanceConfig =
+    InstanceConfig { bytes_per_cpu: 4096, mode: Mode::Overwrite, snapshot: false };
+
+/// A tracer of two CPUs that lives as long as the test process (a static keeps it
+/// reachable, so Miri's leak check holds).
+fn tracer() -> &'static Tracer<Probe> {
+    static KEPT: Mutex<Vec<&'static Tracer<Probe>>> = Mutex::new(Vec::new());
+    HostPlatform::set_cpu(0);
+    let limits = Limits { max_instances: 4, max_total_bytes: 1 << 20 };
+    let tracer = Box::leak(Box::new(Tracer::new(Probe, 2, &[], limits, CONFIG).unwrap()));
+    KEPT.lock().unwrap().push(tracer);
+    tracer
+}
+
+/// `destroy` of another tracer's instance is refused: it took the slot of the same
+/// number in this tracer, an instance someone held, and its memory count.
+#[test]
+fn destroying_another_tracers_instance_is_refused() {
+    let (a, b) = (tracer(), tracer());
+    let net = a.get_or_create("net", CONFIG).unwrap();
+    let x = b.get_or_create("x", CONFIG).unwrap();
+    assert_eq!(a.destroy(x), Err(InstanceError::NotFound));
+    assert_eq!(a.instance_names(), ["net"]);
+    assert_eq!(b.instance_names(), ["x"]);
+    assert_eq!(a.destroy_by_name("net"), Err(InstanceError::Busy), "`net` is held");
+    drop(net);
+    a.destroy_by_name("net").unwrap();
+    b.destroy_by_name("x").unwrap();
+}
+
+/// From a context that may not wait (an interrupt over the thread that holds the
+/// tracer's locks), control operations are refused before they take a lock: they
+/// spun on it, forever.
+#[test]
+fn control_from_a_context_that_may_not_wait_is_refused_before_any_lock() {
+    let t = tracer();
+    let net = t.get_or_create("net", CONFIG).unwrap();
+    let _held = t.registry.lock();
+    MAY_WAIT.with(|w| w.set(false));
+    let refused = Err(InstanceError::Buffer(Error::WouldDeadlock));
+    assert_eq!(t.get_or_create("other", CONFIG).map(|_| ()), refused);
+    assert_eq!(t.create_over("other", Buffer::new(Probe, SMALL).unwrap()).map(|_| ()), refused);
+    assert_eq!(t.keep_armed(None, None).map(|_| ()), refused);
+    assert_eq!(net.resize(8192), refused);
+    assert_eq!(net.snapshot_alloc(), refused);
+    MAY_WAIT.with(|w| w.set(true));
+    drop(_held);
+    assert_eq!(t.instance_names(), ["net"]);
+    MAY_WAIT.with(|w| w.set(false));
+    assert_eq!(t.destroy(net), refused);
+    MAY_WAIT.with(|w| w.set(true));
+    t.destroy_by_name("net").unwrap();
+}
+
+/// A clear refused (a bad CPU, a consuming reader open) changes nothing: it paused
+/// every CPU's writes for a grace period first, and what they wrote meanwhile was
+/// neither recorded nor counted.
+#[test]
+fn a_refused_clear_pauses_no_writer() {
+    let t = tracer();
+    let top = t.top();
+    let recorder = top.recorder();
+    let _reader = recorder.live().consumer(1).unwrap();
+    // Read without the instance's lock, which a clear holds.
+    let kept = top.recorder();
+    let written = move || kept.live().stats(0).unwrap().written;
+    static LOST: Mutex<u64> = Mutex::new(0);
+    DURING_GRACE.with(|hook| {
+        *hook.borrow_mut() = Some(Box::new(move || {
+            let before = written();
+            t.top().write_marker("x");
+            *LOST.lock().unwrap() += u64::from(written() == before);
+        }))
+    });
+    assert_eq!(top.clear_cpu(2), Err(InstanceError::Buffer(Error::BadCpu)));
+    assert_eq!(top.clear(), Err(InstanceError::Buffer(Error::Busy)));
+    DURING_GRACE.with(|hook| hook.borrow_mut().take());
+    assert_eq!(*LOST.lock().unwrap(), 0, "markers lost during a refused clear");
+}
+
+/// A `Cursor` of the caller's whose payload is shorter than the length it fetched:
+/// the merge gives the payload there is, where it panicked.
+#[test]
+fn a_cursor_whose_payload_falls_short_does_not_panic_the_merge() {
+    struct Short(bool);
+    impl Cursor for Short {
+        fn fetch(&mut self) -> Option<Meta> {
+            let fetched = core::mem::replace(&mut self.0, true);
+            let context = crate::Context::TASK;
+            (!fetched).then_some(Meta { cpu: 0, ts: 1, id: 1, context, len: 100, lost: 0 })
+        }
+
+        fn accept(&mut self) -> Option<u64> {
+            Some(0)
+        }
+
+        fn payload(&self) -> &[u8] {
+            &[1, 2]
+        }
+    }
+    let mut merged = Merged::new(std::vec![Short(false)]);
+    assert_eq!(merged.next_record().map(|r| r.payload.to_vec()), Some(std::vec![1, 2]));
+    assert!(merged.next_record().is_none());
+}
+
+/// `set_tracing` and `tracing` take no lock, so an interrupt over a control
+/// operation that holds the instance's lock can call them: they spun on it.
+#[test]
+fn set_tracing_from_an_interrupt_takes_no_lock() {
+    let t = tracer();
+    let net = t.get_or_create("net", CONFIG).unwrap();
+    let held = net.state.recorder.lock();
+    MAY_WAIT.with(|w| w.set(false));
+    net.set_tracing(false);
+    assert!(!net.tracing());
+    assert_eq!(net.set_mode(Mode::Discard), Err(InstanceError::Buffer(Error::WouldDeadlock)));
+    MAY_WAIT.with(|w| w.set(true));
+    drop(held);
+    net.set_tracing(true);
+    drop(net);
+    t.destroy_by_name("net").unwrap();
+}
+
+/// Recording turned off in the recorder a resize replaces, after the resize copied
+/// its state (a `traceoff` trigger in a section that began before the new one was
+/// published): the new recorder keeps it off, where it recorded on.
+#[test]
+fn traceoff_during_a_resize_is_kept() {
+    let t = tracer();
+    let top = t.top();
+    let mut old = Some(top.recorder());
+    DURING_GRACE.with(|hook| {
+        *hook.borrow_mut() = Some(Box::new(move || {
+            old.take().inspect(|old| old.live().set_recording(false));
+        }))
+    });
+    top.resize(8192).unwrap();
+    DURING_GRACE.with(|hook| hook.borrow_mut().take());
+    assert!(!top.tracing(), "the traceoff was undone by the resize");
+    top.set_tracing(true);
+}
