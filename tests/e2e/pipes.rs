@@ -114,6 +114,31 @@ fn pipes_filter_the_output_and_head_stops_the_read() {
     assert!(m.run("echo 1 > tracing_on | head").contains("cannot both redirect and pipe"));
 }
 
+/// `trace_pipe` reads the instance's live buffer whichever it is: a snapshot taken
+/// while it reads (a function command on the pipe's own output, after its first
+/// line) sends it on into the new live buffer, and the records it had not read stay
+/// in the snapshot, as ftrace's pipe leaves them.
+#[test]
+fn trace_pipe_follows_the_live_buffer_across_a_snapshot() {
+    let mut m = Machine::boot();
+    assert_eq!(m.run("mkdir instances/p"), "");
+    assert_eq!(m.run("echo 1 > instances/p/snapshot"), "");
+    for i in 1..=3 {
+        assert_eq!(m.run(&format!("echo before-{i} > instances/p/trace_marker")), "");
+    }
+    let command = "'<kernel::shell::pipe::Output>::pass:snapshot:1'";
+    assert_eq!(m.run(&format!("echo {command} > instances/p/set_ftrace_filter")), "");
+    assert_eq!(m.run("echo timer:tick > instances/p/set_event"), "");
+    let piped = m.run("cat instances/p/trace_pipe | head -n 3");
+    let lines = trace_lines(&piped);
+    assert_eq!(lines.len(), 3, "{piped}");
+    assert!(lines[0].fields.ends_with("before-1"), "{piped}");
+    assert!(lines[1..].iter().all(|l| l.event == "tick"), "the new live buffer's:\n{piped}");
+    let kept = m.run("cat instances/p/snapshot | grep before");
+    assert!(kept.contains("before-2") && kept.contains("before-3"), "{kept}");
+    assert!(m.run("cat instances/p/set_ftrace_filter").contains("snapshot:count=0"));
+}
+
 /// Fills every CPU's ring of the top-level instance and of instance t1 with stress
 /// events (tens of thousands of lines to print); returns the top level's entries.
 fn backlog(m: &mut Machine) -> u64 {

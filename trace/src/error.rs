@@ -7,7 +7,7 @@ use core::fmt;
 pub enum Error {
     /// A buffer of zero bytes, or zero CPUs, was requested.
     ZeroSize,
-    /// The requested size exceeds what a ring can address (2^38 bytes per CPU).
+    /// The requested size exceeds what a ring can address (2^37 bytes per CPU).
     TooBig,
     /// The allocator could not provide the memory.
     NoMemory,

@@ -246,9 +246,13 @@ pub fn stream_pipe(
 /// CPUs, or one) in time order as they come and hands each to `each` (which returns
 /// false to end), calling `wait` when none is left (it returns false to end, or
 /// true when there may be more, or when `stop` may have changed its mind), until
-/// `stop` says so (checked between records). Returns each CPU's events lost after
-/// the last record returned (a writer that raced the end), or an error text if the
-/// rings cannot be read (another consuming reader has them).
+/// `stop` says so (checked between records). It reads the instance's live buffer
+/// whichever that is: after a snapshot swap (checked before each record) or a new
+/// buffer (a resize, a snapshot allocated or freed: checked when the rings run dry),
+/// the new one, leaving what the old one holds to the snapshot, as ftrace's pipe
+/// does. Returns each CPU's events lost after the last record returned (a writer
+/// that raced the end), or an error text if the rings cannot be read (another
+/// consuming reader has them).
 pub fn consume(
     instance: &Instance<'_, KernelPlatform>,
     cpu: Option<usize>,
@@ -257,24 +261,37 @@ pub fn consume(
     mut wait: impl FnMut() -> bool,
 ) -> Result<alloc::vec::Vec<(usize, u64)>, &'static str> {
     let tracer = instance.tracer();
-    let recorder = instance.recorder();
     let cpus: alloc::vec::Vec<usize> = match cpu {
         Some(cpu) => alloc::vec![cpu],
         None => (0..tracer.cpus()).collect(),
     };
-    let mut consumers = alloc::vec::Vec::new();
-    for &cpu in &cpus {
-        consumers.push(recorder.live().consumer(cpu).map_err(|_| "trace_pipe is open already")?);
-    }
-    let mut merged = trace::ring::Merged::new(consumers);
     loop {
-        let mut stopped = stop();
-        while !stopped {
-            let Some(record) = merged.next_record() else { break };
-            stopped = !each(&record);
-            stopped |= stop();
+        let recorder = instance.recorder();
+        let live = recorder.live();
+        let mut consumers = alloc::vec::Vec::new();
+        for &cpu in &cpus {
+            consumers.push(live.consumer(cpu).map_err(|_| "trace_pipe is open already")?);
         }
-        if stopped || !wait() {
+        let mut merged = trace::ring::Merged::new(consumers);
+        let moved = || !core::ptr::eq(recorder.live(), live);
+        let ended = 'read: loop {
+            let mut stopped = stop();
+            while !stopped && !moved() {
+                let Some(record) = merged.next_record() else { break };
+                stopped = !each(&record);
+                stopped |= stop();
+            }
+            if stopped || moved() {
+                break 'read stopped;
+            }
+            if !wait() {
+                break 'read true;
+            }
+            if !alloc::sync::Arc::ptr_eq(&instance.recorder(), &recorder) {
+                break 'read false;
+            }
+        };
+        if ended {
             let lost = merged.cursors_mut().map(|c| (c.cpu(), c.take_lost()));
             return Ok(lost.filter(|&(_, count)| count > 0).collect());
         }

@@ -89,8 +89,9 @@ impl<P: Platform> Recorder<P> {
         }
     }
 
-    /// `Err(Fixed)` if the live set lives in lent memory (see [`Buffer::over`]).
-    /// The recorder `change` makes of this one.
+    /// The recorder `change` makes of this one. `Err(Fixed)` if the live set lives
+    /// in lent memory (see [`Buffer::over`]) and `change` would reallocate it (a
+    /// snapshot freed needs nothing).
     pub fn changed(&self, change: Change) -> Result<Self, Error> {
         match change {
             Change::Resize(bytes_per_cpu) => self.resized(bytes_per_cpu),

@@ -58,7 +58,8 @@ pub enum InstanceError {
     InvalidName,
     /// No instance has that name.
     NotFound,
-    /// The instance is referenced (a reader has it open, or a driver holds it).
+    /// The instance is referenced (a reader has it open, or a driver holds it), or
+    /// the name asked for a new one is taken.
     Busy,
     /// Every instance slot is taken.
     TooManyInstances,
