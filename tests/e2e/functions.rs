@@ -212,9 +212,9 @@ fn function_records_the_filtered_functions_with_their_callers() {
     // `set_ftrace_notrace` wins over the filter.
     machine.run("echo kernel::shell::commands::pwd > set_ftrace_notrace");
     machine.run("pwd");
-    machine.run("echo nop > current_tracer");
+    machine.run("echo 0 > tracing_on");
     let trace = machine.run("cat trace");
-    assert!(trace.starts_with("# tracer: nop"), "{trace}");
+    assert!(trace.starts_with("# tracer: function"), "{trace}");
     let calls: Vec<(String, String)> = trace_lines(&trace)
         .iter()
         .map(|l| {
@@ -240,10 +240,10 @@ fn function_records_the_filtered_functions_with_their_callers() {
     assert_eq!(machine.run("cat options/func_stack_trace"), "0\n");
     assert_eq!(machine.run("echo 1 > options/func_stack_trace"), "");
     assert_eq!(machine.run("cat options/func_stack_trace"), "1\n");
-    machine.run("echo function > current_tracer");
     machine.run("echo > trace");
+    machine.run("echo 1 > tracing_on");
     machine.run("cpus");
-    machine.run("echo nop > current_tracer");
+    machine.run("echo 0 > tracing_on");
     assert_eq!(machine.run("echo 0 > options/func_stack_trace"), "");
     let error = machine.run("echo 2 > options/func_stack_trace");
     assert!(error.contains("Invalid argument (0 or 1)"), "{error}");
@@ -306,15 +306,17 @@ const NESTED: [&str; 3] = [
     "kernel::shell::tracefs::write_format",
 ];
 
-/// Runs `commands` under `function_graph` (with the lists set before), then `nop`;
-/// returns CPU 0's trace and its graph lines.
+/// Runs `commands` under `function_graph` (with the lists set before), then turns
+/// recording off (another tracer would empty the buffer, as in ftrace); returns CPU
+/// 0's trace and its graph lines.
 fn graph_of(machine: &mut Machine, commands: &[&str]) -> (String, Vec<GraphLine>) {
     machine.run("echo function_graph > current_tracer");
     machine.run("echo > trace");
+    machine.run("echo 1 > tracing_on");
     for command in commands {
         machine.run(command);
     }
-    machine.run("echo nop > current_tracer");
+    machine.run("echo 0 > tracing_on");
     let trace = machine.run("cat per_cpu/cpu0/trace");
     let lines = graph_lines(&trace);
     (trace, lines)
@@ -450,6 +452,32 @@ fn a_panic_under_function_graph_names_the_callers_the_tracer_hooked() {
     assert!(caller.starts_with("kernel::shell::run+"), "{frames:#?}");
 }
 
+/// As ftrace: another tracer in `current_tracer` empties the buffer and the
+/// snapshot, in an instance too; the tracer there already changes nothing.
+#[test]
+fn another_tracer_empties_the_buffer_and_the_snapshot() {
+    let mut m = Machine::boot();
+    m.run("mkdir instances/c");
+    for root in ["", "instances/c/"] {
+        m.run(&format!("echo kept > {root}trace_marker"));
+        assert_eq!(m.run(&format!("echo 1 > {root}snapshot")), "");
+        m.run(&format!("echo live > {root}trace_marker"));
+        assert_eq!(m.run(&format!("echo nop > {root}current_tracer")), "");
+        let grep = |m: &mut Machine, file: &str, text: &str| {
+            m.run(&format!("cat {root}{file} | grep -c {text}"))
+        };
+        assert_eq!(grep(&mut m, "trace", "'write: [l]ive'"), "1\n", "{root}: the same tracer");
+        assert_eq!(grep(&mut m, "snapshot", "'write: [k]ept'"), "1\n", "{root}");
+        m.run(&format!("echo kernel::shell::commands::pwd > {root}set_ftrace_filter"));
+        assert_eq!(m.run(&format!("echo function > {root}current_tracer")), "");
+        assert_eq!(grep(&mut m, "trace", "'write: [l]ive'"), "0\n", "{root}: another tracer");
+        assert_eq!(grep(&mut m, "snapshot", "'write: [k]ept'"), "0\n", "{root}");
+        m.run("pwd");
+        assert_eq!(m.run(&format!("echo nop > {root}current_tracer")), "");
+        assert_eq!(grep(&mut m, "trace", "'commands::[p]wd'"), "0\n", "{root}: nop again");
+    }
+}
+
 #[test]
 fn report_elf_names_the_functions_the_kernel_names() {
     let mut machine = Machine::boot();
@@ -459,7 +487,7 @@ fn report_elf_names_the_functions_the_kernel_names() {
     machine.run("echo > trace");
     machine.run("cpus");
     machine.run("pwd");
-    machine.run("echo nop > current_tracer");
+    machine.run("echo 0 > tracing_on");
     let kernel = machine.run("cat trace");
     let host = crate::filters::top_level_report_with_elf(&mut machine);
     // The same calls with the same names: the kernel's `function <-caller` bodies.
@@ -1197,7 +1225,7 @@ fn function_lines_follow_the_symbol_options() {
     m.run(&format!("echo {pwd} > set_ftrace_filter"));
     m.run("echo function > current_tracer");
     m.run("pwd");
-    m.run("echo nop > current_tracer");
+    m.run("echo 0 > tracing_on");
     let call = |m: &mut Machine| {
         let trace = m.run("cat trace");
         let found = trace_lines(&trace).into_iter().find(|l| l.event.starts_with(pwd));
@@ -1232,10 +1260,12 @@ fn function_lines_follow_the_symbol_options() {
     let numbers = call(&mut m);
     assert_eq!(numbers, format!("{pwd} {} <-{caller} {}", words[1], words[3]));
 
-    m.run("echo > trace");
+    // Another tracer empties the buffer, as in ftrace.
     m.run("echo function_graph > current_tracer");
+    assert_eq!(trace_lines(&m.run("cat trace")), []);
+    m.run("echo 1 > tracing_on");
     m.run("pwd");
-    m.run("echo nop > current_tracer");
+    m.run("echo 0 > tracing_on");
     let graph = m.run("cat trace");
     let leaf = format!("{pwd}();");
     assert!(graph.lines().any(|l| l.starts_with(" 0) ") && l.ends_with(&format!("|  {leaf}"))));
@@ -1249,9 +1279,9 @@ fn function_lines_follow_the_symbol_options() {
     m.wait_for_prompt(STEP_TIMEOUT);
     // The funcgraph-* options: the timestamp, the CPU, the task, the duration (the
     // pipe consumed the call: it is made again).
-    m.run("echo function_graph > current_tracer");
+    m.run("echo 1 > tracing_on");
     m.run("pwd");
-    m.run("echo nop > current_tracer");
+    m.run("echo 0 > tracing_on");
     assert_eq!(m.run("echo 1 > options/context-info"), "");
     for (option, value) in [("abstime", 1), ("proc", 1), ("duration", 0)] {
         assert_eq!(m.run(&format!("echo {value} > options/funcgraph-{option}")), "");
@@ -1273,10 +1303,10 @@ fn function_lines_follow_the_symbol_options() {
     // trace from inside itself, so its return has no entry in the buffer.
     let echo = "kernel::shell::commands::echo";
     m.run(&format!("echo '{echo} {}' > set_ftrace_filter", NESTED.join(" ")));
-    m.run("echo function_graph > current_tracer");
+    m.run("echo 1 > tracing_on");
     m.run("echo > trace");
     m.run("cat events/shell/command/format");
-    m.run("echo nop > current_tracer");
+    m.run("echo 0 > tracing_on");
     for (option, value) in [("abstime", 0), ("proc", 0), ("duration", 1), ("cpu", 1)] {
         assert_eq!(m.run(&format!("echo {value} > options/funcgraph-{option}")), "");
     }

@@ -1289,7 +1289,20 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
         File::CurrentTracer => match Kind::parse(value.trim()) {
             Some(kind) => {
                 let before = instance.function_tracer();
+                if kind == before {
+                    return Ok(());
+                }
+                // As ftrace, another tracer empties the buffer and the snapshot: the
+                // snapshot before an irqsoff tracer keeps its window there, after
+                // one that kept it.
+                if kind == Kind::Irqsoff && instance.has_snapshot() {
+                    instance.snapshot_clear()?;
+                }
                 instance.set_function_tracer(kind).map_err(FunctionError::from)?;
+                instance.clear()?;
+                if kind != Kind::Irqsoff && instance.has_snapshot() {
+                    instance.snapshot_clear()?;
+                }
                 latency_format_for(instance, before, kind);
                 Ok(())
             }

@@ -261,7 +261,9 @@ impl<P: Platform> Recorder<P> {
         self.sets[set].write_event(cpu, tag, len, limit, fill).map(|()| set)
     }
 
-    fn lock(&self) -> Result<ControlGuard<'_>, Error> {
+    /// Holds the recorder's control operations (swaps included) off until the guard
+    /// drops: `Busy` while one runs.
+    pub(crate) fn lock(&self) -> Result<ControlGuard<'_>, Error> {
         // Acquire/Release: control operations are serialised like a lock's sections.
         match self.control.compare_exchange(false, true, Acquire, Relaxed) {
             Ok(_) => Ok(ControlGuard(&self.control)),
@@ -358,7 +360,8 @@ impl<P: Platform> Recorder<P> {
     }
 }
 
-struct ControlGuard<'a>(&'a AtomicBool);
+/// A recorder's control operations held off ([`Recorder::lock`]).
+pub(crate) struct ControlGuard<'a>(&'a AtomicBool);
 
 impl Drop for ControlGuard<'_> {
     fn drop(&mut self) {

@@ -182,3 +182,28 @@ fn traceoff_during_a_resize_is_kept() {
     assert!(!top.tracing(), "the traceoff was undone by the resize");
     top.set_tracing(true);
 }
+
+/// A trigger's snapshot swap in the recorder a snapshot free replaces is refused
+/// until the old recorder is out of reach: made after the new recorder took the
+/// old one's live set, it made the spare live in a recorder about to go, and what
+/// was written there went with it.
+#[test]
+fn a_swap_during_a_snapshot_free_is_refused() {
+    let t = tracer();
+    let top = t.top();
+    top.snapshot_alloc().unwrap();
+    let mut old = Some(top.recorder());
+    static SWAPPED: Mutex<Option<Result<(), Error>>> = Mutex::new(None);
+    DURING_GRACE.with(|hook| {
+        *hook.borrow_mut() = Some(Box::new(move || {
+            if let Some(old) = old.take() {
+                *SWAPPED.lock().unwrap() = Some(old.swap_nowait());
+            }
+        }))
+    });
+    top.snapshot_free().unwrap();
+    DURING_GRACE.with(|hook| hook.borrow_mut().take());
+    assert_eq!(*SWAPPED.lock().unwrap(), Some(Err(Error::Busy)));
+    top.write_marker("kept");
+    assert_eq!(top.stats(0).unwrap().entries, 1, "written into the live set");
+}

@@ -577,6 +577,16 @@ impl<P: Platform> Tracer<P> {
         self.may_wait()?;
         let mut registry = self.registry.lock();
         let mut current = state.recorder.lock();
+        // A trigger's swap is refused until the old recorder is unreachable: one after
+        // its sets were taken for the new one would not reach it.
+        let old = Arc::clone(&current);
+        let _swaps = loop {
+            match old.lock() {
+                Ok(guard) => break guard,
+                // Another CPU's swap, which takes a few instructions.
+                Err(_) => core::hint::spin_loop(),
+            }
+        };
         let bytes = current.bytes_after(change)?;
         // The old recorder's rings counted as gone (those it shares with the new one
         // are in `bytes`); a reader that keeps them makes them count again, retired.
@@ -594,11 +604,11 @@ impl<P: Platform> Tracer<P> {
         // Recording turned on or off in the old recorder since its state was copied
         // (a `traceoff` trigger, `set_tracing` from an interrupt): none can be now,
         // and the new one takes that last word.
-        let last = current.live().is_recording();
+        let last = old.live().is_recording();
         if last != copied {
             new.live().set_recording(last);
         }
-        let old = core::mem::replace(&mut *current, Arc::clone(&new));
+        *current = Arc::clone(&new);
         registry.retire(&old, Some(&new));
         registry.total_bytes += bytes;
         Ok(())
