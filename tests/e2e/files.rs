@@ -98,6 +98,14 @@ fn tracing_cpumask_masks_recording_per_cpu() {
         let lines = ticks(&mut m, root);
         assert!(lines.iter().all(|l| l.cpu == 1 || l.cpu == 3), "{lines:?}");
         assert!(lines.iter().any(|l| l.cpu == 1) && lines.iter().any(|l| l.cpu == 3));
+        // Triggers run on every CPU, as ftrace's: a tick on CPU 2, outside the mask,
+        // turns recording off.
+        let trigger = format!("{root}events/timer/tick/trigger");
+        assert_eq!(m.run(&format!("echo 'traceoff if CPU == 2' > {trigger}")), "");
+        let off = (0..1000).any(|_| m.run(&format!("cat {root}tracing_on")) == "0\n");
+        assert!(off, "{root}: the trigger never fired on CPU 2");
+        assert_eq!(m.run(&format!("echo '!traceoff' > {trigger}")), "");
+        assert_eq!(m.run(&format!("echo 1 > {root}tracing_on")), "");
         assert_eq!(m.run(&format!("echo f > {file}")), "");
     }
 }

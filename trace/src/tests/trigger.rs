@@ -795,8 +795,11 @@ fn filter_for_a_system_sets_the_events_it_fits() {
     assert_eq!((top.filter(&A), top.filter(&B)), (None, None));
 }
 
+/// An instance's cpumask keeps the other CPUs' events out of its buffer, and what
+/// its triggers would record there (a stack trace); its triggers run on every CPU,
+/// as ftrace's do.
 #[test]
-fn an_instances_cpumask_keeps_other_cpus_events_from_its_filter_and_triggers() {
+fn an_instances_cpumask_keeps_other_cpus_records_out_but_not_its_triggers() {
     static EV: EventDescriptor =
         EventDescriptor::new("zc1", "ev", "n={n}", N_FIELDS, DescriptorKind::Event);
     let t = tracer_on(2, &[&EV]);
@@ -806,16 +809,21 @@ fn an_instances_cpumask_keeps_other_cpus_events_from_its_filter_and_triggers() {
         inst.set_filter(&EV, "n != 9").unwrap();
     }
     i.set_trigger(&EV, "traceoff if n == 2").unwrap();
+    i.set_trigger(&EV, "stacktrace").unwrap();
     i.set_cpumask(0b01);
     HostPlatform::set_cpu(1);
-    (1..=2).for_each(|v| fire(t, &EV, v));
-    assert!(i.tracing(), "CPU 1 is outside i's cpumask: its trigger does not fire");
+    fire(t, &EV, 1);
+    assert!(i.tracing(), "the trigger's condition is false");
+    fire(t, &EV, 2);
+    assert!(!i.tracing(), "CPU 1 is outside i's cpumask: its trigger fires all the same");
     let on = |inst: &crate::Instance<'_, HostPlatform>, cpu| inst.stats(cpu).unwrap().written;
-    assert_eq!((on(&i, 1), on(&top, 1)), (0, 2), "nor is it recorded there");
+    assert_eq!((on(&i, 1), on(&top, 1)), (0, 2), "the events and stack traces are not recorded");
+    i.set_tracing(true);
     HostPlatform::set_cpu(0);
     (1..=2).for_each(|v| fire(t, &EV, v));
     assert!(!i.tracing(), "CPU 0 is inside: the trigger fires");
     assert_eq!(recorded(i.recorder().live(), EV.id()), [1, 2]);
+    assert_eq!(on(&i, 0), 3, "each event, and the first one's stack trace (not after traceoff)");
     // The slot's next instance records on every CPU again.
     t.destroy(i).unwrap();
     let j = t.get_or_create("j", InstanceConfig::default()).unwrap();

@@ -68,7 +68,7 @@ impl<P: Platform> Tracer<P> {
         let mut spill = Spill::default();
         let body = Words { len: 16, words: [ip, parent] }.body(&mut spill);
         let commanded = || functions.commanded[index].load(Relaxed);
-        self.for_each_target(commanded, |target| {
+        self.for_each_target(false, commanded, |target| {
             let Some(table) = functions.commands[target.slot].read(target.section) else { return };
             let Ok(at) = find(table, index) else { return };
             table[at].1.iter().for_each(|trigger| trigger.fire(&body, target.origin, target));

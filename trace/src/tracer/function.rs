@@ -456,7 +456,7 @@ impl<P: Platform> Tracer<P> {
     #[inline(never)]
     fn record_function_stacks(&self, functions: &Functions, mask: impl FnOnce() -> u64) {
         let stacked = || mask() & functions.stacked.load(Relaxed);
-        self.for_each_target(stacked, |target| target.stack_trace());
+        self.for_each_target(true, stacked, |target| target.stack_trace());
     }
 
     /// `tracing_thresh`, in nanoseconds (0: off).

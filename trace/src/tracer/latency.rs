@@ -195,7 +195,7 @@ impl<P: Platform> Tracer<P> {
         // Without a snapshot buffer (it cannot be: the tracer allocates one) or
         // while a control operation holds the buffers, the window is not kept; the
         // record says what happened.
-        self.for_each_target(owner, |target| {
+        self.for_each_target(true, owner, |target| {
             let _ = target.recorder.swap_nowait();
         });
     }

@@ -818,8 +818,8 @@ impl<P: Platform> Tracer<P> {
         body: &Body<'_>,
         placed: Placed,
     ) {
-        // A CPU outside the instance's cpumask: no trigger.
-        mask &= !self.excluded_on(cpu);
+        // As ftrace's, triggers run on a CPU outside the instance's cpumask too; only
+        // what they record (a stack trace, a note) is kept out.
         let origin = Origin { context: tag.ctx, cpu };
         while mask != 0 {
             let slot = mask.trailing_zeros() as usize;
@@ -1181,11 +1181,17 @@ impl<P: Platform> Tracer<P> {
     /// context, in this CPU's section: the mask is read inside it (destroy clears a
     /// slot's bits before the grace period that frees the slot, so a bit seen there
     /// names the instance that set it), less the instances whose cpumask leaves this
-    /// CPU out.
-    fn for_each_target(&self, mask: impl FnOnce() -> u64, mut act: impl FnMut(&FireTarget<'_, P>)) {
+    /// CPU out if `cpumask` says so (what a target records is kept out either way).
+    fn for_each_target(
+        &self,
+        cpumask: bool,
+        mask: impl FnOnce() -> u64,
+        mut act: impl FnMut(&FireTarget<'_, P>),
+    ) {
         let cpu = self.platform.cpu();
         let Some(section) = self.sections.enter(&self.platform, cpu) else { return };
-        let mut mask = mask() & !self.excluded_on(cpu);
+        let excluded = if cpumask { self.excluded_on(cpu) } else { 0 };
+        let mut mask = mask() & !excluded;
         let origin = Origin { context: self.platform.context(), cpu };
         while mask != 0 {
             let slot = mask.trailing_zeros() as usize;
@@ -1232,6 +1238,13 @@ struct FireTarget<'a, P> {
     set: Option<usize>,
 }
 
+impl<P: Platform> FireTarget<'_, P> {
+    /// Whether the instance's cpumask leaves the event's CPU out: nothing is recorded.
+    fn excluded(&self) -> bool {
+        self.tracer.excluded_on(self.origin.cpu) & (1 << self.slot) != 0
+    }
+}
+
 impl<P: Platform> Target for FireTarget<'_, P> {
     fn tracing(&self) -> bool {
         self.recorder.live().is_recording()
@@ -1253,6 +1266,9 @@ impl<P: Platform> Target for FireTarget<'_, P> {
     }
 
     fn note(&self, text: &str) {
+        if self.excluded() {
+            return;
+        }
         let len = 2 + text.len();
         let tag = Tag { id: MARKER.id(), ctx: self.origin.context };
         let fill = |w: &mut RecordWriter<'_>| w.put_str(text);
@@ -1275,6 +1291,9 @@ impl<P: Platform> Target for FireTarget<'_, P> {
     }
 
     fn stack_trace(&self) {
+        if self.excluded() {
+            return;
+        }
         let mut frames = [0u64; STACK_FRAMES];
         let depth = self.tracer.platform.stack_trace(&mut frames).min(STACK_FRAMES);
         let len = STACK_PAYLOAD;
