@@ -438,7 +438,7 @@ impl<P: Platform> Buffer<P> {
                 return Err(e);
             }
         }
-        Ok(Claimed { rings })
+        Ok(Claimed { rings, first: cpu.unwrap_or(0) })
     }
 
     /// Reallocates every ring with `bytes_per_cpu` bytes. The records are discarded and
@@ -532,9 +532,29 @@ fn alloc_rings(cpus: usize, bytes: usize, clock: Clock) -> Result<Vec<Arc<Ring>>
 /// Rings a reset holds ([`Buffer::claim`]): released when dropped.
 pub(crate) struct Claimed<'a> {
     rings: &'a [Arc<Ring>],
+    /// The CPU of the first ring.
+    first: usize,
 }
 
 impl Claimed<'_> {
+    /// Waits until no writer is between its reservation and its commit in any of the
+    /// rings: a write through [`Buffer::write_with`] enters no section, so a grace
+    /// period does not wait for it (new writes are refused meanwhile: the set is
+    /// paused). `WouldDeadlock` if one is on CPU `here`, the caller's: the caller is
+    /// inside that write.
+    pub(crate) fn wait_for_writers(&self, here: usize) -> Result<(), Error> {
+        for (cpu, ring) in (self.first..).zip(self.rings) {
+            if cpu == here && ring.writing() {
+                return Err(Error::WouldDeadlock);
+            }
+            while ring.writing() {
+                crate::sync::spin();
+            }
+            ring.settle();
+        }
+        Ok(())
+    }
+
     /// Empties the rings and zeroes their counters; the caller guarantees no writer
     /// is inside them.
     pub(crate) fn reset(self) {

@@ -985,6 +985,17 @@ impl Ring {
         s
     }
 
+    /// Whether a writer is between its reservation and its commit (from any CPU).
+    pub(crate) fn writing(&self) -> bool {
+        self.w.nest.load(Relaxed) != 0
+    }
+
+    /// Once [`Ring::writing`] said no: the last writer's records and counts are seen
+    /// (Acquire, pairs with the Release store of `commit` its leave made).
+    pub(crate) fn settle(&self) {
+        self.commit.load(Acquire);
+    }
+
     /// Empties the ring and zeroes its counters. The caller guarantees that no writer
     /// is inside this ring (exclusive access, or recording off and writers drained)
     /// and holds the consumer role (see [`Ring::acquire_consumer`]), so no consuming

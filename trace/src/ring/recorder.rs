@@ -341,9 +341,12 @@ impl<P: Platform> Recorder<P> {
         let rings = live.claim(cpu)?;
         live.set_paused(true);
         grace.wait();
-        rings.reset();
+        let drained = rings.wait_for_writers(live.platform().cpu());
+        if drained.is_ok() {
+            rings.reset();
+        }
         live.set_paused(false);
-        Ok(())
+        drained
     }
 
     /// Empties the snapshot (spare) set, or only CPU `cpu`'s ring of it. `NoSpare` if
@@ -352,11 +355,19 @@ impl<P: Platform> Recorder<P> {
         let _guard = self.lock()?;
         let snapshot = self.snapshot().ok_or(Error::NoSpare)?;
         let rings = snapshot.claim(cpu)?;
-        // Writers only enter the live set; after a grace period none is left in the
-        // spare, even after a `swap_nowait`.
-        self.sections.synchronize(snapshot.platform())?;
-        rings.reset();
-        Ok(())
+        // The tracer's writers only enter the live set; after a grace period none is
+        // left in the spare, even after a `swap_nowait`. Writes through the set itself
+        // are paused and waited for.
+        snapshot.set_paused(true);
+        let drained = self
+            .sections
+            .synchronize(snapshot.platform())
+            .and_then(|()| rings.wait_for_writers(snapshot.platform().cpu()));
+        if drained.is_ok() {
+            rings.reset();
+        }
+        snapshot.set_paused(false);
+        drained
     }
 }
 

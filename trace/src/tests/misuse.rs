@@ -1,6 +1,7 @@
 //! Misuse of the instance and reader API that was refused too late or not at all:
 //! each test failed before the fix it names and passes after.
 
+use crate::field::Sink;
 use crate::ring::{Buffer, Config, Cursor, Merged, Meta};
 use crate::tracer::InstanceError;
 use crate::{Error, HostPlatform, InstanceConfig, Limits, Mode, Platform, Tracer};
@@ -206,4 +207,28 @@ fn a_swap_during_a_snapshot_free_is_refused() {
     assert_eq!(*SWAPPED.lock().unwrap(), Some(Err(Error::Busy)));
     top.write_marker("kept");
     assert_eq!(top.stats(0).unwrap().entries, 1, "written into the live set");
+}
+
+/// A clear called from inside a write through the live set itself (which enters no
+/// section) is refused: it reset the ring under the write, which was then counted
+/// as written and was nowhere.
+#[test]
+fn a_clear_inside_a_direct_write_is_refused() {
+    let t = tracer();
+    let top = t.top();
+    let recorder = top.recorder();
+    let mut refused = None;
+    recorder
+        .live()
+        .write_with(1, 8, |w| {
+            refused = Some(top.clear());
+            w.put_u64(7);
+        })
+        .unwrap();
+    assert_eq!(refused, Some(Err(InstanceError::Buffer(Error::WouldDeadlock))));
+    let stats = top.stats(0).unwrap();
+    assert_eq!((stats.written, stats.entries), (1, 1), "{stats:?}");
+    assert!(stats.balanced(), "{stats:?}");
+    top.write_marker("after");
+    assert_eq!(top.stats(0).unwrap().entries, 2, "writes resumed");
 }
