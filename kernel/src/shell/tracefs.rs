@@ -201,9 +201,9 @@ impl From<FunctionError> for FsError {
             FunctionError::NoMatch => {
                 FsError::Rule("a glob matches no function (see available_filter_functions)")
             }
-            FunctionError::Tracer(error @ TracerFunctionError::IrqsoffBusy) => {
-                FsError::Busy(error.reason())
-            }
+            FunctionError::Tracer(
+                error @ (TracerFunctionError::IrqsoffBusy | TracerFunctionError::Buffers(_)),
+            ) => FsError::Busy(error.reason()),
             FunctionError::Tracer(error) => FsError::Rule(error.reason()),
             FunctionError::Busy => FsError::Busy("a function tracer is in use"),
             FunctionError::CommandElsewhere => {
@@ -1289,20 +1289,7 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
         File::CurrentTracer => match Kind::parse(value.trim()) {
             Some(kind) => {
                 let before = instance.function_tracer();
-                if kind == before {
-                    return Ok(());
-                }
-                // As ftrace, another tracer empties the buffer and the snapshot: the
-                // snapshot before an irqsoff tracer keeps its window there, after
-                // one that kept it.
-                if kind == Kind::Irqsoff && instance.has_snapshot() {
-                    instance.snapshot_clear()?;
-                }
-                instance.set_function_tracer(kind).map_err(FunctionError::from)?;
-                instance.clear()?;
-                if kind != Kind::Irqsoff && instance.has_snapshot() {
-                    instance.snapshot_clear()?;
-                }
+                instance.select_function_tracer(kind).map_err(FunctionError::from)?;
                 latency_format_for(instance, before, kind);
                 Ok(())
             }

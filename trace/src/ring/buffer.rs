@@ -550,7 +550,6 @@ impl Claimed<'_> {
             while ring.writing() {
                 crate::sync::spin();
             }
-            ring.settle();
         }
         Ok(())
     }

@@ -560,7 +560,9 @@ impl Ring {
             // complete when a reader sees `h`.
             self.commit.store(h, Release);
             signal_fence();
-            w.nest.store(0, Relaxed);
+            // Release: a clear that sees no writer (`writing`, Acquire) sees every
+            // record and count this CPU's writers made (a plain store on x86).
+            w.nest.store(0, Release);
             signal_fence();
             preempt_point(Point::Committed);
             // An interrupt that reserved after our load of `head` saw nest == 1 and left
@@ -986,14 +988,10 @@ impl Ring {
     }
 
     /// Whether a writer is between its reservation and its commit (from any CPU).
+    /// Acquire: once it says no, the records and counts of the writer that left are
+    /// seen (pairs with the Release store of `nest` in `leave`).
     pub(crate) fn writing(&self) -> bool {
-        self.w.nest.load(Relaxed) != 0
-    }
-
-    /// Once [`Ring::writing`] said no: the last writer's records and counts are seen
-    /// (Acquire, pairs with the Release store of `commit` its leave made).
-    pub(crate) fn settle(&self) {
-        self.commit.load(Acquire);
+        self.w.nest.load(Acquire) != 0
     }
 
     /// Empties the ring and zeroes its counters. The caller guarantees that no writer

@@ -349,6 +349,13 @@ impl<P: Platform> Recorder<P> {
         drained
     }
 
+    /// `Busy` while a consuming reader holds a ring of either set, which a clear
+    /// would then refuse; holds nothing.
+    pub(crate) fn claim_all(&self) -> Result<(), Error> {
+        self.live().claim(None)?;
+        self.snapshot().map_or(Ok(()), |spare| spare.claim(None).map(drop))
+    }
+
     /// Empties the snapshot (spare) set, or only CPU `cpu`'s ring of it. `NoSpare` if
     /// there is none.
     pub fn clear_snapshot(&self, cpu: Option<usize>) -> Result<(), Error> {

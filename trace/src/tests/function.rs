@@ -683,6 +683,51 @@ fn function_commands_act_when_their_functions_are_called() {
     assert!(g.recorder().live().is_recording());
 }
 
+/// `current_tracer` as ftrace's (`select_function_tracer`): another tracer empties
+/// the buffer and the snapshot; the tracer there already, a refused change, or one a
+/// consuming reader refuses, keeps them.
+#[test]
+fn selecting_another_tracer_empties_the_buffers_and_a_refusal_keeps_them() {
+    let _shared = exclusive();
+    let patcher = Patcher::new();
+    let limits = Limits { max_instances: 3, max_total_bytes: 1 << 20 };
+    let tracer = Tracer::new(patcher.clone(), 1, &[], limits, top_config()).unwrap();
+    assert!(tracer.set_functions(COUNT));
+    let (top, g) = (tracer.top(), tracer.get_or_create("g", top_config()).unwrap());
+    let held = |i: &crate::Instance<'_, Patcher>| {
+        let recorder = i.recorder();
+        let spare = recorder.snapshot().map(|s| s.stats(0).unwrap().entries);
+        (recorder.live().stats(0).unwrap().entries, spare)
+    };
+    for i in [&top, &g] {
+        i.write_marker("kept");
+        i.snapshot_take().unwrap();
+        i.write_marker("live");
+        assert_eq!(held(i), (1, Some(1)));
+    }
+    top.select_function_tracer(FunctionTracer::Irqsoff).unwrap();
+    assert_eq!(held(&top), (0, Some(0)));
+    let refused = g.select_function_tracer(FunctionTracer::Irqsoff);
+    assert_eq!(refused, Err(FunctionError::IrqsoffBusy));
+    assert_eq!(held(&g), (1, Some(1)), "refused: both kept");
+    g.select_function_tracer(FunctionTracer::Nop).unwrap();
+    assert_eq!(held(&g), (1, Some(1)), "the tracer there already");
+    {
+        let recorder = g.recorder();
+        let _reader = recorder.live().consumer(0).unwrap();
+        let busy = InstanceError::Buffer(crate::Error::Busy);
+        let refused = g.select_function_tracer(FunctionTracer::Function);
+        assert_eq!(refused, Err(FunctionError::Buffers(busy)));
+        assert_eq!(g.function_tracer(), FunctionTracer::Nop);
+    }
+    assert_eq!(held(&g), (1, Some(1)), "a reader: both kept");
+    g.select_function_tracer(FunctionTracer::Function).unwrap();
+    assert_eq!(held(&g), (0, Some(0)));
+    for i in [&top, &g] {
+        i.select_function_tracer(FunctionTracer::Nop).unwrap();
+    }
+}
+
 /// One `set_ftrace_filter` write is one change: each command is judged against what
 /// those before it leave, and a refusal (which names the command) leaves the list,
 /// the commands and the snapshot buffer as they were.

@@ -155,6 +155,9 @@ impl<P: Platform> Instance<'_, P> {
     ) -> Result<(), FunctionEditError> {
         let whole = |error: HookError| FunctionEditError { command: None, error };
         let state = self.functions_state().map_err(whole)?;
+        if list.is_some_and(|(_, selected)| selected.len() != state.commanded.len()) {
+            return Err(FunctionError::WrongLength.into());
+        }
         let slot = self.state.slot;
         let current = state.control.lock().commands[slot].clone();
         self.edited_commands(current.as_deref(), commands)?;

@@ -173,6 +173,9 @@ pub enum FunctionError {
     /// `irqsoff` keeps its window in the snapshot buffer, which could not be
     /// allocated.
     Snapshot(InstanceError),
+    /// Another tracer empties the buffers ([`Instance::select_function_tracer`]),
+    /// which a consuming reader holds.
+    Buffers(InstanceError),
 }
 
 impl FunctionError {
@@ -188,6 +191,9 @@ impl FunctionError {
             FunctionError::Patch(reason) => reason,
             FunctionError::IrqsoffBusy => "another instance's tracer is irqsoff (one at a time)",
             FunctionError::Snapshot(_) => "irqsoff needs a snapshot buffer, which was refused",
+            FunctionError::Buffers(_) => {
+                "another tracer empties the buffers, which a consuming reader holds"
+            }
         }
     }
 }
@@ -630,6 +636,33 @@ impl<'t, P: Platform> Instance<'t, P> {
             selection.tracer = tracer;
             Ok(())
         })
+    }
+
+    /// `current_tracer` as ftrace's file sets it: another tracer also empties the
+    /// instance's buffer and snapshot once the previous one has stopped, and then
+    /// starts `irqsoff`'s [`Instance::max_latency`] from 0 (a window reported while
+    /// the entries were patched held the previous tracer's records); the tracer
+    /// there already changes nothing. Refused as [`Instance::set_function_tracer`]
+    /// is, or with `Buffers` while a consuming reader holds the buffers, with nothing
+    /// changed (`Buffers` after the change: a reader that opened meanwhile; the
+    /// tracer changed, the buffers kept).
+    pub fn select_function_tracer(&self, tracer: FunctionTracer) -> Result<(), FunctionError> {
+        if self.function_tracer() == tracer {
+            return Ok(());
+        }
+        let buffers = |e: crate::Error| FunctionError::Buffers(e.into());
+        self.state.recorder.lock().claim_all().map_err(buffers)?;
+        self.set_function_tracer(tracer)?;
+        let recorder = self.state.recorder.lock();
+        recorder.clear().map_err(buffers)?;
+        if recorder.snapshot().is_some() {
+            recorder.clear_snapshot(None).map_err(buffers)?;
+        }
+        self.tracer.reset_bad_cpu(self.state.slot);
+        if tracer == FunctionTracer::Irqsoff {
+            self.set_max_latency(0)?;
+        }
+        Ok(())
     }
 
     /// Replaces one of the instance's lists with `selected` (one entry per

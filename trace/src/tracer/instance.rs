@@ -727,6 +727,7 @@ impl<'t, P: Platform> Instance<'t, P> {
     /// The recorded events are discarded; recording state and mode are kept. A size
     /// every ring has already changes nothing, as in ftrace.
     pub fn resize(&self, bytes_per_cpu: usize) -> Result<(), InstanceError> {
+        self.tracer.may_wait()?;
         if self.sized_already(0..self.tracer.cpus, bytes_per_cpu) {
             return Ok(());
         }
@@ -737,6 +738,7 @@ impl<'t, P: Platform> Instance<'t, P> {
     /// the other CPUs' rings and what they hold (`per_cpu/cpuN/buffer_size_kb`). The
     /// size the ring has already changes nothing.
     pub fn resize_cpu(&self, cpu: usize, bytes: usize) -> Result<(), InstanceError> {
+        self.tracer.may_wait()?;
         if self.sized_already(cpu..cpu + 1, bytes) {
             return Ok(());
         }
@@ -757,6 +759,7 @@ impl<'t, P: Platform> Instance<'t, P> {
     /// each CPU's size, the recording switch and the mode are kept. Setting the clock
     /// the instance has changes nothing. Needs a context that may wait.
     pub fn set_clock(&self, clock: Clock) -> Result<(), InstanceError> {
+        self.tracer.may_wait()?;
         if self.clock() == clock {
             return Ok(());
         }
@@ -775,7 +778,8 @@ impl<'t, P: Platform> Instance<'t, P> {
 
     /// Records events of the CPUs in `mask` only (bit `c` for CPU `c`;
     /// `tracing_cpumask`): the others' events are neither recorded nor counted, as
-    /// with recording off. CPUs from 64 on always record.
+    /// with recording off. CPUs from 64 on always record. Thread context: it takes
+    /// the tracer's lock.
     pub fn set_cpumask(&self, mask: u64) {
         self.tracer.set_cpumask(self.state.slot, mask);
     }
@@ -792,6 +796,7 @@ impl<'t, P: Platform> Instance<'t, P> {
 
     /// Allocates the snapshot buffer if there is none.
     pub fn snapshot_alloc(&self) -> Result<(), InstanceError> {
+        self.tracer.may_wait()?;
         if self.has_snapshot() {
             return Ok(());
         }
@@ -811,6 +816,7 @@ impl<'t, P: Platform> Instance<'t, P> {
     /// the live buffer, so the snapshot holds what was recorded until now while
     /// recording goes on in the (previous snapshot's) buffer.
     pub fn snapshot_take(&self) -> Result<(), InstanceError> {
+        self.tracer.may_wait()?;
         self.check_snapshot_free()?;
         self.snapshot_alloc()?;
         Ok(self.state.recorder.lock().swap()?)
@@ -818,6 +824,7 @@ impl<'t, P: Platform> Instance<'t, P> {
 
     /// Empties the snapshot buffer (keeps it allocated).
     pub fn snapshot_clear(&self) -> Result<(), InstanceError> {
+        self.tracer.may_wait()?;
         self.check_snapshot_free()?;
         Ok(self.state.recorder.lock().clear_snapshot(None)?)
     }
@@ -826,12 +833,14 @@ impl<'t, P: Platform> Instance<'t, P> {
     /// `Buffer(NoSpare)` without a snapshot buffer, `Buffer(BadCpu)` for a CPU
     /// beyond the tracer's.
     pub fn snapshot_clear_cpu(&self, cpu: usize) -> Result<(), InstanceError> {
+        self.tracer.may_wait()?;
         self.check_snapshot_free()?;
         Ok(self.state.recorder.lock().clear_snapshot(Some(cpu))?)
     }
 
     /// Frees the snapshot buffer and what it holds.
     pub fn snapshot_free(&self) -> Result<(), InstanceError> {
+        self.tracer.may_wait()?;
         if !self.has_snapshot() {
             return Ok(());
         }
@@ -841,6 +850,7 @@ impl<'t, P: Platform> Instance<'t, P> {
 
     /// Empties the live buffer and zeroes its statistics, recording on or off.
     pub fn clear(&self) -> Result<(), InstanceError> {
+        self.tracer.may_wait()?;
         self.state.recorder.lock().clear()?;
         self.tracer.reset_bad_cpu(self.state.slot);
         Ok(())
@@ -848,6 +858,7 @@ impl<'t, P: Platform> Instance<'t, P> {
 
     /// Empties CPU `cpu`'s ring of the live buffer (`echo > per_cpu/cpuN/trace`).
     pub fn clear_cpu(&self, cpu: usize) -> Result<(), InstanceError> {
+        self.tracer.may_wait()?;
         Ok(self.state.recorder.lock().clear_cpu(cpu)?)
     }
 

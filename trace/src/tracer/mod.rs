@@ -511,6 +511,7 @@ impl<P: Platform> Tracer<P> {
 
     /// Removes the instance called `name` (see [`Tracer::destroy`]).
     pub fn destroy_by_name(&self, name: &str) -> Result<(), InstanceError> {
+        self.may_wait()?;
         self.destroy(self.lookup(name).ok_or(InstanceError::NotFound)?)
     }
 
@@ -604,8 +605,9 @@ impl<P: Platform> Tracer<P> {
         // Recording turned on or off in the old recorder since its state was copied
         // (a `traceoff` trigger, `set_tracing` from an interrupt): none can be now,
         // and the new one takes that last word.
+        // (Unless the new one's changed meanwhile too: that change is the later.)
         let last = old.live().is_recording();
-        if last != copied {
+        if last != copied && new.live().is_recording() == copied {
             new.live().set_recording(last);
         }
         *current = Arc::clone(&new);
