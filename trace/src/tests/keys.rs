@@ -1,16 +1,12 @@
 //! Static keys from the tracer's side: which events it arms and disarms through the
 //! platform, and when it refuses to enable an event it cannot arm.
 
+use super::util::MAY_WAIT;
 use crate::event::{DescriptorKind, EventDescriptor};
 use crate::{HostPlatform, InstanceConfig, InstanceError, Limits, Mode, Platform, Tracer};
 use std::cell::Cell;
 use std::sync::{Arc, Mutex};
 use std::vec::Vec;
-
-std::thread_local! {
-    /// Whether the calling thread plays a context that may wait.
-    static MAY_WAIT: Cell<bool> = const { Cell::new(true) };
-}
 
 /// The `set_key` calls a platform saw: event name, armed.
 type Log = Mutex<Vec<(&'static str, bool)>>;

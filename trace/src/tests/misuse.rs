@@ -1,6 +1,7 @@
 //! Misuse of the instance and reader API that was refused too late or not at all:
 //! each test failed before the fix it names and passes after.
 
+use super::util::MAY_WAIT;
 use crate::field::Sink;
 use crate::ring::{Buffer, Config, Cursor, Merged, Meta};
 use crate::tracer::InstanceError;
@@ -11,8 +12,6 @@ use std::sync::Mutex;
 use std::vec::Vec;
 
 std::thread_local! {
-    /// Whether the calling thread plays a context that may wait.
-    static MAY_WAIT: Cell<bool> = const { Cell::new(true) };
     /// What the control side's barrier runs on this thread: another CPU's writer
     /// during a grace period.
     static DURING_GRACE: RefCell<Option<Box<dyn FnMut()>>> = const { RefCell::new(None) };

@@ -34,6 +34,12 @@ mod trigger;
 
 #[cfg(not(loom))]
 pub(crate) mod util {
+    std::thread_local! {
+        /// Whether the calling thread plays a context that may wait: what the test
+        /// platforms' `may_wait` says (false: an interrupt's context).
+        pub(crate) static MAY_WAIT: core::cell::Cell<bool> = const { core::cell::Cell::new(true) };
+    }
+
     use crate::event::format_file::Origin;
     use crate::sync::{Point, hook};
     use crate::{Context, HostPlatform, Mode, ring::Buffer, ring::Config};
