@@ -1289,9 +1289,10 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
         File::CurrentTracer => match Kind::parse(value.trim()) {
             Some(kind) => {
                 let before = instance.function_tracer();
-                instance.select_function_tracer(kind).map_err(FunctionError::from)?;
-                latency_format_for(instance, before, kind);
-                Ok(())
+                let selected = instance.select_function_tracer(kind);
+                // Also when the tracer changed but its buffers could not be emptied.
+                latency_format_for(instance, before, instance.function_tracer());
+                Ok(selected.map_err(FunctionError::from)?)
             }
             None => Err(FsError::Rule("no such tracer (see available_tracers)")),
         },

@@ -261,6 +261,18 @@ impl<P: Platform> Recorder<P> {
         self.sets[set].write_event(cpu, tag, len, limit, fill).map(|()| set)
     }
 
+    /// [`Recorder::lock`], waiting for the control operation that runs (a trigger's
+    /// swap takes a few instructions; another thread's operation, its grace period).
+    /// For a context that may wait.
+    pub(crate) fn lock_waiting(&self) -> ControlGuard<'_> {
+        loop {
+            match self.lock() {
+                Ok(guard) => return guard,
+                Err(_) => crate::sync::spin(),
+            }
+        }
+    }
+
     /// Holds the recorder's control operations (swaps included) off until the guard
     /// drops: `Busy` while one runs.
     pub(crate) fn lock(&self) -> Result<ControlGuard<'_>, Error> {
@@ -276,8 +288,8 @@ impl<P: Platform> Recorder<P> {
     /// switch and mode. Writers on other CPUs keep going throughout. Needs a context
     /// that may wait for the other CPUs (`WouldDeadlock` otherwise).
     pub fn swap(&self) -> Result<(), Error> {
-        let _guard = self.lock()?;
         let grace = self.sections.grace(self.sets[0].platform())?;
+        let _guard = self.lock_waiting();
         self.exchange()?;
         grace.wait();
         Ok(())
@@ -334,9 +346,9 @@ impl<P: Platform> Recorder<P> {
     }
 
     fn clear_rings(&self, cpu: Option<usize>) -> Result<(), Error> {
-        let _guard = self.lock()?;
         let live = self.live();
         let grace = self.sections.grace(live.platform())?;
+        let _guard = self.lock_waiting();
         // Refused (a bad CPU, a consuming reader) before writes pause: nothing changes.
         let rings = live.claim(cpu)?;
         live.set_paused(true);
@@ -359,17 +371,16 @@ impl<P: Platform> Recorder<P> {
     /// Empties the snapshot (spare) set, or only CPU `cpu`'s ring of it. `NoSpare` if
     /// there is none.
     pub fn clear_snapshot(&self, cpu: Option<usize>) -> Result<(), Error> {
-        let _guard = self.lock()?;
+        let grace = self.sections.grace(self.sets[0].platform())?;
+        let _guard = self.lock_waiting();
         let snapshot = self.snapshot().ok_or(Error::NoSpare)?;
         let rings = snapshot.claim(cpu)?;
         // The tracer's writers only enter the live set; after a grace period none is
         // left in the spare, even after a `swap_nowait`. Writes through the set itself
         // are paused and waited for.
         snapshot.set_paused(true);
-        let drained = self
-            .sections
-            .synchronize(snapshot.platform())
-            .and_then(|()| rings.wait_for_writers(snapshot.platform().cpu()));
+        grace.wait();
+        let drained = rings.wait_for_writers(snapshot.platform().cpu());
         if drained.is_ok() {
             rings.reset();
         }

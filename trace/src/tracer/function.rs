@@ -647,6 +647,9 @@ impl<'t, P: Platform> Instance<'t, P> {
     /// changed (`Buffers` after the change: a reader that opened meanwhile; the
     /// tracer changed, the buffers kept).
     pub fn select_function_tracer(&self, tracer: FunctionTracer) -> Result<(), FunctionError> {
+        if !self.tracer.platform.may_wait() {
+            return Err(FunctionError::WouldDeadlock);
+        }
         if self.function_tracer() == tracer {
             return Ok(());
         }

@@ -581,13 +581,7 @@ impl<P: Platform> Tracer<P> {
         // A trigger's swap is refused until the old recorder is unreachable: one after
         // its sets were taken for the new one would not reach it.
         let old = Arc::clone(&current);
-        let _swaps = loop {
-            match old.lock() {
-                Ok(guard) => break guard,
-                // Another CPU's swap, which takes a few instructions.
-                Err(_) => core::hint::spin_loop(),
-            }
-        };
+        let _swaps = old.lock_waiting();
         let bytes = current.bytes_after(change)?;
         // The old recorder's rings counted as gone (those it shares with the new one
         // are in `bytes`); a reader that keeps them makes them count again, retired.
@@ -605,9 +599,10 @@ impl<P: Platform> Tracer<P> {
         // Recording turned on or off in the old recorder since its state was copied
         // (a `traceoff` trigger, `set_tracing` from an interrupt): none can be now,
         // and the new one takes that last word.
-        // (Unless the new one's changed meanwhile too: that change is the later.)
+        // (A change to the new one in the same grace period, which a boolean cannot
+        // tell from none, gives way to it.)
         let last = old.live().is_recording();
-        if last != copied && new.live().is_recording() == copied {
+        if last != copied {
             new.live().set_recording(last);
         }
         *current = Arc::clone(&new);
