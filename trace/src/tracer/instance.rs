@@ -739,7 +739,7 @@ impl<'t, P: Platform> Instance<'t, P> {
     /// size the ring has already changes nothing.
     pub fn resize_cpu(&self, cpu: usize, bytes: usize) -> Result<(), InstanceError> {
         self.tracer.may_wait()?;
-        if self.sized_already(cpu..cpu + 1, bytes) {
+        if self.sized_already(cpu..cpu.saturating_add(1), bytes) {
             return Ok(());
         }
         self.tracer.replace_recorder(&self.state, Change::ResizeCpu { cpu, bytes })
