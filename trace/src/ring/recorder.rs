@@ -337,28 +337,12 @@ impl<P: Platform> Recorder<P> {
     /// that arrive meanwhile are ignored, as while recording is off. `Busy` while a
     /// consuming reader is open.
     pub fn clear(&self) -> Result<(), Error> {
-        self.clear_rings(None)
+        self.clear_set(false, None)
     }
 
     /// Empties CPU `cpu`'s ring of the live set, as [`Recorder::clear`] does all.
     pub fn clear_cpu(&self, cpu: usize) -> Result<(), Error> {
-        self.clear_rings(Some(cpu))
-    }
-
-    fn clear_rings(&self, cpu: Option<usize>) -> Result<(), Error> {
-        let live = self.live();
-        let grace = self.sections.grace(live.platform())?;
-        let _guard = self.lock_waiting();
-        // Refused (a bad CPU, a consuming reader) before writes pause: nothing changes.
-        let rings = live.claim(cpu)?;
-        live.set_paused(true);
-        grace.wait();
-        let drained = rings.wait_for_writers(live.platform().cpu());
-        if drained.is_ok() {
-            rings.reset();
-        }
-        live.set_paused(false);
-        drained
+        self.clear_set(false, Some(cpu))
     }
 
     /// `Busy` while a consuming reader holds a ring of either set, which a clear
@@ -371,20 +355,29 @@ impl<P: Platform> Recorder<P> {
     /// Empties the snapshot (spare) set, or only CPU `cpu`'s ring of it. `NoSpare` if
     /// there is none.
     pub fn clear_snapshot(&self, cpu: Option<usize>) -> Result<(), Error> {
+        self.clear_set(true, cpu)
+    }
+
+    /// Empties the live set or the snapshot (all rings, or CPU `cpu`'s).
+    fn clear_set(&self, snapshot: bool, cpu: Option<usize>) -> Result<(), Error> {
         let grace = self.sections.grace(self.sets[0].platform())?;
         let _guard = self.lock_waiting();
-        let snapshot = self.snapshot().ok_or(Error::NoSpare)?;
-        let rings = snapshot.claim(cpu)?;
-        // The tracer's writers only enter the live set; after a grace period none is
-        // left in the spare, even after a `swap_nowait`. Writes through the set itself
-        // are paused and waited for.
-        snapshot.set_paused(true);
+        // Chosen under the lock: no swap moves it meanwhile.
+        let set = match snapshot {
+            true => self.snapshot().ok_or(Error::NoSpare)?,
+            false => self.live(),
+        };
+        // Refused (a bad CPU, a consuming reader) before writes pause: nothing changes.
+        let rings = set.claim(cpu)?;
+        // The tracer's writers enter only the live set, in a section the grace period
+        // waits for; writes through the set itself are paused and waited for.
+        set.set_paused(true);
         grace.wait();
-        let drained = rings.wait_for_writers(snapshot.platform().cpu());
+        let drained = rings.wait_for_writers(set.platform().cpu());
         if drained.is_ok() {
             rings.reset();
         }
-        snapshot.set_paused(false);
+        set.set_paused(false);
         drained
     }
 }
