@@ -267,11 +267,30 @@ fn trace_marker_writes_and_cannot_be_read() {
         m.run(&format!("echo 0 > {root}tracing_on"));
         for file in ["trace_marker", "trace_marker_raw"] {
             let error = m.run(&format!("echo abcdefgh > {root}{file}"));
-            assert!(error.contains("Bad file descriptor (tracing_on is 0"), "{file}: {error}");
+            assert!(error.contains("Bad file descriptor (the buffer took no"), "{file}: {error}");
         }
         m.run(&format!("echo 1 > {root}tracing_on"));
         assert!(!m.run(&format!("cat {root}trace")).contains("abcdefgh"), "{root}");
     }
+    // The shell runs on CPU 0: outside tracing_cpumask its markers are refused too.
+    m.run("echo e > instances/t1/tracing_cpumask");
+    let error = m.run("echo masked > instances/t1/trace_marker");
+    assert!(error.contains("Bad file descriptor"), "{error}");
+    m.run("echo f > instances/t1/tracing_cpumask");
+    assert!(!m.run("cat instances/t1/trace").contains("masked"));
+    // A full ring in discard mode refuses the marker that does not fit, and counts it.
+    m.run("echo 0 > instances/t1/options/overwrite");
+    m.run("echo 1 > instances/t1/buffer_size_kb");
+    m.run("echo 0 > instances/t1/events/enable");
+    let text = "x".repeat(100);
+    let refused = (1..=40).find(|_| {
+        m.run(&format!("echo {text} > instances/t1/trace_marker")).contains("Bad file descriptor")
+    });
+    let stats = m.run("cat instances/t1/per_cpu/cpu0/stats");
+    assert!(refused.is_some_and(|n| n > 1), "a 1 KiB ring refuses within 40 markers: {stats}");
+    assert!(stats.lines().any(|l| l.trim() == "dropped events: 1"), "counted: {stats}");
+    m.run("echo 1 > instances/t1/options/overwrite");
+    assert_eq!(m.run(&format!("echo {text} > instances/t1/trace_marker")), "");
     // A leading `-n` is echo's option, not text; a later one is text.
     assert_eq!(m.run("echo -n hello -n > trace_marker"), "");
     let trace = m.run("cat trace");

@@ -46,6 +46,9 @@ pub enum WriteError {
     BadCpu,
     /// The ring was found corrupt earlier; it takes no more writes.
     Corrupt,
+    /// An instance's buffer took no record of a marker: its recording is off, the
+    /// CPU is outside its cpumask, or the ring refused it (counted there).
+    NotTaken,
 }
 
 impl fmt::Display for Error {
@@ -77,6 +80,7 @@ impl fmt::Display for WriteError {
             WriteError::ReservedId => "reserved event id",
             WriteError::BadCpu => "no such CPU",
             WriteError::Corrupt => "ring buffer corrupt",
+            WriteError::NotTaken => "the buffer took no record",
         })
     }
 }

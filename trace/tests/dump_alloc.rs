@@ -74,10 +74,10 @@ fn traced() -> &'static Tracer<HostPlatform> {
     for cpu in [0, 1, 0] {
         HostPlatform::set_cpu(cpu);
         trace::emit!(NAMED, cpu as u64, "eth0");
-        tracer.top().write_marker("top");
+        tracer.top().write_marker("top").unwrap();
     }
     net.snapshot_take().unwrap();
-    net.write_marker("after");
+    net.write_marker("after").unwrap();
     HostPlatform::set_cpu(0);
     tracer
 }

@@ -193,13 +193,13 @@ fn printk_interns_the_format_and_stores_arguments_raw() {
     // The trace_printk option off: printk! records nothing there.
     instance.set_printk(false);
     trace::printk!(instance, "dropped {}", 1u32);
-    instance.write_marker("hello from the marker");
+    instance.write_marker("hello from the marker").unwrap();
     // With `options/stacktrace`, a stack trace after a printk line, as ftrace's after
     // trace_printk's, and none after a marker (the host has no unwinder: depth 0).
     instance.set_printk(true);
     instance.set_stack_traces(true);
     trace::printk!(instance, "stacked {}", 2u32);
-    instance.write_marker("not stacked");
+    instance.write_marker("not stacked").unwrap();
     instance.set_stack_traces(false);
     trace::printk!(instance, "not stacked {}", 3u32);
     assert_eq!(
@@ -341,25 +341,25 @@ fn markers_are_always_recorded_and_take_filters_and_triggers() {
             .filter_map(|l| l.strip_prefix("ftrace:print: ").map(String::from))
             .collect()
     };
-    m.write_marker("a");
+    m.write_marker("a").unwrap();
     assert_eq!(
         m.set_event(Some("ftrace"), Some("print"), false),
         Err(InstanceError::WrittenByTracer)
     );
     m.set_event(None, None, false).unwrap();
-    m.write_marker("b");
+    m.write_marker("b").unwrap();
     assert_eq!(markers(m.recorder().live()), ["a", "b"]);
 
     m.set_filter(marker, "buf ~ \"keep*\"").unwrap();
-    m.write_marker("keep 1");
-    m.write_marker("drop 1");
+    m.write_marker("keep 1").unwrap();
+    m.write_marker("drop 1").unwrap();
     assert_eq!(markers(m.recorder().live()), ["a", "b", "keep 1"]);
     m.set_filter(marker, "0").unwrap();
 
     m.clear().unwrap();
     m.set_trigger(marker, "snapshot").unwrap();
     assert!(m.has_snapshot());
-    (1..=10).for_each(|i| m.write_marker(&format!("hello >{i}<")));
+    (1..=10).for_each(|i| m.write_marker(&format!("hello >{i}<")).unwrap());
     let recorder = m.recorder();
     let odd: Vec<String> = (1..=10).step_by(2).map(|i| format!("hello >{i}<")).collect();
     let even: Vec<String> = (2..=10).step_by(2).map(|i| format!("hello >{i}<")).collect();
@@ -375,11 +375,11 @@ fn markers_are_always_recorded_and_take_filters_and_triggers() {
     m.set_trigger(marker, "!snapshot").unwrap();
     m.clear().unwrap();
     let long: String = (0..300).map(|i| if i % 7 == 0 { 'é' } else { 'x' }).collect();
-    m.write_marker(&long);
+    m.write_marker(&long).unwrap();
     let parts = markers(m.recorder().live());
     assert!(parts.len() > 1, "{parts:?}");
     assert_eq!(parts.concat(), long);
-    m.write_marker("");
+    m.write_marker("").unwrap();
     assert_eq!(markers(m.recorder().live()).last().map(String::as_str), Some(""));
 
     // Raw markers too: recorded, filtered, the data as hex.

@@ -281,7 +281,7 @@ fn create_destroy_loops_return_memory_and_slots() {
         i.set_trigger(PING.descriptor(), "hist:keys=n:size=16384").unwrap();
         i.set_trigger(PONG.descriptor(), "snapshot").unwrap();
         i.resize(16384).unwrap();
-        i.write_marker("x");
+        i.write_marker("x").unwrap();
         drop(i);
         tracer.destroy_by_name("loop").unwrap();
         assert_eq!(tracer.memory(), start, "round {round}");
@@ -348,7 +348,7 @@ fn buffer_sizes_at_the_extremes_are_refused_or_rounded() {
     assert_eq!(i.resize_cpu(usize::MAX, 4096), Err(InstanceError::Buffer(trace::Error::BadCpu)));
     assert_eq!(observe(&tracer, &i), before);
     // A record larger than the smallest ring holds is refused, the ring intact.
-    i.write_marker(&"y".repeat(200));
+    assert_eq!(i.write_marker(&"y".repeat(200)), Err(trace::ring::WriteError::NotTaken));
     assert!(i.bytes_of_cpu(CPUS).is_none());
     assert!(i.stats(CPUS).is_err());
     assert!(i.clear_cpu(CPUS).is_err());
@@ -696,7 +696,7 @@ fn markers_of_every_size() {
         .unwrap();
     let start = tracer.memory();
     let big: String = (0..(1 << 20)).map(|n| if n % 7 == 0 { 'é' } else { 'm' }).collect();
-    no_panic("1 MB marker", || i.write_marker(&big));
+    no_panic("1 MB marker", || i.write_marker(&big)).unwrap();
     let recorder = i.recorder();
     let mut it = recorder.live().merged_iter().unwrap();
     let mut text = String::new();
@@ -705,7 +705,7 @@ fn markers_of_every_size() {
         trace::event::format::render(&mut text, d.format, d.fields, r.payload, None).unwrap();
     }
     assert!(text.len() > big.len() / 2 && big.ends_with(&text), "the latest parts, in order");
-    i.write_marker("");
+    i.write_marker("").unwrap();
     let max = trace::tracer::MAX_RAW_MARKER;
     for n in [0, 1, max] {
         i.write_marker_raw(u32::MAX, &vec![0xab; n]).unwrap();
@@ -729,7 +729,7 @@ fn cpus_and_cpumasks_beyond_the_tracer() {
         HostPlatform::set_cpu(cpu);
         no_panic("emit on a bad CPU", || {
             trace::emit!(PING, 2);
-            i.write_marker("bad cpu");
+            assert_eq!(i.write_marker("bad cpu"), Err(WriteError::NotTaken));
             let _ = i.inject(PING.descriptor(), "n=3");
             tracer.record_stack(&[1, 2, 3]);
         });
@@ -747,7 +747,7 @@ fn readers_survive_destroy_and_resize() {
     let tracer = tracer();
     let i = tracer.get_or_create("readers", SMALL).unwrap();
     for n in 0..200 {
-        i.write_marker(&format!("m{n}"));
+        i.write_marker(&format!("m{n}")).unwrap();
     }
     let recorder = i.recorder();
     let mut consumer = recorder.live().merged_consumer().unwrap();

@@ -218,7 +218,7 @@ fn net_driver(tracer: &'static Tracer<HostPlatform>) -> Result<(), Failed> {
     );
 
     trace::printk!(tr, "reconnect {} took {} us", attempt, micros);   // format interned, args raw
-    tr.write_marker("reset done");                  // trace_marker (a long text is split, never cut)
+    tr.write_marker("reset done")?;                 // trace_marker (a long text is split, never cut)
     tr.write_marker_raw(0x42, &bytes)?;             // trace_marker_raw: an id and up to 80 bytes
     let recent = live(&tr);
     assert_eq!(
@@ -231,7 +231,7 @@ fn net_driver(tracer: &'static Tracer<HostPlatform>) -> Result<(), Failed> {
         ]
     );
     let long: String = (0..600).map(|i| if i % 5 == 0 { 'é' } else { 'x' }).collect();
-    tr.write_marker(&long);
+    tr.write_marker(&long)?;
     let recent = live(&tr);
     let parts: Vec<&str> = recent[recent.len() - 3..]
         .iter()
@@ -249,7 +249,7 @@ fn net_driver(tracer: &'static Tracer<HostPlatform>) -> Result<(), Failed> {
     let before = live(&tr);
     tr.snapshot_take()?;                            // ...keep the window; recording goes on
     assert_eq!(snapshot(&tr), before, "the snapshot holds the window");
-    tr.write_marker("after the snapshot");
+    tr.write_marker("after the snapshot")?;
     assert_eq!(snapshot(&tr), before, "the window stays");
     assert_eq!(live(&tr).last().map(String::as_str), Some("ftrace:print: after the snapshot"));
     let now = live(&tr);
@@ -304,7 +304,7 @@ fn boot(tracer: &'static Tracer<HostPlatform>, words: &'static [AtomicU64], mark
     }
     region.forget();
     let boot_map = tracer.create_over("boot_map", Buffer::over(platform, Mode::Overwrite, region.rings(cpus))?)?;
-    markers.iter().for_each(|m| boot_map.write_marker(m));
+    markers.iter().try_for_each(|m| boot_map.write_marker(m))?;
     boot_map.set_event(Some("net"), Some("link_up"), true)?;
     trace::emit!(LINK_UP, 9u8, 40u32, "boot");
     let recorded = record_texts(tracer, boot_map.recorder().live());

@@ -14,13 +14,13 @@ fn traced() -> Tracer<HostPlatform> {
     let tracer = Tracer::new(HostPlatform, 2, trace::linked_events!(), limits, config).unwrap();
     for (cpu, text) in [(0, "top-0"), (1, "top-1"), (0, "top-2")] {
         HostPlatform::set_cpu(cpu);
-        tracer.top().write_marker(text);
+        tracer.top().write_marker(text).unwrap();
     }
     HostPlatform::set_cpu(0);
     let net = tracer.get_or_create("net", InstanceConfig { snapshot: true, ..config }).unwrap();
-    net.write_marker("before");
+    net.write_marker("before").unwrap();
     net.snapshot_take().unwrap();
-    net.write_marker("after");
+    net.write_marker("after").unwrap();
     tracer
 }
 

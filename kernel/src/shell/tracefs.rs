@@ -12,6 +12,7 @@ use core::fmt::{self, Write};
 use shell_core::path::normalize;
 use shell_core::tree::{self, TraceOption, Tree};
 use trace::event::inject::InjectError;
+use trace::ring::WriteError;
 use trace::text::Layout;
 use trace::{
     Clock, Instance, InstanceConfig, InstanceError, Mode, Tracer, event::DescriptorKind,
@@ -69,8 +70,8 @@ pub enum FsError {
     PreviousBoot,
     /// EPERM: the instance records into the persistent region.
     Persistent,
-    /// EBADF: a marker written while the instance's recording is off.
-    Off,
+    /// EBADF: a marker the instance's buffer did not take.
+    NotTaken,
     /// ENODEV: a top-level marker written while no instance copies them.
     NoMarkerCopies,
 }
@@ -132,7 +133,10 @@ impl fmt::Display for FsError {
                 "Operation not permitted (boot_map records into the persistent region: it \
                  stays, with its size and the local clock, and has no snapshot)"
             }
-            FsError::Off => "Bad file descriptor (tracing_on is 0: the buffer takes no writes)",
+            FsError::NotTaken => {
+                "Bad file descriptor (the buffer took no record: tracing_on is 0, this CPU is \
+                 outside tracing_cpumask, or the ring is full with options/overwrite off)"
+            }
             FsError::NoMarkerCopies => {
                 "No such device (no instance has options/copy_trace_marker on, the top level \
                  included)"
@@ -1070,12 +1074,8 @@ fn write_markers(
     instance: &Instance<'_, KernelPlatform>,
     write: impl Fn(&Instance<'_, KernelPlatform>) -> Result<(), FsError>,
 ) -> Result<(), FsError> {
-    let into = |target: &Instance<'_, KernelPlatform>| match target.tracing() {
-        true => write(target),
-        false => Err(FsError::Off),
-    };
     if !instance.name().is_empty() {
-        return into(instance);
+        return write(instance);
     }
     let tracer = instance.tracer();
     let named = tracer.instance_names().into_iter().filter_map(|name| tracer.lookup(&name));
@@ -1084,7 +1084,7 @@ fn write_markers(
     if targets.is_empty() {
         return Err(FsError::NoMarkerCopies);
     }
-    targets.iter().try_for_each(into)
+    targets.iter().try_for_each(write)
 }
 
 /// Parses a `0`/`1` switch value (options and `enable` files).
@@ -1244,10 +1244,9 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
         File::TraceMarker | File::TraceMarkerRaw if !markers(instance) => {
             Err(FsError::Rule("options/markers is off"))
         }
-        File::TraceMarker => write_markers(instance, |i| {
-            i.write_marker(value);
-            Ok(())
-        }),
+        File::TraceMarker => {
+            write_markers(instance, |i| i.write_marker(value).map_err(|_| FsError::NotTaken))
+        }
         File::TraceMarkerRaw => {
             let bytes = value.as_bytes();
             if bytes.len() < 4 {
@@ -1255,10 +1254,11 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
             }
             let (id, data) = bytes.split_at(4);
             let id = u32::from_le_bytes([id[0], id[1], id[2], id[3]]);
-            write_markers(instance, |i| {
-                i.write_marker_raw(id, data).map_err(|_| {
-                    FsError::Rule("the data after the id is too long (at most 80 bytes)")
-                })
+            write_markers(instance, |i| match i.write_marker_raw(id, data) {
+                Err(WriteError::TooLarge) => {
+                    Err(FsError::Rule("the data after the id is too long (at most 80 bytes)"))
+                }
+                result => result.map_err(|_| FsError::NotTaken),
             })
         }
         File::TraceClock => match Clock::from_name(value.trim()) {

@@ -166,7 +166,9 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
                 let mut out = String::new();
                 instance.write_hists(descriptor, None, &mut out).expect("a String takes it");
             }
-            b'm' => instance.write_marker(&text),
+            b'm' => {
+                let _ = instance.write_marker(&text);
+            }
             b'z' => {
                 let _ = instance.resize((w % (1 << 16)) as usize);
             }

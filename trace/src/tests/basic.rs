@@ -717,14 +717,14 @@ fn corruption_turns_the_ring_off_and_says_so() {
 #[test]
 fn a_dump_inside_a_write_says_what_the_write_holds() {
     let t = super::trigger::tracer(&[]);
-    t.top().write_marker("before");
+    t.top().write_marker("before").unwrap();
     let text = Rc::new(core::cell::RefCell::new(std::string::String::new()));
     let out = text.clone();
     hook::once(Point::Reserved, move || {
         let all = crate::tracer::DumpSelection::all(1);
         t.write_dump(&all, None, &mut *out.borrow_mut());
     });
-    t.top().write_marker("stopped");
+    t.top().write_marker("stopped").unwrap();
     hook::clear();
     let text = text.borrow();
     let held = "# cpu0: a write in progress (or stopped) holds 24 bytes: it and the records \

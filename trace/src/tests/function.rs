@@ -700,9 +700,9 @@ fn selecting_another_tracer_empties_the_buffers_and_a_refusal_keeps_them() {
         (recorder.live().stats(0).unwrap().entries, spare)
     };
     for i in [&top, &g] {
-        i.write_marker("kept");
+        i.write_marker("kept").unwrap();
         i.snapshot_take().unwrap();
-        i.write_marker("live");
+        i.write_marker("live").unwrap();
         assert_eq!(held(i), (1, Some(1)));
     }
     top.select_function_tracer(FunctionTracer::Irqsoff).unwrap();
@@ -896,7 +896,7 @@ fn the_irqsoff_tracer_keeps_the_longest_irqs_off_region() {
     // A `snapshot` trigger leaves the window alone and says so, in ftrace's words.
     let marker = &crate::tracer::MARKER;
     lat.set_trigger(marker, "snapshot").unwrap();
-    lat.write_marker("x");
+    lat.write_marker("x").unwrap();
     assert_eq!(snapshot(), Some(vec![900, 0x300, 0x380]));
     let mut live = recorder.live().iter(0).unwrap();
     let mut notes = Vec::new();

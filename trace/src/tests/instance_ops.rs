@@ -159,11 +159,18 @@ proptest! {
                 Op::Write(cpu, n) => {
                     let was = counted(cpu);
                     HostPlatform::set_cpu(cpu);
-                    (0..n).for_each(|_| top.write_marker("m"));
+                    let taken = (0..n).filter(|_| top.write_marker("m").is_ok()).count();
                     HostPlatform::set_cpu(0);
                     let on = before.tracing && before.cpumask & (1 << cpu) != 0;
                     let expect = was + if on { u64::from(n) } else { 0 };
                     prop_assert_eq!(counted(cpu), expect, "{:?} with {:?}", op, before);
+                    // Each write says whether the buffer took it: none while off, each
+                    // in overwrite mode (discard mode refuses some once full).
+                    match (on, before.mode) {
+                        (false, _) => prop_assert_eq!(taken, 0),
+                        (true, Mode::Overwrite) => prop_assert_eq!(taken, usize::from(n)),
+                        (true, _) => prop_assert!(taken <= usize::from(n)),
+                    }
                     true
                 }
                 Op::Other(Some(bytes)) => {

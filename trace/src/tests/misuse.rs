@@ -126,7 +126,7 @@ fn a_refused_clear_pauses_no_writer() {
     DURING_GRACE.with(|hook| {
         *hook.borrow_mut() = Some(Box::new(move || {
             let before = written();
-            t.top().write_marker("x");
+            t.top().write_marker("x").unwrap();
             *LOST.lock().unwrap() += u64::from(written() == before);
         }))
     });
@@ -218,7 +218,7 @@ fn a_swap_during_a_snapshot_free_is_refused() {
     top.snapshot_free().unwrap();
     DURING_GRACE.with(|hook| hook.borrow_mut().take());
     assert_eq!(*SWAPPED.lock().unwrap(), Some(Err(Error::Busy)));
-    top.write_marker("kept");
+    top.write_marker("kept").unwrap();
     assert_eq!(top.stats(0).unwrap().entries, 1, "written into the live set");
 }
 
@@ -242,6 +242,6 @@ fn a_clear_inside_a_direct_write_is_refused() {
     let stats = top.stats(0).unwrap();
     assert_eq!((stats.written, stats.entries), (1, 1), "{stats:?}");
     assert!(stats.balanced(), "{stats:?}");
-    top.write_marker("after");
+    top.write_marker("after").unwrap();
     assert_eq!(top.stats(0).unwrap().entries, 2, "writes resumed");
 }

@@ -189,8 +189,8 @@ fn one_cpus_ring_is_resized_or_cleared_alone() {
     let top = t.top();
     for cpu in 0..2 {
         HostPlatform::set_cpu(cpu);
-        top.write_marker("a");
-        top.write_marker("b");
+        top.write_marker("a").unwrap();
+        top.write_marker("b").unwrap();
     }
     HostPlatform::set_cpu(0);
     let before = t.memory().0;
@@ -202,14 +202,14 @@ fn one_cpus_ring_is_resized_or_cleared_alone() {
     top.clear_cpu(0).unwrap();
     assert_eq!(top.stats(0).unwrap().entries, 0);
     HostPlatform::set_cpu(1);
-    top.write_marker("c");
+    top.write_marker("c").unwrap();
     HostPlatform::set_cpu(0);
     assert_eq!(top.stats(1).unwrap().entries, 1);
     top.set_cpumask(0b01);
     HostPlatform::set_cpu(1);
-    top.write_marker("masked");
+    assert_eq!(top.write_marker("masked"), Err(WriteError::NotTaken), "EBADF");
     HostPlatform::set_cpu(0);
-    top.write_marker("kept");
+    top.write_marker("kept").unwrap();
     let s1 = top.stats(1).unwrap();
     assert_eq!((s1.entries, s1.written), (1, 1), "CPU 1 is masked: not recorded, not counted");
     assert_eq!(top.stats(0).unwrap().entries, 1);
@@ -222,7 +222,7 @@ fn one_cpus_ring_is_resized_or_cleared_alone() {
     top.resize_cpu(0, 1024).unwrap();
     assert_eq!((top.stats(0).unwrap().entries, top.stats(1).unwrap().entries), (1, 1));
     top.resize(4096).unwrap();
-    top.write_marker("after");
+    top.write_marker("after").unwrap();
     top.resize(4096).unwrap();
     assert_eq!(top.stats(0).unwrap().entries, 1, "the same size again: kept");
 }
@@ -258,7 +258,7 @@ fn clocks_stamp_records_as_they_say_and_a_change_empties_the_buffers() {
     let write_on = |cpu, ns| {
         HostPlatform::set_cpu(cpu);
         HostPlatform::set_clock(ns);
-        top.write_marker("m");
+        top.write_marker("m").unwrap();
         HostPlatform::set_cpu(0);
     };
     let stamps = || {

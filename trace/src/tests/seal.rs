@@ -138,16 +138,16 @@ fn a_ring_goes_on_after_a_seal() {
 #[test]
 fn the_dump_says_what_the_tracers_seal_left_out() {
     let t = super::trigger::tracer(&[]);
-    t.top().write_marker("before");
+    t.top().write_marker("before").unwrap();
     let text = Rc::new(RefCell::new(std::string::String::new()));
     let out = text.clone();
     hook::once(Point::Reserved, move || {
-        t.top().write_marker("nmi");
+        t.top().write_marker("nmi").unwrap();
         assert_eq!(t.seal_cpu(), 1);
         let all = crate::tracer::DumpSelection::all(1);
         t.write_dump(&all, None, &mut *out.borrow_mut());
     });
-    t.top().write_marker("stopped");
+    t.top().write_marker("stopped").unwrap();
     hook::clear();
     let text = text.borrow();
     let note = "# cpu0: 1 write the panic stopped before it finished is left out\n";

@@ -973,7 +973,7 @@ fn the_stacktrace_option_records_a_stack_after_each_tracepoint_its_instance_reco
     top.set_stack_traces(true);
     assert!(top.stack_traces() && !other.stack_traces());
     fire(t, &EV, 1);
-    top.write_marker("no stack after a marker");
+    top.write_marker("no stack after a marker").unwrap();
     // A filter's rejection takes no stack; the filter's removal keeps the option's.
     top.set_filter(&EV, "n != 2").unwrap();
     fire(t, &EV, 2);

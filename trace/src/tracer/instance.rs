@@ -878,7 +878,10 @@ impl<'t, P: Platform> Instance<'t, P> {
     /// Writes a text marker (`trace_marker`), as the `ftrace:print` event. A text
     /// longer than one event holds is written as several, cut at character
     /// boundaries, as Linux splits a long marker: their texts, in order, give it back.
-    pub fn write_marker(&self, text: &str) {
+    /// `Err(NotTaken)` if the buffer took none (or, for a long text, not the next
+    /// part): recording is off, this CPU is outside the instance's cpumask, or the
+    /// ring is full in discard mode (counted there as dropped). Linux's `EBADF`.
+    pub fn write_marker(&self, text: &str) -> Result<(), WriteError> {
         // An event's payload holds the string's 2-byte length and its bytes.
         const MOST: usize = crate::event::MAX_EVENT_PAYLOAD - 2;
         let mut rest = text;
@@ -891,17 +894,20 @@ impl<'t, P: Platform> Instance<'t, P> {
             let mut buf = [0u8; crate::event::MAX_EVENT_PAYLOAD];
             let mut encoder = Encoder::new(&mut buf);
             encoder.put_str(chunk);
-            self.tracer.write_to(self.state.slot, &crate::tracer::MARKER, encoder.bytes());
+            if !self.tracer.write_to(self.state.slot, &crate::tracer::MARKER, encoder.bytes()) {
+                return Err(WriteError::NotTaken);
+            }
             rest = tail;
             if rest.is_empty() {
-                return;
+                return Ok(());
             }
         }
     }
 
     /// Writes a raw marker (`trace_marker_raw`), as the `ftrace:raw_data` event: `id`,
     /// and `data` as hex text. `Err(TooLarge)` (nothing written) for more than
-    /// [`MAX_RAW_MARKER`](crate::tracer::MAX_RAW_MARKER) bytes of data.
+    /// [`MAX_RAW_MARKER`](crate::tracer::MAX_RAW_MARKER) bytes of data, `Err(NotTaken)`
+    /// as [`Instance::write_marker`].
     pub fn write_marker_raw(&self, id: u32, data: &[u8]) -> Result<(), WriteError> {
         if data.len() > crate::tracer::MAX_RAW_MARKER {
             return Err(WriteError::TooLarge);
@@ -916,8 +922,10 @@ impl<'t, P: Platform> Instance<'t, P> {
         let mut encoder = Encoder::new(&mut buf);
         crate::field::FieldValue::encode(&id, &mut encoder);
         encoder.put_str(hex);
-        self.tracer.write_to(self.state.slot, &crate::tracer::RAW_MARKER, encoder.bytes());
-        Ok(())
+        match self.tracer.write_to(self.state.slot, &crate::tracer::RAW_MARKER, encoder.bytes()) {
+            true => Ok(()),
+            false => Err(WriteError::NotTaken),
+        }
     }
 
     /// Records a `printk!` call site's arguments (use the macro); nothing while the

@@ -624,26 +624,37 @@ impl<P: Platform> Tracer<P> {
     }
 
     /// Records `payload` as an event of `descriptor` into the instance in `slot`, on
-    /// this CPU (its filter and triggers apply).
-    pub(crate) fn write_to(&self, slot: usize, descriptor: &EventDescriptor, payload: &[u8]) {
+    /// this CPU (its filter and triggers apply). `false` if its buffer took no record
+    /// (recording off, the CPU outside its cpumask, the ring refusing it); an event its
+    /// filter rejects counts as taken.
+    pub(crate) fn write_to(
+        &self,
+        slot: usize,
+        descriptor: &EventDescriptor,
+        payload: &[u8],
+    ) -> bool {
         let body = Body { len: payload.len(), payload: &payload, words: None };
-        self.record_into(|| 1 << slot, descriptor, body);
+        self.record_into(|| 1 << slot, descriptor, body) == 0
     }
 
     /// Records an event (`body`) into every instance of the mask `mask` gives: one
     /// section, the CPU read once, each record given the payload's encoded words or
     /// filled in place. Instances with a filter or triggers for the event are judged
-    /// first ([`Tracer::apply_hooks`]).
+    /// first ([`Tracer::apply_hooks`]). Returns the instances whose buffer took no
+    /// record of an event they admitted (the callers of tracepoints ignore it, and the
+    /// compiler drops it).
     #[inline(always)]
     fn record_into<S: Source>(
         &self,
         mask: impl FnOnce() -> u64,
         descriptor: &EventDescriptor,
         source: S,
-    ) {
+    ) -> u64 {
         let cpu = self.platform.cpu();
         let Some(section) = self.sections.enter(&self.platform, cpu) else {
-            return self.refuse_bad_cpu(mask());
+            let mask = mask();
+            self.refuse_bad_cpu(mask);
+            return mask;
         };
         // The mask is read inside the section: destroy clears a slot's bits and waits
         // for a grace period before the slot can hold another instance, so a bit seen
@@ -657,19 +668,21 @@ impl<P: Platform> Tracer<P> {
             core::hint::cold_path();
             let mut spill = Spill::default();
             let body = source.body(&mut spill);
-            mask = self.apply_hooks(section.held(), cpu, tag, mask, hooked, descriptor, body);
-            if mask == 0 {
-                return;
+            match self.apply_hooks(section.held(), cpu, tag, mask, hooked, descriptor, body) {
+                Ok(0) => return 0,
+                Ok(left) => mask = left,
+                Err(refused) => return refused,
             }
         }
-        source.record_each(self, section.held(), cpu, tag, mask);
+        mask & !source.record_each(self, section.held(), cpu, tag, mask).written
     }
 
     /// [`Tracer::record_into`] when the instances in `hooked` have a filter or
     /// triggers for the event (`tag` written on `cpu`): judges the event in each (on
     /// its values: nothing is encoded before that) and returns the instances of
-    /// `mask` left to record it. With triggers to run, records it first and runs
-    /// them, and returns none.
+    /// `mask` left to record it. With triggers to run or stack traces to follow,
+    /// records it first (and runs them), and returns `Err` with the instances whose
+    /// buffer took no record of it.
     #[inline(always)]
     #[allow(clippy::too_many_arguments, reason = "the record path's state, kept in registers")]
     fn apply_hooks(
@@ -681,7 +694,7 @@ impl<P: Platform> Tracer<P> {
         hooked: u64,
         descriptor: &EventDescriptor,
         body: Body<'_>,
-    ) -> u64 {
+    ) -> Result<u64, u64> {
         let origin = Origin { context: tag.ctx, cpu };
         let mut record = mask & !hooked;
         let mut rest = hooked;
@@ -695,10 +708,10 @@ impl<P: Platform> Tracer<P> {
         let triggered = descriptor.triggered_mask() & mask;
         if triggered == 0 {
             if self.stacked.load(Relaxed) & record == 0 {
-                return record;
+                return Ok(record);
             }
-            self.record_admitted(section, cpu, tag, record, descriptor, body);
-            return 0;
+            let placed = self.record_admitted(section, cpu, tag, record, descriptor, body);
+            return Err(record & !placed.written);
         }
         // The event is recorded (and its stack traces) before its triggers act.
         let placed = match record {
@@ -706,7 +719,7 @@ impl<P: Platform> Tracer<P> {
             _ => self.record_admitted(section, cpu, tag, record, descriptor, body),
         };
         self.fire_triggers(section, cpu, tag, triggered, descriptor, &body, placed);
-        0
+        Err(record & !placed.written)
     }
 
     /// [`Tracer::record_each`] for the instances that admitted an event with
