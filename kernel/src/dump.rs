@@ -110,12 +110,17 @@ pub fn on_panic() -> DumpConfig {
 }
 
 /// The panic handler's dump of `panic`: recording stops everywhere, then the dump
-/// is written with the panic configuration (the default if its lock cannot be had).
+/// is written with the panic configuration (the default if its lock cannot be had),
+/// read in place: a copy of its instance names would allocate, which a panic holding
+/// the heap's lock cannot.
 pub fn panic_dump(panic: PanicHeader<'_>) {
     let Some(tracer) = tracing::tracer() else { return };
     tracer.stop_all();
-    let config = ON_PANIC.try_lock().map_or(DumpConfig::DEFAULT, |c| c.clone());
-    write(tracer, &config, Some(panic), &mut crate::arch::uart::EmergencyConsole);
+    let console = &mut crate::arch::uart::EmergencyConsole;
+    match ON_PANIC.try_lock() {
+        Some(config) => write(tracer, &config, Some(panic), console),
+        None => write(tracer, &DumpConfig::DEFAULT, Some(panic), console),
+    }
 }
 
 /// The dump a `dump` or `cpudump` function command prints (CPU `cpu`'s records

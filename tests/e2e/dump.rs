@@ -127,6 +127,25 @@ fn panics_in_an_interrupt_holding_the_console_nested_and_on_stack_overflow_dump(
     }
 }
 
+/// A panic holding the heap's lock dumps the instances `dump on-panic` names: the
+/// setting is read where it is kept (a copy of its names would allocate).
+#[test]
+fn a_panic_holding_the_heap_lock_dumps_the_instances_named_for_it() {
+    let mut m = Machine::boot();
+    assert_eq!(m.run("mkdir instances/kept"), "");
+    m.run("echo named > instances/kept/trace_marker");
+    m.run("echo top > trace_marker");
+    assert!(m.run("dump on-panic live instance kept").contains("instances kept"));
+    assert_eq!(m.run_to_exit("panic heap"), Outcome::KernelFailure);
+    let dump = one_dump(&m);
+    let panic = dump.panic.as_ref().expect("a panic report");
+    assert!(panic.message.contains("while holding the heap lock"), "{}", panic.message);
+    let sections = dump.sections();
+    let names: Vec<&str> = sections.iter().map(|s| s.instance.as_str()).collect();
+    assert_eq!(names, ["kept"], "the named instance alone");
+    assert!(sections[0].events.iter().any(|e| e.text == "named"));
+}
+
 /// Where in `kernel/src/shell/commands.rs` the line holding `code` calls `panic!`, as
 /// a panic's location reads (`file:line:column`).
 fn panic_location(code: &str) -> String {
