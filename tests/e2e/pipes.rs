@@ -139,6 +139,24 @@ fn trace_pipe_follows_the_live_buffer_across_a_snapshot() {
     assert!(m.run("cat instances/p/set_ftrace_filter").contains("snapshot:count=0"));
 }
 
+/// A `trace_pipe` read that has had records ends, as Linux's, once its instance's
+/// recording is off and the rings are dry: here a function command on the pipe's own
+/// output turns it off after the first line.
+#[test]
+fn trace_pipe_ends_when_recording_goes_off_after_it_read() {
+    let mut m = Machine::boot();
+    assert_eq!(m.run("mkdir instances/p"), "");
+    for i in 1..=3 {
+        assert_eq!(m.run(&format!("echo mark-{i} > instances/p/trace_marker")), "");
+    }
+    let command = "'<kernel::shell::pipe::Output>::pass:traceoff:1'";
+    assert_eq!(m.run(&format!("echo {command} > instances/p/set_ftrace_filter")), "");
+    let piped = m.run("cat instances/p/trace_pipe");
+    let marks: Vec<String> = trace_lines(&piped).into_iter().map(|l| l.fields).collect();
+    assert_eq!(marks, ["mark-1", "mark-2", "mark-3"], "what was there, then the end:\n{piped}");
+    assert_eq!(m.run("cat instances/p/tracing_on"), "0\n");
+}
+
 /// Fills every CPU's ring of the top-level instance and of instance t1 with stress
 /// events (tens of thousands of lines to print); returns the top level's entries.
 fn backlog(m: &mut Machine) -> u64 {

@@ -202,8 +202,9 @@ pub fn write_cpu_stats(
 }
 
 /// Streams `trace_pipe` (all CPUs, or one): consumes and prints records as they come,
-/// until `stop` says so (checked between records: the shell stops on a key press) or
-/// a write fails (a pipe that has all it wants); `wait` waits for more (see
+/// until `stop` says so (checked between records: the shell stops on a key press), a
+/// write fails (a pipe that has all it wants), or, once it has printed records, the
+/// instance's recording is off and the rings are dry; `wait` waits for more (see
 /// [`consume`]). A `function_graph` entry whose return is the next record prints as
 /// one `name();` line, as in `trace`; one still waiting for its next record when the
 /// rings run dry prints as `name() {`. Returns an error text if the rings cannot be
@@ -222,12 +223,20 @@ pub fn stream_pipe(
     let flush = || {
         let _ = writer.borrow_mut().finish(&mut **out.borrow_mut());
     };
-    let each =
-        |record: &RecordRef<'_>| writer.borrow_mut().write(&mut **out.borrow_mut(), record).is_ok();
+    let read = core::cell::Cell::new(false);
+    let each = |record: &RecordRef<'_>| {
+        read.set(true);
+        writer.borrow_mut().write(&mut **out.borrow_mut(), record).is_ok()
+    };
     // The output may want no more once the pending line is out (a `head` that has
-    // its lines): an empty write says so, and the read ends without waiting.
+    // its lines): an empty write says so, and the read ends without waiting. As
+    // Linux's, a read that has had records ends once its instance's recording is
+    // off and the rings are dry; one that has had none waits for recording to start.
     let drained = || {
         flush();
+        if read.get() && !instance.tracing() {
+            return false;
+        }
         let wanted = out.borrow_mut().write_str("").is_ok();
         if wanted {
             wait();
