@@ -188,6 +188,15 @@ fn trace_marker_raw_and_error_log() {
         // Opening for writing empties it.
         assert_eq!(m.run(&format!("echo > {root}error_log")), "");
         assert_eq!(m.run(&format!("cat {root}error_log")), "");
+        // It keeps the last 8 errors, as Linux's.
+        for i in 0..10 {
+            assert!(m.run(&format!("echo bad{i} > {root}tracing_on")).contains("Invalid"));
+        }
+        let log = m.run(&format!("cat {root}error_log"));
+        let commands: Vec<&str> =
+            log.lines().filter_map(|l| l.strip_prefix("  Command: ")).collect();
+        assert_eq!(commands, (2..10).map(|i| format!("bad{i}")).collect::<Vec<_>>(), "{log}");
+        assert_eq!(m.run(&format!("echo > {root}error_log")), "");
     }
     // Each instance has its own log.
     m.run("echo bad > instances/t1/tracing_on");

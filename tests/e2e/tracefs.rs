@@ -344,7 +344,14 @@ fn snapshot_allocates_takes_clears_and_frees() {
         // As Linux's without records: the tracer, the state, the commands.
         let freed = "# tracer: nop\n#\n#\n# * Snapshot is freed *\n#\n# Snapshot commands:\n\
                      # echo 0 > snapshot : Clears and frees snapshot buffer\n";
-        assert!(m.run(&format!("cat {file}")).starts_with(freed), "{root}");
+        let help = m.run(&format!("cat {file}"));
+        assert!(help.starts_with(freed), "{root}");
+        assert!(
+            help.ends_with(
+                "works with any number that\n#                       is not a '0' or '1')\n"
+            ),
+            "{help}"
+        );
         // Linux accepts 2 or more without a snapshot, and does nothing.
         assert_eq!(m.run(&format!("echo 2 > {file}")), "", "clearing a freed snapshot");
         assert_eq!(m.run(&format!("echo 7 > {file}")), "");

@@ -453,6 +453,8 @@ const SNAPSHOT_HELP: &str = "\
 # echo 1 > snapshot : Allocates snapshot buffer, if not already allocated.
 #                      Takes a snapshot of the main buffer.
 # echo 2 > snapshot : Clears snapshot buffer (but does not allocate or free)
+#                      (Doesn't have to be '2' works with any number that
+#                       is not a '0' or '1')
 ";
 
 /// `per_cpu/cpuN/snapshot`'s help, as Linux words it for a kernel that cannot swap
@@ -461,7 +463,10 @@ const CPU_SNAPSHOT_HELP: &str = "\
 # Snapshot commands:
 # echo 0 > snapshot : Invalid for per_cpu snapshot file.
 # echo 1 > snapshot : Not supported with this kernel.
+#                     Must use main snapshot file to allocate.
 # echo 2 > snapshot : Clears this cpu's snapshot buffer (but does not allocate)
+#                      (Doesn't have to be '2' works with any number that
+#                       is not a '0' or '1')
 ";
 
 /// `snapshot` (`cpu` `None`) or `per_cpu/cpuN/snapshot`, as ftrace's: the header and
@@ -619,8 +624,9 @@ tracing mini-HOWTO:
  | grep [-v] [-c] [-e PATTERN]... [PATTERN] (^ $ . * [...]), | wc -l. Ctrl-C stops a long read.
 ";
 
-/// Most entries `error_log` keeps per instance (Linux keeps as many).
-const ERROR_LOG_ENTRIES: usize = 16;
+/// Most entries `error_log` keeps per instance, the newest (Linux's
+/// `TRACING_LOG_ERRS_MAX`).
+const ERROR_LOG_ENTRIES: usize = 8;
 
 /// What the shell keeps per instance beyond the tracer's state: the display
 /// options, whether `trace_marker` takes writes, whether reading `trace` pauses
