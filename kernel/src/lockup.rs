@@ -21,6 +21,10 @@ use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed, 
 const DEFAULT_THRESHOLD_MS: u64 = 10_000;
 /// The largest threshold taken, in ms.
 const MAX_THRESHOLD_MS: u64 = 600_000;
+/// How long past the threshold a watcher waits for the CPU it sent the NMI to to
+/// panic, in ms: one that does not took no NMI (it hangs in an NMI handler, NMIs
+/// blocked), and the watcher panics in its place.
+const NMI_GRACE_MS: u64 = 1_000;
 
 /// The threshold in ms; 0: the detector is off.
 static THRESHOLD_MS: AtomicU64 = AtomicU64::new(DEFAULT_THRESHOLD_MS);
@@ -123,12 +127,27 @@ fn on_tick(tick: Tick) {
     let ticks = stalled.load(Relaxed) + 1;
     stalled.store(ticks, Relaxed);
     let ms = ticks * 1000 / timer::HZ;
-    if ms >= threshold && LOCKED.compare_exchange(NONE, buddy, SeqCst, SeqCst).is_ok() {
-        LOCKED_MS.store(ms, SeqCst);
-        trace::emit!(events::HARD_LOCKUP, buddy as u32, ms);
-        if smp::nmi(buddy).is_err() {
-            LOCKED.store(NONE, SeqCst);
+    if ms < threshold {
+        return;
+    }
+    match LOCKED.compare_exchange(NONE, buddy, SeqCst, SeqCst) {
+        Ok(_) => {
+            LOCKED_MS.store(ms, SeqCst);
+            trace::emit!(events::HARD_LOCKUP, buddy as u32, ms);
+            if smp::nmi(buddy).is_err() {
+                LOCKED.store(NONE, SeqCst);
+            }
         }
+        // The NMI sent did not stop it: the watcher panics, as Linux's buddy
+        // detector does, rather than leave the detector claimed for good.
+        Err(locked) if locked == buddy && ms >= threshold.saturating_add(NMI_GRACE_MS) => {
+            panic!(
+                "hard LOCKUP on cpu {buddy}: no timer interrupt for {ms} ms, and it took no NMI \
+                 (NMIs blocked there): cpu {} panics in its place",
+                tick.cpu
+            );
+        }
+        Err(_) => {}
     }
 }
 
@@ -166,8 +185,10 @@ fn check_every_cpu(cpu: usize) {
     let stalled = NMI_STALLED.load(Relaxed) + 1;
     NMI_STALLED.store(stalled, Relaxed);
     let ms = stalled * rtc::PERIOD_MS;
-    if stalled >= 2 && ms >= threshold && LOCKED.compare_exchange(NONE, cpu, SeqCst, SeqCst).is_ok()
-    {
+    // A claim by a buddy does not hold this back: every CPU has stopped since, the
+    // buddy too (and the CPU it claimed may take no NMI).
+    if stalled >= 2 && ms >= threshold {
+        LOCKED.store(cpu, SeqCst);
         LOCKED_MS.store(ms, SeqCst);
         trace::emit!(events::HARD_LOCKUP, cpu as u32, ms);
         stack::record_nmi_as_fault();

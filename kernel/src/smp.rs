@@ -36,6 +36,9 @@ static BACKTRACES: [[AtomicU64; BACKTRACE_FRAMES]; arch::MAX_CPUS] =
 pub static STOP: Hooks<fn(&[u64]), 1> = Hooks::new();
 /// Per CPU: spinning with interrupts off for [`spin()`].
 static SPINNING: [AtomicBool; arch::MAX_CPUS] = [const { AtomicBool::new(false) }; arch::MAX_CPUS];
+/// Per CPU: to hang in its next NMI, NMIs blocked ([`spin_in_nmi`]).
+static SPIN_IN_NMI: [AtomicBool; arch::MAX_CPUS] =
+    [const { AtomicBool::new(false) }; arch::MAX_CPUS];
 /// Per CPU: asked for its call chain at its next NMI.
 static WANTED: [AtomicBool; arch::MAX_CPUS] = [const { AtomicBool::new(false) }; arch::MAX_CPUS];
 
@@ -182,6 +185,30 @@ pub fn spin(index: usize) -> Result<(), &'static str> {
     Ok(())
 }
 
+/// Hangs CPU `index` (not this one) in an NMI handler, for good: NMIs stay blocked
+/// there, so not even an NMI gets it out (a test aid for the hard lockup detector).
+/// Waits (up to 100 ms) until it spins; fails if there is no such CPU or it does
+/// not start.
+pub fn spin_in_nmi(index: usize) -> Result<(), &'static str> {
+    if index == percpu::index() {
+        return Err("not this CPU: the shell would hang with it");
+    }
+    let flag = SPIN_IN_NMI.get(index).ok_or("no such CPU")?;
+    flag.store(true, Ordering::SeqCst);
+    if let Err(error) = nmi(index) {
+        flag.store(false, Ordering::SeqCst);
+        return Err(error);
+    }
+    let deadline = clock::now_ns() + 100_000_000;
+    while !SPINNING[index].load(Ordering::SeqCst) {
+        if clock::now_ns() > deadline {
+            return Err("the CPU did not start spinning within 100 ms");
+        }
+        core::hint::spin_loop();
+    }
+    Ok(())
+}
+
 /// Sends an NMI to CPU `index`. Fails if there is no such CPU.
 pub fn nmi(index: usize) -> Result<(), &'static str> {
     let cpu = percpu::get(index).filter(|_| index < online()).ok_or("no such CPU")?;
@@ -263,6 +290,12 @@ fn on_nmi() {
         STOP.for_each(|hook| hook(&chain[..len]));
         STOPPED.fetch_add(1, Ordering::Release);
         arch::halt_forever();
+    }
+    if SPIN_IN_NMI.get(percpu::index()).is_some_and(|spin| spin.load(Ordering::SeqCst)) {
+        SPINNING[percpu::index()].store(true, Ordering::SeqCst);
+        loop {
+            core::hint::spin_loop();
+        }
     }
     if WANTED.get(percpu::index()).is_some_and(|wanted| wanted.load(Ordering::SeqCst)) {
         note_backtrace();

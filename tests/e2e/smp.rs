@@ -311,6 +311,29 @@ fn a_cpu_hung_with_interrupts_off_is_stopped_by_nmi_and_its_trace_dumped() {
     }
 }
 
+/// A CPU hung in an NMI handler takes no NMI either: its watcher, once the NMI it
+/// sent has not stopped it a second past the threshold, panics in its place, and
+/// the dump is written without it.
+#[test]
+fn a_cpu_that_takes_no_nmi_is_reported_by_its_watcher() {
+    let mut m = boot_with_cpus(4);
+    assert!(m.run("lockup threshold 500").starts_with("threshold: 500 ms"));
+    assert!(!m.run("lockup spin nmi 0").is_empty(), "the shell's own CPU is refused");
+    assert_eq!(m.run_to_exit("lockup spin nmi 2"), Outcome::KernelFailure);
+    let transcript = m.transcript();
+    assert!(transcript.contains("cpu2: spinning in an NMI handler"), "{transcript}");
+    assert!(transcript.lines().any(|l| l.starts_with("KERNEL PANIC on cpu 1: ")), "{transcript}");
+    let message = "\nhard LOCKUP on cpu 2: no timer interrupt for ";
+    let rest = transcript.split(message).nth(1).expect("the watcher's message");
+    let ms = rest.split(" ms").next().and_then(|ms| ms.parse::<u64>().ok());
+    assert!(ms.is_some_and(|ms| ms >= 1500), "{rest}");
+    assert!(rest.contains("it took no NMI (NMIs blocked there): cpu 1 panics in its place"));
+    assert!(transcript.contains("panic: stopped 2 of 3 other CPU(s)"), "{transcript}");
+    let dump = m.dumps().pop().expect("the panic dump");
+    assert!(dump.problems.is_empty(), "{:?}", dump.problems);
+    assert_eq!(dump.panic.as_ref().map(|p| p.cpu), Some(1));
+}
+
 /// The watch over every CPU at once: when every CPU hangs with interrupts off (no
 /// buddy is left to see it), or the one CPU of a machine that has one, the RTC's
 /// periodic NMI on the boot CPU panics there once no CPU has taken a timer

@@ -195,8 +195,8 @@ pub static COMMANDS: &[Command] = &[
     },
     Command {
         name: "lockup",
-        usage: "[threshold MS | spin [CPU | all | writing]]",
-        help: "the hard lockup detector: status, threshold (0: off), hang a CPU or every CPU with interrupts off (writing: this CPU, in the middle of a trace write)",
+        usage: "[threshold MS | spin [CPU | all | writing | nmi CPU]]",
+        help: "the hard lockup detector: status, threshold (0: off), hang a CPU or every CPU with interrupts off (writing: this CPU, in the middle of a trace write; nmi: another CPU, in an NMI handler)",
         redirects: false,
         paths: false,
         pipes: false,
@@ -841,6 +841,12 @@ fn lockup(
             }
             println!("every cpu: interrupts off, spinning");
             lockup::spin()
+        }
+        ["spin", "nmi", cpu] => {
+            let cpu = cpu.parse().map_err(|_| CommandError::Usage)?;
+            smp::spin_in_nmi(cpu).map_err(CommandError::from)?;
+            println!("cpu{cpu}: spinning in an NMI handler, NMIs blocked");
+            return Ok(());
         }
         ["spin", "writing"] => {
             println!("cpu{}: interrupts off, spinning in a trace write", percpu::index());
