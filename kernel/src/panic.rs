@@ -87,6 +87,23 @@ static FIRST_MESSAGE: Kept = Kept::new();
 /// Whether the first panic's message was formatted to its end.
 static MESSAGE_DONE: AtomicBool = AtomicBool::new(false);
 
+/// The first CPU that panicked while another's panic was under way (none: `usize::MAX`).
+static OTHER_CPU: AtomicUsize = AtomicUsize::new(usize::MAX);
+/// Its panic, `location: message`, as far as it got before it was stopped.
+static OTHER_PANIC: Kept = Kept::new();
+/// Whether [`OTHER_PANIC`] was written to its end.
+static OTHER_DONE: AtomicBool = AtomicBool::new(false);
+
+/// Keeps the panic of CPU `cpu`, which lost the race to another CPU's panic, for
+/// that one's report (the first such CPU only): it is printed with the CPUs the
+/// panic stopped.
+fn keep_other_panic(cpu: usize, info: &PanicInfo<'_>) {
+    if OTHER_CPU.compare_exchange(usize::MAX, cpu, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+        let _ = write!(&OTHER_PANIC, "{}: {}", location(info).as_str(), info.message());
+        OTHER_DONE.store(true, Ordering::SeqCst);
+    }
+}
+
 /// Writes to the emergency console and keeps a copy in [`FIRST_MESSAGE`].
 struct KeepingConsole;
 
@@ -110,6 +127,7 @@ enum Stage {
 }
 
 static STAGE: AtomicU8 = AtomicU8::new(Stage::Running as u8);
+
 /// The CPU that owns the panic.
 static OWNER: AtomicUsize = AtomicUsize::new(usize::MAX);
 
@@ -154,6 +172,13 @@ fn print_call_trace(cpu: usize) {
 /// Prints where the panic's NMI stopped each other CPU, as Linux's NMI backtraces
 /// do: `RIP:` the address it interrupted, then its callers, a ` => frame` line each.
 fn print_other_cpus(cpu: usize) {
+    let other = OTHER_CPU.load(Ordering::SeqCst);
+    if other != usize::MAX {
+        let mut text = Truncated::new();
+        OTHER_PANIC.copy_to(&mut text);
+        let cut = if OTHER_DONE.load(Ordering::SeqCst) { "" } else { " [cut short]" };
+        crate::emergency_println!("panic on cpu {other} too, at {}{cut}", text.as_str());
+    }
     for other in (0..smp::online()).filter(|&other| other != cpu) {
         if smp::backtrace(other).next().is_some() {
             crate::emergency_println!("NMI backtrace for cpu {other}:");
@@ -221,8 +246,12 @@ fn panic(info: &PanicInfo<'_>) -> ! {
                 tracer.seal_cpu();
             }
         }
-        // Another CPU panics at the same time: it stops this one.
-        Err(_) if OWNER.load(Ordering::SeqCst) != cpu => crate::arch::halt_forever(),
+        // Another CPU panics at the same time: it stops this one, and reports this
+        // panic with the CPUs it stopped.
+        Err(_) if OWNER.load(Ordering::SeqCst) != cpu => {
+            keep_other_panic(cpu, info);
+            crate::arch::halt_forever()
+        }
         Err(stage) if stage == Stage::Reporting as u8 => {
             // Reporting the first panic panicked (formatting its message, say):
             // report this one plainly, and dump the first with this one beside it.

@@ -39,6 +39,9 @@ static SPINNING: [AtomicBool; arch::MAX_CPUS] = [const { AtomicBool::new(false) 
 /// Per CPU: to hang in its next NMI, NMIs blocked ([`spin_in_nmi`]).
 static SPIN_IN_NMI: [AtomicBool; arch::MAX_CPUS] =
     [const { AtomicBool::new(false) }; arch::MAX_CPUS];
+/// Per CPU: hanging there, to panic once another CPU's panic stops the others.
+static PANIC_WHEN_STOPPED: [AtomicBool; arch::MAX_CPUS] =
+    [const { AtomicBool::new(false) }; arch::MAX_CPUS];
 /// Per CPU: asked for its call chain at its next NMI.
 static WANTED: [AtomicBool; arch::MAX_CPUS] = [const { AtomicBool::new(false) }; arch::MAX_CPUS];
 
@@ -185,15 +188,17 @@ pub fn spin(index: usize) -> Result<(), &'static str> {
     Ok(())
 }
 
-/// Hangs CPU `index` (not this one) in an NMI handler, for good: NMIs stay blocked
-/// there, so not even an NMI gets it out (a test aid for the hard lockup detector).
-/// Waits (up to 100 ms) until it spins; fails if there is no such CPU or it does
-/// not start.
-pub fn spin_in_nmi(index: usize) -> Result<(), &'static str> {
+/// Hangs CPU `index` (not this one) in an NMI handler: NMIs stay blocked there, so
+/// not even an NMI gets it out (a test aid for the hard lockup detector), for good
+/// or, with `panic_when_stopped`, until another CPU's panic stops the others, when
+/// it panics too (a test aid for two panics at once). Waits (up to 100 ms) until it
+/// spins; fails if there is no such CPU or it does not start.
+pub fn spin_in_nmi(index: usize, panic_when_stopped: bool) -> Result<(), &'static str> {
     if index == percpu::index() {
         return Err("not this CPU: the shell would hang with it");
     }
     let flag = SPIN_IN_NMI.get(index).ok_or("no such CPU")?;
+    PANIC_WHEN_STOPPED[index].store(panic_when_stopped, Ordering::SeqCst);
     flag.store(true, Ordering::SeqCst);
     if let Err(error) = nmi(index) {
         flag.store(false, Ordering::SeqCst);
@@ -270,6 +275,10 @@ pub fn stop_other_cpus() -> usize {
     if others == 0 {
         return 0;
     }
+    // A CPU that does not stop shows no chain, not one an earlier request left.
+    for cpu in (0..online()).filter(|&cpu| cpu != percpu::index()) {
+        BACKTRACES[cpu][0].store(0, Ordering::SeqCst);
+    }
     apic::send_ipi(Destination::AllButSelf, Ipi::Nmi);
     let deadline = clock::now_ns() + 100_000_000;
     while STOPPED.load(Ordering::Acquire) < others && clock::now_ns() < deadline {
@@ -293,9 +302,11 @@ fn on_nmi() {
     }
     if SPIN_IN_NMI.get(percpu::index()).is_some_and(|spin| spin.load(Ordering::SeqCst)) {
         SPINNING[percpu::index()].store(true, Ordering::SeqCst);
-        loop {
+        let panics = PANIC_WHEN_STOPPED[percpu::index()].load(Ordering::SeqCst);
+        while !(panics && STOPPING.load(Ordering::SeqCst)) {
             core::hint::spin_loop();
         }
+        panic!("deliberate panic on cpu {}, in an NMI, during another's panic", percpu::index());
     }
     if WANTED.get(percpu::index()).is_some_and(|wanted| wanted.load(Ordering::SeqCst)) {
         note_backtrace();

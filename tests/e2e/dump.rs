@@ -146,6 +146,25 @@ fn a_panic_holding_the_heap_lock_dumps_the_instances_named_for_it() {
     assert!(sections[0].events.iter().any(|e| e.text == "named"));
 }
 
+/// A CPU that panics while another's panic is under way is stopped, and its panic is
+/// reported with the CPUs the first one stopped.
+#[test]
+fn a_panic_on_another_cpu_during_a_panic_is_reported_too() {
+    let mut m = Machine::boot();
+    assert_eq!(m.run_to_exit("panic both 2"), Outcome::KernelFailure);
+    let transcript = m.transcript();
+    let first = "KERNEL PANIC on cpu 0: ";
+    assert!(transcript.lines().any(|l| l.starts_with(first)), "{transcript}");
+    let line = transcript.lines().find_map(|l| l.strip_prefix("panic on cpu 2 too, at "));
+    let line = line.unwrap_or_else(|| panic!("{transcript}"));
+    let message = ": deliberate panic on cpu 2, in an NMI, during another's panic";
+    assert!(line.starts_with("kernel/src/smp.rs:") && line.ends_with(message), "{line}");
+    // It was in an NMI, which the stop's could not interrupt: the others stopped.
+    assert!(transcript.contains("panic: stopped 2 of 3 other CPU(s)"), "{transcript}");
+    let dump = one_dump(&m);
+    assert_eq!(dump.panic.as_ref().map(|p| p.cpu), Some(0));
+}
+
 /// Where in `kernel/src/shell/commands.rs` the line holding `code` calls `panic!`, as
 /// a panic's location reads (`file:line:column`).
 fn panic_location(code: &str) -> String {

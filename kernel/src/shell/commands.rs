@@ -150,8 +150,8 @@ pub static COMMANDS: &[Command] = &[
     },
     Command {
         name: "panic",
-        usage: "[CPU | irq | console | heap | nested]",
-        help: "panic on purpose: here, on CPU, in an interrupt, holding the console or heap lock, nested",
+        usage: "[CPU | both CPU | irq | console | heap | nested]",
+        help: "panic on purpose: here, on CPU, here and on CPU (in an NMI) during this panic, in an interrupt, holding the console or heap lock, nested",
         redirects: false,
         paths: false,
         pipes: false,
@@ -844,7 +844,7 @@ fn lockup(
         }
         ["spin", "nmi", cpu] => {
             let cpu = cpu.parse().map_err(|_| CommandError::Usage)?;
-            smp::spin_in_nmi(cpu).map_err(CommandError::from)?;
+            smp::spin_in_nmi(cpu, false).map_err(CommandError::from)?;
             println!("cpu{cpu}: spinning in an NMI handler, NMIs blocked");
             return Ok(());
         }
@@ -988,6 +988,11 @@ fn panic(
         ["console"] => serial::panic_holding_console(),
         ["heap"] => memory::heap::panic_holding_lock(),
         ["nested"] => panic!("{}", PanicsWhenShown),
+        ["both", cpu] => {
+            let cpu: usize = cpu.parse().map_err(|_| CommandError::Usage)?;
+            smp::spin_in_nmi(cpu, true).map_err(CommandError::from)?;
+            panic!("deliberate panic from the shell, beside cpu{cpu}'s")
+        }
         [cpu] => {
             let cpu = cpu.parse().map_err(|_| CommandError::Usage)?;
             if cpu == percpu::index() {
