@@ -221,6 +221,9 @@ fn triggers_act_from_interrupt_context_and_count_down() {
         // `*`: soft mode, while a trigger acts on the event.
         assert_eq!(cat(&mut m, &tick), "0*", "{root}: disable_event did not fire");
         assert_eq!(cat(&mut m, &trigger), "disable_event:timer:tick:unlimited if vector == 49");
+        // Soft mode counts as enabled where Linux's flag does: set_event lists it.
+        let listed = m.run(&format!("cat {root}set_event"));
+        assert!(listed.lines().any(|l| l == "timer:tick"), "{root}: {listed}");
         m.run(&format!("echo '!disable_event:timer:tick' > {trigger}"));
         m.run(&format!("echo > {root}trace"));
         m.run(&format!("echo 'enable_event:timer:tick:2 if vector == 49' > {trigger}"));
@@ -231,6 +234,8 @@ fn triggers_act_from_interrupt_context_and_count_down() {
         m.run(&format!("echo '!enable_event:timer:tick' > {trigger}"));
         m.run(&format!("echo 0 > {tick}"));
         assert_eq!(cat(&mut m, &trigger), none);
+        let listed = m.run(&format!("cat {root}set_event"));
+        assert!(!listed.lines().any(|l| l == "timer:tick"), "{root}: {listed}");
     }
 }
 

@@ -412,6 +412,13 @@ pub fn list(located: &Located) -> Result<Vec<String>, FsError> {
     Ok(names)
 }
 
+/// Whether `d` counts as enabled in `set_event` and the `enable` files of its
+/// system and of `events/`: recording, or in soft mode (its triggers, or a trigger
+/// that enables or disables it, keep it armed), as Linux's `EVENT_FILE_FL_ENABLED`.
+fn on_or_soft(instance: &Instance<'_, KernelPlatform>, d: &EventDescriptor) -> bool {
+    instance.event_enabled(d) || instance.event_soft_mode(d)
+}
+
 /// `0`, `1`, or `X` (mixed) for a set of events' enable state in `instance`.
 fn enable_state<'a>(
     instance: &Instance<'_, KernelPlatform>,
@@ -419,7 +426,7 @@ fn enable_state<'a>(
 ) -> char {
     let (mut on, mut off) = (false, false);
     for d in set {
-        if instance.event_enabled(d) {
+        if on_or_soft(instance, d) {
             on = true;
         } else {
             off = true;
@@ -925,7 +932,7 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
             settable(tracer).try_for_each(|d| writeln!(out, "{}:{}", d.system, d.name))
         }
         File::SetEvent => settable(tracer)
-            .filter(|d| instance.event_enabled(d))
+            .filter(|d| on_or_soft(instance, d))
             .try_for_each(|d| writeln!(out, "{}:{}", d.system, d.name)),
         File::TracingOn => writeln!(out, "{}", u8::from(instance.tracing())),
         File::Trace => tracing::write_trace(out, instance, None, &layout, pauses(instance)),
