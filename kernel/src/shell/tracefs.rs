@@ -419,7 +419,15 @@ fn on_or_soft(instance: &Instance<'_, KernelPlatform>, d: &EventDescriptor) -> b
     instance.event_enabled(d) || instance.event_soft_mode(d)
 }
 
-/// `0`, `1`, or `X` (mixed) for a set of events' enable state in `instance`.
+/// What a system's `filter` file reads while no filter was set through it (Linux's
+/// text, which it shows whatever was set).
+const SYSTEM_FILTER_UNSET: &str = "### global filter ###
+# Use this to set filters for multiple events.
+# Only events with the given fields will be affected.
+# If no events are modified, an error message will be displayed here";
+
+/// `0`, `1`, `X` (mixed), or `?` (no event: the file affects none) for a set of
+/// events' enable state in `instance`, as Linux's.
 fn enable_state<'a>(
     instance: &Instance<'_, KernelPlatform>,
     set: impl Iterator<Item = &'a EventDescriptor>,
@@ -435,7 +443,8 @@ fn enable_state<'a>(
     match (on, off) {
         (true, true) => 'X',
         (true, false) => '1',
-        _ => '0',
+        (false, true) => '0',
+        (false, false) => '?',
     }
 }
 
@@ -1051,7 +1060,7 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
         }
         File::SystemFilter(sys) => with_extras(instance, |extras| {
             let text = extras.system_filters.iter().find(|(s, _)| *s == sys).map(|(_, t)| t);
-            writeln!(out, "{}", text.map_or("none", String::as_str))
+            writeln!(out, "{}", text.map_or(SYSTEM_FILTER_UNSET, String::as_str))
         }),
         File::EventTrigger(d) => {
             let triggers = instance.triggers(d);
