@@ -410,6 +410,16 @@ fn a_nested_panic_reads_back_beside_the_first_and_long_messages_share_the_header
     assert!(panic.message.len() > 150 && long.starts_with(&panic.message), "{panic:?}");
     assert!(nested.message.len() > 50 && longer.starts_with(&nested.message), "{panic:?}");
     assert_eq!((nested.location.as_str(), d.symbols), ("src/b.rs:3:4", Some(SYMBOLS)));
+    // Two long locations (paths into a registry, say): each cut, the header whole.
+    let (far, farther) = ("a/".repeat(150), "b/".repeat(150));
+    let places = PanicHeader { location: &far, nested: Some(("the second", &farther)), ..first };
+    let d = &dump::parse(&write_panic(&Sample { records: Vec::new() }, Some(places)))[0];
+    assert!(d.problems.is_empty(), "{:?}", d.problems);
+    let panic = d.panic.as_ref().expect("the header, whatever its locations");
+    let nested = panic.nested.as_ref().expect("the nested panic");
+    assert_eq!(panic.message, "the first");
+    assert!(panic.location.len() > 50 && far.starts_with(&panic.location), "{panic:?}");
+    assert!(farther.starts_with(&nested.location) && nested.location.len() > 50, "{panic:?}");
 }
 
 /// A one-chunk dump of `items` (kind, body), as an older writer could have written it.

@@ -123,13 +123,16 @@ impl<W: FnMut(&str)> DumpWriter<W> {
         let mut item = Item::new();
         item.varint(VERSION);
         item.varint(cpus as u64);
-        // The messages may be long: each keeps what fits beside the lengths (10
-        // bytes each at most), the locations, the flags and the fingerprint (11
-        // bytes), the first message first, the nested one at least a quarter of it.
+        // The locations keep at most a quarter of the item each; the messages,
+        // which may be long, what fits beside them, the lengths (10 bytes each at
+        // most), the flags and the fingerprint (11 bytes), the first message first,
+        // the nested one at least a quarter of it.
         let mut messages = ("", "");
+        let mut locations = ("", "");
         if let Some(panic) = &panic {
             let (nested, nested_location) = panic.nested.unwrap_or_default();
-            let fixed = item.len + 3 + 4 * 10 + 11 + panic.location.len() + nested_location.len();
+            locations = (cut(panic.location, ITEM_BYTES / 4), cut(nested_location, ITEM_BYTES / 4));
+            let fixed = item.len + 3 + 4 * 10 + 11 + locations.0.len() + locations.1.len();
             let room = ITEM_BYTES.saturating_sub(fixed);
             let first = cut(panic.message, room - nested.len().min(room / 4));
             messages = (first, cut(nested, room - first.len()));
@@ -140,7 +143,7 @@ impl<W: FnMut(&str)> DumpWriter<W> {
                 item.varint(1);
                 item.varint(panic.cpu as u64);
                 item.str(messages.0);
-                item.str(panic.location);
+                item.str(locations.0);
             }
         }
         match symbols {
@@ -152,10 +155,10 @@ impl<W: FnMut(&str)> DumpWriter<W> {
         }
         match panic.and_then(|p| p.nested) {
             None => item.varint(0),
-            Some((_, location)) => {
+            Some(_) => {
                 item.varint(1);
                 item.str(messages.1);
-                item.str(location);
+                item.str(locations.1);
             }
         }
         self.item(kind::HEADER, &item);
