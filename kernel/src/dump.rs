@@ -109,6 +109,15 @@ pub fn on_panic() -> DumpConfig {
     ON_PANIC.lock().clone()
 }
 
+/// Set by [`panic_in_the_dump`]: the next panic's dump panics (a test aid).
+static PANIC_IN_DUMP: AtomicBool = AtomicBool::new(false);
+
+/// Makes the next panic's dump panic as it starts (a test aid for the panic path's
+/// way out when its dump fails).
+pub fn panic_in_the_dump() {
+    PANIC_IN_DUMP.store(true, Release);
+}
+
 /// The panic handler's dump of `panic`: recording stops everywhere, then the dump
 /// is written with the panic configuration (the default if its lock cannot be had),
 /// read in place: a copy of its instance names would allocate, which a panic holding
@@ -116,6 +125,9 @@ pub fn on_panic() -> DumpConfig {
 pub fn panic_dump(panic: PanicHeader<'_>) {
     let Some(tracer) = tracing::tracer() else { return };
     tracer.stop_all();
+    if PANIC_IN_DUMP.load(Acquire) {
+        panic!("deliberate panic in the trace dump");
+    }
     let console = &mut crate::arch::uart::EmergencyConsole;
     match ON_PANIC.try_lock() {
         Some(config) => write(tracer, &config, Some(panic), console),

@@ -3,7 +3,8 @@
 //! dump the trace, and leave QEMU with the failure code (or, with `panic_reboot` on,
 //! save `instances/boot_map` and reset the machine). A panic while reporting the
 //! first one (formatting its message, say) still dumps, as the first panic, with
-//! the nested one beside it; a panic during the dump gives up with a minimal message.
+//! the nested one beside it; a panic during the dump gives up with a minimal message
+//! (and still resets with `panic_reboot` on: `boot_map` is saved before the dump).
 
 use crate::arch::uart::EmergencyConsole;
 use crate::arch::{percpu, qemu};
@@ -212,9 +213,18 @@ fn stop_dump_and_exit(panic: PanicHeader<'_>) -> ! {
     if let Some(tracer) = crate::tracing::tracer() {
         tracer.seal_cpu();
     }
-    crate::dump::panic_dump(panic);
     if crate::persist::panic_reboot() {
-        crate::persist::panic_save_and_reset();
+        crate::persist::panic_save();
+    }
+    crate::dump::panic_dump(panic);
+    leave()
+}
+
+/// The panic path's end: a reset with `panic_reboot` on (the trace was saved),
+/// otherwise QEMU's exit with the failure code.
+fn leave() -> ! {
+    if crate::persist::panic_reboot() {
+        crate::arch::reset()
     }
     qemu::exit(qemu::ExitCode::Failure)
 }
@@ -278,9 +288,10 @@ fn panic(info: &PanicInfo<'_>) -> ! {
             });
         }
         Err(_) => {
-            // The dump itself panicked: give up with a minimal message.
-            crate::emergency_println!("\npanic during the trace dump; halting");
-            qemu::exit(qemu::ExitCode::Failure);
+            // The dump itself panicked: give up with a minimal message (with
+            // `panic_reboot` on, the trace was saved before the dump began).
+            crate::emergency_println!("\npanic during the trace dump; giving up");
+            leave();
         }
     }
     // Kept before anything of the report that may panic: a nested panic reads them.

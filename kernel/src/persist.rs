@@ -114,14 +114,14 @@ pub fn set_panic_reboot(on: bool) {
     PANIC_REBOOT.store(on, Relaxed);
 }
 
-/// The panic path's end when [`panic_reboot`] is on: the other CPUs are stopped and
-/// the dump written; saves `boot_map` and resets.
-pub fn panic_save_and_reset() -> ! {
+/// The panic path's save when [`panic_reboot`] is on, once the other CPUs are
+/// stopped and before the dump (a dump that fails leaves the trace saved): saves
+/// `boot_map` for the boot after the reset, and says so.
+pub fn panic_save() {
     match save() {
-        Ok(()) => crate::emergency_println!("panic: trace saved; rebooting"),
+        Ok(()) => crate::emergency_println!("panic: trace saved; rebooting after the dump"),
         Err(error) => crate::emergency_println!("panic: trace not saved ({error}); rebooting"),
     }
-    arch::reset()
 }
 
 /// Test aid: saves `boot_map` as `reboot` does, overwrites CPU `cpu`'s ring in the

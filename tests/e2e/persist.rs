@@ -114,6 +114,21 @@ fn a_panic_with_panic_reboot_leaves_its_events_in_last_boot() {
     assert!(last_boot.is_some_and(|t| !t.events.is_empty()), "last_boot is in the dump");
 }
 
+/// The trace is saved before the panic's dump: a dump that panics in turn still
+/// leaves the events in the next boot's `last_boot`.
+#[test]
+fn a_panic_whose_dump_fails_still_saves_the_trace() {
+    let mut m = rebooting();
+    assert_eq!(m.run("panic_reboot 1").trim(), "1");
+    m.run("echo before-a-failed-dump > instances/boot_map/trace_marker");
+    let boot = m.run_to_reboot("panic dump");
+    let saved = boot.find("panic: trace saved; rebooting after the dump");
+    let gave_up = boot.find("panic during the trace dump; giving up");
+    assert!(saved.is_some() && saved < gave_up, "{boot}");
+    let trace = m.run("cat instances/last_boot/trace");
+    assert!(trace.contains("before-a-failed-dump"), "{trace}");
+}
+
 #[test]
 fn a_cold_boot_has_no_previous_trace() {
     let mut m = Machine::boot();

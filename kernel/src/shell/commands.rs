@@ -150,8 +150,8 @@ pub static COMMANDS: &[Command] = &[
     },
     Command {
         name: "panic",
-        usage: "[CPU | both CPU | irq | console | heap | nested]",
-        help: "panic on purpose: here, on CPU, here and on CPU (in an NMI) during this panic, in an interrupt, holding the console or heap lock, nested",
+        usage: "[CPU | both CPU | irq | console | heap | nested | dump]",
+        help: "panic on purpose: here, on CPU, here and on CPU (in an NMI) during this panic, in an interrupt, holding the console or heap lock, nested, or with a dump that panics",
         redirects: false,
         paths: false,
         pipes: false,
@@ -986,6 +986,10 @@ fn panic(
             }
         }
         ["console"] => serial::panic_holding_console(),
+        ["dump"] => {
+            dump::panic_in_the_dump();
+            panic!("deliberate panic whose dump panics")
+        }
         ["heap"] => memory::heap::panic_holding_lock(),
         ["nested"] => panic!("{}", PanicsWhenShown),
         ["both", cpu] => {
