@@ -94,8 +94,10 @@ fn a_panic_request_to_a_missing_cpu_is_refused() {
     assert_eq!(machine.run("panic 7").trim(), "panic: no such CPU");
     assert_eq!(
         machine.run("panic two").trim(),
-        "panic: usage: panic [CPU | irq | console | heap | nested]"
+        "panic: usage: panic [CPU | both CPU | irq | console | heap | nested | dump]"
     );
+    // `both` needs another CPU that exists.
+    assert_eq!(machine.run("panic both 7").trim(), "panic: no such CPU");
     assert_eq!(machine.run_to_exit("poweroff"), Outcome::Success);
 }
 
