@@ -523,13 +523,21 @@ fn report(options: &Report) -> Result<bool, String> {
     let symbols = options.elf.as_deref().map(report::Symbols::read).transpose();
     let symbols = symbols.map_err(|e| format!("--elf {e}"))?;
     for (name, input) in [("LOG", Some(&options.log)), ("the --elf file", options.elf.as_ref())] {
-        if let (Some(output), Some(input)) = (&options.output, input)
-            && same_file(output, input)
-        {
+        let Some((output, input)) = options.output.as_ref().zip(input) else { continue };
+        if same_file(output, input) {
             return Err(format!(
                 "-o {} is {name}, which the report reads: it would be overwritten; choose \
                  another output",
                 output.display()
+            ));
+        }
+        let partial = partial(output);
+        if same_file(&partial, input) {
+            return Err(format!(
+                "-o {} is written as {} until it is complete, and that is {name}, which the \
+                 report reads: it would be overwritten; choose another output",
+                output.display(),
+                partial.display()
             ));
         }
     }
@@ -559,9 +567,7 @@ fn report(options: &Report) -> Result<bool, String> {
             }
             // A file is written beside its name and renamed into place once complete:
             // a report that fails leaves no file behind and an older one as it was.
-            let mut partial = path.clone().into_os_string();
-            partial.push(".partial");
-            let partial = PathBuf::from(partial);
+            let partial = partial(path);
             let file = std::fs::File::create(&partial)
                 .map_err(|e| format!("{}: {e}", partial.display()))?;
             let result =
@@ -755,6 +761,14 @@ fn write_converted(
         }
         _ => report::write_perfetto_of(&traces, out).map_err(write_error),
     }
+}
+
+/// Where a report to the file `path` is written until it is complete, then renamed
+/// to `path`: `PATH.partial`.
+fn partial(path: &Path) -> PathBuf {
+    let mut partial = path.as_os_str().to_owned();
+    partial.push(".partial");
+    PathBuf::from(partial)
 }
 
 /// Whether `a` and `b` name one existing file.

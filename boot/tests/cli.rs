@@ -639,6 +639,42 @@ fn an_option_that_takes_the_log_is_named_with_the_rule() {
     }
 }
 
+/// `-o X` is written as `X.partial` until it is complete: LOG or the `--elf` file
+/// being that file is refused with the rule, and left as it was.
+#[test]
+fn an_output_whose_partial_file_is_an_input_is_refused() {
+    let contents = log();
+    let kernel = std::fs::read(boot::KERNEL_ELF).unwrap();
+    let (log, other) = (temp("log.partial", &contents), temp("other.log", &contents));
+    let elf = temp("elf.partial", &kernel);
+    let (path, elf_path) = (log.to_str().unwrap(), elf.to_str().unwrap());
+    let (out, elf_out) =
+        (path.strip_suffix(".partial").unwrap(), elf_path.strip_suffix(".partial").unwrap());
+    let cases: [(&[&str], String); 2] = [
+        (
+            &[path, "-o", out],
+            format!("-o {out} is written as {path} until it is complete, and that is LOG"),
+        ),
+        (
+            &[other.to_str().unwrap(), "--elf", elf_path, "-o", elf_out],
+            format!(
+                "-o {elf_out} is written as {elf_path} until it is complete, and that is the --elf file"
+            ),
+        ),
+    ];
+    for (args, said) in cases {
+        let out = report(args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.starts_with(&format!("report: {said}, which the report reads")),
+            "{args:?}: {stderr}"
+        );
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), contents, "{args:?}: the log changed");
+        assert!(std::fs::read(&elf).unwrap() == kernel, "{args:?}: the ELF changed");
+    }
+}
+
 #[test]
 fn report_filter_keeps_the_events_named_whose_filter_passes() {
     let log = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/panic-latency-snapshot.log");
