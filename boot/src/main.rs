@@ -491,7 +491,7 @@ fn run_qemu(config: &Config, timeout: Option<Duration>) -> std::io::Result<Outco
 /// of the output written all the same). The log is read twice, a line at a time:
 /// once to count the dumps, once to decode them one after the other, so memory
 /// holds one dump (converting, also the sections kept of the last that has what was
-/// asked), not the log.
+/// asked), not the log; a log that is not a regular file is held ([`Log`]).
 fn report(options: &Report) -> Result<bool, String> {
     if !options.hist.is_empty() && (options.stat || options.format != Format::Text) {
         return Err("--hist prints histograms as text; it goes with neither --stat nor \
@@ -543,8 +543,9 @@ fn report(options: &Report) -> Result<bool, String> {
     }
     let selection = report::Selection::parse(&options.filter)?;
     let log = options.log.display();
+    let input = Log::open(&options.log)?;
     let mut total = 0usize;
-    for_each_line(&options.log, |line| {
+    input.for_each_line(|line| {
         total += usize::from(line.contains(trace::dump::BEGIN));
         Ok(())
     })?;
@@ -563,20 +564,25 @@ fn report(options: &Report) -> Result<bool, String> {
                 let file =
                     std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
                 let out = &mut BufWriter::new(file);
-                return convert(options, symbols.as_ref(), &selection, total, out);
+                return convert(options, &input, symbols.as_ref(), &selection, total, out);
             }
             // A file is written beside its name and renamed into place once complete:
             // a report that fails leaves no file behind and an older one as it was.
             let partial = partial(path);
             let file = std::fs::File::create(&partial)
                 .map_err(|e| format!("{}: {e}", partial.display()))?;
-            let result =
-                convert(options, symbols.as_ref(), &selection, total, &mut BufWriter::new(file))
-                    .and_then(|clean| {
-                        std::fs::rename(&partial, path)
-                            .map_err(|e| format!("{}: {e}", path.display()))?;
-                        Ok(clean)
-                    });
+            let result = convert(
+                options,
+                &input,
+                symbols.as_ref(),
+                &selection,
+                total,
+                &mut BufWriter::new(file),
+            )
+            .and_then(|clean| {
+                std::fs::rename(&partial, path).map_err(|e| format!("{}: {e}", path.display()))?;
+                Ok(clean)
+            });
             if result.is_err() {
                 let _ = std::fs::remove_file(&partial);
             }
@@ -584,17 +590,18 @@ fn report(options: &Report) -> Result<bool, String> {
         }
         _ => {
             let stdout = &mut BufWriter::new(std::io::stdout().lock());
-            convert(options, symbols.as_ref(), &selection, total, stdout)
+            convert(options, &input, symbols.as_ref(), &selection, total, stdout)
         }
     }
 }
 
-/// Decodes the `total` dumps of the log one after the other and writes the report
+/// Decodes the `total` dumps of `input` one after the other and writes the report
 /// to `out` (CTF: to its directory), stack frames symbolised with `symbols`. Text
 /// reports every dump, one without what was asked as a line saying what it lacks;
 /// the other formats convert the last dump that has it. No dump with it is an error.
 fn convert(
     options: &Report,
+    input: &Log,
     symbols: Option<&report::Symbols>,
     selection: &report::Selection,
     total: usize,
@@ -637,7 +644,7 @@ fn convert(
         }
         write_text(options, symbols, selection, shown, out)
     };
-    for_each_line(&options.log, |line| reader.line(line).map_or(Ok(()), &mut each))?;
+    input.for_each_line(|line| reader.line(line).map_or(Ok(()), &mut each))?;
     if let Some(dump) = reader.finish() {
         each(dump)?;
     }
@@ -779,20 +786,59 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-/// Calls `each` with every line of the file at `path` (invalid UTF-8 replaced),
-/// reading one line at a time; stops at its first error.
-fn for_each_line(
-    path: &Path,
-    mut each: impl FnMut(&str) -> Result<(), String>,
-) -> Result<(), String> {
-    let read_error = |e: std::io::Error| format!("{}: {e}", path.display());
-    let mut file = BufReader::new(std::fs::File::open(path).map_err(read_error)?);
-    let mut line = Vec::new();
-    while file.read_until(b'\n', &mut line).map_err(read_error)? > 0 {
-        each(&String::from_utf8_lossy(&line))?;
-        line.clear();
+/// The most of a LOG that is not a regular file `report` holds in memory.
+const MAX_HELD_LOG: u64 = 256 << 20;
+
+/// The serial log `report` reads, twice: a regular file is read from disk each time;
+/// anything else (a pipe: `/dev/stdin`, `<(...)`) can be read only once, so it is
+/// read into memory, at most [`MAX_HELD_LOG`] bytes.
+struct Log<'a> {
+    /// Where it is.
+    path: &'a Path,
+    /// What was read of it, if it is not a regular file.
+    held: Option<Vec<u8>>,
+}
+
+impl<'a> Log<'a> {
+    /// The log at `path`: a regular file as it is, anything else read now.
+    fn open(path: &'a Path) -> Result<Self, String> {
+        use std::io::Read;
+        let read_error = |e: std::io::Error| format!("{}: {e}", path.display());
+        if std::fs::metadata(path).map_err(read_error)?.is_file() {
+            return Ok(Log { path, held: None });
+        }
+        let mut held = Vec::new();
+        let file = std::fs::File::open(path).map_err(read_error)?;
+        file.take(MAX_HELD_LOG + 1).read_to_end(&mut held).map_err(read_error)?;
+        if held.len() as u64 > MAX_HELD_LOG {
+            return Err(format!(
+                "{}: a LOG that is not a regular file (a pipe) is held in memory, and this \
+                 one is longer than {} MiB: save it to a file and give that",
+                path.display(),
+                MAX_HELD_LOG >> 20
+            ));
+        }
+        Ok(Log { path, held: Some(held) })
     }
-    Ok(())
+
+    /// Calls `each` with every line of the log (invalid UTF-8 replaced), reading one
+    /// line at a time; stops at its first error.
+    fn for_each_line(
+        &self,
+        mut each: impl FnMut(&str) -> Result<(), String>,
+    ) -> Result<(), String> {
+        let read_error = |e: std::io::Error| format!("{}: {e}", self.path.display());
+        let mut lines: Box<dyn BufRead> = match &self.held {
+            None => Box::new(BufReader::new(std::fs::File::open(self.path).map_err(read_error)?)),
+            Some(bytes) => Box::new(&bytes[..]),
+        };
+        let mut line = Vec::new();
+        while lines.read_until(b'\n', &mut line).map_err(read_error)? > 0 {
+            each(&String::from_utf8_lossy(&line))?;
+            line.clear();
+        }
+        Ok(())
+    }
 }
 
 /// The name of a format, as `--format` takes it.

@@ -675,6 +675,29 @@ fn an_output_whose_partial_file_is_an_input_is_refused() {
     }
 }
 
+/// A LOG that is a pipe (`report /dev/stdin`, `report <(cat LOG)`) can be read only
+/// once: it is reported as the file would be.
+#[test]
+fn a_piped_log_is_reported_as_its_file() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let contents = log();
+    let file = temp("piped.log", &contents);
+    let expected = report(&[file.to_str().unwrap()]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_boot"))
+        .args(["report", "/dev/stdin"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(contents.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("ping: seq=3 host=gamma"), "{}", text(&out.stdout));
+    assert_eq!(text(&out.stdout), text(&expected.stdout));
+}
+
 #[test]
 fn report_filter_keeps_the_events_named_whose_filter_passes() {
     let log = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/panic-latency-snapshot.log");
