@@ -165,7 +165,7 @@ mod tests {
             let (system, name, format) = ("irq".into(), name.into(), "vector=%u".into());
             let (kind, timeline) = (DescriptorKind::Event, Timeline::Instant);
             let d = DumpDescriptor { id, kind, system, name, format, fields, timeline };
-            section.descriptors.insert(id, d);
+            alloc::sync::Arc::make_mut(&mut section.descriptors).insert(id, d);
         }
         let event = |cpu, ts, id, vector| Event {
             cpu,

@@ -260,7 +260,7 @@ fn metadata(trace: &Section, uuid: &[u8; 16]) -> String {
          }};\n\n"
     );
     // Keyed by the map's id, the one events are looked up (and written) with.
-    for (id, d) in &trace.descriptors {
+    for (id, d) in trace.descriptors.iter() {
         let _ = write!(
             m,
             "event {{\n\tname = {};\n\tid = {id};\n\tstream_id = 0;\n\tfields := struct {{\n",
@@ -637,9 +637,9 @@ mod tests {
                 .collect(),
             timeline: Default::default(),
         };
-        t.descriptors.insert(7, odd);
+        std::sync::Arc::make_mut(&mut t.descriptors).insert(7, odd);
         // A descriptor whose own id disagrees with its key: the key wins.
-        t.descriptors.get_mut(&4).unwrap().id = 1;
+        std::sync::Arc::make_mut(&mut t.descriptors).get_mut(&4).unwrap().id = 1;
         let ev = |cpu, ts, id, values| task_event(cpu, ts, id, values, "");
         t.events.extend([
             ev(0, 13_000_000_000, 99, vec![Value::Bytes(vec![1, 2, 3])]),

@@ -545,7 +545,7 @@ mod tests {
             ),
             d(5, "timer", "tick", &[], Timeline::Instant),
         ] {
-            t.descriptors.insert(desc.id, desc);
+            std::sync::Arc::make_mut(&mut t.descriptors).insert(desc.id, desc);
         }
         let ev = task_event;
         let v = |n| vec![Value::Unsigned(n)];
@@ -620,7 +620,7 @@ mod tests {
                 .collect();
             let (system, name, format) = ("ftrace".into(), name.into(), String::new());
             let kind = trace::event::DescriptorKind::Event;
-            t.descriptors
+            std::sync::Arc::make_mut(&mut t.descriptors)
                 .insert(id, DumpDescriptor { id, kind, system, name, format, fields, timeline });
         }
         let v = |values: &[u64]| values.iter().map(|&n| Value::Unsigned(n)).collect();
@@ -635,7 +635,8 @@ mod tests {
             task_event(0, 6_000, 11, v(&[3, 0, 500]), "func=0x3 depth=0 duration=500"),
             task_event(0, 7_000, 10, v(&[4, 0]), "func=0x4 depth=0"),
         ];
-        t.descriptors.get_mut(&4).unwrap().fields = t.descriptors[&1].fields[..1].to_vec();
+        std::sync::Arc::make_mut(&mut t.descriptors).get_mut(&4).unwrap().fields =
+            t.descriptors[&1].fields[..1].to_vec();
         let doc = parsed(&t);
         let slices = check_structure(&doc);
         assert_eq!(

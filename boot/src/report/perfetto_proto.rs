@@ -479,7 +479,7 @@ mod tests {
             fields: fields.collect(),
             timeline: Timeline::Instant,
         };
-        t.descriptors.insert(7, d);
+        std::sync::Arc::make_mut(&mut t.descriptors).insert(7, d);
         let mut values = vec![Value::Unsigned(2), Value::Str("a+0x1".into()), Value::Unsigned(0xb)];
         values.resize(9, Value::Unsigned(0));
         t.events.push(Event {

@@ -162,7 +162,7 @@ pub fn sample() -> Section {
         buffer: BufferKind::Live,
         clock: trace::Clock::Local,
         cpus: 2,
-        descriptors,
+        descriptors: descriptors.into(),
         events,
         skipped: 0,
         filtered: 0,

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::Read;
 use std::path::Path;
+use std::sync::Arc;
 use trace::symtab::SymbolTable;
 
 use trace::dump::{Section, Value};
@@ -126,7 +127,7 @@ impl Symbols {
             .map(|d| (d.id, d.name == FUNCTION.name))
             .collect();
         for &(id, _) in &ids {
-            let Some(d) = trace.descriptors.get_mut(&id) else { continue };
+            let Some(d) = Arc::make_mut(&mut trace.descriptors).get_mut(&id) else { continue };
             for f in d
                 .fields
                 .iter_mut()
@@ -166,7 +167,10 @@ impl Symbols {
         // Per event (printk call sites aside: their arguments carry their own types):
         // the fields its format prints with `:sym`, which become strings.
         let mut events: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
-        for d in trace.descriptors.values_mut().filter(|d| d.kind != DescriptorKind::Printk) {
+        for d in Arc::make_mut(&mut trace.descriptors)
+            .values_mut()
+            .filter(|d| d.kind != DescriptorKind::Printk)
+        {
             let found = trace::event::format::address_fields(&d.format, &d.fields());
             for &i in &found {
                 if let Some(field) = d.fields.get_mut(i) {
@@ -206,8 +210,8 @@ impl Symbols {
             let values: Vec<trace::field::Value<'_>> =
                 ev.values.iter().map(Value::borrowed).collect();
             let mut text = String::new();
-            let _ =
-                trace::event::format::render_values(&mut text, &d.format, &fields, &values, None);
+            let format = trace::event::format::Compiled::new(&d.format, &fields);
+            let _ = format.render(&mut text, &values, trace::field::DecodeError::Truncated, None);
             ev.text = text;
         }
     }
@@ -222,7 +226,7 @@ impl Symbols {
         let stack = &trace::tracer::STACK_TRACE;
         let ids = trace.ids_of(stack.system, stack.name);
         for id in &ids {
-            let Some(d) = trace.descriptors.get_mut(id) else { continue };
+            let Some(d) = Arc::make_mut(&mut trace.descriptors).get_mut(id) else { continue };
             let mut format = String::from("depth={depth}");
             for f in d.fields.iter_mut().filter(|f| f.name != "depth") {
                 f.kind = FieldKind::Str;
@@ -324,9 +328,9 @@ mod tests {
         let mut section = Section::default();
         let fields = vec![field("n", FieldKind::U64), field("ip", FieldKind::U64)];
         let d = descriptor(1, DescriptorKind::Event, "n={n} at {ip:sym}", fields);
-        section.descriptors.insert(1, d);
+        Arc::make_mut(&mut section.descriptors).insert(1, d);
         let d = descriptor(2, DescriptorKind::Printk, "{} at {:sym} {:#x}", Vec::new());
-        section.descriptors.insert(2, d);
+        Arc::make_mut(&mut section.descriptors).insert(2, d);
         section.events = vec![
             event(1, vec![Value::Unsigned(0x104), Value::Unsigned(0x104)], "n=260 at 0x104"),
             event(1, vec![Value::Unsigned(1), Value::Unsigned(0x200)], "n=1 at 0x200"),

@@ -167,7 +167,7 @@ fn event_text(d: Option<&DumpDescriptor>, ev: &Event) -> String {
 fn declarations(traces: &[Section]) -> BTreeMap<u16, Declared<'_>> {
     let mut declared: BTreeMap<u16, Declared<'_>> = traces
         .iter()
-        .flat_map(|trace| &trace.descriptors)
+        .flat_map(|trace| trace.descriptors.iter())
         .map(|(&id, d)| {
             let linux = Linux::of(&d.system, &d.name, &d.fields());
             let reserved = RESERVED.iter().find(|r| (r.0, r.1) == (&d.system, &d.name));
@@ -582,7 +582,7 @@ mod tests {
             descriptor(2, "ftrace", "bprint", "tick {} late by {}", &[]),
             descriptor(3, "bench", "event", "", &[("a", FieldKind::U64), ("b", FieldKind::I8)]),
         ] {
-            t.descriptors.insert(d.id, d);
+            std::sync::Arc::make_mut(&mut t.descriptors).insert(d.id, d);
         }
         let kinds = vec![
             Value::Signed(-7),

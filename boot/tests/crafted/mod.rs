@@ -121,6 +121,11 @@ pub fn crashers() -> Vec<Crasher> {
             refused: "dump format version 18446744073709551615; this tool reads versions 1 to",
         },
         Crasher {
+            name: "a chunk longer than a chunk can be (decoded whatever its length)",
+            log: log(&[vec![item(HEADER, &[2, 1, 0]), top()], vec![record(0); 100]].concat()),
+            refused: "chunk 0: longer than a chunk can be (384 bytes); chunk skipped",
+        },
+        Crasher {
             name: "counts of records left out that overflow when added",
             log: log(&[top(), item(SKIPPED, &[0, u64::MAX]), item(SKIPPED, &[0, 2])]),
             refused: "the count of records left out overflows",

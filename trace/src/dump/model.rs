@@ -7,13 +7,15 @@ use super::{BufferKind, MAX_CPUS};
 use crate::context::Context;
 use crate::event::DescriptorKind;
 use crate::event::filter::{FieldRef, Fields, Filter, FilterError};
+use crate::event::format::Compiled;
 use crate::event::format_file::Origin;
-use crate::field::{self, Decoder, Field};
+use crate::field::{self, DecodeError, Decoder, Field};
 use crate::ring::Clock;
 use crate::symtab::SymbolTable;
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::format;
 use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt::Write as _;
 
@@ -28,8 +30,9 @@ pub struct Section {
     pub clock: Clock,
     /// Number of CPUs the dump covers.
     pub cpus: usize,
-    /// Event id -> descriptor.
-    pub descriptors: BTreeMap<u16, DumpDescriptor>,
+    /// Event id -> descriptor, shared by the sections of a dump (`Arc::make_mut` to
+    /// change a section's).
+    pub descriptors: Arc<BTreeMap<u16, DumpDescriptor>>,
     /// The section's events, in the dump's order (the kernel writes them merged in
     /// time order).
     pub events: Vec<Event>,
@@ -98,6 +101,12 @@ impl From<field::Value<'_>> for Value {
 impl Dump {
     /// Every section of the dump, decoded, in the dump's order.
     pub fn sections(&self) -> Vec<Section> {
+        let formats: BTreeMap<u16, Compiled<'_>> = self
+            .descriptors
+            .iter()
+            .map(|(&id, d)| (id, Compiled::new(&d.format, &d.fields())))
+            .collect();
+        let descriptors = Arc::new(self.descriptors.clone());
         self.instances
             .values()
             .map(|instance| {
@@ -125,8 +134,8 @@ impl Dump {
                     buffer: instance.buffer,
                     clock: instance.clock,
                     cpus,
-                    descriptors: self.descriptors.clone(),
-                    events: instance.records.iter().map(|r| self.event(r)).collect(),
+                    descriptors: Arc::clone(&descriptors),
+                    events: instance.records.iter().map(|r| self.event(r, &formats)).collect(),
                     skipped: instance.skipped,
                     filtered: 0,
                     stats,
@@ -136,9 +145,10 @@ impl Dump {
             .collect()
     }
 
-    /// `record` decoded with its descriptor: its values and its text (no values and
-    /// no text without a descriptor; the text says `<...>` where it does not decode).
-    fn event(&self, record: &DumpRecord) -> Event {
+    /// `record` decoded with its descriptor: its values and its text, rendered with
+    /// the descriptor's format as `formats` holds it (no values and no text without
+    /// a descriptor; the text says `<...>` where it does not decode).
+    fn event(&self, record: &DumpRecord, formats: &BTreeMap<u16, Compiled<'_>>) -> Event {
         let mut event = Event {
             cpu: record.cpu,
             ts: record.ts,
@@ -153,19 +163,21 @@ impl Dump {
         let (values, text) = (&mut event.values, &mut event.text);
         match d.kind {
             DescriptorKind::Event => {
+                let mut decoded = Vec::with_capacity(d.fields.len());
+                let mut error = DecodeError::Truncated;
                 for f in &d.fields {
                     match decoder.value(f.kind) {
-                        Ok(v) => values.push(v.into()),
-                        Err(_) => break,
+                        Ok(v) => decoded.push(v),
+                        Err(e) => {
+                            error = e;
+                            break;
+                        }
                     }
                 }
-                let _ = crate::event::format::render(
-                    text,
-                    &d.format,
-                    &d.fields(),
-                    &record.payload,
-                    None,
-                );
+                if let Some(format) = formats.get(&record.id) {
+                    let _ = format.render(text, &decoded, error, None);
+                }
+                values.extend(decoded.into_iter().map(Value::from));
             }
             DescriptorKind::Printk => {
                 while let Ok((_, v)) = decoder.tagged() {
@@ -343,6 +355,53 @@ mod tests {
         ];
         assert_eq!(hex_dump(&v), "02 01 00 00 00 00 00 00 01 ab 41");
         assert_eq!(hex_dump(&[]), "");
+    }
+
+    /// The sections of a dump share its descriptors, and each record's text is the
+    /// one [`crate::event::format::render`] gives, where its payload does not
+    /// decode too.
+    #[test]
+    fn sections_share_descriptors_and_render_as_the_kernel_does() {
+        use super::super::read::{DumpField, DumpInstance};
+        use crate::field::FieldKind;
+        let fields = [("a", FieldKind::U8), ("s", FieldKind::Str), ("b", FieldKind::U8)];
+        let descriptor = DumpDescriptor {
+            id: 1,
+            kind: DescriptorKind::Event,
+            system: "s".into(),
+            name: "e".into(),
+            format: "{b} {s} {a:#x} {} {c}".into(),
+            fields: fields.iter().map(|&(n, kind)| DumpField { name: n.into(), kind }).collect(),
+            timeline: crate::event::Timeline::Instant,
+        };
+        // Whole; a string that is not UTF-8; cut inside the string; empty.
+        let payloads = [&[7, 2, 0, b'h', b'i', 9][..], &[7, 1, 0, 0xff, 9], &[7, 5, 0, b'h'], &[]];
+        let record = |payload: &[u8]| DumpRecord {
+            cpu: 0,
+            ts: 0,
+            id: 1,
+            context: Context::TASK,
+            lost_before: 0,
+            payload: payload.to_vec(),
+        };
+        let instance = DumpInstance {
+            records: payloads.iter().map(|p| record(p)).collect(),
+            ..DumpInstance::default()
+        };
+        let mut dump = Dump { cpus: Some(1), ..Dump::default() };
+        dump.descriptors.insert(1, descriptor.clone());
+        dump.instances.insert(0, instance.clone());
+        dump.instances.insert(1, instance);
+        let sections = dump.sections();
+        assert!(Arc::ptr_eq(&sections[0].descriptors, &sections[1].descriptors));
+        for (event, payload) in sections[1].events.iter().zip(payloads) {
+            let mut text = String::new();
+            let fields = descriptor.fields();
+            crate::event::format::render(&mut text, &descriptor.format, &fields, payload, None)
+                .unwrap();
+            assert_eq!(event.text, text);
+        }
+        assert_eq!(sections[0].events[0].text, "9 hi 0x7 7 <no field c>");
     }
 
     #[test]

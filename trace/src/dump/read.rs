@@ -1,7 +1,7 @@
 //! Reading dumps back from a captured serial log (host side; allocates).
 
 use super::codec::{base64_decode, crc32, get_varint, unzigzag};
-use super::{BEGIN, BufferKind, END, MAX_CPUS, MAX_SECTIONS, VERSION, VERSIONS, kind};
+use super::{BEGIN, BufferKind, CHUNK_BYTES, END, MAX_CPUS, MAX_SECTIONS, VERSION, VERSIONS, kind};
 use crate::context::Context;
 use crate::event::{DescriptorKind, Timeline};
 use crate::field::{Decoder, Encoder, Field, FieldKind, Sink};
@@ -270,6 +270,13 @@ fn chunk_line(text: &str) -> Result<(u64, Vec<u8>), (Option<u64>, String)> {
         .ok()
         .filter(|_| crc.len() == 8)
         .ok_or((Some(seq), format!("chunk {seq}: malformed checksum {crc:?}")))?;
+    // Base64 takes 4 characters for every 3 bytes.
+    if data.len() > CHUNK_BYTES.div_ceil(3) * 4 {
+        return Err((
+            Some(seq),
+            format!("chunk {seq}: longer than a chunk can be ({CHUNK_BYTES} bytes); chunk skipped"),
+        ));
+    }
     let bytes = base64_decode(data).ok_or((Some(seq), format!("chunk {seq}: invalid base64")))?;
     let actual = crc32(&bytes);
     if actual != crc {

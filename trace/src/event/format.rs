@@ -143,9 +143,57 @@ pub fn address_fields(format: &str, fields: &[Field<'_>]) -> alloc::vec::Vec<usi
     found
 }
 
+/// A piece of a format string with its placeholder resolved against the fields.
+#[derive(Clone, Copy)]
+enum Part<'f> {
+    Text(&'f str),
+    /// The field at this index, printed so.
+    Field(usize, Spec),
+    /// A placeholder that names no field.
+    NoField(&'f str),
+    Malformed,
+}
+
+/// The parts of `format`, its placeholders resolved against `fields`.
+fn parts<'f>(format: &'f str, fields: &[Field<'_>]) -> impl Iterator<Item = Part<'f>> {
+    let mut next = 0;
+    pieces(format).map(move |piece| match piece {
+        Some(Piece::Text(text)) => Part::Text(text),
+        Some(Piece::Hole(name, spec)) => match field_index(fields, name, &mut next) {
+            Some(index) => Part::Field(index, spec),
+            None => Part::NoField(name),
+        },
+        None => Part::Malformed,
+    })
+}
+
+/// Writes `parts` with the value of each field from `value_of`; stops at a
+/// malformed one.
+fn write_parts<'f, 'v>(
+    out: &mut dyn Write,
+    parts: impl IntoIterator<Item = Part<'f>>,
+    value_of: &dyn Fn(usize) -> Result<Value<'v>, DecodeError>,
+    symbols: Option<&SymbolTable<'_>>,
+) -> fmt::Result {
+    for part in parts {
+        match part {
+            Part::Text(text) => out.write_str(text)?,
+            Part::Field(index, spec) => match value_of(index) {
+                Ok(value) => write_value(out, value, spec, symbols)?,
+                Err(error) => write!(out, "<{error}>")?,
+            },
+            Part::NoField(name) => write!(out, "<no field {name}>")?,
+            Part::Malformed => return out.write_str("<malformed format>"),
+        }
+    }
+    Ok(())
+}
+
 /// Renders a payload whose fields are `fields` (declared order) with `format`,
 /// code addresses (`:sym`) named from `symbols` if given. A payload that does not
-/// decode renders what it can and says what is wrong.
+/// decode renders what it can and says what is wrong. Each placeholder decodes
+/// the fields up to its own (no allocation); [`Compiled`] renders many records of
+/// one format in time linear in each.
 pub fn render(
     out: &mut dyn Write,
     format: &str,
@@ -162,44 +210,34 @@ pub fn render(
         }
         value
     };
-    render_with(out, format, fields, &value_of, symbols)
+    write_parts(out, parts(format, fields), &value_of, symbols)
 }
 
-/// [`render`] of values already decoded, one per field of `fields`.
-pub fn render_values(
-    out: &mut dyn Write,
-    format: &str,
-    fields: &[Field<'_>],
-    values: &[Value<'_>],
-    symbols: Option<&SymbolTable<'_>>,
-) -> fmt::Result {
-    let value_of = |index: usize| values.get(index).copied().ok_or(DecodeError::Truncated);
-    render_with(out, format, fields, &value_of, symbols)
+/// A format string with its placeholders resolved against its fields once, to
+/// render the records of its event from their decoded values.
+pub struct Compiled<'f> {
+    parts: alloc::vec::Vec<Part<'f>>,
 }
 
-/// [`render`] with the value of each field from `value_of`.
-fn render_with<'v>(
-    out: &mut dyn Write,
-    format: &str,
-    fields: &[Field<'_>],
-    value_of: &dyn Fn(usize) -> Result<Value<'v>, DecodeError>,
-    symbols: Option<&SymbolTable<'_>>,
-) -> fmt::Result {
-    let mut next = 0;
-    for piece in pieces(format) {
-        match piece {
-            Some(Piece::Text(text)) => out.write_str(text)?,
-            Some(Piece::Hole(name, spec)) => {
-                match field_index(fields, name, &mut next).map(value_of) {
-                    Some(Ok(value)) => write_value(out, value, spec, symbols)?,
-                    Some(Err(error)) => write!(out, "<{error}>")?,
-                    None => write!(out, "<no field {name}>")?,
-                }
-            }
-            None => return out.write_str("<malformed format>"),
-        }
+impl<'f> Compiled<'f> {
+    /// `format` resolved against `fields` (declared order).
+    pub fn new(format: &'f str, fields: &[Field<'_>]) -> Self {
+        Compiled { parts: parts(format, fields).collect() }
     }
-    Ok(())
+
+    /// Renders a record as [`render`] does, from `values`, its fields decoded in
+    /// order until the first that did not decode, which failed with `error` (the
+    /// fields from it on print it).
+    pub fn render(
+        &self,
+        out: &mut dyn Write,
+        values: &[Value<'_>],
+        error: DecodeError,
+        symbols: Option<&SymbolTable<'_>>,
+    ) -> fmt::Result {
+        let value_of = |index: usize| values.get(index).copied().ok_or(error);
+        write_parts(out, self.parts.iter().copied(), &value_of, symbols)
+    }
 }
 
 /// Renders a self-describing payload (printk arguments, each with a type tag): `{}`
@@ -261,9 +299,13 @@ mod tests {
         assert_eq!(render_to("at {ip:sym}", 0x104, None), "at 0x104");
         assert_eq!(render_to("at {ip:#x}", 0x104, Some(&table)), "at 0x104");
         let values = [Value::Unsigned(0x104), Value::Signed(-1), Value::Str("x")];
+        let compiled = Compiled::new("{ip:sym} {n} {s} {t}", &FIELDS);
         let mut text = String::new();
-        render_values(&mut text, "{ip:sym} {n} {s}", &FIELDS, &values, Some(&table)).unwrap();
-        assert_eq!(text, "f+0x4 -1 x");
+        compiled.render(&mut text, &values, DecodeError::Truncated, Some(&table)).unwrap();
+        assert_eq!(text, "f+0x4 -1 x <no field t>");
+        text.clear();
+        compiled.render(&mut text, &values[..1], DecodeError::Invalid, None).unwrap();
+        assert_eq!(text, "0x104 <invalid field value> <invalid field value> <no field t>");
     }
 
     #[test]
