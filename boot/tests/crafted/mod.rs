@@ -126,6 +126,11 @@ pub fn crashers() -> Vec<Crasher> {
             refused: "chunk 0: longer than a chunk can be (384 bytes); chunk skipped",
         },
         Crasher {
+            name: "a second header whose CPU count replaced the first's",
+            log: log(&[item(HEADER, &[2, 1, 0]), item(HEADER, &[2, 200, 0]), top(), record(150)]),
+            refused: "a second header item (a dump has one); it is ignored",
+        },
+        Crasher {
             name: "counts of records left out that overflow when added",
             log: log(&[top(), item(SKIPPED, &[0, u64::MAX]), item(SKIPPED, &[0, 2])]),
             refused: "the count of records left out overflows",

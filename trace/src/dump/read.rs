@@ -553,6 +553,9 @@ fn cpu(dump: &Dump, input: &mut &[u8]) -> Result<usize, String> {
 }
 
 fn header(dump: &mut Dump, body: &mut &[u8]) -> Result<(), String> {
+    if dump.version.is_some() {
+        return Err("a second header item (a dump has one); it is ignored".into());
+    }
     let version = varint(body)?;
     if !VERSIONS.contains(&version) {
         return Err(format!(
