@@ -43,8 +43,12 @@ impl Symbols {
         if size > MAX_ELF_BYTES {
             return Err(too_big());
         }
+        // Only an ELF is read whole.
         let mut data = Vec::new();
-        file.take(MAX_ELF_BYTES + 1).read_to_end(&mut data).map_err(|e| format!("{name}: {e}"))?;
+        let mut file = file.take(MAX_ELF_BYTES + 1);
+        (&mut file).take(4).read_to_end(&mut data).map_err(|e| format!("{name}: {e}"))?;
+        crate::elf::check_magic(&data).map_err(|e| format!("{name}: {e}"))?;
+        file.read_to_end(&mut data).map_err(|e| format!("{name}: {e}"))?;
         if data.len() as u64 > MAX_ELF_BYTES {
             return Err(too_big());
         }
