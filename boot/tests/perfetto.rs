@@ -234,3 +234,74 @@ fn irqsoff_regions_are_slices_on_tracks_of_their_own() {
     }
     assert!(decoded.contains("name: \"irqs off\""), "interned as an event name: {decoded}");
 }
+
+trace::event! {
+    /// Begins an operation keyed by `k`.
+    pub OP_BEGIN = "t":"op_begin" { k: u32 } => "k={k}", begin "op" key k;
+}
+trace::event! {
+    /// Ends the operation keyed by `k`.
+    pub OP_END = "t":"op_end" { k: u32 } => "k={k}", end "op" key k;
+}
+
+/// Keyed pairs that interleave on one CPU (begin 0, begin 1, end 0, end 1) nest:
+/// the first slice is lengthened to hold the second, which began inside it, and
+/// closes after it; the protobuf's ends come in that order, each at its slice's end.
+#[test]
+fn interleaved_keyed_pairs_nest() {
+    use trace::dump::DumpWriter;
+    use trace::event::EventDescriptor;
+    let mut log = String::new();
+    let mut writer = DumpWriter::begin(|line: &str| {
+        log.push_str(line);
+        log.push('\n');
+    });
+    writer.header(1, None, None);
+    let (begin, end): (&EventDescriptor, &EventDescriptor) =
+        (OP_BEGIN.descriptor(), OP_END.descriptor());
+    writer.descriptor_as(1, begin);
+    writer.descriptor_as(2, end);
+    writer.instance(0, "");
+    for (ts, id, k) in [(1_000, 1, 0u32), (2_000, 1, 1), (3_000, 2, 0), (4_000, 2, 1)] {
+        let payload = k.to_le_bytes();
+        let mut record = support::record(0, ts, &payload);
+        record.id = id;
+        writer.record(0, &record, Some(if id == 1 { begin } else { end }));
+    }
+    writer.finish();
+    let log = support::temp("interleaved.log", log);
+    let json = boot(&["report", "--format", "perfetto", log.to_str().unwrap()]);
+    assert!(json.status.success(), "{}", text(&json.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let slices: Vec<(f64, f64)> = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .map(|e| (e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap()))
+        .collect();
+    assert_eq!(slices, [(1.0, 3.0), (2.0, 2.0)]);
+    let file = temp_path("interleaved.pftrace");
+    let out = boot(
+        &["report", "--format", "perfetto-proto", "-o", file.to_str().unwrap()]
+            .into_iter()
+            .chain([log.to_str().unwrap()])
+            .collect::<Vec<_>>(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let decoded = decode(&std::fs::read(&file).unwrap());
+    let slices: Vec<(&str, &str)> = decoded
+        .split("packet {")
+        .filter_map(|p| Some((values(p, "type").first().copied()?, values(p, "timestamp")[0])))
+        .filter(|(kind, _)| kind.starts_with("TYPE_SLICE"))
+        .collect();
+    assert_eq!(
+        slices,
+        [
+            ("TYPE_SLICE_BEGIN", "1000"),
+            ("TYPE_SLICE_BEGIN", "2000"),
+            ("TYPE_SLICE_END", "4000"),
+            ("TYPE_SLICE_END", "4000"),
+        ]
+    );
+}

@@ -18,7 +18,9 @@
 //! unpaired. A slice ends at its end event, but a `function_graph` call's lasts the
 //! duration its return recorded, from its entry, as the kernel's `trace` shows it
 //! (lengthened, if need be, to hold the slices that began inside it: the duration
-//! leaves out the tracer's own time at the entry); a return whose entry is not in
+//! leaves out the tracer's own time at the entry; keyed pairs that interleave, begin
+//! 0, begin 1, end 0, end 1, lengthen the first to the second's end, so that slices
+//! nest); a return whose entry is not in
 //! the dump (overwritten) or an entry whose return is not stays an instant, its
 //! other end unknown. Every other event, and a begin or end left unpaired, is a
 //! thread-scoped instant (`"ph":"i","s":"t"`) named `system:name` with category
@@ -26,7 +28,7 @@
 //! with `{"count": N}`; a panic is a global instant at the last timestamp. Every
 //! CPU track's events are in timestamp order.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
 
 use serde_json::{Map, Value as Json, json};
@@ -40,43 +42,64 @@ fn field<'a>(trace: &Section, ev: &'a Event, name: &str) -> Option<&'a Value> {
     ev.values.get(d.fields.iter().position(|f| f.name == name)?)
 }
 
-/// A slice, as [`slices`] finds it: the index of the event that ends it and when
-/// it ends.
+/// A slice, as [`slices`] finds it: the index of the event that ends it, when it
+/// ends, and the index of the event at which it closes (its end event, or where the
+/// last of the slices that began inside it and ended after it ends).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Slice {
     /// The index of its end event.
     pub end: usize,
     /// Its end time.
     pub until: u64,
+    /// The index of the event at which it closes, innermost first.
+    pub closed: usize,
+}
+
+/// A slice begun and not yet closed on its CPU.
+struct Open {
+    /// The index of its begin event.
+    begin: usize,
+    /// Its end time, as its end event gives it.
+    until: u64,
+    /// The latest end of the slices that began inside it.
+    inside: u64,
+    /// Whether its end event came.
+    ended: bool,
 }
 
 /// The slices of a trace, for each event index that begins one: begins paired with
 /// ends as the events' descriptors declare them ([`trace::event::Timeline`]), each
 /// ending at its end event or, where that event recorded how long the slice lasted
 /// ([`recorded_duration`]), that long after its begin (never after its end event),
-/// lengthened to hold the slices that began inside it.
+/// lengthened to hold the slices that began inside it, those that end after it too
+/// (keyed pairs that interleave: it closes with them), so that slices nest. Linear
+/// in the events.
 pub(super) fn slices(trace: &Section) -> BTreeMap<usize, Slice> {
     let paired = pairs(trace);
-    let begun: BTreeMap<usize, usize> = paired.iter().map(|(&b, &e)| (e, b)).collect();
-    // Each CPU's open slices: begin index, end time, latest end of those inside.
-    let mut open: BTreeMap<usize, Vec<(usize, u64, u64)>> = BTreeMap::new();
+    let begun: HashMap<usize, usize> = paired.iter().map(|(&b, &e)| (e, b)).collect();
+    // Each CPU's open slices, innermost last, and where each begin is among them.
+    let mut open: HashMap<usize, Vec<Open>> = HashMap::new();
+    let mut at: HashMap<usize, usize> = HashMap::new();
     let mut found = BTreeMap::new();
     for (i, ev) in trace.events.iter().enumerate() {
         if let Some(&end) = paired.get(&i) {
             let last = &trace.events[end];
             let until = recorded_duration(trace, last)
                 .map_or(last.ts, |ns| ev.ts.saturating_add(ns).min(last.ts));
-            open.entry(ev.cpu).or_default().push((i, until, 0));
+            let stack = open.entry(ev.cpu).or_default();
+            at.insert(i, stack.len());
+            stack.push(Open { begin: i, until, inside: 0, ended: false });
         }
-        let Some(&begin) = begun.get(&i) else { continue };
+        let Some(begin) = begun.get(&i).and_then(|b| at.remove(b)) else { continue };
         let stack = open.entry(ev.cpu).or_default();
-        let Some(at) = stack.iter().rposition(|&(b, ..)| b == begin) else { continue };
-        let (_, until, inside) = stack.remove(at);
-        let until = until.max(inside);
-        if let Some(outer) = at.checked_sub(1).and_then(|o| stack.get_mut(o)) {
-            outer.2 = outer.2.max(until);
+        stack[begin].ended = true;
+        while let Some(slice) = stack.pop_if(|o| o.ended) {
+            let until = slice.until.max(slice.inside);
+            if let Some(outer) = stack.last_mut() {
+                outer.inside = outer.inside.max(until);
+            }
+            found.insert(slice.begin, Slice { end: paired[&slice.begin], until, closed: i });
         }
-        found.insert(begin, Slice { end: i, until });
     }
     found
 }
@@ -99,21 +122,25 @@ fn recorded_duration(trace: &Section, ev: &Event) -> Option<u64> {
 /// ([`trace::event::Timeline`]): for each event index that begins a slice, the index of
 /// the event that ends it.
 fn pairs(trace: &Section) -> BTreeMap<usize, usize> {
-    let mut open: BTreeMap<(usize, &str), Vec<usize>> = BTreeMap::new();
+    // Each CPU's begins not yet ended, by label and key value, innermost last.
+    type Begins<'t> = HashMap<(&'t str, Option<Option<&'t Value>>), Vec<usize>>;
+    let mut open: HashMap<usize, Begins<'_>> = HashMap::new();
     let mut paired = BTreeMap::new();
     for (i, ev) in trace.events.iter().enumerate() {
         if ev.lost_before > 0 {
-            open.retain(|&(cpu, _), _| cpu != ev.cpu);
+            open.remove(&ev.cpu);
         }
         let Some(d) = trace.descriptor(ev.id) else { continue };
+        let key = |key: &Option<String>| key.as_ref().map(|k| field(trace, ev, k));
         match &d.timeline {
-            Timeline::Begin { label, .. } => open.entry((ev.cpu, label)).or_default().push(i),
-            Timeline::End { label, key } => {
-                let Some(stack) = open.get_mut(&(ev.cpu, label.as_str())) else { continue };
-                let key = |ev| key.as_ref().map(|k| field(trace, ev, k));
-                let found = stack.iter().rposition(|&b| key(&trace.events[b]) == key(ev));
-                if let Some(at) = found {
-                    paired.insert(stack.remove(at), i);
+            Timeline::Begin { label, key: name } => {
+                let begins = open.entry(ev.cpu).or_default();
+                begins.entry((label, key(name))).or_default().push(i);
+            }
+            Timeline::End { label, key: name } => {
+                let begins = open.get_mut(&ev.cpu).and_then(|o| o.get_mut(&(label, key(name))));
+                if let Some(begin) = begins.and_then(Vec::pop) {
+                    paired.insert(begin, i);
                 }
             }
             Timeline::Instant | Timeline::Counter | Timeline::Span { .. } => {}
@@ -281,10 +308,10 @@ fn buffer_events(trace: &Section, pid: usize, events: &mut Vec<Json>) {
         thread(events, cpu, format!("cpu{cpu}"), cpu);
     }
     // A span's track: a thread of its own per label and CPU, after the CPUs'.
-    let labels = span_labels(trace);
-    let span_tid = |label: &str, cpu: usize| {
-        MAX_CPUS * (1 + labels.iter().position(|l| *l == label).unwrap_or(0)) + cpu
-    };
+    let labels: HashMap<&str, usize> =
+        span_labels(trace).into_iter().enumerate().map(|(rank, l)| (l, rank)).collect();
+    let span_tid =
+        |label: &str, cpu: usize| MAX_CPUS * (1 + labels.get(label).copied().unwrap_or(0)) + cpu;
     let tracks: std::collections::BTreeSet<(&str, usize)> =
         trace.events.iter().filter_map(|ev| Some((span(trace, ev)?.0, ev.cpu))).collect();
     for &(label, cpu) in &tracks {
@@ -323,7 +350,7 @@ fn buffer_events(trace: &Section, pid: usize, events: &mut Vec<Json>) {
             continue;
         }
         let (name, cat, mut args) = described_json(trace, ev);
-        if let Some(&Slice { end, until }) = paired.get(&i) {
+        if let Some(&Slice { end, until, .. }) = paired.get(&i) {
             let end = &trace.events[end];
             let slice = slice_name(trace, ev);
             let (end_name, _, end_args) = described_json(trace, end);

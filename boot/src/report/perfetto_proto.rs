@@ -19,7 +19,7 @@
 //! once, in the first packet that uses it). A `stacktrace` event also carries its
 //! frames as the track event's callstack. Timestamps are nanoseconds.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::{self, Write};
 
 use super::perfetto::{counters, described, slice_name, slices, span};
@@ -304,8 +304,14 @@ pub fn write_perfetto_proto(trace: &Section, out: &mut impl Write) -> io::Result
     let mut span_tracks: HashMap<(usize, String), u64> = HashMap::new();
     let first_counter = cpu_track(trace.cpu_ids().last().copied().unwrap_or(0)).saturating_add(1);
     let paired = slices(trace);
-    // Slice end event index -> its begin event's name and field names, and its end.
-    let mut ends: HashMap<usize, (String, Vec<String>, u64)> = HashMap::new();
+    let ends: HashSet<usize> = paired.values().map(|s| s.end).collect();
+    // Event index -> the begins of the slices that close there, innermost first.
+    let mut closes: HashMap<usize, Vec<usize>> = HashMap::new();
+    for (&begin, slice) in paired.iter().rev() {
+        closes.entry(slice.closed).or_default().push(begin);
+    }
+    // A slice's begin index -> its begin event's name and field names.
+    let mut begun: HashMap<usize, (String, Vec<String>)> = HashMap::new();
     for (i, ev) in trace.events.iter().enumerate() {
         let track = cpu_track(ev.cpu);
         if ev.lost_before > 0 {
@@ -371,27 +377,37 @@ pub fn write_perfetto_proto(trace: &Section, out: &mut impl Write) -> io::Result
             }
             continue;
         }
-        let (name, cat, mut args) = described(trace, ev);
-        if let Some((begin, begin_keys, until)) = ends.remove(&i) {
-            // The viewer merges the two events' args, as the JSON's slice has them.
-            for arg in &mut args {
-                if begin_keys.contains(&arg.0) {
-                    arg.0.insert_str(0, "end_");
+        let (name, cat, args) = described(trace, ev);
+        if ends.contains(&i) {
+            // A slice's end is written where it closes, here or at the end of those
+            // that began inside it.
+            for begin in closes.remove(&i).unwrap_or_default() {
+                let (Some((begin_name, begin_keys)), Some(slice)) =
+                    (begun.remove(&begin), paired.get(&begin))
+                else {
+                    continue;
+                };
+                let (end_name, _, mut args) = described(trace, &trace.events[slice.end]);
+                // The viewer merges the two events' args, as the JSON's slice has them.
+                for arg in &mut args {
+                    if begin_keys.contains(&arg.0) {
+                        arg.0.insert_str(0, "end_");
+                    }
                 }
+                args.push(("begin".into(), Value::Str(begin_name)));
+                args.push(("end".into(), Value::Str(end_name)));
+                w.event(&TrackEvent {
+                    ts: slice.until,
+                    track,
+                    kind: event::SLICE_END,
+                    name: None,
+                    args: &args,
+                    frames: vec![],
+                })?;
             }
-            args.push(("begin".into(), Value::Str(begin)));
-            args.push(("end".into(), Value::Str(name)));
-            w.event(&TrackEvent {
-                ts: until,
-                track,
-                kind: event::SLICE_END,
-                name: None,
-                args: &args,
-                frames: vec![],
-            })?;
-        } else if let Some(&slice) = paired.get(&i) {
+        } else if paired.contains_key(&i) {
             let keys = args.iter().map(|a| a.0.clone()).collect();
-            ends.insert(slice.end, (name, keys, slice.until));
+            begun.insert(i, (name, keys));
             let slice = slice_name(trace, ev);
             let name = Some((slice.as_str(), cat.as_str()));
             w.event(&TrackEvent {

@@ -69,7 +69,7 @@ pub struct Event {
 
 /// A decoded field value, owning its bytes (an output may rewrite it: stack
 /// addresses become symbol names).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Value {
     /// Any unsigned integer field.
     Unsigned(u64),
