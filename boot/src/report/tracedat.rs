@@ -57,6 +57,9 @@ const DELTA_BITS: u32 = 27;
 const MAX_TYPE_LEN: usize = 28;
 /// Type of a time-extend record.
 const TIME_EXTEND: u32 = 30;
+/// Latest timestamp written (146 years, as CTF's: trace-cmd misreads times from
+/// 2^63 ns); later ones are clamped to it.
+const MAX_TS: u64 = 1 << 62;
 /// Largest record (ftrace layout) written: with its header, a time extend and a lost
 /// count it fits an empty page. Longer texts are cut.
 const MAX_RECORD: usize = 2048;
@@ -126,11 +129,9 @@ fn too_many_cpus(cpu: usize) -> io::Error {
 const RESERVED: [(&str, &str, &str); 2] =
     [("ftrace", "bprint", "printk"), ("ftrace", "kernel_stack", "stacktrace")];
 
-/// `system` or `name` as libtraceevent reads a name: letters, digits and `_`.
+/// `system` or `name` as libtraceevent reads a name ([`format_file::c_name`]).
 fn c_name(name: &str) -> String {
-    let clean: String =
-        name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
-    if clean.is_empty() { "_".into() } else { clean }
+    format_file::c_name(name).to_string()
 }
 
 /// The saved command lines: `PID NAME` for each task id the events carry (pid 0
@@ -265,11 +266,12 @@ impl Pages {
         self.used += bytes.len();
     }
 
-    /// Appends a record (ftrace layout, at most [`MAX_RECORD`] bytes) at `ts`.
+    /// Appends a record (ftrace layout, at most [`MAX_RECORD`] bytes) at `ts`, not
+    /// before the last one's.
     fn push(&mut self, ts: u64, lost_before: u64, record: &[u8]) {
         let len = record.len().next_multiple_of(4);
         let body = if len <= 4 * MAX_TYPE_LEN { 4 + len } else { 8 + len };
-        if self.open.is_none() || lost_before > 0 || ts < self.last_ts {
+        if self.open.is_none() || lost_before > 0 {
             self.open(ts, lost_before);
         }
         let mut delta = ts - self.last_ts;
@@ -339,11 +341,15 @@ pub fn buffer_name(trace: &Section) -> String {
     }
 }
 
-/// Each CPU's pages of a section's records, `cpus` of them.
+/// Each CPU's pages of a section's records, `cpus` of them: each CPU's records in
+/// time order (a stable sort: the dump's order among equal times), as a page's
+/// deltas only go forward, their times clamped at [`MAX_TS`].
 fn pages_of(trace: &Section, declared: &BTreeMap<u16, Declared<'_>>, cpus: usize) -> Vec<Pages> {
     let mut pages: Vec<Pages> = (0..cpus).map(|_| Pages::default()).collect();
     let mut record = Vec::new();
-    for ev in &trace.events {
+    let mut events: Vec<&Event> = trace.events.iter().collect();
+    events.sort_by_key(|ev| (ev.cpu, ev.ts.min(MAX_TS)));
+    for ev in events {
         let Some(entry) = declared.get(&ev.id) else { continue };
         record.clear();
         match entry.shape {
@@ -357,7 +363,7 @@ fn pages_of(trace: &Section, declared: &BTreeMap<u16, Declared<'_>>, cpus: usize
                 format_file::encode_text_record(ev.id, origin(ev), &text[..end], &mut record);
             }
         }
-        pages[ev.cpu].push(ev.ts, ev.lost_before, &record);
+        pages[ev.cpu].push(ev.ts.min(MAX_TS), ev.lost_before, &record);
     }
     for cpu in &mut pages {
         cpu.close();

@@ -126,7 +126,7 @@ const fn is_signed(kind: FieldKind) -> bool {
 fn write_field(
     out: &mut dyn Write,
     ty: &str,
-    name: &str,
+    name: impl fmt::Display,
     len: Option<u16>,
     slot: Slot,
     signed: bool,
@@ -169,7 +169,8 @@ pub fn write_format(
             FieldKind::Char => Some(CHAR_SIZE as u16),
             _ => None,
         };
-        write_field(out, c_type(field.kind), field.name, len, slot, is_signed(field.kind))?;
+        let (ty, signed) = (c_type(field.kind), is_signed(field.kind));
+        write_field(out, ty, c_name(field.name), len, slot, signed)?;
     }
     write!(out, "\nprint fmt: \"")?;
     let mut args = Vec::new();
@@ -402,7 +403,7 @@ struct Arg<'a>(&'a Field<'a>);
 
 impl Arg<'_> {
     fn write(&self, out: &mut dyn Write) -> fmt::Result {
-        let name = self.0.name;
+        let name = c_name(self.0.name);
         match self.0.kind {
             FieldKind::Str => write!(out, "__get_str({name})"),
             FieldKind::Bytes(n) => write!(out, "__print_hex_str(REC->{name}, {n})"),
@@ -437,7 +438,26 @@ fn conversion<'a>(
     Ok(Arg(field))
 }
 
-/// Text of a format string as a C string literal's contents, `%` doubled.
+/// A name as libtraceevent reads one (a field's, an event's, a system's): letters,
+/// digits and `_`, anything else `_`; `_` for an empty one.
+pub fn c_name(name: &str) -> impl fmt::Display + '_ {
+    struct CName<'a>(&'a str);
+    impl fmt::Display for CName<'_> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            if self.0.is_empty() {
+                return f.write_char('_');
+            }
+            let clean = |c: char| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' };
+            self.0.chars().try_for_each(|c| f.write_char(clean(c)))
+        }
+    }
+    CName(name)
+}
+
+/// Text of a format string as a C string literal's contents, `%` doubled, and
+/// printable ASCII only: other characters (control characters, NUL, non-ASCII),
+/// which libtraceevent does not parse, as the text `\u{HEX}` (its backslash
+/// escaped, so that trace-cmd prints it so).
 fn escaped(text: &str) -> impl fmt::Display + '_ {
     struct Escaped<'a>(&'a str);
     impl fmt::Display for Escaped<'_> {
@@ -449,7 +469,8 @@ fn escaped(text: &str) -> impl fmt::Display + '_ {
                     '\\' => f.write_str("\\\\")?,
                     '\n' => f.write_str("\\n")?,
                     '\t' => f.write_str("\\t")?,
-                    c => f.write_char(c)?,
+                    ' '..='~' => f.write_char(c)?,
+                    c => write!(f, "\\\\u{{{:x}}}", u32::from(c))?,
                 }
             }
             Ok(())
