@@ -42,8 +42,9 @@ impl Write for Truncated {
     }
 }
 
-/// Text the first panic's report keeps as it goes, without a lock: a panic nested in
-/// the report (on the same CPU) reads what it got to.
+/// Text a panic keeps as it goes, without a lock, for another to read what it got
+/// to: the first panic's report, for a panic nested in it (on the same CPU), and a
+/// second CPU's panic, for the first's report.
 struct Kept {
     bytes: [AtomicU8; KEPT_BYTES],
     len: AtomicUsize,
@@ -290,7 +291,7 @@ fn panic(info: &PanicInfo<'_>) -> ! {
         Err(_) => {
             // The dump itself panicked: give up with a minimal message (with
             // `panic_reboot` on, the trace was saved before the dump began).
-            crate::emergency_println!("\npanic during the trace dump; giving up");
+            crate::emergency_println!("\npanic while saving or dumping the trace; giving up");
             leave();
         }
     }

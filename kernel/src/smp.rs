@@ -200,14 +200,13 @@ pub fn spin_in_nmi(index: usize, panic_when_stopped: bool) -> Result<(), &'stati
     let flag = SPIN_IN_NMI.get(index).ok_or("no such CPU")?;
     PANIC_WHEN_STOPPED[index].store(panic_when_stopped, Ordering::SeqCst);
     flag.store(true, Ordering::SeqCst);
-    if let Err(error) = nmi(index) {
-        flag.store(false, Ordering::SeqCst);
-        return Err(error);
-    }
+    nmi(index).inspect_err(|_| flag.store(false, Ordering::SeqCst))?;
+    // Once the NMI is sent it spins there, whenever it takes it: a CPU slow to
+    // say so is spinning all the same.
     let deadline = clock::now_ns() + 100_000_000;
     while !SPINNING[index].load(Ordering::SeqCst) {
         if clock::now_ns() > deadline {
-            return Err("the CPU did not start spinning within 100 ms");
+            return Err("the NMI was sent, but the CPU did not say it spins within 100 ms");
         }
         core::hint::spin_loop();
     }
@@ -269,15 +268,16 @@ pub fn request_backtraces() -> usize {
 /// each keeping its call chain ([`backtrace`]). Returns how many stopped. For the
 /// panic path.
 pub fn stop_other_cpus() -> usize {
+    // A CPU that does not stop shows no chain, not one an earlier request left
+    // (cleared before any CPU can stop and keep its own).
+    for cpu in (0..online()).filter(|&cpu| cpu != percpu::index()) {
+        BACKTRACES[cpu][0].store(0, Ordering::SeqCst);
+    }
     STOPPER.store(percpu::index(), Ordering::SeqCst);
     STOPPING.store(true, Ordering::SeqCst);
     let others = online() - 1;
     if others == 0 {
         return 0;
-    }
-    // A CPU that does not stop shows no chain, not one an earlier request left.
-    for cpu in (0..online()).filter(|&cpu| cpu != percpu::index()) {
-        BACKTRACES[cpu][0].store(0, Ordering::SeqCst);
     }
     apic::send_ipi(Destination::AllButSelf, Ipi::Nmi);
     let deadline = clock::now_ns() + 100_000_000;

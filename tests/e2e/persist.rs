@@ -123,7 +123,7 @@ fn a_panic_whose_dump_fails_still_saves_the_trace() {
     m.run("echo before-a-failed-dump > instances/boot_map/trace_marker");
     let boot = m.run_to_reboot("panic dump");
     let saved = boot.find("panic: trace saved; rebooting after the dump");
-    let gave_up = boot.find("panic during the trace dump; giving up");
+    let gave_up = boot.find("panic while saving or dumping the trace; giving up");
     assert!(saved.is_some() && saved < gave_up, "{boot}");
     let trace = m.run("cat instances/last_boot/trace");
     assert!(trace.contains("before-a-failed-dump"), "{trace}");

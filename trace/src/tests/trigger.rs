@@ -960,6 +960,21 @@ fn trigger_stacktrace_records_a_stack_event() {
     assert_eq!(text, "depth=0 0x0 0x0 0x0 0x0 0x0 0x0 0x0 0x0");
 }
 
+/// A marker its buffer does not take (recording off) is refused, and its triggers do
+/// not run, as Linux's: a `traceon` on the marker leaves recording off.
+#[test]
+fn a_refused_marker_runs_no_trigger() {
+    let t = tracer(&[]);
+    let top = t.top();
+    top.set_trigger(&crate::tracer::MARKER, "traceon").unwrap();
+    top.set_tracing(false);
+    assert_eq!(top.write_marker("refused"), Err(crate::ring::WriteError::NotTaken));
+    assert!(!top.tracing(), "the refused marker's traceon ran");
+    top.set_tracing(true);
+    top.write_marker("taken").unwrap();
+    assert!(top.tracing());
+}
+
 #[test]
 fn the_stacktrace_option_records_a_stack_after_each_tracepoint_its_instance_records() {
     static EV: EventDescriptor =

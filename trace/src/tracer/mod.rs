@@ -718,8 +718,15 @@ impl<P: Platform> Tracer<P> {
             0 => Placed::default(),
             _ => self.record_admitted(section, cpu, tag, record, descriptor, body),
         };
+        let refused = record & !placed.written;
+        // A marker a buffer did not take is refused there (EBADF), as Linux's, whose
+        // marker triggers then do not run.
+        let triggered = match is_written_by_tracer(descriptor) {
+            true => triggered & !refused,
+            false => triggered,
+        };
         self.fire_triggers(section, cpu, tag, triggered, descriptor, &body, placed);
-        Err(record & !placed.written)
+        Err(refused)
     }
 
     /// [`Tracer::record_each`] for the instances that admitted an event with
