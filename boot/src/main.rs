@@ -822,22 +822,53 @@ impl<'a> Log<'a> {
     }
 
     /// Calls `each` with every line of the log (invalid UTF-8 replaced), reading one
-    /// line at a time; stops at its first error.
+    /// line at a time, each cut to [`MAX_LINE`] bytes; stops at its first error.
     fn for_each_line(
         &self,
         mut each: impl FnMut(&str) -> Result<(), String>,
     ) -> Result<(), String> {
+        use std::io::Read;
         let read_error = |e: std::io::Error| format!("{}: {e}", self.path.display());
         let mut lines: Box<dyn BufRead> = match &self.held {
             None => Box::new(BufReader::new(std::fs::File::open(self.path).map_err(read_error)?)),
             Some(bytes) => Box::new(&bytes[..]),
         };
         let mut line = Vec::new();
-        while lines.read_until(b'\n', &mut line).map_err(read_error)? > 0 {
-            each(&String::from_utf8_lossy(&line))?;
+        loop {
             line.clear();
+            let read = lines.by_ref().take(MAX_LINE).read_until(b'\n', &mut line);
+            if read.map_err(read_error)? == 0 {
+                return Ok(());
+            }
+            if line.last() != Some(&b'\n') {
+                skip_line(&mut lines).map_err(read_error)?;
+            }
+            each(&String::from_utf8_lossy(&line))?;
         }
-        Ok(())
+    }
+}
+
+/// Longest start of a log's line `report` reads, in bytes: a dump's lines are
+/// shorter than a kilobyte; the rest of a longer line is skipped, not held.
+const MAX_LINE: u64 = 1 << 16;
+
+/// Reads past the end of the line `lines` is in, keeping nothing.
+fn skip_line(lines: &mut dyn BufRead) -> std::io::Result<()> {
+    loop {
+        let buf = lines.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(());
+        }
+        match buf.iter().position(|&b| b == b'\n') {
+            Some(end) => {
+                lines.consume(end + 1);
+                return Ok(());
+            }
+            None => {
+                let len = buf.len();
+                lines.consume(len);
+            }
+        }
     }
 }
 

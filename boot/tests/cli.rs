@@ -677,6 +677,26 @@ fn an_output_whose_partial_file_is_an_input_is_refused() {
 
 /// A LOG that is a pipe (`report /dev/stdin`, `report <(cat LOG)`) can be read only
 /// once: it is reported as the file would be.
+/// A line of the log longer than a dump's is read only in part: a 256 MiB line
+/// (sparse zeros, no newline) before the dump is read within 200 MiB of address
+/// space, and the dump after it is reported.
+#[test]
+fn a_huge_line_is_not_held_in_memory() {
+    use std::io::{Seek, SeekFrom, Write};
+    let path = std::env::temp_dir().join(format!("huge-line-{}.log", std::process::id()));
+    let mut file = std::fs::File::create(&path).unwrap();
+    file.set_len(256 << 20).unwrap();
+    file.seek(SeekFrom::End(0)).unwrap();
+    file.write_all(format!("\n{}", log()).as_bytes()).unwrap();
+    drop(file);
+    let binary = env!("CARGO_BIN_EXE_boot");
+    let command = format!("ulimit -v 204800; exec {binary} report {}", path.display());
+    let out = Command::new("sh").args(["-c", &command]).output().unwrap();
+    let _ = std::fs::remove_file(&path);
+    assert!(out.status.success(), "{:?}: {}", out.status, text(&out.stderr));
+    assert!(text(&out.stdout).contains("ping: seq=3 host=gamma"), "{}", text(&out.stdout));
+}
+
 #[test]
 fn a_piped_log_is_reported_as_its_file() {
     use std::io::Write;
