@@ -178,10 +178,15 @@ fn on_call_interrupt() {
 /// pending, or it does not start.
 pub fn spin(index: usize) -> Result<(), &'static str> {
     call(index, Request::Spin)?;
+    spinning(index, "the CPU did not start spinning within 100 ms")
+}
+
+/// Waits (up to 100 ms) until CPU `index` says it spins; `Err(late)` if it does not.
+fn spinning(index: usize, late: &'static str) -> Result<(), &'static str> {
     let deadline = clock::now_ns() + 100_000_000;
     while !SPINNING[index].load(Ordering::SeqCst) {
         if clock::now_ns() > deadline {
-            return Err("the CPU did not start spinning within 100 ms");
+            return Err(late);
         }
         core::hint::spin_loop();
     }
@@ -203,14 +208,7 @@ pub fn spin_in_nmi(index: usize, panic_when_stopped: bool) -> Result<(), &'stati
     nmi(index).inspect_err(|_| flag.store(false, Ordering::SeqCst))?;
     // Once the NMI is sent it spins there, whenever it takes it: a CPU slow to
     // say so is spinning all the same.
-    let deadline = clock::now_ns() + 100_000_000;
-    while !SPINNING[index].load(Ordering::SeqCst) {
-        if clock::now_ns() > deadline {
-            return Err("the NMI was sent, but the CPU did not say it spins within 100 ms");
-        }
-        core::hint::spin_loop();
-    }
-    Ok(())
+    spinning(index, "the NMI was sent, but the CPU did not say it spins within 100 ms")
 }
 
 /// Sends an NMI to CPU `index`. Fails if there is no such CPU.
