@@ -1,51 +1,19 @@
 //! Static keys from the tracer's side: which events it arms and disarms through the
 //! platform, and when it refuses to enable an event it cannot arm.
 
-use super::util::MAY_WAIT;
+use super::util::{KeyLog as Log, MAY_WAIT, Probe};
 use crate::event::{DescriptorKind, EventDescriptor};
-use crate::{HostPlatform, InstanceConfig, InstanceError, Limits, Mode, Platform, Tracer};
-use std::cell::Cell;
+use crate::{InstanceConfig, InstanceError, Limits, Mode, Tracer};
 use std::sync::{Arc, Mutex};
 use std::vec::Vec;
 
-/// The `set_key` calls a platform saw: event name, armed.
-type Log = Mutex<Vec<(&'static str, bool)>>;
-
-/// A platform with keys that logs each `set_key` call.
-#[derive(Clone)]
-struct Keyed {
-    log: Arc<Log>,
-}
-
-impl Platform for Keyed {
-    fn cpu(&self) -> usize {
-        HostPlatform.cpu()
-    }
-
-    fn now(&self) -> u64 {
-        HostPlatform.now()
-    }
-
-    fn may_wait(&self) -> bool {
-        MAY_WAIT.with(Cell::get)
-    }
-
-    fn has_keys(&self) -> bool {
-        true
-    }
-
-    fn set_key(&self, event: &'static EventDescriptor, armed: bool) {
-        self.log.lock().unwrap().push((event.name, armed));
-    }
-}
-
 /// A tracer over `events` (statics of the calling test alone: arming is a state of
 /// the descriptor) and the log of its platform's `set_key` calls.
-fn tracer(events: &[&'static EventDescriptor]) -> (Tracer<Keyed>, Arc<Log>) {
+fn tracer(events: &[&'static EventDescriptor]) -> (Tracer<Probe>, Arc<Log>) {
     let log = Arc::new(Mutex::new(Vec::new()));
     let top = InstanceConfig { bytes_per_cpu: 4096, mode: Mode::Overwrite, snapshot: false };
     let tracer = Tracer::new(
-        Keyed { log: log.clone() },
+        Probe { keys: Some(log.clone()) },
         1,
         events,
         Limits { max_instances: 4, max_total_bytes: 1 << 20 },

@@ -1,44 +1,14 @@
 //! Misuse of the instance and reader API that was refused too late or not at all:
 //! each test failed before the fix it names and passes after.
 
-use super::util::MAY_WAIT;
+use super::util::{DURING_GRACE, MAY_WAIT, Probe};
 use crate::field::Sink;
 use crate::ring::{Buffer, Config, Cursor, Merged, Meta};
 use crate::tracer::InstanceError;
-use crate::{Error, HostPlatform, InstanceConfig, Limits, Mode, Platform, Tracer};
+use crate::{Error, HostPlatform, InstanceConfig, Limits, Mode, Tracer};
 use std::boxed::Box;
-use std::cell::{Cell, RefCell};
 use std::sync::Mutex;
 use std::vec::Vec;
-
-std::thread_local! {
-    /// What the control side's barrier runs on this thread: another CPU's writer
-    /// during a grace period.
-    static DURING_GRACE: RefCell<Option<Box<dyn FnMut()>>> = const { RefCell::new(None) };
-}
-
-/// The host platform, with a context that may not wait on demand and a hook in the
-/// grace period's barrier.
-#[derive(Clone)]
-struct Probe;
-
-impl Platform for Probe {
-    fn cpu(&self) -> usize {
-        HostPlatform.cpu()
-    }
-
-    fn now(&self) -> u64 {
-        HostPlatform.now()
-    }
-
-    fn may_wait(&self) -> bool {
-        MAY_WAIT.with(Cell::get)
-    }
-
-    fn heavy_barrier(&self) {
-        DURING_GRACE.with(|hook| hook.borrow_mut().as_mut().map(|during| during()));
-    }
-}
 
 const SMALL: Config = Config { cpus: 2, bytes_per_cpu: 4096, mode: Mode::Overwrite };
 const CONFIG: InstanceConfig =
@@ -50,7 +20,8 @@ fn tracer() -> &'static Tracer<Probe> {
     static KEPT: Mutex<Vec<&'static Tracer<Probe>>> = Mutex::new(Vec::new());
     HostPlatform::set_cpu(0);
     let limits = Limits { max_instances: 4, max_total_bytes: 1 << 20 };
-    let tracer = Box::leak(Box::new(Tracer::new(Probe, 2, &[], limits, CONFIG).unwrap()));
+    let tracer =
+        Box::leak(Box::new(Tracer::new(Probe::default(), 2, &[], limits, CONFIG).unwrap()));
     KEPT.lock().unwrap().push(tracer);
     tracer
 }
@@ -82,7 +53,7 @@ fn control_from_a_context_that_may_not_wait_is_refused_before_any_lock() {
     MAY_WAIT.with(|w| w.set(false));
     let refused = Err(InstanceError::Buffer(Error::WouldDeadlock));
     assert_eq!(t.get_or_create("other", CONFIG).map(|_| ()), refused);
-    let lent = Buffer::new(Probe, SMALL).unwrap();
+    let lent = Buffer::new(Probe::default(), SMALL).unwrap();
     assert_eq!(t.create_over("other", lent).map(|_| ()), refused);
     assert_eq!(t.keep_armed(None, None).map(|_| ()), refused);
     assert_eq!(t.destroy_by_name("net"), refused);

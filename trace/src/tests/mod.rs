@@ -35,16 +35,66 @@ mod trigger;
 #[cfg(not(loom))]
 pub(crate) mod util {
     std::thread_local! {
-        /// Whether the calling thread plays a context that may wait: what the test
-        /// platforms' `may_wait` says (false: an interrupt's context).
+        /// Whether the calling thread plays a context that may wait: what
+        /// [`Probe::may_wait`] says (false: an interrupt's context).
         pub(crate) static MAY_WAIT: core::cell::Cell<bool> = const { core::cell::Cell::new(true) };
+        /// What [`Probe`]'s grace-period barrier runs on this thread, if anything:
+        /// another CPU's writer during a grace period.
+        pub(crate) static DURING_GRACE: RefCell<Option<Box<dyn FnMut()>>> =
+            const { RefCell::new(None) };
     }
 
+    use crate::event::EventDescriptor;
     use crate::event::format_file::Origin;
     use crate::sync::{Point, hook};
-    use crate::{Context, HostPlatform, Mode, ring::Buffer, ring::Config};
+    use crate::{Context, HostPlatform, Mode, Platform, ring::Buffer, ring::Config};
+    use core::cell::{Cell, RefCell};
+    use std::boxed::Box;
     use std::rc::Rc;
+    use std::sync::{Arc, Mutex};
     use std::vec::Vec;
+
+    /// The `set_key` calls a [`Probe`] saw: event name, armed.
+    pub(crate) type KeyLog = Mutex<Vec<(&'static str, bool)>>;
+
+    /// The host platform for tests of the control side: a context that may not
+    /// wait on demand ([`MAY_WAIT`]), a hook in the grace period's barrier
+    /// ([`DURING_GRACE`]), and, given a log, static keys whose `set_key` calls it
+    /// records.
+    #[derive(Clone, Default)]
+    pub(crate) struct Probe {
+        /// Where `set_key` calls go; `None`: no keys.
+        pub(crate) keys: Option<Arc<KeyLog>>,
+    }
+
+    impl Platform for Probe {
+        fn cpu(&self) -> usize {
+            HostPlatform.cpu()
+        }
+
+        fn now(&self) -> u64 {
+            HostPlatform.now()
+        }
+
+        fn may_wait(&self) -> bool {
+            MAY_WAIT.with(Cell::get)
+        }
+
+        fn heavy_barrier(&self) {
+            core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
+            DURING_GRACE.with(|hook| hook.borrow_mut().as_mut().map(|during| during()));
+        }
+
+        fn has_keys(&self) -> bool {
+            self.keys.is_some()
+        }
+
+        fn set_key(&self, event: &'static EventDescriptor, armed: bool) {
+            if let Some(log) = &self.keys {
+                log.lock().unwrap().push((event.name, armed));
+            }
+        }
+    }
 
     /// A property test's configuration: `cases` cases, and no file of failures
     /// written into the source tree (a failure prints its input).
