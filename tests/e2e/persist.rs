@@ -150,6 +150,10 @@ fn a_cold_boot_has_no_previous_trace() {
 fn a_scribbled_region_is_discarded_with_the_reason() {
     let mut m = rebooting();
     m.run("echo scribbled-over > instances/boot_map/trace_marker");
+    // CPU 2's saved ring must hold records for the scribble to change them (its first
+    // tick comes within a few commands).
+    let recorded = |m: &mut Machine| m.cpu_stat("instances/boot_map/", 2, "entries:") > 0;
+    assert!((0..500).any(|_| recorded(&mut m)), "CPU 2 recorded nothing in boot_map");
     let boot = m.run_to_reboot("scribble 2");
     let line = previous_line(&boot);
     assert!(
