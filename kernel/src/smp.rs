@@ -78,11 +78,16 @@ pub fn start_application_processors(apic_ids: &[u32], low_page: x86_64::PhysAddr
     let mut started = 0;
     for apic_id in ids.into_iter().take(arch::MAX_CPUS - 1) {
         let index = online();
-        let stack: &'static mut [u8] = Vec::leak(alloc::vec![0u8; AP_STACK_SIZE]);
-        let stack_top = (stack.as_ptr() as u64 + AP_STACK_SIZE as u64) & !0xf;
+        let stack = match memory::guarded_stack(index, AP_STACK_SIZE) {
+            Ok(stack) => stack,
+            Err(reason) => {
+                crate::println!("smp: no stack for cpu {index}: {reason}");
+                break;
+            }
+        };
         percpu::get(index).expect("index below MAX_CPUS").request.store(0, Ordering::Relaxed);
-        arch::stack::set_kernel_stack(index, stack.as_ptr() as u64, stack_top);
-        trampoline.start_cpu(apic_id, ap_main, index, stack_top, clock::delay_us);
+        arch::stack::set_kernel_stack(index, stack.start, stack.end);
+        trampoline.start_cpu(apic_id, ap_main, index, stack.end, clock::delay_us);
         let deadline = clock::now_ns() + START_TIMEOUT_NS;
         while online() == index && clock::now_ns() < deadline {
             core::hint::spin_loop();
@@ -124,16 +129,23 @@ extern "C" fn ap_main(index: usize) -> ! {
 /// interrupts enabled, from its idle loop. Fails if a CPU still has work pending
 /// (the CPUs before it have theirs posted).
 pub fn post_work(work: fn()) -> Result<(), &'static str> {
-    for index in 1..online() {
-        let cpu = percpu::get(index).ok_or("no such CPU")?;
-        let mut slot = cpu.work.lock();
-        if slot.is_some() {
-            return Err("a CPU has work pending");
-        }
-        *slot = Some(work);
-        drop(slot);
-        apic::send_ipi(Destination::Apic(cpu.apic_id()), Ipi::Fixed(apic::CALL_VECTOR));
+    (1..online()).try_for_each(|index| post_work_to(index, work))
+}
+
+/// Makes application processor `index` run `work` once, as [`post_work`] does.
+/// Fails if there is no such CPU (or it is this one) or it has work pending.
+pub fn post_work_to(index: usize, work: fn()) -> Result<(), &'static str> {
+    if index == 0 || index >= online() {
+        return Err("no such application processor");
     }
+    let cpu = percpu::get(index).ok_or("no such CPU")?;
+    let mut slot = cpu.work.lock();
+    if slot.is_some() {
+        return Err("that CPU has work pending");
+    }
+    *slot = Some(work);
+    drop(slot);
+    apic::send_ipi(Destination::Apic(cpu.apic_id()), Ipi::Fixed(apic::CALL_VECTOR));
     Ok(())
 }
 

@@ -141,7 +141,7 @@ pub static COMMANDS: &[Command] = &[
     },
     Command {
         name: "fault",
-        usage: "page [ADDR] | gp | ud | de | bp | stack",
+        usage: "page [ADDR] | gp | ud | de | bp | stack [CPU]",
         help: "raise a CPU exception on purpose (bp is recoverable)",
         redirects: false,
         paths: false,
@@ -1053,6 +1053,18 @@ fn fault(
             println!("overflowing the kernel stack");
             print!("unreachable: {}", recurse(0));
             Ok(())
+        }
+        ["stack", cpu] => {
+            let cpu = cpu.parse().map_err(|_| CommandError::Usage)?;
+            smp::post_work_to(cpu, || {
+                recurse(0);
+            })
+            .map_err(CommandError::from)?;
+            println!("overflowing cpu {cpu}'s kernel stack");
+            // That CPU's panic stops this one; wait for it here.
+            loop {
+                core::hint::spin_loop();
+            }
         }
         _ => Err(CommandError::Usage),
     }
