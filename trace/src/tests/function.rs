@@ -660,10 +660,12 @@ fn function_commands_act_when_their_functions_are_called() {
     assert_eq!(listed(&top)[0], (0, "dump:unlimited".to_string()));
     top.set_function_command(&[0], "!dump").unwrap();
 
-    // Removal: a count after it is ignored; entries without commands are NOPs again.
-    top.set_function_command(&[1, 2], "!traceoff:0").unwrap();
+    // Removal: a count after it is ignored, in any form the file lists; entries
+    // without commands are NOPs again.
+    top.set_function_command(&[1], "!traceoff:0").unwrap();
+    top.set_function_command(&[2], "!traceoff:count=0").unwrap();
     assert_eq!(calls(), [false, false, false, true]);
-    for command in ["!enable_event:sys:target", "!stacktrace", "!snapshot"] {
+    for command in ["!enable_event:sys:target:unlimited", "!stacktrace", "!snapshot"] {
         top.set_function_command(&[3], command).unwrap();
     }
     assert!(listed(&top).is_empty());

@@ -1327,18 +1327,11 @@ mod writes {
         }
     }
 
-    /// The line that removes the trigger listed as `listed`: `!` and the listed line
-    /// without its count or state, and without its condition unless it is a `hist`
-    /// line (as in Linux, a histogram's condition tells it from another's).
+    /// The line that removes the trigger listed as `listed`, made as Linux's
+    /// selftests make it (`reset_trigger_file`): `!` and the listed line up to its
+    /// state, count and condition included.
     fn removal(listed: &str) -> String {
-        let line = listed.strip_suffix(" [active]").or(listed.strip_suffix(" [paused]"));
-        let line = match line {
-            Some(hist) => hist,
-            None => listed.split(" if ").next().unwrap_or_default(),
-        };
-        let line = line.strip_suffix(":unlimited").unwrap_or(line);
-        let line = line.rsplit_once(":count=").map_or(line, |(l, _)| l);
-        format!("!{line}")
+        format!("!{}", listed.split('[').next().unwrap_or_default())
     }
 
     /// The change in the trigger list a taken line makes: +1, -1, or 0 (a `hist`

@@ -210,23 +210,15 @@ impl<P: Platform> Instance<'_, P> {
             self.tracer.events().iter().copied().find(|d| d.system == system && d.name == name)
         };
         let symbols = self.tracer.platform.symbols();
-        let command = match Trigger::parse(line, FUNCTION.fields, lookup, symbols) {
-            // A removal's count is ignored: parsed without it.
-            Err(TriggerError { pos, reason: TriggerReason::BadCount })
-                if line.trim_start().starts_with('!') =>
-            {
-                Trigger::parse(&line[..pos - 1], FUNCTION.fields, lookup, symbols)
-            }
-            command => command,
-        }
-        // Text after the command's count: a function command takes no filter.
-        .map_err(|error| match error.reason {
-            TriggerReason::UnexpectedText => {
-                TriggerError { reason: TriggerReason::CommandEnd, ..error }
-            }
-            _ => error,
-        })
-        .map_err(HookError::Trigger)?;
+        let command = Trigger::parse(line, FUNCTION.fields, lookup, symbols)
+            // Text after the command's count: a function command takes no filter.
+            .map_err(|error| match error.reason {
+                TriggerReason::UnexpectedText => {
+                    TriggerError { reason: TriggerReason::CommandEnd, ..error }
+                }
+                _ => error,
+            })
+            .map_err(HookError::Trigger)?;
         let trigger = command.trigger();
         if trigger.action().event_only() {
             return Err(HookError::Trigger(TriggerError::unknown_command(line)));

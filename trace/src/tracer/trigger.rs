@@ -424,6 +424,20 @@ impl Trigger {
             }
             _ => return Err(err(command_at, TriggerReason::UnknownCommand)),
         };
+        // As in Linux, a removal names the trigger by its command and target alone
+        // (a histogram's, by its attributes and condition): the count and condition
+        // the `trigger` file lists with it are not read, so the listed line with `!`
+        // before it removes it.
+        if remove && hist_of.is_none() {
+            let trigger = Trigger {
+                action,
+                count: AtomicU64::new(UNLIMITED),
+                filter: None,
+                refused: AtomicU64::new(0),
+                hist: None,
+            };
+            return Ok(TriggerCommand::Remove(trigger));
+        }
         let count = match next_part() {
             None => UNLIMITED,
             Some((count, count_at)) => count
