@@ -32,7 +32,7 @@
 //! stays in the live buffer.
 
 use crate::event::dispatch::Body;
-use crate::event::filter::{Fields, Filter, FilterReason};
+use crate::event::filter::{Fields, Filter, FilterReason, parse_unsigned};
 use crate::event::format_file::Origin;
 use crate::event::{DescriptorKind, EventDescriptor};
 use crate::field::{Field, FieldKind, Sink};
@@ -440,9 +440,8 @@ impl Trigger {
         }
         let count = match next_part() {
             None => UNLIMITED,
-            Some((count, count_at)) => count
-                .parse::<u64>()
-                .ok()
+            // As Linux's `kstrtoul` base 0: decimal, `0x` hex or `0` octal.
+            Some((count, count_at)) => parse_unsigned(count)
                 .filter(|&n| n != UNLIMITED)
                 .ok_or(err(count_at, TriggerReason::BadCount))?,
         };
