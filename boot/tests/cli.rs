@@ -26,7 +26,13 @@ fn log() -> String {
     });
     writer.header(
         2,
-        Some(PanicHeader { cpu: 1, message: "oops", location: "src/net.rs:10:5", nested: None }),
+        Some(PanicHeader {
+            cpu: 1,
+            message: "oops",
+            location: "src/net.rs:10:5",
+            nested: None,
+            other: None,
+        }),
         None,
     );
     writer.descriptor_as(1, descriptor);

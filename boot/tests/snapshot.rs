@@ -25,7 +25,13 @@ fn log() -> String {
     });
     writer.header(
         2,
-        Some(PanicHeader { cpu: 0, message: "oops", location: "src/main.rs:1:1", nested: None }),
+        Some(PanicHeader {
+            cpu: 0,
+            message: "oops",
+            location: "src/main.rs:1:1",
+            nested: None,
+            other: None,
+        }),
         None,
     );
     writer.descriptor_as(1, descriptor);
@@ -293,7 +299,13 @@ fn a_dump_of_a_snapshot_alone_needs_buffer_snapshot() {
     });
     writer.header(
         2,
-        Some(PanicHeader { cpu: 0, message: "oops", location: "src/main.rs:1:1", nested: None }),
+        Some(PanicHeader {
+            cpu: 0,
+            message: "oops",
+            location: "src/main.rs:1:1",
+            nested: None,
+            other: None,
+        }),
         None,
     );
     writer.descriptor_as(1, descriptor);

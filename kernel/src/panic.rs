@@ -12,7 +12,7 @@ use crate::smp;
 use core::fmt::Write;
 use core::panic::PanicInfo;
 use core::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering, Ordering::Relaxed};
-use trace::dump::PanicHeader;
+use trace::dump::{OtherPanic, PanicHeader};
 
 /// Formats into a fixed buffer without allocating, keeping what fits.
 struct Truncated {
@@ -91,18 +91,53 @@ static MESSAGE_DONE: AtomicBool = AtomicBool::new(false);
 
 /// The first CPU that panicked while another's panic was under way (none: `usize::MAX`).
 static OTHER_CPU: AtomicUsize = AtomicUsize::new(usize::MAX);
-/// Its panic, `location: message`, as far as it got before it was stopped.
-static OTHER_PANIC: Kept = Kept::new();
-/// Whether [`OTHER_PANIC`] was written to its end.
+/// Its panic's location.
+static OTHER_LOCATION: Kept = Kept::new();
+/// Its panic's message, as far as it got before it was stopped.
+static OTHER_MESSAGE: Kept = Kept::new();
+/// Whether [`OTHER_MESSAGE`] was written to its end.
 static OTHER_DONE: AtomicBool = AtomicBool::new(false);
+/// Whether the first panic's report printed it.
+static OTHER_PRINTED: AtomicBool = AtomicBool::new(false);
 
 /// Keeps the panic of CPU `cpu`, which lost the race to another CPU's panic, for
 /// that one's report (the first such CPU only): it is printed with the CPUs the
-/// panic stopped.
+/// panic stopped (or after the dump, if it came later) and the dump carries it.
 fn keep_other_panic(cpu: usize, info: &PanicInfo<'_>) {
     if OTHER_CPU.compare_exchange(usize::MAX, cpu, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
-        let _ = write!(&OTHER_PANIC, "{}: {}", location(info).as_str(), info.message());
+        let _ = (&OTHER_LOCATION).write_str(location(info).as_str());
+        let _ = write!(&OTHER_MESSAGE, "{}", info.message());
         OTHER_DONE.store(true, Ordering::SeqCst);
+    }
+}
+
+/// The panic [`keep_other_panic`] kept, as far as it got: its CPU, location and
+/// message (` [cut short]` at its end if it was not written to its end).
+fn other_panic() -> Option<(usize, Truncated, Truncated)> {
+    let cpu = OTHER_CPU.load(Ordering::SeqCst);
+    if cpu == usize::MAX {
+        return None;
+    }
+    let (mut location, mut message) = (Truncated::new(), Truncated::new());
+    OTHER_LOCATION.copy_to(&mut location);
+    OTHER_MESSAGE.copy_to(&mut message);
+    if !OTHER_DONE.load(Ordering::SeqCst) {
+        let _ = message.write_str(" [cut short]");
+    }
+    Some((cpu, location, message))
+}
+
+/// Prints the panic [`keep_other_panic`] kept, if there is one and it was not
+/// printed yet.
+fn print_other_panic() {
+    if let Some((cpu, location, message)) = other_panic()
+        && !OTHER_PRINTED.swap(true, Ordering::SeqCst)
+    {
+        crate::emergency_println!(
+            "panic on cpu {cpu} too, at {}: {}",
+            location.as_str(),
+            message.as_str()
+        );
     }
 }
 
@@ -174,13 +209,7 @@ fn print_call_trace(cpu: usize) {
 /// Prints where the panic's NMI stopped each other CPU, as Linux's NMI backtraces
 /// do: `RIP:` the address it interrupted, then its callers, a ` => frame` line each.
 fn print_other_cpus(cpu: usize) {
-    let other = OTHER_CPU.load(Ordering::SeqCst);
-    if other != usize::MAX {
-        let mut text = Truncated::new();
-        OTHER_PANIC.copy_to(&mut text);
-        let cut = if OTHER_DONE.load(Ordering::SeqCst) { "" } else { " [cut short]" };
-        crate::emergency_println!("panic on cpu {other} too, at {}{cut}", text.as_str());
-    }
+    print_other_panic();
     for other in (0..smp::online()).filter(|&other| other != cpu) {
         if smp::backtrace(other).next().is_some() {
             crate::emergency_println!("NMI backtrace for cpu {other}:");
@@ -200,7 +229,8 @@ fn print_stack_max() {
     }
 }
 
-/// Stops the other CPUs (once), writes the dump of `panic`, leaves QEMU.
+/// Stops the other CPUs (once), writes the dump of `panic` (with another CPU's
+/// panic beside it, if one came), leaves QEMU.
 fn stop_dump_and_exit(panic: PanicHeader<'_>) -> ! {
     STAGE.store(Stage::Dumping as u8, Ordering::SeqCst);
     let others = smp::online() - 1;
@@ -217,7 +247,15 @@ fn stop_dump_and_exit(panic: PanicHeader<'_>) -> ! {
     if crate::persist::panic_reboot() {
         crate::persist::panic_save();
     }
-    crate::dump::panic_dump(panic);
+    let other = other_panic();
+    let other = other.as_ref().map(|(cpu, location, message)| OtherPanic {
+        cpu: *cpu,
+        message: message.as_str(),
+        location: location.as_str(),
+    });
+    crate::dump::panic_dump(PanicHeader { other, ..panic });
+    // A panic on another CPU after they were printed (one the stop did not reach).
+    print_other_panic();
     leave()
 }
 
@@ -286,6 +324,7 @@ fn panic(info: &PanicInfo<'_>) -> ! {
                 message: message.as_str(),
                 location: first.as_str(),
                 nested: Some((nested_message, nested.as_str())),
+                other: None,
             });
         }
         Err(_) => {
@@ -311,5 +350,6 @@ fn panic(info: &PanicInfo<'_>) -> ! {
         message: message.as_str(),
         location: location.as_str(),
         nested: None,
+        other: None,
     })
 }

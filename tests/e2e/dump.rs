@@ -161,8 +161,22 @@ fn a_panic_on_another_cpu_during_a_panic_is_reported_too() {
     assert!(line.starts_with("kernel/src/smp.rs:") && line.ends_with(message), "{line}");
     // It was in an NMI, which the stop's could not interrupt: the others stopped.
     assert!(transcript.contains("panic: stopped 2 of 3 other CPU(s)"), "{transcript}");
+    // The dump carries it beside the first: the kernel's text of the dump, then the
+    // host tool's reading of the block, in text and in Perfetto's panic marker.
+    let other_line = format!("# panic on cpu 2 too, at {line}");
+    let kernel = transcript.lines().skip_while(|l| !l.starts_with("# panic on cpu 0 at "));
+    assert_eq!(kernel.clone().nth(1), Some(other_line.as_str()), "{transcript}");
     let dump = one_dump(&m);
     assert_eq!(dump.panic.as_ref().map(|p| p.cpu), Some(0));
+    let mut text = Vec::new();
+    report::write_text(&top(&dump), &mut text).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    assert!(text.lines().any(|l| l == other_line), "{text}");
+    let json = report::perfetto_json(&top(&dump));
+    let marker = json["traceEvents"].as_array().and_then(|events| {
+        events.iter().find(|e| e["name"] == "panic" && e["args"]["other_cpu"] == 2)
+    });
+    assert!(marker.is_some_and(|m| line.ends_with(m["args"]["other_message"].as_str().unwrap())));
 }
 
 /// Where in `kernel/src/shell/commands.rs` the line holding `code` calls `panic!`, as

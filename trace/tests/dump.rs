@@ -1,7 +1,7 @@
 //! The dump format: round trip, damage, and never panicking on any input.
 
 use proptest::prelude::*;
-use trace::dump::{self, DumpWriter, PanicHeader};
+use trace::dump::{self, DumpWriter, OtherPanic, OtherPanicReport, PanicHeader};
 use trace::{Context, event::EventDescriptor, ring::RecordRef, ring::RingStats};
 
 trace::event! {
@@ -50,8 +50,13 @@ const SYMBOLS: u64 = 0xfeed_f00d_dead_beef;
 
 /// Writes a dump of `sample`'s records (ids 1 and 2 = NUMBERS and TEXT) with stats.
 fn write(sample: &Sample, panic: Option<(usize, &str, &str)>) -> String {
-    let panic =
-        panic.map(|(cpu, message, location)| PanicHeader { cpu, message, location, nested: None });
+    let panic = panic.map(|(cpu, message, location)| PanicHeader {
+        cpu,
+        message,
+        location,
+        nested: None,
+        other: None,
+    });
     write_panic(sample, panic)
 }
 
@@ -389,6 +394,7 @@ fn a_nested_panic_reads_back_beside_the_first_and_long_messages_share_the_header
         message: "the first",
         location: "src/a.rs:1:2",
         nested: Some(("the second", "src/b.rs:3:4")),
+        other: None,
     };
     let d = &dump::parse(&write_panic(&sample(), Some(first)))[0];
     assert!(d.problems.is_empty(), "{:?}", d.problems);
@@ -420,6 +426,52 @@ fn a_nested_panic_reads_back_beside_the_first_and_long_messages_share_the_header
     assert_eq!(panic.message, "the first");
     assert!(panic.location.len() > 50 && far.starts_with(&panic.location), "{panic:?}");
     assert!(farther.starts_with(&nested.location) && nested.location.len() > 50, "{panic:?}");
+}
+
+#[test]
+fn another_cpus_panic_reads_back_beside_the_first_whatever_its_length() {
+    let other = OtherPanic { cpu: 0, message: "the other", location: "src/c.rs:5:6" };
+    let first = PanicHeader {
+        cpu: 1,
+        message: "the first",
+        location: "src/a.rs:1:2",
+        nested: Some(("the second", "src/b.rs:3:4")),
+        other: Some(other),
+    };
+    let d = &dump::parse(&write_panic(&sample(), Some(first)))[0];
+    assert!(d.problems.is_empty(), "{:?}", d.problems);
+    let panic = d.panic.as_ref().expect("the header");
+    assert_eq!((panic.message.as_str(), d.symbols), ("the first", Some(SYMBOLS)));
+    assert!(panic.nested.is_some(), "{panic:?}");
+    let expected =
+        OtherPanicReport { cpu: 0, message: "the other".into(), location: "src/c.rs:5:6".into() };
+    assert_eq!(panic.other.as_ref(), Some(&expected));
+    assert_eq!(d.instances[&0].records.len(), sample().records.len(), "the records");
+    // Long ones are cut, and read back all the same.
+    let (long, far) = ("m".repeat(4000), "p/".repeat(300));
+    let other = OtherPanic { message: &long, location: &far, ..other };
+    let d =
+        &dump::parse(&write_panic(&sample(), Some(PanicHeader { other: Some(other), ..first })))[0];
+    assert!(d.problems.is_empty(), "{:?}", d.problems);
+    let read = d.panic.as_ref().and_then(|p| p.other.as_ref()).expect("the other panic");
+    assert!(read.message.len() > 150 && long.starts_with(&read.message), "{read:?}");
+    assert!(read.location.len() > 50 && far.starts_with(&read.location), "{read:?}");
+    // Absurd ones are refused with a reason, and the rest of the dump stays.
+    for (body, reason) in [
+        (&[1u8, 1, b'x', 1, b'y'][..], "the header's panic's own"),
+        (&[7, 1, b'x', 1, b'y'][..], "out of range"),
+    ] {
+        let log = crafted_dump(&[(1, &[2, 2, 1, 1, 1, b'a', 1, b'b']), (9, body)]);
+        let d = &dump::parse(&log)[0];
+        assert!(d.problems.iter().any(|p| p.what.contains(reason)), "{:?}", d.problems);
+        assert_eq!(d.panic.as_ref().map(|p| p.message.as_str()), Some("a"));
+    }
+    let good: &[u8] = &[0, 1, b'x', 1, b'y'];
+    let log = crafted_dump(&[(1, &[2, 2, 1, 1, 1, b'a', 1, b'b']), (9, good), (9, &[0, 0, 0])]);
+    let d = &dump::parse(&log)[0];
+    assert!(d.problems.iter().any(|p| p.what.contains("a second panic")), "{:?}", d.problems);
+    let other = d.panic.as_ref().and_then(|p| p.other.as_ref()).expect("the first one");
+    assert_eq!((other.cpu, other.message.as_str()), (0, "x"));
 }
 
 /// A one-chunk dump of `items` (kind, body), as an older writer could have written it.

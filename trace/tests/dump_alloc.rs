@@ -129,7 +129,8 @@ const EVENTS: usize = 10;
 #[test]
 fn a_dump_allocates_nothing_even_inside_another_and_a_third_allocates_its_own() {
     let tracer = traced();
-    let panic = PanicHeader { cpu: 1, message: "boom", location: "a.rs:1:2", nested: None };
+    let panic =
+        PanicHeader { cpu: 1, message: "boom", location: "a.rs:1:2", nested: None, other: None };
     let mut console = Console::new(tracer, 0);
     let made = allocations(|| tracer.write_dump(&DumpSelection::all(2), Some(panic), &mut console));
     assert_eq!(made, 0, "the dump allocated:\n{}", console.text);

@@ -37,7 +37,8 @@ fn sections(out: &str) -> Vec<(String, BufferKind, Vec<String>)> {
 fn a_dump_carries_every_buffer_chosen_as_text_and_as_a_block() {
     let tracer = traced();
     let all = DumpSelection { layout: Layout::DEFAULT, ..DumpSelection::all(tracer.cpus()) };
-    let panic = PanicHeader { cpu: 1, message: "boom", location: "a.rs:1:2", nested: None };
+    let panic =
+        PanicHeader { cpu: 1, message: "boom", location: "a.rs:1:2", nested: None, other: None };
     let mut out = String::new();
     tracer.write_dump(&all, Some(panic), &mut out);
     let text = out.split(dump::BEGIN).next().unwrap();

@@ -224,6 +224,11 @@ fn metadata(trace: &Section, uuid: &[u8; 16]) -> String {
             let _ = writeln!(m, "\tnested_panic_location = {};", tsdl_string(&nested.location));
             let _ = writeln!(m, "\tnested_panic_message = {};", tsdl_string(&nested.message));
         }
+        if let Some(other) = &p.other {
+            let _ = writeln!(m, "\tother_panic_cpu = {};", other.cpu);
+            let _ = writeln!(m, "\tother_panic_location = {};", tsdl_string(&other.location));
+            let _ = writeln!(m, "\tother_panic_message = {};", tsdl_string(&other.message));
+        }
     }
     m.push_str("};\n\n");
     let _ = write!(
@@ -669,6 +674,11 @@ mod tests {
                 message: "again \"quoted\"".into(),
                 location: "y".into(),
             }),
+            other: Some(trace::dump::OtherPanicReport {
+                cpu: 1,
+                message: "back\\slash".into(),
+                location: "z".into(),
+            }),
         });
         let dir = TempDir::new("unknown");
         write_ctf(&t, &dir.0).unwrap();
@@ -677,6 +687,10 @@ mod tests {
         let out = babeltrace2(&["-c", "sink.text.details"], &dir.0);
         assert!(out.status.success(), "babeltrace2 failed: {}", text(&out.stderr));
         assert_eq!(text(&out.stderr), "", "babeltrace2 warned");
+        let details = text(&out.stdout);
+        for entry in ["other_panic_cpu: 1", r#"other_panic_message: back\slash"#] {
+            assert!(details.contains(entry), "{entry}: {details}");
+        }
 
         let out = babeltrace2(&["--clock-seconds", "--no-delta"], &dir.0);
         let stdout = text(&out.stdout);

@@ -386,12 +386,18 @@ pub fn write_perfetto_of(traces: &[Section], out: &mut impl Write) -> io::Result
     out.flush()
 }
 
-/// A panic marker's arguments: where and why, and a panic while it was reported.
+/// A panic marker's arguments: where and why, a panic while it was reported, and
+/// another CPU's panic meanwhile.
 fn panic_args(p: &PanicReport) -> Json {
     let mut args = json!({"cpu": p.cpu, "message": p.message, "location": p.location});
     if let Some(nested) = &p.nested {
         args["nested_message"] = json!(nested.message);
         args["nested_location"] = json!(nested.location);
+    }
+    if let Some(other) = &p.other {
+        args["other_cpu"] = json!(other.cpu);
+        args["other_message"] = json!(other.message);
+        args["other_location"] = json!(other.location);
     }
     args
 }

@@ -442,6 +442,11 @@ pub fn write_perfetto_proto(trace: &Section, out: &mut impl Write) -> io::Result
             args.push(("nested_message".to_string(), Value::Str(nested.message.clone())));
             args.push(("nested_location".to_string(), Value::Str(nested.location.clone())));
         }
+        if let Some(other) = &p.other {
+            args.push(("other_cpu".to_string(), Value::Unsigned(other.cpu as u64)));
+            args.push(("other_message".to_string(), Value::Str(other.message.clone())));
+            args.push(("other_location".to_string(), Value::Str(other.location.clone())));
+        }
         let name = Some(("panic", "panic"));
         w.event(&TrackEvent {
             ts: last,

@@ -172,6 +172,7 @@ pub fn sample() -> Section {
             message: r#"boom "quoted" \ back"#.into(),
             location: "kernel/src/main.rs:42:5".into(),
             nested: None,
+            other: None,
         }),
     }
 }

@@ -9,6 +9,7 @@
 //! # entries-in-buffer/entries-written: 5/33
 //! # panic on cpu 1 at kernel/src/main.rs:42:5: boom
 //! # nested panic while reporting it, at kernel/src/fmt.rs:7:9: formatting failed
+//! # panic on cpu 0 too, at kernel/src/net.rs:3:1: timeout
 //!            <irq>-0       [000] d.h1.     1.000000500: irq_handler_entry: vector=48
 //! CPU:1 [LOST 17 EVENTS]
 //!           <idle>-0       [001] .....     1.500000000: packet: len=1500
@@ -25,14 +26,19 @@ use trace::event::EventDescriptor;
 use trace::text::{self, GraphLines, GraphRecord, Line, UnreadWrites};
 use trace::tracer::{FUNCGRAPH_ENTRY, FUNCGRAPH_EXIT};
 
-/// Writes the `#` lines of a panic: where it happened and its message, and a panic
-/// while the kernel reported it, if one did (multi-line messages stay in `#` lines).
+/// Writes the `#` lines of a panic: where it happened and its message, a panic
+/// while the kernel reported it, if one did, and another CPU's panic meanwhile, if
+/// one came (multi-line messages stay in `#` lines).
 pub(crate) fn write_panic(p: &PanicReport, out: &mut impl Write) -> io::Result<()> {
     let msg = p.message.replace('\n', "\n#   ");
     writeln!(out, "# panic on cpu {} at {}: {}", p.cpu, p.location, msg)?;
     if let Some(nested) = &p.nested {
         let msg = nested.message.replace('\n', "\n#   ");
         writeln!(out, "# nested panic while reporting it, at {}: {}", nested.location, msg)?;
+    }
+    if let Some(other) = &p.other {
+        let msg = other.message.replace('\n', "\n#   ");
+        writeln!(out, "# panic on cpu {} too, at {}: {}", other.cpu, other.location, msg)?;
     }
     Ok(())
 }
@@ -295,5 +301,19 @@ mod tests {
             "# nested panic while reporting it, at kernel/src/fmt.rs:7:9: formatting"
         );
         assert_eq!(lines[5], "#   failed");
+    }
+
+    #[test]
+    fn another_cpus_panic_follows_the_first() {
+        let mut t = sample();
+        t.panic.as_mut().unwrap().other = Some(trace::dump::OtherPanicReport {
+            cpu: 0,
+            message: "timed\nout".into(),
+            location: "kernel/src/net.rs:3:1".into(),
+        });
+        let text = render(&t);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[4], "# panic on cpu 0 too, at kernel/src/net.rs:3:1: timed");
+        assert_eq!(lines[5], "#   out");
     }
 }

@@ -30,6 +30,7 @@
 //! | 6 | skipped | section, number of older records left out by the cap on the last N |
 //! | 7 | records | as kind 5, each record's tag being `id << 5 \| context << 1 \| compact` (the writer's [`crate::Context`], four bits) |
 //! | 8 | lost | section, CPU, number of that CPU's events lost (overwritten before a consuming reader got them) |
+//! | 9 | another CPU's panic | CPU, message, location of a panic on another CPU while the header's was under way (in a chunk of its own, after the header's) |
 //!
 //! Writers write kind 7; dumps written before records kept their context have kind 5,
 //! whose records read back with [`crate::Context::UNKNOWN`].
@@ -68,10 +69,10 @@ mod write;
 pub(crate) use model::Decoded;
 pub use model::{Event, Section, Value, format_ts, hex_bytes, hex_dump};
 pub use read::{
-    Dump, DumpDescriptor, DumpField, DumpInstance, DumpRecord, DumpStats, NestedPanic, PanicReport,
-    Problem, Reader, decode_chunk, parse,
+    Dump, DumpDescriptor, DumpField, DumpInstance, DumpRecord, DumpStats, NestedPanic,
+    OtherPanicReport, PanicReport, Problem, Reader, decode_chunk, parse,
 };
-pub use write::{DumpWriter, PanicHeader, encode_chunk};
+pub use write::{DumpWriter, OtherPanic, PanicHeader, encode_chunk};
 
 /// Largest chunk, in bytes before base64.
 pub const CHUNK_BYTES: usize = 384;
@@ -139,4 +140,5 @@ mod kind {
     pub const SKIPPED: u8 = 6;
     pub const RECORDS: u8 = 7;
     pub const LOST: u8 = 8;
+    pub const OTHER_PANIC: u8 = 9;
 }

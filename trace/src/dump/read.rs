@@ -23,6 +23,20 @@ pub struct PanicReport {
     /// A panic on the same CPU while this one was being reported (absent in dumps
     /// written before the header carried it).
     pub nested: Option<NestedPanic>,
+    /// A panic on another CPU while this one was under way (absent in dumps
+    /// written before they carried it).
+    pub other: Option<OtherPanicReport>,
+}
+
+/// A panic on another CPU while the reported one was under way.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OtherPanicReport {
+    /// The CPU.
+    pub cpu: usize,
+    /// Its message.
+    pub message: String,
+    /// `file:line:column`.
+    pub location: String,
 }
 
 /// A panic while another was being reported.
@@ -441,7 +455,9 @@ fn items(
                 dump.descriptors.insert(d.id, d);
             }
             (Pass::Definitions, kind::HEADER) => header(dump, &mut body)?,
-            (Pass::Definitions, _) | (Pass::Rest, kind::DESCRIPTOR | kind::HEADER) => {}
+            (Pass::Definitions, _) => {}
+            (Pass::Rest, kind::DESCRIPTOR | kind::HEADER) => {}
+            (Pass::Rest, kind::OTHER_PANIC) => other_panic(dump, &mut body)?,
             (Pass::Rest, kind::SECTION) => {
                 let index = instance(&mut body)?;
                 let name = string(&mut body)?;
@@ -574,7 +590,7 @@ fn header(dump: &mut Dump, body: &mut &[u8]) -> Result<(), String> {
     if varint(body)? == 1 {
         let cpu = cpu(dump, body)?;
         let (message, location) = (string(body)?, string(body)?);
-        dump.panic = Some(PanicReport { cpu, message, location, nested: None });
+        dump.panic = Some(PanicReport { cpu, message, location, nested: None, other: None });
     }
     // Absent in dumps written before the header carried them.
     if !body.is_empty() && varint(body)? == 1 {
@@ -586,6 +602,22 @@ fn header(dump: &mut Dump, body: &mut &[u8]) -> Result<(), String> {
         let panic = dump.panic.as_mut().ok_or_else(no_panic)?;
         panic.nested = Some(nested);
     }
+    Ok(())
+}
+
+/// Another CPU's panic, for the header's (read in the pass after the header's).
+fn other_panic(dump: &mut Dump, body: &mut &[u8]) -> Result<(), String> {
+    let cpu = cpu(dump, body)?;
+    let other = OtherPanicReport { cpu, message: string(body)?, location: string(body)? };
+    let no_panic = || String::from("another CPU's panic, but the header has no panic");
+    let panic = dump.panic.as_mut().ok_or_else(no_panic)?;
+    if panic.cpu == cpu {
+        return Err(format!("another CPU's panic on cpu {cpu}, the header's panic's own"));
+    }
+    if panic.other.is_some() {
+        return Err("a second panic on another CPU (a dump has one); it is ignored".into());
+    }
+    panic.other = Some(other);
     Ok(())
 }
 

@@ -57,6 +57,19 @@ pub struct PanicHeader<'a> {
     /// A panic on the same CPU while this one was being reported: its message and
     /// location.
     pub nested: Option<(&'a str, &'a str)>,
+    /// A panic on another CPU while this one was under way (the first such).
+    pub other: Option<OtherPanic<'a>>,
+}
+
+/// A panic on another CPU than the one that reports, while its panic was under way.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OtherPanic<'a> {
+    /// The CPU.
+    pub cpu: usize,
+    /// Its message.
+    pub message: &'a str,
+    /// Where it panicked, `file:line:column`.
+    pub location: &'a str,
 }
 
 /// The longest start of `text` of at most `len` bytes that ends on a character.
@@ -118,7 +131,8 @@ impl<W: FnMut(&str)> DumpWriter<W> {
 
     /// Writes the header: CPU count, for a panic where it happened (and a panic
     /// while reporting it), and the fingerprint of the kernel's symbol table
-    /// ([`crate::symtab::SymbolTable::fingerprint`]) if it has one.
+    /// ([`crate::symtab::SymbolTable::fingerprint`]) if it has one; then, in a chunk
+    /// of its own, another CPU's panic, if the panic has one.
     pub fn header(&mut self, cpus: usize, panic: Option<PanicHeader<'_>>, symbols: Option<u64>) {
         let mut item = Item::new();
         item.varint(VERSION);
@@ -162,6 +176,18 @@ impl<W: FnMut(&str)> DumpWriter<W> {
             }
         }
         self.item(kind::HEADER, &item);
+        if let Some(other) = panic.and_then(|p| p.other) {
+            let mut item = Item::new();
+            item.varint(other.cpu as u64);
+            let location = cut(other.location, ITEM_BYTES / 4);
+            // The CPU and the two lengths take 30 bytes at most.
+            item.str(cut(other.message, ITEM_BYTES - 30 - location.len()));
+            item.str(location);
+            // Alone in its chunk: a reader that does not know the item loses only it.
+            self.flush();
+            self.item(kind::OTHER_PANIC, &item);
+            self.flush();
+        }
     }
 
     /// Writes an event descriptor, so the dump describes its own records.

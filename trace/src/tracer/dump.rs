@@ -5,7 +5,7 @@
 //! panic with other CPUs stopped anywhere.
 
 use super::{InstanceView, TraceWriter, Tracer};
-use crate::dump::{BufferKind, DumpWriter, PanicHeader};
+use crate::dump::{BufferKind, DumpWriter, OtherPanic, PanicHeader};
 use crate::platform::Platform;
 use crate::ring::{Buffer, ReadScratch, RecordRef, RingStats};
 use crate::text::{Layout, UnreadWrites};
@@ -184,11 +184,14 @@ impl<P: Platform> Tracer<P> {
                 cpus.end - 1
             ),
         };
-        if let Some(PanicHeader { cpu, message, location, nested }) = panic {
+        if let Some(PanicHeader { cpu, message, location, nested, other }) = panic {
             let _ = writeln!(out, "# panic on cpu {cpu} at {location}: {message}");
             if let Some((message, location)) = nested {
                 let _ =
                     writeln!(out, "# nested panic while reporting it, at {location}: {message}");
+            }
+            if let Some(OtherPanic { cpu, message, location }) = other {
+                let _ = writeln!(out, "# panic on cpu {cpu} too, at {location}: {message}");
             }
         }
         self.visit_instances(|view| {
