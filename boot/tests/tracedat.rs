@@ -349,19 +349,24 @@ fn trace_cmd_names_code_addresses_as_report_elf_does() {
     }
 }
 
-/// An event whose field name is not a C name and whose format has a NUL, control
-/// characters and non-ASCII text.
+/// An event whose field names are not C names, or are the same C name, or a
+/// common field's, and whose format has a NUL, control characters and non-ASCII
+/// text.
 static ODD: trace::event::EventDescriptor = trace::event::EventDescriptor::new(
     "odd",
     "e",
-    "v={a b} \0\u{1}\u{7f} λ 100%",
-    &[trace::field::Field { name: "a b", kind: trace::field::FieldKind::U32 }],
+    "v={a b} w={a_b} p={common_pid} \0\u{1}\u{7f} λ 100%",
+    &[
+        trace::field::Field { name: "a b", kind: trace::field::FieldKind::U32 },
+        trace::field::Field { name: "a_b", kind: trace::field::FieldKind::U32 },
+        trace::field::Field { name: "common_pid", kind: trace::field::FieldKind::U32 },
+    ],
     trace::event::DescriptorKind::Event,
 );
 
 /// A dump whose names and format libtraceevent would not parse as they are, and
-/// whose times go back and forth and reach past 2^63 ns: trace-cmd reads it, the
-/// field by its C name, the format's odd characters as `\u{HEX}`, times from 2^62
+/// whose times go back and forth and reach past 2^63 ns: trace-cmd reads it, each
+/// field by a C name of its own, the format's odd characters as `\u{HEX}`, times from 2^62
 /// ns clamped to it (as CTF's), each CPU's records in time order on few pages.
 #[test]
 fn trace_cmd_reads_odd_names_formats_and_times() {
@@ -377,7 +382,8 @@ fn trace_cmd_reads_odd_names_formats_and_times() {
     // 2 000 records alternating between two times, then two past 2^63 ns.
     let times = (0..2_000u64).map(|i| 1_000 + 1_000 * (i % 2)).chain([u64::MAX - 1, 1 << 63]);
     for (i, ts) in times.enumerate() {
-        let payload = (i as u32).to_le_bytes();
+        let values = [i as u32, 1_000_000 + i as u32, 7];
+        let payload: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
         writer.record(0, &support::record(0, ts, &payload), Some(&ODD));
     }
     writer.finish();
@@ -399,7 +405,8 @@ fn trace_cmd_reads_odd_names_formats_and_times() {
     assert!(lines.windows(2).all(|w| w[0].ts <= w[1].ts), "{report}");
     let first = &lines[0];
     assert_eq!(first.ts, 1_000);
-    assert_eq!(first.fields, r"v=0 \u{0}\u{1}\u{7f} \u{3bb} 100%");
+    assert_eq!(first.fields, r"v=0 w=1000000 p=7 \u{0}\u{1}\u{7f} \u{3bb} 100%");
     let last = &lines[2_001];
-    assert_eq!((last.ts, last.fields.as_str()), (1 << 62, r"v=2001 \u{0}\u{1}\u{7f} \u{3bb} 100%"));
+    let fields = r"v=2001 w=1002001 p=7 \u{0}\u{1}\u{7f} \u{3bb} 100%";
+    assert_eq!((last.ts, last.fields.as_str()), (1 << 62, fields));
 }

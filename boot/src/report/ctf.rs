@@ -27,7 +27,6 @@
 //!
 //! The CPU's total is `max(overrun + dropped, sum of lost_before)`.
 
-use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::fs;
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -35,7 +34,7 @@ use std::io::{self, ErrorKind};
 use std::path::Path;
 
 use trace::dump::{DumpDescriptor, Event, Section, Value};
-use trace::event::format_file::Origin;
+use trace::event::format_file::{self, Origin};
 use trace::field::FieldKind;
 use trace::text::Task;
 
@@ -137,30 +136,12 @@ fn tsdl_string(s: &str) -> String {
     out
 }
 
-/// TSDL field names of a descriptor: `_` + the name with anything but ASCII
-/// alphanumerics and `_` replaced by `_` (babeltrace2 strips the leading `_`,
-/// which also keeps names clear of TSDL keywords), made unique.
+/// TSDL field names of a descriptor: `_` + its unique C name, as trace.dat's
+/// ([`format_file::unique_c_names`]; babeltrace2 strips the leading `_`, which
+/// also keeps names clear of TSDL keywords).
 fn field_names(d: &DumpDescriptor) -> Vec<String> {
-    let mut seen = BTreeSet::new();
-    d.fields
-        .iter()
-        .enumerate()
-        .map(|(i, f)| {
-            let clean: String = f
-                .name
-                .chars()
-                .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' })
-                .collect();
-            let base = if clean.is_empty() { format!("_field{i}") } else { format!("_{clean}") };
-            let mut name = base.clone();
-            let mut n = 2;
-            while !seen.insert(name.clone()) {
-                name = format!("{base}_{n}");
-                n += 1;
-            }
-            name
-        })
-        .collect()
+    let names = format_file::unique_c_names(d.fields.iter().map(|f| f.name.as_str()), &[]);
+    names.into_iter().map(|name| format!("_{name}")).collect()
 }
 
 fn tsdl_type(kind: FieldKind) -> &'static str {
@@ -711,7 +692,7 @@ mod tests {
             "{ len = 2313, head = [ [0] = 0x0, [1] = 0x0, [2] = 0x0, [3] = 0x0 ], delta = 0 }"
         ));
         assert!(find("odd:names").ends_with(
-            r#"{ pid = 1, comm = "shell", flags = 0x0, preempt_count = 0 }, { a_b = 1, a_b_2 = 2, field2 = 0, struct = 0 }"#
+            r#"{ pid = 1, comm = "shell", flags = 0x0, preempt_count = 0 }, { a_b = 1, a_b_2 = 2, _ = 0, struct = 0 }"#
         ));
         assert!(find("{ cpu_id = 2 }").contains(r#"{ pid = 0, comm = "<nmi>", flags = 0x48, "#));
         assert!(find("{ cpu_id = 3 }").contains("irq:irq_handler_exit"));

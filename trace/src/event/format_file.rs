@@ -51,6 +51,9 @@ use crate::context::{Activity, Context};
 use crate::event::format::{Piece, Spec, pieces};
 use crate::field::{Field, FieldKind, Value};
 use crate::text::Task;
+use alloc::collections::BTreeSet;
+use alloc::format;
+use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::fmt::{self, Write};
 
@@ -138,17 +141,19 @@ fn write_field(
     writeln!(out, ";\toffset:{};\tsize:{};\tsigned:{};", slot.offset, slot.size, u8::from(signed))
 }
 
+/// Every record's common fields, as Linux's: C type, name, offset, size, signed.
+const COMMON_FIELDS: [(&str, &str, usize, usize, bool); 4] = [
+    ("unsigned short", "common_type", 0, 2, false),
+    ("unsigned char", "common_flags", 2, 1, false),
+    ("unsigned char", "common_preempt_count", 3, 1, false),
+    ("int", "common_pid", 4, 4, true),
+];
+
 fn write_head(out: &mut dyn Write, name: &str, id: u16) -> fmt::Result {
     writeln!(out, "name: {name}")?;
     writeln!(out, "ID: {id}")?;
     writeln!(out, "format:")?;
-    let common = [
-        ("unsigned short", "common_type", 0, 2, false),
-        ("unsigned char", "common_flags", 2, 1, false),
-        ("unsigned char", "common_preempt_count", 3, 1, false),
-        ("int", "common_pid", 4, 4, true),
-    ];
-    for (ty, field, offset, size, signed) in common {
+    for (ty, field, offset, size, signed) in COMMON_FIELDS {
         write_field(out, ty, field, None, Slot { offset, size }, signed)?;
     }
     writeln!(out)
@@ -163,22 +168,25 @@ pub fn write_format(
     format: &str,
 ) -> fmt::Result {
     write_head(out, name, id)?;
-    for (field, slot) in fields.iter().zip(slots(fields)) {
+    let common = COMMON_FIELDS.map(|(_, name, ..)| name);
+    let names = unique_c_names(fields.iter().map(|f| f.name), &common);
+    for ((field, slot), name) in fields.iter().zip(slots(fields)).zip(&names) {
         let len = match field.kind {
             FieldKind::Bytes(n) => Some(n),
             FieldKind::Char => Some(CHAR_SIZE as u16),
             _ => None,
         };
         let (ty, signed) = (c_type(field.kind), is_signed(field.kind));
-        write_field(out, ty, c_name(field.name), len, slot, signed)?;
+        write_field(out, ty, name, len, slot, signed)?;
     }
     write!(out, "\nprint fmt: \"")?;
     let mut args = Vec::new();
+    let arg = |i: usize| Arg { field: &fields[i], name: &names[i] };
     if format.is_empty() || crate::event::format::validate(format, fields).is_err() {
         for (i, field) in fields.iter().enumerate() {
             let sep = if i == 0 { "" } else { " " };
             write!(out, "{sep}{}=", escaped(field.name))?;
-            args.push(conversion(out, field, Spec::Plain)?);
+            args.push(conversion(out, arg(i), Spec::Plain)?);
         }
     } else {
         let mut next = 0;
@@ -188,12 +196,12 @@ pub fn write_format(
                 Piece::Hole(name, spec) => {
                     let field = if name.is_empty() {
                         next += 1;
-                        fields.get(next - 1)
+                        Some(next - 1).filter(|&i| i < fields.len())
                     } else {
-                        fields.iter().find(|f| f.name == name)
+                        fields.iter().position(|f| f.name == name)
                     };
                     match field {
-                        Some(field) => args.push(conversion(out, field, spec)?),
+                        Some(i) => args.push(conversion(out, arg(i), spec)?),
                         // More `{}` than fields: printed as the tracer does.
                         None => write!(out, "<no field >")?,
                     }
@@ -398,13 +406,16 @@ pub fn write_text_format(out: &mut dyn Write, name: &str, id: u16) -> fmt::Resul
     writeln!(out, "\nprint fmt: \"%s\", __get_str({TEXT_FIELD})")
 }
 
-/// An argument of the `print fmt:` line.
-struct Arg<'a>(&'a Field<'a>);
+/// An argument of the `print fmt:` line: a field, and its name in the format file.
+struct Arg<'a> {
+    field: &'a Field<'a>,
+    name: &'a str,
+}
 
 impl Arg<'_> {
     fn write(&self, out: &mut dyn Write) -> fmt::Result {
-        let name = c_name(self.0.name);
-        match self.0.kind {
+        let name = self.name;
+        match self.field.kind {
             FieldKind::Str => write!(out, "__get_str({name})"),
             FieldKind::Bytes(n) => write!(out, "__print_hex_str(REC->{name}, {n})"),
             FieldKind::Bool => {
@@ -416,11 +427,8 @@ impl Arg<'_> {
 }
 
 /// Writes the printf conversion of one placeholder and returns its argument.
-fn conversion<'a>(
-    out: &mut dyn Write,
-    field: &'a Field<'a>,
-    spec: Spec,
-) -> Result<Arg<'a>, fmt::Error> {
+fn conversion<'a>(out: &mut dyn Write, arg: Arg<'a>, spec: Spec) -> Result<Arg<'a>, fmt::Error> {
+    let field = arg.field;
     let long = matches!(field.kind, FieldKind::U64 | FieldKind::I64);
     let ll = if long { "ll" } else { "" };
     match (field.kind, spec) {
@@ -435,7 +443,7 @@ fn conversion<'a>(
         (kind, Spec::Plain) if is_signed(kind) => write!(out, "%{ll}d")?,
         (_, Spec::Plain) => write!(out, "%{ll}u")?,
     }
-    Ok(Arg(field))
+    Ok(arg)
 }
 
 /// A name as libtraceevent reads one (a field's, an event's, a system's): letters,
@@ -452,6 +460,24 @@ pub fn c_name(name: &str) -> impl fmt::Display + '_ {
         }
     }
     CName(name)
+}
+
+/// `names` as C names ([`c_name`]), each unique among them and `taken`: a name met
+/// before gets the first free `_2`, `_3`, ... after it.
+pub fn unique_c_names<'a>(names: impl Iterator<Item = &'a str>, taken: &[&str]) -> Vec<String> {
+    let mut seen: BTreeSet<String> = taken.iter().map(|&t| t.into()).collect();
+    names
+        .map(|name| {
+            let base = c_name(name).to_string();
+            let mut unique = base.clone();
+            let mut n = 2u64;
+            while !seen.insert(unique.clone()) {
+                unique = format!("{base}_{n}");
+                n += 1;
+            }
+            unique
+        })
+        .collect()
 }
 
 /// Text of a format string as a C string literal's contents, `%` doubled, and
