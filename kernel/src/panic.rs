@@ -118,10 +118,13 @@ fn other_panic() -> Option<(usize, Truncated, Truncated)> {
     if cpu == usize::MAX {
         return None;
     }
+    // Read before the copy: done, the copy is whole (the writes happened before
+    // the flag was set); not done, it may be cut.
+    let done = OTHER_DONE.load(Ordering::SeqCst);
     let (mut location, mut message) = (Truncated::new(), Truncated::new());
     OTHER_LOCATION.copy_to(&mut location);
     OTHER_MESSAGE.copy_to(&mut message);
-    if !OTHER_DONE.load(Ordering::SeqCst) {
+    if !done {
         let _ = message.write_str(" [cut short]");
     }
     Some((cpu, location, message))

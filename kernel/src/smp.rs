@@ -133,7 +133,8 @@ pub fn post_work(work: fn()) -> Result<(), &'static str> {
 }
 
 /// Makes application processor `index` run `work` once, as [`post_work`] does.
-/// Fails if there is no such CPU (or it is this one) or it has work pending.
+/// Fails if there is no such application processor (the boot CPU is not one) or it
+/// has work pending.
 pub fn post_work_to(index: usize, work: fn()) -> Result<(), &'static str> {
     if index == 0 || index >= online() {
         return Err("no such application processor");

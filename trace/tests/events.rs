@@ -197,10 +197,10 @@ fn printk_interns_the_format_and_stores_arguments_raw() {
     // With `options/stacktrace`, a stack trace after a printk line, as ftrace's after
     // trace_printk's, and none after a marker (the host has no unwinder: depth 0).
     instance.set_printk(true);
-    instance.set_stack_traces(true);
+    instance.set_stack_traces(true).unwrap();
     trace::printk!(instance, "stacked {}", 2u32);
     instance.write_marker("not stacked").unwrap();
-    instance.set_stack_traces(false);
+    instance.set_stack_traces(false).unwrap();
     trace::printk!(instance, "not stacked {}", 3u32);
     assert_eq!(
         rendered(&tracer, &instance),

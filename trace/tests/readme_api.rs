@@ -163,7 +163,7 @@ fn net_driver(tracer: &'static Tracer<HostPlatform>) -> Result<(), Failed> {
     assert_eq!(snapshot(&tr), window, "snapshot:1 snapshots once");
     assert_eq!(live(&tr), ["net:link_up: port=3 10 Mb/s eth3"]);
 
-    tr.set_stack_traces(true);                      // options/stacktrace: who hit each event
+    tr.set_stack_traces(true)?;                     // options/stacktrace: who hit each event
     assert!(tr.stack_traces());
     trace::emit!(LINK_UP, 6u8, 10u32, "eth6");
     trace::emit!(LINK_UP, 6u8, 10u32, "wlan6");

@@ -692,7 +692,7 @@ mod tests {
             "{ len = 2313, head = [ [0] = 0x0, [1] = 0x0, [2] = 0x0, [3] = 0x0 ], delta = 0 }"
         ));
         assert!(find("odd:names").ends_with(
-            r#"{ pid = 1, comm = "shell", flags = 0x0, preempt_count = 0 }, { a_b = 1, a_b_2 = 2, _ = 0, struct = 0 }"#
+            r#"{ pid = 1, comm = "shell", flags = 0x0, preempt_count = 0 }, { a_b_2 = 1, a_b = 2, _ = 0, struct = 0 }"#
         ));
         assert!(find("{ cpu_id = 2 }").contains(r#"{ pid = 0, comm = "<nmi>", flags = 0x48, "#));
         assert!(find("{ cpu_id = 3 }").contains("irq:irq_handler_exit"));

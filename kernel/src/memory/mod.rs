@@ -244,17 +244,23 @@ struct StackPage([u8; 4096]);
 /// Maps a stack of `bytes` (whole pages) for CPU `cpu` in the stack area, with at
 /// least the rest of its [`STACK_SPACE`] unmapped below it, so an overflow faults
 /// (a double fault, on the CPU's IST stack) instead of writing over the heap. Its
-/// memory is taken from the heap, for good. Returns the stack's lowest address and
-/// one past its highest. Boot code: called by the boot CPU only, while it starts the
-/// other CPUs.
+/// memory is taken from the heap, for good (also on an error, with what was mapped
+/// of it). Returns the stack's lowest address and one past its highest. Boot code:
+/// the boot CPU starting the others, while they run nothing but their idle loops
+/// (so no other view of the page tables exists); refused on another CPU.
 pub fn guarded_stack(cpu: usize, bytes: usize) -> Result<Range<u64>, &'static str> {
     let pages = bytes / 4096;
     if pages == 0 || !bytes.is_multiple_of(4096) || bytes as u64 >= STACK_SPACE {
         return Err("a stack is whole pages, and leaves unmapped space below it");
     }
-    // SAFETY: only the boot CPU edits page tables, and no other view of them lives
-    // meanwhile; the new mappings lie in a level-4 slot nothing else uses, and
-    // adding a mapping needs no shootdown on the CPUs already running.
+    if crate::arch::percpu::index() != 0 {
+        return Err("stacks are mapped by the boot CPU");
+    }
+    let memory: &'static mut [StackPage] = alloc::vec![StackPage([0; 4096]); pages].leak();
+    // SAFETY: the boot CPU alone edits page tables, at boot, and no other view of
+    // them lives meanwhile (see above); the new mappings lie in a level-4 slot
+    // nothing else uses, and adding a mapping needs no shootdown on the CPUs
+    // already running.
     let mut table = unsafe { active_page_table() };
     let area = *STACK_AREA.try_call_once(|| {
         let unused = (1..256).rev().find(|&i| table.level_4_table()[i].is_unused());
@@ -269,7 +275,6 @@ pub fn guarded_stack(cpu: usize, bytes: usize) -> Result<Range<u64>, &'static st
     if table.translate_addr(VirtAddr::new(low)).is_some() {
         return Err("that CPU's stack is mapped already");
     }
-    let memory: &'static mut [StackPage] = alloc::vec![StackPage([0; 4096]); pages].leak();
     let flags = PageTableFlags::PRESENT | PageTableFlags::WRITABLE | PageTableFlags::NO_EXECUTE;
     for (i, backing) in memory.iter().enumerate() {
         let phys = VirtAddr::from_ptr(backing).as_u64() - phys_to_virt(0).as_u64();

@@ -1049,13 +1049,12 @@ fn fault(
             println!("back from the breakpoint handler");
             Ok(())
         }
-        ["stack"] => {
-            println!("overflowing the kernel stack");
-            print!("unreachable: {}", recurse(0));
-            Ok(())
-        }
+        ["stack"] => overflow_this_stack(),
         ["stack", cpu] => {
             let cpu = cpu.parse().map_err(|_| CommandError::Usage)?;
+            if cpu == percpu::index() {
+                return overflow_this_stack();
+            }
             smp::post_work_to(cpu, || {
                 recurse(0);
             })
@@ -1068,6 +1067,13 @@ fn fault(
         }
         _ => Err(CommandError::Usage),
     }
+}
+
+/// Overflows this CPU's kernel stack (`fault stack`).
+fn overflow_this_stack() -> Result<(), CommandError> {
+    println!("overflowing the kernel stack");
+    print!("unreachable: {}", recurse(0));
+    Ok(())
 }
 
 fn page_fault(addr: u64) -> Result<(), CommandError> {

@@ -921,7 +921,7 @@ fn set_option(
         TraceOption::PauseOnTrace => display(|e, on| e.pause_on_trace = on),
         TraceOption::PrintParent => display(|e, on| e.layout.print_parent = on),
         TraceOption::PrintkMsgOnly => display(|e, on| e.layout.printk_msg_only = on),
-        TraceOption::StackTrace => instance.set_stack_traces(on),
+        TraceOption::StackTrace => instance.set_stack_traces(on)?,
         TraceOption::SymAddr => display(|e, on| e.layout.sym_addr = on),
         TraceOption::SymOffset => display(|e, on| e.layout.sym_offset = on),
         TraceOption::TracePrintk => instance.set_printk(on),
@@ -1304,10 +1304,7 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
                 on,
             )
         }
-        File::CpuMask => {
-            instance.set_cpumask(parse_cpumask(value, tracer.cpus())?);
-            Ok(())
-        }
+        File::CpuMask => Ok(instance.set_cpumask(parse_cpumask(value, tracer.cpus())?)?),
         File::CurrentTracer => match Kind::parse(value.trim()) {
             Some(kind) => {
                 let before = instance.function_tracer();

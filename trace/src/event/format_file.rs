@@ -462,22 +462,31 @@ pub fn c_name(name: &str) -> impl fmt::Display + '_ {
     CName(name)
 }
 
-/// `names` as C names ([`c_name`]), each unique among them and `taken`: a name met
-/// before gets the first free `_2`, `_3`, ... after it.
+/// `names` as C names ([`c_name`]), each unique among them and `taken`: a name
+/// that is a C name already keeps it, if it is the first to (so that a filter's
+/// name for a field is its name in the format file); another gets the first of
+/// `_2`, `_3`, ... after its C name that is free.
 pub fn unique_c_names<'a>(names: impl Iterator<Item = &'a str>, taken: &[&str]) -> Vec<String> {
+    let names: Vec<&str> = names.collect();
     let mut seen: BTreeSet<String> = taken.iter().map(|&t| t.into()).collect();
-    names
-        .map(|name| {
-            let base = c_name(name).to_string();
-            let mut unique = base.clone();
-            let mut n = 2u64;
-            while !seen.insert(unique.clone()) {
-                unique = format!("{base}_{n}");
-                n += 1;
-            }
-            unique
-        })
-        .collect()
+    let kept: Vec<bool> = names
+        .iter()
+        .map(|&name| c_name(name).to_string() == name && seen.insert(name.into()))
+        .collect();
+    let unique = |(&name, kept): (&&str, bool)| {
+        if kept {
+            return String::from(name);
+        }
+        let base = c_name(name).to_string();
+        let mut unique = base.clone();
+        let mut n = 2u64;
+        while !seen.insert(unique.clone()) {
+            unique = format!("{base}_{n}");
+            n += 1;
+        }
+        unique
+    };
+    names.iter().zip(kept).map(unique).collect()
 }
 
 /// Text of a format string as a C string literal's contents, `%` doubled, and
@@ -739,6 +748,22 @@ mod tests {
             print fmt: \"v=%u ip=0x%llx %s d=%x 100%% %s\", REC->vector, REC->ip, \
             __get_str(kind), REC->delta, __print_hex_str(REC->head, 3)\n";
         assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn each_field_has_a_c_name_of_its_own_and_a_c_name_keeps_it() {
+        let names = ["a b", "a_b", "", "common_pid", "x", "x", "a_b_2"];
+        let unique = unique_c_names(names.into_iter(), &["common_pid"]);
+        assert_eq!(unique, ["a_b_3", "a_b", "_", "common_pid_2", "x", "x_2", "a_b_2"]);
+        // The print format names each by its own.
+        let fields = [
+            Field { name: "a-b", kind: FieldKind::U8 },
+            Field { name: "a_b", kind: FieldKind::U8 },
+        ];
+        let mut text = String::new();
+        write_format(&mut text, "e", 1, &fields, "{a-b} {a_b}").unwrap();
+        assert!(text.contains("\tfield:unsigned char a_b_2;\toffset:8;"), "{text}");
+        assert!(text.ends_with("\", REC->a_b_2, REC->a_b\n"), "{text}");
     }
 
     #[test]

@@ -629,7 +629,9 @@ fn function_commands_act_when_their_functions_are_called() {
         let unknown = Err(HookError::Trigger(crate::tracer::TriggerError { pos, reason }));
         assert_eq!(top.set_function_command(&[0], line), unknown, "{line}: an event trigger");
     }
-    for (line, pos) in [("traceoff if ip == 1", 9), ("traceoff:2:3", 11)] {
+    for (line, pos) in
+        [("traceoff if ip == 1", 9), ("traceoff:2:3", 11), ("!traceoff if ip == 1", 10)]
+    {
         assert_eq!(
             top.set_function_command(&[0], line),
             Err(HookError::Trigger(crate::tracer::TriggerError {

@@ -141,7 +141,7 @@ proptest! {
                 Op::ClearCpu(cpu) => top.clear_cpu(cpu).is_ok(),
                 Op::SetMode(mode) => top.set_mode(mode).is_ok(),
                 Op::SetCpumask(mask) => {
-                    top.set_cpumask(mask);
+                    top.set_cpumask(mask).unwrap();
                     true
                 }
                 Op::SetTracing(on) => {

@@ -69,6 +69,8 @@ fn control_from_a_context_that_may_not_wait_is_refused_before_any_lock() {
         ("clear", net.clear()),
         ("clear_cpu", net.clear_cpu(0)),
         ("set_mode", net.set_mode(Mode::Discard)),
+        ("set_cpumask", net.set_cpumask(1)),
+        ("set_stack_traces", net.set_stack_traces(true)),
     ] {
         assert_eq!(result, refused, "{what}");
     }
@@ -130,6 +132,44 @@ fn a_cursor_whose_payload_falls_short_does_not_panic_the_merge() {
     let mut merged = Merged::new(std::vec![Short(false)]);
     assert_eq!(merged.next_record().map(|r| r.payload.to_vec()), Some(std::vec![1, 2]));
     assert!(merged.next_record().is_none());
+}
+
+/// An instance's getters, and the top-level instance, take no lock: an interrupt
+/// (here another CPU's thread, as on one it cannot run) over a control operation
+/// that holds the tracer's and the instance's locks while it waits for every CPU
+/// reads them. They spun on those locks, and the wait never ended.
+#[test]
+fn getters_take_no_lock_a_control_operation_holds() {
+    let t = tracer();
+    let net = t.get_or_create("net", CONFIG).unwrap();
+    let event = t.events()[0];
+    net.set_trigger(event, "traceon:3").unwrap();
+    net.set_filter(event, "common_pid == 0").unwrap();
+    let held = (t.registry.lock(), net.state.recorder.lock());
+    let (done, read) = std::sync::mpsc::channel();
+    let reader = net.clone();
+    std::thread::spawn(move || {
+        HostPlatform::set_cpu(1);
+        MAY_WAIT.with(|w| w.set(false));
+        let got = (
+            (reader.mode(), reader.bytes_per_cpu(), reader.has_snapshot(), reader.clock()),
+            (reader.recorder().live().bytes_per_cpu(), reader.stats(1).map(|s| s.written)),
+            (reader.triggers(event), reader.filter(event), t.top().is_top_level()),
+        );
+        reader.clock_now();
+        let _ = done.send(got);
+    });
+    let got = read.recv_timeout(std::time::Duration::from_secs(60));
+    let got = got.expect("a getter waited for a lock the control operation holds");
+    drop(held);
+    let expected = (
+        (Mode::Overwrite, 4096, false, crate::Clock::Local),
+        (4096, Ok(0)),
+        (std::vec!["traceon:count=3".into()], Some("common_pid == 0".into()), true),
+    );
+    assert_eq!(got, expected);
+    drop(net);
+    t.destroy_by_name("net").unwrap();
 }
 
 /// `set_tracing` and `tracing` take no lock, so an interrupt over a control

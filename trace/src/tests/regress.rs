@@ -205,7 +205,7 @@ fn one_cpus_ring_is_resized_or_cleared_alone() {
     top.write_marker("c").unwrap();
     HostPlatform::set_cpu(0);
     assert_eq!(top.stats(1).unwrap().entries, 1);
-    top.set_cpumask(0b01);
+    top.set_cpumask(0b01).unwrap();
     HostPlatform::set_cpu(1);
     assert_eq!(top.write_marker("masked"), Err(WriteError::NotTaken), "EBADF");
     HostPlatform::set_cpu(0);

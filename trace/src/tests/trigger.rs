@@ -813,7 +813,7 @@ fn an_instances_cpumask_keeps_other_cpus_records_out_but_not_its_triggers() {
     }
     i.set_trigger(&EV, "traceoff if n == 2").unwrap();
     i.set_trigger(&EV, "stacktrace").unwrap();
-    i.set_cpumask(0b01);
+    i.set_cpumask(0b01).unwrap();
     HostPlatform::set_cpu(1);
     fire(t, &EV, 1);
     assert!(i.tracing(), "the trigger's condition is false");
@@ -988,7 +988,7 @@ fn the_stacktrace_option_records_a_stack_after_each_tracepoint_its_instance_reco
     top.set_event(Some("zt9"), None, true).unwrap();
     other.set_event(Some("zt9"), None, true).unwrap();
     assert!(!top.stack_traces());
-    top.set_stack_traces(true);
+    top.set_stack_traces(true).unwrap();
     assert!(top.stack_traces() && !other.stack_traces());
     fire(t, &EV, 1);
     top.write_marker("no stack after a marker").unwrap();
@@ -1002,7 +1002,7 @@ fn the_stacktrace_option_records_a_stack_after_each_tracepoint_its_instance_reco
     top.set_trigger(&EV, "stacktrace:1").unwrap();
     fire(t, &EV, 5);
     top.clear_triggers(&EV).unwrap();
-    top.set_stack_traces(false);
+    top.set_stack_traces(false).unwrap();
     fire(t, &EV, 6);
     assert_eq!(EV.hooked_mask(), 0, "off, the event takes the plain path again");
     let ids = |i: &crate::Instance<'_, HostPlatform>| -> Vec<u16> {

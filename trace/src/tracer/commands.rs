@@ -131,10 +131,10 @@ impl<P: Platform> Instance<'_, P> {
     /// Adds a command to each function of `functions` (indices of the platform's
     /// functions), or with a leading `!` removes it from each. `line` is what
     /// follows `FUNCTION:` in `set_ftrace_filter`: `traceoff`, `snapshot:1`, `cpudump`,
-    /// `enable_event:irq:nmi:2`, `!traceoff` (a count after a removal is ignored, as
-    /// in ftrace: `!traceoff:0`). A function that has the command already keeps it
-    /// as it is. Refused whole, with nothing changed: a bad line, an `if` (function
-    /// commands take no filter), a removal that finds the command on none of the
+    /// `enable_event:irq:nmi:2`, `!traceoff` (a count after a removal is ignored:
+    /// `!traceoff:0` removes the command, counted or not). A function that has the
+    /// command already keeps it as it is. Refused whole, with nothing changed: a bad
+    /// line, text after the command (function commands take no filter), a removal that finds the command on none of the
     /// functions, more than [`MAX_TRIGGERS`] commands on a function. Needs a context
     /// that may wait; the functions' entries are patched as needed.
     pub fn set_function_command(&self, functions: &[usize], line: &str) -> Result<(), HookError> {
@@ -210,6 +210,16 @@ impl<P: Platform> Instance<'_, P> {
             self.tracer.events().iter().copied().find(|d| d.system == system && d.name == name)
         };
         let symbols = self.tracer.platform.symbols();
+        // Nothing may follow the command (an event trigger's condition, which a
+        // removal does not read): a function command takes no filter.
+        let text = line.trim();
+        if let Some(end) = text.find(|c: char| c.is_ascii_whitespace()) {
+            let rest = &text[end..];
+            let pos =
+                line.len() - line.trim_start().len() + end + rest.len() - rest.trim_start().len();
+            let reason = TriggerReason::CommandEnd;
+            return Err(HookError::Trigger(TriggerError { pos, reason }));
+        }
         let command = Trigger::parse(line, FUNCTION.fields, lookup, symbols)
             // Text after the command's count: a function command takes no filter.
             .map_err(|error| match error.reason {
@@ -222,11 +232,6 @@ impl<P: Platform> Instance<'_, P> {
         let trigger = command.trigger();
         if trigger.action().event_only() {
             return Err(HookError::Trigger(TriggerError::unknown_command(line)));
-        }
-        if trigger.filter().is_some() {
-            let pos = line.find(" if").map_or(0, |at| at + 1);
-            let reason = TriggerReason::CommandEnd;
-            return Err(HookError::Trigger(TriggerError { pos, reason }));
         }
         Ok(command)
     }

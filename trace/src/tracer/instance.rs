@@ -226,9 +226,12 @@ impl<'t, P: Platform> Instance<'t, P> {
     }
 
     /// The current recorder: the live buffer set for readers, and the snapshot. A
-    /// reader holding it keeps its buffers alive across a resize.
+    /// reader holding it keeps its buffers alive across a resize (but a resize, a
+    /// clock change or a snapshot allocated or freed installs a new one: ask again
+    /// after those). From any context but an NMI: it takes no lock, but dropping the
+    /// last reference frees the buffers.
     pub fn recorder(&self) -> Arc<Recorder<P>> {
-        Arc::clone(&self.state.recorder.lock())
+        self.tracer.published(&self.state)
     }
 
     /// Enables (`enable`) or disables the events whose system and name match
@@ -708,19 +711,19 @@ impl<'t, P: Platform> Instance<'t, P> {
         self.tracer.settle();
     }
 
-    /// The current mode.
+    /// The current mode. From any context.
     pub fn mode(&self) -> Mode {
-        self.state.recorder.lock().live().mode()
+        self.tracer.with_published(&self.state, |recorder| recorder.live().mode())
     }
 
-    /// Bytes per CPU ring.
+    /// Bytes per CPU ring. From any context.
     pub fn bytes_per_cpu(&self) -> usize {
-        self.state.recorder.lock().live().bytes_per_cpu()
+        self.tracer.with_published(&self.state, |recorder| recorder.live().bytes_per_cpu())
     }
 
-    /// Whether a snapshot buffer is allocated.
+    /// Whether a snapshot buffer is allocated. From any context.
     pub fn has_snapshot(&self) -> bool {
-        self.state.recorder.lock().snapshot().is_some()
+        self.tracer.with_published(&self.state, |recorder| recorder.snapshot().is_some())
     }
 
     /// Resizes every CPU ring (and the snapshot buffer, if any) to `bytes_per_cpu`.
@@ -766,22 +769,25 @@ impl<'t, P: Platform> Instance<'t, P> {
         self.tracer.replace_recorder(&self.state, Change::Clock(clock))
     }
 
-    /// Where the instance's timestamps come from.
+    /// Where the instance's timestamps come from. From any context.
     pub fn clock(&self) -> Clock {
-        self.state.recorder.lock().live().clock()
+        self.tracer.with_published(&self.state, |recorder| recorder.live().clock())
     }
 
     /// A reading of the instance's clock that records nothing (ftrace's `now ts`).
+    /// From any context.
     pub fn clock_now(&self) -> u64 {
         self.clock().now(&self.tracer.platform)
     }
 
     /// Records events of the CPUs in `mask` only (bit `c` for CPU `c`;
     /// `tracing_cpumask`): the others' events are neither recorded nor counted, as
-    /// with recording off. CPUs from 64 on always record. Thread context: it takes
-    /// the tracer's lock.
-    pub fn set_cpumask(&self, mask: u64) {
+    /// with recording off. CPUs from 64 on always record. Needs a context that may
+    /// wait (it takes the registry's lock): `Buffer(WouldDeadlock)` elsewhere.
+    pub fn set_cpumask(&self, mask: u64) -> Result<(), InstanceError> {
+        self.tracer.may_wait()?;
         self.tracer.set_cpumask(self.state.slot, mask);
+        Ok(())
     }
 
     /// The CPUs whose events the instance records.
@@ -863,16 +869,12 @@ impl<'t, P: Platform> Instance<'t, P> {
     }
 
     /// CPU `cpu`'s statistics: the ring's, plus (on CPU 0) events refused because
-    /// the platform reported a CPU beyond the tracer's.
+    /// the platform reported a CPU beyond the tracer's. From any context.
     pub fn stats(&self, cpu: usize) -> Result<RingStats, Error> {
-        let recorder = self.recorder();
-        crate::tracer::InstanceView {
-            tracer: self.tracer,
-            slot: self.state.slot,
-            name: &self.state.name,
-            recorder: &recorder,
-        }
-        .stats(cpu)
+        self.tracer.with_published(&self.state, |recorder| {
+            let (tracer, slot, name) = (self.tracer, self.state.slot, &self.state.name);
+            crate::tracer::InstanceView { tracer, slot, name, recorder }.stats(cpu)
+        })
     }
 
     /// Writes a text marker (`trace_marker`), as the `ftrace:print` event. A text
@@ -957,9 +959,12 @@ impl<'t, P: Platform> Instance<'t, P> {
     /// when the instance is created). Markers and the function tracers' records take
     /// none (`func_stack_trace` is theirs). Costs an event nothing while
     /// off; while on, every tracepoint of the instance takes the path of events with
-    /// filters. Thread context (it takes the registry's lock).
-    pub fn set_stack_traces(&self, on: bool) {
+    /// filters. Needs a context that may wait (it takes the registry's lock):
+    /// `Buffer(WouldDeadlock)` elsewhere.
+    pub fn set_stack_traces(&self, on: bool) -> Result<(), InstanceError> {
+        self.tracer.may_wait()?;
         self.tracer.set_stack_traces(self.state.slot, on);
+        Ok(())
     }
 
     /// Whether the instance records a stack trace after each tracepoint.

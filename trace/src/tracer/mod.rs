@@ -267,6 +267,9 @@ pub struct Tracer<P> {
     /// Only tried: a dump that finds both in use allocates its own.
     dump_scratch: [Mutex<ReadScratch>; 2],
     pub(crate) registry: Mutex<Registry<P>>,
+    /// The top-level instance, which always exists: reached without the registry's
+    /// lock, so from any context.
+    top: spin::Once<Arc<InstanceState<P>>>,
 }
 
 /// Bytes a recorder's buffers take.
@@ -336,10 +339,15 @@ impl<P: Platform> Tracer<P> {
                 total_bytes: 0,
                 retired: Vec::new(),
             }),
+            top: spin::Once::new(),
         };
+        let mut registry = tracer.registry.lock();
         tracer
-            .create(&mut tracer.registry.lock(), String::new(), TOP_SLOT, top)
+            .create(&mut registry, String::new(), TOP_SLOT, top)
             .map_err(TracerError::TopLevel)?;
+        let top = registry.instances[TOP_SLOT].clone().ok_or(TracerError::NoMemory)?;
+        drop(registry);
+        tracer.top.call_once(|| top);
         Ok(tracer)
     }
 
@@ -358,27 +366,29 @@ impl<P: Platform> Tracer<P> {
         self.cpus
     }
 
-    /// Bytes of ring buffer all instances use, and the limit.
+    /// Bytes of ring buffer all instances use, and the limit. Thread context, as
+    /// [`Tracer::lookup`].
     pub fn memory(&self) -> (usize, usize) {
         (self.registry.lock().in_use(), self.limits.max_total_bytes)
     }
 
-    /// The top-level instance.
+    /// The top-level instance. From any context, NMIs included: it takes no lock.
     pub fn top(&self) -> Instance<'_, P> {
-        let state = self.registry.lock().instances[TOP_SLOT]
-            .clone()
-            .expect("the top-level instance always exists");
-        Instance { tracer: self, state }
+        let state = self.top.get().expect("`Tracer::new` sets the top-level instance");
+        Instance { tracer: self, state: Arc::clone(state) }
     }
 
-    /// The named instance, if it exists (a new reference).
+    /// The named instance, if it exists (a new reference). Thread context: it takes
+    /// the registry's lock, which control operations hold while they wait for every
+    /// CPU (an interrupt handler keeps the [`Instance`] it needs).
     pub fn lookup(&self, name: &str) -> Option<Instance<'_, P>> {
         let registry = self.registry.lock();
         let state = Arc::clone(registry.named(name)?);
         Some(Instance { tracer: self, state })
     }
 
-    /// The names of the named instances, in slot order.
+    /// The names of the named instances, in slot order. Thread context, as
+    /// [`Tracer::lookup`].
     pub fn instance_names(&self) -> Vec<String> {
         let registry = self.registry.lock();
         registry
@@ -497,6 +507,16 @@ impl<P: Platform> Tracer<P> {
         match section.as_ref().and_then(|s| self.slots[state.slot].read(s.held())) {
             Some(recorder) => act(recorder),
             None => act(&state.recorder.lock()),
+        }
+    }
+
+    /// The instance's recorder as writers reach it, as a reference of its own (see
+    /// [`Tracer::with_published`]).
+    pub(crate) fn published(&self, state: &InstanceState<P>) -> Arc<Recorder<P>> {
+        let section = self.sections.enter(&self.platform, self.platform.cpu());
+        match section.as_ref().and_then(|s| self.slots[state.slot].get(s.held())) {
+            Some(recorder) => recorder,
+            None => Arc::clone(&state.recorder.lock()),
         }
     }
 
@@ -956,7 +976,11 @@ impl<P: Platform> Tracer<P> {
 
     /// The hooks of `slot`'s instance for the event at `index`.
     pub(crate) fn hooks_of(&self, slot: usize, index: usize) -> Option<Arc<EventHooks>> {
-        self.registry.lock().hooks[slot].as_ref()?.get(index)?.clone()
+        let section = self.sections.enter(&self.platform, self.platform.cpu());
+        match section {
+            Some(section) => self.hooks[slot].read(section.held())?.get(index)?.clone(),
+            None => self.registry.lock().hooks[slot].as_ref()?.get(index)?.clone(),
+        }
     }
 
     /// Whether the event at `index` is in ftrace's soft mode in `slot`'s instance: it

@@ -49,6 +49,24 @@ impl<T> RcuCell<T> {
         unsafe { ptr.cast_const().as_ref() }
     }
 
+    /// The current value as a reference of its own, which outlives the section:
+    /// dropping it may free the value (not in an NMI, then, where the platform's
+    /// allocator may not run).
+    pub(crate) fn get(&self, _section: Held<'_>) -> Option<Arc<T>> {
+        // Acquire: as in `read`.
+        let ptr = self.ptr.load(Acquire).cast_const();
+        if ptr.is_null() {
+            return None;
+        }
+        // SAFETY: as in `read`: `ptr` came from `Arc::into_raw`, and the count the cell
+        // holds on it lasts at least until the section `_section` proves has ended, so
+        // the value is alive while a count of its own is taken for the caller.
+        unsafe {
+            Arc::increment_strong_count(ptr);
+            Some(Arc::from_raw(ptr))
+        }
+    }
+
     /// Publishes `new` in an empty cell; no wait is needed, since nothing is freed.
     /// A cell that is not empty keeps its value and `new` is dropped (the caller
     /// serialises changes, so this does not happen).
