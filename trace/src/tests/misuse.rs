@@ -62,7 +62,6 @@ fn control_from_a_context_that_may_not_wait_is_refused_before_any_lock() {
         ("resize_cpu", net.resize_cpu(0, 8192)),
         ("set_clock", net.set_clock(crate::Clock::Counter)),
         ("snapshot_alloc", net.snapshot_alloc()),
-        ("snapshot_take", net.snapshot_take()),
         ("snapshot_clear", net.snapshot_clear()),
         ("snapshot_clear_cpu", net.snapshot_clear_cpu(0)),
         ("snapshot_free", net.snapshot_free()),
@@ -169,6 +168,36 @@ fn getters_take_no_lock_a_control_operation_holds() {
     );
     assert_eq!(got, expected);
     drop(net);
+    t.destroy_by_name("net").unwrap();
+}
+
+/// A snapshot taken from an interrupt handler (over a control operation that
+/// holds the locks) swaps as a `snapshot` trigger does, without a lock or a wait,
+/// into the snapshot buffer allocated before; without one it is refused, with
+/// nothing changed. It was refused always.
+#[test]
+fn a_snapshot_from_an_interrupt_swaps_without_waiting() {
+    let t = tracer();
+    let net = t.get_or_create("net", CONFIG).unwrap();
+    let interrupt = |net: &crate::Instance<'_, Probe>| {
+        let held = (t.registry.lock(), net.state.recorder.lock());
+        MAY_WAIT.with(|w| w.set(false));
+        let taken = net.snapshot_take();
+        MAY_WAIT.with(|w| w.set(true));
+        drop(held);
+        taken
+    };
+    net.write_marker("before").unwrap();
+    assert_eq!(interrupt(&net), Err(InstanceError::Buffer(Error::NoSpare)));
+    assert!(!net.has_snapshot());
+    assert_eq!(net.stats(0).unwrap().entries, 1, "the live buffer is as it was");
+    net.snapshot_alloc().unwrap();
+    assert_eq!(interrupt(&net), Ok(()));
+    let recorder = net.recorder();
+    let snapshot = recorder.snapshot().expect("the snapshot buffer");
+    assert_eq!(snapshot.stats(0).unwrap().entries, 1, "the snapshot holds the marker");
+    assert_eq!(net.stats(0).unwrap().entries, 0, "recording goes on in the other buffer");
+    drop((recorder, net));
     t.destroy_by_name("net").unwrap();
 }
 

@@ -820,10 +820,16 @@ impl<'t, P: Platform> Instance<'t, P> {
 
     /// Takes a snapshot: allocates the snapshot buffer if needed, then swaps it with
     /// the live buffer, so the snapshot holds what was recorded until now while
-    /// recording goes on in the (previous snapshot's) buffer.
+    /// recording goes on in the (previous snapshot's) buffer. From a context that
+    /// may not wait (an interrupt handler, an NMI) it swaps as a `snapshot` trigger
+    /// does, without waiting: the snapshot buffer must be allocated already
+    /// (`Buffer(NoSpare)` otherwise), and `Buffer(Busy)` while a control operation
+    /// changes the buffers; nothing changed then.
     pub fn snapshot_take(&self) -> Result<(), InstanceError> {
-        self.tracer.may_wait()?;
         self.check_snapshot_free()?;
+        if self.tracer.may_wait().is_err() {
+            return Ok(self.tracer.with_published(&self.state, Recorder::swap_nowait)?);
+        }
         self.snapshot_alloc()?;
         Ok(self.state.recorder.lock().swap()?)
     }
