@@ -156,6 +156,8 @@ fn getters_take_no_lock_a_control_operation_holds() {
             (reader.triggers(event), reader.filter(event), t.top().is_top_level()),
         );
         reader.clock_now();
+        // Let go before saying so: the instance is destroyed next.
+        drop(reader);
         let _ = done.send(got);
     });
     let got = read.recv_timeout(std::time::Duration::from_secs(60));
