@@ -58,8 +58,9 @@ pub enum InstanceError {
     InvalidName,
     /// No instance has that name.
     NotFound,
-    /// The instance is referenced (a reader has it open, or a driver holds it), or
-    /// the name asked for a new one is taken.
+    /// Another [`Instance`] of it is held (a driver's, or a shell reader's such as
+    /// an open `trace_pipe`; a recorder kept from [`Instance::recorder`] does not
+    /// count: it keeps its buffers), or the name asked for a new one is taken.
     Busy,
     /// Every instance slot is taken.
     TooManyInstances,
