@@ -890,8 +890,10 @@ fn emit(
     }
 }
 
-/// An unsigned integer: decimal, `0x` hex or `0` octal (as `kstrtoull` base 0).
+/// An unsigned integer: an optional `+`, then decimal, `0x` hex or `0` octal (as
+/// `kstrtoull` base 0).
 pub(crate) fn parse_unsigned(s: &str) -> Option<u64> {
+    let s = s.strip_prefix('+').unwrap_or(s);
     let (digits, radix) = if let Some(hex) = s.strip_prefix("0x").or(s.strip_prefix("0X")) {
         (hex, 16)
     } else if s.len() > 1 && s.starts_with('0') {

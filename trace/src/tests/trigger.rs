@@ -51,6 +51,7 @@ fn trigger_lines_read_back_as_ftrace_prints_them() {
         // Counts as Linux's `kstrtoul` base 0 reads them.
         ("traceon:0x10", "traceon:count=16"),
         ("traceon:010", "traceon:count=8"),
+        ("traceon:+2", "traceon:count=2"),
         ("  snapshot:1 if n == 2 ", "snapshot:count=1 if n == 2"),
         ("stacktrace if n > 1 && n < 9", "stacktrace:unlimited if n > 1 && n < 9"),
         ("enable_event:sys:target", "enable_event:sys:target:unlimited"),
