@@ -222,15 +222,7 @@ fn a_nested_panic_keeps_the_first_panics_place_and_is_reported_as_nested() {
 fn a_stack_overflows_call_trace_goes_on_into_the_overflowed_stack() {
     let m = panicked("fault stack");
     let transcript = m.transcript();
-    let frames = e2e::call_trace(&transcript);
-    let handler = frames.iter().position(|f| f.starts_with("kernel::arch::idt::double_fault+"));
-    let handler = handler.unwrap_or_else(|| panic!("{frames:#?}"));
-    // From the double fault's own stack on into the kernel stack it overflowed: the
-    // recursion's frames, up to the trace's length.
-    let interrupted = &frames[handler + 1..];
-    let recursing =
-        interrupted.iter().filter(|f| f.starts_with("kernel::shell::commands::recurse+")).count();
-    assert!(recursing >= 8 && recursing == interrupted.len(), "{frames:#?}");
+    let interrupted = e2e::overflow_frames(&transcript);
     // The faulting CPU's chain in the dump: the same frames.
     let dump = one_dump(&m);
     let symbols = report::Symbols::read(std::path::Path::new(boot::KERNEL_ELF)).unwrap();

@@ -531,3 +531,18 @@ pub fn call_trace(transcript: &str) -> Vec<&str> {
         .map_while(|l| l.strip_prefix(" => "))
         .collect()
 }
+
+/// The frames of a stack overflow's call trace past its double fault's handler,
+/// checked to be the recursion that overflowed the stack (`fault stack`), at least
+/// 8 of them and nothing else: from the double fault's own stack, the walk goes on
+/// into the kernel stack it overflowed, up to the trace's length.
+pub fn overflow_frames(transcript: &str) -> Vec<&str> {
+    let frames = call_trace(transcript);
+    let handler = frames.iter().position(|f| f.starts_with("kernel::arch::idt::double_fault+"));
+    let handler = handler.unwrap_or_else(|| panic!("{frames:#?}"));
+    let interrupted = frames[handler + 1..].to_vec();
+    let recursing =
+        interrupted.iter().filter(|f| f.starts_with("kernel::shell::commands::recurse+")).count();
+    assert!(recursing >= 8 && recursing == interrupted.len(), "{frames:#?}");
+    interrupted
+}
