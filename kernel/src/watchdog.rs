@@ -1,9 +1,9 @@
 //! The latency watchdog driver (crate `latency-watchdog`), wired to the boot CPU's
-//! timer and to thread context (idle work).
+//! timer.
 
+use crate::clock;
 use crate::timer::{self, Tick};
 use crate::tracing::KernelPlatform;
-use crate::{clock, idle};
 use latency_watchdog::Watchdog;
 use spin::Once;
 
@@ -15,14 +15,14 @@ const WINDOW_TICKS: u64 = 20;
 static WATCHDOG: Once<Watchdog<KernelPlatform>> = Once::new();
 
 /// Probes the driver once tracing is up (thread context), then hooks it to the
-/// timer and to idle time.
+/// timer.
 pub fn init() -> Result<(), trace::InstanceError> {
     let tracer = crate::tracing::tracer().ok_or(trace::InstanceError::NotFound)?;
     let threshold = THRESHOLD_PERIODS * 1_000_000_000 / timer::HZ;
     let watchdog = Watchdog::probe(tracer, threshold, WINDOW_TICKS)?;
     WATCHDOG.call_once(|| watchdog);
-    if timer::TICK.add(on_tick).and(idle::WORK.add(run_deferred)).is_err() {
-        crate::println!("latency watchdog: no room for its hooks; it will not run");
+    if timer::TICK.add(on_tick).is_err() {
+        crate::println!("latency watchdog: no room for its hook; it will not run");
     }
     Ok(())
 }
@@ -38,13 +38,6 @@ fn on_tick(tick: Tick) {
         && let Some(watchdog) = WATCHDOG.get()
     {
         watchdog.on_tick(tick.count, tick.interval_ns);
-    }
-}
-
-/// Thread-context work, from idle loops.
-fn run_deferred() {
-    if let Some(watchdog) = WATCHDOG.get().filter(|w| w.has_deferred_work()) {
-        watchdog.run_deferred();
     }
 }
 

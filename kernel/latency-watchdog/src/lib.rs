@@ -6,7 +6,8 @@
 //! live buffer goes on.
 //!
 //! The driver depends only on `trace`; the kernel calls [`Watchdog::on_tick`] from
-//! its timer interrupt and [`Watchdog::run_deferred`] from thread context.
+//! its timer interrupt, which does it all: the snapshot too, into the buffer the
+//! probe allocated, without waiting.
 #![no_std]
 
 use core::sync::atomic::{AtomicU8, AtomicU64, Ordering::Relaxed};
@@ -39,7 +40,8 @@ pub enum State {
     Watching,
     /// Recording the window after an anomaly; this many ticks to go.
     Capturing(u64),
-    /// The window is closed; the snapshot is taken at the next `run_deferred`.
+    /// The window is closed, but the snapshot could not be taken (a control
+    /// operation was changing the buffers): it is tried again at the next tick.
     SnapshotPending,
     /// The snapshot holds the window; `rearm` to watch again.
     Captured,
@@ -116,35 +118,31 @@ impl<P: Platform> Watchdog<P> {
                     self.state.store(CAPTURING, Relaxed);
                 }
             }
-            // Close the window: nothing more goes into the instance.
+            // Close the window: nothing more goes into the instance, and the snapshot
+            // keeps it.
             CAPTURING if self.ticks_left.fetch_sub(1, Relaxed) <= 1 => {
                 let _ = self.instance.set_event(None, None, false);
-                self.state.store(SNAPSHOT_PENDING, Relaxed);
+                self.capture();
             }
+            SNAPSHOT_PENDING => self.capture(),
             _ => {}
         }
     }
 
-    /// Thread context: takes the snapshot once the window has closed.
-    pub fn run_deferred(&self) {
-        if self.state.compare_exchange(SNAPSHOT_PENDING, CAPTURED_STATE, Relaxed, Relaxed).is_ok() {
-            let anomaly_tick = self.anomaly_tick.load(Relaxed);
-            match self.instance.snapshot_take() {
-                Ok(()) => {
-                    trace::emit!(CAPTURED, anomaly_tick, self.window_ticks);
-                    // Recorded in the live buffer: the snapshot holds the window itself.
-                    // A buffer that takes no record (its recording off) loses this note
-                    // only.
-                    let _ = self.instance.write_marker("latency watchdog: snapshot taken");
-                }
-                Err(_) => self.state.store(SNAPSHOT_PENDING, Relaxed),
+    /// Takes the snapshot from the timer interrupt (a swap into the buffer the probe
+    /// allocated, without waiting), or leaves it to the next tick if a control
+    /// operation is changing the buffers.
+    fn capture(&self) {
+        match self.instance.snapshot_take() {
+            Ok(()) => {
+                self.state.store(CAPTURED_STATE, Relaxed);
+                trace::emit!(CAPTURED, self.anomaly_tick.load(Relaxed), self.window_ticks);
+                // Recorded in the live buffer: the snapshot holds the window itself. A
+                // buffer that takes no record (its recording off) loses this note only.
+                let _ = self.instance.write_marker("latency watchdog: snapshot taken");
             }
+            Err(_) => self.state.store(SNAPSHOT_PENDING, Relaxed),
         }
-    }
-
-    /// Whether `run_deferred` has work.
-    pub fn has_deferred_work(&self) -> bool {
-        self.state.load(Relaxed) == SNAPSHOT_PENDING
     }
 
     /// Watches again after a capture (thread context): baseline events back on.

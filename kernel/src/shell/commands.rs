@@ -375,7 +375,7 @@ fn cat(
                     }
                     None => false,
                 };
-                // Between records: idle work, then sleep until an interrupt or a key.
+                // Between records: sleep until an interrupt or a key.
                 let wait = || crate::idle::wait_unless(serial::input_pending);
                 let read = if raw {
                     crate::dump::stream_raw(out, &located.instance, cpu, stop, wait)
@@ -796,9 +796,8 @@ enum Waited {
 }
 
 /// Sleeps until the watchdog has captured its window, `ms` milliseconds have passed
-/// or a key is pressed (consumed; Ctrl-C shows as such). The wait runs idle work,
-/// the driver's deferred snapshot among it, and records nothing of its own: polling
-/// from the host would fill the window with keystrokes.
+/// or a key is pressed (consumed; Ctrl-C shows as such). The wait records nothing
+/// of its own: polling from the host would fill the window with keystrokes.
 fn wait_for_capture(
     watchdog: &latency_watchdog::Watchdog<tracing::KernelPlatform>,
     ms: u64,
