@@ -92,6 +92,50 @@ pub(crate) fn pieces(format: &str) -> impl Iterator<Item = Option<Piece<'_>>> {
     })
 }
 
+/// How many placeholders `format` has, `None` if one is malformed, as `pieces`
+/// reads it, at compile time (`printk!` checks its arguments against it).
+pub const fn placeholders(format: &str) -> Option<usize> {
+    let bytes = format.as_bytes();
+    let (mut i, mut count) = (0, 0);
+    while i < bytes.len() {
+        let escaped = i + 1 < bytes.len() && bytes[i + 1] == bytes[i];
+        match bytes[i] {
+            b'{' | b'}' if escaped => i += 2,
+            b'}' => return None,
+            b'{' => {
+                let mut close = i + 1;
+                while close < bytes.len() && bytes[close] != b'}' {
+                    close += 1;
+                }
+                if close == bytes.len() {
+                    return None;
+                }
+                let mut colon = i + 1;
+                while colon < close && bytes[colon] != b':' {
+                    colon += 1;
+                }
+                if colon < close && !known_spec(bytes, colon + 1, close) {
+                    return None;
+                }
+                count += 1;
+                i = close + 1;
+            }
+            _ => i += 1,
+        }
+    }
+    Some(count)
+}
+
+/// Whether `bytes[from..to]` is a spec [`pieces`] takes: `x`, `#x` or `sym`.
+const fn known_spec(bytes: &[u8], from: usize, to: usize) -> bool {
+    match to - from {
+        1 => bytes[from] == b'x',
+        2 => bytes[from] == b'#' && bytes[from + 1] == b'x',
+        3 => bytes[from] == b's' && bytes[from + 1] == b'y' && bytes[from + 2] == b'm',
+        _ => false,
+    }
+}
+
 /// The index of the field the placeholder `name` prints, the `next` positional one
 /// for an empty name (then advanced).
 fn field_index(fields: &[Field<'_>], name: &str, next: &mut usize) -> Option<usize> {
@@ -282,6 +326,40 @@ mod tests {
         crate::field::FieldValue::encode(&-1i64, &mut enc);
         crate::field::FieldValue::encode(&"x", &mut enc);
         enc.bytes().to_vec()
+    }
+
+    /// The placeholders as [`pieces`] reads them: their number, `None` if one is
+    /// malformed.
+    fn holes(format: &str) -> Option<usize> {
+        pieces(format).try_fold(0, |n, piece| match piece? {
+            Piece::Hole(..) => Some(n + 1),
+            Piece::Text(_) => Some(n),
+        })
+    }
+
+    #[test]
+    fn placeholders_are_counted_at_compile_time_as_they_are_read() {
+        for (format, expected) in [
+            ("plain", Some(0)),
+            ("{} and {:x} and {name:#x} at {ip:sym}", Some(4)),
+            ("{{literal}} {}", Some(1)),
+            ("{", None),
+            ("}", None),
+            ("{:d}", None),
+            ("{a{b}", Some(1)),
+            ("}}{}}}", Some(1)),
+        ] {
+            assert_eq!(placeholders(format), expected, "{format}");
+            assert_eq!(holes(format), expected, "{format}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        #[cfg_attr(miri, ignore = "single-threaded safe code, run natively")]
+        fn placeholders_agree_with_the_reader(format in "[{}:x#symab ]{0,12}") {
+            proptest::prop_assert_eq!(placeholders(&format), holes(&format));
+        }
     }
 
     #[test]

@@ -982,10 +982,22 @@ impl<'t, P: Platform> Instance<'t, P> {
 
 /// `trace_array_printk`: records a formatted message into an instance, with the
 /// format string interned in a static descriptor (found by the linker like events)
-/// and the arguments stored raw. Formatting happens when the trace is read.
+/// and the arguments stored raw. Formatting happens when the trace is read; the
+/// format's placeholders are checked against the arguments when the call compiles.
 ///
-/// ```text
-/// trace::printk!(instance, "tick {} late by {} ns", tick, late);
+/// ```
+/// fn report(instance: &trace::Instance<'_, trace::HostPlatform>, tick: u64, late: u32) {
+///     trace::printk!(instance, "tick {} late by {:#x} ns", tick, late);
+/// }
+/// ```
+///
+/// A placeholder more or less than there are arguments, or a malformed one, does
+/// not compile:
+///
+/// ```compile_fail
+/// fn report(instance: &trace::Instance<'_, trace::HostPlatform>, tick: u64, late: u32) {
+///     trace::printk!(instance, "tick {} late by {} ns", tick);
+/// }
 /// ```
 #[macro_export]
 macro_rules! printk {
@@ -1002,6 +1014,13 @@ macro_rules! printk {
             #[unsafe(link_section = "trace_events")]
             static DESCRIPTOR: &$crate::event::EventDescriptor = &SITE;
         };
+        const _: () = assert!(
+            matches!(
+                $crate::event::format::placeholders($format),
+                Some(n) if n == 0 $(+ { let _ = stringify!($arg); 1 })*
+            ),
+            "printk!: the format is malformed, or its placeholders and the arguments differ in number"
+        );
         $instance.printk(&SITE, |_encoder| { $($crate::field::Sink::put_tagged(_encoder, &$arg);)* });
     }};
 }
