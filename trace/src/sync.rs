@@ -132,6 +132,13 @@ pub(crate) mod hook {
 
     type Hook = Box<dyn FnMut(Point)>;
 
+    // Under loom, each model thread its own: its threads share one OS thread, and an
+    // interrupt strikes the thread that armed it only.
+    #[cfg(loom)]
+    loom::thread_local! {
+        static HOOK: RefCell<Option<Hook>> = RefCell::new(None);
+    }
+    #[cfg(not(loom))]
     std::thread_local! {
         static HOOK: RefCell<Option<Hook>> = const { RefCell::new(None) };
     }
