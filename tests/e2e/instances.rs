@@ -131,6 +131,16 @@ fn the_latency_watchdog_snapshots_the_events_around_an_anomaly() {
     // Nothing to capture: the wait runs out and says so.
     let waited = m.run("latency wait 50");
     assert!(waited.contains("latency: not captured within 50 ms (state: Watching)"), "{waited}");
+    // With its snapshot buffer freed, the window closes with nowhere to go: the
+    // watchdog says so and waits to be re-armed (it retried at every tick for good).
+    assert_eq!(m.run("echo 0 > instances/latency/snapshot"), "");
+    m.run("latency spike 400");
+    let waited = m.run("latency wait 10000");
+    assert!(waited.contains("the window closed with no snapshot buffer to keep it"), "{waited}");
+    assert!(m.run("latency").contains("state: NoSnapshot"));
+    assert!(m.run("cat instances/latency/trace").contains("latency watchdog: no snapshot to take"));
+    assert_eq!(m.run("echo 1 > instances/latency/snapshot"), "");
+    assert!(m.run("latency rearm").contains("state: Watching"));
     // A key stops the wait: the status, no error.
     m.send(b"latency wait 10000\r");
     m.wait_for("latency wait 10000\r\n", STEP_TIMEOUT);

@@ -32,6 +32,7 @@ const WATCHING: u8 = 0;
 const CAPTURING: u8 = 1;
 const SNAPSHOT_PENDING: u8 = 2;
 const CAPTURED_STATE: u8 = 3;
+const FAILED: u8 = 4;
 
 /// What the watchdog is doing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,6 +46,9 @@ pub enum State {
     SnapshotPending,
     /// The snapshot holds the window; `rearm` to watch again.
     Captured,
+    /// The window is closed, but it has no snapshot to go into (freed, or the
+    /// `irqsoff` tracer's); `rearm` to watch again.
+    NoSnapshot,
 }
 
 /// The watchdog.
@@ -141,13 +145,22 @@ impl<P: Platform> Watchdog<P> {
                 // buffer that takes no record (its recording off) loses this note only.
                 let _ = self.instance.write_marker("latency watchdog: snapshot taken");
             }
-            Err(_) => self.state.store(SNAPSHOT_PENDING, Relaxed),
+            Err(InstanceError::Buffer(trace::Error::Busy)) => {
+                self.state.store(SNAPSHOT_PENDING, Relaxed);
+            }
+            // No snapshot buffer (someone freed it) or not ours to take: the window
+            // stays in the live buffer, its events off.
+            Err(_) => {
+                self.state.store(FAILED, Relaxed);
+                let _ = self.instance.write_marker("latency watchdog: no snapshot to take");
+            }
         }
     }
 
-    /// Watches again after a capture (thread context): baseline events back on.
+    /// Watches again after a capture, or a window that had no snapshot to go into
+    /// (thread context): baseline events back on.
     pub fn rearm(&self) {
-        if self.state.load(Relaxed) == CAPTURED_STATE {
+        if matches!(self.state.load(Relaxed), CAPTURED_STATE | FAILED) {
             self.enable(BASELINE, true);
             self.state.store(WATCHING, Relaxed);
         }
@@ -164,7 +177,8 @@ impl<P: Platform> Watchdog<P> {
             WATCHING => State::Watching,
             CAPTURING => State::Capturing(self.ticks_left.load(Relaxed)),
             SNAPSHOT_PENDING => State::SnapshotPending,
-            _ => State::Captured,
+            CAPTURED_STATE => State::Captured,
+            _ => State::NoSnapshot,
         }
     }
 

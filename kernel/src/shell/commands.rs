@@ -767,11 +767,21 @@ fn latency(
         ["wait", arg] => {
             let ms = ms(arg).ok_or(CommandError::Usage)?;
             // Stopped by a key: the status, as after any other subcommand.
-            if let Waited::TimedOut = wait_for_capture(watchdog, ms, out) {
-                return Err(CommandError::Failed(format!(
-                    "not captured within {ms} ms (state: {:?})",
-                    watchdog.state()
-                )));
+            match wait_for_capture(watchdog, ms, out) {
+                Waited::TimedOut => {
+                    return Err(CommandError::Failed(format!(
+                        "not captured within {ms} ms (state: {:?})",
+                        watchdog.state()
+                    )));
+                }
+                Waited::NoSnapshot => {
+                    return Err(CommandError::Failed(format!(
+                        "the window closed with no snapshot buffer to keep it (echo 1 > \
+                         instances/{}/snapshot allocates one; then rearm)",
+                        latency_watchdog::INSTANCE
+                    )));
+                }
+                Waited::Captured | Waited::Stopped => {}
             }
         }
         _ => return Err(CommandError::Usage),
@@ -789,21 +799,25 @@ fn latency(
 enum Waited {
     /// The window is captured.
     Captured,
+    /// The window closed with no snapshot to go into.
+    NoSnapshot,
     /// The time ran out first.
     TimedOut,
     /// A key stopped it.
     Stopped,
 }
 
-/// Sleeps until the watchdog has captured its window, `ms` milliseconds have passed
-/// or a key is pressed (consumed; Ctrl-C shows as such). The wait records nothing
-/// of its own: polling from the host would fill the window with keystrokes.
+/// Sleeps until the watchdog has captured its window (or closed it with no
+/// snapshot to go into), `ms` milliseconds have passed or a key is pressed
+/// (consumed; Ctrl-C shows as such). The wait records nothing of its own: polling
+/// from the host would fill the window with keystrokes.
 fn wait_for_capture(
     watchdog: &latency_watchdog::Watchdog<tracing::KernelPlatform>,
     ms: u64,
     out: &mut Output,
 ) -> Waited {
-    let captured = || watchdog.state() == latency_watchdog::State::Captured;
+    use latency_watchdog::State;
+    let captured = || matches!(watchdog.state(), State::Captured | State::NoSnapshot);
     let deadline = clock::now_ns().saturating_add(ms * 1_000_000);
     while !captured() {
         if clock::now_ns() >= deadline {
@@ -818,7 +832,10 @@ fn wait_for_capture(
         // The boot CPU's timer tick wakes the wait at least once a period.
         crate::idle::wait_unless(|| serial::input_pending() || captured());
     }
-    Waited::Captured
+    match watchdog.state() {
+        State::NoSnapshot => Waited::NoSnapshot,
+        _ => Waited::Captured,
+    }
 }
 
 fn lockup(

@@ -907,9 +907,11 @@ pub(crate) fn parse_unsigned(s: &str) -> Option<u64> {
     u64::from_str_radix(digits, radix).ok()
 }
 
-/// A signed integer: an optional `-`, then as [`parse_unsigned`], within `i64`.
+/// A signed integer: an optional `-` or `+`, then as [`parse_unsigned`], within
+/// `i64` (as `kstrtoll`: not both signs).
 pub(crate) fn parse_signed(s: &str) -> Option<i64> {
     match s.strip_prefix('-') {
+        Some(magnitude) if magnitude.starts_with('+') => None,
         Some(magnitude) => 0i64.checked_sub_unsigned(parse_unsigned(magnitude)?),
         None => i64::try_from(parse_unsigned(s)?).ok(),
     }

@@ -93,8 +93,9 @@ pub(crate) fn pieces(format: &str) -> impl Iterator<Item = Option<Piece<'_>>> {
 }
 
 /// How many placeholders `format` has, `None` if one is malformed, as `pieces`
-/// reads it, at compile time (`printk!` checks its arguments against it).
-pub const fn placeholders(format: &str) -> Option<usize> {
+/// reads it, or (without `named`) names a field: at compile time (`printk!`, whose
+/// arguments are positional, checks them against it).
+pub const fn placeholders(format: &str, named: bool) -> Option<usize> {
     let bytes = format.as_bytes();
     let (mut i, mut count) = (0, 0);
     while i < bytes.len() {
@@ -115,6 +116,9 @@ pub const fn placeholders(format: &str) -> Option<usize> {
                     colon += 1;
                 }
                 if colon < close && !known_spec(bytes, colon + 1, close) {
+                    return None;
+                }
+                if !named && colon > i + 1 {
                     return None;
                 }
                 count += 1;
@@ -349,16 +353,19 @@ mod tests {
             ("{a{b}", Some(1)),
             ("}}{}}}", Some(1)),
         ] {
-            assert_eq!(placeholders(format), expected, "{format}");
+            assert_eq!(placeholders(format, true), expected, "{format}");
             assert_eq!(holes(format), expected, "{format}");
         }
+        // Positional only: a name is refused.
+        assert_eq!(placeholders("{} {:x} {{}}", false), Some(2));
+        assert_eq!(placeholders("{ip:sym}", false), None);
     }
 
     proptest::proptest! {
         #[test]
         #[cfg_attr(miri, ignore = "single-threaded safe code, run natively")]
         fn placeholders_agree_with_the_reader(format in "[{}:x#symab ]{0,12}") {
-            proptest::prop_assert_eq!(placeholders(&format), holes(&format));
+            proptest::prop_assert_eq!(placeholders(&format, true), holes(&format));
         }
     }
 

@@ -798,7 +798,7 @@ impl<'t, P: Platform> Instance<'t, P> {
 
     /// Bytes of CPU `cpu`'s ring.
     pub fn bytes_of_cpu(&self, cpu: usize) -> Option<usize> {
-        self.state.recorder.lock().live().bytes_of(cpu)
+        self.tracer.with_published(&self.state, |recorder| recorder.live().bytes_of(cpu))
     }
 
     /// Allocates the snapshot buffer if there is none.
@@ -876,12 +876,14 @@ impl<'t, P: Platform> Instance<'t, P> {
     }
 
     /// CPU `cpu`'s statistics: the ring's, plus (on CPU 0) events refused because
-    /// the platform reported a CPU beyond the tracer's. From any context.
+    /// the platform reported a CPU beyond the tracer's. From any context but an NMI
+    /// (as [`Instance::recorder`]).
     pub fn stats(&self, cpu: usize) -> Result<RingStats, Error> {
-        self.tracer.with_published(&self.state, |recorder| {
-            let (tracer, slot, name) = (self.tracer, self.state.slot, &self.state.name);
-            crate::tracer::InstanceView { tracer, slot, name, recorder }.stats(cpu)
-        })
+        // Counting the entries walks the ring: on a reference of its own, outside the
+        // section, so that grace periods do not wait for the walk.
+        let recorder = &*self.tracer.published(&self.state);
+        let (tracer, slot, name) = (self.tracer, self.state.slot, &self.state.name);
+        crate::tracer::InstanceView { tracer, slot, name, recorder }.stats(cpu)
     }
 
     /// Writes a text marker (`trace_marker`), as the `ftrace:print` event. A text
@@ -991,8 +993,8 @@ impl<'t, P: Platform> Instance<'t, P> {
 /// }
 /// ```
 ///
-/// A placeholder more or less than there are arguments, or a malformed one, does
-/// not compile:
+/// A placeholder more or less than there are arguments, a malformed one, or one
+/// that names a field (they are positional) does not compile:
 ///
 /// ```compile_fail
 /// fn report(instance: &trace::Instance<'_, trace::HostPlatform>, tick: u64, late: u32) {
@@ -1016,10 +1018,10 @@ macro_rules! printk {
         };
         const _: () = assert!(
             matches!(
-                $crate::event::format::placeholders($format),
+                $crate::event::format::placeholders($format, false),
                 Some(n) if n == 0 $(+ { let _ = stringify!($arg); 1 })*
             ),
-            "printk!: the format is malformed, or its placeholders and the arguments differ in number"
+            "printk!: the format is malformed, names a field (its placeholders are positional), or its placeholders and the arguments differ in number"
         );
         $instance.printk(&SITE, |_encoder| { $($crate::field::Sink::put_tagged(_encoder, &$arg);)* });
     }};

@@ -496,28 +496,31 @@ impl<P: Platform> Tracer<P> {
     }
 
     /// Runs `act` on the instance's recorder as writers reach it: inside this CPU's
-    /// section, without a lock, so from any context (under the instance's lock for a
-    /// platform's CPU beyond the tracer's, which has no section).
+    /// section, without a lock, so from any context. `act` is short: grace periods
+    /// wait for it. On a CPU beyond the tracer's (a platform that reports more CPUs
+    /// than it built the tracer for), which has no section, under the instance's
+    /// lock: from thread context only, there.
     pub(crate) fn with_published<R>(
         &self,
         state: &InstanceState<P>,
         act: impl FnOnce(&Recorder<P>) -> R,
     ) -> R {
         let section = self.sections.enter(&self.platform, self.platform.cpu());
-        match section.as_ref().and_then(|s| self.slots[state.slot].read(s.held())) {
-            Some(recorder) => act(recorder),
-            None => act(&state.recorder.lock()),
+        if let Some(recorder) = section.as_ref().and_then(|s| self.slots[state.slot].read(s.held()))
+        {
+            return act(recorder);
         }
+        drop(section);
+        act(&state.recorder.lock())
     }
 
     /// The instance's recorder as writers reach it, as a reference of its own (see
     /// [`Tracer::with_published`]).
     pub(crate) fn published(&self, state: &InstanceState<P>) -> Arc<Recorder<P>> {
         let section = self.sections.enter(&self.platform, self.platform.cpu());
-        match section.as_ref().and_then(|s| self.slots[state.slot].get(s.held())) {
-            Some(recorder) => recorder,
-            None => Arc::clone(&state.recorder.lock()),
-        }
+        let published = section.as_ref().and_then(|s| self.slots[state.slot].get(s.held()));
+        drop(section);
+        published.unwrap_or_else(|| Arc::clone(&state.recorder.lock()))
     }
 
     /// `Buffer(WouldDeadlock)` unless the caller may wait: checked before a control
@@ -976,6 +979,7 @@ impl<P: Platform> Tracer<P> {
 
     /// The hooks of `slot`'s instance for the event at `index`.
     pub(crate) fn hooks_of(&self, slot: usize, index: usize) -> Option<Arc<EventHooks>> {
+        // As `with_published`: on a CPU beyond the tracer's, under the registry's lock.
         let section = self.sections.enter(&self.platform, self.platform.cpu());
         match section {
             Some(section) => self.hooks[slot].read(section.held())?.get(index)?.clone(),
