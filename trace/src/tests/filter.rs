@@ -111,10 +111,12 @@ fn filter_integer_operators() {
         ("a == 0x10", 16, true),
         ("a == 010", 8, true),
         ("a == 0", 0, true),
+        ("a == +7", 7, true),
     ] {
         assert_eq!(passes(filter, a, 0, "", 0), expected, "{filter} with a={a}");
     }
     assert!(passes("b == -3", 0, -3, "", 0));
+    assert!(passes("b == +3", 0, 3, "", 0));
     assert!(passes("b < -2 && b > -4", 0, -3, "", 0));
     assert!(!passes("b >= 0", 0, -3, "", 0));
     assert!(passes("c == 7", 0, 0, "after a string", 7));
@@ -239,6 +241,7 @@ fn filter_errors_name_the_position_and_reason() {
         ("a == 0x", 5, BadNumber),
         ("a == 99999999999999999999", 5, BadNumber),
         ("b == -9223372036854775809", 5, BadNumber),
+        ("b == -+3", 5, BadNumber),
         ("a == \"1\"", 6, BadNumber),
         ("s == \"foo", 5, UnterminatedString),
         ("(a == 1", 7, MissingParen),
