@@ -20,8 +20,6 @@ mod events;
 #[deny(unsafe_code)]
 mod firmware;
 #[deny(unsafe_code)]
-mod idle;
-#[deny(unsafe_code)]
 mod keys;
 #[deny(unsafe_code)]
 mod lockup;

@@ -2,9 +2,8 @@
 //! input arrives by interrupt into a bounded queue that the shell drains. (The
 //! emergency writer, which takes no lock, is `arch::uart`'s.)
 
-use crate::arch::idt;
 use crate::arch::uart::{Crlf, Uart, com1};
-use crate::idle;
+use crate::arch::{idt, irq};
 use crate::sync::IrqMutex;
 use core::fmt::{self, Write};
 use uart_16550::spec::registers::{IER, LSR};
@@ -90,7 +89,7 @@ pub fn read_byte() -> u8 {
         if let Some(byte) = try_read_byte() {
             return byte;
         }
-        idle::wait_unless(input_pending);
+        irq::wait_for_interrupt_unless(input_pending);
     }
 }
 

@@ -5,7 +5,7 @@
 use crate::arch::apic::{self, Destination, Ipi};
 use crate::arch::hooks::Hooks;
 use crate::arch::{irq, percpu};
-use crate::{arch, clock, idle, memory, timer};
+use crate::{arch, clock, memory, timer};
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
@@ -120,7 +120,7 @@ extern "C" fn ap_main(index: usize) -> ! {
                 work();
                 irq::set_busy(false);
             }
-            None => idle::wait_unless(|| cpu.work.lock().is_some()),
+            None => irq::wait_for_interrupt_unless(|| cpu.work.lock().is_some()),
         }
     }
 }

@@ -136,7 +136,7 @@ fn the_latency_watchdog_snapshots_the_events_around_an_anomaly() {
     assert_eq!(m.run("echo 0 > instances/latency/snapshot"), "");
     m.run("latency spike 400");
     let waited = m.run("latency wait 10000");
-    assert!(waited.contains("the window closed with no snapshot buffer to keep it"), "{waited}");
+    assert!(waited.contains("the window closed with no snapshot to keep it"), "{waited}");
     assert!(m.run("latency").contains("state: NoSnapshot"));
     assert!(m.run("cat instances/latency/trace").contains("latency watchdog: no snapshot to take"));
     assert_eq!(m.run("echo 1 > instances/latency/snapshot"), "");

@@ -136,9 +136,10 @@ fn tsdl_string(s: &str) -> String {
     out
 }
 
-/// TSDL field names of a descriptor: `_` + its unique C name, as trace.dat's
-/// ([`format_file::unique_c_names`]; babeltrace2 strips the leading `_`, which
-/// also keeps names clear of TSDL keywords).
+/// TSDL field names of a descriptor: `_` + its unique C name
+/// ([`format_file::unique_c_names`], as trace.dat's but for the common fields' names,
+/// which CTF keeps in a context of their own; babeltrace2 strips the leading `_`,
+/// which also keeps names clear of TSDL keywords).
 fn field_names(d: &DumpDescriptor) -> Vec<String> {
     let names = format_file::unique_c_names(d.fields.iter().map(|f| f.name.as_str()), &[]);
     names.into_iter().map(|name| format!("_{name}")).collect()

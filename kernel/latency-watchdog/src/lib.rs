@@ -74,6 +74,9 @@ impl<P: Platform> Watchdog<P> {
         let config =
             InstanceConfig { bytes_per_cpu: 64 * 1024, mode: Mode::Overwrite, snapshot: true };
         let instance = tracer.get_or_create(INSTANCE, config)?;
+        // An instance taken over keeps its configuration: the snapshot buffer the
+        // timer interrupt swaps into is allocated here, where it may be.
+        instance.snapshot_alloc()?;
         let watchdog = Watchdog {
             instance,
             state: AtomicU8::new(WATCHING),

@@ -191,11 +191,15 @@ struct HeapFrames;
 // so it is never handed out twice nor freed while the page tables use it.
 unsafe impl FrameAllocator<Size4KiB> for HeapFrames {
     fn allocate_frame(&mut self) -> Option<PhysFrame<Size4KiB>> {
-        let table = Box::leak(Box::new(PageTable::new()));
-        let virt = VirtAddr::from_ptr(table);
-        let phys = virt.as_u64() - phys_to_virt(0).as_u64();
-        PhysFrame::from_start_address(PhysAddr::new(phys)).ok()
+        heap_frame(Box::leak(Box::new(PageTable::new())))
     }
+}
+
+/// The physical frame of a page-aligned heap block (the heap lies in the
+/// physical-memory window); `None` if it is not page-aligned.
+fn heap_frame<T>(block: &T) -> Option<PhysFrame<Size4KiB>> {
+    let phys = VirtAddr::from_ptr(block).as_u64() - phys_to_virt(0).as_u64();
+    PhysFrame::from_start_address(PhysAddr::new(phys)).ok()
 }
 
 /// Maps the 4 KiB page at physical `page` at the same virtual address (writable,
@@ -277,9 +281,7 @@ pub fn guarded_stack(cpu: usize, bytes: usize) -> Result<Range<u64>, &'static st
     }
     let flags = PageTableFlags::PRESENT | PageTableFlags::WRITABLE | PageTableFlags::NO_EXECUTE;
     for (i, backing) in memory.iter().enumerate() {
-        let phys = VirtAddr::from_ptr(backing).as_u64() - phys_to_virt(0).as_u64();
-        let frame = PhysFrame::<Size4KiB>::from_start_address(PhysAddr::new(phys))
-            .map_err(|_| "a stack page is not page-aligned")?;
+        let frame = heap_frame(backing).ok_or("a stack page is not page-aligned")?;
         let page = Page::<Size4KiB>::containing_address(VirtAddr::new(low + i as u64 * 4096));
         // SAFETY: the frame is a leaked heap page that nothing else uses (its window
         // alias is never touched), and the page is an unused address of the stack

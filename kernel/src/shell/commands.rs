@@ -376,7 +376,7 @@ fn cat(
                     None => false,
                 };
                 // Between records: sleep until an interrupt or a key.
-                let wait = || crate::idle::wait_unless(serial::input_pending);
+                let wait = || crate::arch::irq::wait_for_interrupt_unless(serial::input_pending);
                 let read = if raw {
                     crate::dump::stream_raw(out, &located.instance, cpu, stop, wait)
                 } else {
@@ -776,8 +776,8 @@ fn latency(
                 }
                 Waited::NoSnapshot => {
                     return Err(CommandError::Failed(format!(
-                        "the window closed with no snapshot buffer to keep it (echo 1 > \
-                         instances/{}/snapshot allocates one; then rearm)",
+                        "the window closed with no snapshot to keep it (instances/{}'s \
+                         snapshot buffer freed, or the irqsoff tracer's); then rearm",
                         latency_watchdog::INSTANCE
                     )));
                 }
@@ -830,7 +830,7 @@ fn wait_for_capture(
             return Waited::Stopped;
         }
         // The boot CPU's timer tick wakes the wait at least once a period.
-        crate::idle::wait_unless(|| serial::input_pending() || captured());
+        crate::arch::irq::wait_for_interrupt_unless(|| serial::input_pending() || captured());
     }
     match watchdog.state() {
         State::NoSnapshot => Waited::NoSnapshot,
