@@ -13,6 +13,10 @@ trace::event! {
     pub PING = "net":"ping" { seq: u32, host: &str } => "seq={seq} host={host}";
 }
 
+/// The panic the dumps here report.
+const OOPS: PanicHeader<'static> =
+    PanicHeader { cpu: 0, message: "oops", location: "src/main.rs:1:1", nested: None, other: None };
+
 /// A panic dump of two instances: `latency` with a live buffer (pings 10 and 11)
 /// and a snapshot (pings 1 to 3, 4 overwritten), and `top` with a live buffer only
 /// (ping 20).
@@ -23,17 +27,7 @@ fn log() -> String {
         out.push_str(line);
         out.push('\n');
     });
-    writer.header(
-        2,
-        Some(PanicHeader {
-            cpu: 0,
-            message: "oops",
-            location: "src/main.rs:1:1",
-            nested: None,
-            other: None,
-        }),
-        None,
-    );
+    writer.header(2, Some(OOPS), None);
     writer.descriptor_as(1, descriptor);
     writer.instance(0, "");
     writer.cpu_stats(0, 0, &RingStats { written: 1, entries: 1, ..RingStats::default() });
@@ -297,17 +291,7 @@ fn a_dump_of_a_snapshot_alone_needs_buffer_snapshot() {
         dump.push_str(line);
         dump.push('\n');
     });
-    writer.header(
-        2,
-        Some(PanicHeader {
-            cpu: 0,
-            message: "oops",
-            location: "src/main.rs:1:1",
-            nested: None,
-            other: None,
-        }),
-        None,
-    );
+    writer.header(2, Some(OOPS), None);
     writer.descriptor_as(1, descriptor);
     writer.section(0, "a", BufferKind::Snapshot, trace::Clock::Local);
     writer.cpu_stats(0, 0, &RingStats { written: 1, entries: 1, ..RingStats::default() });
