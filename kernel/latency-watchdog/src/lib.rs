@@ -32,7 +32,7 @@ const WATCHING: u8 = 0;
 const CAPTURING: u8 = 1;
 const SNAPSHOT_PENDING: u8 = 2;
 const CAPTURED_STATE: u8 = 3;
-const FAILED: u8 = 4;
+const NO_SNAPSHOT: u8 = 4;
 
 /// What the watchdog is doing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -154,7 +154,7 @@ impl<P: Platform> Watchdog<P> {
             // No snapshot buffer (someone freed it) or not ours to take: the window
             // stays in the live buffer, its events off.
             Err(_) => {
-                self.state.store(FAILED, Relaxed);
+                self.state.store(NO_SNAPSHOT, Relaxed);
                 let _ = self.instance.write_marker("latency watchdog: no snapshot to take");
             }
         }
@@ -163,7 +163,7 @@ impl<P: Platform> Watchdog<P> {
     /// Watches again after a capture, or a window that had no snapshot to go into
     /// (thread context): baseline events back on.
     pub fn rearm(&self) {
-        if matches!(self.state.load(Relaxed), CAPTURED_STATE | FAILED) {
+        if matches!(self.state.load(Relaxed), CAPTURED_STATE | NO_SNAPSHOT) {
             self.enable(BASELINE, true);
             self.state.store(WATCHING, Relaxed);
         }

@@ -134,9 +134,10 @@ impl<P: Platform> Instance<'_, P> {
     /// `enable_event:irq:nmi:2`, `!traceoff` (a count after a removal is ignored:
     /// `!traceoff:0` removes the command, counted or not). A function that has the
     /// command already keeps it as it is. Refused whole, with nothing changed: a bad
-    /// line, text after the command (function commands take no filter), a removal that finds the command on none of the
-    /// functions, more than [`MAX_TRIGGERS`] commands on a function. Needs a context
-    /// that may wait; the functions' entries are patched as needed.
+    /// line, text after the command (function commands take no filter), a removal
+    /// that finds the command on none of the functions, more than [`MAX_TRIGGERS`]
+    /// commands on a function. Needs a context that may wait; the functions' entries
+    /// are patched as needed.
     pub fn set_function_command(&self, functions: &[usize], line: &str) -> Result<(), HookError> {
         self.edit_functions(None, &[(functions, line)]).map_err(|refused| refused.error)
     }

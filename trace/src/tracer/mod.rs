@@ -341,12 +341,8 @@ impl<P: Platform> Tracer<P> {
             }),
             top: spin::Once::new(),
         };
-        let mut registry = tracer.registry.lock();
-        tracer
-            .create(&mut registry, String::new(), TOP_SLOT, top)
-            .map_err(TracerError::TopLevel)?;
-        let top = registry.instances[TOP_SLOT].clone().ok_or(TracerError::NoMemory)?;
-        drop(registry);
+        let created = tracer.create(&mut tracer.registry.lock(), String::new(), TOP_SLOT, top);
+        let top = Arc::clone(&created.map_err(TracerError::TopLevel)?.state);
         tracer.top.call_once(|| top);
         Ok(tracer)
     }
