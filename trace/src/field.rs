@@ -196,6 +196,48 @@ impl Sink for Encoder<'_> {
     }
 }
 
+/// An [`Encoder`] that keeps its last bytes free for the values after the current
+/// one ([`Encoder::keeping`]).
+pub struct Keeping<'e, 'a> {
+    encoder: &'e mut Encoder<'a>,
+    keep: usize,
+}
+
+impl<'a> Encoder<'a> {
+    /// A sink writing into this encoder that leaves its last `keep` bytes free: what
+    /// the values after the next one take at least (`printk!`'s arguments, so a long
+    /// string is cut rather than the values after it left out).
+    pub fn keeping(&mut self, keep: usize) -> Keeping<'_, 'a> {
+        Keeping { encoder: self, keep }
+    }
+}
+
+impl Sink for Keeping<'_, '_> {
+    fn room(&self) -> usize {
+        self.encoder.room().saturating_sub(self.keep)
+    }
+
+    fn put(&mut self, bytes: &[u8]) {
+        let n = bytes.len().min(self.room());
+        self.encoder.cut |= n < bytes.len();
+        self.encoder.put(&bytes[..n]);
+    }
+}
+
+/// The fewest bytes a value of `value`'s type takes in a self-describing payload
+/// ([`Sink::put_tagged`]): its tag, a byte array's length, and its fixed size, or
+/// an empty string's length.
+pub const fn min_tagged_len<T: FieldValue + ?Sized>(_value: &T) -> usize {
+    1 + match T::KIND {
+        FieldKind::Bytes(n) => 2 + n as usize,
+        FieldKind::Str => 2,
+        kind => match kind.fixed_size() {
+            Some(n) => n,
+            None => 0,
+        },
+    }
+}
+
 /// A sink that only counts: the payload length a value sequence takes under a limit.
 pub(crate) struct Measure {
     pub(crate) len: usize,

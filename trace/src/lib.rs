@@ -85,4 +85,6 @@ pub use error::Error;
 pub use platform::HostPlatform;
 pub use platform::Platform;
 pub use ring::{Clock, Mode};
-pub use tracer::{Instance, InstanceConfig, InstanceError, Limits, Tracer, TracerError, install};
+pub use tracer::{
+    DestroyError, Instance, InstanceConfig, InstanceError, Limits, Tracer, TracerError, install,
+};

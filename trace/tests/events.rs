@@ -183,6 +183,32 @@ fn every_field_kind_round_trips_through_the_format_string() {
 }
 
 #[test]
+fn printk_cuts_a_long_string_and_keeps_the_arguments_after_it() {
+    let tracer = tracer();
+    let instance = tracer
+        .get_or_create("printk-long", InstanceConfig { bytes_per_cpu: 4096, ..Default::default() })
+        .unwrap();
+    let long = "x".repeat(400);
+    let mut evaluated = 0;
+    let mut next = || {
+        evaluated += 1;
+        7u64
+    };
+    let recorded =
+        trace::printk!(instance, "{} then {} and {} at {}", long.as_str(), next(), 'λ', "end");
+    assert_eq!(evaluated, 1, "each argument is evaluated once");
+    // The payload is full: the tags, the fixed values and the last string's length
+    // take their bytes first, the long string the rest, and the string after it is
+    // cut to nothing (as a message too long is cut at its end).
+    assert_eq!(recorded, trace::event::MAX_EVENT_PAYLOAD);
+    let kept = trace::event::MAX_EVENT_PAYLOAD - (3 + 9 + 5 + 3);
+    let expected = format!("ftrace:bprint: {} then 7 and λ at ", &long[..kept]);
+    assert_eq!(rendered(&tracer, &instance), [expected]);
+    instance.set_printk(false);
+    assert_eq!(trace::printk!(instance, "dropped {}", 1u32), 0, "nothing recorded");
+}
+
+#[test]
 fn printk_interns_the_format_and_stores_arguments_raw() {
     let tracer = tracer();
     let instance = tracer
@@ -260,16 +286,21 @@ fn misuse_gets_typed_errors_and_changes_nothing() {
     }
     let held = tracer.get_or_create("held", config).unwrap();
     let again = tracer.get_or_create("held", config).unwrap();
-    assert_eq!(tracer.destroy(again), Err(InstanceError::Busy), "a second reference is held");
+    // A refused destroy gives the reference back, still the caller's to use.
+    let refused = tracer.destroy(again).expect_err("a second reference is held");
+    assert_eq!(refused.error, InstanceError::Busy);
     assert!(tracer.lookup("held").is_some(), "a busy destroy changes nothing");
+    let again = refused.instance;
+    assert_eq!(again.name(), "held");
     assert_eq!(held.set_event(Some("nosuch"), None, true), Err(InstanceError::NoSuchEvent));
     let huge = InstanceConfig { bytes_per_cpu: 64 << 20, ..config };
     assert_eq!(tracer.get_or_create("huge", huge).err(), Some(InstanceError::MemoryLimit));
     assert!(tracer.lookup("huge").is_none());
-    assert_eq!(tracer.destroy(tracer.top()), Err(InstanceError::TopLevel));
+    assert_eq!(tracer.destroy(tracer.top()).map_err(|e| e.error), Err(InstanceError::TopLevel));
     assert_eq!(held.resize(64 << 20), Err(InstanceError::MemoryLimit));
     assert_eq!(held.bytes_per_cpu(), 4096, "a refused resize changes nothing");
-    tracer.destroy(held).unwrap();
+    drop(held);
+    tracer.destroy(again).unwrap();
     assert_eq!(tracer.destroy_by_name("held"), Err(InstanceError::NotFound));
     let (used, _) = tracer.memory();
     let names = tracer.instance_names();

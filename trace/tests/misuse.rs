@@ -256,9 +256,9 @@ fn instance_names_are_checked_and_refusals_change_nothing() {
     let again =
         tracer.get_or_create(&ok, InstanceConfig { bytes_per_cpu: 1 << 16, ..SMALL }).unwrap();
     assert_eq!(again.bytes_per_cpu(), i.bytes_per_cpu());
-    assert_eq!(tracer.destroy(again), Err(InstanceError::Busy), "i is held");
+    assert_eq!(tracer.destroy(again).map_err(|e| e.error), Err(InstanceError::Busy), "i is held");
     drop(i);
-    assert_eq!(tracer.destroy(tracer.top()), Err(InstanceError::TopLevel));
+    assert_eq!(tracer.destroy(tracer.top()).map_err(|e| e.error), Err(InstanceError::TopLevel));
     tracer.destroy_by_name(&ok).unwrap();
     assert_eq!(tracer.destroy_by_name(&ok), Err(InstanceError::NotFound));
     assert_eq!(observe(&tracer, &top), before);

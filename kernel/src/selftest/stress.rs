@@ -303,10 +303,10 @@ fn toggle(
         mode: instance.mode(),
         snapshot: false,
     };
-    let destroyed = tracer.destroy(instance);
+    let destroyed = tracer.destroy(instance).is_ok();
     *keyed = tracer.get_or_create(&name, config).ok();
     let fresh = keyed.as_ref().is_some_and(|i| i.function_tracer() == Kind::Nop);
-    top && destroyed.is_ok() && fresh
+    top && destroyed && fresh
 }
 
 /// Reports the function tracers' on/off cycles and checks the accounting of the

@@ -33,7 +33,7 @@ fn destroying_another_tracers_instance_is_refused() {
     let (a, b) = (tracer(), tracer());
     let net = a.get_or_create("net", CONFIG).unwrap();
     let x = b.get_or_create("x", CONFIG).unwrap();
-    assert_eq!(a.destroy(x), Err(InstanceError::NotFound));
+    assert_eq!(a.destroy(x).map_err(|e| e.error), Err(InstanceError::NotFound));
     assert_eq!(a.instance_names(), ["net"]);
     assert_eq!(b.instance_names(), ["x"]);
     assert_eq!(a.destroy_by_name("net"), Err(InstanceError::Busy), "`net` is held");
@@ -77,7 +77,7 @@ fn control_from_a_context_that_may_not_wait_is_refused_before_any_lock() {
     drop(held);
     assert_eq!(t.instance_names(), ["net"]);
     MAY_WAIT.with(|w| w.set(false));
-    assert_eq!(t.destroy(net), refused);
+    assert_eq!(t.destroy(net).map_err(|e| e.error), refused);
     MAY_WAIT.with(|w| w.set(true));
     t.destroy_by_name("net").unwrap();
 }

@@ -196,6 +196,37 @@ pub(crate) struct InstanceState<P> {
     pub(crate) triggers: spin::Mutex<()>,
 }
 
+/// A refused [`Tracer::destroy`](crate::Tracer::destroy): why, and the instance,
+/// which stays the caller's (nothing changed). `?` turns it into its
+/// [`InstanceError`], dropping the reference.
+pub struct DestroyError<'t, P: Platform> {
+    /// Why the instance was not removed.
+    pub error: InstanceError,
+    /// The reference the call was given.
+    pub instance: Instance<'t, P>,
+}
+
+impl<P: Platform> From<DestroyError<'_, P>> for InstanceError {
+    fn from(refused: DestroyError<'_, P>) -> Self {
+        refused.error
+    }
+}
+
+impl<P: Platform> fmt::Debug for DestroyError<'_, P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DestroyError")
+            .field("error", &self.error)
+            .field("instance", &self.instance.name())
+            .finish()
+    }
+}
+
+impl<P: Platform> fmt::Display for DestroyError<'_, P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "cannot remove instance {}: {}", self.instance.name(), self.error)
+    }
+}
+
 /// A reference to an instance (`struct trace_array *` with a reference held).
 /// Dropping it is `trace_array_put`. While any reference other than the tracer's own
 /// exists, the instance cannot be destroyed.
@@ -940,15 +971,23 @@ impl<'t, P: Platform> Instance<'t, P> {
     }
 
     /// Records a `printk!` call site's arguments (use the macro); nothing while the
-    /// instance refuses them ([`Instance::set_printk`]).
-    pub fn printk(&self, site: &'static EventDescriptor, encode: impl FnOnce(&mut Encoder<'_>)) {
+    /// instance refuses them ([`Instance::set_printk`]). Returns the payload's bytes
+    /// recorded: 0 if nothing was.
+    pub fn printk(
+        &self,
+        site: &'static EventDescriptor,
+        encode: impl FnOnce(&mut Encoder<'_>),
+    ) -> usize {
         if !self.printk_enabled() {
-            return;
+            return 0;
         }
         let mut buf = [0u8; crate::event::MAX_EVENT_PAYLOAD];
         let mut encoder = Encoder::new(&mut buf);
         encode(&mut encoder);
-        self.tracer.write_to(self.state.slot, site, encoder.bytes());
+        match self.tracer.write_to(self.state.slot, site, encoder.bytes()) {
+            true => encoder.bytes().len(),
+            false => 0,
+        }
     }
 
     /// Lets `printk!` record into the instance, or not (ftrace's `trace_printk`
@@ -986,6 +1025,9 @@ impl<'t, P: Platform> Instance<'t, P> {
 /// format string interned in a static descriptor (found by the linker like events)
 /// and the arguments stored raw. Formatting happens when the trace is read; the
 /// format's placeholders are checked against the arguments when the call compiles.
+/// Each argument is evaluated once, and only while the instance takes `printk!`
+/// lines. Strings longer than the record holds are cut, so every argument after
+/// them is still recorded. Returns the payload's bytes recorded (0: none).
 ///
 /// ```
 /// fn report(instance: &trace::Instance<'_, trace::HostPlatform>, tick: u64, late: u32) {
@@ -1023,7 +1065,26 @@ macro_rules! printk {
             ),
             "printk!: the format is malformed, names a field (its placeholders are positional), or its placeholders and the arguments differ in number"
         );
-        $instance.printk(&SITE, |_encoder| { $($crate::field::Sink::put_tagged(_encoder, &$arg);)* });
+        $instance.printk(&SITE, |encoder| $crate::__printk_args!(encoder [] $($arg),*))
+    }};
+}
+
+/// `printk!`'s arguments: binds each once, then encodes each leaving room for the
+/// fewest bytes the ones after it take.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __printk_args {
+    ($encoder:ident []) => {};
+    ($encoder:ident [$($bound:ident)*]) => {{
+        let mut _after = 0 $(+ $crate::field::min_tagged_len($bound))*;
+        $(
+            _after -= $crate::field::min_tagged_len($bound);
+            $crate::field::Sink::put_tagged(&mut $encoder.keeping(_after), $bound);
+        )*
+    }};
+    ($encoder:ident [$($bound:ident)*] $head:expr $(, $rest:expr)*) => {{
+        let arg = &$head;
+        $crate::__printk_args!($encoder [$($bound)* arg] $($rest),*)
     }};
 }
 

@@ -40,7 +40,7 @@ pub use hist::{
     Hist, HistOp, HistReason, MAX_HIST_BYTES, MAX_HIST_NAME, MAX_KEYS, MAX_REFS, MAX_SAVED,
     MAX_SIZE, MAX_VALS, MAX_VARS, MIN_SIZE, STRING_KEY_BYTES,
 };
-pub use instance::{HookError, Instance, InstanceConfig, InstanceError, MAX_NAME};
+pub use instance::{DestroyError, HookError, Instance, InstanceConfig, InstanceError, MAX_NAME};
 pub use latency::IRQSOFF;
 pub use lines::{TraceWriter, write_record};
 pub use profile::FunctionStat;
@@ -442,23 +442,36 @@ impl<P: Platform> Tracer<P> {
     }
 
     /// `trace_array_destroy`: removes the instance, which must not be referenced by
-    /// anyone else (readers, drivers): `Busy` otherwise, and nothing changes;
-    /// `NotFound` for another tracer's instance. Thread context:
-    /// `Buffer(WouldDeadlock)` elsewhere.
-    pub fn destroy(&self, instance: Instance<'_, P>) -> Result<(), InstanceError> {
+    /// anyone else (readers, drivers): `Busy` otherwise; `NotFound` for another
+    /// tracer's instance. A refusal changes nothing and gives the reference back
+    /// ([`DestroyError`]). Thread context: `Buffer(WouldDeadlock)` elsewhere.
+    pub fn destroy<'t>(&self, instance: Instance<'t, P>) -> Result<(), DestroyError<'t, P>> {
+        let refuse = |error, instance| Err(DestroyError { error, instance });
         if !core::ptr::eq(instance.tracer, self) {
-            return Err(InstanceError::NotFound);
+            return refuse(InstanceError::NotFound, instance);
         }
         let slot = instance.state.slot;
         if slot == TOP_SLOT {
-            return Err(InstanceError::TopLevel);
+            return refuse(InstanceError::TopLevel, instance);
         }
-        self.may_wait()?;
+        if let Err(error) = self.may_wait() {
+            return refuse(error.into(), instance);
+        }
         let mut registry = self.registry.lock();
         // The registry's reference and the caller's: any other is a user.
         if Arc::strong_count(&instance.state) > 2 {
-            return Err(InstanceError::Busy);
+            return refuse(InstanceError::Busy, instance);
         }
+        match self.remove(&mut registry, slot) {
+            Ok(()) => Ok(()),
+            Err(error) => refuse(error.into(), instance),
+        }
+    }
+
+    /// [`Tracer::destroy`]'s work, once the instance in `slot` may go. Its first
+    /// grace period refuses a caller that may not wait before anything changes; the
+    /// later ones pass as it did.
+    fn remove(&self, registry: &mut Registry<P>, slot: usize) -> Result<(), crate::Error> {
         self.sections.grace(&self.platform)?;
         let hooks = registry.hooks[slot].as_deref().map_or(&[][..], |t| &t[..]);
         for (index, descriptor) in self.events.iter().enumerate() {
@@ -487,7 +500,7 @@ impl<P: Platform> Tracer<P> {
         if let Some(state) = registry.instances[slot].take() {
             registry.retire(&state.recorder.lock(), None);
         }
-        self.sync_keys(&registry);
+        self.sync_keys(registry);
         Ok(())
     }
 
@@ -531,7 +544,7 @@ impl<P: Platform> Tracer<P> {
     /// Removes the instance called `name` (see [`Tracer::destroy`]).
     pub fn destroy_by_name(&self, name: &str) -> Result<(), InstanceError> {
         self.may_wait()?;
-        self.destroy(self.lookup(name).ok_or(InstanceError::NotFound)?)
+        Ok(self.destroy(self.lookup(name).ok_or(InstanceError::NotFound)?)?)
     }
 
     /// Creates the instance `name` over `live`, a buffer set built by the caller (over
