@@ -194,8 +194,15 @@ fn printk_cuts_a_long_string_and_keeps_the_arguments_after_it() {
         evaluated += 1;
         7u64
     };
-    let recorded =
-        trace::printk!(instance, "{} then {} and {} at {}", long.as_str(), next(), 'λ', "end");
+    // A temporary `String` lives while every argument is recorded.
+    let recorded = trace::printk!(
+        instance,
+        "{} then {} and {} at {}",
+        long.clone().as_str(),
+        next(),
+        'λ',
+        "end".to_string().as_str()
+    );
     assert_eq!(evaluated, 1, "each argument is evaluated once");
     // The payload is full: the tags, the fixed values and the last string's length
     // take their bytes first, the long string the rest, and the string after it is

@@ -1082,10 +1082,13 @@ macro_rules! __printk_args {
             $crate::field::Sink::put_tagged(&mut $encoder.keeping(_after), $bound);
         )*
     }};
-    ($encoder:ident [$($bound:ident)*] $head:expr $(, $rest:expr)*) => {{
-        let arg = &$head;
-        $crate::__printk_args!($encoder [$($bound)* arg] $($rest),*)
-    }};
+    // `match` keeps the argument's temporaries (a `String` it borrows from) alive
+    // while the rest is encoded, where `let` would drop them.
+    ($encoder:ident [$($bound:ident)*] $head:expr $(, $rest:expr)*) => {
+        match &$head {
+            arg => $crate::__printk_args!($encoder [$($bound)* arg] $($rest),*),
+        }
+    };
 }
 
 /// Whether `trigger` is one of `among` (the same allocation, not an equal line).
