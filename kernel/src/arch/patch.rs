@@ -1,22 +1,26 @@
 //! Live patching of 5-byte instructions in kernel text while every CPU runs it
 //! (the static keys' NOP <-> `jmp`), by the int3 protocol:
 //!
-//! 1. publish the batch of sites, so the breakpoint handler knows them;
+//! 1. record each site's new bytes where the breakpoint handler finds them: one
+//!    word per site, so the handler reads them whole;
 //! 2. write `int3` over each site's first byte, and make every CPU serialise;
 //! 3. write each site's other four bytes, and serialise everywhere;
-//! 4. write each site's new first byte, and serialise everywhere; then withdraw the
-//!    batch.
+//! 4. write each site's new first byte, and serialise everywhere.
 //!
 //! At every moment a CPU executes either the old instruction, the new one, or the
-//! `int3`, whose handler emulates the new one, as Linux's does: a NOP, the jump, or
-//! the call (a function entry's: its return address pushed, then on at the
-//! target). An `int3` taken after its patch ended emulates what the site holds by
-//! then. QEMU's TCG can run a stale block translated from the `int3` long after the
-//! patch: every call of a function whose entry became a call then meets it, and is
-//! traced only because the call is emulated. "Serialise
-//! everywhere" is the caller's `sync`: an IPI each other CPU acknowledges (its `iret`
-//! serialises) and a serialising instruction here. A CPU acknowledges only with
-//! interrupts on, so after step 4's no CPU is still in the handler for this batch.
+//! `int3`, whose handler emulates the instruction the site is getting or has, as
+//! Linux's does: a NOP, the jump, or the call (a function entry's: its return
+//! address pushed, then on at the target). QEMU's TCG can run a stale block
+//! translated from the `int3` long after the patch, even during a later patch of
+//! other sites: every call of a function whose entry became a call then meets it,
+//! and is traced only because the call is emulated. So the handler may run at any
+//! time, and reads nothing that a later patch rewrites for another site: a site's
+//! word is only ever replaced by newer bytes of the same site. (Sites and their
+//! bytes once lay in a batch table that each patch rewrote: a late `int3` read a
+//! site from one batch and the bytes of the site at the same place in the next, and
+//! jumped into `.rodata`.) "Serialise everywhere" is the caller's `sync`: an IPI
+//! each other CPU acknowledges (its `iret` serialises) and a serialising
+//! instruction here.
 //!
 //! The handler returns from a patch site without `iret`, with `popfq; ret` on the
 //! interrupted stack: an `iret` would end the NMI-blocking of an NMI handler that hit
@@ -25,36 +29,33 @@
 
 use super::irq::HandlerGuard;
 use super::percpu;
-use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, compiler_fence};
 use spin::Mutex;
 use trace::event::key::{CALL, JMP};
 use x86_64::structures::idt::InterruptStackFrame;
 
 /// Bytes a site holds.
 pub const SITE_LEN: usize = 5;
-/// Most sites patched in one batch (a key with more is patched in several).
-const MAX_BATCH: usize = 128;
 /// The `int3` opcode.
 const INT3: u8 = 0xcc;
 
-/// The sites of the batch being patched (the breakpoint handler's view).
-static BATCH: [AtomicU64; MAX_BATCH] = [const { AtomicU64::new(0) }; MAX_BATCH];
-/// The new bytes of each site of [`BATCH`] (little-endian in the low five bytes).
-static BATCH_BYTES: [AtomicU64; MAX_BATCH] = [const { AtomicU64::new(0) }; MAX_BATCH];
-/// How many entries of [`BATCH`] are live (0: no patch in progress).
-static BATCH_LEN: AtomicUsize = AtomicUsize::new(0);
 /// One patch at a time.
 static PATCHING: Mutex<()> = Mutex::new(());
+/// Whether a patch is in progress (for [`traps`]).
+static IN_PATCH: AtomicBool = AtomicBool::new(false);
 /// Most distinct sites this module patches in a boot.
 pub const MAX_SITES: usize = 4096;
-/// Every site ever patched (the first [`KNOWN_LEN`]), for an `int3` taken late.
+/// Every site ever patched (the first [`KNOWN_LEN`]); an entry never changes.
 static KNOWN: [AtomicU64; MAX_SITES] = [const { AtomicU64::new(0) }; MAX_SITES];
+/// The bytes each site of [`KNOWN`] holds, or is getting while it is patched
+/// (little-endian in the low five bytes).
+static BYTES: [AtomicU64; MAX_SITES] = [const { AtomicU64::new(0) }; MAX_SITES];
 static KNOWN_LEN: AtomicUsize = AtomicUsize::new(0);
-/// `int3`s taken at a site while its patch ran, and after it ended.
+/// `int3`s taken at a site while a patch ran, and while none did.
 static TRAPS: [AtomicU64; 2] = [const { AtomicU64::new(0) }; 2];
 
-/// How many CPUs met a site's `int3` while its patch ran, and after it ended (see
-/// [`resume_at`]).
+/// How many CPUs met a site's `int3` while a patch ran, and while none did (a stale
+/// block, see the module documentation).
 pub fn traps() -> (u64, u64) {
     (TRAPS[0].load(Ordering::Relaxed), TRAPS[1].load(Ordering::Relaxed))
 }
@@ -85,44 +86,52 @@ pub unsafe fn patch(pokes: &[Poke], sync: impl Fn()) -> Result<(), &'static str>
     for poke in pokes {
         remember(poke.site)?;
     }
-    for batch in pokes.chunks(MAX_BATCH) {
-        for ((slot, bytes), poke) in BATCH.iter().zip(&BATCH_BYTES).zip(batch) {
-            slot.store(poke.site, Ordering::Relaxed);
-            let mut word = [0; 8];
-            word[..SITE_LEN].copy_from_slice(&poke.bytes);
-            bytes.store(u64::from_le_bytes(word), Ordering::Relaxed);
-        }
-        // Release: stores are seen in order (x86), so a CPU that meets an `int3`
-        // written below, and then takes the trap (which serialises), sees the batch.
-        BATCH_LEN.store(batch.len(), Ordering::Release);
-        let write = |at: *mut u8, byte: u8| {
-            // SAFETY: the caller guarantees `at` maps a byte of a site writable;
-            // every CPU sees one of the protocol's states of the site meanwhile.
-            unsafe { at.write_volatile(byte) }
-        };
-        batch.iter().for_each(|p| write(p.alias[0], INT3));
-        serialise_everywhere(&sync);
-        for poke in batch {
-            (1..SITE_LEN).for_each(|i| write(poke.alias[i], poke.bytes[i]));
-        }
-        serialise_everywhere(&sync);
-        batch.iter().for_each(|p| write(p.alias[0], p.bytes[0]));
-        serialise_everywhere(&sync);
-        BATCH_LEN.store(0, Ordering::Release);
+    IN_PATCH.store(true, Ordering::Relaxed);
+    for poke in pokes {
+        let mut word = [0; 8];
+        word[..SITE_LEN].copy_from_slice(&poke.bytes);
+        // Every site is known by now: this finds it.
+        let index = remember(poke.site)?;
+        BYTES[index].store(u64::from_le_bytes(word), Ordering::Relaxed);
     }
+    // The words are stored before any `int3` below (x86 keeps stores in order; this
+    // keeps the compiler from moving them): a CPU that meets one, and then takes the
+    // trap, reads the site's new bytes.
+    compiler_fence(Ordering::SeqCst);
+    let write = |at: *mut u8, byte: u8| {
+        // SAFETY: the caller guarantees `at` maps a byte of a site writable; every
+        // CPU sees one of the protocol's states of the site meanwhile.
+        unsafe { at.write_volatile(byte) }
+    };
+    pokes.iter().for_each(|p| write(p.alias[0], INT3));
+    serialise_everywhere(&sync);
+    for poke in pokes {
+        (1..SITE_LEN).for_each(|i| write(poke.alias[i], poke.bytes[i]));
+    }
+    serialise_everywhere(&sync);
+    pokes.iter().for_each(|p| write(p.alias[0], p.bytes[0]));
+    serialise_everywhere(&sync);
+    IN_PATCH.store(false, Ordering::Relaxed);
     Ok(())
 }
 
-/// Adds `site` to [`KNOWN`] (the caller holds [`PATCHING`]).
-fn remember(site: u64) -> Result<(), &'static str> {
-    let len = KNOWN_LEN.load(Ordering::Relaxed);
-    if KNOWN[..len].iter().any(|s| s.load(Ordering::Relaxed) == site) {
-        return Ok(());
+/// Adds `site` to [`KNOWN`] unless it is there; returns where it is (the caller
+/// holds [`PATCHING`]).
+fn remember(site: u64) -> Result<usize, &'static str> {
+    if let Some(index) = known_index(site) {
+        return Ok(index);
     }
+    let len = KNOWN_LEN.load(Ordering::Relaxed);
     let slot = KNOWN.get(len).ok_or("too many patched sites")?;
     slot.store(site, Ordering::Relaxed);
     KNOWN_LEN.store(len + 1, Ordering::Release);
-    Ok(())
+    Ok(len)
+}
+
+/// Where `site` is in [`KNOWN`], if it was ever patched.
+fn known_index(site: u64) -> Option<usize> {
+    let known = KNOWN_LEN.load(Ordering::Acquire).min(MAX_SITES);
+    KNOWN[..known].iter().position(|s| s.load(Ordering::Relaxed) == site)
 }
 
 /// Makes every CPU execute a serialising instruction after the call began.
@@ -143,37 +152,20 @@ enum Resume {
     Call { target: u64, ret: u64 },
 }
 
-/// Where a CPU that hit the `int3` ending at `address` resumes: if a patch of that
-/// site is in progress, as the site's new instruction leads; if it is a patched
-/// site that holds a whole instruction, as that instruction leads. The latter is a
-/// CPU that ran bytes fetched before the patch ended: QEMU's TCG can keep running a
-/// block it translated from the `int3`, so the site is emulated rather than run
-/// again. `None`: not a site's `int3`.
+/// Where a CPU that hit the `int3` ending at `address` resumes: as the patched
+/// site's instruction leads, the one it is getting or has ([`BYTES`]). `None`: not a
+/// site's `int3`.
 fn resume_at(address: u64) -> Option<Resume> {
     let site = address.checked_sub(1)?;
-    let len = BATCH_LEN.load(Ordering::Acquire).min(MAX_BATCH);
-    if let Some(i) = BATCH[..len].iter().position(|s| s.load(Ordering::Relaxed) == site) {
-        TRAPS[0].fetch_add(1, Ordering::Relaxed);
-        let word = BATCH_BYTES[i].load(Ordering::Relaxed).to_le_bytes();
-        let mut bytes = [0; SITE_LEN];
-        bytes.copy_from_slice(&word[..SITE_LEN]);
-        return Some(emulate(site, bytes));
-    }
-    let known = KNOWN_LEN.load(Ordering::Acquire);
-    if !KNOWN[..known].iter().any(|s| s.load(Ordering::Relaxed) == site) {
-        return None;
-    }
-    // SAFETY: `site` is a patched site: 5 bytes of kernel text, mapped and readable;
-    // `patch` changes them only by whole-byte writes.
-    let bytes: [u8; SITE_LEN] =
-        core::array::from_fn(|i| unsafe { (site as *const u8).add(i).read_volatile() });
-    TRAPS[1].fetch_add(1, Ordering::Relaxed);
+    let word = BYTES[known_index(site)?].load(Ordering::Relaxed).to_le_bytes();
+    let mut bytes = [0; SITE_LEN];
+    bytes.copy_from_slice(&word[..SITE_LEN]);
+    TRAPS[usize::from(!IN_PATCH.load(Ordering::Relaxed))].fetch_add(1, Ordering::Relaxed);
     Some(emulate(site, bytes))
 }
 
 /// Where the 5-byte instruction `bytes` at `site` leads: the jump's target, the
-/// call's (its return address, the site's end, pushed), or the site's end (the
-/// NOP; or, between two patches, the next one's `int3`: a NOP too).
+/// call's (its return address, the site's end, pushed), or the site's end (the NOP).
 fn emulate(site: u64, bytes: [u8; SITE_LEN]) -> Resume {
     let after = site + SITE_LEN as u64;
     let target = |rel: [u8; 4]| after.wrapping_add_signed(i32::from_le_bytes(rel).into());
