@@ -78,8 +78,13 @@ pub fn start_application_processors(apic_ids: &[u32], low_page: x86_64::PhysAddr
     let mut started = 0;
     for apic_id in ids.into_iter().take(arch::MAX_CPUS - 1) {
         let index = online();
-        let stack: &'static mut [u8] = Vec::leak(alloc::vec![0u8; AP_STACK_SIZE]);
-        let stack = stack.as_ptr() as u64..(stack.as_ptr() as u64 + AP_STACK_SIZE as u64) & !0xf;
+        let stack = match memory::guarded_stack(index, AP_STACK_SIZE) {
+            Ok(stack) => stack,
+            Err(reason) => {
+                crate::println!("smp: no stack for cpu {index}: {reason}");
+                break;
+            }
+        };
         percpu::get(index).expect("index below MAX_CPUS").request.store(0, Ordering::Relaxed);
         arch::stack::set_kernel_stack(index, stack.start, stack.end);
         trampoline.start_cpu(apic_id, ap_main, index, stack.end, clock::delay_us);

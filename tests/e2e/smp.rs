@@ -89,6 +89,20 @@ fn a_panic_on_an_application_processor_stops_every_other_cpu() {
 }
 
 #[test]
+fn an_application_processors_stack_overflow_is_a_double_fault_on_its_own_stack() {
+    let mut machine = boot_with_cpus(4);
+    assert_eq!(machine.run_to_exit("fault stack 2"), Outcome::KernelFailure);
+    let transcript = machine.transcript();
+    // The unmapped space below the stack stops the recursion: the page fault cannot
+    // be delivered on the overflowed stack, so it is a double fault, on cpu 2's IST
+    // stack, and the heap the stack's memory came from is untouched.
+    assert!(transcript.contains("KERNEL PANIC on cpu 2:"), "{transcript}");
+    assert!(transcript.contains("EXCEPTION: DOUBLE FAULT (vector 8)"), "{transcript}");
+    assert!(transcript.contains("panic: stopped 3 of 3 other CPU(s)"), "{transcript}");
+    e2e::overflow_frames(&transcript);
+}
+
+#[test]
 fn a_panic_request_to_a_missing_cpu_is_refused() {
     let mut machine = boot_with_cpus(2);
     assert_eq!(machine.run("panic 7").trim(), "panic: no such CPU");

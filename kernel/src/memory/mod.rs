@@ -1,8 +1,8 @@
 //! Physical memory as the kernel sees it: the window maps what the machine has at
-//! one offset ([`window`]), device registers as they are found. Also the one other
-//! page table edit the kernel makes: an identity mapping for the application
-//! processors' start-up page; and the persistent trace region, a fixed physical range
-//! kept out of every other use.
+//! one offset ([`window`]), device registers as they are found. Also the other page
+//! table edits the kernel makes: an identity mapping for the application processors'
+//! start-up page, and their stacks, each with unmapped space below it; and the
+//! persistent trace region, a fixed physical range kept out of every other use.
 
 pub mod acpi;
 pub mod heap;
@@ -15,7 +15,7 @@ use core::ops::Range;
 use core::sync::atomic::AtomicU64;
 use spin::Once;
 use x86_64::structures::paging::{
-    FrameAllocator, Mapper, OffsetPageTable, PageTable, PageTableFlags, PhysFrame, Size4KiB,
+    FrameAllocator, Mapper, OffsetPageTable, Page, PageTable, PageTableFlags, PhysFrame, Size4KiB,
     Translate,
 };
 use x86_64::{PhysAddr, VirtAddr};
@@ -191,11 +191,15 @@ struct HeapFrames;
 // so it is never handed out twice nor freed while the page tables use it.
 unsafe impl FrameAllocator<Size4KiB> for HeapFrames {
     fn allocate_frame(&mut self) -> Option<PhysFrame<Size4KiB>> {
-        let table = Box::leak(Box::new(PageTable::new()));
-        let virt = VirtAddr::from_ptr(table);
-        let phys = virt.as_u64() - phys_to_virt(0).as_u64();
-        PhysFrame::from_start_address(PhysAddr::new(phys)).ok()
+        heap_frame(Box::leak(Box::new(PageTable::new())))
     }
+}
+
+/// The physical frame of a page-aligned heap block (the heap lies in the
+/// physical-memory window); `None` if it is not page-aligned.
+fn heap_frame<T>(block: &T) -> Option<PhysFrame<Size4KiB>> {
+    let phys = VirtAddr::from_ptr(block).as_u64() - phys_to_virt(0).as_u64();
+    PhysFrame::from_start_address(PhysAddr::new(phys)).ok()
 }
 
 /// Maps the 4 KiB page at physical `page` at the same virtual address (writable,
@@ -226,6 +230,67 @@ pub fn install_trampoline(page: PhysAddr) -> Result<crate::arch::smp::Trampoline
     // SAFETY: the low page is usable memory that nothing else uses, mapped writable in
     // the physical-memory window at `window` and now identity-mapped too.
     Ok(unsafe { crate::arch::smp::Trampoline::install(page, window) })
+}
+
+/// Virtual space each stack [`guarded_stack`] maps takes: the stack at its top, and
+/// below it unmapped space, the guard an overflow faults in.
+const STACK_SPACE: u64 = 1 << 20;
+
+/// Where the stacks [`guarded_stack`] maps lie: the base of a level-4 slot of the
+/// lower half that was unused when the first was mapped.
+static STACK_AREA: Once<u64> = Once::new();
+
+/// A page of stack, as the heap hands it out.
+#[derive(Clone, Copy)]
+#[repr(C, align(4096))]
+struct StackPage([u8; 4096]);
+
+/// Maps a stack of `bytes` (whole pages) for CPU `cpu` in the stack area, with at
+/// least the rest of its [`STACK_SPACE`] unmapped below it, so an overflow faults
+/// (a double fault, on the CPU's IST stack) instead of writing over the heap. Its
+/// memory is taken from the heap, for good (also on an error, with what was mapped
+/// of it). Returns the stack's lowest address and one past its highest. Boot code:
+/// the boot CPU starting the others, while they run nothing but their idle loops
+/// (so no other view of the page tables exists); refused on another CPU.
+pub fn guarded_stack(cpu: usize, bytes: usize) -> Result<Range<u64>, &'static str> {
+    let pages = bytes / 4096;
+    if pages == 0 || !bytes.is_multiple_of(4096) || bytes as u64 >= STACK_SPACE {
+        return Err("a stack is whole pages, and leaves unmapped space below it");
+    }
+    if crate::arch::percpu::index() != 0 {
+        return Err("stacks are mapped by the boot CPU");
+    }
+    let memory: &'static mut [StackPage] = alloc::vec![StackPage([0; 4096]); pages].leak();
+    // SAFETY: the boot CPU alone edits page tables, at boot, and no other view of
+    // them lives meanwhile (see above); the new mappings lie in a level-4 slot
+    // nothing else uses, and adding a mapping needs no shootdown on the CPUs
+    // already running.
+    let mut table = unsafe { active_page_table() };
+    let area = *STACK_AREA.try_call_once(|| {
+        let unused = (1..256).rev().find(|&i| table.level_4_table()[i].is_unused());
+        unused.map(|slot| (slot as u64) << 39).ok_or("no unused level-4 slot for the stacks")
+    })?;
+    let top = (cpu as u64 + 1)
+        .checked_mul(STACK_SPACE)
+        .filter(|&end| end <= 1 << 39)
+        .ok_or("no room in the stack area for that CPU")?
+        + area;
+    let low = top - bytes as u64;
+    if table.translate_addr(VirtAddr::new(low)).is_some() {
+        return Err("that CPU's stack is mapped already");
+    }
+    let flags = PageTableFlags::PRESENT | PageTableFlags::WRITABLE | PageTableFlags::NO_EXECUTE;
+    for (i, backing) in memory.iter().enumerate() {
+        let frame = heap_frame(backing).ok_or("a stack page is not page-aligned")?;
+        let page = Page::<Size4KiB>::containing_address(VirtAddr::new(low + i as u64 * 4096));
+        // SAFETY: the frame is a leaked heap page that nothing else uses (its window
+        // alias is never touched), and the page is an unused address of the stack
+        // area, so the mapping aliases nothing Rust code holds.
+        let flush = unsafe { table.map_to(page, frame, flags, &mut HeapFrames) }
+            .map_err(|_| "cannot map a stack page")?;
+        flush.flush();
+    }
+    Ok(low..top)
 }
 
 /// Reads `addr` if it is canonical and unmapped, which raises a page fault (the

@@ -141,7 +141,7 @@ pub static COMMANDS: &[Command] = &[
     },
     Command {
         name: "fault",
-        usage: "page [ADDR] | gp | ud | de | bp | stack",
+        usage: "page [ADDR] | gp | ud | de | bp | stack [CPU]",
         help: "raise a CPU exception on purpose (bp is recoverable)",
         redirects: false,
         paths: false,
@@ -1065,13 +1065,31 @@ fn fault(
             println!("back from the breakpoint handler");
             Ok(())
         }
-        ["stack"] => {
-            println!("overflowing the kernel stack");
-            print!("unreachable: {}", recurse(0));
-            Ok(())
+        ["stack"] => overflow_this_stack(),
+        ["stack", cpu] => {
+            let cpu = cpu.parse().map_err(|_| CommandError::Usage)?;
+            if cpu == percpu::index() {
+                return overflow_this_stack();
+            }
+            smp::post_work_to(cpu, || {
+                recurse(0);
+            })
+            .map_err(CommandError::from)?;
+            println!("overflowing cpu {cpu}'s kernel stack");
+            // That CPU's panic stops this one; wait for it here.
+            loop {
+                core::hint::spin_loop();
+            }
         }
         _ => Err(CommandError::Usage),
     }
+}
+
+/// Overflows this CPU's kernel stack (`fault stack`).
+fn overflow_this_stack() -> Result<(), CommandError> {
+    println!("overflowing the kernel stack");
+    print!("unreachable: {}", recurse(0));
+    Ok(())
 }
 
 fn page_fault(addr: u64) -> Result<(), CommandError> {
