@@ -1071,11 +1071,16 @@ fn fault(
             if cpu == percpu::index() {
                 return overflow_this_stack();
             }
+            if cpu >= smp::online() {
+                return Err(CommandError::from("no such CPU"));
+            }
+            // Said before the work is posted: that CPU's panic report must not be
+            // cut by this line.
+            println!("overflowing cpu {cpu}'s kernel stack");
             smp::post_work_to(cpu, || {
                 recurse(0);
             })
             .map_err(CommandError::from)?;
-            println!("overflowing cpu {cpu}'s kernel stack");
             // That CPU's panic stops this one; wait for it here.
             loop {
                 core::hint::spin_loop();
