@@ -165,7 +165,7 @@ pub fn init() {
 /// records, those of the moment it began.
 pub fn live_dump(config: &DumpConfig, out: &mut dyn Write) -> Result<(), &'static str> {
     let tracer = tracing::tracer().ok_or("tracing is not available")?;
-    let named = tracer.instance_names().into_iter().filter_map(|name| tracer.lookup(&name));
+    let named = tracer.instances().map_err(|_| "the dump needs thread context")?;
     let dumped = core::iter::once(tracer.top()).chain(named).filter(|i| config.wants(i.name()));
     let recorders: Vec<_> = dumped.map(|instance| instance.recorder()).collect();
     let buffers: Vec<&Buffer<KernelPlatform>> = recorders

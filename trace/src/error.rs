@@ -19,7 +19,9 @@ pub enum Error {
     BadCpu,
     /// A snapshot operation needs a spare buffer set, and there is none.
     NoSpare,
-    /// Waiting for writers would wait for the caller itself (it interrupted a writer).
+    /// The operation waits (for other CPUs, or for a lock that code waiting for them
+    /// holds), and the caller may not: it runs in an interrupt, with interrupts off,
+    /// or inside a writer on its CPU (it would wait for itself).
     WouldDeadlock,
     /// A ring's structure is inconsistent; tracing turned itself off.
     Corrupt,
@@ -61,7 +63,9 @@ impl fmt::Display for Error {
             Error::Busy => "busy",
             Error::BadCpu => "no such CPU",
             Error::NoSpare => "no spare buffer allocated",
-            Error::WouldDeadlock => "called from inside a writer on this CPU",
+            Error::WouldDeadlock => {
+                "needs a context that may wait (thread context, interrupts on, not inside a writer)"
+            }
             Error::Corrupt => "ring buffer corrupt; tracing disabled",
             Error::Fixed => {
                 "the buffer lives in reserved memory: its size is fixed, and it has no snapshot"

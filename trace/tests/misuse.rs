@@ -45,7 +45,7 @@ fn tracer() -> MutexGuard<'static, &'static Tracer<HostPlatform>> {
     });
     let guard = cell.lock().unwrap_or_else(|p| p.into_inner());
     // Every test starts from the top-level instance alone.
-    for name in guard.instance_names() {
+    for name in guard.instance_names().unwrap() {
         let _ = guard.destroy_by_name(&name);
     }
     HostPlatform::set_cpu(0);
@@ -71,8 +71,8 @@ fn observe(tracer: &Tracer<HostPlatform>, i: &Instance<'_, HostPlatform>) -> Obs
     let events = [ALL.descriptor(), PING.descriptor(), PONG.descriptor()];
     let records = merged_count(i.recorder().live());
     Observed {
-        memory: tracer.memory(),
-        names: tracer.instance_names(),
+        memory: tracer.memory().unwrap(),
+        names: tracer.instance_names().unwrap(),
         bytes: i.bytes_per_cpu(),
         snapshot: i.has_snapshot(),
         tracing: i.tracing(),
@@ -163,7 +163,7 @@ fn manual_clock_at_its_end_does_not_panic() {
 #[test]
 fn readers_cannot_keep_more_than_the_memory_limit() {
     let tracer = tracer();
-    let start = tracer.memory().0;
+    let start = tracer.memory().unwrap().0;
     let config = InstanceConfig { bytes_per_cpu: 1 << 20, ..SMALL };
     let mut held = Vec::new();
     let refused = loop {
@@ -180,18 +180,18 @@ fn readers_cannot_keep_more_than_the_memory_limit() {
     assert_eq!(refused, InstanceError::MemoryLimit);
     let kept: usize = held.iter().map(|r| r.live().total_bytes()).sum();
     assert!(kept > 0 && start + kept <= LIMIT, "{kept} kept beside {start}");
-    assert_eq!(tracer.memory().0, start + kept, "the kept rings are counted");
+    assert_eq!(tracer.memory().unwrap().0, start + kept, "the kept rings are counted");
     // A resize whose old rings a reader keeps: counted the same way.
     let i = tracer.get_or_create("resized", SMALL).unwrap();
     let old = i.recorder();
-    let before = tracer.memory().0;
+    let before = tracer.memory().unwrap().0;
     i.resize(SMALL.bytes_per_cpu * 2).unwrap();
-    assert_eq!(tracer.memory().0, before + i.recorder().live().total_bytes());
+    assert_eq!(tracer.memory().unwrap().0, before + i.recorder().live().total_bytes());
     drop((old, held));
-    assert_eq!(tracer.memory().0, start + i.recorder().live().total_bytes(), "given back");
+    assert_eq!(tracer.memory().unwrap().0, start + i.recorder().live().total_bytes(), "given back");
     drop(i);
     tracer.destroy_by_name("resized").unwrap();
-    assert_eq!(tracer.memory().0, start);
+    assert_eq!(tracer.memory().unwrap().0, start);
 }
 
 /// `Region::restore` refuses (`NotSaved`) a `Saved` that `validate` gave for another
@@ -244,7 +244,7 @@ fn instance_names_are_checked_and_refusals_change_nothing() {
             Some(InstanceError::InvalidName),
             "{name:?}"
         );
-        assert!(tracer.lookup(name).is_none());
+        assert!(matches!(tracer.lookup(name), Err(InstanceError::NotFound)));
         assert_eq!(tracer.destroy_by_name(name), Err(InstanceError::NotFound));
     }
     assert_eq!(observe(&tracer, &top), before);
@@ -267,7 +267,7 @@ fn instance_names_are_checked_and_refusals_change_nothing() {
 #[test]
 fn create_destroy_loops_return_memory_and_slots() {
     let tracer = tracer();
-    let start = tracer.memory();
+    let start = tracer.memory().unwrap();
     for round in 0..100 {
         let snapshot = round % 2 == 0;
         let i = tracer
@@ -284,9 +284,9 @@ fn create_destroy_loops_return_memory_and_slots() {
         i.write_marker("x").unwrap();
         drop(i);
         tracer.destroy_by_name("loop").unwrap();
-        assert_eq!(tracer.memory(), start, "round {round}");
+        assert_eq!(tracer.memory().unwrap(), start, "round {round}");
     }
-    assert!(tracer.instance_names().is_empty());
+    assert!(tracer.instance_names().unwrap().is_empty());
     // The slot is clean: a new instance of the name has no hooks or events.
     let i = tracer.get_or_create("loop", SMALL).unwrap();
     assert!(i.triggers(PING.descriptor()).is_empty());
@@ -297,7 +297,7 @@ fn create_destroy_loops_return_memory_and_slots() {
 #[test]
 fn too_many_instances_and_the_memory_limit_refuse_cleanly() {
     let tracer = tracer();
-    let start = tracer.memory();
+    let start = tracer.memory().unwrap();
     let mut held = Vec::new();
     for n in 0.. {
         match tracer.get_or_create(&format!("many{n}"), SMALL) {
@@ -309,27 +309,27 @@ fn too_many_instances_and_the_memory_limit_refuse_cleanly() {
         }
     }
     assert_eq!(held.len(), 7, "8 with the top-level instance");
-    let after = tracer.memory();
+    let after = tracer.memory().unwrap();
     assert_eq!(
         tracer.get_or_create("one_more", SMALL).err(),
         Some(InstanceError::TooManyInstances)
     );
-    assert_eq!(tracer.memory(), after);
+    assert_eq!(tracer.memory().unwrap(), after);
     drop(held);
-    for name in tracer.instance_names() {
+    for name in tracer.instance_names().unwrap() {
         tracer.destroy_by_name(&name).unwrap();
     }
-    assert_eq!(tracer.memory(), start);
+    assert_eq!(tracer.memory().unwrap(), start);
     // Checked before allocating: a size the heap could never give is the limit's.
     let huge = InstanceConfig { bytes_per_cpu: 1 << 36, ..SMALL };
     assert_eq!(tracer.get_or_create("huge", huge).err(), Some(InstanceError::MemoryLimit));
-    assert_eq!(tracer.memory(), start);
+    assert_eq!(tracer.memory().unwrap(), start);
 }
 
 #[test]
 fn buffer_sizes_at_the_extremes_are_refused_or_rounded() {
     let tracer = tracer();
-    let start = tracer.memory();
+    let start = tracer.memory().unwrap();
     for (bytes, want) in [
         (0, InstanceError::Buffer(trace::Error::ZeroSize)),
         (usize::MAX, InstanceError::Buffer(trace::Error::TooBig)),
@@ -337,7 +337,7 @@ fn buffer_sizes_at_the_extremes_are_refused_or_rounded() {
     ] {
         let c = InstanceConfig { bytes_per_cpu: bytes, ..SMALL };
         assert_eq!(tracer.get_or_create("sz", c).err(), Some(want), "{bytes}");
-        assert_eq!(tracer.memory(), start);
+        assert_eq!(tracer.memory().unwrap(), start);
     }
     let i = tracer.get_or_create("sz", InstanceConfig { bytes_per_cpu: 1, ..SMALL }).unwrap();
     assert!(i.bytes_per_cpu() >= 64);
@@ -377,7 +377,7 @@ fn resize_and_clock_changes_while_recording_and_holding_a_snapshot() {
     i.set_clock(trace::Clock::Counter).unwrap();
     i.resize_cpu(1, 65536).unwrap();
     assert_eq!(merged_count(reader.snapshot().unwrap()), held, "the old reader keeps its window");
-    let start = tracer.memory();
+    let start = tracer.memory().unwrap();
     HostPlatform::set_clock(10_000);
     trace::emit!(PING, 1);
     HostPlatform::set_clock(5); // backwards
@@ -386,7 +386,7 @@ fn resize_and_clock_changes_while_recording_and_holding_a_snapshot() {
     trace::emit!(PING, 3);
     HostPlatform::set_clock(1_000);
     assert_eq!(merged_count(i.recorder().live()), 3);
-    assert_eq!(tracer.memory(), start);
+    assert_eq!(tracer.memory().unwrap(), start);
     i.set_event(None, None, false).unwrap();
 }
 
@@ -394,27 +394,27 @@ fn resize_and_clock_changes_while_recording_and_holding_a_snapshot() {
 fn snapshot_calls_in_odd_orders() {
     let tracer = tracer();
     let i = tracer.get_or_create("snap", SMALL).unwrap();
-    let start = tracer.memory();
+    let start = tracer.memory().unwrap();
     assert_eq!(i.snapshot_free(), Ok(()), "nothing to free");
     assert_eq!(i.snapshot_clear(), Err(InstanceError::Buffer(trace::Error::NoSpare)));
     assert_eq!(i.snapshot_clear_cpu(0), Err(InstanceError::Buffer(trace::Error::NoSpare)));
-    assert_eq!(tracer.memory(), start);
+    assert_eq!(tracer.memory().unwrap(), start);
     i.snapshot_take().unwrap();
     i.snapshot_take().unwrap();
     i.snapshot_alloc().unwrap();
-    let with = tracer.memory();
+    let with = tracer.memory().unwrap();
     assert_eq!(with.0, start.0 + 4096 * CPUS);
     i.snapshot_clear().unwrap();
     i.snapshot_free().unwrap();
     i.snapshot_free().unwrap();
-    assert_eq!(tracer.memory(), start);
+    assert_eq!(tracer.memory().unwrap(), start);
     assert!(!i.has_snapshot());
 }
 
 #[test]
 fn snapshot_trigger_refused_at_the_memory_limit_changes_nothing() {
     let tracer = tracer();
-    let start = tracer.memory().0;
+    let start = tracer.memory().unwrap().0;
     let big = (LIMIT - start) / CPUS / 2;
     let i =
         tracer.get_or_create("snaplimit", InstanceConfig { bytes_per_cpu: big, ..SMALL }).unwrap();
@@ -694,7 +694,7 @@ fn markers_of_every_size() {
     let i = tracer
         .get_or_create("markers", InstanceConfig { bytes_per_cpu: 1 << 20, ..SMALL })
         .unwrap();
-    let start = tracer.memory();
+    let start = tracer.memory().unwrap();
     let big: String = (0..(1 << 20)).map(|n| if n % 7 == 0 { 'é' } else { 'm' }).collect();
     no_panic("1 MB marker", || i.write_marker(&big)).unwrap();
     let recorder = i.recorder();
@@ -713,7 +713,7 @@ fn markers_of_every_size() {
     for n in [max + 1, 1 << 20] {
         assert_eq!(i.write_marker_raw(0, &vec![0; n]), Err(WriteError::TooLarge));
     }
-    assert_eq!(tracer.memory(), start);
+    assert_eq!(tracer.memory().unwrap(), start);
 }
 
 #[test]

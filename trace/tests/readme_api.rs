@@ -273,10 +273,10 @@ fn net_driver(tracer: &'static Tracer<HostPlatform>) -> Result<(), Failed> {
     assert!(last.contains("] ....") && last.ends_with(": tracing_mark_write: after the snapshot"), "{out}");
 
     assert_eq!(tracer.destroy_by_name("net"), Err(InstanceError::Busy), "tr is held");
-    assert!(tracer.lookup("net").is_some(), "a busy destroy changes nothing");
+    assert!(tracer.lookup("net").is_ok(), "a busy destroy changes nothing");
     drop(tr);                                       // trace_array_put
     tracer.destroy_by_name("net")?;                 // Busy while an Instance of it is held (readers keep their buffers)
-    assert!(tracer.lookup("net").is_none());
+    assert!(matches!(tracer.lookup("net"), Err(InstanceError::NotFound)));
     let kept = record_texts(tracer, recorder.snapshot().unwrap());
     assert_eq!(kept, before, "a reader keeps its buffers past the instance");
     Ok(())
@@ -332,7 +332,10 @@ fn the_persistent_region_gives_the_next_boot_what_this_one_saved() {
 
     let first = ok(boot(&tracer, words, &["first boot"]));
     assert_eq!(first, ["ftrace:print: first boot", "net:link_up: port=9 40 Mb/s boot"]);
-    assert!(tracer.lookup("last_boot").is_none(), "nothing was saved before the first boot");
+    assert!(
+        matches!(tracer.lookup("last_boot"), Err(InstanceError::NotFound)),
+        "nothing was saved before the first boot"
+    );
     assert_eq!(
         region.validate(BUILD_ID + 1).unwrap_err(),
         Rejected::OtherBuild { saved: BUILD_ID },

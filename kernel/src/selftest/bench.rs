@@ -67,7 +67,7 @@ pub fn run(iterations: u64) -> Result<(), &'static str> {
         return Err("bench:event is enabled in an instance; disable it first");
     }
     // The instances are removed afterwards: never take over one somebody made.
-    if INSTANCES.iter().any(|name| tracer.lookup(name).is_some()) {
+    if INSTANCES.iter().any(|name| tracer.lookup(name).is_ok()) {
         return Err("an instance named bench or bench2 exists; remove it first");
     }
     let config =

@@ -521,9 +521,8 @@ fn functions(
     let total = ft::functions().len();
     let mut tracers = String::new();
     if let Some(tracer) = crate::tracing::tracer() {
-        let named = tracer.instance_names();
-        let instances = named.iter().filter_map(|name| tracer.lookup(name));
-        for instance in core::iter::once(tracer.top()).chain(instances) {
+        let named = tracer.instances().unwrap_or_default();
+        for instance in core::iter::once(tracer.top()).chain(named) {
             let current = instance.function_tracer();
             if current != ft::Kind::Nop {
                 let name = if instance.is_top_level() { "/" } else { instance.name() };
@@ -665,7 +664,7 @@ fn dump_options(mut args: &[&str], base: DumpConfig) -> Result<DumpConfig, Comma
                 } else {
                     // An instance that does not exist would leave the dump empty.
                     let tracer = crate::tracing::tracer();
-                    if value != "top" && tracer.is_none_or(|t| t.lookup(value).is_none()) {
+                    if value != "top" && tracer.is_none_or(|t| t.lookup(value).is_err()) {
                         return Err(CommandError::Failed(format!(
                             "no instance {value:?} (top, or a directory of instances/)"
                         )));

@@ -156,7 +156,7 @@ impl From<InstanceError> for FsError {
             ),
             InstanceError::TooManyInstances => FsError::NoSpace,
             InstanceError::MemoryLimit => {
-                let (used, max) = tracer().map_or((0, 0), |t| t.memory());
+                let (used, max) = tracer().ok().and_then(|t| t.memory().ok()).unwrap_or_default();
                 FsError::MemoryLimit(used / 1024, max / 1024)
             }
             InstanceError::TopLevel => FsError::NotPermitted,
@@ -179,7 +179,7 @@ impl From<InstanceError> for FsError {
             }
             InstanceError::Buffer(trace::Error::NoMemory | trace::Error::TooBig) => {
                 let (heap_used, heap) = crate::memory::heap::usage();
-                let (used, max) = tracer().map_or((0, 0), |t| t.memory());
+                let (used, max) = tracer().ok().and_then(|t| t.memory().ok()).unwrap_or_default();
                 FsError::HeapFull(heap_used / 1024, heap / 1024, used / 1024, max / 1024)
             }
             InstanceError::Buffer(trace::Error::ZeroSize) => {
@@ -188,7 +188,7 @@ impl From<InstanceError> for FsError {
             InstanceError::Buffer(trace::Error::Fixed) => FsError::Persistent,
             InstanceError::Buffer(error) => FsError::Busy(match error {
                 trace::Error::Recording => "recording must be off",
-                trace::Error::WouldDeadlock => "it would wait for the writer it interrupted",
+                trace::Error::WouldDeadlock => "it needs a context that may wait",
                 trace::Error::Corrupt => "a ring is corrupt and tracing turned itself off",
                 _ => "another reader or control operation holds the buffer",
             }),
@@ -297,7 +297,7 @@ impl Tree for Kernel {
         self.0.top()
     }
     fn instance(&self, name: &str) -> Option<Self::Instance> {
-        self.0.lookup(name)
+        self.0.lookup(name).ok()
     }
     fn is_top(&self, instance: &Self::Instance) -> bool {
         instance.is_top_level()
@@ -379,7 +379,10 @@ pub fn list(located: &Located) -> Result<Vec<String>, FsError> {
                 .map(|(name, _)| String::from(*name))
                 .collect()
         }
-        Dir::Instances => tracer.instance_names().into_iter().map(|n| n + "/").collect(),
+        Dir::Instances => {
+            let names = tracer.instance_names().map_err(InstanceError::from)?;
+            names.into_iter().map(|n| n + "/").collect()
+        }
         Dir::Options => TraceOption::ALL.iter().map(|option| String::from(option.name())).collect(),
         Dir::PerCpu => (0..tracer.cpus()).map(|cpu| format!("cpu{cpu}/")).collect(),
         Dir::TraceStat => (0..tracer.cpus()).map(|cpu| format!("function{cpu}")).collect(),
@@ -689,7 +692,7 @@ fn with_extras<R>(instance: &Instance<'_, KernelPlatform>, f: impl FnOnce(&mut E
         Some(index) => index,
         None => {
             let tracer = instance.tracer();
-            extras.retain(|(n, _)| n.is_empty() || tracer.lookup(n).is_some());
+            extras.retain(|(n, _)| n.is_empty() || tracer.lookup(n).is_ok());
             extras.push((name.into(), Extras::default()));
             extras.len() - 1
         }
@@ -1100,7 +1103,7 @@ fn write_markers(
         return write(instance);
     }
     let tracer = instance.tracer();
-    let named = tracer.instance_names().into_iter().filter_map(|name| tracer.lookup(&name));
+    let named = tracer.instances().map_err(InstanceError::from)?;
     let targets: Vec<_> =
         core::iter::once(tracer.top()).chain(named).filter(copies_markers).collect();
     if targets.is_empty() {
@@ -1430,7 +1433,7 @@ pub fn mkdir(cwd: &str, path: &str) -> Result<(), FsError> {
             FsError::NotPermitted
         });
     };
-    if tracer.lookup(name).is_some() {
+    if tracer.lookup(name).is_ok() {
         return Err(FsError::Exists);
     }
     // Writes to `last_boot` are refused, and `rmdir boot_map` is: an instance of

@@ -196,8 +196,8 @@ proptest! {
                 s.live.iter().chain(s.snapshot.iter().flatten()).sum::<usize>()
             };
             let total = held(&top) + other.as_ref().map_or(0, held);
-            prop_assert_eq!(t.memory().0, total, "after {:?}", op);
-            prop_assert!(t.memory().0 <= limits.max_total_bytes);
+            prop_assert_eq!(t.memory().unwrap().0, total, "after {:?}", op);
+            prop_assert!(t.memory().unwrap().0 <= limits.max_total_bytes);
             for cpu in 0..CPUS {
                 let stats = top.stats(cpu).unwrap();
                 prop_assert!(stats.balanced(), "CPU {}: {:?} after {:?}", cpu, stats, op);

@@ -34,8 +34,8 @@ fn destroying_another_tracers_instance_is_refused() {
     let net = a.get_or_create("net", CONFIG).unwrap();
     let x = b.get_or_create("x", CONFIG).unwrap();
     assert_eq!(a.destroy(x).map_err(|e| e.error), Err(InstanceError::NotFound));
-    assert_eq!(a.instance_names(), ["net"]);
-    assert_eq!(b.instance_names(), ["x"]);
+    assert_eq!(a.instance_names().unwrap(), ["net"]);
+    assert_eq!(b.instance_names().unwrap(), ["x"]);
     assert_eq!(a.destroy_by_name("net"), Err(InstanceError::Busy), "`net` is held");
     drop(net);
     a.destroy_by_name("net").unwrap();
@@ -43,8 +43,8 @@ fn destroying_another_tracers_instance_is_refused() {
 }
 
 /// From a context that may not wait (an interrupt over the thread that holds the
-/// tracer's and the instance's locks), control operations are refused before they
-/// take a lock: they spun on it, forever.
+/// tracer's and the instance's locks), control operations and the registry's
+/// getters are refused before they take a lock: they spun on it, forever.
 #[test]
 fn control_from_a_context_that_may_not_wait_is_refused_before_any_lock() {
     let t = tracer();
@@ -57,6 +57,10 @@ fn control_from_a_context_that_may_not_wait_is_refused_before_any_lock() {
     assert_eq!(t.create_over("other", lent).map(|_| ()), refused);
     assert_eq!(t.keep_armed(None, None).map(|_| ()), refused);
     assert_eq!(t.destroy_by_name("net"), refused);
+    assert_eq!(t.lookup("net").map(|_| ()), refused, "lookup");
+    assert_eq!(t.instances().map(|_| ()), Err(Error::WouldDeadlock), "instances");
+    assert_eq!(t.instance_names().map(|_| ()), Err(Error::WouldDeadlock), "instance_names");
+    assert_eq!(t.memory().map(|_| ()), Err(Error::WouldDeadlock), "memory");
     for (what, result) in [
         ("resize", net.resize(8192)),
         ("resize_cpu", net.resize_cpu(0, 8192)),
@@ -75,7 +79,7 @@ fn control_from_a_context_that_may_not_wait_is_refused_before_any_lock() {
     }
     MAY_WAIT.with(|w| w.set(true));
     drop(held);
-    assert_eq!(t.instance_names(), ["net"]);
+    assert_eq!(t.instance_names().unwrap(), ["net"]);
     MAY_WAIT.with(|w| w.set(false));
     assert_eq!(t.destroy(net).map_err(|e| e.error), refused);
     MAY_WAIT.with(|w| w.set(true));

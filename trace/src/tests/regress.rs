@@ -193,10 +193,10 @@ fn one_cpus_ring_is_resized_or_cleared_alone() {
         top.write_marker("b").unwrap();
     }
     HostPlatform::set_cpu(0);
-    let before = t.memory().0;
+    let before = t.memory().unwrap().0;
     top.resize_cpu(1, 4096).unwrap();
     assert_eq!((top.bytes_of_cpu(0), top.bytes_of_cpu(1)), (Some(1024), Some(4096)));
-    assert_eq!(t.memory().0, before + 2 * 3072, "live and snapshot ring of CPU 1");
+    assert_eq!(t.memory().unwrap().0, before + 2 * 3072, "live and snapshot ring of CPU 1");
     assert_eq!(top.stats(0).unwrap().entries, 2, "CPU 0 keeps its records");
     assert_eq!(top.stats(1).unwrap().entries, 0);
     top.clear_cpu(0).unwrap();
@@ -235,9 +235,13 @@ fn a_snapshot_allocated_after_one_cpus_resize_keeps_each_cpus_size() {
     let t = two_cpus(Mode::Overwrite, false);
     let top = t.top();
     top.resize_cpu(1, 4096).unwrap();
-    let before = t.memory().0;
+    let before = t.memory().unwrap().0;
     top.snapshot_alloc().unwrap();
-    assert_eq!(t.memory().0, before + 1024 + 4096, "the spare is shaped like the live set");
+    assert_eq!(
+        t.memory().unwrap().0,
+        before + 1024 + 4096,
+        "the spare is shaped like the live set"
+    );
     for _ in 0..2 {
         top.snapshot_take().unwrap();
         assert_eq!((top.bytes_of_cpu(0), top.bytes_of_cpu(1)), (Some(1024), Some(4096)));

@@ -363,9 +363,10 @@ impl<P: Platform> Tracer<P> {
     }
 
     /// Bytes of ring buffer all instances use, and the limit. Thread context, as
-    /// [`Tracer::lookup`].
-    pub fn memory(&self) -> (usize, usize) {
-        (self.registry.lock().in_use(), self.limits.max_total_bytes)
+    /// [`Tracer::lookup`]; `WouldDeadlock` elsewhere.
+    pub fn memory(&self) -> Result<(usize, usize), crate::Error> {
+        self.may_wait()?;
+        Ok((self.registry.lock().in_use(), self.limits.max_total_bytes))
     }
 
     /// The top-level instance. From any context, NMIs included: it takes no lock.
@@ -374,26 +375,33 @@ impl<P: Platform> Tracer<P> {
         Instance { tracer: self, state: Arc::clone(state) }
     }
 
-    /// The named instance, if it exists (a new reference). Thread context: it takes
+    /// The named instance (a new reference), or `NotFound`. Thread context: it takes
     /// the registry's lock, which control operations hold while they wait for every
-    /// CPU (an interrupt handler keeps the [`Instance`] it needs).
-    pub fn lookup(&self, name: &str) -> Option<Instance<'_, P>> {
+    /// CPU, so elsewhere it refuses (`Buffer(WouldDeadlock)`): an interrupt handler
+    /// keeps the [`Instance`] it needs.
+    pub fn lookup(&self, name: &str) -> Result<Instance<'_, P>, InstanceError> {
+        self.may_wait()?;
         let registry = self.registry.lock();
-        let state = Arc::clone(registry.named(name)?);
-        Some(Instance { tracer: self, state })
+        let state = Arc::clone(registry.named(name).ok_or(InstanceError::NotFound)?);
+        Ok(Instance { tracer: self, state })
+    }
+
+    /// The named instances (new references), in slot order. Thread context, as
+    /// [`Tracer::lookup`]; `WouldDeadlock` elsewhere.
+    pub fn instances(&self) -> Result<Vec<Instance<'_, P>>, crate::Error> {
+        self.may_wait()?;
+        let registry = self.registry.lock();
+        let named = registry.instances.iter().flatten().filter(|s| s.slot != TOP_SLOT);
+        Ok(named.map(|state| Instance { tracer: self, state: Arc::clone(state) }).collect())
     }
 
     /// The names of the named instances, in slot order. Thread context, as
-    /// [`Tracer::lookup`].
-    pub fn instance_names(&self) -> Vec<String> {
+    /// [`Tracer::lookup`]; `WouldDeadlock` elsewhere.
+    pub fn instance_names(&self) -> Result<Vec<String>, crate::Error> {
+        self.may_wait()?;
         let registry = self.registry.lock();
-        registry
-            .instances
-            .iter()
-            .flatten()
-            .filter(|s| s.slot != TOP_SLOT)
-            .map(|s| s.name.clone())
-            .collect()
+        let named = registry.instances.iter().flatten().filter(|s| s.slot != TOP_SLOT);
+        Ok(named.map(|s| s.name.clone()).collect())
     }
 
     /// `trace_array_get_by_name`: the instance called `name`, created with `config`
@@ -543,8 +551,7 @@ impl<P: Platform> Tracer<P> {
 
     /// Removes the instance called `name` (see [`Tracer::destroy`]).
     pub fn destroy_by_name(&self, name: &str) -> Result<(), InstanceError> {
-        self.may_wait()?;
-        Ok(self.destroy(self.lookup(name).ok_or(InstanceError::NotFound)?)?)
+        Ok(self.destroy(self.lookup(name)?)?)
     }
 
     /// Creates the instance `name` over `live`, a buffer set built by the caller (over
