@@ -213,7 +213,7 @@ struct Report {
     /// Shows only the events named here (repeatable, as trace-cmd report's -F):
     /// `EVENTS[: FILTER]`, EVENTS comma-separated `SYSTEM/EVENT` or `EVENT` globs,
     /// FILTER in the kernel's filter syntax (its fields and `CPU`, `comm`,
-    /// `common_pid`, ...), e.g. 'irq/irq_handler_entry: vector == 49 && CPU == 0'.
+    /// `common_pid`, ...), e.g. 'irq/irq_handler_entry: irq == 49 && CPU == 0'.
     /// The stack trace recorded right after an event shown is shown too.
     #[arg(long, value_name = "SPEC")]
     filter: Vec<String>,
@@ -221,7 +221,7 @@ struct Report {
     /// text only): `EVENT:hist:ATTRIBUTES[ if FILTER]`, EVENT `SYSTEM/EVENT` or
     /// `EVENT`, the rest a line the kernel's `trigger` files take (keys, values,
     /// sort, variables with `common_timestamp` the record's time, `onmax`/`onchange`
-    /// with `save`), e.g. 'irq/irq_handler_entry:hist:keys=vector,CPU'. Specs see
+    /// with `save`), e.g. 'irq/irq_handler_entry:hist:keys=irq,CPU'. Specs see
     /// each other's variables; --filter applies first.
     #[arg(long, value_name = "SPEC")]
     hist: Vec<String>,

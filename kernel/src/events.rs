@@ -4,12 +4,13 @@
 //! on a timeline (`begin`/`end`), timer ticks a counter.
 
 trace::event! {
-    /// A device or IPI interrupt handler starts.
-    pub IRQ_ENTRY = "irq":"irq_handler_entry" { vector: u8 } => "vector={vector}",
-        begin "irq" key vector;
+    /// A device or IPI interrupt handler starts; `irq` is its vector (the field
+    /// Linux's event has, which trace-cmd's `--profile` reads).
+    pub IRQ_ENTRY = "irq":"irq_handler_entry" { irq: u8 } => "irq={irq}",
+        begin "irq" key irq;
     /// A device or IPI interrupt handler returns.
-    pub IRQ_EXIT = "irq":"irq_handler_exit" { vector: u8 } => "vector={vector}",
-        end "irq" key vector;
+    pub IRQ_EXIT = "irq":"irq_handler_exit" { irq: u8 } => "irq={irq}",
+        end "irq" key irq;
     /// A non-maskable interrupt arrived.
     pub NMI = "irq":"nmi" { stopping: bool } => "stopping={stopping}";
     /// The hard lockup detector found that CPU `cpu` took no timer interrupt for

@@ -48,24 +48,24 @@ fn filters_keep_only_matching_records_and_refuse_bad_text() {
         assert_eq!(cat(&mut m, &filter), "none", "{root}: no filter at first");
 
         // Only the serial interrupts (the keys typed) are kept.
-        m.run(&format!("echo 'vector == 49' > {filter}"));
-        assert_eq!(cat(&mut m, &filter), "vector == 49");
+        m.run(&format!("echo 'irq == 49' > {filter}"));
+        assert_eq!(cat(&mut m, &filter), "irq == 49");
         m.run(&format!("echo 1 > {entry}/enable"));
         m.run(&format!("echo > {root}trace"));
         m.run("echo typed");
         let entries = irq_entries(&mut m, root);
         assert!(!entries.is_empty(), "{root}: the keys typed are recorded");
-        assert!(entries.iter().all(|f| f == "vector=49"), "{root}: {entries:?}");
+        assert!(entries.iter().all(|f| f == "irq=49"), "{root}: {entries:?}");
 
         // A bad filter names the position and reason, is logged with a caret under
         // that position, and leaves the filter as it was.
-        let bad = "vector == 49 && vectr == 1";
+        let bad = "irq == 49 && irw == 1";
         let out = m.run(&format!("echo '{bad}' > {filter}"));
-        assert!(out.contains("parse error at 22: field not found"), "{root}: {out}");
-        assert_eq!(cat(&mut m, &filter), "vector == 49", "{root}: the refused filter changed it");
+        assert!(out.contains("parse error at 17: field not found"), "{root}: {out}");
+        assert_eq!(cat(&mut m, &filter), "irq == 49", "{root}: the refused filter changed it");
         // Under the operator after the unknown name, named as ftrace names it.
         let log = m.run(&format!("cat {root}error_log"));
-        let caret = format!("\n{}^", " ".repeat("  Command: ".len() + 22));
+        let caret = format!("\n{}^", " ".repeat("  Command: ".len() + 17));
         assert!(log.contains(&format!("  Command: {bad}{caret}")), "{root}: {log}");
         assert!(log.contains("] event filter parse error: error: Invalid argument"), "{log}");
 
@@ -74,19 +74,16 @@ fn filters_keep_only_matching_records_and_refuse_bad_text() {
         assert_eq!(cat(&mut m, &filter), "none");
 
         // A system filter binds to the events of the system it fits (not irq:nmi,
-        // which has no `vector`).
+        // which has no `irq`).
         let system = format!("{root}events/irq/filter");
         // Unset, Linux's text.
         let unset = cat(&mut m, &system);
         assert!(unset.starts_with("### global filter ###\n# Use this to set filters"), "{unset}");
         assert!(unset.ends_with("an error message will be displayed here"), "{unset}");
-        m.run(&format!("echo 'vector == 48' > {system}"));
-        assert_eq!(cat(&mut m, &system), "vector == 48");
-        assert_eq!(cat(&mut m, &filter), "vector == 48");
-        assert_eq!(
-            cat(&mut m, &format!("{root}events/irq/irq_handler_exit/filter")),
-            "vector == 48"
-        );
+        m.run(&format!("echo 'irq == 48' > {system}"));
+        assert_eq!(cat(&mut m, &system), "irq == 48");
+        assert_eq!(cat(&mut m, &filter), "irq == 48");
+        assert_eq!(cat(&mut m, &format!("{root}events/irq/irq_handler_exit/filter")), "irq == 48");
         assert_eq!(cat(&mut m, &format!("{root}events/irq/nmi/filter")), "none");
         m.run(&format!("echo > {root}trace"));
         // Keys are typed all along, yet only timer interrupts are recorded.
@@ -94,10 +91,10 @@ fn filters_keep_only_matching_records_and_refuse_bad_text() {
             .map(|_| irq_entries(&mut m, root))
             .find(|entries| !entries.is_empty())
             .expect("timer interrupts are recorded");
-        assert!(entries.iter().all(|f| f == "vector=48"), "{root}: {entries:?}");
+        assert!(entries.iter().all(|f| f == "irq=48"), "{root}: {entries:?}");
         let out = m.run(&format!("echo 'nosuch == 1' > {system}"));
         assert!(out.contains("parse error"), "{root}: a filter no event fits: {out}");
-        assert_eq!(cat(&mut m, &system), "vector == 48", "{root}: the refused filter changed it");
+        assert_eq!(cat(&mut m, &system), "irq == 48", "{root}: the refused filter changed it");
         m.run(&format!("echo 0 > {system}"));
         assert_eq!(cat(&mut m, &system), unset);
         // The tracer's own events take no enable: their system's file affects none.
@@ -167,27 +164,27 @@ fn triggers_act_from_interrupt_context_and_count_down() {
         assert!(none.starts_with("# Available triggers:"), "{root}: {none}");
 
         // traceoff, once: the next key typed stops recording.
-        m.run(&format!("echo 'traceoff:1 if vector == 49' > {trigger}"));
+        m.run(&format!("echo 'traceoff:1 if irq == 49' > {trigger}"));
         assert_eq!(cat(&mut m, &tracing_on), "0", "{root}: traceoff did not fire");
-        assert_eq!(cat(&mut m, &trigger), "traceoff:count=0 if vector == 49");
+        assert_eq!(cat(&mut m, &trigger), "traceoff:count=0 if irq == 49");
         // Its count is used up: recording stays on. So it is with a count of 0.
         m.run(&format!("echo 1 > {tracing_on}"));
         m.run("echo more keys");
         assert_eq!(cat(&mut m, &tracing_on), "1", "{root}: a used-up traceoff fired");
         m.run(&format!("echo '!traceoff' > {trigger}"));
-        assert_eq!(m.run(&format!("echo 'traceoff:0 if vector == 49' > {trigger}")), "");
+        assert_eq!(m.run(&format!("echo 'traceoff:0 if irq == 49' > {trigger}")), "");
         m.run("echo more keys");
-        assert_eq!(cat(&mut m, &trigger), "traceoff:count=0 if vector == 49");
+        assert_eq!(cat(&mut m, &trigger), "traceoff:count=0 if irq == 49");
         assert_eq!(cat(&mut m, &tracing_on), "1", "{root}: traceoff:0 fired");
         // As in Linux, the line the file lists, with `!` before it, removes it.
-        m.run(&format!("echo '!traceoff:count=0 if vector == 49' > {trigger}"));
+        m.run(&format!("echo '!traceoff:count=0 if irq == 49' > {trigger}"));
         assert_eq!(cat(&mut m, &trigger), none, "{root}: !traceoff did not remove it");
 
         // traceon: the next key typed starts recording again.
         m.run(&format!("echo 0 > {tracing_on}"));
-        m.run(&format!("echo 'traceon if vector == 49' > {trigger}"));
+        m.run(&format!("echo 'traceon if irq == 49' > {trigger}"));
         assert_eq!(cat(&mut m, &tracing_on), "1", "{root}: traceon did not fire");
-        assert_eq!(cat(&mut m, &trigger), "traceon:unlimited if vector == 49");
+        assert_eq!(cat(&mut m, &trigger), "traceon:unlimited if irq == 49");
         m.run(&format!("echo '!traceon' > {trigger}"));
 
         // Bad lines name the position and reason and change nothing.
@@ -209,7 +206,7 @@ fn triggers_act_from_interrupt_context_and_count_down() {
         assert!(m.run(&format!("cat {root}snapshot")).contains("Snapshot is freed"));
         m.run(&format!("echo 1 > {root}events/timer/tick/enable"));
         assert!(has_tick(&mut m, root), "{root}: no tick recorded");
-        m.run(&format!("echo 'snapshot:1 if vector == 49' > {trigger}"));
+        m.run(&format!("echo 'snapshot:1 if irq == 49' > {trigger}"));
         let snapshot = m.run(&format!("cat {root}snapshot"));
         // Holding records, it reads as `trace` does, as Linux's.
         assert!(snapshot.contains("# entries-in-buffer/entries-written: "), "{root}: {snapshot}");
@@ -217,27 +214,27 @@ fn triggers_act_from_interrupt_context_and_count_down() {
             trace_lines(&snapshot).iter().any(|l| l.event == "tick"),
             "{root}: the snapshot holds the window: {snapshot}"
         );
-        assert_eq!(cat(&mut m, &trigger), "snapshot:count=0 if vector == 49");
+        assert_eq!(cat(&mut m, &trigger), "snapshot:count=0 if irq == 49");
         m.run(&format!("echo '!snapshot' > {trigger}"));
         m.run(&format!("echo 0 > {root}snapshot"));
 
         // disable_event and enable_event flip another event from the interrupt.
         let tick = format!("{root}events/timer/tick/enable");
-        m.run(&format!("echo 'disable_event:timer:tick if vector == 49' > {trigger}"));
+        m.run(&format!("echo 'disable_event:timer:tick if irq == 49' > {trigger}"));
         // `*`: soft mode, while a trigger acts on the event.
         assert_eq!(cat(&mut m, &tick), "0*", "{root}: disable_event did not fire");
-        assert_eq!(cat(&mut m, &trigger), "disable_event:timer:tick:unlimited if vector == 49");
+        assert_eq!(cat(&mut m, &trigger), "disable_event:timer:tick:unlimited if irq == 49");
         // Soft mode counts as enabled where Linux's flag does: set_event lists it.
         let listed = m.run(&format!("cat {root}set_event"));
         assert!(listed.lines().any(|l| l == "timer:tick"), "{root}: {listed}");
         m.run(&format!("echo '!disable_event:timer:tick' > {trigger}"));
         m.run(&format!("echo > {root}trace"));
-        m.run(&format!("echo 'enable_event:timer:tick:2 if vector == 49' > {trigger}"));
+        m.run(&format!("echo 'enable_event:timer:tick:2 if irq == 49' > {trigger}"));
         assert_eq!(cat(&mut m, &tick), "1*", "{root}: enable_event did not fire");
         // It took one of its two: the event was off once.
-        assert_eq!(cat(&mut m, &trigger), "enable_event:timer:tick:count=1 if vector == 49");
+        assert_eq!(cat(&mut m, &trigger), "enable_event:timer:tick:count=1 if irq == 49");
         assert!(has_tick(&mut m, root), "{root}: no tick recorded after enable_event");
-        m.run(&format!("echo '!enable_event:timer:tick:count=1 if vector == 49' > {trigger}"));
+        m.run(&format!("echo '!enable_event:timer:tick:count=1 if irq == 49' > {trigger}"));
         m.run(&format!("echo 0 > {tick}"));
         assert_eq!(cat(&mut m, &trigger), none);
         let listed = m.run(&format!("cat {root}set_event"));
@@ -354,12 +351,12 @@ fn show_event_filters_and_triggers_list_every_events_settings() {
         assert_eq!(m.run(&format!("cat {root}show_event_triggers")), "", "{root}");
     }
     let entry = "instances/f/events/irq/irq_handler_entry";
-    m.run(&format!("echo 'vector == 48' > {entry}/filter"));
+    m.run(&format!("echo 'irq == 48' > {entry}/filter"));
     m.run("echo 'tick > 5' > instances/f/events/timer/tick/filter");
     // A marker's event takes a filter too, though `set_event` does not list it.
     m.run("echo 'buf ~ \"x*\"' > instances/f/events/ftrace/print/filter");
-    m.run(&format!("echo 'stacktrace:2 if vector == 241' > {entry}/trigger"));
-    m.run(&format!("echo 'hist:keys=vector' >> {entry}/trigger"));
+    m.run(&format!("echo 'stacktrace:2 if irq == 241' > {entry}/trigger"));
+    m.run(&format!("echo 'hist:keys=irq' >> {entry}/trigger"));
     m.run("echo 'traceoff' > instances/f/events/irq/irq_handler_exit/trigger");
     let filters = m.run("cat instances/f/show_event_filters");
     let mut expected = String::new();
@@ -393,13 +390,13 @@ fn show_event_filters_and_triggers_list_every_events_settings() {
     assert_eq!(m.run("cat show_event_triggers"), "");
     // Removed, they leave the lists.
     m.run(&format!("echo 0 > {entry}/filter"));
-    m.run(&format!("echo '!stacktrace:2 if vector == 241' >> {entry}/trigger"));
+    m.run(&format!("echo '!stacktrace:2 if irq == 241' >> {entry}/trigger"));
     m.run("echo '!traceoff' >> instances/f/events/irq/irq_handler_exit/trigger");
     m.run("echo 0 > instances/f/events/ftrace/print/filter");
     let filters = m.run("cat instances/f/show_event_filters");
     assert!(filters.starts_with("timer:tick\t") && filters.lines().count() == 1, "{filters}");
     let triggers = m.run("cat instances/f/show_event_triggers");
-    assert!(triggers.starts_with("irq:irq_handler_entry\thist:keys=vector"), "{triggers}");
+    assert!(triggers.starts_with("irq:irq_handler_entry\thist:keys=irq"), "{triggers}");
     assert_eq!(triggers.lines().count(), 1, "{triggers}");
     for file in ["show_event_filters", "instances/f/show_event_triggers"] {
         let out = m.run(&format!("echo x > {file}"));
@@ -588,10 +585,10 @@ fn stacktrace_records_the_interrupted_call_chain_with_symbols() {
     let mut m = boot();
     for root in ROOTS {
         let trigger = format!("{root}events/irq/irq_handler_entry/trigger");
-        m.run(&format!("echo 'stacktrace:1 if vector == 49' > {trigger}"));
+        m.run(&format!("echo 'stacktrace:1 if irq == 49' > {trigger}"));
         // The kernel prints the frames with the symbol table the image carries.
         assert_serial_interrupt_stack(&m.run(&format!("cat {root}trace")));
-        assert_eq!(cat(&mut m, &trigger), "stacktrace:count=0 if vector == 49");
+        assert_eq!(cat(&mut m, &trigger), "stacktrace:count=0 if irq == 49");
     }
 }
 
@@ -669,8 +666,8 @@ fn report_elf_names_the_frames_the_kernel_names() {
     let mut m = Machine::boot();
     let trigger = "events/irq/irq_handler_entry/trigger";
     // The key typed next records the serial interrupt's stack.
-    m.run(&format!("echo 'stacktrace:1 if vector == 49' > {trigger}"));
-    assert_eq!(cat(&mut m, trigger), "stacktrace:count=0 if vector == 49");
+    m.run(&format!("echo 'stacktrace:1 if irq == 49' > {trigger}"));
+    assert_eq!(cat(&mut m, trigger), "stacktrace:count=0 if irq == 49");
     let kernel = m.run("cat trace");
     let host = top_level_report_with_elf(&mut m);
     assert_serial_interrupt_stack(&host);
@@ -750,25 +747,25 @@ fn hist_variables_time_each_interrupt_handler() {
     for root in ROOTS {
         let entry = format!("{root}events/irq/irq_handler_entry");
         let exit = format!("{root}events/irq/irq_handler_exit");
-        let start = "hist:keys=vector,CPU:ts0=common_timestamp";
-        let end = "hist:keys=vector,CPU:vals=$lat:lat=common_timestamp-$ts0:sort=vector:\
+        let start = "hist:keys=irq,CPU:ts0=common_timestamp";
+        let end = "hist:keys=irq,CPU:vals=$lat:lat=common_timestamp-$ts0:sort=irq:\
                    onmax($lat).save(common_pid):onmax($lat).snapshot()";
         assert_eq!(m.run(&format!("echo '{start}' > {entry}/trigger")), "", "{root}");
         assert_eq!(m.run(&format!("echo '{end}' > {exit}/trigger")), "", "{root}");
-        let shown = "hist:keys=vector,CPU:vals=hitcount,$lat:lat=common_timestamp-$ts0:\
-                     sort=vector:size=2048:onmax($lat).save(common_pid):onmax($lat).snapshot() \
+        let shown = "hist:keys=irq,CPU:vals=hitcount,$lat:lat=common_timestamp-$ts0:\
+                     sort=irq:size=2048:onmax($lat).save(common_pid):onmax($lat).snapshot() \
                      [active]";
         assert_eq!(cat(&mut m, &format!("{exit}/trigger")), shown, "{root}");
         // Polled: ticks come at the timer's pace.
         let timed = (0..300)
             .map(|_| m.run(&format!("cat {exit}/hist")))
-            .find(|text| text.contains("{ vector:         48, CPU:"))
+            .find(|text| text.contains("{ irq:         48, CPU:"))
             .unwrap_or_else(|| panic!("{root}: no timer interrupt timed"));
         let (starts, _) = hist(&mut m, &format!("{entry}/hist"));
         let mut rows = 0;
         let mut longest = 0;
         let lines: Vec<&str> = timed.lines().collect();
-        for (i, line) in lines.iter().enumerate().filter(|(_, l)| l.starts_with("{ vector:")) {
+        for (i, line) in lines.iter().enumerate().filter(|(_, l)| l.starts_with("{ irq:")) {
             let (key, rest) = line[2..].split_once(" } hitcount:").unwrap();
             let key = key.split_whitespace().collect::<Vec<_>>().join(" ");
             let (hits, sum) = rest.split_once("lat:").unwrap();
@@ -799,14 +796,14 @@ fn hist_variables_time_each_interrupt_handler() {
         assert!(value >= longest || timed.contains(&format!("max: {value:>10}")), "{timed}");
         // The snapshot holds the interrupts up to it.
         let snapshot = m.run(&format!("cat {root}snapshot"));
-        assert!(!root.is_empty() || snapshot.contains(": irq_handler_exit: vector="), "{snapshot}");
+        assert!(!root.is_empty() || snapshot.contains(": irq_handler_exit: irq="), "{snapshot}");
         let out = m.run(&format!("echo '!{start}' > {entry}/trigger"));
         assert!(out.contains("another histogram reads a variable of this one"), "{root}{out}");
-        let kept = "hist:keys=vector,CPU:vals=hitcount:ts0=common_timestamp:sort=hitcount";
+        let kept = "hist:keys=irq,CPU:vals=hitcount:ts0=common_timestamp:sort=hitcount";
         assert!(cat(&mut m, &format!("{entry}/trigger")).starts_with(kept), "{root}");
         // A second definition of ts0, on another event or with `>` on its own (the
         // first stays while it is read), is refused where it is written.
-        let again = "hist:keys=vector:ts0=common_timestamp";
+        let again = "hist:keys=irq:ts0=common_timestamp";
         for (file, redirect) in [(&exit, ">>"), (&entry, ">")] {
             let out = m.run(&format!("echo '{again}' {redirect} {file}/trigger"));
             assert!(out.contains("another histogram of this instance defines the variable"));
@@ -817,7 +814,7 @@ fn hist_variables_time_each_interrupt_handler() {
             )));
         }
         assert_eq!(m.run(&format!("cat {entry}/trigger | grep -c hist:")), "1\n", "{root}");
-        let nope = "hist:keys=vector,CPU:x=common_timestamp-$nope";
+        let nope = "hist:keys=irq,CPU:x=common_timestamp-$nope";
         let out = m.run(&format!("echo '{nope}' >> {exit}/trigger"));
         assert!(out.contains("no histogram of this instance defines the variable"), "{out}");
         let log = m.run(&format!("cat {root}error_log"));
@@ -827,10 +824,10 @@ fn hist_variables_time_each_interrupt_handler() {
         assert_eq!(m.run(&format!("echo '!{start}' > {entry}/trigger")), "", "{root}");
         assert!(!m.run(&format!("cat {entry}/trigger {exit}/trigger")).contains("hist:"));
         // Two numbers are one, computed when the trigger is set, as ftrace's.
-        assert_eq!(m.run(&format!("echo 'hist:keys=vector:c=16-8' > {entry}/trigger")), "");
-        let folded = "hist:keys=vector:vals=hitcount:c=8:sort=hitcount";
+        assert_eq!(m.run(&format!("echo 'hist:keys=irq:c=16-8' > {entry}/trigger")), "");
+        let folded = "hist:keys=irq:vals=hitcount:c=8:sort=hitcount";
         assert!(cat(&mut m, &format!("{entry}/trigger")).starts_with(folded), "{root}");
-        assert_eq!(m.run(&format!("echo '!hist:keys=vector:c=8' > {entry}/trigger")), "");
+        assert_eq!(m.run(&format!("echo '!hist:keys=irq:c=8' > {entry}/trigger")), "");
     }
 }
 
@@ -844,17 +841,17 @@ fn hist_trigger_lines_list_variables_then_sort_size_and_actions() {
     for root in ROOTS {
         let entry = format!("{root}events/irq/irq_handler_entry");
         let exit = format!("{root}events/irq/irq_handler_exit");
-        let start = "hist:keys=vector:ts0=common_timestamp.usecs,t1=common_timestamp";
-        let end = "hist:keys=vector:lat=common_timestamp.usecs-$ts0:onmax($lat).save(common_pid):\
-                   onchange($lat).snapshot() if vector == 48";
+        let start = "hist:keys=irq:ts0=common_timestamp.usecs,t1=common_timestamp";
+        let end = "hist:keys=irq:lat=common_timestamp.usecs-$ts0:onmax($lat).save(common_pid):\
+                   onchange($lat).snapshot() if irq == 48";
         assert_eq!(m.run(&format!("echo '{start}' > {entry}/trigger")), "", "{root}");
         assert_eq!(m.run(&format!("echo '{end}' > {exit}/trigger")), "", "{root}");
-        let started = "hist:keys=vector:vals=hitcount:ts0=common_timestamp.usecs,t1=common_timestamp:\
+        let started = "hist:keys=irq:vals=hitcount:ts0=common_timestamp.usecs,t1=common_timestamp:\
                        sort=hitcount:size=2048";
         assert_eq!(cat(&mut m, &format!("{entry}/trigger")), format!("{started} [active]"));
-        let ended = "hist:keys=vector:vals=hitcount:lat=common_timestamp.usecs-$ts0:\
+        let ended = "hist:keys=irq:vals=hitcount:lat=common_timestamp.usecs-$ts0:\
                      sort=hitcount:size=2048:onmax($lat).save(common_pid):\
-                     onchange($lat).snapshot() if vector == 48";
+                     onchange($lat).snapshot() if irq == 48";
         assert_eq!(cat(&mut m, &format!("{exit}/trigger")), format!("{ended} [active]"));
         let hist = m.run(&format!("cat {exit}/hist"));
         assert!(hist.contains(&format!("# trigger info: {ended} [active]\n")), "{root}{hist}");
@@ -871,27 +868,24 @@ fn hist_triggers_count_by_key_from_any_context() {
     let mut m = boot();
     for root in ROOTS {
         let entry = format!("{root}events/irq/irq_handler_entry");
-        m.run(&format!("echo 'hist:keys=vector,CPU:sort=vector' > {entry}/trigger"));
+        m.run(&format!("echo 'hist:keys=irq,CPU:sort=irq' > {entry}/trigger"));
         // Polled: ticks come at the timer's pace.
         let ticked = (0..300).any(|_| {
-            hist(&mut m, &format!("{entry}/hist"))
-                .0
-                .iter()
-                .any(|(k, _)| k.starts_with("vector: 48,"))
+            hist(&mut m, &format!("{entry}/hist")).0.iter().any(|(k, _)| k.starts_with("irq: 48,"))
         });
         assert!(ticked, "{root}");
         assert_eq!(
             cat(&mut m, &format!("{entry}/trigger")),
-            "hist:keys=vector,CPU:vals=hitcount:sort=vector:size=2048 [active]"
+            "hist:keys=irq,CPU:vals=hitcount:sort=irq:size=2048 [active]"
         );
         let (entries, [hits, count, dropped]) = hist(&mut m, &format!("{entry}/hist"));
         // Keys typed raise vector 49 on CPU 0; every CPU's timer raises 48.
-        assert!(entries.iter().any(|(k, _)| k == "vector: 49, CPU: 0"), "{root}{entries:?}");
-        let vectors: Vec<&str> = entries.iter().map(|(k, _)| &k[..10]).collect();
-        assert!(vectors.is_sorted(), "{root}: sorted on vector: {vectors:?}");
+        assert!(entries.iter().any(|(k, _)| k == "irq: 49, CPU: 0"), "{root}{entries:?}");
+        let irqs: Vec<&str> = entries.iter().filter_map(|(k, _)| k.split(',').next()).collect();
+        assert!(irqs.is_sorted(), "{root}: sorted on irq: {irqs:?}");
         assert_eq!(count as usize, entries.len());
         assert_eq!(hits, entries.iter().map(|(_, n)| n).sum::<u64>() + dropped, "{root}");
-        m.run(&format!("echo '!hist:keys=vector,CPU:sort=vector' > {entry}/trigger"));
+        m.run(&format!("echo '!hist:keys=irq,CPU:sort=irq' > {entry}/trigger"));
         assert!(!m.run(&format!("cat {entry}/trigger")).contains("hist:"), "{root}");
         assert_eq!(m.run(&format!("cat {entry}/hist")).trim(), "", "{root}");
 

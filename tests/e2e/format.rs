@@ -59,7 +59,17 @@ fn format_and_header_files_are_what_trace_dat_carries() {
     }
     // The real parser: trace-cmd reads a trace.dat carrying exactly these files.
     let trace = dump.sections().into_iter().find(|t| t.instance == "top").unwrap();
-    let out = e2e::trace_cmd_report(std::slice::from_ref(&trace));
+    let out = e2e::trace_cmd_report(std::slice::from_ref(&trace), &[]);
     let events = out.lines().filter(|l| l.contains("] ")).count();
     assert_eq!(events, trace.events.len());
+    // Its profiler times the interrupt handlers, each entry paired with its exit
+    // by Linux's `irq` field: the timer's (0x30) and the serial line's (0x31).
+    let profile = e2e::trace_cmd_report(std::slice::from_ref(&trace), &["--profile"]);
+    for irq in ["0x30", "0x31"] {
+        let timed = profile.lines().any(|l| {
+            l.trim_start().starts_with(&format!("Event: irq_handler_entry:{irq} ("))
+                && l.contains(" Total: ")
+        });
+        assert!(timed, "irq {irq}:\n{profile}");
+    }
 }

@@ -82,7 +82,7 @@ fn double_quotes_escape_dollars_as_a_posix_shell() {
     // As Linux's scripts write a histogram's variable in double quotes: `\$` is `$`.
     let mut machine = Machine::boot();
     let trigger = "events/irq/irq_handler_entry/trigger";
-    let line = r#""hist:keys=vector:ts0=common_timestamp:d=common_timestamp-\$ts0""#;
+    let line = r#""hist:keys=irq:ts0=common_timestamp:d=common_timestamp-\$ts0""#;
     assert_eq!(machine.run(&format!("echo {line} > {trigger}")), "", "refused");
     let shown = machine.run(&format!("cat {trigger}"));
     assert!(shown.contains(":ts0=common_timestamp,d=common_timestamp-$ts0:"), "{shown}");
@@ -624,5 +624,5 @@ fn tracefs_commands_from_a_grammar_neither_crash_nor_hang_the_kernel() {
         report::write_ctf(section, &dir).unwrap();
     }
     let _ = std::fs::remove_dir_all(&dir);
-    e2e::trace_cmd_report(&sections);
+    e2e::trace_cmd_report(&sections, &[]);
 }

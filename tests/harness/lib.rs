@@ -489,15 +489,16 @@ pub fn cpu_lines(output: &str, cpu: usize) -> Vec<&str> {
 }
 
 /// Writes `sections` as one trace.dat (no kernel symbols), runs `trace-cmd report`
-/// on it and returns what it prints; panics unless trace-cmd succeeds with nothing
-/// on stderr (no warning either).
-pub fn trace_cmd_report(sections: &[trace::dump::Section]) -> String {
+/// on it with `options` and returns what it prints; panics unless trace-cmd
+/// succeeds with nothing on stderr (no warning either).
+pub fn trace_cmd_report(sections: &[trace::dump::Section], options: &[&str]) -> String {
     let unique = NEXT_FILE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let name = format!("e2e-{}-{unique}.dat", std::process::id());
     let path = std::env::temp_dir().join(name);
     let file = &mut std::fs::File::create(&path).expect("a temporary file");
     boot::report::write_tracedat(sections, None, file).expect("trace.dat written");
-    let out = std::process::Command::new("trace-cmd").arg("report").arg(&path).output();
+    let out =
+        std::process::Command::new("trace-cmd").arg("report").args(options).arg(&path).output();
     let _ = std::fs::remove_file(&path);
     let out = out.expect("trace-cmd runs (boot/setup.sh installs it)");
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -14,7 +14,7 @@
 //! #                              |||| /     delay
 //! #           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION
 //! #              | |         |   |||||     |         |
-//!            <irq>-0       [001] d.h1.    69.267965: irq_handler_entry: vector=48
+//!            <irq>-0       [001] d.h1.    69.267965: irq_handler_entry: irq=48
 //!            shell-1       [000] .....    70.000012: tracing_mark_write: hello
 //! ```
 //!
@@ -740,8 +740,8 @@ mod tests {
     fn lines_have_ftrace_columns() {
         let irq = Context::new(Activity::Irq { depth: 1 }, true);
         assert_eq!(
-            line(irq, 1, "vector=48", false),
-            "           <irq>-0       [001] d.h1.    69.267965: irq_handler_entry: vector=48\n"
+            line(irq, 1, "irq=48", false),
+            "           <irq>-0       [001] d.h1.    69.267965: irq_handler_entry: irq=48\n"
         );
         assert_eq!(
             line(Context::TASK, 0, "", true),

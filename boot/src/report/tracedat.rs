@@ -22,7 +22,8 @@
 //! id without a descriptor, is written as a *text event*: its one string field holds
 //! the text our own report prints (printk call sites, `ftrace:bprint`, as
 //! `ftrace:printk`: libtraceevent reads `bprint` records as binary printk
-//! arguments). Lost events start a new page flagged with the
+//! arguments). Each event's system and name is its own (`name_uniquely`).
+//! Lost events start a new page flagged with the
 //! count, which trace-cmd reports as `[N EVENTS DROPPED]`.
 //!
 //! `ftrace:funcgraph_exit`, `ftrace:kernel_stack` and `ftrace:print` are written in
@@ -30,7 +31,7 @@
 //! `print fmt` read ([`format_file::Linux`]): a marker prints as Linux's,
 //! `tracing_mark_write: TEXT`, its ip named by the kallsyms.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
@@ -205,7 +206,35 @@ fn declarations(traces: &[Section]) -> BTreeMap<u16, Declared<'_>> {
             }
         }
     }
+    name_uniquely(&mut declared);
     declared
+}
+
+/// Gives each event a system and name no other event of the trace has (libtraceevent
+/// finds an event by its name, for `trace-cmd report -F` and KernelShark's lists):
+/// names the same as C names (`a-b`, `a_b`), a name written instead of a reserved
+/// one, or `unknown:id_N` for an id whose descriptor is missing. An event whose name
+/// is its descriptor's keeps it (the first by id of several); the others take the
+/// first of `_2`, `_3`, ... after theirs that is free.
+fn name_uniquely(declared: &mut BTreeMap<u16, Declared<'_>>) {
+    let own = |d: &Declared<'_>| d.descriptor.is_some_and(|desc| desc.name == d.name);
+    let mut taken = BTreeSet::new();
+    let kept: BTreeSet<u16> = declared
+        .iter()
+        .filter(|(_, d)| own(d) && taken.insert((d.system.clone(), d.name.clone())))
+        .map(|(&id, _)| id)
+        .collect();
+    // The next suffix to try after each name, so that many events of one name take
+    // a try each, not one per name before theirs.
+    let mut next: BTreeMap<(String, String), u32> = BTreeMap::new();
+    for (_, d) in declared.iter_mut().filter(|(id, _)| !kept.contains(id)) {
+        let base = (d.system.clone(), d.name.clone());
+        let n = next.entry(base.clone()).or_insert(2);
+        while !taken.insert((d.system.clone(), d.name.clone())) {
+            d.name = format!("{}_{n}", base.1);
+            *n += 1;
+        }
+    }
 }
 
 /// The `format` file of an id.
@@ -671,6 +700,64 @@ mod tests {
         assert_eq!(fields(lines[604]), "a=1 b=2");
         // Two CPUs of 300-odd 20-byte records: more than one page each.
         assert!(size >= 5 * PAGE_SIZE, "{size}");
+    }
+
+    /// `trace-cmd report -t` of `traces` written as trace.dat: its lines, after the
+    /// CPU count's; fails on any complaint.
+    fn report(traces: &[Section]) -> Vec<String> {
+        let path = std::env::temp_dir().join(format!(
+            "boot-tracedat-unit-{}-{:?}.dat",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let mut file = std::fs::File::create(&path).unwrap();
+        write_tracedat(traces, None, &mut file).unwrap();
+        drop(file);
+        let out = Command::new("trace-cmd")
+            .args(["report", "-t"])
+            .arg(&path)
+            .output()
+            .expect("trace-cmd runs (boot/setup.sh installs it)");
+        let _ = std::fs::remove_file(&path);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let report = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success() && stderr.trim().is_empty(),
+            "{}: {stderr}{report}",
+            out.status
+        );
+        report.lines().skip(1).map(String::from).collect()
+    }
+
+    /// Events that would be written under one name (their names are the same as C
+    /// names, or one takes a name trace.dat gives another) each get their own: the
+    /// one whose name is already its C name keeps it, the others take `_2`, `_3`.
+    #[test]
+    fn events_written_under_one_name_get_names_of_their_own() {
+        let mut t = Section { cpus: 1, ..Section::default() };
+        let a = |id, system, name| descriptor(id, system, name, "a={a}", &[("a", FieldKind::U8)]);
+        for d in [
+            a(1, "demo", "a-b"),
+            a(2, "demo", "a_b"),
+            a(3, "demo", "a.b"),
+            a(4, "ftrace", "bprint"),
+            a(5, "ftrace", "printk"),
+            a(6, "unknown", "id_7"),
+            a(8, "other", "a_b"),
+        ] {
+            std::sync::Arc::make_mut(&mut t.descriptors).insert(d.id, d);
+        }
+        for id in [1, 2, 3, 4, 5, 6, 7, 8] {
+            let values = vec![Value::Unsigned(u64::from(id))];
+            t.events.push(task_event(0, u64::from(id) * 1000, id, values, &format!("a={id}")));
+        }
+        let names: Vec<String> = report(&[t])
+            .iter()
+            .map(|line| line.split(": ").nth(1).unwrap_or_default().to_string())
+            .collect();
+        let expected = ["a_b_2", "a_b", "a_b_3", "printk_2", "printk", "id_7", "id_7_2", "a_b"]
+            .map(String::from);
+        assert_eq!(names, expected);
     }
 
     #[test]

@@ -611,7 +611,7 @@ tracing mini-HOWTO:
 \t\t\t  directory per event: enable, filter, format, hist, id, inject,
 \t\t\t  trigger
       filter\t\t- If set, only events passing filter are traced
-\t\t\t  (echo 'vector == 48' > filter; echo 0 > filter clears it)
+\t\t\t  (echo 'irq == 48' > filter; echo 0 > filter clears it)
       trigger\t\t- If set, a command to perform when event is hit
 \t\t\t  Format: <trigger>[:count][if <filter>]
 \t\t\t  trigger: traceon, traceoff, snapshot, stacktrace,
@@ -629,7 +629,7 @@ tracing mini-HOWTO:
 \t\t\t  To remove a trigger: echo '!<trigger>' > trigger
       hist\t\t- The event's histograms (hist triggers), sorted
       inject\t\t- Records the event as if it fired, its fields written
-\t\t\t  by name (echo 'vector=48' > inject; unnamed ones are 0):
+\t\t\t  by name (echo 'irq=48' > inject; unnamed ones are 0):
 \t\t\t  its filter and triggers apply (the event must be enabled)
   available_events\t- list of all events the kernel has
   show_event_filters\t- every event with a filter: system:event, a tab, the filter

@@ -486,15 +486,15 @@ impl<T: Args<A>, A> Fields for Encode<T, A> {
 /// ```text
 /// trace::event! {
 ///     /// An interrupt handler starts.
-///     pub IRQ_ENTRY = "irq":"irq_handler_entry" { vector: u8 } => "vector={vector}",
-///         begin "irq" key vector;
+///     pub IRQ_ENTRY = "irq":"irq_handler_entry" { irq: u8 } => "irq={irq}",
+///         begin "irq" key irq;
 ///     /// It returns.
-///     pub IRQ_EXIT = "irq":"irq_handler_exit" { vector: u8 } => "vector={vector}",
-///         end "irq" key vector;
+///     pub IRQ_EXIT = "irq":"irq_handler_exit" { irq: u8 } => "irq={irq}",
+///         end "irq" key irq;
 ///     /// A queue's depth, drawn as a counter.
 ///     pub DEPTH = "net":"queue" { depth: u32 } => "depth={depth}", counter;
 /// }
-/// trace::emit!(IRQ_ENTRY, vector);
+/// trace::emit!(IRQ_ENTRY, irq);
 /// ```
 #[macro_export]
 macro_rules! event {
