@@ -251,6 +251,45 @@ fn triggers_act_from_interrupt_context_and_count_down() {
 /// `traceon`/`traceoff` are refused (the second ones with `File exists`, Linux's
 /// EEXIST); `!` removes either of a pair; `>` replaces the event's histograms where
 /// `>>` adds one; conditions that are not filters of the event are refused.
+/// As Linux's, an event's triggers act before it is recorded when none of them
+/// needs the record (no `if`, no `traceoff`, `stacktrace` or `hist`): `traceon`
+/// records the key that turned recording on, and `snapshot` swaps before the key,
+/// which starts the new live buffer. Each key typed is a `serial:rx` event.
+#[test]
+fn unconditional_traceon_and_snapshot_act_before_their_event() {
+    let mut m = boot();
+    for root in ROOTS {
+        let rx = format!("{root}events/serial/rx");
+        let keys = |m: &mut Machine, file: &str| -> Vec<String> {
+            let lines = trace_lines(&m.run(&format!("cat {root}{file}")));
+            lines.into_iter().filter(|l| l.event == "rx").map(|l| l.fields).collect()
+        };
+        m.run(&format!("echo 1 > {rx}/enable"));
+        m.run(&format!("echo 0 > {root}tracing_on"));
+        m.run(&format!("echo > {root}trace"));
+        m.run(&format!("echo 'traceon:1' > {rx}/trigger"));
+        // `cat`'s `c` turned recording on, and is its first record.
+        assert_eq!(cat(&mut m, &format!("{root}tracing_on")), "1", "{root}");
+        let recorded = keys(&mut m, "trace");
+        assert_eq!(recorded.first().map(String::as_str), Some("byte=0x63"), "{root}{recorded:?}");
+        m.run(&format!("echo '!traceon' > {rx}/trigger"));
+
+        m.run(&format!("echo 1 > {root}snapshot"));
+        m.run(&format!("echo 2 > {root}snapshot"));
+        m.run(&format!("echo > {root}trace"));
+        m.run(&format!("echo 'snapshot:1' > {rx}/trigger"));
+        // `cat`'s `c` swapped: the snapshot ends with the Enter before it, and the
+        // live buffer starts with it.
+        let kept = keys(&mut m, "snapshot");
+        assert_eq!(kept.last().map(String::as_str), Some("byte=0xd"), "{root}{kept:?}");
+        let live = keys(&mut m, "trace");
+        assert_eq!(live.first().map(String::as_str), Some("byte=0x63"), "{root}{live:?}");
+        m.run(&format!("echo '!snapshot' > {rx}/trigger"));
+        m.run(&format!("echo 0 > {root}snapshot"));
+        m.run(&format!("echo 0 > {rx}/enable"));
+    }
+}
+
 #[test]
 fn triggers_read_and_refuse_as_linux_selftests_expect() {
     let mut m = boot();

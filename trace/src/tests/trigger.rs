@@ -827,7 +827,10 @@ fn an_instances_cpumask_keeps_other_cpus_records_out_but_not_its_triggers() {
     (1..=2).for_each(|v| fire(t, &EV, v));
     assert!(!i.tracing(), "CPU 0 is inside: the trigger fires");
     assert_eq!(recorded(i.recorder().live(), EV.id()), [1, 2]);
-    assert_eq!(on(&i, 0), 3, "each event, and the first one's stack trace (not after traceoff)");
+    // `stacktrace`, added last, is listed and runs first, as in ftrace: before
+    // `traceoff` turns recording off.
+    assert_eq!(i.triggers(&EV), ["stacktrace:unlimited", "traceoff:unlimited if n == 2"]);
+    assert_eq!(on(&i, 0), 4, "each event, and each one's stack trace");
     // The slot's next instance records on every CPU again.
     t.destroy(i).unwrap();
     let j = t.get_or_create("j", InstanceConfig::default()).unwrap();
@@ -928,7 +931,10 @@ fn trigger_snapshot_keeps_the_window_up_to_the_event() {
     i.snapshot_free().unwrap();
     fire(t, &EV, 11);
     assert_eq!(i.triggers(&EV), ["snapshot:count=2"]);
-    assert_eq!(recorded(i.recorder().live(), EV.id()), [8, 9, 10, 11]);
+    // Unconditional, it acted before the event: recording stopped, and the event
+    // that fired it is not recorded (as in ftrace).
+    assert_eq!(recorded(i.recorder().live(), EV.id()), [8, 9, 10]);
+    assert!(!i.tracing());
 }
 
 #[test]
@@ -1476,10 +1482,10 @@ fn hist_reference_and_removal_of_its_definer_race_to_one_outcome() {
     }
 }
 
-/// A `snapshot` trigger keeps the event that fired it: when another snapshot swaps
-/// the sets between the event's record and its trigger (another CPU's trigger, here
-/// a simulated interrupt once the record is committed), the event is already in the
-/// snapshot and the trigger does not swap it out again.
+/// A conditional `snapshot` trigger keeps the event that fired it: when another
+/// snapshot swaps the sets between the event's record and its trigger (another
+/// CPU's trigger, here a simulated interrupt once the record is committed), the
+/// event is already in the snapshot and the trigger does not swap it out again.
 #[test]
 fn a_snapshot_trigger_keeps_its_event_when_another_swap_comes_between() {
     static EV: EventDescriptor =
@@ -1488,7 +1494,7 @@ fn a_snapshot_trigger_keeps_its_event_when_another_swap_comes_between() {
     let config = InstanceConfig { snapshot: true, ..InstanceConfig::default() };
     let i = t.get_or_create("i", config).unwrap();
     i.set_event(Some("zsw"), None, true).unwrap();
-    i.set_trigger(&EV, "snapshot").unwrap();
+    i.set_trigger(&EV, "snapshot if n > 0").unwrap();
     fire(t, &EV, 1);
     let recorder = i.recorder();
     let snapshot = || recorded(recorder.snapshot().unwrap(), EV.id());
@@ -1504,4 +1510,40 @@ fn a_snapshot_trigger_keeps_its_event_when_another_swap_comes_between() {
     // Without a swap in between, the trigger swaps as before.
     fire(t, &EV, 3);
     assert_eq!(snapshot(), [1, 3]);
+}
+
+/// As ftrace's, an event whose triggers all act without its record (no `if`; not
+/// `traceoff`, `stacktrace` or `hist`) fires them before it is recorded: `traceon`
+/// records the event that turned it on, and `snapshot` swaps first, so the event
+/// starts the new live buffer. One trigger that needs the record (a condition,
+/// here) makes them all act after it, and the snapshot then holds the event.
+#[test]
+fn triggers_that_need_no_record_act_before_it() {
+    static EV: EventDescriptor =
+        EventDescriptor::new("zpre", "ev", "n={n}", N_FIELDS, DescriptorKind::Event);
+    let t = tracer(&[&EV]);
+    let config = InstanceConfig { snapshot: true, ..InstanceConfig::default() };
+    let i = t.get_or_create("i", config).unwrap();
+    i.set_event(Some("zpre"), None, true).unwrap();
+    let recorder = i.recorder();
+    let (live, snapshot) =
+        (|| recorded(recorder.live(), EV.id()), || recorded(recorder.snapshot().unwrap(), EV.id()));
+
+    i.set_tracing(false);
+    i.set_trigger(&EV, "traceon:1").unwrap();
+    fire(t, &EV, 1);
+    assert!(i.tracing());
+    assert_eq!(live(), [1], "the event that turned recording on is recorded");
+    i.set_trigger(&EV, "!traceon").unwrap();
+
+    i.set_trigger(&EV, "snapshot:1").unwrap();
+    fire(t, &EV, 2);
+    assert_eq!((snapshot(), live()), (vec![1], vec![2]), "swapped before the event");
+    i.set_trigger(&EV, "!snapshot").unwrap();
+
+    // A condition on one of the event's triggers: every one acts after it.
+    i.set_trigger(&EV, "snapshot:1").unwrap();
+    i.set_trigger(&EV, "traceoff:1 if n == 0").unwrap();
+    fire(t, &EV, 3);
+    assert_eq!((snapshot(), live()), (vec![2, 3], vec![1]), "swapped after the event");
 }

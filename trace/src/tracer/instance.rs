@@ -533,7 +533,12 @@ impl<'t, P: Platform> Instance<'t, P> {
                     if hist_op == Some(HistOp::Pause) {
                         trigger.hist().inspect(|hist| hist.set_paused(true));
                     }
-                    hooks.triggers.push(trigger);
+                    // As ftrace's list: a histogram after the others, any other
+                    // trigger first (it runs, and is listed, before those there).
+                    match trigger.hist() {
+                        Some(_) => hooks.triggers.push(trigger),
+                        None => hooks.triggers.insert(0, trigger),
+                    }
                     table[index] = Some(Arc::new(hooks));
                     Ok(())
                 })

@@ -156,6 +156,13 @@ impl EventHooks {
         self.filter.is_none() && self.triggers.is_empty()
     }
 
+    /// Whether the triggers act before the event is recorded, as ftrace's do when
+    /// none of an event's triggers needs the record: none has a condition (`if`),
+    /// and each acts without the record (not `traceoff`, `stacktrace` or `hist`).
+    pub(crate) fn fire_early(&self) -> bool {
+        self.triggers.iter().all(|t| t.fires_without_record())
+    }
+
     /// Whether one of the triggers enables or disables `event`.
     pub(crate) fn targets(&self, event: &EventDescriptor) -> bool {
         self.triggers.iter().any(|t| t.action().target().is_some_and(|d| core::ptr::eq(d, event)))
@@ -752,7 +759,18 @@ impl<P: Platform> Tracer<P> {
             let placed = self.record_admitted(section, cpu, tag, record, descriptor, body);
             return Err(record & !placed.written);
         }
-        // The event is recorded (and its stack traces) before its triggers act.
+        // An instance whose triggers all act without the record fires them first
+        // (`traceon` then records the event that turned it on, and `snapshot` swaps
+        // before it, so the event starts the new live buffer), as ftrace does; the
+        // others' triggers act after the event is recorded (and its stack traces).
+        // A marker's triggers act after it, as Linux's.
+        let early = match is_written_by_tracer(descriptor) {
+            true => 0,
+            false => self.firing_early(section, triggered, descriptor),
+        };
+        if early != 0 {
+            self.fire_triggers(section, cpu, tag, early, descriptor, &body, Placed::default());
+        }
         let placed = match record {
             0 => Placed::default(),
             _ => self.record_admitted(section, cpu, tag, record, descriptor, body),
@@ -760,11 +778,11 @@ impl<P: Platform> Tracer<P> {
         let refused = record & !placed.written;
         // A marker a buffer did not take is refused there (EBADF), as Linux's, whose
         // marker triggers then do not run.
-        let triggered = match is_written_by_tracer(descriptor) {
+        let late = match is_written_by_tracer(descriptor) {
             true => triggered & !refused,
-            false => triggered,
+            false => triggered & !early,
         };
-        self.fire_triggers(section, cpu, tag, triggered, descriptor, &body, placed);
+        self.fire_triggers(section, cpu, tag, late, descriptor, &body, placed);
         Err(refused)
     }
 
@@ -889,6 +907,17 @@ impl<P: Platform> Tracer<P> {
             let target = FireTarget { tracer: self, section, origin, slot, recorder, set };
             hooks.triggers.iter().for_each(|trigger| trigger.fire(body, origin, &target));
         }
+    }
+
+    /// The instances of `mask` whose triggers on `descriptor` act before the event
+    /// is recorded ([`EventHooks::fire_early`]).
+    fn firing_early(&self, section: Held<'_>, mask: u64, descriptor: &EventDescriptor) -> u64 {
+        let early = |slot: &u32| {
+            let hooks = self.hooks_in(section, *slot as usize, descriptor);
+            hooks.is_some_and(EventHooks::fire_early)
+        };
+        let slots = (0..MAX_INSTANCES as u32).filter(|&slot| mask >> slot & 1 != 0);
+        slots.filter(early).fold(0, |early, slot| early | 1 << slot)
     }
 
     /// The hooks of `slot`'s instance for `descriptor`, as writers reach them.

@@ -543,6 +543,22 @@ impl Trigger {
         self.action.kind() == other.action.kind()
     }
 
+    /// Whether it acts without the event's record: no condition, and an action that
+    /// neither follows the record (`traceoff`, `stacktrace`, as ftrace's post
+    /// triggers) nor reads it (`hist`).
+    pub(crate) fn fires_without_record(&self) -> bool {
+        self.filter.is_none()
+            && matches!(
+                self.action,
+                Action::TraceOn
+                    | Action::Snapshot
+                    | Action::EnableEvent(_)
+                    | Action::DisableEvent(_)
+                    | Action::EnableHist(_)
+                    | Action::DisableHist(_)
+            )
+    }
+
     /// Takes one from the count: false once it ran out. Lock-free (a CAS loop),
     /// callable from any context.
     fn take(&self) -> bool {
