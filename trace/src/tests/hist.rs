@@ -191,6 +191,7 @@ mod lines {
         "keys=n,",
         "vals=d",
         "values=n,d",
+        "val=d",
         "vals=s",
         "vals=hitcount",
         "vals=hitcount.percent,d.graph",
@@ -206,6 +207,8 @@ mod lines {
         "sort=a,b,c",
         "size=128",
         "size=300",
+        "size=65",
+        "size=64",
         "size=7",
         "size=",
         "pause",
@@ -234,6 +237,23 @@ mod lines {
             Ok(TriggerCommand::Add(t) | TriggerCommand::Hist(t, _)) => Ok(t),
             Ok(TriggerCommand::Remove(_)) => panic!("{line}: a removal"),
             Err(e) => Err(e.pos),
+        }
+    }
+
+    /// As ftrace's: `val=` names the values as `vals=` does, and a size is rounded
+    /// up to a power of two before its range is checked.
+    #[test]
+    fn val_names_the_values_and_a_size_rounds_up_first() {
+        let shown = |line: &str| parse(line).map(|t| t.to_string());
+        let vals = "hist:keys=n:vals=hitcount,d:sort=hitcount:size=2048 [active]";
+        assert_eq!(shown("hist:keys=n:val=d"), Ok(vals.to_string()));
+        let sized = |size| format!("hist:keys=n:vals=hitcount:sort=hitcount:size={size} [active]");
+        assert_eq!(shown("hist:keys=n:size=100"), Ok(sized(128)));
+        assert_eq!(shown("hist:keys=n:size=65"), Ok(sized(128)));
+        assert_eq!(shown("hist:keys=n:size=16384"), Ok(sized(16384)));
+        for refused in ["64", "16385", "0", "18446744073709551615"] {
+            let line = format!("hist:keys=n:size={refused}");
+            assert_eq!(shown(&line), Err("hist:keys=n:size=".len()), "{line}");
         }
     }
 

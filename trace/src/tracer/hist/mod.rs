@@ -188,7 +188,9 @@ impl fmt::Display for HistReason {
             HistReason::EmptySortField => "empty sort field",
             HistReason::InvalidSortModifier => "sort modifiers are .ascending and .descending",
             HistReason::TooManySortFields => "at most 2 sort fields",
-            HistReason::BadSize => "size must be a number from 128 to 16384",
+            HistReason::BadSize => {
+                "size must be a number from 65 to 16384 (rounded up to a power of two from 128)"
+            }
             HistReason::NoMemory => "no memory for the histogram (32 MiB for all at most)",
             HistReason::BadName => "a histogram's name is 1 to 32 letters, digits and _",
             HistReason::IncompatibleName => {
@@ -425,7 +427,7 @@ impl Hist {
                     stack_key_alone(value, value_at, fields)?;
                     keys = Some(columns(value, value_at, fields, true, &Vars::default())?.0);
                 }
-                ("vals" | "values", Some(value)) => {
+                ("vals" | "values" | "val", Some(value)) => {
                     repeated(vals.is_some())?;
                     vals = Some((value, value_at));
                 }
@@ -435,12 +437,14 @@ impl Hist {
                 }
                 ("size", Some(value)) => {
                     repeated(size.is_some())?;
+                    // Rounded up to a power of two first, as ftrace's.
                     let n = value
                         .parse::<usize>()
                         .ok()
+                        .and_then(usize::checked_next_power_of_two)
                         .filter(|n| (MIN_SIZE..=MAX_SIZE).contains(n))
                         .ok_or((value_at, HistReason::BadSize))?;
-                    size = Some(n.next_power_of_two());
+                    size = Some(n);
                 }
                 ("name", Some(value)) => {
                     repeated(hist_name.is_some())?;
