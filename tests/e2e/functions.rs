@@ -449,10 +449,10 @@ fn a_panic_under_function_graph_names_the_callers_the_tracer_hooked() {
     assert!(caller.starts_with("kernel::shell::run+"), "{frames:#?}");
 }
 
-/// As ftrace: another tracer in `current_tracer` empties the buffer and the
+/// As ftrace: another tracer in `current_tracer` empties the buffer and keeps the
 /// snapshot, in an instance too; the tracer there already changes nothing.
 #[test]
-fn another_tracer_empties_the_buffer_and_the_snapshot() {
+fn another_tracer_empties_the_buffer_and_keeps_the_snapshot() {
     let mut m = Machine::boot();
     m.run("mkdir instances/c");
     for root in ["", "instances/c/"] {
@@ -468,7 +468,7 @@ fn another_tracer_empties_the_buffer_and_the_snapshot() {
         m.run(&format!("echo kernel::shell::commands::pwd > {root}set_ftrace_filter"));
         assert_eq!(m.run(&format!("echo function > {root}current_tracer")), "");
         assert_eq!(grep(&mut m, "trace", "'write: [l]ive'"), "0\n", "{root}: another tracer");
-        assert_eq!(grep(&mut m, "snapshot", "'write: [k]ept'"), "0\n", "{root}");
+        assert_eq!(grep(&mut m, "snapshot", "'write: [k]ept'"), "1\n", "{root}");
         m.run("pwd");
         assert_eq!(m.run(&format!("echo nop > {root}current_tracer")), "");
         assert_eq!(grep(&mut m, "trace", "'commands::[p]wd'"), "0\n", "{root}: nop again");
@@ -1524,6 +1524,8 @@ fn irqsoff_keeps_the_longest_irqs_off_region_in_the_snapshot() {
     // Off: nothing more is reported, the buffer discards again as before the
     // tracer; another instance may take the tracer.
     assert_eq!(m.run("echo nop > instances/lat/current_tracer"), "");
+    let freed = m.run("cat instances/lat/snapshot");
+    assert!(freed.contains("# * Snapshot is freed *"), "as ftrace frees irqsoff's:\n{freed}");
     assert_eq!(m.run("cat instances/lat/options/overwrite"), "0\n");
     assert_eq!(m.run("cat instances/lat/options/latency-format"), "0\n", "as found");
     assert_eq!(m.run("echo 1 > instances/lat/options/overwrite"), "");

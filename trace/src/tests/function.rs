@@ -688,8 +688,9 @@ fn function_commands_act_when_their_functions_are_called() {
 }
 
 /// `current_tracer` as ftrace's (`select_function_tracer`): another tracer empties
-/// the buffer and the snapshot; the tracer there already, a refused change, or one a
-/// consuming reader refuses, keeps them.
+/// the live buffer and keeps the snapshot, but leaving `irqsoff` frees it; the
+/// tracer there already, a refused change, or one a consuming reader refuses,
+/// keeps both.
 #[test]
 fn selecting_another_tracer_empties_the_buffers_and_a_refusal_keeps_them() {
     let _shared = exclusive();
@@ -710,7 +711,7 @@ fn selecting_another_tracer_empties_the_buffers_and_a_refusal_keeps_them() {
         assert_eq!(held(i), (1, Some(1)));
     }
     top.select_function_tracer(FunctionTracer::Irqsoff).unwrap();
-    assert_eq!(held(&top), (0, Some(0)));
+    assert_eq!(held(&top), (0, Some(1)), "the snapshot is irqsoff's, as it was");
     let refused = g.select_function_tracer(FunctionTracer::Irqsoff);
     assert_eq!(refused, Err(FunctionError::IrqsoffBusy));
     assert_eq!(held(&g), (1, Some(1)), "refused: both kept");
@@ -726,10 +727,12 @@ fn selecting_another_tracer_empties_the_buffers_and_a_refusal_keeps_them() {
     }
     assert_eq!(held(&g), (1, Some(1)), "a reader: both kept");
     g.select_function_tracer(FunctionTracer::Function).unwrap();
-    assert_eq!(held(&g), (0, Some(0)));
+    assert_eq!(held(&g), (0, Some(1)));
     for i in [&top, &g] {
         i.select_function_tracer(FunctionTracer::Nop).unwrap();
     }
+    assert_eq!(held(&g), (0, Some(1)));
+    assert_eq!(held(&top), (0, None), "leaving irqsoff freed its snapshot");
 }
 
 /// One `set_ftrace_filter` write is one change: each command is judged against what

@@ -173,8 +173,8 @@ pub enum FunctionError {
     /// `irqsoff` keeps its window in the snapshot buffer, which could not be
     /// allocated.
     Snapshot(InstanceError),
-    /// Another tracer empties the buffers ([`Instance::select_function_tracer`]),
-    /// which a consuming reader holds.
+    /// Another tracer empties the buffer, and leaving `irqsoff` frees the snapshot
+    /// ([`Instance::select_function_tracer`]), which a consuming reader holds.
     Buffers(InstanceError),
 }
 
@@ -639,10 +639,12 @@ impl<'t, P: Platform> Instance<'t, P> {
     }
 
     /// `current_tracer` as ftrace's file sets it: another tracer also empties the
-    /// instance's buffer and snapshot once the previous one has stopped, and then
-    /// starts `irqsoff`'s [`Instance::max_latency`] from 0 (a window reported while
-    /// the entries were patched held the previous tracer's records); the tracer
-    /// there already changes nothing. Refused as [`Instance::set_function_tracer`]
+    /// instance's live buffer once the previous one has stopped (the snapshot keeps
+    /// what it holds, but leaving `irqsoff`, which kept its window there, frees it,
+    /// as ftrace frees a latency tracer's), and then starts `irqsoff`'s
+    /// [`Instance::max_latency`] from 0 (a window reported while the entries were
+    /// patched held the previous tracer's records); the tracer there already
+    /// changes nothing. Refused as [`Instance::set_function_tracer`]
     /// is, or with `Buffers` while a consuming reader holds the buffers, with nothing
     /// changed (`Buffers` after the change: a reader that opened meanwhile; the
     /// tracer changed, the buffers kept).
@@ -655,11 +657,11 @@ impl<'t, P: Platform> Instance<'t, P> {
         }
         let buffers = |e: crate::Error| FunctionError::Buffers(e.into());
         self.state.recorder.lock().claim_all().map_err(buffers)?;
+        let leaving_irqsoff = self.function_tracer() == FunctionTracer::Irqsoff;
         self.set_function_tracer(tracer)?;
-        let recorder = self.state.recorder.lock();
-        recorder.clear().map_err(buffers)?;
-        if recorder.snapshot().is_some() {
-            recorder.clear_snapshot(None).map_err(buffers)?;
+        self.state.recorder.lock().clear().map_err(buffers)?;
+        if leaving_irqsoff {
+            self.snapshot_free().map_err(FunctionError::Buffers)?;
         }
         self.tracer.reset_bad_cpu(self.state.slot);
         if tracer == FunctionTracer::Irqsoff {
