@@ -251,3 +251,42 @@ fn the_tracepoint_section_survives_the_build_profile() {
     m.run("echo marker > trace_marker");
     assert!(m.run("cat trace").contains("tracing_mark_write: marker"));
 }
+
+/// As Linux's, a new instance starts with the top level's trace options, its ring
+/// made in the top level's mode, except the one Linux zeroes for an instance
+/// (`copy_trace_marker`: off) and the tracers' own options (at their defaults);
+/// they are its own from then on.
+#[test]
+fn a_new_instance_starts_with_the_top_levels_trace_options() {
+    let mut m = Machine::boot();
+    let top = [
+        ("overwrite", "0"),
+        ("sym-offset", "1"),
+        ("stacktrace", "1"),
+        ("context-info", "0"),
+        ("funcgraph-proc", "1"),
+        ("trace_printk", "0"),
+    ];
+    for (option, value) in top {
+        assert_eq!(m.run(&format!("echo {value} > options/{option}")), "", "{option}");
+    }
+    assert_eq!(m.run("mkdir instances/inh"), "");
+    let read = |m: &mut Machine, option: &str| {
+        m.run(&format!("cat instances/inh/options/{option}")).trim().to_string()
+    };
+    let expected = [
+        ("overwrite", "0"),
+        ("sym-offset", "1"),
+        ("stacktrace", "1"),
+        ("context-info", "0"),
+        ("funcgraph-proc", "0"),
+        ("copy_trace_marker", "0"),
+        ("trace_printk", "0"),
+        ("markers", "1"),
+    ];
+    for (option, value) in expected {
+        assert_eq!(read(&mut m, option), value, "{option}");
+    }
+    assert_eq!(m.run("echo 1 > options/overwrite"), "");
+    assert_eq!(read(&mut m, "overwrite"), "0", "its own once made");
+}

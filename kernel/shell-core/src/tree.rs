@@ -157,6 +157,26 @@ impl TraceOption {
         }
     }
 
+    /// Whether a new instance starts with the top level's value, as Linux's copies
+    /// the top level's trace flags: all but the one it zeroes for an instance
+    /// (`copy_trace_marker`) and the tracers' own options (`funcgraph-*`,
+    /// `func_stack_trace`), which start at their defaults. (`trace_printk`, which
+    /// gates `printk!` into the instance, starts as the top level's, as Linux's
+    /// `trace_array_printk` follows the top level's option.)
+    pub fn inherited(self) -> bool {
+        !matches!(
+            self,
+            TraceOption::CopyTraceMarker
+                | TraceOption::FuncStackTrace
+                | TraceOption::GraphAbstime
+                | TraceOption::GraphCpu
+                | TraceOption::GraphDuration
+                | TraceOption::GraphOverhead
+                | TraceOption::GraphProc
+                | TraceOption::GraphTail
+        )
+    }
+
     /// The option whose file is `name`.
     pub fn named(name: &str) -> Option<TraceOption> {
         Self::ALL.into_iter().find(|option| option.name() == name)

@@ -1441,7 +1441,18 @@ pub fn mkdir(cwd: &str, path: &str) -> Result<(), FsError> {
     if [crate::persist::BOOT_MAP, crate::persist::LAST_BOOT].contains(&name) {
         return Err(FsError::ReservedName);
     }
-    tracer.get_or_create(name, InstanceConfig::default()).map(drop).map_err(FsError::from)
+    // As Linux's, it starts with the top level's trace options (those inherited).
+    let top = tracer.top();
+    let config = InstanceConfig { mode: top.mode(), ..InstanceConfig::default() };
+    let instance = tracer.get_or_create(name, config)?;
+    let mut inherited = TraceOption::ALL.into_iter().filter(|o| o.inherited());
+    if let Err(error) = inherited.try_for_each(|o| set_option(&instance, o, option(&top, o))) {
+        // Nothing changes: the instance goes again (no reader can hold it yet).
+        let _ = tracer.destroy(instance);
+        EXTRAS.lock().retain(|(n, _)| n != name);
+        return Err(error);
+    }
+    Ok(())
 }
 
 /// `rmdir instances/NAME`.
