@@ -7,6 +7,21 @@ fn boot_with_cpus(cpus: u32) -> Machine {
     Machine::boot_with(Config { smp: cpus, ..Config::default() })
 }
 
+/// Each CPU's timer ticks, as the `cpus` command lists them.
+fn ticks(machine: &mut Machine) -> Vec<u64> {
+    let listing = machine.run("cpus");
+    let count = |l: &str| l.split(", ").nth(1).and_then(|t| t.split(' ').next()?.parse().ok());
+    listing.lines().filter(|l| l.starts_with("cpu")).map(|l| count(l).expect("ticks")).collect()
+}
+
+/// Waits (a bounded number of `cpus` commands) until every CPU has taken a timer
+/// interrupt: a CPU brought up late on a loaded host may not have yet, and a test
+/// that hangs the CPUs reads each one's last tick from the trace.
+fn wait_for_every_cpus_tick(machine: &mut Machine) {
+    let ticked = (0..300).any(|_| ticks(machine).iter().all(|&n| n > 0));
+    assert!(ticked, "some CPU's timer never ticked");
+}
+
 #[test]
 fn every_cpu_reports_in_with_1_2_and_4_cpus() {
     for cpus in [1, 2, 4] {
@@ -36,20 +51,11 @@ fn every_cpu_reports_in_with_1_2_and_4_cpus() {
 #[test]
 fn every_cpu_takes_its_own_timer_interrupts() {
     let mut machine = boot_with_cpus(4);
-    let ticks = |listing: &str| -> Vec<u64> {
-        listing
-            .lines()
-            .filter(|l| l.starts_with("cpu"))
-            .map(|l| {
-                l.split(", ").nth(1).and_then(|t| t.split(' ').next()?.parse().ok()).expect("ticks")
-            })
-            .collect()
-    };
-    let first = ticks(&machine.run("cpus"));
+    let first = ticks(&mut machine);
     assert_eq!(first.len(), 4);
     // Bounded: each command takes a while under TCG, so every CPU's count must move.
-    let advanced = (0..300)
-        .any(|_| ticks(&machine.run("cpus")).iter().zip(&first).all(|(now, then)| now > then));
+    let advanced =
+        (0..300).any(|_| ticks(&mut machine).iter().zip(&first).all(|(now, then)| now > then));
     assert!(advanced, "some CPU's timer never ticked: {first:?}");
 }
 
@@ -258,6 +264,7 @@ fn a_cpu_hung_with_interrupts_off_is_stopped_by_nmi_and_its_trace_dumped() {
         ("lockup spin", 0, "kernel::lockup::spin+", "kernel::shell::run+"),
     ] {
         let mut m = boot_with_cpus(4);
+        wait_for_every_cpus_tick(&mut m);
         let status = m.run("lockup");
         assert!(status.starts_with("threshold: 10000 ms\n"), "{status}");
         assert!(status.contains("\ncpu1 watches cpu2: no timer interrupt for "), "{status}");
@@ -360,6 +367,7 @@ fn a_cpu_that_takes_no_nmi_is_reported_by_its_watcher() {
 fn every_cpu_hung_at_once_is_caught_by_the_periodic_nmi() {
     for (cpus, command) in [(4, "lockup spin all"), (1, "lockup spin")] {
         let mut m = boot_with_cpus(cpus);
+        wait_for_every_cpus_tick(&mut m);
         let status = m.run("lockup threshold 1000");
         let every = "cpu0 watches every cpu by NMI: no timer interrupt on any for 0 ms";
         assert_eq!(status.lines().last(), Some(every), "{cpus} CPUs: {status}");
