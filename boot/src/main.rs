@@ -762,7 +762,10 @@ fn write_converted(
         (Format::Ctf, Some(dir)) => {
             report::write_ctf(&traces[0], dir).map_err(|e| format!("{}: {e}", dir.display()))
         }
-        (Format::Tracedat, _) => report::write_tracedat(&traces, symbols, out).map_err(write_error),
+        (Format::Tracedat, _) => {
+            report::clock_notes(&traces).iter().for_each(|note| eprintln!("report: {note}"));
+            report::write_tracedat(&traces, symbols, out).map_err(write_error)
+        }
         (Format::PerfettoProto, _) => {
             report::write_perfetto_proto(&traces[0], out).map_err(write_error)
         }

@@ -76,6 +76,27 @@ fn trace_clock(traces: &[Section]) -> String {
     names.join(" ") + "\n"
 }
 
+/// What trace.dat cannot keep of `traces`' clocks, a line for each buffer whose
+/// clock is not the first's: the file has one clock, and trace-cmd shows every
+/// buffer's times as that clock's.
+pub fn clock_notes(traces: &[Section]) -> Vec<String> {
+    let Some(first) = traces.first() else { return Vec::new() };
+    let other = traces.iter().filter(|t| t.clock != first.clock);
+    other
+        .map(|t| {
+            format!(
+                "trace.dat has one clock, {} (buffer {}'s): buffer {}'s times are {}'s, \
+                 shown as {}'s",
+                first.clock.name(),
+                buffer_name(first),
+                buffer_name(t),
+                t.clock.name(),
+                first.clock.name()
+            )
+        })
+        .collect()
+}
+
 /// How an event id's records are written.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Shape {
@@ -758,6 +779,19 @@ mod tests {
         let expected = ["a_b_2", "a_b", "a_b_3", "printk_2", "printk", "id_7", "id_7_2", "a_b"]
             .map(String::from);
         assert_eq!(names, expected);
+    }
+
+    /// A buffer on another clock than the first's is named, with both clocks.
+    #[test]
+    fn buffers_on_another_clock_are_noted() {
+        let top = Section { instance: "top".into(), ..trace() };
+        let other = Section { instance: "net".into(), clock: Clock::X86Tsc, ..trace() };
+        assert_eq!(clock_notes(&[top.clone(), top.clone()]), Vec::<String>::new());
+        assert_eq!(
+            clock_notes(&[top, other]),
+            ["trace.dat has one clock, local (buffer top's): buffer net's times are x86-tsc's, \
+              shown as local's"]
+        );
     }
 
     #[test]
