@@ -22,7 +22,9 @@
 //! id without a descriptor, is written as a *text event*: its one string field holds
 //! the text our own report prints (printk call sites, `ftrace:bprint`, as
 //! `ftrace:printk`: libtraceevent reads `bprint` records as binary printk
-//! arguments). Each event's system and name is its own (`name_uniquely`).
+//! arguments). An event of a name trace-cmd prints its own way, without the fields it
+//! reads there, is written under another (`CLAIMED`); each event's system and name is
+//! its own (`name_uniquely`).
 //! Lost events start a new page flagged with the
 //! count, which trace-cmd reports as `[N EVENTS DROPPED]`.
 //!
@@ -144,12 +146,48 @@ fn too_many_cpus(cpu: usize) -> io::Error {
     )
 }
 
-/// An event name libtraceevent gives a meaning of its own (`ftrace:bprint` records
-/// carry a binary printk format and arguments; trace-cmd prints `ftrace:kernel_stack`
-/// from a `caller` array), and the name written instead unless the event is in
-/// Linux's layout ([`Linux`]).
-const RESERVED: [(&str, &str, &str); 2] =
-    [("ftrace", "bprint", "printk"), ("ftrace", "kernel_stack", "stacktrace")];
+/// An event trace-cmd prints its own way (libtraceevent, its plugins, trace-cmd's
+/// function graph), from the fields named (`ftrace:bprint` records carry a binary
+/// printk format and arguments, which no event of ours has), and the name written
+/// instead for an event of that name that lacks one of them (else its name and
+/// `_`): trace-cmd then prints it with its own `print fmt`, where it printed
+/// `<CANT FIND FIELD ...>`.
+type Claimed = (&'static str, &'static str, &'static [&'static str], Option<&'static str>);
+
+/// The events trace-cmd 3.1 and its plugins print their own way ([`Claimed`]).
+const CLAIMED: [Claimed; 13] = [
+    ("ftrace", "bprint", &["ip", "fmt", "buf"], Some("printk")),
+    ("ftrace", "kernel_stack", &["size", "caller"], Some("stacktrace")),
+    ("ftrace", "function", &["ip", "parent_ip"], None),
+    ("ftrace", "func_repeats", &["ip", "parent_ip", "count", "top_delta_ts"], None),
+    ("ftrace", "funcgraph_entry", &["func", "depth"], None),
+    ("ftrace", "funcgraph_exit", &["func", "depth", "calltime", "rettime"], None),
+    ("ftrace", "print", &["ip", "buf"], None),
+    ("timer", "hrtimer_expire_entry", &["hrtimer", "function"], None),
+    ("timer", "hrtimer_start", &["hrtimer", "function", "expires", "softexpires"], None),
+    (
+        "sched",
+        "sched_switch",
+        &["prev_comm", "prev_pid", "prev_prio", "prev_state", "next_comm", "next_pid", "next_prio"],
+        None,
+    ),
+    ("sched", "sched_wakeup", &["comm", "pid", "prio"], None),
+    ("sched", "sched_wakeup_new", &["comm", "pid", "prio"], None),
+    ("tlb", "tlb_flush", &["pages", "reason"], None),
+];
+
+/// The name an event (of `system`, as a C name) whose format file declares `fields`
+/// is written under: its own as a C name, or the one [`CLAIMED`] gives it instead.
+fn unclaimed_name(system: &str, name: &str, fields: &[String]) -> String {
+    let name = c_name(name);
+    let claimed = CLAIMED.iter().find(|c| (c.0, c.1) == (system, name.as_str()));
+    match claimed {
+        Some((.., wanted, instead)) if !wanted.iter().all(|w| fields.iter().any(|f| f == w)) => {
+            instead.map_or_else(|| format!("{name}_"), String::from)
+        }
+        _ => name,
+    }
+}
 
 /// `system` or `name` as libtraceevent reads a name ([`format_file::c_name`]).
 fn c_name(name: &str) -> String {
@@ -193,8 +231,6 @@ fn declarations(traces: &[Section]) -> BTreeMap<u16, Declared<'_>> {
         .flat_map(|trace| trace.descriptors.iter())
         .map(|(&id, d)| {
             let linux = Linux::of(&d.system, &d.name, &d.fields());
-            let reserved = RESERVED.iter().find(|r| (r.0, r.1) == (&d.system, &d.name));
-            let reserved = reserved.filter(|_| linux.is_none());
             // A printk site's records are its text (their arguments are tagged,
             // not fields), whether or not the trace holds one.
             let shape = match d.kind {
@@ -203,7 +239,7 @@ fn declarations(traces: &[Section]) -> BTreeMap<u16, Declared<'_>> {
             };
             let declared = Declared {
                 system: c_name(&d.system),
-                name: reserved.map_or_else(|| c_name(&d.name), |r| r.2.to_string()),
+                name: d.name.clone(),
                 shape,
                 descriptor: Some(d),
                 linux,
@@ -227,14 +263,23 @@ fn declarations(traces: &[Section]) -> BTreeMap<u16, Declared<'_>> {
             }
         }
     }
+    for d in declared.values_mut() {
+        let fields = match (d.shape, d.descriptor) {
+            (Shape::Fields, Some(desc)) => {
+                format_file::field_names(&desc.system, &d.name, &desc.fields())
+            }
+            _ => vec![format_file::TEXT_FIELD.to_string()],
+        };
+        d.name = unclaimed_name(&d.system, &d.name, &fields);
+    }
     name_uniquely(&mut declared);
     declared
 }
 
 /// Gives each event a system and name no other event of the trace has (libtraceevent
 /// finds an event by its name, for `trace-cmd report -F` and KernelShark's lists):
-/// names the same as C names (`a-b`, `a_b`), a name written instead of a reserved
-/// one, or `unknown:id_N` for an id whose descriptor is missing. An event whose name
+/// names the same as C names (`a-b`, `a_b`), a name written instead of a claimed
+/// one ([`CLAIMED`]), or `unknown:id_N` for an id whose descriptor is missing. An event whose name
 /// is its descriptor's keeps it (the first by id of several); the others take the
 /// first of `_2`, `_3`, ... after theirs that is free.
 fn name_uniquely(declared: &mut BTreeMap<u16, Declared<'_>>) {
@@ -779,6 +824,38 @@ mod tests {
         let expected = ["a_b_2", "a_b", "a_b_3", "printk_2", "printk", "id_7", "id_7_2", "a_b"]
             .map(String::from);
         assert_eq!(names, expected);
+    }
+
+    /// An event of a name trace-cmd prints its own way, without a field it reads
+    /// there, is written under its name and `_`, and trace-cmd prints it by its own
+    /// format (it printed `<CANT FIND FIELD prev_pid>!x=5`); one with them, or of a
+    /// name whose fields trace-cmd does without (kmem's `call_site`), keeps its name.
+    #[test]
+    fn events_trace_cmd_claims_without_their_fields_are_renamed() {
+        let mut t = Section { cpus: 1, ..Section::default() };
+        let cases: [(&str, &str, &[&str], &str); 6] = [
+            ("kmem", "kmalloc", &["ptr", "size"], "kmalloc"),
+            ("sched", "sched_switch", &["prev", "next"], "sched_switch_"),
+            ("ftrace", "function", &["x"], "function_"),
+            ("timer", "hrtimer_start", &["x"], "hrtimer_start_"),
+            ("ftrace", "funcgraph_entry", &["func", "depth"], "funcgraph_entry"),
+            ("ftrace", "funcgraph_exit", &["func"], "funcgraph_exit_"),
+        ];
+        let text = |names: &[&str]| names.iter().map(|f| format!("{f}=5")).collect::<Vec<_>>();
+        for (id, &(system, name, names, _)) in (1..).zip(&cases) {
+            let format = names.iter().map(|f| format!("{f}={{{f}}}")).collect::<Vec<_>>();
+            let fields: Vec<_> = names.iter().map(|&f| (f, FieldKind::U64)).collect();
+            let d = descriptor(id, system, name, &format.join(" "), &fields);
+            std::sync::Arc::make_mut(&mut t.descriptors).insert(id, d);
+            let values = vec![Value::Unsigned(5); names.len()];
+            t.events.push(task_event(0, u64::from(id) * 1000, id, values, &text(names).join(" ")));
+        }
+        let lines = report(&[t]);
+        for (line, &(_, _, names, written)) in lines.iter().zip(&cases) {
+            let (name, shown) = line.split_once(": ").unwrap().1.split_once(": ").unwrap();
+            assert_eq!((name, shown.trim()), (written, text(names).join(" ").as_str()));
+        }
+        assert_eq!(lines.len(), cases.len());
     }
 
     /// A buffer on another clock than the first's is named, with both clocks.

@@ -159,6 +159,22 @@ fn write_head(out: &mut dyn Write, name: &str, id: u16) -> fmt::Result {
     writeln!(out)
 }
 
+/// The names of the fields, the common ones left out, that
+/// [`write_event_format`] declares for an event of these names and fields: Linux's
+/// layout's, or the fields' own as unique C names.
+pub fn field_names(system: &str, name: &str, fields: &[Field<'_>]) -> Vec<String> {
+    let linux: &[&str] = match Linux::of(system, name, fields) {
+        Some(Linux::GraphExit) => &["func", "depth", "overrun", "calltime", "rettime"],
+        Some(Linux::Stack(_)) => &["size", "caller"],
+        Some(Linux::Print) => &["ip", "buf"],
+        None => {
+            let common = COMMON_FIELDS.map(|(_, name, ..)| name);
+            return unique_c_names(fields.iter().map(|f| f.name), &common);
+        }
+    };
+    linux.iter().map(|&name| String::from(name)).collect()
+}
+
 /// Writes the `format` file of an event with these fields and format string.
 pub fn write_format(
     out: &mut dyn Write,
@@ -721,6 +737,38 @@ mod tests {
         Field { name: "delta", kind: FieldKind::I16 },
         Field { name: "head", kind: FieldKind::Bytes(3) },
     ];
+
+    /// `field_names` is what each kind of format file declares, the common fields
+    /// left out: an array's name without its length.
+    #[test]
+    fn field_names_are_those_the_format_file_declares() {
+        let u64s = |names: &'static [&'static str]| -> Vec<Field<'static>> {
+            names.iter().map(|&name| Field { name, kind: FieldKind::U64 }).collect()
+        };
+        let stack = [
+            Field { name: "depth", kind: FieldKind::U8 },
+            Field { name: "ip0", kind: FieldKind::U64 },
+        ];
+        let cases: [(&str, &str, Vec<Field<'static>>); 5] = [
+            ("demo", "e", FIELDS.to_vec()),
+            ("demo", "e", u64s(&["a-b", "a_b", "common_pid"])),
+            ("ftrace", "funcgraph_exit", u64s(&["func", "depth", "duration"])),
+            ("ftrace", "kernel_stack", stack.to_vec()),
+            ("ftrace", "print", [Field { name: "buf", kind: FieldKind::Str }].to_vec()),
+        ];
+        for (system, name, fields) in cases {
+            let mut text = String::new();
+            write_event_format(&mut text, system, name, 1, &fields, "").unwrap();
+            let declared: Vec<&str> = text
+                .lines()
+                .filter_map(|l| l.trim().strip_prefix("field:")?.split(';').next())
+                .filter_map(|decl| decl.rsplit(' ').next())
+                .map(|n| n.split('[').next().unwrap_or(n))
+                .skip(COMMON_FIELDS.len())
+                .collect();
+            assert_eq!(field_names(system, name, &fields), declared, "{text}");
+        }
+    }
 
     #[test]
     fn fields_sit_at_natural_alignment_after_the_common_ones() {
