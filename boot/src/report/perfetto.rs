@@ -5,8 +5,8 @@
 //! `cpuN`). Paired events become slices (`"ph":"X"` with a duration) on their CPU's
 //! track: the events an `event!` declares `begin "LABEL"` and `end "LABEL"`
 //! ([`trace::event::Timeline`]; in the kernel `irq:irq_handler_entry`/`irq_handler_exit`
-//! with the same vector, and `shell:command`/`shell:command_done`); a slice is named
-//! after its label and the begin event's text (`irq vector=48`, `command ls`) and
+//! with the same `irq`, and `shell:command`/`shell:command_done`); a slice is named
+//! after its label and the begin event's text (`irq irq=48`, `command ls`) and
 //! carries both events' fields. An event declared a `counter` becomes a counter
 //! (`"ph":"C"`, named `system:name cpuN`) of its integer fields. An event declared a
 //! `span "LABEL" duration FIELD` (in the kernel `ftrace:irqsoff`) is a slice named
@@ -215,7 +215,7 @@ pub(super) fn described(trace: &Section, ev: &Event) -> (String, String, Vec<(St
 }
 
 /// The name of the slice that the event `begin` begins: its label and its text
-/// (`irq vector=48`, `command ls`).
+/// (`irq irq=48`, `command ls`).
 pub(super) fn slice_name(trace: &Section, begin: &Event) -> String {
     let label = match trace.descriptor(begin.id).map(|d| &d.timeline) {
         Some(Timeline::Begin { label, .. }) => label.as_str(),

@@ -692,7 +692,8 @@ fn with_extras<R>(instance: &Instance<'_, KernelPlatform>, f: impl FnOnce(&mut E
         Some(index) => index,
         None => {
             let tracer = instance.tracer();
-            extras.retain(|(n, _)| n.is_empty() || tracer.lookup(n).is_ok());
+            let gone = |n: &str| matches!(tracer.lookup(n), Err(InstanceError::NotFound));
+            extras.retain(|(n, _)| n.is_empty() || !gone(n));
             extras.push((name.into(), Extras::default()));
             extras.len() - 1
         }
@@ -1445,7 +1446,9 @@ pub fn mkdir(cwd: &str, path: &str) -> Result<(), FsError> {
     let top = tracer.top();
     let config = InstanceConfig { mode: top.mode(), ..InstanceConfig::default() };
     let instance = tracer.get_or_create(name, config)?;
-    let mut inherited = TraceOption::ALL.into_iter().filter(|o| o.inherited());
+    // The mode is the config's.
+    let inherited = |o: &TraceOption| o.inherited() && *o != TraceOption::Overwrite;
+    let mut inherited = TraceOption::ALL.into_iter().filter(inherited);
     if let Err(error) = inherited.try_for_each(|o| set_option(&instance, o, option(&top, o))) {
         // Nothing changes: the instance goes again (no reader can hold it yet).
         let _ = tracer.destroy(instance);

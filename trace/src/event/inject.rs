@@ -3,7 +3,7 @@
 //! the record is one the tracepoint could have written.
 //!
 //! ```text
-//! vector=48
+//! irq=48
 //! ptr=0xffff8000 size=64 align=8
 //! buf="two words"
 //! ```

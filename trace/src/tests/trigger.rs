@@ -1547,3 +1547,54 @@ fn triggers_that_need_no_record_act_before_it() {
     fire(t, &EV, 3);
     assert_eq!((snapshot(), live()), (vec![2, 3], vec![1]), "swapped after the event");
 }
+
+/// As ftrace's, `traceoff` and `stacktrace` act once the record is committed,
+/// after the event's other triggers whatever the list's order: a `stacktrace`
+/// added after a conditional `snapshot` (so listed first) records its stack after
+/// the swap, into the new live buffer, and the snapshot holds the event alone.
+#[test]
+fn post_triggers_act_after_the_others_whatever_the_order() {
+    static EV: EventDescriptor =
+        EventDescriptor::new("zpost", "ev", "n={n}", N_FIELDS, DescriptorKind::Event);
+    let t = tracer(&[&EV]);
+    let config = InstanceConfig { snapshot: true, ..InstanceConfig::default() };
+    let i = t.get_or_create("i", config).unwrap();
+    i.set_event(Some("zpost"), None, true).unwrap();
+    i.set_trigger(&EV, "snapshot:1 if n == 1").unwrap();
+    i.set_trigger(&EV, "stacktrace:1").unwrap();
+    assert_eq!(i.triggers(&EV), ["stacktrace:count=1", "snapshot:count=1 if n == 1"]);
+    fire(t, &EV, 1);
+    let recorder = i.recorder();
+    let ids = |buffer| -> Vec<u16> {
+        crate::tests::util::events(buffer, 0).into_iter().map(|(id, _)| id).collect()
+    };
+    assert_eq!(ids(recorder.snapshot().unwrap()), [EV.id()]);
+    assert_eq!(ids(recorder.live()), [STACK_TRACE.id()]);
+}
+
+/// One event, two instances: the one whose triggers need no record acts before
+/// the event is recorded, the other after, in the same firing.
+#[test]
+fn an_event_fires_early_in_one_instance_and_late_in_another() {
+    static EV: EventDescriptor =
+        EventDescriptor::new("zmix", "ev", "n={n}", N_FIELDS, DescriptorKind::Event);
+    let t = tracer(&[&EV]);
+    let config = InstanceConfig { snapshot: true, ..InstanceConfig::default() };
+    let (early, late) =
+        (t.get_or_create("early", config).unwrap(), t.get_or_create("late", config).unwrap());
+    for i in [&early, &late] {
+        i.set_event(Some("zmix"), None, true).unwrap();
+    }
+    early.set_trigger(&EV, "snapshot:1").unwrap();
+    late.set_trigger(&EV, "snapshot:1 if n > 0").unwrap();
+    fire(t, &EV, 1);
+    let (e, l) = (early.recorder(), late.recorder());
+    assert_eq!(
+        (recorded(e.snapshot().unwrap(), EV.id()), recorded(e.live(), EV.id())),
+        (vec![], vec![1])
+    );
+    assert_eq!(
+        (recorded(l.snapshot().unwrap(), EV.id()), recorded(l.live(), EV.id())),
+        (vec![1], vec![])
+    );
+}

@@ -424,8 +424,7 @@ impl<P: Platform> Tracer<P> {
             self.record_values(&FUNCGRAPH_ENTRY, [ip, depth], judge);
             (graph, callee)
         };
-        // The call is recorded before its commands act, as an event before its
-        // triggers.
+        // The call is recorded before its commands act.
         if functions.commanded[index].load(Relaxed) != 0 {
             self.run_function_commands(functions, index, ip, parent);
         }

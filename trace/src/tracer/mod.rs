@@ -727,8 +727,8 @@ impl<P: Platform> Tracer<P> {
     /// triggers for the event (`tag` written on `cpu`): judges the event in each (on
     /// its values: nothing is encoded before that) and returns the instances of
     /// `mask` left to record it. With triggers to run or stack traces to follow,
-    /// records it first (and runs them), and returns `Err` with the instances whose
-    /// buffer took no record of it.
+    /// records it and runs them (triggers that need no record first, as ftrace's),
+    /// and returns `Err` with the instances whose buffer took no record of it.
     #[inline(always)]
     #[allow(clippy::too_many_arguments, reason = "the record path's state, kept in registers")]
     fn apply_hooks(
@@ -905,19 +905,27 @@ impl<P: Platform> Tracer<P> {
             };
             let set = placed.set(slot);
             let target = FireTarget { tracer: self, section, origin, slot, recorder, set };
-            hooks.triggers.iter().for_each(|trigger| trigger.fire(body, origin, &target));
+            // As ftrace's: those that act once the record is committed (`traceoff`,
+            // `stacktrace`) after the others, each group in the list's order.
+            let fire = |trigger: &Arc<Trigger>| trigger.fire(body, origin, &target);
+            let triggers = hooks.triggers.iter();
+            triggers.clone().filter(|t| !t.follows_commit()).for_each(fire);
+            triggers.filter(|t| t.follows_commit()).for_each(fire);
         }
     }
 
     /// The instances of `mask` whose triggers on `descriptor` act before the event
     /// is recorded ([`EventHooks::fire_early`]).
-    fn firing_early(&self, section: Held<'_>, mask: u64, descriptor: &EventDescriptor) -> u64 {
-        let early = |slot: &u32| {
-            let hooks = self.hooks_in(section, *slot as usize, descriptor);
-            hooks.is_some_and(EventHooks::fire_early)
-        };
-        let slots = (0..MAX_INSTANCES as u32).filter(|&slot| mask >> slot & 1 != 0);
-        slots.filter(early).fold(0, |early, slot| early | 1 << slot)
+    fn firing_early(&self, section: Held<'_>, mut mask: u64, descriptor: &EventDescriptor) -> u64 {
+        let mut early = 0;
+        while mask != 0 {
+            let slot = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            if self.hooks_in(section, slot, descriptor).is_some_and(EventHooks::fire_early) {
+                early |= 1 << slot;
+            }
+        }
+        early
     }
 
     /// The hooks of `slot`'s instance for `descriptor`, as writers reach them.

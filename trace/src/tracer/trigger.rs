@@ -559,6 +559,12 @@ impl Trigger {
             )
     }
 
+    /// Whether it acts once the event's record is committed, after the event's other
+    /// triggers (ftrace's post triggers: `traceoff`, `stacktrace`).
+    pub(crate) fn follows_commit(&self) -> bool {
+        matches!(self.action, Action::TraceOff | Action::StackTrace)
+    }
+
     /// Takes one from the count: false once it ran out. Lock-free (a CAS loop),
     /// callable from any context.
     fn take(&self) -> bool {

@@ -101,7 +101,8 @@ pub enum HistReason {
     InvalidSortModifier,
     /// More than two sort fields.
     TooManySortFields,
-    /// A size that is not a number from [`MIN_SIZE`] to [`MAX_SIZE`].
+    /// A size that is not a number whose next power of two is from [`MIN_SIZE`] to
+    /// [`MAX_SIZE`].
     BadSize,
     /// The histograms would take more than [`MAX_HIST_BYTES`].
     NoMemory,

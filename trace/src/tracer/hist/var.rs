@@ -5,8 +5,8 @@
 //! measured between two events:
 //!
 //! ```text
-//! hist:keys=vector:ts0=common_timestamp.usecs                (irq_handler_entry)
-//! hist:keys=vector:lat=common_timestamp.usecs-$ts0:vals=$lat (irq_handler_exit)
+//! hist:keys=irq:ts0=common_timestamp.usecs                (irq_handler_entry)
+//! hist:keys=irq:lat=common_timestamp.usecs-$ts0:vals=$lat (irq_handler_exit)
 //! ```
 //!
 //! An expression is an operand or two joined by one of `+ - * /`; an operand is an
