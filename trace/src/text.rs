@@ -502,7 +502,7 @@ pub fn write_graph_line(out: &mut dyn Write, layout: &Layout, line: &GraphLine<'
             write_graph_task(out, Task::of(line.context, line.cpu))?;
         }
         if layout.graph_duration {
-            write_graph_duration(out, layout, line.call)?;
+            write_graph_column(out, layout, line.call)?;
         }
     }
     let indent = usize::try_from(line.depth.min(64)).unwrap_or(64) * 2;
@@ -653,14 +653,34 @@ fn write_graph_task(out: &mut dyn Write, task: Task) -> fmt::Result {
     write!(out, "{:before$}{}{:after$} | ", "", text.as_str(), "")
 }
 
-/// The duration column: blank on an entry; on a return, the time with ftrace's
-/// mark for a long call ([`delay_mark`], with `funcgraph-overhead`).
-fn write_graph_duration(out: &mut dyn Write, layout: &Layout, call: GraphCall) -> fmt::Result {
+/// The duration column: blank on an entry; on a return, ftrace's mark for a long
+/// call ([`delay_mark`], with `funcgraph-overhead`) and the time.
+fn write_graph_column(out: &mut dyn Write, layout: &Layout, call: GraphCall) -> fmt::Result {
     let (GraphCall::Return(ns) | GraphCall::Leaf(ns)) = call else {
         return out.write_str("              |  ");
     };
     let mark = if layout.graph_overhead { delay_mark(ns) } else { ' ' };
-    write!(out, "{mark}{:>5}.{:03} us |  ", ns / 1000, ns % 1000)
+    write!(out, "{mark} ")?;
+    write_graph_duration(out, u128::from(ns))?;
+    out.write_str("|  ")
+}
+
+/// Writes `ns` as Linux's `trace_print_graph_duration` (the function graph's and
+/// the profiler's times): microseconds, then up to three digits of nanoseconds
+/// (cut, not rounded) while the number has at most 7 digits, ` us `, padded to 8
+/// characters before the unit. Allocates nothing.
+pub(crate) fn write_graph_duration(out: &mut dyn Write, ns: u128) -> fmt::Result {
+    let (us, rem) = (ns / 1000, ns % 1000);
+    let digits = StackText::<40>::of(format_args!("{us}"));
+    let mut width = digits.as_str().len();
+    out.write_str(digits.as_str())?;
+    if width < 7 {
+        let keep = (7 - width).min(3);
+        let decimals = StackText::<4>::of(format_args!("{rem:03}"));
+        write!(out, ".{}", &decimals.as_str()[..keep])?;
+        width += 1 + keep;
+    }
+    write!(out, " us {:pad$}", "", pad = 8usize.saturating_sub(width))
 }
 
 /// Text formatted into a buffer on the stack (no allocation: usable from any
@@ -734,6 +754,22 @@ mod tests {
         let layout = Layout { nanoseconds, ..Layout::DEFAULT };
         write_line(&mut out, &line, &layout, |o| o.write_str(body)).unwrap();
         out
+    }
+
+    /// As Linux's `trace_print_graph_duration`: at most 7 digits with the decimals
+    /// (cut, not rounded), padded to 8 characters before the unit.
+    #[test]
+    fn durations_print_as_linux_prints_them() {
+        let duration = |ns: u128| {
+            let mut out = String::new();
+            write_graph_duration(&mut out, ns).unwrap();
+            out
+        };
+        assert_eq!(duration(5), "0.005 us    ");
+        assert_eq!(duration(40_000), "40.000 us   ");
+        assert_eq!(duration(123_456_789), "123456.7 us ");
+        assert_eq!(duration(1_234_567_890), "1234567 us  ");
+        assert_eq!(duration(89_627_450_000), "89627450 us ");
     }
 
     #[test]
@@ -906,8 +942,8 @@ mod tests {
     fn graph_lines_are_ftraces_nested_layout() {
         let line = |depth, call| graph(&Layout::DEFAULT, depth, call);
         assert_eq!(line(1, GraphCall::Entry), " 1)               |    f() {\n");
-        assert_eq!(line(0, GraphCall::Leaf(567)), " 1)      0.567 us |  f();\n");
-        assert_eq!(line(1, GraphCall::Return(45_974)), " 1) +   45.974 us |    } /* f */\n");
+        assert_eq!(line(0, GraphCall::Leaf(567)), " 1)   0.567 us    |  f();\n");
+        assert_eq!(line(1, GraphCall::Return(45_974)), " 1) + 45.974 us   |    } /* f */\n");
         assert_eq!(line(0, GraphCall::Return(2_000_000)), " 1) # 2000.000 us |  } /* f */\n");
     }
 
@@ -921,20 +957,20 @@ mod tests {
         let all = Layout { graph_abstime: true, graph_proc: true, ..d };
         assert_eq!(
             graph(&all, 1, call),
-            "    2.500000 |   1)    work/1-2    | +   45.974 us |    } /* f */\n"
+            "    2.500000 |   1)    work/1-2    | + 45.974 us   |    } /* f */\n"
         );
         let ns = Layout { nanoseconds: true, ..all };
         assert!(graph(&ns, 0, call).starts_with("    2.500000000 |   1) "));
         assert_eq!(
             graph(&Layout { graph_cpu: false, ..d }, 0, call),
-            "+   45.974 us |  } /* f */\n"
+            "+ 45.974 us   |  } /* f */\n"
         );
         assert_eq!(graph(&Layout { graph_duration: false, ..d }, 1, call), " 1)   } /* f */\n");
         assert_eq!(
             graph(&Layout { graph_overhead: false, ..d }, 0, call),
-            " 1)     45.974 us |  } /* f */\n"
+            " 1)   45.974 us   |  } /* f */\n"
         );
-        assert_eq!(graph(&Layout { graph_tail: false, ..d }, 0, call), " 1) +   45.974 us |  }\n");
+        assert_eq!(graph(&Layout { graph_tail: false, ..d }, 0, call), " 1) + 45.974 us   |  }\n");
         let entry = graph(&Layout { graph_proc: true, ..d }, 0, GraphCall::Entry);
         assert_eq!(entry, " 1)    work/1-2    |               |  f() {\n");
         let mut task = String::new();
@@ -982,17 +1018,17 @@ mod tests {
         push(&mut out, Some(record(0, false, "k", 1, 0)));
         lines.finish(&mut out, &layout).unwrap();
         let expected = [
-            " 0)      1.500 us |    } /* e */",
+            " 0)   1.500 us    |    } /* e */",
             " 0)               |  f() {",
-            " 0)      1.500 us |    g();",
+            " 0)   1.500 us    |    g();",
             " 0)               |    h() {",
-            " 1)      1.500 us |    } /* h */",
+            " 1)   1.500 us    |    } /* h */",
             " 0)               |    i() {",
             "other",
-            " 0)      1.500 us |    }",
+            " 0)   1.500 us    |    }",
             " 0)               |    j() {",
             "CPU:0 [LOST 3 EVENTS]",
-            " 0)      1.500 us |    }",
+            " 0)   1.500 us    |    }",
             " 0)               |    k() {",
         ];
         assert_eq!(out.lines().collect::<alloc::vec::Vec<_>>(), expected, "{out}");

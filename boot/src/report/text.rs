@@ -14,7 +14,7 @@
 //! CPU:1 [LOST 17 EVENTS]
 //!           <idle>-0       [001] .....     1.500000000: packet: len=1500
 //!  0)               |  kernel::shell::commands::dump() {
-//!  0) !  267.686 us |    kernel::shell::commands::dump_options();
+//!  0) ! 267.686 us  |    kernel::shell::commands::dump_options();
 //!  0) # 1178.832 us |  } /* kernel::shell::commands::dump */
 //! ```
 

@@ -11,6 +11,7 @@ use super::Tracer;
 use super::function::{Control, FunctionError, Functions};
 use crate::platform::Platform;
 use crate::sync::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use crate::text::write_graph_duration;
 use alloc::vec::Vec;
 use core::fmt::{self, Write};
 
@@ -62,30 +63,15 @@ impl FunctionStat {
                 }
                 _ => 0,
             };
-            write_duration(out, u128::from(stat.time))?;
+            write_graph_duration(out, u128::from(stat.time))?;
             out.write_str("    ")?;
-            write_duration(out, u128::from(avg))?;
+            write_graph_duration(out, u128::from(avg))?;
             out.write_str("    ")?;
-            write_duration(out, variance)?;
+            write_graph_duration(out, variance)?;
             out.write_str("\n")?;
         }
         Ok(())
     }
-}
-
-/// Writes `ns` as Linux's `trace_print_graph_duration`: microseconds, then up to
-/// three digits of nanoseconds while the number has fewer than 8 characters, ` us `,
-/// padded to 8 characters before the unit.
-fn write_duration(out: &mut dyn Write, ns: u128) -> fmt::Result {
-    let (us, rem) = (ns / 1000, ns % 1000);
-    let mut text = alloc::format!("{us}");
-    if text.len() < 7 {
-        let digits = alloc::format!("{rem:03}");
-        let keep = (7 - text.len()).min(3);
-        text.push('.');
-        text.push_str(&digits[..keep]);
-    }
-    write!(out, "{text} us {:pad$}", "", pad = 8usize.saturating_sub(text.len()))
 }
 
 /// The profiler's state, part of [`Functions`].
@@ -228,28 +214,5 @@ impl<P: Platform> Tracer<P> {
             b.time.cmp(&a.time).then(b.hits.cmp(&a.hits)).then(a.index.cmp(&b.index))
         });
         stats
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::write_duration;
-    use alloc::string::String;
-
-    fn duration(ns: u128) -> String {
-        let mut out = String::new();
-        write_duration(&mut out, ns).unwrap();
-        out
-    }
-
-    /// As Linux's `trace_print_graph_duration`: at most 7 digits with the decimals
-    /// (cut, not rounded), padded to 8 characters before the unit.
-    #[test]
-    fn durations_print_as_linux_prints_them() {
-        assert_eq!(duration(5), "0.005 us    ");
-        assert_eq!(duration(40_000), "40.000 us   ");
-        assert_eq!(duration(123_456_789), "123456.7 us ");
-        assert_eq!(duration(1_234_567_890), "1234567 us  ");
-        assert_eq!(duration(89_627_450_000), "89627450 us ");
     }
 }
