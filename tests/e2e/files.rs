@@ -92,6 +92,16 @@ fn tracing_cpumask_masks_recording_per_cpu() {
                 .contains("Invalid argument (a hex mask with a bit per CPU")
         );
         assert_eq!(m.run(&format!("cat {file}")), "1\n");
+        // Commas part 32-bit groups, as Linux's: `1,0` is CPU 32, which does not
+        // exist; `0,0000000a` is CPUs 1 and 3; a group of more than 8 digits or an
+        // empty one is refused.
+        for bad in ["1,0", "0,100000000", "a,,0"] {
+            let out = m.run(&format!("echo {bad} > {file}"));
+            assert!(out.contains("Invalid argument ("), "{bad}: {out}");
+        }
+        assert_eq!(m.run(&format!("cat {file}")), "1\n");
+        assert_eq!(m.run(&format!("echo 0,0000000a > {file}")), "");
+        assert_eq!(m.run(&format!("cat {file}")), "a\n");
         // CPUs 1 and 3 only (hex a).
         assert_eq!(m.run(&format!("echo a > {file}")), "");
         assert_eq!(m.run(&format!("echo > {root}trace")), "");

@@ -673,7 +673,7 @@ fn display_options_lay_out_lines_as_ftraces() {
         let line = plain.lines().find(|l| l.ends_with(": tracing_mark_write: hello")).unwrap();
         let (columns, _) = line.split_once(": tracing_mark_write").unwrap();
         let stamp = columns.rsplit(' ').next().unwrap();
-        assert_eq!(columns, format!("           shell-1       [000]    {stamp:>9}"), "{plain}");
+        assert_eq!(columns, format!("           shell-1       [000]     {stamp:>9}"), "{plain}");
         assert_eq!(m.run(&format!("cat {other}options/irq-info")), "1\n", "per instance");
 
         assert_eq!(m.run(&format!("echo nocontext-info > {root}trace_options")), "");

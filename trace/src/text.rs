@@ -337,13 +337,15 @@ pub fn event_name<'a>(system: &str, name: &'a str) -> Option<&'a str> {
     }
 }
 
-/// Writes `ns` as ftrace's timestamp: seconds, then microseconds (or, with
-/// `nanoseconds`, nanoseconds).
+/// Writes `ns` as ftrace's timestamp: seconds, then microseconds, rounded as
+/// Linux's `ns2usecs` rounds them (or, with `nanoseconds`, nanoseconds).
 pub fn write_timestamp(out: &mut dyn Write, ns: u64, nanoseconds: bool) -> fmt::Result {
-    let (secs, sub) = (ns / 1_000_000_000, ns % 1_000_000_000);
     match nanoseconds {
-        true => write!(out, "{secs:5}.{sub:09}"),
-        false => write!(out, "{secs:5}.{:06}", sub / 1000),
+        true => write!(out, "{:5}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000),
+        false => {
+            let us = ns.saturating_add(500) / 1000;
+            write!(out, "{:5}.{:06}", us / 1_000_000, us % 1_000_000)
+        }
     }
 }
 
@@ -408,8 +410,9 @@ pub fn write_line(
         write!(out, "{:pad$}{task}-{:<7} [{:03}] ", "", task.pid, line.cpu)?;
         if layout.irq_info {
             flags(line.context).iter().try_for_each(|&c| out.write_char(c))?;
-            out.write_char(' ')?;
         }
+        // Linux's timestamp column starts with a space of its own.
+        out.write_char(' ')?;
         write_stamp(out, line.ts, layout)?;
         out.write_str(": ")?;
     }
@@ -756,6 +759,20 @@ mod tests {
         out
     }
 
+    /// As Linux's `ns2usecs`: microseconds rounded to the nearest, not cut.
+    #[test]
+    fn timestamps_round_to_the_microsecond() {
+        let stamp = |ns: u64| {
+            let mut out = String::new();
+            write_timestamp(&mut out, ns, false).unwrap();
+            out
+        };
+        assert_eq!(stamp(69_267_965_499), "   69.267965");
+        assert_eq!(stamp(69_267_965_500), "   69.267966");
+        assert_eq!(stamp(1_999_999_999), "    2.000000");
+        assert_eq!(stamp(u64::MAX), "18446744073.709551", "saturated, not wrapped");
+    }
+
     /// As Linux's `trace_print_graph_duration`: at most 7 digits with the decimals
     /// (cut, not rounded), padded to 8 characters before the unit.
     #[test]
@@ -839,7 +856,7 @@ mod tests {
         let lost = "CPU:1 [LOST 2 EVENTS]\n";
         assert_eq!(
             plain,
-            format!("{lost}           <irq>-0       [001]    69.267965: tick: n=1\n")
+            format!("{lost}           <irq>-0       [001]     69.267965: tick: n=1\n")
         );
         assert!(header.ends_with(
             "#\n#           TASK-PID     CPU#     TIMESTAMP  FUNCTION\n\

@@ -842,21 +842,33 @@ fn write_cpumask(out: &mut dyn Write, mask: u64, cpus: usize) -> fmt::Result {
     writeln!(out, "{mask:0digits$x}")
 }
 
-/// Parses a hex CPU mask (commas allowed between groups, as Linux prints them
-/// beyond 32 CPUs); bits only for existing CPUs.
+/// Parses a hex CPU mask, in 32-bit groups between commas as Linux writes and reads
+/// them beyond 32 CPUs (`1,00000002`: CPUs 1 and 32), or one group of up to 64
+/// bits; bits only for existing CPUs.
 fn parse_cpumask(value: &str, cpus: usize) -> Result<u64, FsError> {
-    const RULE: &str = "a hex mask with a bit per CPU, e.g. 3 for CPUs 0 and 1";
-    let digits: String = value.trim().chars().filter(|&c| c != ',').collect();
-    let digits = digits.trim_start_matches('0');
-    if digits.len() > 16 {
-        return Err(FsError::Rule("the mask has bits for CPUs that do not exist"));
+    const RULE: &str =
+        "a hex mask with a bit per CPU, e.g. 3 for CPUs 0 and 1 (8 digits between commas)";
+    const ABSENT: FsError = FsError::Rule("the mask has bits for CPUs that do not exist");
+    let value = value.trim();
+    let groups: Vec<&str> = value.split(',').collect();
+    let group_bits = if groups.len() > 1 { 32 } else { 64 };
+    let mut mask: u64 = 0;
+    for group in groups {
+        let digits = group.trim_start_matches('0');
+        if group.is_empty() || digits.len() * 4 > group_bits {
+            return Err(if group.is_empty() { FsError::Rule(RULE) } else { ABSENT });
+        }
+        let bits = match digits {
+            "" => 0,
+            digits => u64::from_str_radix(digits, 16).map_err(|_| FsError::Rule(RULE))?,
+        };
+        if group_bits == 32 && mask >> 32 != 0 {
+            return Err(ABSENT);
+        }
+        mask = (mask << (group_bits % 64)) | bits;
     }
-    let mask = match digits {
-        "" if !value.trim().is_empty() => 0,
-        digits => u64::from_str_radix(digits, 16).map_err(|_| FsError::Rule(RULE))?,
-    };
     if cpus < 64 && mask >> cpus != 0 {
-        return Err(FsError::Rule("the mask has bits for CPUs that do not exist"));
+        return Err(ABSENT);
     }
     Ok(mask)
 }

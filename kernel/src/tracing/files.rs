@@ -11,15 +11,11 @@ use trace::text::{self, LatencyReport, Layout, Task};
 use trace::tracer::{IRQSOFF, TraceWriter};
 use trace::{Instance, Tracer};
 
-/// The records in a buffer and written into it, CPU `cpu`'s or all `cpus`', from
-/// each CPU's `stats`.
-fn counts(
-    cpus: usize,
-    cpu: Option<usize>,
-    stats: impl Fn(usize) -> Result<RingStats, trace::Error>,
-) -> (u64, u64) {
-    let each = (0..cpus).filter(|c| cpu.is_none_or(|only| only == *c));
-    each.filter_map(|c| stats(c).ok())
+/// The records in a buffer and written into it, all `cpus`' (a CPU's file heads its
+/// records with every CPU's counts too, as Linux's), from each CPU's `stats`.
+fn counts(cpus: usize, stats: impl Fn(usize) -> Result<RingStats, trace::Error>) -> (u64, u64) {
+    (0..cpus)
+        .filter_map(|c| stats(c).ok())
         .fold((0, 0), |(entries, written), s| (entries + s.entries, written + s.written))
 }
 
@@ -113,7 +109,7 @@ pub fn write_trace(
     let mut list = |_held| {
         write_records(out, instance.tracer(), live, cpu, layout, None, |out| {
             // The instance's counts: the live buffer's, and the events it refused.
-            let counts = counts(live.cpus(), cpu, |c| instance.stats(c));
+            let counts = counts(live.cpus(), |c| instance.stats(c));
             write_header(out, instance, counts, layout, None)
         })
     };
@@ -135,7 +131,11 @@ pub fn write_snapshot(
     empty: impl FnOnce(&mut dyn Write) -> fmt::Result,
 ) -> fmt::Result {
     let recorder = instance.recorder();
-    let held = |s: &&Buffer<KernelPlatform>| counts(s.cpus(), cpu, |c| s.stats(c)).0 > 0;
+    // Whether the snapshot holds records (CPU `cpu`'s, if one).
+    let held = |s: &&Buffer<KernelPlatform>| {
+        let mut shown = (0..s.cpus()).filter(|c| cpu.is_none_or(|only| only == *c));
+        shown.any(|c| s.stats(c).is_ok_and(|stats| stats.entries > 0))
+    };
     let Some(snapshot) = recorder.snapshot().filter(held) else {
         write!(out, "# tracer: {}\n#\n", instance.function_tracer().name())?;
         return empty(out);
@@ -144,7 +144,7 @@ pub fn write_snapshot(
     let latency_format = layout.latency_format && layout.context_info;
     let start = report.as_ref().filter(|_| latency_format).map(|r| r.ts.saturating_sub(r.ns));
     write_records(out, instance.tracer(), snapshot, cpu, layout, start, |out| {
-        let counts = counts(snapshot.cpus(), cpu, |c| snapshot.stats(c));
+        let counts = counts(snapshot.cpus(), |c| snapshot.stats(c));
         write_header(out, instance, counts, layout, report.as_ref())
     })
 }
