@@ -530,7 +530,8 @@ tracing mini-HOWTO:
 \t\t\t  the callbacks on each now
   dyn_ftrace_total_info\t- number of functions that can be traced
   set_ftrace_filter\t- echo function name (globs) in here to only trace these
-\t\t\t  functions ('>' sets, '>>' adds, '!glob' removes)
+\t\t\t  functions ('>' sets, '>>' adds, '!glob' removes;
+\t\t\t  'glob:mod:crate' keeps to one crate's functions)
 \t\t\t  Commands: <function>:<command>[:count], acting when the function
 \t\t\t  is called, whatever the tracer: traceon, traceoff, snapshot,
 \t\t\t  stacktrace, enable_event:<system>:<event>,
@@ -603,7 +604,7 @@ tracing mini-HOWTO:
   printk_formats\t- the format strings of the kernel's trace::printk! sites
   snapshot\t\t- Like 'trace' but shows the content of the static
 \t\t\t  snapshot buffer. Read the contents for more information
-  per_cpu/cpuN/\t\t- trace, trace_pipe(_raw), stats and buffer_size_kb of one CPU
+  per_cpu/cpuN/\t\t- trace, trace_pipe(_raw), snapshot, stats and buffer_size_kb of one CPU
 \t\t\t  (echo > per_cpu/cpuN/trace empties that CPU's buffer)
   events/\t\t- Directory containing all trace event subsystems:
       enable\t\t- Write 0/1 to enable/disable tracing of all events
