@@ -111,6 +111,9 @@ impl trace::Platform for ConstClock {
     fn now(&self) -> u64 {
         1_000
     }
+    fn may_wait(&self) -> bool {
+        true
+    }
     fn light_barrier(&self) {
         std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
     }

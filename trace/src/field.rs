@@ -56,6 +56,15 @@ const SCALARS: [FieldKind; 11] = [
 ];
 
 impl FieldKind {
+    /// The fewest bytes a field of this kind takes untagged: its fixed size, or a
+    /// string's 2-byte length.
+    pub const fn min_size(self) -> usize {
+        match self.fixed_size() {
+            Some(n) => n,
+            None => 2,
+        }
+    }
+
     /// Size in the payload of a fixed-size kind; `None` for strings.
     pub const fn fixed_size(self) -> Option<usize> {
         Some(match self {
@@ -122,7 +131,14 @@ pub trait Sink {
     /// boundary to what fits.
     #[inline]
     fn put_str(&mut self, s: &str) {
-        let room = self.room().saturating_sub(2).min(u16::MAX as usize);
+        self.put_str_keeping(s, 0);
+    }
+
+    /// [`Sink::put_str`] leaving the last `keep` bytes of room free (for the fields
+    /// after it).
+    #[inline]
+    fn put_str_keeping(&mut self, s: &str, keep: usize) {
+        let room = self.room().saturating_sub(keep).saturating_sub(2).min(u16::MAX as usize);
         let mut end = s.len().min(room);
         while !s.is_char_boundary(end) {
             end -= 1;

@@ -20,9 +20,10 @@ use crate::symtab::SymbolTable;
 /// IPI) makes the light side a compiler fence.
 ///
 /// A platform is a small value the tracer copies into each buffer (`Clone`) and
-/// shares between CPUs (`Send + Sync`), typically a unit struct. A bare-metal kernel
-/// must give the first two methods; the rest have defaults, though without
-/// [`Platform::context`] every record shows a thread with interrupts on:
+/// shares between CPUs (`Send + Sync`), typically a unit struct. A kernel must give
+/// [`Platform::cpu`], [`Platform::now`] and [`Platform::may_wait`]; the rest have
+/// defaults, though without [`Platform::context`] every record shows a thread with
+/// interrupts on:
 ///
 /// ```
 /// #[derive(Clone, Copy)]
@@ -30,17 +31,32 @@ use crate::symtab::SymbolTable;
 ///
 /// impl trace::Platform for MyPlatform {
 ///     fn cpu(&self) -> usize {
-///         0 // a single-CPU kernel; an SMP one reads its per-CPU data (GS base, APIC id)
+///         0 // a single-CPU kernel; an SMP one reads its per-CPU data (GS base)
 ///     }
 ///     fn now(&self) -> u64 {
 ///         // a TSC read scaled to nanoseconds, in a real kernel
 ///         # 0
 ///     }
+///     fn may_wait(&self) -> bool {
+///         true // in a real kernel: thread context with interrupts on
+///     }
 /// }
 /// ```
+///
+/// **What the tracer relies on.** Two callers running at once never get the same
+/// [`Platform::cpu`], and a caller stays on its CPU for each call into the tracer
+/// (preemption or migration off, as for any per-CPU data; interrupts may stay on).
+/// An instance's old buffers are freed once every CPU has left the section it
+/// entered before the change (see DESIGN.md, "The per-CPU section"), each CPU's
+/// section counted with plain loads and stores: two callers on one index can make
+/// that wait end while one of them still reads the old buffers, and the tracer then
+/// reads freed memory. The index is dense (every CPU below the count the tracer was
+/// built for: events from a higher one are refused and counted), and
+/// [`Platform::heavy_barrier`] must reach every CPU that may write.
 pub trait Platform: Clone + Send + Sync + 'static {
-    /// Index of the CPU running the caller, below the buffer's CPU count. Callable
-    /// from any context (thread, IRQ, NMI); must not change during one write.
+    /// Index of the CPU running the caller, below the buffer's CPU count, and no other
+    /// running caller's (see the trait's documentation). Callable from any context
+    /// (thread, IRQ, NMI); must not change during one call into the tracer.
     fn cpu(&self) -> usize;
 
     /// Nanoseconds from any fixed origin, monotonic (never decreasing) on each CPU and
@@ -98,11 +114,11 @@ pub trait Platform: Clone + Send + Sync + 'static {
     }
 
     /// Whether the caller may wait for other CPUs: thread context with interrupts
-    /// enabled. Control operations that need a grace period refuse otherwise
-    /// (`Error::WouldDeadlock`) rather than wait with interrupts off.
-    fn may_wait(&self) -> bool {
-        true
-    }
+    /// enabled. Control operations and the getters that take a lock refuse otherwise
+    /// (`Error::WouldDeadlock`) rather than wait with interrupts off. No default: a
+    /// kernel whose interrupt handlers call the tracer must say which context they
+    /// run in (a host's threads may always wait).
+    fn may_wait(&self) -> bool;
 
     /// Whether tracepoint sites are NOPs until [`Platform::set_key`] patches them
     /// (trace's `static-keys` feature, in a kernel that patches its text). The
@@ -170,9 +186,11 @@ mod host {
     }
 
     /// A host platform for tests and tools: each thread says which "CPU" it is with
-    /// [`HostPlatform::set_cpu`]; the clock is `std::time::Instant`, or a per-thread
-    /// manual clock that advances by one on each read once [`HostPlatform::set_clock`]
-    /// was called (deterministic timestamps for tests).
+    /// [`HostPlatform::set_cpu`] (every thread starts as CPU 0: threads that share a
+    /// tracer must each take an index of their own, see [`Platform`]); the clock is
+    /// `std::time::Instant`, or a per-thread manual clock that advances by one on each
+    /// read once [`HostPlatform::set_clock`] was called (deterministic timestamps for
+    /// tests). Every thread may wait.
     #[derive(Clone, Copy, Debug, Default)]
     pub struct HostPlatform;
 
@@ -206,6 +224,10 @@ mod host {
             }
             static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
             START.get_or_init(Instant::now).elapsed().as_nanos() as u64
+        }
+
+        fn may_wait(&self) -> bool {
+            true
         }
     }
 }

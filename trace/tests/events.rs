@@ -16,6 +16,8 @@ trace::event! {
     } => "a={a} b={b} c={c:#x} d={d} e={e} f={f} g={g} h={h}";
     /// A noisy event.
     pub NOISE = "noise":"burst" { n: u32 } => "n={}";
+    /// A string, and fields after it.
+    pub LONG = "test":"long" { name: &str, n: u64, tail: &str } => "name={name} n={n} tail={tail}";
 }
 
 /// The descriptors the linker collected in this test binary.
@@ -180,6 +182,27 @@ fn every_field_kind_round_trips_through_the_format_string() {
     top.clear().unwrap();
     top.set_tracing(true);
     assert_eq!(lines, ["test:everything: a=200 b=-3 c=0xbeef d=-40 e=true f=λ g=0102abff h=héllo"]);
+}
+
+/// A string longer than the record cuts to leave the fields after it their room:
+/// the number after it is kept, the string after it cut to nothing (as `printk!`).
+#[test]
+fn an_events_long_string_is_cut_and_the_fields_after_it_kept() {
+    let tracer = tracer();
+    let config = InstanceConfig { bytes_per_cpu: 4096, ..Default::default() };
+    let instance = tracer.get_or_create("long", config).unwrap();
+    instance.set_event(Some("test"), Some("long"), true).unwrap();
+    let long = "y".repeat(400);
+    trace::emit!(LONG, long.as_str(), 7u64, "end");
+    // The number's 8 bytes and the last string's length take their room first.
+    let kept = trace::event::MAX_EVENT_PAYLOAD - (2 + 8 + 2);
+    assert_eq!(
+        rendered(&tracer, &instance),
+        [format!("test:long: name={} n=7 tail=", &long[..kept])]
+    );
+    trace::emit!(LONG, "short", 8u64, "end");
+    assert_eq!(rendered(&tracer, &instance)[1], "test:long: name=short n=8 tail=end");
+    tracer.destroy(instance).unwrap();
 }
 
 #[test]

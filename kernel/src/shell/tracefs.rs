@@ -419,7 +419,7 @@ pub fn list(located: &Located) -> Result<Vec<String>, FsError> {
 /// system and of `events/`: recording, or in soft mode (its triggers, or a trigger
 /// that enables or disables it, keep it armed), as Linux's `EVENT_FILE_FL_ENABLED`.
 fn on_or_soft(instance: &Instance<'_, KernelPlatform>, d: &EventDescriptor) -> bool {
-    instance.event_enabled(d) || instance.event_soft_mode(d)
+    instance.event_enabled(d) || instance.event_soft_mode(d).unwrap_or(false)
 }
 
 /// What a system's `filter` file reads while no filter was set through it (Linux's
@@ -1065,7 +1065,8 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
         File::EventEnable(d) => {
             // `*`: the event's triggers, or another's that enable or disable it, keep
             // it in soft mode (ftrace's notation).
-            let soft = if instance.event_soft_mode(d) { "*" } else { "" };
+            let soft =
+                if instance.event_soft_mode(d).map_err(InstanceError::from)? { "*" } else { "" };
             writeln!(out, "{}{soft}", u8::from(instance.event_enabled(d)))
         }
         File::EventFormat(d) => write_format(out, d),

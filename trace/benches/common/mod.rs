@@ -30,6 +30,10 @@ impl Platform for BenchPlatform {
     fn now(&self) -> u64 {
         tsc()
     }
+
+    fn may_wait(&self) -> bool {
+        true
+    }
     /// As a kernel's: a compiler fence, the heavy side doing the work. The benchmarks
     /// run their control operations and their writers on one thread, so a fence on
     /// the heavy side is enough here.

@@ -92,42 +92,66 @@ pub(crate) fn pieces(format: &str) -> impl Iterator<Item = Option<Piece<'_>>> {
     })
 }
 
-/// How many placeholders `format` has, `None` if one is malformed, as `pieces`
-/// reads it, or (without `named`) names a field: at compile time (`printk!`, whose
-/// arguments are positional, checks them against it).
-pub const fn placeholders(format: &str, named: bool) -> Option<usize> {
-    let bytes = format.as_bytes();
-    let (mut i, mut count) = (0, 0);
+/// A placeholder of a format string ([`next_hole`]).
+struct Hole {
+    /// The byte range of its name (empty: the next field).
+    name: (usize, usize),
+    /// Whether its spec is `:sym`.
+    symbol: bool,
+    /// Where the text after it starts.
+    end: usize,
+}
+
+const MALFORMED: &str = "malformed placeholder";
+
+/// The first placeholder of `bytes` (a format string) at or after byte `from`, as
+/// [`pieces`] reads it; `Ok(None)` if there is none, `Err` if one is malformed. At
+/// compile time, as the callers below.
+const fn next_hole(bytes: &[u8], from: usize) -> Result<Option<Hole>, &'static str> {
+    let mut i = from;
     while i < bytes.len() {
         let escaped = i + 1 < bytes.len() && bytes[i + 1] == bytes[i];
         match bytes[i] {
             b'{' | b'}' if escaped => i += 2,
-            b'}' => return None,
+            b'}' => return Err(MALFORMED),
             b'{' => {
                 let mut close = i + 1;
                 while close < bytes.len() && bytes[close] != b'}' {
                     close += 1;
                 }
                 if close == bytes.len() {
-                    return None;
+                    return Err(MALFORMED);
                 }
                 let mut colon = i + 1;
                 while colon < close && bytes[colon] != b':' {
                     colon += 1;
                 }
                 if colon < close && !known_spec(bytes, colon + 1, close) {
-                    return None;
+                    return Err(MALFORMED);
                 }
-                if !named && colon > i + 1 {
-                    return None;
-                }
-                count += 1;
-                i = close + 1;
+                let symbol = colon < close && close - colon == 4;
+                return Ok(Some(Hole { name: (i + 1, colon), symbol, end: close + 1 }));
             }
             _ => i += 1,
         }
     }
-    Some(count)
+    Ok(None)
+}
+
+/// How many placeholders `format` has, `None` if one is malformed, as `pieces`
+/// reads it, or (without `named`) names a field: at compile time (`printk!`, whose
+/// arguments are positional, checks them against it).
+pub const fn placeholders(format: &str, named: bool) -> Option<usize> {
+    let bytes = format.as_bytes();
+    let (mut from, mut count) = (0, 0);
+    loop {
+        match next_hole(bytes, from) {
+            Err(_) => return None,
+            Ok(None) => return Some(count),
+            Ok(Some(hole)) if !named && hole.name.1 > hole.name.0 => return None,
+            Ok(Some(hole)) => (from, count) = (hole.end, count + 1),
+        }
+    }
 }
 
 /// Whether `bytes[from..to]` is a spec [`pieces`] takes: `x`, `#x` or `sym`.
@@ -138,6 +162,27 @@ const fn known_spec(bytes: &[u8], from: usize, to: usize) -> bool {
         3 => bytes[from] == b's' && bytes[from + 1] == b'y' && bytes[from + 2] == b'm',
         _ => false,
     }
+}
+
+/// The index of the field named `bytes[from..to]`, if one is.
+const fn named_field(
+    fields: &[Field<'_>],
+    bytes: &[u8],
+    (from, to): (usize, usize),
+) -> Option<usize> {
+    let mut f = 0;
+    while f < fields.len() {
+        let name = fields[f].name.as_bytes();
+        let mut k = 0;
+        while name.len() == to - from && k < name.len() && name[k] == bytes[from + k] {
+            k += 1;
+        }
+        if name.len() == to - from && k == name.len() {
+            return Some(f);
+        }
+        f += 1;
+    }
+    None
 }
 
 /// The index of the field the placeholder `name` prints, the `next` positional one
@@ -152,28 +197,39 @@ fn field_index(fields: &[Field<'_>], name: &str, next: &mut usize) -> Option<usi
 }
 
 /// Whether a field of `kind` holds what `:sym` prints: an unsigned integer.
-fn is_address(kind: FieldKind) -> bool {
+const fn is_address(kind: FieldKind) -> bool {
     matches!(kind, FieldKind::U8 | FieldKind::U16 | FieldKind::U32 | FieldKind::U64)
 }
 
 /// Checks that a format string is well formed, names only fields that exist, and
-/// asks `:sym` of unsigned integer fields only.
-pub fn validate(format: &str, fields: &[Field<'_>]) -> Result<(), &'static str> {
-    let mut next = 0;
-    for piece in pieces(format) {
-        match piece {
-            None => return Err("malformed placeholder"),
-            Some(Piece::Hole(name, spec)) => match field_index(fields, name, &mut next) {
-                None if !name.is_empty() => return Err("placeholder names no field"),
-                Some(i) if spec == Spec::Symbol && !is_address(fields[i].kind) => {
-                    return Err("`:sym` takes an unsigned integer field (a code address)");
-                }
-                _ => {}
+/// asks `:sym` of unsigned integer fields only: when `event!` compiles (a const
+/// assertion), and for each descriptor a tracer is built over.
+pub const fn validate(format: &str, fields: &[Field<'_>]) -> Result<(), &'static str> {
+    let bytes = format.as_bytes();
+    let (mut from, mut next) = (0, 0);
+    loop {
+        let hole = match next_hole(bytes, from) {
+            Err(why) => return Err(why),
+            Ok(None) => return Ok(()),
+            Ok(Some(hole)) => hole,
+        };
+        let field = match hole.name.1 > hole.name.0 {
+            true => match named_field(fields, bytes, hole.name) {
+                None => return Err("placeholder names no field"),
+                found => found,
             },
-            Some(Piece::Text(_)) => {}
+            false => {
+                next += 1;
+                if next - 1 < fields.len() { Some(next - 1) } else { None }
+            }
+        };
+        if let (true, Some(f)) = (hole.symbol, field)
+            && !is_address(fields[f].kind)
+        {
+            return Err("`:sym` takes an unsigned integer field (a code address)");
         }
+        from = hole.end;
     }
-    Ok(())
 }
 
 /// The indices of the fields a format string prints as code addresses (`:sym`).

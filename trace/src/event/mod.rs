@@ -275,6 +275,14 @@ impl EventDescriptor {
 pub trait FieldArg<Decl>: FieldValue {
     /// Appends the value's raw representation.
     fn encode_arg<S: Sink>(&self, out: &mut S);
+
+    /// [`FieldArg::encode_arg`], a string leaving the last `keep` bytes of room free
+    /// for the fields after it (a fixed-size value takes its size whatever `keep`).
+    #[inline(always)]
+    fn encode_arg_keeping<S: Sink>(&self, out: &mut S, keep: usize) {
+        let _ = keep;
+        self.encode_arg(out);
+    }
 }
 
 macro_rules! same_type_arg {
@@ -302,6 +310,11 @@ impl FieldArg<&'static str> for &str {
     fn encode_arg<S: Sink>(&self, out: &mut S) {
         self.encode(out);
     }
+
+    #[inline(always)]
+    fn encode_arg_keeping<S: Sink>(&self, out: &mut S, keep: usize) {
+        out.put_str_keeping(self, keep);
+    }
 }
 
 /// A tuple of arguments for an event whose fields are declared as `Decl` (a tuple of
@@ -328,12 +341,19 @@ pub trait Args<Decl> {
 
 macro_rules! tuple_args {
     ($(($($arg:ident : $decl:ident),*)),* $(,)?) => {$(
-        impl<$($arg: FieldArg<$decl>, $decl),*> Args<($($decl,)*)> for ($($arg,)*) {
-            #[allow(non_snake_case, reason = "the type parameters name the values")]
+        impl<$($arg: FieldArg<$decl>, $decl: FieldValue),*> Args<($($decl,)*)> for ($($arg,)*) {
+            #[allow(non_snake_case, unused_assignments, reason = "the type parameters name the values")]
             #[inline(always)]
             fn encode<S: Sink>(&self, _out: &mut S) {
                 let ($($arg,)*) = self;
-                $($arg.encode_arg(_out);)*
+                // Each string leaves room for the fewest bytes the fields after it
+                // take (constants: a fixed-size event pays nothing), so that a long
+                // one is cut and the fields after it are kept.
+                let mut _after = 0 $(+ $decl::KIND.min_size())*;
+                $(
+                    _after -= $decl::KIND.min_size();
+                    $arg.encode_arg_keeping(_out, _after);
+                )*
             }
 
             #[allow(non_snake_case, unused_assignments, reason = "the type parameters name the values")]
@@ -496,6 +516,21 @@ impl<T: Args<A>, A> Fields for Encode<T, A> {
 /// }
 /// trace::emit!(IRQ_ENTRY, irq);
 /// ```
+///
+/// The format is checked when the event compiles, as a tracer checks it (`BadFormat`):
+/// a malformed placeholder, one that names no field, or `:sym` on a field that is not
+/// an unsigned integer is a compile error.
+///
+/// ```
+/// trace::event! { pub LINK = "net":"link" { speed: u32 } => "speed={speed}"; }
+/// ```
+///
+/// ```compile_fail
+/// trace::event! { pub LINK = "net":"link" { speed: u32 } => "speed={sped}"; }
+/// ```
+///
+/// A string takes what room the record has left (256 bytes in all) less the fewest
+/// bytes the fields after it take, so a long one is cut and they are kept.
 #[macro_export]
 macro_rules! event {
     ($(
@@ -515,6 +550,13 @@ macro_rules! event {
             #[used]
             #[unsafe(link_section = "trace_events")]
             static DESCRIPTOR: &$crate::event::EventDescriptor = $ident.descriptor();
+        };
+        // A format a tracer would refuse (`Tracer::new`, `BadFormat`) does not compile.
+        const _: () = if let Err(why) = $crate::event::format::validate(
+            $format,
+            &[$($crate::field::Field { name: stringify!($field), kind: <$ty as $crate::field::FieldValue>::KIND }),*],
+        ) {
+            panic!("{}", why);
         };
     )*};
 }

@@ -27,6 +27,7 @@
 //! impl Platform for Kernel {
 //!     fn cpu(&self) -> usize { 0 } // e.g. read from the GS-based per-CPU area
 //!     fn now(&self) -> u64 { TICKS.fetch_add(1, Relaxed) + 1 } // e.g. scaled TSC
+//!     fn may_wait(&self) -> bool { true } // e.g. thread context, interrupts on
 //! }
 //!
 //! let cfg = Config { cpus: 1, bytes_per_cpu: 4096, mode: Mode::Overwrite };

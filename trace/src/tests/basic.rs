@@ -67,6 +67,10 @@ impl Platform for Contextual {
         HostPlatform.now()
     }
 
+    fn may_wait(&self) -> bool {
+        true
+    }
+
     fn context(&self) -> crate::Context {
         *self.0.lock().unwrap()
     }

@@ -51,6 +51,10 @@ impl Platform for Patcher {
         HostPlatform.now()
     }
 
+    fn may_wait(&self) -> bool {
+        true
+    }
+
     fn patch_functions(&self, changes: &[(usize, bool)]) -> Result<(), &'static str> {
         if self.refuse.load(Relaxed) {
             return Err("refused");
@@ -594,7 +598,7 @@ fn function_commands_act_when_their_functions_are_called() {
 
     // enable_event, stacktrace and snapshot; the target is in soft mode meanwhile.
     top.set_function_command(&[3], "enable_event:sys:target:1").unwrap();
-    assert!(top.event_soft_mode(&TARGET));
+    assert!(top.event_soft_mode(&TARGET).unwrap());
     assert!(!TARGET.recording_in(0));
     call(3);
     assert!(TARGET.recording_in(0));
@@ -671,7 +675,7 @@ fn function_commands_act_when_their_functions_are_called() {
         top.set_function_command(&[3], command).unwrap();
     }
     assert!(listed(&top).is_empty());
-    assert!(!top.event_soft_mode(&TARGET));
+    assert!(!top.event_soft_mode(&TARGET).unwrap());
     assert_eq!(calls(), [false; COUNT]);
 
     // An instance's commands go with it; a new instance in its slot has none.

@@ -44,6 +44,10 @@ impl Platform for LoomPlatform {
             t
         })
     }
+
+    fn may_wait(&self) -> bool {
+        true
+    }
     // Function entries "patched" at once: the models check the masks, not the text.
     fn patch_functions(&self, _: &[(usize, bool)]) -> Result<(), &'static str> {
         Ok(())

@@ -250,7 +250,7 @@ fn enable_hist_and_disable_hist_drive_the_target_events_histograms() {
     top.set_trigger(&STOP, "disable_hist:zt10:data").unwrap();
     let refused = top.set_trigger(&STOP, "enable_hist:zt10:data").unwrap_err();
     assert!(matches!(refused, HookError::Trigger(e) if e.reason == TriggerReason::Exists));
-    assert!(top.event_soft_mode(&DATA), "a target, as in ftrace");
+    assert!(top.event_soft_mode(&DATA).unwrap(), "a target, as in ftrace");
     let states = |i: &crate::Instance<'_, HostPlatform>| -> Vec<String> {
         i.triggers(&DATA).iter().map(|t| t.rsplit(' ').next().unwrap().to_string()).collect()
     };
@@ -875,12 +875,12 @@ fn trigger_on_a_disabled_event_fires_without_recording_it() {
         EventDescriptor::new("zt2", "other", "n={n}", N_FIELDS, DescriptorKind::Event);
     let t = tracer(&[&EV, &OTHER]);
     let i = t.get_or_create("i", InstanceConfig::default()).unwrap();
-    assert!(!i.event_soft_mode(&EV) && !i.event_soft_mode(&OTHER));
+    assert!(!i.event_soft_mode(&EV).unwrap() && !i.event_soft_mode(&OTHER).unwrap());
     i.set_trigger(&EV, "enable_event:zt2:other:1").unwrap();
     assert!(!i.event_enabled(&EV) && fires_in(&EV, 1));
     // Soft mode (`0*` in `enable`): the event with the trigger, and its target.
-    assert!(i.event_soft_mode(&EV) && i.event_soft_mode(&OTHER));
-    assert!(!t.top().event_soft_mode(&EV), "another instance's triggers do not count");
+    assert!(i.event_soft_mode(&EV).unwrap() && i.event_soft_mode(&OTHER).unwrap());
+    assert!(!t.top().event_soft_mode(&EV).unwrap(), "another instance's triggers do not count");
     fire(t, &OTHER, 1);
     fire(t, &EV, 2);
     fire(t, &OTHER, 3);
@@ -906,7 +906,7 @@ fn trigger_on_a_disabled_event_fires_without_recording_it() {
     assert_eq!(recorded(i.recorder().live(), EV.id()), [4]);
     i.clear_triggers(&EV).unwrap();
     assert!(!fires_in(&EV, 1), "no trigger left: the event is off");
-    assert!(!i.event_soft_mode(&EV) && !i.event_soft_mode(&OTHER));
+    assert!(!i.event_soft_mode(&EV).unwrap() && !i.event_soft_mode(&OTHER).unwrap());
 }
 
 #[test]

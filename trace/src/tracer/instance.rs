@@ -340,10 +340,12 @@ impl<'t, P: Platform> Instance<'t, P> {
 
     /// Whether `descriptor` is in ftrace's soft mode here: it has triggers in this
     /// instance, or a trigger of this instance enables or disables it (its `enable`
-    /// file then reads `0*` or `1*`, as in Linux).
-    pub fn event_soft_mode(&self, descriptor: &EventDescriptor) -> bool {
+    /// file then reads `0*` or `1*`, as in Linux). Thread context (it takes the
+    /// registry's lock); `WouldDeadlock` elsewhere.
+    pub fn event_soft_mode(&self, descriptor: &EventDescriptor) -> Result<bool, crate::Error> {
+        self.tracer.may_wait()?;
         let index = self.event_index(descriptor);
-        index.is_ok_and(|index| self.tracer.soft_mode(self.state.slot, index))
+        Ok(index.is_ok_and(|index| self.tracer.soft_mode(self.state.slot, index)))
     }
 
     /// The index of `event` among the tracer's events, if it is a tracepoint of it.
@@ -368,6 +370,8 @@ impl<'t, P: Platform> Instance<'t, P> {
     /// nothing. Safe while writers run: the new filter is published and the old one
     /// freed after a grace period, so this needs a context that may wait.
     pub fn set_filter(&self, event: &EventDescriptor, text: &str) -> Result<(), HookError> {
+        // Before the filter is compiled (it allocates).
+        self.tracer.may_wait()?;
         let index = self.event_index(event)?;
         let filter = match text.trim() {
             "0" => None,
@@ -453,6 +457,8 @@ impl<'t, P: Platform> Instance<'t, P> {
         line: &str,
         truncate: bool,
     ) -> Result<(), HookError> {
+        // Before the lock a `set_trigger` this call interrupted may hold.
+        self.tracer.may_wait()?;
         let _edit = self.state.triggers.lock();
         let index = self.event_index(event)?;
         let existing = self.tracer.hooks_of(self.state.slot, index);
