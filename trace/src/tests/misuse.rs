@@ -49,7 +49,7 @@ fn destroying_another_tracers_instance_is_refused() {
 fn control_from_a_context_that_may_not_wait_is_refused_before_any_lock() {
     let t = tracer();
     let net = t.get_or_create("net", CONFIG).unwrap();
-    let held = (t.registry.lock(), net.state.recorder.lock());
+    let held = (t.registry.lock(), net.state.recorder.lock(), net.state.triggers.lock());
     MAY_WAIT.with(|w| w.set(false));
     let refused = Err(InstanceError::Buffer(Error::WouldDeadlock));
     assert_eq!(t.get_or_create("other", CONFIG).map(|_| ()), refused);
@@ -61,6 +61,11 @@ fn control_from_a_context_that_may_not_wait_is_refused_before_any_lock() {
     assert_eq!(t.instances().map(|_| ()), Err(Error::WouldDeadlock), "instances");
     assert_eq!(t.instance_names().map(|_| ()), Err(Error::WouldDeadlock), "instance_names");
     assert_eq!(t.memory().map(|_| ()), Err(Error::WouldDeadlock), "memory");
+    let marker = &crate::tracer::MARKER;
+    let hook_refused = Err(crate::tracer::HookError::from(Error::WouldDeadlock));
+    assert_eq!(net.set_filter(marker, "buf == \"x\""), hook_refused, "set_filter");
+    assert_eq!(net.set_trigger(marker, "traceoff"), hook_refused, "set_trigger");
+    assert_eq!(net.event_soft_mode(marker), Err(Error::WouldDeadlock), "event_soft_mode");
     for (what, result) in [
         ("resize", net.resize(8192)),
         ("resize_cpu", net.resize_cpu(0, 8192)),
