@@ -109,6 +109,9 @@ pub struct EventDescriptor {
     hooked: AtomicU64,
     /// Bit `s` set: the instance in slot `s` has triggers on this event.
     triggered: AtomicU64,
+    /// Bit `s` set: those triggers act before the event is recorded (none needs the
+    /// record, as ftrace's unconditional `traceon` or `snapshot`).
+    early: AtomicU64,
     /// Bit `s` set: the event fires in slot `s` for its triggers but is not recorded
     /// (ftrace's soft-disabled state: triggers on an event that is off).
     soft: AtomicU64,
@@ -138,6 +141,7 @@ impl EventDescriptor {
             enabled: AtomicU64::new(0),
             hooked: AtomicU64::new(0),
             triggered: AtomicU64::new(0),
+            early: AtomicU64::new(0),
             soft: AtomicU64::new(0),
             armed: AtomicBool::new(false),
             held: AtomicBool::new(false),
@@ -189,6 +193,21 @@ impl EventDescriptor {
     #[inline(always)]
     pub(crate) fn triggered_mask(&self) -> u64 {
         self.triggered.load(Relaxed)
+    }
+
+    /// Which instance slots' triggers on the event act before it is recorded.
+    #[inline(always)]
+    pub(crate) fn early_mask(&self) -> u64 {
+        self.early.load(Relaxed)
+    }
+
+    /// Records whether the triggers of `slot` on the event act before it is
+    /// recorded. The caller serialises hook changes per slot.
+    pub(crate) fn set_early(&self, slot: usize, early: bool) {
+        match early {
+            true => self.early.fetch_or(1 << slot, Relaxed),
+            false => self.early.fetch_and(!(1 << slot), Relaxed),
+        };
     }
 
     /// Enables or disables recording in `slot`; lock-free, so an `enable_event`
@@ -257,7 +276,7 @@ impl EventDescriptor {
     /// Forgets everything about `slot` (its instance is being destroyed).
     pub(crate) fn clear_slot(&self, slot: usize) {
         let keep = !(1 << slot);
-        for word in [&self.enabled, &self.hooked, &self.triggered, &self.soft] {
+        for word in [&self.enabled, &self.hooked, &self.triggered, &self.early, &self.soft] {
             word.fetch_and(keep, Relaxed);
         }
     }

@@ -705,7 +705,7 @@ impl<'t, P: Platform> Instance<'t, P> {
         let index = self.event_index(event)?;
         self.tracer.edit_hooks(self.state.slot, |table| {
             if let Some(hooks) = table[index].as_deref() {
-                let hooks = EventHooks { filter: hooks.filter.clone(), triggers: Vec::new() };
+                let hooks = EventHooks { filter: hooks.filter.clone(), ..EventHooks::default() };
                 table[index] = Some(Arc::new(hooks)).filter(|h| !h.is_empty());
             }
             Ok(())

@@ -148,6 +148,21 @@ fn builtin() -> [&'static EventDescriptor; 8] {
 pub(crate) struct EventHooks {
     pub(crate) filter: Option<Arc<Filter>>,
     pub(crate) triggers: Vec<Arc<Trigger>>,
+    /// How the triggers act, worked out by [`Tracer::edit_hooks`] as it publishes the
+    /// table ([`EventHooks::settle`]): every triggered event reads it.
+    order: Order,
+}
+
+/// When an event's triggers act ([`EventHooks::settle`]).
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+enum Order {
+    /// Before the event is recorded: none needs the record.
+    Early,
+    /// After it, in the list's order: no post trigger comes before another.
+    Listed,
+    /// After it, the post triggers after the others.
+    #[default]
+    PostLast,
 }
 
 impl EventHooks {
@@ -156,11 +171,24 @@ impl EventHooks {
         self.filter.is_none() && self.triggers.is_empty()
     }
 
-    /// Whether the triggers act before the event is recorded, as ftrace's do when
-    /// none of an event's triggers needs the record: none has a condition (`if`),
-    /// and each acts without the record (not `traceoff`, `stacktrace` or `hist`).
+    /// Works out when the triggers act, as ftrace's: before the event is recorded
+    /// when none needs the record (none has a condition, `if`, and each acts
+    /// without the record: not `traceoff`, `stacktrace` or `hist`); otherwise after
+    /// it, `traceoff` and `stacktrace` (post triggers) after the others.
+    fn settle(&mut self) {
+        let post_last = |triggers: &[Arc<Trigger>]| {
+            triggers.iter().skip_while(|t| !t.follows_commit()).all(|t| t.follows_commit())
+        };
+        self.order = match self.triggers.iter().all(|t| t.fires_without_record()) {
+            true => Order::Early,
+            false if post_last(&self.triggers) => Order::Listed,
+            false => Order::PostLast,
+        };
+    }
+
+    /// Whether the triggers act before the event is recorded ([`EventHooks::settle`]).
     pub(crate) fn fire_early(&self) -> bool {
-        self.triggers.iter().all(|t| t.fires_without_record())
+        self.order == Order::Early
     }
 
     /// Whether one of the triggers enables or disables `event`.
@@ -766,7 +794,7 @@ impl<P: Platform> Tracer<P> {
         // A marker's triggers act after it, as Linux's.
         let early = match is_written_by_tracer(descriptor) {
             true => 0,
-            false => self.firing_early(section, triggered, descriptor),
+            false => descriptor.early_mask() & triggered,
         };
         if early != 0 {
             self.fire_triggers(section, cpu, tag, early, descriptor, &body, Placed::default());
@@ -909,23 +937,14 @@ impl<P: Platform> Tracer<P> {
             // `stacktrace`) after the others, each group in the list's order.
             let fire = |trigger: &Arc<Trigger>| trigger.fire(body, origin, &target);
             let triggers = hooks.triggers.iter();
-            triggers.clone().filter(|t| !t.follows_commit()).for_each(fire);
-            triggers.filter(|t| t.follows_commit()).for_each(fire);
-        }
-    }
-
-    /// The instances of `mask` whose triggers on `descriptor` act before the event
-    /// is recorded ([`EventHooks::fire_early`]).
-    fn firing_early(&self, section: Held<'_>, mut mask: u64, descriptor: &EventDescriptor) -> u64 {
-        let mut early = 0;
-        while mask != 0 {
-            let slot = mask.trailing_zeros() as usize;
-            mask &= mask - 1;
-            if self.hooks_in(section, slot, descriptor).is_some_and(EventHooks::fire_early) {
-                early |= 1 << slot;
+            match hooks.order {
+                Order::PostLast => {
+                    triggers.clone().filter(|t| !t.follows_commit()).for_each(fire);
+                    triggers.filter(|t| t.follows_commit()).for_each(fire);
+                }
+                Order::Early | Order::Listed => triggers.for_each(fire),
             }
         }
-        early
     }
 
     /// The hooks of `slot`'s instance for `descriptor`, as writers reach them.
@@ -1009,6 +1028,11 @@ impl<P: Platform> Tracer<P> {
             }
         };
         let changed: Vec<usize> = (0..table.len()).filter(|&i| changed(i)).collect();
+        for &i in &changed {
+            if let Some(hooks) = &mut table[i] {
+                Arc::make_mut(hooks).settle();
+            }
+        }
         let table = Arc::new(table);
         // Bits of events that lose every hook are cleared before the table changes,
         // those of events that keep or gain some set after: a writer that sees a bit
@@ -1020,6 +1044,8 @@ impl<P: Platform> Tracer<P> {
         }
         self.hooks[slot].replace(Some(Arc::clone(&table)), grace);
         for &i in &changed {
+            let early = table[i].as_ref().is_some_and(|hooks| hooks.fire_early());
+            self.events[i].set_early(slot, early);
             if let Some(hooks) = &table[i] {
                 let (filter, triggers) = (hooks.filter.is_some(), !hooks.triggers.is_empty());
                 self.events[i].set_hooks(slot, filter, triggers, self.stacks(slot, self.events[i]));
