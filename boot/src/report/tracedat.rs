@@ -731,25 +731,8 @@ mod tests {
     #[test]
     fn trace_cmd_reads_every_kind_of_field_and_record() {
         let t = trace();
-        let path = std::env::temp_dir().join(format!(
-            "boot-tracedat-unit-{}-{:?}.dat",
-            std::process::id(),
-            std::thread::current().id()
-        ));
-        let mut file = std::fs::File::create(&path).unwrap();
-        write_tracedat(std::slice::from_ref(&t), None, &mut file).unwrap();
-        drop(file);
-        let out = Command::new("trace-cmd")
-            .args(["report", "-t"])
-            .arg(&path)
-            .output()
-            .expect("trace-cmd runs (boot/setup.sh installs it)");
-        let size = std::fs::metadata(&path).unwrap().len() as usize;
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let report = String::from_utf8_lossy(&out.stdout).into_owned();
+        let (report, size) = trace_cmd(std::slice::from_ref(&t));
         let head: String = report.lines().take(4).collect::<Vec<_>>().join("\n");
-        assert!(out.status.success() && stderr.trim().is_empty(), "{}: {stderr}{head}", out.status);
-        let _ = std::fs::remove_file(&path);
         let lines: Vec<&str> = report.lines().skip(1).collect();
         assert_eq!(lines.len(), t.events.len() + 1, "every event and the drop:\n{report}");
         let fields = |line: &str| line.splitn(3, ": ").nth(2).unwrap_or("").trim().to_string();
@@ -768,9 +751,9 @@ mod tests {
         assert!(size >= 5 * PAGE_SIZE, "{size}");
     }
 
-    /// `trace-cmd report -t` of `traces` written as trace.dat: its lines, after the
-    /// CPU count's; fails on any complaint.
-    fn report(traces: &[Section]) -> Vec<String> {
+    /// Writes `traces` as trace.dat and runs `trace-cmd report -t` on it: what it
+    /// prints, and the file's size; fails on any complaint.
+    fn trace_cmd(traces: &[Section]) -> (String, usize) {
         let path = std::env::temp_dir().join(format!(
             "boot-tracedat-unit-{}-{:?}.dat",
             std::process::id(),
@@ -784,6 +767,7 @@ mod tests {
             .arg(&path)
             .output()
             .expect("trace-cmd runs (boot/setup.sh installs it)");
+        let size = std::fs::metadata(&path).unwrap().len() as usize;
         let _ = std::fs::remove_file(&path);
         let stderr = String::from_utf8_lossy(&out.stderr);
         let report = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -792,7 +776,12 @@ mod tests {
             "{}: {stderr}{report}",
             out.status
         );
-        report.lines().skip(1).map(String::from).collect()
+        (report, size)
+    }
+
+    /// [`trace_cmd`]'s lines after the CPU count's.
+    fn report(traces: &[Section]) -> Vec<String> {
+        trace_cmd(traces).0.lines().skip(1).map(String::from).collect()
     }
 
     /// Events that would be written under one name (their names are the same as C
