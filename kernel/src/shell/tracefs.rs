@@ -145,6 +145,13 @@ impl fmt::Display for FsError {
     }
 }
 
+/// KB of ring buffer the instances use, and the limit (0 where the tracer cannot
+/// say), for the refusals that name them.
+fn tracing_kb() -> (usize, usize) {
+    let (used, max) = tracer().ok().and_then(|t| t.memory().ok()).unwrap_or_default();
+    (used / 1024, max / 1024)
+}
+
 impl From<InstanceError> for FsError {
     fn from(error: InstanceError) -> Self {
         match error {
@@ -156,8 +163,8 @@ impl From<InstanceError> for FsError {
             ),
             InstanceError::TooManyInstances => FsError::NoSpace,
             InstanceError::MemoryLimit => {
-                let (used, max) = tracer().ok().and_then(|t| t.memory().ok()).unwrap_or_default();
-                FsError::MemoryLimit(used / 1024, max / 1024)
+                let (used, max) = tracing_kb();
+                FsError::MemoryLimit(used, max)
             }
             InstanceError::TopLevel => FsError::NotPermitted,
             InstanceError::NotArmed => {
@@ -179,8 +186,8 @@ impl From<InstanceError> for FsError {
             }
             InstanceError::Buffer(trace::Error::NoMemory | trace::Error::TooBig) => {
                 let (heap_used, heap) = crate::memory::heap::usage();
-                let (used, max) = tracer().ok().and_then(|t| t.memory().ok()).unwrap_or_default();
-                FsError::HeapFull(heap_used / 1024, heap / 1024, used / 1024, max / 1024)
+                let (used, max) = tracing_kb();
+                FsError::HeapFull(heap_used / 1024, heap / 1024, used, max)
             }
             InstanceError::Buffer(trace::Error::ZeroSize) => {
                 FsError::Rule("the size must be above 0")
@@ -851,22 +858,23 @@ fn parse_cpumask(value: &str, cpus: usize) -> Result<u64, FsError> {
         "a hex mask with a bit per CPU, e.g. 3 for CPUs 0 and 1 (8 digits between commas)";
     const ABSENT: FsError = FsError::Rule("the mask has bits for CPUs that do not exist");
     let value = value.trim();
-    let groups: Vec<&str> = value.split(',').collect();
-    let group_bits = if groups.len() > 1 { 32 } else { 64 };
+    let grouped = value.contains(',');
+    let most_digits = if grouped { 8 } else { 16 };
     let mut mask: u64 = 0;
-    for group in groups {
+    for group in value.split(',') {
+        if group.is_empty() {
+            return Err(FsError::Rule(RULE));
+        }
         let digits = group.trim_start_matches('0');
-        if group.is_empty() || digits.len() * 4 > group_bits {
-            return Err(if group.is_empty() { FsError::Rule(RULE) } else { ABSENT });
+        // A group shifts the ones before it up 32 bits: none may be lost.
+        if digits.len() > most_digits || mask >> 32 != 0 {
+            return Err(ABSENT);
         }
         let bits = match digits {
             "" => 0,
             digits => u64::from_str_radix(digits, 16).map_err(|_| FsError::Rule(RULE))?,
         };
-        if group_bits == 32 && mask >> 32 != 0 {
-            return Err(ABSENT);
-        }
-        mask = (mask << (group_bits % 64)) | bits;
+        mask = if grouped { mask << 32 | bits } else { bits };
     }
     if cpus < 64 && mask >> cpus != 0 {
         return Err(ABSENT);
@@ -1461,9 +1469,9 @@ pub fn mkdir(cwd: &str, path: &str) -> Result<(), FsError> {
     let config = InstanceConfig { mode: top.mode(), ..InstanceConfig::default() };
     let instance = tracer.get_or_create(name, config)?;
     // The mode is the config's.
-    let inherited = |o: &TraceOption| o.inherited() && *o != TraceOption::Overwrite;
-    let mut inherited = TraceOption::ALL.into_iter().filter(inherited);
-    if let Err(error) = inherited.try_for_each(|o| set_option(&instance, o, option(&top, o))) {
+    let copied = |o: &TraceOption| o.inherited() && *o != TraceOption::Overwrite;
+    let mut copied = TraceOption::ALL.into_iter().filter(copied);
+    if let Err(error) = copied.try_for_each(|o| set_option(&instance, o, option(&top, o))) {
         // Nothing changes: the instance goes again (no reader can hold it yet).
         let _ = tracer.destroy(instance);
         EXTRAS.lock().retain(|(n, _)| n != name);

@@ -173,12 +173,14 @@ const fn named_field(
     let mut f = 0;
     while f < fields.len() {
         let name = fields[f].name.as_bytes();
-        let mut k = 0;
-        while name.len() == to - from && k < name.len() && name[k] == bytes[from + k] {
-            k += 1;
-        }
-        if name.len() == to - from && k == name.len() {
-            return Some(f);
+        if name.len() == to - from {
+            let mut k = 0;
+            while k < name.len() && name[k] == bytes[from + k] {
+                k += 1;
+            }
+            if k == name.len() {
+                return Some(f);
+            }
         }
         f += 1;
     }

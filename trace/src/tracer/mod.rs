@@ -224,9 +224,14 @@ pub(crate) struct Registry<P> {
 }
 
 impl<P: Platform> Registry<P> {
+    /// The named instances (every one but the top level's), in slot order.
+    fn named_instances(&self) -> impl Iterator<Item = &Arc<InstanceState<P>>> {
+        self.instances.iter().flatten().filter(|s| s.slot != TOP_SLOT)
+    }
+
     /// The named instance called `name`.
     fn named(&self, name: &str) -> Option<&Arc<InstanceState<P>>> {
-        self.instances.iter().flatten().find(|s| s.slot != TOP_SLOT && s.name == name)
+        self.named_instances().find(|s| s.name == name)
     }
 
     /// A free slot for a new instance called `name`: `Busy` if one has that name,
@@ -426,7 +431,7 @@ impl<P: Platform> Tracer<P> {
     pub fn instances(&self) -> Result<Vec<Instance<'_, P>>, crate::Error> {
         self.may_wait()?;
         let registry = self.registry.lock();
-        let named = registry.instances.iter().flatten().filter(|s| s.slot != TOP_SLOT);
+        let named = registry.named_instances();
         Ok(named.map(|state| Instance { tracer: self, state: Arc::clone(state) }).collect())
     }
 
@@ -435,8 +440,7 @@ impl<P: Platform> Tracer<P> {
     pub fn instance_names(&self) -> Result<Vec<String>, crate::Error> {
         self.may_wait()?;
         let registry = self.registry.lock();
-        let named = registry.instances.iter().flatten().filter(|s| s.slot != TOP_SLOT);
-        Ok(named.map(|s| s.name.clone()).collect())
+        Ok(registry.named_instances().map(|s| s.name.clone()).collect())
     }
 
     /// `trace_array_get_by_name`: the instance called `name`, created with `config`
@@ -791,11 +795,8 @@ impl<P: Platform> Tracer<P> {
         // (`traceon` then records the event that turned it on, and `snapshot` swaps
         // before it, so the event starts the new live buffer), as ftrace does; the
         // others' triggers act after the event is recorded (and its stack traces).
-        // A marker's triggers act after it, as Linux's.
-        let early = match is_written_by_tracer(descriptor) {
-            true => 0,
-            false => descriptor.early_mask() & triggered,
-        };
+        // A marker's triggers act after it, as Linux's: its early bits are never set.
+        let early = descriptor.early_mask() & triggered;
         if early != 0 {
             self.fire_triggers(section, cpu, tag, early, descriptor, &body, Placed::default());
         }
@@ -1044,7 +1045,9 @@ impl<P: Platform> Tracer<P> {
         }
         self.hooks[slot].replace(Some(Arc::clone(&table)), grace);
         for &i in &changed {
-            let early = table[i].as_ref().is_some_and(|hooks| hooks.fire_early());
+            // A marker's triggers act after it, as Linux's.
+            let early = table[i].as_ref().is_some_and(|hooks| hooks.fire_early())
+                && !is_written_by_tracer(self.events[i]);
             self.events[i].set_early(slot, early);
             if let Some(hooks) = &table[i] {
                 let (filter, triggers) = (hooks.filter.is_some(), !hooks.triggers.is_empty());
