@@ -16,6 +16,11 @@ const START_TIMEOUT_NS: u64 = 1_000_000_000;
 
 /// CPUs running, the boot CPU included.
 static ONLINE: AtomicUsize = AtomicUsize::new(1);
+/// The index of the CPU the boot CPU is waiting for, until that CPU arrives or the
+/// boot CPU gives up on it (`usize::MAX`): whichever takes it first. A CPU that
+/// arrives too late stops at once, so no CPU runs kernel code (or writes a trace)
+/// before it is online but while the boot CPU waits for it.
+static ARRIVING: AtomicUsize = AtomicUsize::new(usize::MAX);
 /// CPUs stopped by the panic NMI.
 static STOPPED: AtomicUsize = AtomicUsize::new(0);
 /// Set once a CPU panics: any NMI from then on stops the CPU that takes it, but
@@ -87,12 +92,21 @@ pub fn start_application_processors(apic_ids: &[u32], low_page: x86_64::PhysAddr
         };
         percpu::get(index).expect("index below MAX_CPUS").request.store(0, Ordering::Relaxed);
         arch::stack::set_kernel_stack(index, stack.start, stack.end);
+        ARRIVING.store(index, Ordering::Relaxed);
         trampoline.start_cpu(apic_id, ap_main, index, stack.end, clock::delay_us);
         let deadline = clock::now_ns() + START_TIMEOUT_NS;
         while online() == index && clock::now_ns() < deadline {
             core::hint::spin_loop();
         }
-        if online() == index {
+        // Too late: the CPU, if it ever arrives, finds it given up. Arrived meanwhile:
+        // it comes online without waiting for anything.
+        let given_up = ARRIVING
+            .compare_exchange(index, usize::MAX, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok();
+        while !given_up && online() == index {
+            core::hint::spin_loop();
+        }
+        if given_up {
             crate::println!("smp: cpu with APIC id {apic_id} did not start");
             break;
         }
@@ -103,6 +117,10 @@ pub fn start_application_processors(apic_ids: &[u32], low_page: x86_64::PhysAddr
 
 /// Where an application processor arrives from the trampoline.
 extern "C" fn ap_main(index: usize) -> ! {
+    if ARRIVING.compare_exchange(index, usize::MAX, Ordering::AcqRel, Ordering::Relaxed).is_err() {
+        // The boot CPU gave up on this CPU and may have started another on its index.
+        arch::halt_forever();
+    }
     percpu::init_this_cpu(index, apic::id());
     arch::gdt::init_this_cpu(index);
     arch::idt::init_this_cpu();

@@ -83,7 +83,7 @@ pub use context::{Activity, Context};
 pub use error::Error;
 #[cfg(not(any(target_os = "none", target_os = "uefi")))]
 pub use platform::HostPlatform;
-pub use platform::Platform;
+pub use platform::{CpuPromise, Platform};
 pub use ring::{Clock, Mode};
 pub use tracer::{
     DestroyError, Instance, InstanceConfig, InstanceError, Limits, Tracer, TracerError, install,

@@ -15,21 +15,26 @@ use crate::symtab::SymbolTable;
 /// asymmetric memory barrier that lets control operations wait for writers without
 /// writers paying for a fence (see DESIGN.md, "The per-CPU section"): writers call
 /// [`Platform::light_barrier`] after entering their section, control operations call
-/// [`Platform::heavy_barrier`] after publishing a change. The defaults are a full fence
-/// on both sides, correct on any platform; a kernel that can interrupt every CPU (an
-/// IPI) makes the light side a compiler fence.
+/// [`Platform::heavy_barrier`] after publishing a change, when the platform gives
+/// [`Platform::PROMISE`]. The defaults are a full fence on both sides; a kernel that
+/// can interrupt every CPU (an IPI) makes the light side a compiler fence.
 ///
 /// A platform is a small value the tracer copies into each buffer (`Clone`) and
 /// shares between CPUs (`Send + Sync`), typically a unit struct. A kernel must give
 /// [`Platform::cpu`], [`Platform::now`] and [`Platform::may_wait`]; the rest have
 /// defaults, though without [`Platform::context`] every record shows a thread with
-/// interrupts on:
+/// interrupts on, and without [`Platform::PROMISE`] every event pays an atomic add
+/// and a full fence:
 ///
 /// ```
 /// #[derive(Clone, Copy)]
 /// struct MyPlatform;
 ///
 /// impl trace::Platform for MyPlatform {
+///     // SAFETY: one CPU, whose interrupts nest inside what they interrupt, and the
+///     // default barriers (full fences on both sides).
+///     const PROMISE: Option<trace::CpuPromise> = Some(unsafe { trace::CpuPromise::new() });
+///
 ///     fn cpu(&self) -> usize {
 ///         0 // a single-CPU kernel; an SMP one reads its per-CPU data (GS base)
 ///     }
@@ -43,16 +48,22 @@ use crate::symtab::SymbolTable;
 /// }
 /// ```
 ///
-/// **What the tracer relies on.** Two callers running at once never get the same
-/// [`Platform::cpu`], and a caller stays on its CPU for each call into the tracer
-/// (preemption or migration off, as for any per-CPU data; interrupts may stay on).
-/// An instance's old buffers are freed once every CPU has left the section it
-/// entered before the change (see DESIGN.md, "The per-CPU section"), each CPU's
-/// section counted with plain loads and stores: two callers on one index can make
-/// that wait end while one of them still reads the old buffers, and the tracer then
-/// reads freed memory. The index is dense (every CPU below the count the tracer was
-/// built for: events from a higher one are refused and counted), and
-/// [`Platform::heavy_barrier`] must reach every CPU that may write.
+/// **What the tracer relies on.** An instance's old buffers are freed once every CPU
+/// has left the section it entered before the change (see DESIGN.md, "The per-CPU
+/// section"). How a writer counts itself into its CPU's section depends on
+/// [`Platform::PROMISE`]:
+/// - without it (the default), with atomic read-modify-writes and full fences,
+///   correct whatever [`Platform::cpu`] returns: callers that share an index share a
+///   ring (their records interleave, and a control operation may refuse as if it ran
+///   inside a writer), but the tracer reads no freed memory;
+/// - with it, with plain loads and stores and the platform's own barriers: the
+///   platform promises, in `unsafe` code ([`CpuPromise::new`]), that two callers
+///   running at once never get the same index, and that its barriers pair.
+///
+/// Either way, a caller stays on its CPU for each call into the tracer (preemption
+/// or migration off, as for any per-CPU data; interrupts may stay on), and the index
+/// is dense: every CPU below the count the tracer was built for (events from a
+/// higher one are refused and counted).
 pub trait Platform: Clone + Send + Sync + 'static {
     /// Index of the CPU running the caller, below the buffer's CPU count, and no other
     /// running caller's (see the trait's documentation). Callable from any context
@@ -78,9 +89,16 @@ pub trait Platform: Clone + Send + Sync + 'static {
         self.now() / 10_000_000
     }
 
+    /// The promise that makes the per-CPU section plain loads and stores, given by
+    /// `unsafe` code (see [`CpuPromise::new`] for what it promises). The default,
+    /// `None`, promises nothing: the section then costs an atomic read-modify-write
+    /// and a full fence per event, and the two barriers below are not called.
+    const PROMISE: Option<CpuPromise> = None;
+
     /// The writer's half of the asymmetric barrier: orders the writer's store of its
     /// section depth before its loads of the tracer's state, as seen by a control
     /// operation that ran [`Platform::heavy_barrier`]. Callable from any context.
+    /// Called only if the platform gives [`Platform::PROMISE`].
     #[inline(always)]
     fn light_barrier(&self) {
         core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
@@ -89,7 +107,8 @@ pub trait Platform: Clone + Send + Sync + 'static {
     /// The control side's half: returns once every CPU has executed a full memory
     /// barrier after the call began (for example: an IPI to every other CPU, each
     /// handler acknowledging, the caller waiting for all acknowledgements). Called
-    /// only where [`Platform::may_wait`] is true.
+    /// only where [`Platform::may_wait`] is true, and only if the platform gives
+    /// [`Platform::PROMISE`].
     fn heavy_barrier(&self) {
         core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
     }
@@ -170,6 +189,43 @@ pub trait Platform: Clone + Send + Sync + 'static {
     }
 }
 
+/// A platform's promise about its CPU index and its barriers, which lets writers
+/// count themselves into their CPU's section with plain loads and stores
+/// ([`Platform::PROMISE`]). Only `unsafe` code makes one: the tracer's memory safety
+/// rests on it.
+#[derive(Clone, Copy, Debug)]
+pub struct CpuPromise(());
+
+impl CpuPromise {
+    /// The promise, for a platform's [`Platform::PROMISE`].
+    ///
+    /// # Safety
+    ///
+    /// The platform whose `PROMISE` this is guarantees, for every tracer built on it:
+    /// - two callers running at once never get the same [`Platform::cpu`], and a
+    ///   caller's index does not change during a call into the tracer (interrupts
+    ///   and NMIs on a CPU nest inside its caller, as a stack);
+    /// - [`Platform::light_barrier`] on a writer and [`Platform::heavy_barrier`] on a
+    ///   control operation order as a full fence on both sides would: once
+    ///   `heavy_barrier` returns, every CPU that may write has either had its stores
+    ///   before its last `light_barrier` made visible to the caller, or will see the
+    ///   caller's stores before it in its loads after its next one.
+    ///
+    /// If either fails, a grace period can end while a writer still reads the
+    /// buffers it frees.
+    #[allow(unsafe_code, reason = "declares the contract the platform takes on")]
+    pub const unsafe fn new() -> Self {
+        CpuPromise(())
+    }
+
+    /// The promise the crate's own test platforms make: each thread that writes to a
+    /// tracer takes an index of its own, and the barriers are full fences.
+    #[cfg(test)]
+    pub(crate) const fn for_tests() -> Self {
+        CpuPromise(())
+    }
+}
+
 #[cfg(not(any(target_os = "none", target_os = "uefi")))]
 pub use host::HostPlatform;
 
@@ -186,8 +242,9 @@ mod host {
     }
 
     /// A host platform for tests and tools: each thread says which "CPU" it is with
-    /// [`HostPlatform::set_cpu`] (every thread starts as CPU 0: threads that share a
-    /// tracer must each take an index of their own, see [`Platform`]); the clock is
+    /// [`HostPlatform::set_cpu`] (every thread starts as CPU 0: threads that write to
+    /// one tracer should each take an index of their own, or they share a ring). It
+    /// makes no [`Platform::PROMISE`], so two threads on one index are safe. The clock is
     /// `std::time::Instant`, or a per-thread manual clock that advances by one on each
     /// read once [`HostPlatform::set_clock`] was called (deterministic timestamps for
     /// tests). Every thread may wait.

@@ -136,6 +136,8 @@ fn returns_into(ret: u64, prefixes: &[&str]) -> bool {
 pub struct KernelPlatform;
 
 impl trace::Platform for KernelPlatform {
+    const PROMISE: Option<trace::CpuPromise> = Some(membarrier::TRACER_PROMISE);
+
     #[inline(always)]
     fn cpu(&self) -> usize {
         percpu::index()

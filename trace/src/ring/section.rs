@@ -2,37 +2,48 @@
 //!
 //! A writer enters its CPU's section once per event, before it reads any of the
 //! tracer's state (enable masks, instance slots, the live buffer set), and leaves it
-//! when its records are committed. Entering and leaving are plain loads and stores of
-//! per-CPU words: writers of one CPU nest like a stack (thread, IRQ, NMI), so an
-//! interrupt between a load and its store restores the word before it returns.
+//! when its records are committed. A section is one word per CPU: how many writers
+//! are inside, and below it how many times the last one left (the epoch).
+//!
+//! How writers count themselves depends on the platform's [`Platform::PROMISE`]:
+//! - promised (one running caller per index, barriers that pair): plain loads and
+//!   stores. Writers of one CPU nest like a stack (thread, IRQ, NMI), so an interrupt
+//!   between a load and its store restores the word before it returns; the ordering
+//!   between a writer's store and its loads of the state, against the control side's
+//!   store of the state and its loads of the words, is the platform's asymmetric
+//!   barrier (`Platform::light_barrier` on the writer side,
+//!   `Platform::heavy_barrier` on the control side);
+//! - not promised: atomic read-modify-writes and full fences, exact whichever
+//!   callers share an index.
 //!
 //! A control operation publishes its change, then waits for a *grace period*
 //! ([`Sections::synchronize`]): every CPU has left any section it entered before the
 //! publication. Only then does it free, reset or reuse what writers may have seen.
-//! The ordering between a writer's store of its depth and its loads of the state,
-//! against the control side's store of the state and its loads of the depths, is
-//! the platform's asymmetric barrier (`Platform::light_barrier` on the writer side,
-//! `Platform::heavy_barrier` on the control side). See DESIGN.md, "The per-CPU
-//! section".
+//! See DESIGN.md, "The per-CPU section".
 
 extern crate alloc;
 
 use crate::error::Error;
 use crate::platform::Platform;
 use crate::sync::{
-    AtomicU64, AtomicUsize, CachePadded, Ordering::*, Point, preempt_point, signal_fence, spin,
+    AtomicU64, CachePadded, Ordering::*, Point, fence, preempt_point, signal_fence, spin,
 };
 use alloc::vec::Vec;
 use core::marker::PhantomData;
 
-/// One CPU's section words. Only the CPU's own writers store to them.
+/// One CPU's section word: the writers inside ([`DEPTH`]), and above them the
+/// epoch, how many times the count went from one to zero ([`EPOCH`] each). One word,
+/// so that the last writer's exit and the epoch it bumps are one change even when
+/// callers share an index.
 #[derive(Default)]
 struct Section {
-    /// Writers of this CPU inside the section (nested).
-    depth: AtomicUsize,
-    /// How many times the outermost writer left.
-    epoch: AtomicU64,
+    word: AtomicU64,
 }
+
+/// The bits of a section word that count the writers inside (at most 2^24 at once).
+const DEPTH: u64 = (1 << 24) - 1;
+/// One exit of the last writer inside, in a section word.
+const EPOCH: u64 = 1 << 24;
 
 /// Proof that the caller is inside its CPU's section for `'a`, borrowed from its
 /// [`SectionGuard`]: what readers of section-protected state take. Zero-sized and
@@ -50,7 +61,8 @@ pub(crate) struct Sections {
 /// CPU that entered.
 pub(crate) struct SectionGuard<'a> {
     section: &'a Section,
-    depth: usize,
+    /// What leaving stores, for a promising platform (`None`: leave atomically).
+    leave: Option<u64>,
     _not_send: PhantomData<*const ()>,
 }
 
@@ -68,24 +80,41 @@ impl Sections {
     #[inline(always)]
     pub(crate) fn enter<P: Platform>(&self, platform: &P, cpu: usize) -> Option<SectionGuard<'_>> {
         let section = &**self.cpus.get(cpu)?;
-        let depth = section.depth.load(Relaxed);
-        // An exact increment: an interrupt between the load and the store restores
-        // `depth` before it returns (writers nest like a stack).
-        section.depth.store(depth + 1, Relaxed);
-        preempt_point(Point::Section);
-        // The writer's half of the asymmetric barrier: our `depth` store is ordered
-        // before every load of the tracer's state that follows, as seen by a control
-        // operation after its heavy barrier. Either it sees us inside, or we see its
-        // change.
-        platform.light_barrier();
-        Some(SectionGuard { section, depth, _not_send: PhantomData })
+        let leave = if P::PROMISE.is_some() {
+            let word = section.word.load(Relaxed);
+            // An exact increment: an interrupt between the load and the store restores
+            // the word before it returns (writers nest like a stack), and no other
+            // caller has this index (the promise). Release: the word carries the
+            // epoch the last writer's exit stored, so a waiter that reads this store
+            // must also see what that writer wrote (a plain store on x86).
+            section.word.store(word + 1, Release);
+            preempt_point(Point::Section);
+            // The writer's half of the asymmetric barrier: our store is ordered
+            // before every load of the tracer's state that follows, as seen by a
+            // control operation after its heavy barrier. Either it sees us inside, or
+            // we see its change.
+            platform.light_barrier();
+            // Nested writers restore the word, so leaving stores it back, one epoch
+            // on if we were the only writer inside.
+            Some(if word & DEPTH == 0 { word.wrapping_add(EPOCH) } else { word })
+        } else {
+            // Release: as above (here, a read-modify-write, it also continues the
+            // release sequence of the exit before it).
+            section.word.fetch_add(1, Release);
+            preempt_point(Point::Section);
+            // Both halves of the barrier are full fences without the promise.
+            fence(SeqCst);
+            None
+        };
+        Some(SectionGuard { section, leave, _not_send: PhantomData })
     }
 
     /// Starts a grace period: checks that the caller may wait. `WouldDeadlock` if it
     /// may not (interrupts off, inside an interrupt: `Platform::may_wait`) or is
     /// inside a section itself; nothing was published yet, so nothing changed.
     pub(crate) fn grace<'a, P: Platform>(&'a self, platform: &'a P) -> Result<Grace<'a, P>, Error> {
-        let inside = self.cpus.get(platform.cpu()).is_some_and(|s| s.depth.load(Relaxed) != 0);
+        let inside =
+            self.cpus.get(platform.cpu()).is_some_and(|s| s.word.load(Relaxed) & DEPTH != 0);
         if inside || !platform.may_wait() {
             return Err(Error::WouldDeadlock);
         }
@@ -110,12 +139,26 @@ impl<P: Platform> Grace<'_, P> {
     /// Returns once every CPU has left every section it was in when this call
     /// began. The caller published its change before calling.
     pub(crate) fn wait(self) {
-        self.platform.heavy_barrier();
+        if P::PROMISE.is_some() {
+            self.platform.heavy_barrier();
+        } else {
+            fence(SeqCst);
+        }
         for section in &self.sections.cpus {
-            // Acquire (both loads): pairs with the Release stores in the guard's drop,
+            // Acquire (every load): pairs with the Release stores of leaving writers,
             // so what the writers we wait for wrote is visible once they are gone.
-            let epoch = section.epoch.load(Acquire);
-            while section.depth.load(Acquire) != 0 && section.epoch.load(Acquire) == epoch {
+            let first = section.word.load(Acquire);
+            if first & DEPTH == 0 {
+                continue;
+            }
+            // Waiting for "no writer inside, or one more exit of the last" cannot
+            // starve while a promising platform's CPU keeps writing: every writer
+            // inside at the publication is inside the current outermost one.
+            loop {
+                let now = section.word.load(Acquire);
+                if now & DEPTH == 0 || now & !DEPTH != first & !DEPTH {
+                    break;
+                }
                 spin();
             }
         }
@@ -133,16 +176,22 @@ impl SectionGuard<'_> {
 impl Drop for SectionGuard<'_> {
     #[inline(always)]
     fn drop(&mut self) {
-        let section = self.section;
+        let section = &self.section.word;
         signal_fence();
-        if self.depth == 0 {
-            // Waiting for "depth 0 or one more outermost exit" cannot starve while
-            // the CPU keeps writing: every writer inside at the publication is inside
-            // the current outermost one. Release: a waiter that sees the new epoch
-            // sees our records.
-            section.epoch.store(section.epoch.load(Relaxed).wrapping_add(1), Release);
+        // Release (both ways): a waiter that sees us gone sees our records.
+        if let Some(word) = self.leave {
+            section.store(word, Release);
+        } else {
+            let mut word = section.load(Relaxed);
+            loop {
+                // The last writer out moves the epoch on, in the same change.
+                let left =
+                    if word & DEPTH == 1 { (word - 1).wrapping_add(EPOCH) } else { word - 1 };
+                match section.compare_exchange_weak(word, left, Release, Relaxed) {
+                    Ok(_) => break,
+                    Err(now) => word = now,
+                }
+            }
         }
-        // Release: as above, for a waiter that sees `depth` drop.
-        section.depth.store(self.depth, Release);
     }
 }

@@ -11,7 +11,9 @@
 //! write-path hook at a chosen point, one model per point.
 
 use crate::sync::{Point, hook};
-use crate::{Mode, Platform, ring::Buffer, ring::Config, ring::Recorder, ring::WriteError};
+use crate::{
+    CpuPromise, Mode, Platform, ring::Buffer, ring::Config, ring::Recorder, ring::WriteError,
+};
 use loom::cell::Cell;
 use loom::sync::Arc;
 use std::vec::Vec;
@@ -26,6 +28,10 @@ loom::thread_local! {
 struct LoomPlatform;
 
 impl Platform for LoomPlatform {
+    // Each model's threads take indices of their own: the models check the kernel's
+    // section, plain loads and stores.
+    const PROMISE: Option<CpuPromise> = Some(CpuPromise::for_tests());
+
     fn cpu(&self) -> usize {
         CPU.with(|c| c.get())
     }
@@ -274,6 +280,57 @@ fn loom_swap_vs_writer() {
         // Each write landed, committed and counted, in exactly one of the two sets.
         assert_eq!(live.written + s.written, written);
         assert!(live.balanced());
+    });
+}
+
+/// A platform that promises nothing about its CPU index: the section is then atomic
+/// read-modify-writes and full fences.
+#[derive(Clone, Copy)]
+struct Unpromised;
+
+impl Platform for Unpromised {
+    fn cpu(&self) -> usize {
+        LoomPlatform.cpu()
+    }
+    fn now(&self) -> u64 {
+        LoomPlatform.now()
+    }
+    fn may_wait(&self) -> bool {
+        true
+    }
+}
+
+/// Two writers on one CPU index at once, on a platform that does not promise
+/// otherwise, against a control operation's grace period: a writer that saw the
+/// old state is still inside when the other leaves, and the grace period must wait
+/// for it before the old state is freed.
+#[test]
+fn loom_writers_sharing_an_index_vs_grace_period() {
+    use crate::ring::section::Sections;
+    use loom::sync::atomic::{AtomicBool, Ordering::*};
+    model(3, || {
+        let sections = Arc::new(Sections::new(2).unwrap());
+        // The state writers read, and whether its old value was freed.
+        let published = Arc::new(AtomicBool::new(false));
+        let freed = Arc::new(AtomicBool::new(false));
+        let writers: Vec<_> = (0..2)
+            .map(|_| {
+                let (sections, published, freed) =
+                    (sections.clone(), published.clone(), freed.clone());
+                loom::thread::spawn(move || {
+                    let guard = sections.enter(&Unpromised, 0).unwrap();
+                    if !published.load(Acquire) {
+                        assert!(!freed.load(Acquire), "the old state was freed under a writer");
+                    }
+                    drop(guard);
+                })
+            })
+            .collect();
+        CPU.with(|c| c.set(1));
+        published.store(true, Release);
+        sections.grace(&Unpromised).unwrap().wait();
+        freed.store(true, Release);
+        writers.into_iter().for_each(|w| w.join().unwrap());
     });
 }
 

@@ -47,7 +47,7 @@ pub(crate) mod util {
     use crate::event::EventDescriptor;
     use crate::event::format_file::Origin;
     use crate::sync::{Point, hook};
-    use crate::{Context, HostPlatform, Mode, Platform, ring::Buffer, ring::Config};
+    use crate::{Context, CpuPromise, HostPlatform, Mode, Platform, ring::Buffer, ring::Config};
     use core::cell::{Cell, RefCell};
     use std::boxed::Box;
     use std::rc::Rc;
@@ -68,6 +68,9 @@ pub(crate) mod util {
     }
 
     impl Platform for Probe {
+        // Each test's threads take indices of their own, as a kernel's CPUs have.
+        const PROMISE: Option<CpuPromise> = Some(CpuPromise::for_tests());
+
         fn cpu(&self) -> usize {
             HostPlatform.cpu()
         }

@@ -250,16 +250,19 @@ fn tracer_events() -> u64 {
 /// interrupt, while a control thread loops create, resize, clear, destroy of one
 /// instance and snapshot swaps of another. Every snapshot is checked frozen and
 /// balanced when its swap returns (a quiescent point), and every event written to
-/// the kept instance is counted in exactly one snapshot or the live set.
+/// the kept instance is counted in exactly one snapshot or the live set. The
+/// platform promises its CPU indices (`Probe`), so the writers' section is the
+/// kernel's: plain loads and stores.
 #[test]
 fn tracer_control_operations_under_nested_writers_account_exactly() {
+    use super::util::Probe;
     use crate::event::DescriptorKind;
     use crate::{InstanceConfig, Limits, Tracer, event::EventDescriptor};
     static EV: EventDescriptor = EventDescriptor::new("s", "e", "", &[], DescriptorKind::Event);
     let limits = Limits { max_instances: 4, max_total_bytes: 64 << 20 };
     let cfg = InstanceConfig { bytes_per_cpu: 4096, mode: Mode::Overwrite, snapshot: true };
-    let tracer: &'static Tracer<HostPlatform> =
-        Box::leak(Box::new(Tracer::new(HostPlatform, CPUS, &[&EV], limits, cfg).unwrap()));
+    let tracer: &'static Tracer<Probe> =
+        Box::leak(Box::new(Tracer::new(Probe::default(), CPUS, &[&EV], limits, cfg).unwrap()));
     tracer.top().set_tracing(false);
     let keep = tracer.get_or_create("keep", cfg).unwrap();
     keep.set_event(Some("s"), None, true).unwrap();
