@@ -65,9 +65,10 @@ use crate::symtab::SymbolTable;
 /// is dense: every CPU below the count the tracer was built for (events from a
 /// higher one are refused and counted).
 pub trait Platform: Clone + Send + Sync + 'static {
-    /// Index of the CPU running the caller, below the buffer's CPU count, and no other
-    /// running caller's (see the trait's documentation). Callable from any context
-    /// (thread, IRQ, NMI); must not change during one call into the tracer.
+    /// Index of the CPU running the caller, below the buffer's CPU count, and (for
+    /// callers to have rings of their own; required with [`Platform::PROMISE`]) no
+    /// other running caller's. Callable from any context (thread, IRQ, NMI); must not
+    /// change during one call into the tracer.
     fn cpu(&self) -> usize;
 
     /// Nanoseconds from any fixed origin, monotonic (never decreasing) on each CPU and
