@@ -26,6 +26,29 @@ fn tracer() -> &'static Tracer<Probe> {
     tracer
 }
 
+/// Two descriptors of one system and name are refused, naming it: tracefs, filters
+/// and the dump reached only one of them. One descriptor listed twice is one event.
+#[test]
+fn two_events_of_one_name_are_refused() {
+    use crate::event::{DescriptorKind, EventDescriptor};
+    use crate::tracer::TracerError;
+    static A: EventDescriptor = EventDescriptor::new("dup", "e", "", &[], DescriptorKind::Event);
+    static B: EventDescriptor = EventDescriptor::new("dup", "e", "", &[], DescriptorKind::Event);
+    let limits = Limits { max_instances: 2, max_total_bytes: 1 << 20 };
+    let new = |events: &[&'static EventDescriptor]| {
+        Tracer::new(Probe::default(), 1, events, limits, CONFIG).map(drop)
+    };
+    for events in [&[&A, &B][..], &[&A, &B, &A]] {
+        let refused = new(events).unwrap_err();
+        assert!(matches!(refused, TracerError::DuplicateEvent(d) if d.name == "e"), "{refused:?}");
+        assert_eq!(
+            std::format!("{refused}"),
+            "event dup:e is defined twice (an event's system and name name one event)"
+        );
+    }
+    assert!(new(&[&A, &A]).is_ok());
+}
+
 /// `destroy` of another tracer's instance is refused: it took the slot of the same
 /// number in this tracer, an instance someone held, and its memory count.
 #[test]

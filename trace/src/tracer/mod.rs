@@ -338,9 +338,15 @@ impl<P: Platform> Tracer<P> {
             .try_reserve_exact(descriptors.len() + builtin().len())
             .map_err(|_| TracerError::NoMemory)?;
         events.extend(descriptors.iter().copied().chain(builtin()));
-        events.sort_by(|a, b| (a.system, a.name, a.format).cmp(&(b.system, b.name, b.format)));
+        let key = |d: &&'static EventDescriptor| (d.system, d.name, core::ptr::from_ref(*d));
+        events.sort_by(|a, b| key(a).cmp(&key(b)));
         // A descriptor may be listed twice (a section seen through two symbols).
         events.dedup_by(|a, b| core::ptr::eq(*a, *b));
+        if let Some(pair) =
+            events.windows(2).find(|p| (p[0].system, p[0].name) == (p[1].system, p[1].name))
+        {
+            return Err(TracerError::DuplicateEvent(pair[1]));
+        }
         if events.len() > usize::from(crate::ring::record::MAX_EVENT_ID) {
             return Err(TracerError::TooManyEvents);
         }
@@ -1475,6 +1481,9 @@ pub enum TracerError {
     TooManyEvents,
     /// This descriptor's format string is malformed or names a missing field.
     BadFormat(&'static EventDescriptor),
+    /// Another descriptor has this one's system and name (two `event!`s of one name,
+    /// in two crates, say): tracefs, filters and the dump would reach one of them.
+    DuplicateEvent(&'static EventDescriptor),
     /// The top-level instance could not be created.
     TopLevel(InstanceError),
     /// The build's `emit!` sites are NOPs that only [`Platform::set_key`] arms (trace's
@@ -1494,6 +1503,11 @@ impl core::fmt::Display for TracerError {
             TracerError::BadFormat(d) => {
                 write!(f, "event {}:{} has a bad format string", d.system, d.name)
             }
+            TracerError::DuplicateEvent(d) => write!(
+                f,
+                "event {}:{} is defined twice (an event's system and name name one event)",
+                d.system, d.name
+            ),
             TracerError::TopLevel(e) => write!(f, "top-level instance: {e}"),
             TracerError::KeysNotPatched => f.write_str(
                 "trace's static-keys feature is on but the platform cannot patch sites \
