@@ -342,6 +342,9 @@ fn triggers_read_and_refuse_as_linux_selftests_expect() {
         let replaced = "traceon:unlimited\n\
                         hist:keys=common_cpu:vals=hitcount:sort=hitcount:size=128 [active]";
         assert_eq!(cat(&mut m, &trigger), replaced, "{root}");
+        // `val=` names the values as `vals=` does; a size rounds up to a power of two.
+        m.run(&format!("echo 'hist:keys=common_cpu:val=hitcount:size=100' > {trigger}"));
+        assert_eq!(cat(&mut m, &trigger), replaced, "{root}");
         let out = m.run(&format!("echo 'hist:keys=nope' > {trigger}"));
         assert!(out.contains("Invalid argument"), "{root}: {out}");
         assert_eq!(cat(&mut m, &trigger), replaced, "{root}: a refused line removes nothing");

@@ -198,6 +198,12 @@ fn trace_shows_real_kernel_events_merged_in_time_order() {
     };
     assert!(has("irq_handler_entry", "irq=48"), "timer interrupts");
     assert!(has("tick", "interval="), "timer ticks with fields");
+    // One CPU's file: its records only, under a header that counts every CPU, as
+    // Linux's (`#P` is the CPUs online, whichever file).
+    let cpu2 = m.run("cat per_cpu/cpu2/trace");
+    assert!(cpu2.contains("#P:4"), "{cpu2}");
+    let lines = trace_lines(&cpu2);
+    assert!(!lines.is_empty() && lines.iter().all(|l| l.cpu == 2), "{cpu2}");
     assert!(has("rx", "byte=0x75"), "serial input ('u')");
     assert!(has("command", "uptime"), "shell commands");
     // ftrace's header, and the context of each line: the shell's commands in thread
