@@ -14,16 +14,51 @@ const SMALL: Config = Config { cpus: 2, bytes_per_cpu: 4096, mode: Mode::Overwri
 const CONFIG: InstanceConfig =
     InstanceConfig { bytes_per_cpu: 4096, mode: Mode::Overwrite, snapshot: false };
 
-/// A tracer of two CPUs that lives as long as the test process (a static keeps it
-/// reachable, so Miri's leak check holds).
+/// Tracers the tests leaked, kept reachable so that Miri's leak check holds.
+static KEPT_TRACERS: Mutex<Vec<&'static Tracer<Probe>>> = Mutex::new(Vec::new());
+
+/// A tracer of two CPUs that lives as long as the test process (in
+/// [`KEPT_TRACERS`]).
 fn tracer() -> &'static Tracer<Probe> {
-    static KEPT: Mutex<Vec<&'static Tracer<Probe>>> = Mutex::new(Vec::new());
     HostPlatform::set_cpu(0);
     let limits = Limits { max_instances: 4, max_total_bytes: 1 << 20 };
     let tracer =
         Box::leak(Box::new(Tracer::new(Probe::default(), 2, &[], limits, CONFIG).unwrap()));
-    KEPT.lock().unwrap().push(tracer);
+    KEPT_TRACERS.lock().unwrap().push(tracer);
     tracer
+}
+
+/// On a CPU beyond the tracer's (the platform's index at or above its count) there
+/// is no section to read in: the getters read under the locks instead and give what
+/// they give on CPU 0, and the events written there are refused and counted.
+#[test]
+fn getters_on_a_cpu_beyond_the_tracers_read_under_the_lock() {
+    use crate::event::{DescriptorKind, EventDescriptor};
+    static EV: EventDescriptor =
+        EventDescriptor::new("beyond", "e", "", &[], DescriptorKind::Event);
+    let limits = Limits { max_instances: 2, max_total_bytes: 1 << 20 };
+    let config = InstanceConfig { snapshot: true, ..CONFIG };
+    HostPlatform::set_cpu(0);
+    let t = Box::leak(Box::new(Tracer::new(Probe::default(), 2, &[&EV], limits, config).unwrap()));
+    let top = t.top();
+    top.set_filter(&EV, "common_pid == 1").unwrap();
+    top.set_trigger(&EV, "traceoff").unwrap();
+    let here = |top: &crate::Instance<'_, Probe>| {
+        let sizes = (top.bytes_per_cpu(), top.has_snapshot(), top.mode(), top.clock());
+        (top.tracing(), sizes, top.filter(&EV), top.triggers(&EV), top.recorder().live().cpus())
+    };
+    let on_cpu0 = here(&top);
+    HostPlatform::set_cpu(2);
+    assert_eq!(here(&top), on_cpu0);
+    top.set_tracing(false);
+    assert!(!top.tracing(), "set from beyond, under the lock");
+    top.set_tracing(true);
+    top.write_marker("from beyond").unwrap_err();
+    HostPlatform::set_cpu(0);
+    assert!(top.tracing());
+    let stats = top.stats(0).unwrap();
+    assert_eq!((stats.entries, stats.dropped), (0, 1), "{stats:?}");
+    KEPT_TRACERS.lock().unwrap().push(t);
 }
 
 /// Two descriptors of one system and name are refused, naming it: tracefs, filters
