@@ -99,11 +99,17 @@ pub fn start_application_processors(apic_ids: &[u32], low_page: x86_64::PhysAddr
             core::hint::spin_loop();
         }
         // Too late: the CPU, if it ever arrives, finds it given up. Arrived meanwhile:
-        // it comes online without waiting for anything.
+        // it comes online without waiting for anything, and is waited for (it runs
+        // kernel code already, so nothing else may start before it is online).
         let given_up = ARRIVING
             .compare_exchange(index, usize::MAX, Ordering::AcqRel, Ordering::Relaxed)
             .is_ok();
+        let mut warned = false;
         while !given_up && online() == index {
+            if !warned && clock::now_ns() > deadline + START_TIMEOUT_NS {
+                warned = true;
+                crate::println!("smp: cpu {index} started but is not online yet; still waiting");
+            }
             core::hint::spin_loop();
         }
         if given_up {
@@ -118,7 +124,8 @@ pub fn start_application_processors(apic_ids: &[u32], low_page: x86_64::PhysAddr
 /// Where an application processor arrives from the trampoline.
 extern "C" fn ap_main(index: usize) -> ! {
     if ARRIVING.compare_exchange(index, usize::MAX, Ordering::AcqRel, Ordering::Relaxed).is_err() {
-        // The boot CPU gave up on this CPU and may have started another on its index.
+        // The boot CPU gave up on this CPU (and started no other after it): it must
+        // not run, or trace, outside what the tracer's barrier reaches.
         arch::halt_forever();
     }
     percpu::init_this_cpu(index, apic::id());

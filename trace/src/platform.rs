@@ -23,7 +23,7 @@ use crate::symtab::SymbolTable;
 /// shares between CPUs (`Send + Sync`), typically a unit struct. A kernel must give
 /// [`Platform::cpu`], [`Platform::now`] and [`Platform::may_wait`]; the rest have
 /// defaults, though without [`Platform::context`] every record shows a thread with
-/// interrupts on, and without [`Platform::PROMISE`] every event pays an atomic add
+/// interrupts on, and without [`Platform::PROMISE`] every event pays two compare-and-swaps
 /// and a full fence:
 ///
 /// ```
@@ -53,9 +53,12 @@ use crate::symtab::SymbolTable;
 /// section"). How a writer counts itself into its CPU's section depends on
 /// [`Platform::PROMISE`]:
 /// - without it (the default), with atomic read-modify-writes and full fences,
-///   correct whatever [`Platform::cpu`] returns: callers that share an index share a
-///   ring (their records interleave, and a control operation may refuse as if it ran
-///   inside a writer), but the tracer reads no freed memory;
+///   memory-safe whatever [`Platform::cpu`] returns. Callers that share an index
+///   still share a ring, whose writers count their nesting with plain stores: two at
+///   once can leave it wedged (its records never published, a clear of it refused or
+///   waiting for good) or let a clear reset it under a writer. A control operation
+///   may also refuse as if it ran inside a writer, and a grace period waits for a
+///   moment when none of the sharers is inside. The tracer reads no freed memory;
 /// - with it, with plain loads and stores and the platform's own barriers: the
 ///   platform promises, in `unsafe` code ([`CpuPromise::new`]), that two callers
 ///   running at once never get the same index, and that its barriers pair.
@@ -92,8 +95,8 @@ pub trait Platform: Clone + Send + Sync + 'static {
 
     /// The promise that makes the per-CPU section plain loads and stores, given by
     /// `unsafe` code (see [`CpuPromise::new`] for what it promises). The default,
-    /// `None`, promises nothing: the section then costs an atomic read-modify-write
-    /// and a full fence per event, and the two barriers below are not called.
+    /// `None`, promises nothing: the section then costs two compare-and-swaps and a
+    /// full fence per event, and the two barriers below are not called.
     const PROMISE: Option<CpuPromise> = None;
 
     /// The writer's half of the asymmetric barrier: orders the writer's store of its
@@ -244,7 +247,8 @@ mod host {
 
     /// A host platform for tests and tools: each thread says which "CPU" it is with
     /// [`HostPlatform::set_cpu`] (every thread starts as CPU 0: threads that write to
-    /// one tracer should each take an index of their own, or they share a ring). It
+    /// one tracer must each take an index of their own for the rings to stay whole,
+    /// see [`Platform`]). It
     /// makes no [`Platform::PROMISE`], so two threads on one index are safe. The clock is
     /// `std::time::Instant`, or a per-thread manual clock that advances by one on each
     /// read once [`HostPlatform::set_clock`] was called (deterministic timestamps for

@@ -48,8 +48,10 @@ static ACKNOWLEDGED: [Acknowledged; MAX_CPUS] =
 //   program order, and the heavy barrier returns once every other online CPU has
 //   executed `mfence` in the barrier IPI's handler, at an instruction boundary of
 //   whatever it was running (the argument at the top of this module). A CPU that is
-//   not online yet writes only while the boot CPU waits for it to arrive
-//   (`smp::start_application_processors`), when no control operation runs.
+//   not online yet writes only while the boot CPU waits for it to come online
+//   (`smp::start_application_processors`, which `kernel_main` calls once, before
+//   the shell, the persistent trace and the watchdog start: nothing runs a control
+//   operation, or a barrier that could miss a CPU coming online, meanwhile).
 pub const TRACER_PROMISE: trace::CpuPromise = unsafe { trace::CpuPromise::new() };
 
 /// The hot side's half: orders the caller's accesses in program order against a

@@ -76,12 +76,16 @@ impl Sections {
     }
 
     /// Enters CPU `cpu`'s section (the caller runs on it). `None` if there is no such
-    /// CPU. Callable from any context; never blocks.
+    /// CPU, or if 2^24 - 1 callers are inside it already (deeper nesting would carry
+    /// into the epoch). Callable from any context; never blocks.
     #[inline(always)]
     pub(crate) fn enter<P: Platform>(&self, platform: &P, cpu: usize) -> Option<SectionGuard<'_>> {
         let section = &**self.cpus.get(cpu)?;
         let leave = if P::PROMISE.is_some() {
             let word = section.word.load(Relaxed);
+            if word & DEPTH == DEPTH {
+                return None;
+            }
             // An exact increment: an interrupt between the load and the store restores
             // the word before it returns (writers nest like a stack), and no other
             // caller has this index (the promise). Release: the word carries the
@@ -98,9 +102,18 @@ impl Sections {
             // on if we were the only writer inside.
             Some(if word & DEPTH == 0 { word.wrapping_add(EPOCH) } else { word })
         } else {
-            // Release: as above (here, a read-modify-write, it also continues the
-            // release sequence of the exit before it).
-            section.word.fetch_add(1, Release);
+            // Release: as above (a read-modify-write continues the exit's release
+            // sequence anyway).
+            let mut word = section.word.load(Relaxed);
+            loop {
+                if word & DEPTH == DEPTH {
+                    return None;
+                }
+                match section.word.compare_exchange_weak(word, word + 1, Release, Relaxed) {
+                    Ok(_) => break,
+                    Err(now) => word = now,
+                }
+            }
             preempt_point(Point::Section);
             // Both halves of the barrier are full fences without the promise.
             fence(SeqCst);
@@ -193,5 +206,48 @@ impl Drop for SectionGuard<'_> {
                 }
             }
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::{CpuPromise, HostPlatform};
+
+    /// A platform that promises, for the promised path.
+    #[derive(Clone, Copy)]
+    struct Promised;
+
+    impl Platform for Promised {
+        const PROMISE: Option<CpuPromise> = Some(CpuPromise::for_tests());
+        fn cpu(&self) -> usize {
+            0
+        }
+        fn now(&self) -> u64 {
+            0
+        }
+        fn may_wait(&self) -> bool {
+            true
+        }
+    }
+
+    /// One more caller than the depth counts is refused, on either path: its entry
+    /// would carry into the epoch, and a waiter would take the CPU for empty while
+    /// every caller is still inside.
+    fn refuses_entry_when_full<P: Platform>(platform: P) {
+        let sections = Sections::new(1).unwrap();
+        // As if 2^24 - 2 callers were inside, one epoch on.
+        sections.cpus[0].word.store(EPOCH + DEPTH - 1, Relaxed);
+        let last = sections.enter(&platform, 0).expect("room for one more");
+        assert!(sections.enter(&platform, 0).is_none(), "entered past the depth's bits");
+        assert_eq!(sections.cpus[0].word.load(Relaxed), EPOCH + DEPTH);
+        drop(last);
+        assert_eq!(sections.cpus[0].word.load(Relaxed), EPOCH + DEPTH - 1);
+    }
+
+    #[test]
+    fn a_full_section_refuses_entry_rather_than_carry_into_the_epoch() {
+        refuses_entry_when_full(Promised);
+        refuses_entry_when_full(HostPlatform);
     }
 }

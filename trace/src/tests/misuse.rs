@@ -61,7 +61,7 @@ fn getters_on_a_cpu_beyond_the_tracers_read_under_the_lock() {
     KEPT_TRACERS.lock().unwrap().push(t);
 }
 
-/// Two descriptors of one system and name are refused, naming it: tracefs, filters
+/// Two tracepoints of one system and name are refused, naming it: tracefs, filters
 /// and the dump reached only one of them. One descriptor listed twice is one event.
 #[test]
 fn two_events_of_one_name_are_refused() {
@@ -82,6 +82,12 @@ fn two_events_of_one_name_are_refused() {
         );
     }
     assert!(new(&[&A, &A]).is_ok());
+    // `printk!` sites are each an `ftrace:bprint` of their own.
+    static P: EventDescriptor =
+        EventDescriptor::new("ftrace", "bprint", "p", &[], DescriptorKind::Printk);
+    static Q: EventDescriptor =
+        EventDescriptor::new("ftrace", "bprint", "q", &[], DescriptorKind::Printk);
+    assert!(new(&[&P, &Q]).is_ok());
 }
 
 /// `destroy` of another tracer's instance is refused: it took the slot of the same

@@ -338,13 +338,19 @@ impl<P: Platform> Tracer<P> {
             .try_reserve_exact(descriptors.len() + builtin().len())
             .map_err(|_| TracerError::NoMemory)?;
         events.extend(descriptors.iter().copied().chain(builtin()));
-        let key = |d: &&'static EventDescriptor| (d.system, d.name, core::ptr::from_ref(*d));
+        let key =
+            |d: &&'static EventDescriptor| (d.system, d.name, d.format, core::ptr::from_ref(*d));
         events.sort_by(|a, b| key(a).cmp(&key(b)));
         // A descriptor may be listed twice (a section seen through two symbols).
         events.dedup_by(|a, b| core::ptr::eq(*a, *b));
-        if let Some(pair) =
-            events.windows(2).find(|p| (p[0].system, p[0].name) == (p[1].system, p[1].name))
-        {
+        // Every `printk!` site is an `ftrace:bprint` of its own; two tracepoints of
+        // one name are a mistake tracefs could not tell apart.
+        let same = |p: &[&EventDescriptor]| {
+            p[0].kind == DescriptorKind::Event
+                && p[1].kind == DescriptorKind::Event
+                && (p[0].system, p[0].name) == (p[1].system, p[1].name)
+        };
+        if let Some(pair) = events.windows(2).find(|p| same(p)) {
             return Err(TracerError::DuplicateEvent(pair[1]));
         }
         if events.len() > usize::from(crate::ring::record::MAX_EVENT_ID) {
@@ -1481,8 +1487,9 @@ pub enum TracerError {
     TooManyEvents,
     /// This descriptor's format string is malformed or names a missing field.
     BadFormat(&'static EventDescriptor),
-    /// Another descriptor has this one's system and name (two `event!`s of one name,
+    /// Another tracepoint has this one's system and name (two `event!`s of one name,
     /// in two crates, say): tracefs, filters and the dump would reach one of them.
+    /// (`printk!` sites share `ftrace:bprint`, as Linux's do.)
     DuplicateEvent(&'static EventDescriptor),
     /// The top-level instance could not be created.
     TopLevel(InstanceError),
