@@ -9,7 +9,7 @@ total() {
     valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null "$bin" "$1" "$2" 2>&1 |
         awk '/I *refs:/ { gsub(",", "", $NF); print $NF }'
 }
-for mode in floor disabled raw enabled enabled2 filter-pass filter-reject trigger-idle hist; do
+for mode in floor disabled raw enabled enabled2 filter-pass filter-reject trigger-idle hist unpromised; do
     a=$(total "$mode" 100000)
     b=$(total "$mode" 200000)
     echo "$mode: $(( (b - a) / 100000 )) instructions per event"

@@ -11,12 +11,13 @@
 //! passes / fails at its first term), `trigger-idle` (`enabled` with a `traceon`
 //! trigger while recording is on: it has nothing to do), `hist` (a `hist` trigger
 //! keyed on `a % 64`'s field, summing `b`, on the event recorded in no instance: the
-//! histogram's cost alone).
+//! histogram's cost alone), `unpromised` (`enabled` on a platform that makes no
+//! [`trace::Platform::PROMISE`]).
 
 use std::hint::black_box;
 mod common;
-use common::{BenchPlatform, tsc};
-use trace::{InstanceConfig, Limits, Mode, Tracer};
+use common::{BenchPlatform, Unpromised, tsc};
+use trace::{InstanceConfig, Limits, Mode, Platform, Tracer};
 
 trace::event! {
     /// Two integers, the reference shape.
@@ -28,16 +29,24 @@ fn main() {
     let mode = args.next().expect("usage: instructions MODE N");
     let n: u64 = args.next().and_then(|n| n.parse().ok()).expect("usage: instructions MODE N");
     BenchPlatform::set_cpu(0);
+    match mode.as_str() {
+        "unpromised" => run(Unpromised, "enabled", n),
+        mode => run(BenchPlatform, mode, n),
+    }
+}
+
+/// Runs `n` iterations of `mode` with a tracer on `platform`.
+fn run<P: Platform>(platform: P, mode: &str, n: u64) {
     let limits = Limits { max_instances: 4, max_total_bytes: 64 << 20 };
     let config = InstanceConfig { bytes_per_cpu: 64 << 10, mode: Mode::Overwrite, snapshot: false };
-    let tracer: &'static Tracer<BenchPlatform> = Box::leak(Box::new(
-        Tracer::new(BenchPlatform, 1, trace::linked_events!(), limits, config).expect("tracer"),
+    let tracer: &'static Tracer<P> = Box::leak(Box::new(
+        Tracer::new(platform, 1, trace::linked_events!(), limits, config).expect("tracer"),
     ));
     trace::install(tracer).expect("install");
     let instance = tracer.get_or_create("bench", config).expect("instance");
     let recorder = instance.recorder();
     let id = BENCH.descriptor().id();
-    match mode.as_str() {
+    match mode {
         "floor" => {
             let mut ring = vec![0u64; 8192];
             for i in 0..n {
@@ -68,7 +77,7 @@ fn main() {
         "filter-pass" | "filter-reject" => {
             instance.set_event(Some("bench"), None, true).expect("enable");
             // Both terms evaluated and true / the first one false.
-            let filter = match mode.as_str() {
+            let filter = match mode {
                 "filter-pass" => "a < 0xffffffffff && b != 0xffffffffff",
                 _ => "a == 0xffffffffff && b == 0",
             };
