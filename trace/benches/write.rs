@@ -6,7 +6,9 @@
 //! each measured for: `floor` (read the TSC, store a header word and the payload into
 //! a plain array), `trace_buffer` (`Buffer::write`, overwrite mode, ring full so every
 //! write also reclaims), `trace_recorder` (`Recorder::write`: the same plus the
-//! section a tracer's writers enter), `crossbeam_array_queue` (`ArrayQueue::force_push` of the same
+//! section a tracer's writers enter), `trace_recorder_unpromised` (the same on a
+//! platform that makes no `Platform::PROMISE`: the section's compare-and-swaps and
+//! fence), `crossbeam_array_queue` (`ArrayQueue::force_push` of the same
 //! timestamped record) and `ringbuf` (`HeapRb::push_overwrite`).
 //!
 //! `constant_clock`: `Buffer::write` with a constant clock against crossbeam's
@@ -27,7 +29,7 @@ use std::time::{Duration, Instant};
 use trace::{Mode, ring::Buffer, ring::Config, ring::Recorder};
 
 mod common;
-use common::{BenchPlatform, tsc};
+use common::{BenchPlatform, Unpromised, tsc};
 
 /// Bytes per ring (and per floor array / peer queue, in records).
 const RING_BYTES: usize = 64 << 10;
@@ -79,6 +81,13 @@ fn payload_group<const N: usize>(c: &mut Criterion, name: &str) {
         b.iter(|| {
             let p: &[u8; N] = black_box(&payload);
             let _ = rec.write(ID, p);
+        })
+    });
+    let unpromised = Recorder::new(Unpromised, config(1), false).unwrap();
+    g.bench_function("trace_recorder_unpromised", |b| {
+        b.iter(|| {
+            let p: &[u8; N] = black_box(&payload);
+            let _ = unpromised.write(ID, p);
         })
     });
 

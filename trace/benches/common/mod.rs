@@ -53,7 +53,7 @@ impl Platform for BenchPlatform {
 /// [`BenchPlatform`] without its promise: the section every event enters is then
 /// compare-and-swaps and a full fence (what a kernel that makes none pays).
 #[derive(Clone, Copy)]
-#[allow(dead_code, reason = "only the instruction counts compare the two")]
+#[allow(dead_code, reason = "not every benchmark measures the section without the promise")]
 pub struct Unpromised;
 
 impl Platform for Unpromised {
