@@ -113,6 +113,10 @@ pub fn start_application_processors(apic_ids: &[u32], low_page: x86_64::PhysAddr
             core::hint::spin_loop();
         }
         if given_up {
+            // Back to waiting for a startup IPI, where it runs nothing: stopped in
+            // `ap_main` it would have no IDT, and the panic's NMI to every other
+            // CPU would triple-fault it (and reset the machine).
+            apic::send_ipi(Destination::Apic(apic_id), Ipi::Init);
             crate::println!("smp: cpu with APIC id {apic_id} did not start");
             break;
         }

@@ -343,7 +343,10 @@ fn triggers_read_and_refuse_as_linux_selftests_expect() {
                         hist:keys=common_cpu:vals=hitcount:sort=hitcount:size=128 [active]";
         assert_eq!(cat(&mut m, &trigger), replaced, "{root}");
         // `val=` names the values as `vals=` does; a size rounds up to a power of two.
-        m.run(&format!("echo 'hist:keys=common_cpu:val=hitcount:size=100' > {trigger}"));
+        m.run(&format!("echo 'hist:keys=common_cpu:val=hitcount:size=200' > {trigger}"));
+        let rounded = replaced.replace("size=128", "size=256");
+        assert_eq!(cat(&mut m, &trigger), rounded, "{root}");
+        m.run(&format!("echo 'hist:keys=common_cpu:size=128' > {trigger}"));
         assert_eq!(cat(&mut m, &trigger), replaced, "{root}");
         let out = m.run(&format!("echo 'hist:keys=nope' > {trigger}"));
         assert!(out.contains("Invalid argument"), "{root}: {out}");

@@ -8,6 +8,7 @@
 use crate::context::Context;
 use crate::event::EventDescriptor;
 use crate::symtab::SymbolTable;
+use core::marker::PhantomData;
 
 /// The kernel's side of the tracer.
 ///
@@ -33,7 +34,7 @@ use crate::symtab::SymbolTable;
 /// impl trace::Platform for MyPlatform {
 ///     // SAFETY: one CPU, whose interrupts nest inside what they interrupt, and the
 ///     // default barriers (full fences on both sides).
-///     const PROMISE: Option<trace::CpuPromise> = Some(unsafe { trace::CpuPromise::new() });
+///     const PROMISE: Option<trace::CpuPromise<Self>> = Some(unsafe { trace::CpuPromise::new() });
 ///
 ///     fn cpu(&self) -> usize {
 ///         0 // a single-CPU kernel; an SMP one reads its per-CPU data (GS base)
@@ -97,10 +98,10 @@ pub trait Platform: Clone + Send + Sync + 'static {
     /// `unsafe` code (see [`CpuPromise::new`] for what it promises). The default,
     /// `None`, promises nothing: the section then costs two compare-and-swaps and a
     /// full fence per event, and the two barriers below are not called.
-    const PROMISE: Option<CpuPromise> = None;
+    const PROMISE: Option<CpuPromise<Self>> = None;
 
     /// The writer's half of the asymmetric barrier: orders the writer's store of its
-    /// section depth before its loads of the tracer's state, as seen by a control
+    /// section word before its loads of the tracer's state, as seen by a control
     /// operation that ran [`Platform::heavy_barrier`]. Callable from any context.
     /// Called only if the platform gives [`Platform::PROMISE`].
     #[inline(always)]
@@ -193,19 +194,33 @@ pub trait Platform: Clone + Send + Sync + 'static {
     }
 }
 
-/// A platform's promise about its CPU index and its barriers, which lets writers
+/// Platform `P`'s promise about its CPU index and its barriers, which lets writers
 /// count themselves into their CPU's section with plain loads and stores
-/// ([`Platform::PROMISE`]). Only `unsafe` code makes one: the tracer's memory safety
-/// rests on it.
-#[derive(Clone, Copy, Debug)]
-pub struct CpuPromise(());
+/// ([`Platform::PROMISE`]). Only `unsafe` code makes one, and it is of one platform
+/// type (another platform cannot take it over): the tracer's memory safety rests on
+/// it.
+pub struct CpuPromise<P>(PhantomData<fn() -> P>);
 
-impl CpuPromise {
-    /// The promise, for a platform's [`Platform::PROMISE`].
+impl<P> Clone for CpuPromise<P> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<P> Copy for CpuPromise<P> {}
+
+impl<P> core::fmt::Debug for CpuPromise<P> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("CpuPromise")
+    }
+}
+
+impl<P: Platform> CpuPromise<P> {
+    /// The promise, for `P`'s [`Platform::PROMISE`].
     ///
     /// # Safety
     ///
-    /// The platform whose `PROMISE` this is guarantees, for every tracer built on it:
+    /// Platform `P` guarantees, for every tracer built on it:
     /// - two callers running at once never get the same [`Platform::cpu`], and a
     ///   caller's index does not change during a call into the tracer (interrupts
     ///   and NMIs on a CPU nest inside its caller, as a stack);
@@ -219,14 +234,14 @@ impl CpuPromise {
     /// buffers it frees.
     #[allow(unsafe_code, reason = "declares the contract the platform takes on")]
     pub const unsafe fn new() -> Self {
-        CpuPromise(())
+        CpuPromise(PhantomData)
     }
 
     /// The promise the crate's own test platforms make: each thread that writes to a
     /// tracer takes an index of its own, and the barriers are full fences.
     #[cfg(test)]
     pub(crate) const fn for_tests() -> Self {
-        CpuPromise(())
+        CpuPromise(PhantomData)
     }
 }
 
@@ -248,8 +263,8 @@ mod host {
     /// A host platform for tests and tools: each thread says which "CPU" it is with
     /// [`HostPlatform::set_cpu`] (every thread starts as CPU 0: threads that write to
     /// one tracer must each take an index of their own for the rings to stay whole,
-    /// see [`Platform`]). It
-    /// makes no [`Platform::PROMISE`], so two threads on one index are safe. The clock is
+    /// see [`Platform`]). It makes no [`Platform::PROMISE`], so two threads on one
+    /// index are memory-safe (though their ring may wedge). The clock is
     /// `std::time::Instant`, or a per-thread manual clock that advances by one on each
     /// read once [`HostPlatform::set_clock`] was called (deterministic timestamps for
     /// tests). Every thread may wait.

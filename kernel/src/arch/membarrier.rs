@@ -35,25 +35,6 @@ struct Acknowledged(AtomicU64);
 static ACKNOWLEDGED: [Acknowledged; MAX_CPUS] =
     [const { Acknowledged(AtomicU64::new(0)) }; MAX_CPUS];
 
-/// The tracer's promise for this kernel ([`trace::Platform::PROMISE`]): its per-CPU
-/// section is then plain loads and stores, ordered by [`light`] against the
-/// tracer's heavy barrier (`barrier::all_cpus`, built on [`start`]).
-// SAFETY: what `trace::CpuPromise::new` asks for holds here.
-// - The CPU index (`percpu::index`) is read through GS, which each CPU points at its
-//   own `PerCpu` once, first thing, with the index `smp` gave it alone (a CPU that
-//   arrives after the boot CPU gave up on it stops before that). Code never
-//   migrates: there is no scheduler, and interrupts and NMIs run on the interrupted
-//   CPU, nested inside what they interrupt.
-// - The barriers pair: `light` is a compiler fence, so the writer's accesses stay in
-//   program order, and the heavy barrier returns once every other online CPU has
-//   executed `mfence` in the barrier IPI's handler, at an instruction boundary of
-//   whatever it was running (the argument at the top of this module). A CPU that is
-//   not online yet writes only while the boot CPU waits for it to come online
-//   (`smp::start_application_processors`, which `kernel_main` calls once, before
-//   the shell, the persistent trace and the watchdog start: nothing runs a control
-//   operation, or a barrier that could miss a CPU coming online, meanwhile).
-pub const TRACER_PROMISE: trace::CpuPromise = unsafe { trace::CpuPromise::new() };
-
 /// The hot side's half: orders the caller's accesses in program order against a
 /// CPU that runs a barrier, at no cost but to the compiler's freedom. Callable from
 /// any context.

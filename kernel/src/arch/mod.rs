@@ -36,6 +36,7 @@ pub mod qemu;
 pub mod rtc;
 pub mod smp;
 pub mod stack;
+pub mod trace_platform;
 pub mod uart;
 
 /// Reads the CPU's time-stamp counter.

@@ -7,7 +7,7 @@ pub mod functions;
 pub use files::{consume, stream_pipe, write_cpu_stats, write_snapshot, write_trace};
 
 use crate::arch::irq::{self, Running};
-use crate::arch::{membarrier, percpu};
+use crate::arch::{membarrier, percpu, trace_platform};
 use crate::{barrier, clock};
 use spin::Once;
 use trace::{Activity, Context, Instance, InstanceConfig, Limits, Mode, Tracer, TracerError};
@@ -127,16 +127,12 @@ fn returns_into(ret: u64, prefixes: &[&str]) -> bool {
     name.is_some_and(|(name, _)| prefixes.iter().any(|p| name.starts_with(p)))
 }
 
-/// What `trace` needs from the kernel: the CPU index from per-CPU data (callable from
-/// any context), the TSC clock in nanoseconds, the writer's context (what the CPU
-/// runs, kept per CPU by its handlers: `irq::Running`; and the interrupt flag), and
-/// the asymmetric memory barrier: a compiler fence for writers, an IPI to every other
-/// CPU for control operations.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct KernelPlatform;
+pub use crate::arch::trace_platform::KernelPlatform;
 
+/// The kernel's side of the tracer. `cpu`, `light_barrier` and `heavy_barrier` are
+/// what `arch::trace_platform::PROMISE` promises about: keep them so.
 impl trace::Platform for KernelPlatform {
-    const PROMISE: Option<trace::CpuPromise> = Some(membarrier::TRACER_PROMISE);
+    const PROMISE: Option<trace::CpuPromise<Self>> = Some(trace_platform::PROMISE);
 
     #[inline(always)]
     fn cpu(&self) -> usize {

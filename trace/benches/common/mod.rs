@@ -27,7 +27,7 @@ impl Platform for BenchPlatform {
     // (`set_cpu`), and the benchmarks run their control operations on a thread while
     // no other thread is in a tracer's section (before or after its writers run), so
     // a compiler fence on the writer's side pairs with the fence on the control side.
-    const PROMISE: Option<CpuPromise> = Some(unsafe { CpuPromise::new() });
+    const PROMISE: Option<CpuPromise<Self>> = Some(unsafe { CpuPromise::new() });
 
     #[inline(always)]
     fn cpu(&self) -> usize {
@@ -41,9 +41,9 @@ impl Platform for BenchPlatform {
     fn may_wait(&self) -> bool {
         true
     }
-    /// As a kernel's: a compiler fence, the heavy side doing the work. The benchmarks
-    /// run their control operations and their writers on one thread, so a fence on
-    /// the heavy side is enough here.
+    /// As a kernel's: a compiler fence, the heavy side doing the work. No control
+    /// operation runs while another thread is in a section (see `PROMISE`), so a
+    /// fence on the heavy side is enough here.
     #[inline(always)]
     fn light_barrier(&self) {
         std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);

@@ -327,6 +327,20 @@ impl<P: Platform> Buffer<P> {
         ring.write_with(|| self.mode(), &self.platform, tag, len, limit, fill)
     }
 
+    /// Refuses a write that found no section to enter on CPU `cpu`: a CPU beyond the
+    /// set (`BadCpu`), or sections nested past their depth's bits there (dropped,
+    /// counted as a write nested too deep).
+    #[cold]
+    pub(crate) fn refuse_outside_section(&self, cpu: usize) -> WriteError {
+        match self.rings.get(cpu) {
+            Some(ring) => {
+                ring.drop_too_deep();
+                WriteError::Dropped
+            }
+            None => self.refuse(0, Refusal::BadCpu),
+        }
+    }
+
     #[cold]
     fn refuse(&self, cpu: usize, why: Refusal) -> WriteError {
         if let Some(ring) = self.rings.get(cpu) {

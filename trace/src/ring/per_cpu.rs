@@ -450,6 +450,12 @@ impl Ring {
         Ok(())
     }
 
+    /// Counts a write dropped for nesting too deep, found before it reached the ring
+    /// (its section could not count it). Rare: a real read-modify-write.
+    pub(crate) fn drop_too_deep(&self) {
+        self.w.deep_dropped.fetch_add(1, Relaxed);
+    }
+
     /// Counts a refused write (see [`Refusal`]). Rare: a real read-modify-write.
     pub(crate) fn refuse(&self, why: Refusal) {
         self.w.refused[why as usize].fetch_add(1, Relaxed);

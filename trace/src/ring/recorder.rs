@@ -211,6 +211,12 @@ impl<P: Platform> Recorder<P> {
         self.live.load(Acquire) & 1
     }
 
+    /// The sections its writers enter, for tests that fill one.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn sections(&self) -> &Sections {
+        &self.sections
+    }
+
     /// The live buffer set (for control and readers).
     #[inline(always)]
     pub fn live(&self) -> &Buffer<P> {
@@ -239,8 +245,9 @@ impl<P: Platform> Recorder<P> {
     ) -> Result<(), WriteError> {
         let platform = self.sets[0].platform();
         let cpu = platform.cpu();
-        // Outside a section only on a CPU beyond the set, which the write refuses.
-        let _section = self.sections.enter(platform, cpu);
+        let Some(_section) = self.sections.enter(platform, cpu) else {
+            return Err(self.live().refuse_outside_section(cpu));
+        };
         self.live().write_on(cpu, id, len, len, fill)
     }
 

@@ -3,7 +3,7 @@
 //! A writer enters its CPU's section once per event, before it reads any of the
 //! tracer's state (enable masks, instance slots, the live buffer set), and leaves it
 //! when its records are committed. A section is one word per CPU: how many writers
-//! are inside, and below it how many times the last one left (the epoch).
+//! are inside, and above them how many times the last one left (the epoch).
 //!
 //! How writers count themselves depends on the platform's [`Platform::PROMISE`]:
 //! - promised (one running caller per index, barriers that pair): plain loads and
@@ -40,7 +40,7 @@ struct Section {
     word: AtomicU64,
 }
 
-/// The bits of a section word that count the writers inside (at most 2^24 at once).
+/// The bits of a section word that count the writers inside (at most 2^24 - 1 at once).
 const DEPTH: u64 = (1 << 24) - 1;
 /// One exit of the last writer inside, in a section word.
 const EPOCH: u64 = 1 << 24;
@@ -120,6 +120,12 @@ impl Sections {
             None
         };
         Some(SectionGuard { section, leave, _not_send: PhantomData })
+    }
+
+    /// Makes CPU `cpu`'s section look as if `depth` callers were inside it.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn set_depth_for_tests(&self, cpu: usize, depth: u64) {
+        self.cpus[cpu].word.store(depth, Relaxed);
     }
 
     /// Starts a grace period: checks that the caller may wait. `WouldDeadlock` if it
@@ -219,7 +225,7 @@ mod tests {
     struct Promised;
 
     impl Platform for Promised {
-        const PROMISE: Option<CpuPromise> = Some(CpuPromise::for_tests());
+        const PROMISE: Option<CpuPromise<Self>> = Some(CpuPromise::for_tests());
         fn cpu(&self) -> usize {
             0
         }
@@ -237,7 +243,7 @@ mod tests {
     fn refuses_entry_when_full<P: Platform>(platform: P) {
         let sections = Sections::new(1).unwrap();
         // As if 2^24 - 2 callers were inside, one epoch on.
-        sections.cpus[0].word.store(EPOCH + DEPTH - 1, Relaxed);
+        sections.set_depth_for_tests(0, EPOCH + DEPTH - 1);
         let last = sections.enter(&platform, 0).expect("room for one more");
         assert!(sections.enter(&platform, 0).is_none(), "entered past the depth's bits");
         assert_eq!(sections.cpus[0].word.load(Relaxed), EPOCH + DEPTH);

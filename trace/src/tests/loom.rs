@@ -30,7 +30,7 @@ struct LoomPlatform;
 impl Platform for LoomPlatform {
     // Each model's threads take indices of their own: the models check the kernel's
     // section, plain loads and stores.
-    const PROMISE: Option<CpuPromise> = Some(CpuPromise::for_tests());
+    const PROMISE: Option<CpuPromise<Self>> = Some(CpuPromise::for_tests());
 
     fn cpu(&self) -> usize {
         CPU.with(|c| c.get())

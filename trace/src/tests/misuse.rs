@@ -61,6 +61,22 @@ fn getters_on_a_cpu_beyond_the_tracers_read_under_the_lock() {
     KEPT_TRACERS.lock().unwrap().push(t);
 }
 
+/// A write through a recorder whose CPU's section is full (2^24 - 1 callers inside:
+/// one more would carry into the epoch) is dropped and counted, not written outside
+/// the section.
+#[test]
+fn a_write_past_the_sections_depth_is_dropped_and_counted() {
+    HostPlatform::set_cpu(0);
+    let recorder = crate::ring::Recorder::new(HostPlatform, SMALL, false).unwrap();
+    recorder.sections().set_depth_for_tests(0, (1 << 24) - 1);
+    assert_eq!(recorder.write(1, b"deep"), Err(crate::ring::WriteError::Dropped));
+    let stats = recorder.live().stats(0).unwrap();
+    assert_eq!((stats.written, stats.entries, stats.dropped), (1, 0, 1), "{stats:?}");
+    recorder.sections().set_depth_for_tests(0, 0);
+    recorder.write(1, b"ok").unwrap();
+    assert_eq!(recorder.live().stats(0).unwrap().entries, 1);
+}
+
 /// Two tracepoints of one system and name are refused, naming it: tracefs, filters
 /// and the dump reached only one of them. One descriptor listed twice is one event.
 #[test]
@@ -88,6 +104,12 @@ fn two_events_of_one_name_are_refused() {
     static Q: EventDescriptor =
         EventDescriptor::new("ftrace", "bprint", "q", &[], DescriptorKind::Printk);
     assert!(new(&[&P, &Q]).is_ok());
+    // Two tracepoints of that name are refused, whatever sites sort between them.
+    static R: EventDescriptor =
+        EventDescriptor::new("ftrace", "bprint", "o", &[], DescriptorKind::Event);
+    static S: EventDescriptor =
+        EventDescriptor::new("ftrace", "bprint", "r", &[], DescriptorKind::Event);
+    assert!(matches!(new(&[&P, &Q, &R, &S]), Err(TracerError::DuplicateEvent(_))));
 }
 
 /// `destroy` of another tracer's instance is refused: it took the slot of the same

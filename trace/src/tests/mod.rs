@@ -69,7 +69,7 @@ pub(crate) mod util {
 
     impl Platform for Probe {
         // Each test's threads take indices of their own, as a kernel's CPUs have.
-        const PROMISE: Option<CpuPromise> = Some(CpuPromise::for_tests());
+        const PROMISE: Option<CpuPromise<Self>> = Some(CpuPromise::for_tests());
 
         fn cpu(&self) -> usize {
             HostPlatform.cpu()

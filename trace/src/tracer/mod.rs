@@ -284,8 +284,9 @@ pub struct Tracer<P> {
     slots: [RcuCell<Recorder<P>>; MAX_INSTANCES],
     /// Each slot's instance name, for the panic path (which takes no lock).
     names: [RcuCell<String>; MAX_INSTANCES],
-    /// Per slot: events written from a CPU beyond the tracer's (refused, counted on
-    /// CPU 0 as dropped).
+    /// Per slot: events written with no section to enter (refused, counted on CPU 0
+    /// as dropped): from a CPU beyond the tracer's, or, on any CPU, inside sections
+    /// nested past their depth's bits (2^24 - 1).
     bad_cpu: [AtomicU64; MAX_INSTANCES],
     /// Per slot: the CPUs whose events the instance records (`tracing_cpumask`; bit
     /// `c` for CPU `c`, CPUs from 64 on always record), as set.
@@ -344,14 +345,14 @@ impl<P: Platform> Tracer<P> {
         // A descriptor may be listed twice (a section seen through two symbols).
         events.dedup_by(|a, b| core::ptr::eq(*a, *b));
         // Every `printk!` site is an `ftrace:bprint` of its own; two tracepoints of
-        // one name are a mistake tracefs could not tell apart.
-        let same = |p: &[&EventDescriptor]| {
-            p[0].kind == DescriptorKind::Event
-                && p[1].kind == DescriptorKind::Event
-                && (p[0].system, p[0].name) == (p[1].system, p[1].name)
-        };
-        if let Some(pair) = events.windows(2).find(|p| same(p)) {
-            return Err(TracerError::DuplicateEvent(pair[1]));
+        // one name are a mistake tracefs could not tell apart. Sorted by name, the
+        // tracepoints of one name follow each other, whatever sites sort between.
+        let mut last: Option<&EventDescriptor> = None;
+        for &d in events.iter().filter(|d| d.kind == DescriptorKind::Event) {
+            if last.is_some_and(|l| (l.system, l.name) == (d.system, d.name)) {
+                return Err(TracerError::DuplicateEvent(d));
+            }
+            last = Some(d);
         }
         if events.len() > usize::from(crate::ring::record::MAX_EVENT_ID) {
             return Err(TracerError::TooManyEvents);
@@ -565,9 +566,10 @@ impl<P: Platform> Tracer<P> {
 
     /// Runs `act` on the instance's recorder as writers reach it: inside this CPU's
     /// section, without a lock, so from any context. `act` is short: grace periods
-    /// wait for it. On a CPU beyond the tracer's (a platform that reports more CPUs
-    /// than it built the tracer for), which has no section, under the instance's
-    /// lock: from thread context only, there.
+    /// wait for it. Where there is no section (a CPU beyond the tracer's, when a
+    /// platform reports more CPUs than it built the tracer for; or sections nested
+    /// past their depth's bits), under the instance's lock: from thread context
+    /// only, there.
     pub(crate) fn with_published<R>(
         &self,
         state: &InstanceState<P>,
@@ -1073,7 +1075,7 @@ impl<P: Platform> Tracer<P> {
 
     /// The hooks of `slot`'s instance for the event at `index`.
     pub(crate) fn hooks_of(&self, slot: usize, index: usize) -> Option<Arc<EventHooks>> {
-        // As `with_published`: on a CPU beyond the tracer's, under the registry's lock.
+        // As `with_published`: with no section, under the registry's lock.
         let section = self.sections.enter(&self.platform, self.platform.cpu());
         match section {
             Some(section) => self.hooks[slot].read(section.held())?.get(index)?.clone(),
@@ -1158,7 +1160,8 @@ impl<P: Platform> Tracer<P> {
         stopped
     }
 
-    /// Events written into `slot` from a CPU beyond the tracer's.
+    /// Events written into `slot` with no section to enter (see `Tracer::bad_cpu`'s
+    /// field).
     pub(crate) fn bad_cpu(&self, slot: usize) -> u64 {
         self.bad_cpu[slot].load(Relaxed)
     }

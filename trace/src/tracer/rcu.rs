@@ -1,6 +1,8 @@
-//! The crate's one `unsafe`: a pointer that writers read inside their section and
-//! control operations replace, freeing the old value only after a grace period
-//! (read-copy-update).
+//! The crate's one module of `unsafe` code: a pointer that writers read inside their
+//! section and control operations replace, freeing the old value only after a grace
+//! period (read-copy-update). Its argument rests on the grace period, and so on the
+//! section: on the platform's `CpuPromise` where it gives one (see
+//! `Platform::PROMISE`), on atomic read-modify-writes otherwise.
 //!
 //! Why `unsafe` here: a writer must reach an instance's recorder with nothing but
 //! loads (no reference count, no lock: it runs in NMIs and on every event), while a
