@@ -45,6 +45,19 @@ const DEPTH: u64 = (1 << 24) - 1;
 /// One exit of the last writer inside, in a section word.
 const EPOCH: u64 = 1 << 24;
 
+/// Replaces `word` by `change` of it, with a compare-and-swap (`Release`): for
+/// callers that may share the word. Returns the old value, or `None`, changing
+/// nothing, if `change` refuses it.
+fn update(word: &AtomicU64, change: impl Fn(u64) -> Option<u64>) -> Option<u64> {
+    let mut now = word.load(Relaxed);
+    loop {
+        match word.compare_exchange_weak(now, change(now)?, Release, Relaxed) {
+            Ok(old) => return Some(old),
+            Err(seen) => now = seen,
+        }
+    }
+}
+
 /// Proof that the caller is inside its CPU's section for `'a`, borrowed from its
 /// [`SectionGuard`]: what readers of section-protected state take. Zero-sized and
 /// `Copy`, so passing it costs nothing and keeps the guard out of memory; `!Send`,
@@ -104,16 +117,8 @@ impl Sections {
         } else {
             // Release: as above (a read-modify-write continues the exit's release
             // sequence anyway).
-            let mut word = section.word.load(Relaxed);
-            loop {
-                if word & DEPTH == DEPTH {
-                    return None;
-                }
-                match section.word.compare_exchange_weak(word, word + 1, Release, Relaxed) {
-                    Ok(_) => break,
-                    Err(now) => word = now,
-                }
-            }
+            let more = |word: u64| (word & DEPTH != DEPTH).then_some(word + 1);
+            update(&section.word, more)?;
             preempt_point(Point::Section);
             // Both halves of the barrier are full fences without the promise.
             fence(SeqCst);
@@ -201,16 +206,11 @@ impl Drop for SectionGuard<'_> {
         if let Some(word) = self.leave {
             section.store(word, Release);
         } else {
-            let mut word = section.load(Relaxed);
-            loop {
-                // The last writer out moves the epoch on, in the same change.
-                let left =
-                    if word & DEPTH == 1 { (word - 1).wrapping_add(EPOCH) } else { word - 1 };
-                match section.compare_exchange_weak(word, left, Release, Relaxed) {
-                    Ok(_) => break,
-                    Err(now) => word = now,
-                }
-            }
+            // The last writer out moves the epoch on, in the same change.
+            let left = |word: u64| {
+                Some(if word & DEPTH == 1 { (word - 1).wrapping_add(EPOCH) } else { word - 1 })
+            };
+            update(section, left);
         }
     }
 }
@@ -218,24 +218,8 @@ impl Drop for SectionGuard<'_> {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::{CpuPromise, HostPlatform};
-
-    /// A platform that promises, for the promised path.
-    #[derive(Clone, Copy)]
-    struct Promised;
-
-    impl Platform for Promised {
-        const PROMISE: Option<CpuPromise<Self>> = Some(CpuPromise::for_tests());
-        fn cpu(&self) -> usize {
-            0
-        }
-        fn now(&self) -> u64 {
-            0
-        }
-        fn may_wait(&self) -> bool {
-            true
-        }
-    }
+    use crate::HostPlatform;
+    use crate::tests::util::Probe;
 
     /// One more caller than the depth counts is refused, on either path: its entry
     /// would carry into the epoch, and a waiter would take the CPU for empty while
@@ -253,7 +237,8 @@ mod tests {
 
     #[test]
     fn a_full_section_refuses_entry_rather_than_carry_into_the_epoch() {
-        refuses_entry_when_full(Promised);
+        // `Probe` promises; `HostPlatform` does not.
+        refuses_entry_when_full(Probe::default());
         refuses_entry_when_full(HostPlatform);
     }
 }

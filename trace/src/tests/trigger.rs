@@ -676,6 +676,18 @@ pub(super) fn tracer(events: &[&'static EventDescriptor]) -> &'static Tracer<Hos
     tracer_on(1, events)
 }
 
+/// Instance `name` of `t`, with a snapshot buffer, recording `system`'s events.
+fn snapshot_instance<'t>(
+    t: &'t Tracer<HostPlatform>,
+    name: &str,
+    system: &str,
+) -> crate::Instance<'t, HostPlatform> {
+    let config = InstanceConfig { snapshot: true, ..InstanceConfig::default() };
+    let i = t.get_or_create(name, config).unwrap();
+    i.set_event(Some(system), None, true).unwrap();
+    i
+}
+
 /// [`tracer`] with `cpus` CPUs.
 fn tracer_on(cpus: usize, events: &[&'static EventDescriptor]) -> &'static Tracer<HostPlatform> {
     HostPlatform::set_cpu(0);
@@ -1491,9 +1503,7 @@ fn a_snapshot_trigger_keeps_its_event_when_another_swap_comes_between() {
     static EV: EventDescriptor =
         EventDescriptor::new("zsw", "ev", "n={n}", N_FIELDS, DescriptorKind::Event);
     let t = tracer(&[&EV]);
-    let config = InstanceConfig { snapshot: true, ..InstanceConfig::default() };
-    let i = t.get_or_create("i", config).unwrap();
-    i.set_event(Some("zsw"), None, true).unwrap();
+    let i = snapshot_instance(t, "i", "zsw");
     i.set_trigger(&EV, "snapshot if n > 0").unwrap();
     fire(t, &EV, 1);
     let recorder = i.recorder();
@@ -1522,9 +1532,7 @@ fn triggers_that_need_no_record_act_before_it() {
     static EV: EventDescriptor =
         EventDescriptor::new("zpre", "ev", "n={n}", N_FIELDS, DescriptorKind::Event);
     let t = tracer(&[&EV]);
-    let config = InstanceConfig { snapshot: true, ..InstanceConfig::default() };
-    let i = t.get_or_create("i", config).unwrap();
-    i.set_event(Some("zpre"), None, true).unwrap();
+    let i = snapshot_instance(t, "i", "zpre");
     let recorder = i.recorder();
     let (live, snapshot) =
         (|| recorded(recorder.live(), EV.id()), || recorded(recorder.snapshot().unwrap(), EV.id()));
@@ -1557,9 +1565,7 @@ fn post_triggers_act_after_the_others_whatever_the_order() {
     static EV: EventDescriptor =
         EventDescriptor::new("zpost", "ev", "n={n}", N_FIELDS, DescriptorKind::Event);
     let t = tracer(&[&EV]);
-    let config = InstanceConfig { snapshot: true, ..InstanceConfig::default() };
-    let i = t.get_or_create("i", config).unwrap();
-    i.set_event(Some("zpost"), None, true).unwrap();
+    let i = snapshot_instance(t, "i", "zpost");
     i.set_trigger(&EV, "snapshot:1 if n == 1").unwrap();
     i.set_trigger(&EV, "stacktrace:1").unwrap();
     assert_eq!(i.triggers(&EV), ["stacktrace:count=1", "snapshot:count=1 if n == 1"]);
@@ -1579,12 +1585,8 @@ fn an_event_fires_early_in_one_instance_and_late_in_another() {
     static EV: EventDescriptor =
         EventDescriptor::new("zmix", "ev", "n={n}", N_FIELDS, DescriptorKind::Event);
     let t = tracer(&[&EV]);
-    let config = InstanceConfig { snapshot: true, ..InstanceConfig::default() };
     let (early, late) =
-        (t.get_or_create("early", config).unwrap(), t.get_or_create("late", config).unwrap());
-    for i in [&early, &late] {
-        i.set_event(Some("zmix"), None, true).unwrap();
-    }
+        (snapshot_instance(t, "early", "zmix"), snapshot_instance(t, "late", "zmix"));
     early.set_trigger(&EV, "snapshot:1").unwrap();
     late.set_trigger(&EV, "snapshot:1 if n > 0").unwrap();
     fire(t, &EV, 1);
