@@ -24,8 +24,8 @@ use core::marker::PhantomData;
 /// shares between CPUs (`Send + Sync`), typically a unit struct. A kernel must give
 /// [`Platform::cpu`], [`Platform::now`] and [`Platform::may_wait`]; the rest have
 /// defaults, though without [`Platform::context`] every record shows a thread with
-/// interrupts on, and without [`Platform::PROMISE`] every event pays two compare-and-swaps
-/// and a full fence:
+/// interrupts on, and without [`Platform::PROMISE`] every event pays three compare-and-swaps
+/// and a full fence, and an interrupt's write inside another is dropped:
 ///
 /// ```
 /// #[derive(Clone, Copy)]
@@ -55,14 +55,15 @@ use core::marker::PhantomData;
 /// [`Platform::PROMISE`]:
 /// - without it (the default), with atomic read-modify-writes and full fences,
 ///   memory-safe whatever [`Platform::cpu`] returns. Callers that share an index
-///   still share a ring, whose writers count their nesting with plain stores: two at
-///   once can leave it wedged (its records never published, a clear of it refused or
-///   waiting for good) or let a clear reset it under a writer. A control operation
-///   may also refuse as if it ran inside a writer, and a grace period waits for a
-///   moment when none of the sharers is inside. The tracer reads no freed memory;
+///   still share a ring, which then takes one writer at a time: a write that finds
+///   another inside (a sharer's, or one it interrupted) is dropped and counted as
+///   nested too deep, and nothing wedges. A control operation may also refuse
+///   as if it ran inside a writer, and a grace period waits for a moment when none of
+///   the sharers is inside. The tracer reads no freed memory;
 /// - with it, with plain loads and stores and the platform's own barriers: the
 ///   platform promises, in `unsafe` code ([`CpuPromise::new`]), that two callers
-///   running at once never get the same index, and that its barriers pair.
+///   running at once never get the same index, and that its barriers pair. A ring's
+///   writers then nest like a stack (an interrupt's write inside another is kept).
 ///
 /// Either way, a caller stays on its CPU for each call into the tracer (preemption
 /// or migration off, as for any per-CPU data; interrupts may stay on), and the index
@@ -97,7 +98,9 @@ pub trait Platform: Clone + Send + Sync + 'static {
     /// The promise that makes the per-CPU section plain loads and stores, given by
     /// `unsafe` code (see [`CpuPromise::new`] for what it promises). The default,
     /// `None`, promises nothing: the section then costs two compare-and-swaps and a
-    /// full fence per event, and the two barriers below are not called.
+    /// full fence per event, each ring takes one writer at a time (a compare-and-swap
+    /// more; a write that finds another inside, an interrupt's among them, is dropped
+    /// and counted), and the two barriers below are not called.
     const PROMISE: Option<CpuPromise<Self>> = None;
 
     /// The writer's half of the asymmetric barrier: orders the writer's store of its
@@ -264,7 +267,8 @@ mod host {
     /// [`HostPlatform::set_cpu`] (every thread starts as CPU 0: threads that write to
     /// one tracer must each take an index of their own for the rings to stay whole,
     /// see [`Platform`]). It makes no [`Platform::PROMISE`], so two threads on one
-    /// index are memory-safe (though their ring may wedge). The clock is
+    /// index are memory-safe, and their ring takes one writer at a time (a write that
+    /// finds another inside is dropped and counted). The clock is
     /// `std::time::Instant`, or a per-thread manual clock that advances by one on each
     /// read once [`HostPlatform::set_clock`] was called (deterministic timestamps for
     /// tests). Every thread may wait.

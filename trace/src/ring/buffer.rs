@@ -259,7 +259,10 @@ impl<P: Platform> Buffer<P> {
     /// Records event `id` with a payload of `len` bytes that `fill` writes in place
     /// (through [`crate::field::Sink`]); bytes it leaves unwritten are zero. The record is
     /// committed when `fill` returns: a reservation cannot outlive it. Interrupts may
-    /// write meanwhile. Callable from any context, including NMI.
+    /// write meanwhile (kept if the platform gives [`crate::Platform::PROMISE`];
+    /// without it a ring takes one writer at a time, and a write inside another,
+    /// `fill`'s own among them, is dropped and counted). Callable from any context,
+    /// including NMI.
     #[inline]
     pub fn write_with(
         &self,

@@ -427,9 +427,10 @@ impl Ring {
         // Read before the reservation's atomics, so it is read once.
         let data = &*self.data;
         let (depth, at_hdr, hdr) = self.reserve(mode, platform, tag, len)?;
+        let alone = P::PROMISE.is_none();
         // If `fill` unwinds (host builds), the reservation stays padding rather than
         // leaving the ring's nesting depth raised.
-        let abandon = Abandon { ring: self, depth };
+        let abandon = Abandon { ring: self, depth, alone };
         let mut writer = RecordWriter {
             data,
             pos: at_hdr + 1,
@@ -446,7 +447,7 @@ impl Ring {
         // point stays padding (see `seal`).
         at(data, at_hdr).store(hdr, Relaxed);
         core::mem::forget(abandon);
-        self.commit_event(depth);
+        self.commit_event(depth, alone);
         Ok(())
     }
 
@@ -467,6 +468,12 @@ impl Ring {
     /// fills the payload, stores the event's header and calls [`Ring::commit_event`],
     /// or leaves the padding ([`Abandon`]). On error nothing is reserved and the depth
     /// is left.
+    ///
+    /// Writers nest like a stack only on a platform that gives [`Platform::PROMISE`].
+    /// Without it, two callers sharing a CPU index may write at once, so the ring
+    /// takes one writer at a time: entry is a compare-and-swap of `nest` from 0 to 1,
+    /// and a write that finds another inside (another caller's, or one it interrupted)
+    /// is dropped and counted as nested too deep.
     #[inline]
     pub(crate) fn reserve<P: Platform>(
         &self,
@@ -478,18 +485,26 @@ impl Ring {
         let w = &self.w;
         let data = &*self.data;
         let depth = w.nest.load(Relaxed);
-        if depth >= MAX_DEPTH {
-            // Several depths above MAX_DEPTH may race here, hence a real RMW.
+        let alone = P::PROMISE.is_none();
+        // Acquire, without the promise: the writer that left before us may have run
+        // on another thread, and we go on from its `head` and counters.
+        if depth >= MAX_DEPTH
+            || alone && (depth != 0 || w.nest.compare_exchange(0, 1, Acquire, Relaxed).is_err())
+        {
+            // Several depths above MAX_DEPTH (or sharers of the index) may race here,
+            // hence a real RMW.
             w.deep_dropped.fetch_add(1, Relaxed);
             return Err(WriteError::Dropped);
         }
-        // Load and store are an exact increment: an interrupt that arrives in between
-        // restores `nest` before it returns (writers nest like a stack).
-        w.nest.store(depth + 1, Relaxed);
+        if !alone {
+            // Load and store are an exact increment: an interrupt that arrives in
+            // between restores `nest` before it returns (writers nest like a stack).
+            w.nest.store(depth + 1, Relaxed);
+        }
         signal_fence();
         preempt_point(Point::Entered);
         if w.corrupt.load(Relaxed) {
-            self.leave(depth);
+            self.leave(depth, alone);
             self.refuse(Refusal::Corrupt);
             return Err(WriteError::Corrupt);
         }
@@ -506,7 +521,7 @@ impl Ring {
             if end > w.limit.load(Relaxed) {
                 if !self.make_room(mode(), pos, end, depth) {
                     bump(&self.counters[depth].dropped, 1);
-                    self.leave(depth);
+                    self.leave(depth, alone);
                     return Err(WriteError::Dropped);
                 }
             } else {
@@ -541,18 +556,20 @@ impl Ring {
         Ok((depth, p, header(tag, len, ts)))
     }
 
-    /// Counts the reserved event as committed and finishes it.
+    /// Counts the reserved event as committed and finishes it (`alone`: the ring takes
+    /// one writer at a time, see [`Ring::reserve`]).
     #[inline]
-    pub(crate) fn commit_event(&self, depth: usize) {
+    fn commit_event(&self, depth: usize, alone: bool) {
         preempt_point(Point::Filled);
         bump(&self.counters[depth].committed, 1);
-        self.leave(depth);
+        self.leave(depth, alone);
     }
 
     /// Leaves the write path at `depth`. The outermost writer (depth 0) publishes
-    /// everything reserved so far, including records of writers that interrupted it.
+    /// everything reserved so far, including records of writers that interrupted it
+    /// (none if `alone`: it then publishes its own and lets the next writer in).
     #[inline]
-    fn leave(&self, depth: usize) {
+    fn leave(&self, depth: usize, alone: bool) {
         let w = &self.w;
         signal_fence();
         if depth != 0 {
@@ -571,6 +588,11 @@ impl Ring {
             w.nest.store(0, Release);
             signal_fence();
             preempt_point(Point::Committed);
+            // Alone, no one reserved while we were inside; a writer reserving now is
+            // the next one in, which publishes its own record.
+            if alone {
+                return;
+            }
             // An interrupt that reserved after our load of `head` saw nest == 1 and left
             // its record for us to publish: go round again.
             if w.head.load(Relaxed) == h {
@@ -1045,11 +1067,12 @@ impl Ring {
 struct Abandon<'a> {
     ring: &'a Ring,
     depth: usize,
+    alone: bool,
 }
 
 impl Drop for Abandon<'_> {
     fn drop(&mut self) {
-        self.ring.leave(self.depth);
+        self.ring.leave(self.depth, self.alone);
     }
 }
 

@@ -1,7 +1,7 @@
 //! Unit tests of the buffer set, readers and recorder, single-threaded, including
 //! simulated interrupts (nested writers) at every point of the write path.
 
-use super::util::{buffer, consume, events, nest};
+use super::util::{Probe, buffer, consume, events, nest};
 use crate::field::Sink;
 use crate::sync::{Point, hook};
 use crate::{
@@ -369,7 +369,7 @@ const POINTS: [Point; 6] = [
 /// (counting every point, so the loops inside reserve are covered too). Returns whether
 /// it fired and the point.
 fn with_interrupt(
-    b: &Rc<Buffer<HostPlatform>>,
+    b: &Rc<Buffer<Probe>>,
     k: usize,
     inner: Vec<(u16, Vec<u8>)>,
     outer: impl FnOnce(),
@@ -524,7 +524,7 @@ fn recorder_swap_takes_a_snapshot() {
     HostPlatform::set_cpu(0);
     HostPlatform::set_clock(1);
     let cfg = Config { cpus: 2, bytes_per_cpu: 1024, mode: Mode::Overwrite };
-    let r = Recorder::new(HostPlatform, cfg, false).unwrap();
+    let r = Recorder::new(Probe::default(), cfg, false).unwrap();
     r.write(1, b"a").unwrap();
     assert_eq!(r.swap(), Err(Error::NoSpare));
     assert!(r.snapshot().is_none());
@@ -565,7 +565,7 @@ fn recorder_swap_takes_a_snapshot() {
 
 /// Runs `innermost` inside `n` nested holds of `buffer`, each but the innermost
 /// checked taken; `innermost` is told whether its own was.
-fn nested_holds(buffer: &Buffer<HostPlatform>, n: usize, innermost: &mut dyn FnMut(bool)) {
+fn nested_holds(buffer: &Buffer<Probe>, n: usize, innermost: &mut dyn FnMut(bool)) {
     buffer.with_writes_held(|held| {
         if n == 1 {
             innermost(held);
@@ -583,7 +583,7 @@ fn nested_holds(buffer: &Buffer<HostPlatform>, n: usize, innermost: &mut dyn FnM
 fn a_hold_keeps_writes_out_while_its_closure_runs() {
     HostPlatform::set_cpu(0);
     let cfg = Config { cpus: 1, bytes_per_cpu: 1024, mode: Mode::Overwrite };
-    let r = Recorder::new(HostPlatform, cfg, true).unwrap();
+    let r = Recorder::new(Probe::default(), cfg, true).unwrap();
     r.write(1, b"a").unwrap();
     r.live().with_writes_held(|held| {
         assert!(held);
@@ -622,7 +622,7 @@ fn a_hold_keeps_writes_out_while_its_closure_runs() {
 fn released_holds_let_writes_in_and_count_out_nothing_when_dropped() {
     HostPlatform::set_cpu(0);
     let cfg = Config { cpus: 1, bytes_per_cpu: 1024, mode: Mode::Overwrite };
-    let r = Recorder::new(HostPlatform, cfg, true).unwrap();
+    let r = Recorder::new(Probe::default(), cfg, true).unwrap();
     nested_holds(r.live(), 3, &mut |held| {
         assert!(held);
         assert_eq!(r.write(1, b"a"), Err(WriteError::Off));
@@ -650,7 +650,7 @@ fn released_holds_let_writes_in_and_count_out_nothing_when_dropped() {
 fn clear_is_all_or_nothing_while_a_consumer_reads() {
     HostPlatform::set_cpu(0);
     let cfg = Config { cpus: 2, bytes_per_cpu: 1024, mode: Mode::Overwrite };
-    let r = Recorder::new(HostPlatform, cfg, true).unwrap();
+    let r = Recorder::new(Probe::default(), cfg, true).unwrap();
     r.write(1, b"cpu0").unwrap();
     HostPlatform::set_cpu(1);
     r.write(2, b"cpu1").unwrap();

@@ -98,7 +98,7 @@ fn drain_with(c: &mut crate::ring::Consumer<'_>) -> (Vec<u16>, u64) {
 }
 
 /// Consumes everything with a fresh consumer.
-fn drain(b: &Buffer<LoomPlatform>) -> (Vec<u16>, u64) {
+fn drain<P: Platform>(b: &Buffer<P>) -> (Vec<u16>, u64) {
     drain_with(&mut b.consumer(0).unwrap())
 }
 
@@ -331,6 +331,31 @@ fn loom_writers_sharing_an_index_vs_grace_period() {
         sections.grace(&Unpromised).unwrap().wait();
         freed.store(true, Release);
         writers.into_iter().for_each(|w| w.join().unwrap());
+    });
+}
+
+/// Two writers on one ring at once, on a platform that does not promise that
+/// callers have CPU indices of their own: the ring takes one writer at a time, so
+/// each write is kept or counted as dropped, and the write after them is published
+/// (the ring is not left wedged with its depth raised).
+#[test]
+fn loom_writers_sharing_a_ring() {
+    model(3, || {
+        hook::clear();
+        let cfg = Config { cpus: 1, bytes_per_cpu: 64, mode: Mode::Overwrite };
+        let b = Arc::new(Buffer::new(Unpromised, cfg).unwrap());
+        let other = {
+            let b = b.clone();
+            loom::thread::spawn(move || counted(b.write(2, &2u64.to_le_bytes())))
+        };
+        let mine = counted(b.write(1, &1u64.to_le_bytes()));
+        let written = mine + other.join().unwrap();
+        b.write(3, &3u64.to_le_bytes()).unwrap();
+        let s = b.stats(0).unwrap();
+        assert_eq!(s.written, written + 1, "{s:?}");
+        assert!(s.balanced(), "{s:?}");
+        let (ids, _) = drain(&b);
+        assert_eq!(ids.last(), Some(&3), "the last write was not published: {ids:?}");
     });
 }
 

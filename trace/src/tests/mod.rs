@@ -112,16 +112,17 @@ pub(crate) mod util {
     /// Where the unit tests' events are written, for filters: CPU 0's thread.
     pub(crate) const HERE: Origin = Origin { context: Context::TASK, cpu: 0 };
 
-    /// A host buffer set; the calling thread is CPU 0 with a manual clock.
-    pub(crate) fn buffer(cpus: usize, bytes: usize, mode: Mode) -> Buffer<HostPlatform> {
+    /// A host buffer set whose writers nest like a kernel's (the [`Probe`] platform);
+    /// the calling thread is CPU 0 with a manual clock.
+    pub(crate) fn buffer(cpus: usize, bytes: usize, mode: Mode) -> Buffer<Probe> {
         HostPlatform::set_cpu(0);
         HostPlatform::set_clock(1_000);
-        Buffer::new(HostPlatform, Config { cpus, bytes_per_cpu: bytes, mode }).unwrap()
+        Buffer::new(Probe::default(), Config { cpus, bytes_per_cpu: bytes, mode }).unwrap()
     }
 
     /// Arms an interrupt that, at the next `Reserved` point, writes one record (id
     /// `100 + level`) at `level` and arms the next level inside it, up to `last`.
-    pub(crate) fn nest(b: Rc<Buffer<HostPlatform>>, level: u16, last: u16) {
+    pub(crate) fn nest(b: Rc<Buffer<Probe>>, level: u16, last: u16) {
         if level <= last {
             hook::once(Point::Reserved, move || {
                 nest(b.clone(), level + 1, last);
@@ -131,7 +132,7 @@ pub(crate) mod util {
     }
 
     /// (id, payload) of every event of `cpu`, oldest first, not consuming.
-    pub(crate) fn events(b: &Buffer<HostPlatform>, cpu: usize) -> Vec<(u16, Vec<u8>)> {
+    pub(crate) fn events<P: Platform>(b: &Buffer<P>, cpu: usize) -> Vec<(u16, Vec<u8>)> {
         let mut it = b.iter(cpu).unwrap();
         let mut v = Vec::new();
         while let Some(r) = it.next_record() {
@@ -141,7 +142,7 @@ pub(crate) mod util {
     }
 
     /// (id, payload, lost) of every event of `cpu`, consuming.
-    pub(crate) fn consume(b: &Buffer<HostPlatform>, cpu: usize) -> Vec<(u16, Vec<u8>, u64)> {
+    pub(crate) fn consume<P: Platform>(b: &Buffer<P>, cpu: usize) -> Vec<(u16, Vec<u8>, u64)> {
         let mut c = b.consumer(cpu).unwrap();
         let mut v = Vec::new();
         while let Some(r) = c.next_record().unwrap() {

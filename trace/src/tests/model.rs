@@ -3,7 +3,7 @@
 //! both modes, checked after every step against a simple model: a `VecDeque` of
 //! records with word positions, and the same counters.
 
-use super::util::buffer;
+use super::util::{Probe, buffer};
 use crate::ring::per_cpu::slack_for;
 use crate::ring::record::record_words;
 use crate::sync::{Point, hook};
@@ -188,7 +188,7 @@ fn payload(seq: &mut u8, len: usize) -> Vec<u8> {
     (0..len).map(|i| seq.wrapping_add(i as u8)).collect()
 }
 
-fn check(b: &Buffer<HostPlatform>, m: &Model) -> Result<(), TestCaseError> {
+fn check(b: &Buffer<Probe>, m: &Model) -> Result<(), TestCaseError> {
     let mut it = b.iter(0).unwrap();
     let (mut got, mut last) = (Vec::new(), 0);
     while let Some(r) = it.next_record() {

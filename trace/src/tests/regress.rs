@@ -1,7 +1,7 @@
 //! One test per loss or wedge found in the ring and its readers: each failed before
 //! the fix it names and passes after.
 
-use super::util::{buffer, consume, nest};
+use super::util::{Probe, buffer, consume, nest};
 use crate::field::Sink;
 use crate::sync::{Point, hook};
 use crate::{HostPlatform, Mode, ring::Config, ring::Recorder, ring::WriteError};
@@ -126,6 +126,112 @@ fn records_cannot_wedge_the_ring() {
     assert!(s.balanced());
 }
 
+/// A writer of CPU 0 on its own thread (a `HostPlatform` thread that never called
+/// `set_cpu`, sharing the index with every other such thread), and what it says.
+struct Sharer<'s> {
+    /// The write's result.
+    done: std::thread::ScopedJoinHandle<'s, Result<(), WriteError>>,
+    /// `true` when the write stopped at the point it was given, `false` when it
+    /// returned without reaching it.
+    said: std::sync::mpsc::Receiver<bool>,
+    /// Lets a stopped write go on.
+    go: std::sync::mpsc::Sender<()>,
+}
+
+/// Starts a [`Sharer`] writing `id` at clock `ns` to `b`, which stops at `point`.
+fn sharer<'s>(
+    s: &'s std::thread::Scope<'s, '_>,
+    b: &'s crate::ring::Buffer<HostPlatform>,
+    id: u16,
+    ns: u64,
+    point: Point,
+) -> Sharer<'s> {
+    let (said_tx, said) = std::sync::mpsc::channel();
+    let (go, stopped) = std::sync::mpsc::channel::<()>();
+    let done = s.spawn(move || {
+        HostPlatform::set_clock(ns);
+        let told = said_tx.clone();
+        hook::once(point, move || {
+            told.send(true).unwrap();
+            stopped.recv().unwrap();
+        });
+        let r = b.write(id, &[id as u8]);
+        hook::clear();
+        let _ = said_tx.send(false);
+        r
+    });
+    Sharer { done, said, go }
+}
+
+/// A ring of one CPU on `HostPlatform`, which makes no promise about CPU indices;
+/// the caller is CPU 0 too.
+fn shared_ring() -> crate::ring::Buffer<HostPlatform> {
+    HostPlatform::set_cpu(0);
+    let cfg = Config { cpus: 1, bytes_per_cpu: 1024, mode: Mode::Overwrite };
+    crate::ring::Buffer::new(HostPlatform, cfg).unwrap()
+}
+
+/// Two callers that share a CPU index on a platform that makes no promise about
+/// it write at once, out of stack order: the second enters while the first is
+/// inside, and the first leaves first. Counting them as nested left the ring's depth
+/// raised for good, so nothing written after was published. The ring now takes one
+/// writer at a time: the second is dropped and counted, and the ring goes on.
+#[test]
+fn writers_sharing_an_index_cannot_wedge_the_ring() {
+    let b = &shared_ring();
+    std::thread::scope(|s| {
+        let first = sharer(s, b, 1, 10, Point::Reserved);
+        assert!(first.said.recv().unwrap());
+        let second = sharer(s, b, 2, 20, Point::Reserved);
+        // The second is either refused at once or inside beside the first; the first
+        // leaves before it either way.
+        let entered = second.said.recv().unwrap();
+        first.go.send(()).unwrap();
+        assert_eq!(first.done.join().unwrap(), Ok(()));
+        if entered {
+            second.go.send(()).unwrap();
+        }
+        assert_eq!(second.done.join().unwrap(), Err(WriteError::Dropped), "the second got in");
+    });
+    HostPlatform::set_clock(30);
+    b.write(3, b"after").unwrap();
+    let ids: Vec<u16> = super::util::events(b, 0).iter().map(|e| e.0).collect();
+    assert_eq!(ids, [1, 3], "the write after them was published");
+    let s = b.stats(0).unwrap();
+    assert_eq!((s.written, s.entries, s.dropped), (3, 2, 1));
+    assert!(s.balanced(), "{s:?}");
+}
+
+/// A sharer enters just as the writer before it leaves (after its depth went back
+/// to zero, before it looked for records reserved meanwhile): that writer must not
+/// publish the sharer's unfinished record and let a third writer in beside it.
+#[test]
+fn a_sharer_entering_as_the_last_writer_leaves_is_left_alone() {
+    let b = &shared_ring();
+    std::thread::scope(|s| {
+        let first = sharer(s, b, 1, 10, Point::Committed);
+        assert!(first.said.recv().unwrap());
+        let second = sharer(s, b, 2, 20, Point::Reserved);
+        assert!(second.said.recv().unwrap(), "the ring was free");
+        first.go.send(()).unwrap();
+        assert_eq!(first.done.join().unwrap(), Ok(()));
+        // The second is still inside: a third is refused, nothing of the second's
+        // shows, and its reservation is not published.
+        HostPlatform::set_clock(30);
+        assert_eq!(b.write(3, b"third"), Err(WriteError::Dropped), "a third got in");
+        let ids: Vec<u16> = super::util::events(b, 0).iter().map(|e| e.0).collect();
+        assert_eq!(ids, [1]);
+        assert_eq!(b.stats(0).unwrap().unpublished, 16, "the second's record is unpublished");
+        second.go.send(()).unwrap();
+        assert_eq!(second.done.join().unwrap(), Ok(()));
+    });
+    let ids: Vec<u16> = super::util::events(b, 0).iter().map(|e| e.0).collect();
+    assert_eq!(ids, [1, 2]);
+    let s = b.stats(0).unwrap();
+    assert_eq!((s.written, s.entries, s.dropped, s.unpublished), (3, 2, 1, 0));
+    assert!(s.balanced(), "{s:?}");
+}
+
 /// Each nesting depth has its own counters: a writer interrupted between the load
 /// and the store of a counter by one that bumps the same kind of counter loses
 /// nothing. (Sharing one counter across depths loses the interrupt's update.)
@@ -161,7 +267,7 @@ fn an_interrupt_between_a_counters_load_and_store_loses_no_count() {
 fn clear_while_recording_is_exact() {
     HostPlatform::set_cpu(0);
     let cfg = Config { cpus: 1, bytes_per_cpu: 1024, mode: Mode::Overwrite };
-    let r = Recorder::new(HostPlatform, cfg, true).unwrap();
+    let r = Recorder::new(Probe::default(), cfg, true).unwrap();
     for i in 0..10 {
         r.write(i, b"x").unwrap();
     }
@@ -174,12 +280,12 @@ fn clear_while_recording_is_exact() {
 
 /// A tracer of two CPUs and no events whose top level has 1 KiB rings in `mode`
 /// (and a snapshot buffer if `snapshot`), within 1 MiB; the caller is CPU 0.
-fn two_cpus(mode: Mode, snapshot: bool) -> crate::Tracer<HostPlatform> {
+fn two_cpus(mode: Mode, snapshot: bool) -> crate::Tracer<Probe> {
     use crate::{InstanceConfig, Limits, Tracer};
     HostPlatform::set_cpu(0);
     let cfg = InstanceConfig { bytes_per_cpu: 1024, mode, snapshot };
     let limits = Limits { max_instances: 2, max_total_bytes: 1 << 20 };
-    Tracer::new(HostPlatform, 2, &[], limits, cfg).unwrap()
+    Tracer::new(Probe::default(), 2, &[], limits, cfg).unwrap()
 }
 
 /// One CPU's ring is resized or emptied alone; the others keep their records.

@@ -1,7 +1,7 @@
 //! A panic's seal of its CPU's rings (`Ring::seal`): what the writes it stopped hid
 //! is published, and the words they left unwritten are never read as records.
 
-use super::util::{buffer, events};
+use super::util::{Probe, buffer, events};
 use crate::ring::{Buffer, RingStats};
 use crate::sync::{Point, hook};
 use crate::{HostPlatform, Mode};
@@ -19,14 +19,14 @@ type Seen = (u64, Vec<(u16, Vec<u8>)>, RingStats);
 /// NMI records where the CPU was and seals. The seal is looked at inside the
 /// interrupt: a panic never returns to the write it stopped. `None` if the write
 /// passed no `point`.
-fn sealed_at(b: &Rc<Buffer<HostPlatform>>, point: Point) -> Option<Seen> {
+fn sealed_at(b: &Rc<Buffer<Probe>>, point: Point) -> Option<Seen> {
     sealed_at_time(b, point, Some(b"nmi"), None)
 }
 
 /// [`sealed_at`], the interrupt writing `nmi` (if any) at clock reading `at` (if
 /// given).
 fn sealed_at_time(
-    b: &Rc<Buffer<HostPlatform>>,
+    b: &Rc<Buffer<Probe>>,
     point: Point,
     nmi: Option<&'static [u8]>,
     at: Option<u64>,

@@ -4,6 +4,7 @@
 //! concurrent non-consuming iterator; then the accounting is checked exactly. A second
 //! test does the same through a `Recorder` while another thread keeps swapping.
 
+use super::util::Probe;
 use crate::sync::{Point, hook};
 use crate::{HostPlatform, Mode, ring::Buffer, ring::Config, ring::Recorder, ring::WriteError};
 use std::cell::Cell;
@@ -71,12 +72,7 @@ fn writer(write: WriteFn, cpu: usize) -> u64 {
 
 /// Consumes `cpu` until `done` and empty; checks payloads and that no sequence number
 /// is seen twice. Returns (records read, lost reported + pending).
-fn consumer(
-    b: &Buffer<HostPlatform>,
-    cpu: usize,
-    done: &AtomicBool,
-    start: &Barrier,
-) -> (u64, u64) {
+fn consumer(b: &Buffer<Probe>, cpu: usize, done: &AtomicBool, start: &Barrier) -> (u64, u64) {
     let mut c = b.consumer(cpu).unwrap();
     start.wait();
     let mut seen = std::vec![false; (2 * PER_WRITER) as usize];
@@ -100,7 +96,7 @@ fn consumer(
 
 /// Iterates all CPUs (merged) until `done`, checking every record it returns is intact,
 /// and reads the statistics of busy rings (which must not livelock).
-fn iterator(b: &Buffer<HostPlatform>, done: &AtomicBool) -> u64 {
+fn iterator(b: &Buffer<Probe>, done: &AtomicBool) -> u64 {
     let mut n = 0;
     while !done.load(Acquire) {
         for cpu in 0..CPUS {
@@ -126,7 +122,7 @@ fn writers_readers_and_interrupts_account_exactly() {
     let bytes_per_cpu = if cfg!(miri) { 4 << 10 } else { 16 << 10 };
     for mode in [Mode::Overwrite, Mode::Discard] {
         let b = Arc::new(
-            Buffer::new(HostPlatform, Config { cpus: CPUS, bytes_per_cpu, mode }).unwrap(),
+            Buffer::new(Probe::default(), Config { cpus: CPUS, bytes_per_cpu, mode }).unwrap(),
         );
         let done = AtomicBool::new(false);
         let start = Barrier::new(2 * CPUS + 1);
@@ -183,7 +179,7 @@ fn writers_readers_and_interrupts_account_exactly() {
 fn swaps_under_writers_lose_nothing_uncounted() {
     // One more CPU index than writers: the swapper's (its gate is never entered).
     let cfg = Config { cpus: CPUS + 1, bytes_per_cpu: 8 << 10, mode: Mode::Overwrite };
-    let r = Arc::new(Recorder::new(HostPlatform, cfg, true).unwrap());
+    let r = Arc::new(Recorder::new(Probe::default(), cfg, true).unwrap());
     let done = AtomicBool::new(false);
     let start = Barrier::new(CPUS + 1);
     std::thread::scope(|s| {
@@ -255,7 +251,6 @@ fn tracer_events() -> u64 {
 /// kernel's: plain loads and stores.
 #[test]
 fn tracer_control_operations_under_nested_writers_account_exactly() {
-    use super::util::Probe;
     use crate::event::DescriptorKind;
     use crate::{InstanceConfig, Limits, Tracer, event::EventDescriptor};
     static EV: EventDescriptor = EventDescriptor::new("s", "e", "", &[], DescriptorKind::Event);

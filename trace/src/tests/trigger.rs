@@ -4,7 +4,7 @@
 use crate::event::Encode;
 use crate::event::dispatch::Body;
 use crate::field::{Field, FieldKind};
-use crate::tests::util::HERE;
+use crate::tests::util::{HERE, Probe};
 use crate::tracer::trigger::{
     Action, Target, Trigger, TriggerCommand, TriggerError, TriggerReason,
 };
@@ -251,7 +251,7 @@ fn enable_hist_and_disable_hist_drive_the_target_events_histograms() {
     let refused = top.set_trigger(&STOP, "enable_hist:zt10:data").unwrap_err();
     assert!(matches!(refused, HookError::Trigger(e) if e.reason == TriggerReason::Exists));
     assert!(top.event_soft_mode(&DATA).unwrap(), "a target, as in ftrace");
-    let states = |i: &crate::Instance<'_, HostPlatform>| -> Vec<String> {
+    let states = |i: &crate::Instance<'_, Probe>| -> Vec<String> {
         i.triggers(&DATA).iter().map(|t| t.rsplit(' ').next().unwrap().to_string()).collect()
     };
     fire(t, &DATA, 1);
@@ -384,7 +384,7 @@ fn named_histograms_share_one_table_across_events() {
     let t = tracer(&[&A, &B, &C]);
     let top = t.top();
     let other = t.get_or_create("other", InstanceConfig::default()).unwrap();
-    let entries = |i: &crate::Instance<'_, HostPlatform>, event: &EventDescriptor| {
+    let entries = |i: &crate::Instance<'_, Probe>, event: &EventDescriptor| {
         let mut text = String::new();
         i.write_hists(event, None, &mut text).unwrap();
         text.lines().filter(|l| l.starts_with('{')).map(String::from).collect::<Vec<_>>()
@@ -672,16 +672,16 @@ fn hist_actions_keep_the_largest_with_its_fields_and_snapshot_it() {
     }
 }
 
-pub(super) fn tracer(events: &[&'static EventDescriptor]) -> &'static Tracer<HostPlatform> {
+pub(super) fn tracer(events: &[&'static EventDescriptor]) -> &'static Tracer<Probe> {
     tracer_on(1, events)
 }
 
 /// Instance `name` of `t`, with a snapshot buffer, recording `system`'s events.
 fn snapshot_instance<'t>(
-    t: &'t Tracer<HostPlatform>,
+    t: &'t Tracer<Probe>,
     name: &str,
     system: &str,
-) -> crate::Instance<'t, HostPlatform> {
+) -> crate::Instance<'t, Probe> {
     let config = InstanceConfig { snapshot: true, ..InstanceConfig::default() };
     let i = t.get_or_create(name, config).unwrap();
     i.set_event(Some(system), None, true).unwrap();
@@ -689,16 +689,16 @@ fn snapshot_instance<'t>(
 }
 
 /// [`tracer`] with `cpus` CPUs.
-fn tracer_on(cpus: usize, events: &[&'static EventDescriptor]) -> &'static Tracer<HostPlatform> {
+fn tracer_on(cpus: usize, events: &[&'static EventDescriptor]) -> &'static Tracer<Probe> {
     HostPlatform::set_cpu(0);
     HostPlatform::set_clock(1);
     let limits = Limits { max_instances: 4, max_total_bytes: 1 << 20 };
     let cfg = InstanceConfig { bytes_per_cpu: 4096, mode: Mode::Overwrite, snapshot: false };
     // Each tracer lives as long as the test process (the descriptors it numbers are
     // statics); a static keeps it reachable, so Miri's leak check holds.
-    static KEPT: std::sync::Mutex<Vec<&'static Tracer<HostPlatform>>> =
-        std::sync::Mutex::new(Vec::new());
-    let tracer = Box::leak(Box::new(Tracer::new(HostPlatform, cpus, events, limits, cfg).unwrap()));
+    static KEPT: std::sync::Mutex<Vec<&'static Tracer<Probe>>> = std::sync::Mutex::new(Vec::new());
+    let tracer =
+        Box::leak(Box::new(Tracer::new(Probe::default(), cpus, events, limits, cfg).unwrap()));
     KEPT.lock().unwrap().push(tracer);
     tracer
 }
@@ -709,12 +709,12 @@ fn fires_in(event: &EventDescriptor, slot: usize) -> bool {
 }
 
 /// Fires `event` with a `u32` payload, as a tracepoint would.
-pub(super) fn fire(t: &Tracer<HostPlatform>, event: &EventDescriptor, v: u32) {
+pub(super) fn fire(t: &Tracer<Probe>, event: &EventDescriptor, v: u32) {
     t.record(event, 4, &&v.to_le_bytes()[..]);
 }
 
 /// The `u32` payloads of `id` recorded in `buffer`, oldest first.
-pub(super) fn recorded(buffer: &crate::ring::Buffer<HostPlatform>, id: u16) -> Vec<u32> {
+pub(super) fn recorded(buffer: &crate::ring::Buffer<Probe>, id: u16) -> Vec<u32> {
     crate::tests::util::events(buffer, 0)
         .into_iter()
         .filter(|(i, _)| *i == id)
@@ -832,7 +832,7 @@ fn an_instances_cpumask_keeps_other_cpus_records_out_but_not_its_triggers() {
     assert!(i.tracing(), "the trigger's condition is false");
     fire(t, &EV, 2);
     assert!(!i.tracing(), "CPU 1 is outside i's cpumask: its trigger fires all the same");
-    let on = |inst: &crate::Instance<'_, HostPlatform>, cpu| inst.stats(cpu).unwrap().written;
+    let on = |inst: &crate::Instance<'_, Probe>, cpu| inst.stats(cpu).unwrap().written;
     assert_eq!((on(&i, 1), on(&top, 1)), (0, 2), "the events and stack traces are not recorded");
     i.set_tracing(true);
     HostPlatform::set_cpu(0);
@@ -1024,7 +1024,7 @@ fn the_stacktrace_option_records_a_stack_after_each_tracepoint_its_instance_reco
     top.set_stack_traces(false).unwrap();
     fire(t, &EV, 6);
     assert_eq!(EV.hooked_mask(), 0, "off, the event takes the plain path again");
-    let ids = |i: &crate::Instance<'_, HostPlatform>| -> Vec<u16> {
+    let ids = |i: &crate::Instance<'_, Probe>| -> Vec<u16> {
         let events = crate::tests::util::events(i.recorder().live(), 0);
         events.iter().map(|(id, _)| *id).collect()
     };
@@ -1339,7 +1339,7 @@ mod writes {
         snapshot: bool,
     }
 
-    fn shown(i: &crate::Instance<'_, HostPlatform>, e: &EventDescriptor) -> Shown {
+    fn shown(i: &crate::Instance<'_, Probe>, e: &EventDescriptor) -> Shown {
         Shown {
             triggers: i.triggers(e),
             filter: i.filter(e),
