@@ -11,7 +11,7 @@ use crate::tracing::{self, KernelPlatform};
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::Write;
-use core::sync::atomic::{AtomicBool, Ordering::Acquire, Ordering::Release};
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Acquire, Ordering::Release};
 use trace::dump::{BufferKind, DumpWriter, PanicHeader};
 use trace::tracer::DumpSelection;
 use trace::{Tracer, ring::Buffer};
@@ -109,13 +109,37 @@ pub fn on_panic() -> DumpConfig {
     ON_PANIC.lock().clone()
 }
 
-/// Set by [`panic_in_the_dump`]: the next panic's dump panics (a test aid).
-static PANIC_IN_DUMP: AtomicBool = AtomicBool::new(false);
+/// Set by [`panic_in_the_dump`]: how many lines of its block the next panic's dump
+/// writes before it panics (a test aid); `usize::MAX`: it does not panic.
+static PANIC_IN_DUMP: AtomicUsize = AtomicUsize::new(usize::MAX);
 
-/// Makes the next panic's dump panic as it starts (a test aid for the panic path's
-/// way out when its dump fails).
-pub fn panic_in_the_dump() {
-    PANIC_IN_DUMP.store(true, Release);
+/// Makes the next panic's dump panic, as it starts (`chunks` 0) or once its block
+/// holds `chunks` chunk lines (a test aid for the panic path's way out when its dump
+/// fails, and for what the host tool makes of a dump cut short).
+pub fn panic_in_the_dump(chunks: usize) {
+    PANIC_IN_DUMP.store(chunks, Release);
+}
+
+/// The console for a dump that must panic at chunk line `chunks_left` of its block
+/// (see [`panic_in_the_dump`]): the block's lines are each one piece, so a piece
+/// that starts a chunk line after the begin marker counts one.
+struct PanicsPartWay<'a> {
+    out: &'a mut dyn Write,
+    in_block: bool,
+    chunks_left: usize,
+}
+
+impl Write for PanicsPartWay<'_> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        if self.in_block && s.starts_with("TD ") {
+            if self.chunks_left == 0 {
+                panic!("deliberate panic in the trace dump");
+            }
+            self.chunks_left -= 1;
+        }
+        self.in_block |= s == trace::dump::BEGIN;
+        self.out.write_str(s)
+    }
 }
 
 /// The panic handler's dump of `panic`: recording stops everywhere, then the dump
@@ -125,10 +149,16 @@ pub fn panic_in_the_dump() {
 pub fn panic_dump(panic: PanicHeader<'_>) {
     let Some(tracer) = tracing::tracer() else { return };
     tracer.stop_all();
-    if PANIC_IN_DUMP.load(Acquire) {
-        panic!("deliberate panic in the trace dump");
-    }
     let console = &mut crate::arch::uart::EmergencyConsole;
+    let mut failing;
+    let console: &mut dyn Write = match PANIC_IN_DUMP.load(Acquire) {
+        usize::MAX => console,
+        0 => panic!("deliberate panic in the trace dump"),
+        chunks_left => {
+            failing = PanicsPartWay { out: console, in_block: false, chunks_left };
+            &mut failing
+        }
+    };
     match ON_PANIC.try_lock() {
         Some(config) => write(tracer, &config, Some(panic), console),
         None => write(tracer, &DumpConfig::DEFAULT, Some(panic), console),

@@ -219,6 +219,58 @@ fn a_nested_panic_keeps_the_first_panics_place_and_is_reported_as_nested() {
     }
 }
 
+/// A panic whose dump panics part way (`panic dump N`: once its block holds N chunk
+/// lines) gives up plainly, and QEMU still exits with the failure code. The host
+/// tool reads the block up to the cut: the panic, the cut named, and events the
+/// kernel recorded, as a live dump of the same buffer just before shows them.
+#[test]
+fn a_dump_cut_short_by_a_panic_reads_up_to_the_cut() {
+    let mut m = Machine::boot();
+    for i in 1..=5 {
+        m.run(&format!("echo marker-{i} > trace_marker"));
+    }
+    // The live dump and the panic's: the top level's live buffer alone.
+    m.run("dump on-panic live instance top");
+    m.run("dump live instance top");
+    let live = m.dumps().pop().expect("the live dump");
+    assert!(live.problems.is_empty(), "{:?}", live.problems);
+    let live = top(&live);
+    assert!(live.events.len() > 20, "{} records", live.events.len());
+    // Half way through the block, well past the header and the descriptors.
+    let chunks = m.dumps()[0].chunks / 2;
+    assert!(chunks >= 4, "{chunks} chunks");
+    assert_eq!(m.run_to_exit(&format!("panic dump {chunks}")), Outcome::KernelFailure);
+    let transcript = m.transcript();
+    let (_, cut_block) = transcript.rsplit_once(trace::dump::BEGIN).expect("the panic's block");
+    assert!(
+        cut_block.contains("panic while saving or dumping the trace; giving up"),
+        "{cut_block}"
+    );
+    let cut = m.dumps().pop().expect("the cut dump");
+    let panic = cut.panic.as_ref().expect("the panic, from the first chunk");
+    assert_eq!(panic.message, "deliberate panic whose dump panics");
+    assert_eq!(cut.chunks, chunks);
+    let named: Vec<&str> = cut.problems.iter().map(|p| p.what.as_str()).collect();
+    let truncated = format!("dump truncated: no end marker after chunk {}", chunks - 1);
+    assert_eq!(named, [truncated.as_str()]);
+    // What it decodes: records the live dump showed, or written since.
+    let trace = top(&cut);
+    assert!(!trace.events.is_empty(), "records before the cut");
+    let newest = |cpu| live.events.iter().filter(|e| e.cpu == cpu).map(|e| e.ts).max();
+    for e in &trace.events {
+        let shown = live
+            .events
+            .iter()
+            .any(|l| (l.cpu, l.ts, l.id, &l.text) == (e.cpu, e.ts, e.id, &e.text));
+        assert!(shown || Some(e.ts) > newest(e.cpu), "not a recorded event: {e:?}");
+    }
+    let mut text = Vec::new();
+    report::write_text(&trace, &mut text).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    let panic_line = "# panic on cpu 0 at kernel/src/shell/commands.rs:";
+    assert!(text.lines().any(|l| l.starts_with(panic_line)), "{text}");
+}
+
 #[test]
 fn a_stack_overflows_call_trace_goes_on_into_the_overflowed_stack() {
     let m = panicked("fault stack");

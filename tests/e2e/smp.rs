@@ -112,10 +112,13 @@ fn an_application_processors_stack_overflow_is_a_double_fault_on_its_own_stack()
 fn a_panic_request_to_a_missing_cpu_is_refused() {
     let mut machine = boot_with_cpus(2);
     assert_eq!(machine.run("panic 7").trim(), "panic: no such CPU");
-    assert_eq!(
-        machine.run("panic two").trim(),
-        "panic: usage: panic [CPU | both CPU | irq | console | heap | nested | dump]"
-    );
+    let usage =
+        "panic: usage: panic [CPU | both CPU | irq | console | heap | nested | dump [CHUNKS]]";
+    assert_eq!(machine.run("panic two").trim(), usage);
+    // A count of chunk lines that is not one is refused too, and nothing panics.
+    for line in ["panic dump many", "panic dump 18446744073709551615", "panic dump 1 2"] {
+        assert_eq!(machine.run(line).trim(), usage, "{line}");
+    }
     // `both` needs another CPU that exists.
     assert_eq!(machine.run("panic both 7").trim(), "panic: no such CPU");
     assert_eq!(machine.run_to_exit("poweroff"), Outcome::Success);

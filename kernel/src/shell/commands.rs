@@ -150,8 +150,8 @@ pub static COMMANDS: &[Command] = &[
     },
     Command {
         name: "panic",
-        usage: "[CPU | both CPU | irq | console | heap | nested | dump]",
-        help: "panic on purpose: here, on CPU, here and on CPU (in an NMI) during this panic, in an interrupt, holding the console or heap lock, nested, or with a dump that panics",
+        usage: "[CPU | both CPU | irq | console | heap | nested | dump [CHUNKS]]",
+        help: "panic on purpose: here, on CPU, here and on CPU (in an NMI) during this panic, in an interrupt, holding the console or heap lock, nested, or with a dump that panics (after CHUNKS lines of its block; default 0)",
         redirects: false,
         paths: false,
         pipes: false,
@@ -1001,8 +1001,10 @@ fn panic(
             }
         }
         ["console"] => serial::panic_holding_console(),
-        ["dump"] => {
-            dump::panic_in_the_dump();
+        ["dump", rest @ ..] if rest.len() <= 1 => {
+            let chunks = rest.first().map_or(Ok(0), |n| n.parse::<usize>());
+            let chunks = chunks.ok().filter(|&n| n != usize::MAX).ok_or(CommandError::Usage)?;
+            dump::panic_in_the_dump(chunks);
             panic!("deliberate panic whose dump panics")
         }
         ["heap"] => memory::heap::panic_holding_lock(),

@@ -60,7 +60,8 @@ struct WriterLocal {
     /// Reservation position: the end of the last reserved record.
     head: AtomicU64,
     /// How many writers of this CPU are between their reservation's start
-    /// (`reserve`) and `leave` (they nest like a stack).
+    /// (`reserve`) and `leave` (they nest like a stack; at most one without the
+    /// platform's promise, see [`Ring::reserve`]).
     nest: AtomicUsize,
     /// The hi of the last anchor reserved (`u64::MAX`: none yet).
     cur_hi: AtomicU64,
@@ -406,7 +407,8 @@ impl Ring {
     }
 
     // ----------------------------------------------------------------------------
-    // Writer side. Runs only on the ring's CPU, from any context; nests like a stack.
+    // Writer side. Runs only on the ring's CPU, from any context; nests like a stack
+    // (one writer at a time without the platform's promise).
     // ----------------------------------------------------------------------------
 
     /// Writes one event of `len` payload bytes, which `fill` writes in place. `mode`
