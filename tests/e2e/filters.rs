@@ -290,6 +290,49 @@ fn unconditional_traceon_and_snapshot_act_before_their_event() {
     }
 }
 
+/// A trigger that enables or disables its own event with a condition sees the
+/// record, and decides it, as ftrace's (which reads the event's soft-disable flag
+/// again after such triggers): `disable_event` drops the command line that fired
+/// it, `enable_event` keeps it. Each command line is a `shell:command` event.
+#[test]
+fn a_conditional_trigger_on_its_own_event_decides_the_record_that_fired_it() {
+    let mut m = boot();
+    for root in ROOTS {
+        let command = format!("{root}events/shell/command");
+        let lines = |m: &mut Machine| -> Vec<String> {
+            let lines = trace_lines(&m.run(&format!("cat {root}trace")));
+            lines.into_iter().filter(|l| l.event == "command").map(|l| l.fields).collect()
+        };
+        m.run(&format!("echo > {root}trace"));
+        m.run(&format!("echo 1 > {command}/enable"));
+        m.run(&format!(
+            "echo 'disable_event:shell:command if line ~ \"echo stop*\"' > {command}/trigger"
+        ));
+        for line in ["echo go", "echo stop-here", "echo after"] {
+            m.run(line);
+        }
+        assert_eq!(cat(&mut m, &format!("{command}/enable")), "0*", "{root}");
+        m.run(&format!("echo '!disable_event:shell:command' > {command}/trigger"));
+        m.run(&format!(
+            "echo 'enable_event:shell:command if line ~ \"echo start*\"' > {command}/trigger"
+        ));
+        for line in ["echo quiet", "echo start-here", "echo later"] {
+            m.run(line);
+        }
+        let recorded = lines(&mut m);
+        let shown = |line: &str| recorded.iter().any(|l| l == line);
+        assert!(
+            shown("echo go") && shown("echo start-here") && shown("echo later"),
+            "{root}{recorded:?}"
+        );
+        for line in ["echo stop-here", "echo after", "echo quiet"] {
+            assert!(!shown(line), "{root}: {line} was recorded: {recorded:?}");
+        }
+        m.run(&format!("echo '!enable_event:shell:command' > {command}/trigger"));
+        m.run(&format!("echo 0 > {command}/enable"));
+    }
+}
+
 #[test]
 fn triggers_read_and_refuse_as_linux_selftests_expect() {
     let mut m = boot();

@@ -921,6 +921,45 @@ fn trigger_on_a_disabled_event_fires_without_recording_it() {
     assert!(!i.event_soft_mode(&EV).unwrap() && !i.event_soft_mode(&OTHER).unwrap());
 }
 
+/// A trigger that enables or disables its own event and sees the record (it has a
+/// condition, or the event has a trigger that has one) acts before the record is
+/// kept, as ftrace's, which reads the soft-disable flag again after such triggers:
+/// the `disable_event` drops the record that fired it, the `enable_event` keeps it.
+/// One that needs no record acts on the next event: the record that fired it is
+/// judged by the state before.
+#[test]
+fn a_trigger_toggling_its_own_event_decides_the_record_that_fired_it() {
+    static EV: EventDescriptor =
+        EventDescriptor::new("zt9", "ev", "n={n}", N_FIELDS, DescriptorKind::Event);
+    let t = tracer(&[&EV]);
+    let i = t.get_or_create("i", InstanceConfig::default()).unwrap();
+    let kept = |i: &crate::Instance<'_, Probe>| recorded(i.recorder().live(), EV.id());
+    i.set_event(Some("zt9"), Some("ev"), true).unwrap();
+    i.set_trigger(&EV, "disable_event:zt9:ev if n == 2").unwrap();
+    (1..=3).for_each(|n| fire(t, &EV, n));
+    assert_eq!(kept(&i), [1], "2 disabled the event and was dropped with it");
+    i.set_trigger(&EV, "!disable_event:zt9:ev").unwrap();
+    i.set_trigger(&EV, "enable_event:zt9:ev if n == 5").unwrap();
+    assert!(!i.event_enabled(&EV));
+    (4..=6).for_each(|n| fire(t, &EV, n));
+    assert_eq!(kept(&i), [1, 5, 6], "5 enabled the event and was kept");
+    // Unconditional, beside a trigger with a condition: it sees the record too.
+    i.set_trigger(&EV, "!enable_event:zt9:ev").unwrap();
+    i.set_trigger(&EV, "disable_event:zt9:ev").unwrap();
+    i.set_trigger(&EV, "traceoff if n == 100").unwrap();
+    i.set_event(Some("zt9"), Some("ev"), true).unwrap();
+    fire(t, &EV, 7);
+    assert_eq!(kept(&i), [1, 5, 6]);
+    // Alone, it needs no record: it acts before the event is recorded, and the
+    // record is judged by the state it found, as ftrace's.
+    i.set_trigger(&EV, "!traceoff").unwrap();
+    i.set_event(Some("zt9"), Some("ev"), true).unwrap();
+    fire(t, &EV, 8);
+    fire(t, &EV, 9);
+    assert_eq!(kept(&i), [1, 5, 6, 8]);
+    assert!(i.recorder().live().stats(0).unwrap().balanced());
+}
+
 #[test]
 fn trigger_snapshot_keeps_the_window_up_to_the_event() {
     static EV: EventDescriptor =

@@ -151,6 +151,9 @@ pub(crate) struct EventHooks {
     /// How the triggers act, worked out by [`Tracer::edit_hooks`] as it publishes the
     /// table ([`EventHooks::settle`]): every triggered event reads it.
     order: Order,
+    /// Whether triggers that act after the record enable or disable the event
+    /// itself: those then act before the record is judged ([`EventHooks::settle`]).
+    toggles_itself: bool,
 }
 
 /// When an event's triggers act ([`EventHooks::settle`]).
@@ -171,11 +174,16 @@ impl EventHooks {
         self.filter.is_none() && self.triggers.is_empty()
     }
 
-    /// Works out when the triggers act, as ftrace's: before the event is recorded
-    /// when none needs the record (none has a condition, `if`, and each acts
-    /// without the record: not `traceoff`, `stacktrace` or `hist`); otherwise after
-    /// it, `traceoff` and `stacktrace` (post triggers) after the others.
-    fn settle(&mut self) {
+    /// Works out when the triggers of `event` act, as ftrace's: before the event is
+    /// recorded when none needs the record (none has a condition, `if`, and each
+    /// acts without the record: not `traceoff`, `stacktrace` or `hist`), the record
+    /// then judged by the event's state before them; otherwise after it,
+    /// `traceoff` and `stacktrace` (post triggers) after the others, but for those
+    /// that enable or disable `event` itself, which act before the record is judged
+    /// (ftrace reads the event's soft-disable flag again after its triggers saw the
+    /// record: a `disable_event` on the event itself drops the record that fired it,
+    /// an `enable_event` keeps it).
+    fn settle(&mut self, event: &EventDescriptor) {
         let post_last = |triggers: &[Arc<Trigger>]| {
             triggers.iter().skip_while(|t| !t.follows_commit()).all(|t| t.follows_commit())
         };
@@ -184,6 +192,8 @@ impl EventHooks {
             false if post_last(&self.triggers) => Order::Listed,
             false => Order::PostLast,
         };
+        self.toggles_itself =
+            self.order != Order::Early && self.triggers.iter().any(|t| t.toggles(event));
     }
 
     /// Whether the triggers act before the event is recorded ([`EventHooks::settle`]).
@@ -300,6 +310,12 @@ pub struct Tracer<P> {
     /// a tracepoint or `printk!` site ([`takes_stack_traces`]; read on the hooked
     /// path only).
     stacked: AtomicU64,
+    /// The slots where an event's triggers enable or disable the event itself before
+    /// its record is judged ([`EventHooks::settle`]; read on the triggered path only).
+    /// Set before such hooks are published and cleared after they go, so a writer
+    /// that finds the hooks has mostly seen the bit; one that has not runs those
+    /// triggers with the others, after the record.
+    toggling: AtomicU64,
     /// The function tracers' state, once the platform registered its functions.
     functions: spin::Once<function::Functions>,
     /// What [`Tracer::write_dump`] reads records with, allocated with the tracer so
@@ -381,6 +397,7 @@ impl<P: Platform> Tracer<P> {
             excluded,
             hooks: core::array::from_fn(|_| RcuCell::empty()),
             stacked: AtomicU64::new(0),
+            toggling: AtomicU64::new(0),
             functions: spin::Once::new(),
             dump_scratch: [
                 Mutex::new(ReadScratch::new(cpus).map_err(|_| TracerError::NoMemory)?),
@@ -544,6 +561,7 @@ impl<P: Platform> Tracer<P> {
             }
         }
         self.stacked.fetch_and(!(1 << slot), Relaxed);
+        self.toggling.fetch_and(!(1 << slot), Relaxed);
         self.release_functions(slot);
         // Each replacement waits for a grace period: no writer still holds the old
         // recorder (or name, or hooks), and none can see this slot's bit in a stale
@@ -788,6 +806,14 @@ impl<P: Platform> Tracer<P> {
         body: Body<'_>,
     ) -> Result<u64, u64> {
         let origin = Origin { context: tag.ctx, cpu };
+        // Instances where some event's triggers toggle the event itself: this one's,
+        // if they are among them, act first (kept out of the loop below, which the
+        // filtered path shares).
+        let toggling = self.toggling.load(Relaxed) & mask;
+        let toggled = match toggling {
+            0 => 0,
+            toggling => self.toggle_itself(section, toggling, descriptor, &body, origin),
+        };
         let mut record = mask & !hooked;
         let mut rest = hooked;
         while rest != 0 {
@@ -812,7 +838,8 @@ impl<P: Platform> Tracer<P> {
         // A marker's triggers act after it, as Linux's: its early bits are never set.
         let early = descriptor.early_mask() & triggered;
         if early != 0 {
-            self.fire_triggers(section, cpu, tag, early, descriptor, &body, Placed::default());
+            let placed = Placed::default();
+            self.fire_triggers(section, cpu, tag, early, descriptor, &body, placed, 0);
         }
         let placed = match record {
             0 => Placed::default(),
@@ -825,7 +852,7 @@ impl<P: Platform> Tracer<P> {
             true => triggered & !refused,
             false => triggered & !early,
         };
-        self.fire_triggers(section, cpu, tag, late, descriptor, &body, placed);
+        self.fire_triggers(section, cpu, tag, late, descriptor, &body, placed, toggled);
         Err(refused)
     }
 
@@ -919,9 +946,46 @@ impl<P: Platform> Tracer<P> {
         filter.is_none_or(|f| body.passes(f, origin))
     }
 
+    /// Runs, in each instance of `toggling` where the event has triggers, those that
+    /// enable or disable the event itself when they follow the record
+    /// ([`EventHooks::settle`]): before the record is judged, which then reads the
+    /// state they leave. Returns the instances where they ran, whose later pass
+    /// leaves them out.
+    #[cold]
+    #[inline(never)]
+    fn toggle_itself(
+        &self,
+        section: Held<'_>,
+        toggling: u64,
+        descriptor: &EventDescriptor,
+        body: &Body<'_>,
+        origin: Origin,
+    ) -> u64 {
+        let mut triggered = toggling & descriptor.triggered_mask();
+        let mut toggled = 0;
+        while triggered != 0 {
+            let slot = triggered.trailing_zeros() as usize;
+            triggered &= triggered - 1;
+            let (Some(recorder), Some(hooks)) =
+                (self.slots[slot].read(section), self.hooks_in(section, slot, descriptor))
+            else {
+                continue;
+            };
+            if hooks.toggles_itself {
+                let target =
+                    FireTarget { tracer: self, section, origin, slot, recorder, set: None };
+                let toggles = hooks.triggers.iter().filter(|t| t.toggles(descriptor));
+                toggles.for_each(|trigger| trigger.fire(body, origin, &target));
+                toggled |= 1 << slot;
+            }
+        }
+        toggled
+    }
+
     /// Runs the triggers of the event (`tag` written on `cpu`) in each instance of
     /// `mask`; `placed` says which set took each instance's record (a snapshot
-    /// trigger keeps the event in the snapshot).
+    /// trigger keeps the event in the snapshot). In the instances of `toggled`, those
+    /// that enable or disable the event itself ran before the record: not again.
     #[cold]
     #[inline(never)]
     #[allow(clippy::too_many_arguments, reason = "the record path's state")]
@@ -934,6 +998,7 @@ impl<P: Platform> Tracer<P> {
         descriptor: &EventDescriptor,
         body: &Body<'_>,
         placed: Placed,
+        toggled: u64,
     ) {
         // As ftrace's, triggers run on a CPU outside the instance's cpumask too; only
         // what they record (a stack trace, a note) is kept out.
@@ -951,7 +1016,10 @@ impl<P: Platform> Tracer<P> {
             // As ftrace's: those that act once the record is committed (`traceoff`,
             // `stacktrace`) after the others, each group in the list's order.
             let fire = |trigger: &Arc<Trigger>| trigger.fire(body, origin, &target);
-            let triggers = hooks.triggers.iter();
+            // Those that toggle the event itself may have acted before the record.
+            let before = toggled & 1 << slot != 0;
+            let triggers =
+                hooks.triggers.iter().filter(move |t| !(before && t.toggles(descriptor)));
             match hooks.order {
                 Order::PostLast => {
                     triggers.clone().filter(|t| !t.follows_commit()).for_each(fire);
@@ -1045,10 +1113,14 @@ impl<P: Platform> Tracer<P> {
         let changed: Vec<usize> = (0..table.len()).filter(|&i| changed(i)).collect();
         for &i in &changed {
             if let Some(hooks) = &mut table[i] {
-                Arc::make_mut(hooks).settle();
+                Arc::make_mut(hooks).settle(self.events[i]);
             }
         }
         let table = Arc::new(table);
+        let toggling = table.iter().flatten().any(|hooks| hooks.toggles_itself);
+        if toggling {
+            self.toggling.fetch_or(1 << slot, Relaxed);
+        }
         // Bits of events that lose every hook are cleared before the table changes,
         // those of events that keep or gain some set after: a writer that sees a bit
         // finds the hooks or none, and records as without.
@@ -1058,6 +1130,9 @@ impl<P: Platform> Tracer<P> {
             }
         }
         self.hooks[slot].replace(Some(Arc::clone(&table)), grace);
+        if !toggling {
+            self.toggling.fetch_and(!(1 << slot), Relaxed);
+        }
         for &i in &changed {
             // A marker's triggers act after it, as Linux's.
             let early = table[i].as_ref().is_some_and(|hooks| hooks.fire_early())

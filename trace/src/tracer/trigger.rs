@@ -559,6 +559,16 @@ impl Trigger {
             )
     }
 
+    /// Whether it enables or disables `event`.
+    pub(crate) fn toggles(&self, event: &EventDescriptor) -> bool {
+        match self.action {
+            Action::EnableEvent(target) | Action::DisableEvent(target) => {
+                core::ptr::eq(target, event)
+            }
+            _ => false,
+        }
+    }
+
     /// Whether it acts once the event's record is committed, after the event's other
     /// triggers (ftrace's post triggers: `traceoff`, `stacktrace`).
     pub(crate) fn follows_commit(&self) -> bool {
