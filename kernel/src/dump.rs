@@ -120,6 +120,11 @@ pub fn panic_in_the_dump(chunks: usize) {
     PANIC_IN_DUMP.store(chunks, Release);
 }
 
+/// The panic [`panic_in_the_dump`] asks for.
+fn deliberate_panic() -> ! {
+    panic!("deliberate panic in the trace dump")
+}
+
 /// The console for a dump that must panic at chunk line `chunks_left` of its block
 /// (see [`panic_in_the_dump`]): the block's lines are each one piece, so a piece
 /// that starts a chunk line after the begin marker counts one.
@@ -133,7 +138,7 @@ impl Write for PanicsPartWay<'_> {
     fn write_str(&mut self, s: &str) -> core::fmt::Result {
         if self.in_block && s.starts_with("TD ") {
             if self.chunks_left == 0 {
-                panic!("deliberate panic in the trace dump");
+                deliberate_panic();
             }
             self.chunks_left -= 1;
         }
@@ -153,7 +158,7 @@ pub fn panic_dump(panic: PanicHeader<'_>) {
     let mut failing;
     let console: &mut dyn Write = match PANIC_IN_DUMP.load(Acquire) {
         usize::MAX => console,
-        0 => panic!("deliberate panic in the trace dump"),
+        0 => deliberate_panic(),
         chunks_left => {
             failing = PanicsPartWay { out: console, in_block: false, chunks_left };
             &mut failing

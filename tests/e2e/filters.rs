@@ -290,10 +290,10 @@ fn unconditional_traceon_and_snapshot_act_before_their_event() {
     }
 }
 
-/// A trigger that enables or disables its own event with a condition sees the
-/// record, and decides it, as ftrace's (which reads the event's soft-disable flag
-/// again after such triggers): `disable_event` drops the command line that fired
-/// it, `enable_event` keeps it. Each command line is a `shell:command` event.
+/// A trigger that disables its own event drops the record that fired it, with a
+/// condition or without, as ftrace's (which reads the event's soft-disable flag
+/// again as it commits); one that enables it with a condition keeps that record.
+/// Each command line is a `shell:command` event.
 #[test]
 fn a_conditional_trigger_on_its_own_event_decides_the_record_that_fired_it() {
     let mut m = boot();
@@ -319,16 +319,20 @@ fn a_conditional_trigger_on_its_own_event_decides_the_record_that_fired_it() {
         for line in ["echo quiet", "echo start-here", "echo later"] {
             m.run(line);
         }
+        m.run(&format!("echo '!enable_event:shell:command' > {command}/trigger"));
+        m.run(&format!("echo 'disable_event:shell:command' > {command}/trigger"));
+        m.run("echo dropped-too");
+        assert_eq!(cat(&mut m, &format!("{command}/enable")), "0*", "{root}");
         let recorded = lines(&mut m);
         let shown = |line: &str| recorded.iter().any(|l| l == line);
         assert!(
             shown("echo go") && shown("echo start-here") && shown("echo later"),
             "{root}{recorded:?}"
         );
-        for line in ["echo stop-here", "echo after", "echo quiet"] {
+        for line in ["echo stop-here", "echo after", "echo quiet", "echo dropped-too"] {
             assert!(!shown(line), "{root}: {line} was recorded: {recorded:?}");
         }
-        m.run(&format!("echo '!enable_event:shell:command' > {command}/trigger"));
+        m.run(&format!("echo '!disable_event:shell:command' > {command}/trigger"));
         m.run(&format!("echo 0 > {command}/enable"));
     }
 }

@@ -2,7 +2,7 @@
 
 use boot::qemu::{Config, Outcome};
 use boot::report;
-use e2e::{Machine, STEP_TIMEOUT, call_trace};
+use e2e::{Machine, STEP_TIMEOUT, call_trace, trace_lines};
 
 #[test]
 fn boots_to_the_prompt_and_reports_the_machine() {
@@ -208,6 +208,41 @@ fn over_long_line_is_refused() {
     let out = machine.wait_for_prompt(STEP_TIMEOUT);
     assert!(out.contains("error: line too long (at most 4096 characters)"), "{out}");
     assert!(machine.run("help").contains("poweroff"));
+}
+
+/// A command line longer than an event holds is recorded cut to the record's room
+/// (`shell:command` has one string: 256 bytes less its 2-byte length), in `trace`
+/// and in the dump; the next line is recorded whole, and a filter judges the line
+/// as the record holds it.
+#[test]
+fn a_string_longer_than_an_event_holds_is_recorded_cut_to_its_room() {
+    let mut m = Machine::boot();
+    m.run("mkdir instances/long");
+    m.run("echo 1 > instances/long/events/shell/command/enable");
+    let long = format!("echo {}", "0123456789".repeat(40));
+    m.run(&long);
+    m.run("echo short");
+    let lines = trace_lines(&m.run("cat instances/long/trace"));
+    let recorded: Vec<&str> =
+        lines.iter().filter(|l| l.event == "command").map(|l| l.fields.as_str()).collect();
+    assert_eq!(recorded[..2], [&long[..254], "echo short"], "{recorded:?}");
+    // A filter sees the cut line: its end is what the record holds.
+    m.run("echo > instances/long/trace");
+    let tail = &long[244..254];
+    let filter = format!("echo 'line ~ \"*{tail}\"' > instances/long/events/shell/command/filter");
+    m.run(&filter);
+    m.run(&long);
+    m.run("echo short");
+    let lines = trace_lines(&m.run("cat instances/long/trace"));
+    let recorded: Vec<&str> =
+        lines.iter().filter(|l| l.event == "command").map(|l| l.fields.as_str()).collect();
+    // The line that set the filter was recorded before it took effect.
+    assert_eq!(recorded, [filter.as_str(), &long[..254]]);
+    m.run("dump instance long");
+    let dump = m.dumps().pop().expect("the dump");
+    let section = dump.sections().into_iter().find(|s| s.instance == "long").unwrap();
+    let texts: Vec<&str> = section.events.iter().map(|e| e.text.as_str()).collect();
+    assert!(texts.contains(&&long[..254]), "{texts:?}");
 }
 
 #[test]

@@ -186,7 +186,13 @@ impl EventDescriptor {
     /// its triggers).
     #[inline]
     pub(crate) fn recording_in(&self, slot: usize) -> bool {
-        (self.enabled.load(Relaxed) & !self.soft.load(Relaxed)) & (1 << slot) != 0
+        self.recording_mask() & (1 << slot) != 0
+    }
+
+    /// Which instance slots record the event: enabled, not for triggers only.
+    #[inline(always)]
+    pub(crate) fn recording_mask(&self) -> u64 {
+        self.enabled.load(Relaxed) & !self.soft.load(Relaxed)
     }
 
     /// Which instance slots have triggers on the event.

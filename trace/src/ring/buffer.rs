@@ -207,7 +207,9 @@ impl<P: Platform> Buffer<P> {
     /// `known` tells the event ids written into the set (words a stopped write left
     /// that read as another id are not trusted as records). Runs on CPU `cpu`.
     /// Returns how many writes were left out (0 for a CPU beyond the set; words it
-    /// could not read count as one, see [`RingStats::unreadable`]).
+    /// could not read count as one, see [`RingStats::unreadable`]). Without
+    /// [`Platform::PROMISE`], the stopped write keeps the ring (one writer at a time):
+    /// later writes there are dropped and counted.
     pub fn seal_cpu(&self, cpu: usize, known: impl Fn(u16) -> bool) -> u64 {
         let now = self.clock().stamp(&self.platform);
         self.ring(cpu).map_or(0, |ring| ring.seal(now, &known))

@@ -55,6 +55,13 @@ const fn max_payload_for(words: u64) -> usize {
     if bytes < MAX_PAYLOAD { bytes } else { MAX_PAYLOAD }
 }
 
+/// Whether the rings of platform `P` take one writer at a time: without
+/// [`Platform::PROMISE`], callers sharing an index would not nest like a stack (see
+/// [`Ring::reserve`]).
+const fn one_at_a_time<P: Platform>() -> bool {
+    P::PROMISE.is_none()
+}
+
 /// State only the writers of the ring's CPU write.
 struct WriterLocal {
     /// Reservation position: the end of the last reserved record.
@@ -429,7 +436,7 @@ impl Ring {
         // Read before the reservation's atomics, so it is read once.
         let data = &*self.data;
         let (depth, at_hdr, hdr) = self.reserve(mode, platform, tag, len)?;
-        let alone = P::PROMISE.is_none();
+        let alone = one_at_a_time::<P>();
         // If `fill` unwinds (host builds), the reservation stays padding rather than
         // leaving the ring's nesting depth raised.
         let abandon = Abandon { ring: self, depth, alone };
@@ -487,7 +494,7 @@ impl Ring {
         let w = &self.w;
         let data = &*self.data;
         let depth = w.nest.load(Relaxed);
-        let alone = P::PROMISE.is_none();
+        let alone = one_at_a_time::<P>();
         // Acquire, without the promise: the writer that left before us may have run
         // on another thread, and we go on from its `head` and counters.
         if depth >= MAX_DEPTH

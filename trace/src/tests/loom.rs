@@ -337,25 +337,30 @@ fn loom_writers_sharing_an_index_vs_grace_period() {
 /// Two writers on one ring at once, on a platform that does not promise that
 /// callers have CPU indices of their own: the ring takes one writer at a time, so
 /// each write is kept or counted as dropped, and the write after them is published
-/// (the ring is not left wedged with its depth raised).
+/// (the ring is not left wedged with its depth raised). The ring is full first, so
+/// the writer that gets in reclaims the oldest record.
 #[test]
 fn loom_writers_sharing_a_ring() {
     model(3, || {
         hook::clear();
         let cfg = Config { cpus: 1, bytes_per_cpu: 64, mode: Mode::Overwrite };
         let b = Arc::new(Buffer::new(Unpromised, cfg).unwrap());
+        for id in 4..=6u16 {
+            b.write(id, &u64::from(id).to_le_bytes()).unwrap();
+        }
         let other = {
             let b = b.clone();
             loom::thread::spawn(move || counted(b.write(2, &2u64.to_le_bytes())))
         };
         let mine = counted(b.write(1, &1u64.to_le_bytes()));
-        let written = mine + other.join().unwrap();
+        let written = 3 + mine + other.join().unwrap();
         b.write(3, &3u64.to_le_bytes()).unwrap();
         let s = b.stats(0).unwrap();
         assert_eq!(s.written, written + 1, "{s:?}");
         assert!(s.balanced(), "{s:?}");
-        let (ids, _) = drain(&b);
+        let (ids, lost) = drain(&b);
         assert_eq!(ids.last(), Some(&3), "the last write was not published: {ids:?}");
+        assert_eq!(lost, s.overrun + s.dropped, "{s:?}");
     });
 }
 

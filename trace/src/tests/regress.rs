@@ -163,6 +163,11 @@ fn sharer<'s>(
     Sharer { done, said, go }
 }
 
+/// The ids of the events in CPU 0's ring of `b`, oldest first.
+fn ids_in(b: &crate::ring::Buffer<HostPlatform>) -> Vec<u16> {
+    super::util::events(b, 0).iter().map(|e| e.0).collect()
+}
+
 /// A ring of one CPU on `HostPlatform`, which makes no promise about CPU indices;
 /// the caller is CPU 0 too.
 fn shared_ring() -> crate::ring::Buffer<HostPlatform> {
@@ -195,7 +200,7 @@ fn writers_sharing_an_index_cannot_wedge_the_ring() {
     });
     HostPlatform::set_clock(30);
     b.write(3, b"after").unwrap();
-    let ids: Vec<u16> = super::util::events(b, 0).iter().map(|e| e.0).collect();
+    let ids = ids_in(b);
     assert_eq!(ids, [1, 3], "the write after them was published");
     let s = b.stats(0).unwrap();
     assert_eq!((s.written, s.entries, s.dropped), (3, 2, 1));
@@ -219,13 +224,13 @@ fn a_sharer_entering_as_the_last_writer_leaves_is_left_alone() {
         // shows, and its reservation is not published.
         HostPlatform::set_clock(30);
         assert_eq!(b.write(3, b"third"), Err(WriteError::Dropped), "a third got in");
-        let ids: Vec<u16> = super::util::events(b, 0).iter().map(|e| e.0).collect();
+        let ids = ids_in(b);
         assert_eq!(ids, [1]);
         assert_eq!(b.stats(0).unwrap().unpublished, 16, "the second's record is unpublished");
         second.go.send(()).unwrap();
         assert_eq!(second.done.join().unwrap(), Ok(()));
     });
-    let ids: Vec<u16> = super::util::events(b, 0).iter().map(|e| e.0).collect();
+    let ids = ids_in(b);
     assert_eq!(ids, [1, 2]);
     let s = b.stats(0).unwrap();
     assert_eq!((s.written, s.entries, s.dropped, s.unpublished), (3, 2, 1, 0));

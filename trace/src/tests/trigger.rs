@@ -921,12 +921,11 @@ fn trigger_on_a_disabled_event_fires_without_recording_it() {
     assert!(!i.event_soft_mode(&EV).unwrap() && !i.event_soft_mode(&OTHER).unwrap());
 }
 
-/// A trigger that enables or disables its own event and sees the record (it has a
-/// condition, or the event has a trigger that has one) acts before the record is
-/// kept, as ftrace's, which reads the soft-disable flag again after such triggers:
-/// the `disable_event` drops the record that fired it, the `enable_event` keeps it.
-/// One that needs no record acts on the next event: the record that fired it is
-/// judged by the state before.
+/// A trigger that disables its own event drops the record that fired it, as
+/// ftrace's, which reads the event's soft-disable flag again as it commits. One
+/// that enables its own event keeps that record if it sees the record (it has a
+/// condition, or the event has a trigger that has one), and otherwise acts for the
+/// next event: ftrace judged the record by the state before it ran.
 #[test]
 fn a_trigger_toggling_its_own_event_decides_the_record_that_fired_it() {
     static EV: EventDescriptor =
@@ -934,29 +933,36 @@ fn a_trigger_toggling_its_own_event_decides_the_record_that_fired_it() {
     let t = tracer(&[&EV]);
     let i = t.get_or_create("i", InstanceConfig::default()).unwrap();
     let kept = |i: &crate::Instance<'_, Probe>| recorded(i.recorder().live(), EV.id());
+    let set = |line: &str| i.set_trigger(&EV, line).unwrap();
     i.set_event(Some("zt9"), Some("ev"), true).unwrap();
-    i.set_trigger(&EV, "disable_event:zt9:ev if n == 2").unwrap();
+    set("disable_event:zt9:ev if n == 2");
     (1..=3).for_each(|n| fire(t, &EV, n));
     assert_eq!(kept(&i), [1], "2 disabled the event and was dropped with it");
-    i.set_trigger(&EV, "!disable_event:zt9:ev").unwrap();
-    i.set_trigger(&EV, "enable_event:zt9:ev if n == 5").unwrap();
+    set("!disable_event:zt9:ev");
+    set("enable_event:zt9:ev if n == 5");
     assert!(!i.event_enabled(&EV));
     (4..=6).for_each(|n| fire(t, &EV, n));
     assert_eq!(kept(&i), [1, 5, 6], "5 enabled the event and was kept");
     // Unconditional, beside a trigger with a condition: it sees the record too.
-    i.set_trigger(&EV, "!enable_event:zt9:ev").unwrap();
-    i.set_trigger(&EV, "disable_event:zt9:ev").unwrap();
-    i.set_trigger(&EV, "traceoff if n == 100").unwrap();
+    set("!enable_event:zt9:ev");
+    set("disable_event:zt9:ev");
+    set("traceoff if n == 100");
     i.set_event(Some("zt9"), Some("ev"), true).unwrap();
     fire(t, &EV, 7);
     assert_eq!(kept(&i), [1, 5, 6]);
-    // Alone, it needs no record: it acts before the event is recorded, and the
-    // record is judged by the state it found, as ftrace's.
-    i.set_trigger(&EV, "!traceoff").unwrap();
+    // Alone, they need no record and act before it is written: `disable_event`
+    // still drops the record that fired it ...
+    set("!traceoff");
     i.set_event(Some("zt9"), Some("ev"), true).unwrap();
     fire(t, &EV, 8);
+    assert!(!i.event_enabled(&EV));
+    // ... and `enable_event` acts for the next event.
+    set("!disable_event:zt9:ev");
+    set("enable_event:zt9:ev");
     fire(t, &EV, 9);
-    assert_eq!(kept(&i), [1, 5, 6, 8]);
+    assert!(i.event_enabled(&EV));
+    fire(t, &EV, 10);
+    assert_eq!(kept(&i), [1, 5, 6, 10]);
     assert!(i.recorder().live().stats(0).unwrap().balanced());
 }
 

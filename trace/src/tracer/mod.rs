@@ -182,7 +182,8 @@ impl EventHooks {
     /// that enable or disable `event` itself, which act before the record is judged
     /// (ftrace reads the event's soft-disable flag again after its triggers saw the
     /// record: a `disable_event` on the event itself drops the record that fired it,
-    /// an `enable_event` keeps it).
+    /// an `enable_event` keeps it). Early, a `disable_event` on the event itself
+    /// drops its record too (`Tracer::apply_hooks`).
     fn settle(&mut self, event: &EventDescriptor) {
         let post_last = |triggers: &[Arc<Trigger>]| {
             triggers.iter().skip_while(|t| !t.follows_commit()).all(|t| t.follows_commit())
@@ -839,7 +840,14 @@ impl<P: Platform> Tracer<P> {
         let early = descriptor.early_mask() & triggered;
         if early != 0 {
             let placed = Placed::default();
-            self.fire_triggers(section, cpu, tag, early, descriptor, &body, placed, 0);
+            self.fire_triggers(section, cpu, tag, early, descriptor, &body, placed, toggled);
+            // As ftrace, which reads the event's soft-disable flag again as it
+            // commits: an early `disable_event` on the event itself drops the record
+            // that fired it (an early `enable_event` does not bring one in: the
+            // record was judged by the state before).
+            if descriptor.kind != DescriptorKind::Printk {
+                record &= !(early & !descriptor.recording_mask());
+            }
         }
         let placed = match record {
             0 => Placed::default(),
@@ -1223,7 +1231,11 @@ impl<P: Platform> Tracer<P> {
     /// count as one there; `RingStats::unreadable` has their size).
     ///
     /// Only for code that never returns to what it interrupted: a write of this CPU
-    /// that resumed after a seal could store into words the seal published.
+    /// that resumed after a seal could store into words the seal published. Its
+    /// second half needs [`Platform::PROMISE`]: without it a ring takes one writer at
+    /// a time, and the write a seal stopped keeps it, so what the panic records
+    /// there is dropped and counted (and another caller sharing the index must not
+    /// be writing: its write would be taken for a stopped one).
     pub fn seal_cpu(&self) -> u64 {
         let cpu = self.platform.cpu();
         let known = |id| self.descriptor(id).is_some();
