@@ -190,11 +190,11 @@ fn the_latency_watchdog_snapshots_the_events_around_an_anomaly() {
         let frames: Vec<_> = lines[at + 2..].iter().take_while(|l| l.starts_with(" => ")).collect();
         let timer = frames.iter().position(|l| l.starts_with(" => kernel::timer::on_tick+"));
         let timer = timer.unwrap_or_else(|| panic!("{written}: no timer frame in {frames:#?}"));
-        let writer = [
-            " => <latency_watchdog::Watchdog<kernel::tracing::KernelPlatform>>::on_tick+",
-            " => kernel::watchdog::on_tick+",
-        ];
-        let own = |l: &&&str| writer.iter().any(|w| l.starts_with(w));
+        let own = |l: &&&str| {
+            let driver = l.starts_with(" => <latency_watchdog::Watchdog<")
+                && l.contains("KernelPlatform>>::on_tick+");
+            driver || l.starts_with(" => kernel::watchdog::on_tick+")
+        };
         assert!(timer > 0 && frames[..timer].iter().all(own), "{written}: {frames:#?}");
     }
 }

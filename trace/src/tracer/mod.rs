@@ -969,16 +969,9 @@ impl<P: Platform> Tracer<P> {
         body: &Body<'_>,
         origin: Origin,
     ) -> u64 {
-        let mut triggered = toggling & descriptor.triggered_mask();
         let mut toggled = 0;
-        while triggered != 0 {
-            let slot = triggered.trailing_zeros() as usize;
-            triggered &= triggered - 1;
-            let (Some(recorder), Some(hooks)) =
-                (self.slots[slot].read(section), self.hooks_in(section, slot, descriptor))
-            else {
-                continue;
-            };
+        let triggered = toggling & descriptor.triggered_mask();
+        self.each_hooked(section, triggered, descriptor, |slot, recorder, hooks| {
             if hooks.toggles_itself {
                 let target =
                     FireTarget { tracer: self, section, origin, slot, recorder, set: None };
@@ -986,8 +979,29 @@ impl<P: Platform> Tracer<P> {
                 toggles.for_each(|trigger| trigger.fire(body, origin, &target));
                 toggled |= 1 << slot;
             }
-        }
+        });
         toggled
+    }
+
+    /// Calls `visit` with each instance of `mask` (its slot, recorder and hooks) that
+    /// has hooks for `descriptor`.
+    #[inline(always)]
+    fn each_hooked<'a>(
+        &'a self,
+        section: Held<'a>,
+        mut mask: u64,
+        descriptor: &EventDescriptor,
+        mut visit: impl FnMut(usize, &'a Recorder<P>, &'a EventHooks),
+    ) {
+        while mask != 0 {
+            let slot = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            if let (Some(recorder), Some(hooks)) =
+                (self.slots[slot].read(section), self.hooks_in(section, slot, descriptor))
+            {
+                visit(slot, recorder, hooks);
+            }
+        }
     }
 
     /// Runs the triggers of the event (`tag` written on `cpu`) in each instance of
@@ -1002,7 +1016,7 @@ impl<P: Platform> Tracer<P> {
         section: Held<'_>,
         cpu: usize,
         tag: Tag,
-        mut mask: u64,
+        mask: u64,
         descriptor: &EventDescriptor,
         body: &Body<'_>,
         placed: Placed,
@@ -1011,14 +1025,7 @@ impl<P: Platform> Tracer<P> {
         // As ftrace's, triggers run on a CPU outside the instance's cpumask too; only
         // what they record (a stack trace, a note) is kept out.
         let origin = Origin { context: tag.ctx, cpu };
-        while mask != 0 {
-            let slot = mask.trailing_zeros() as usize;
-            mask &= mask - 1;
-            let (Some(recorder), Some(hooks)) =
-                (self.slots[slot].read(section), self.hooks_in(section, slot, descriptor))
-            else {
-                continue;
-            };
+        self.each_hooked(section, mask, descriptor, |slot, recorder, hooks| {
             let set = placed.set(slot);
             let target = FireTarget { tracer: self, section, origin, slot, recorder, set };
             // As ftrace's: those that act once the record is committed (`traceoff`,
@@ -1035,7 +1042,7 @@ impl<P: Platform> Tracer<P> {
                 }
                 Order::Early | Order::Listed => triggers.for_each(fire),
             }
-        }
+        });
     }
 
     /// The hooks of `slot`'s instance for `descriptor`, as writers reach them.
