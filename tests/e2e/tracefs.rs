@@ -255,6 +255,38 @@ fn trace_shows_real_kernel_events_merged_in_time_order() {
     assert!(!after.iter().any(|l| l.event == "command" && l.fields == "uptime"));
 }
 
+/// `trace` shows each record's time in microseconds rounded to the nearest, as
+/// Linux's `ns2usecs`; the dump keeps the nanoseconds. With recording off, both show
+/// the same records: each CPU's, in order, side by side.
+#[test]
+fn trace_shows_microseconds_rounded_from_the_records_nanoseconds() {
+    let mut m = Machine::boot();
+    m.run("echo 1 > events/timer/tick/enable");
+    for i in 1..=20 {
+        m.run(&format!("echo round-{i} > trace_marker"));
+    }
+    m.run("echo 0 > tracing_on");
+    let text = trace_lines(&m.run("cat trace"));
+    m.run("dump live instance top");
+    let dump = m.dumps().pop().expect("the dump");
+    let section = dump.sections().into_iter().find(|s| s.instance == "top").unwrap();
+    assert_eq!(text.len(), section.events.len(), "the same records");
+    let (mut up, mut down) = (0, 0);
+    for cpu in 0..4 {
+        let lines = text.iter().filter(|l| l.cpu == cpu);
+        let events = section.events.iter().filter(|e| e.cpu == cpu);
+        for (line, event) in lines.zip(events) {
+            assert_eq!(line.ts, (event.ts + 500) / 1000 * 1000, "{line:?} of {event:?}");
+            match event.ts % 1000 >= 500 {
+                true => up += 1,
+                false => down += 1,
+            }
+        }
+    }
+    // Both ways were seen (nanoseconds fall anywhere in a microsecond).
+    assert!(up > 0 && down > 0, "rounded up {up}, down {down}");
+}
+
 #[test]
 fn trace_marker_writes_and_cannot_be_read() {
     let mut m = machine_with_instance();
