@@ -287,6 +287,36 @@ fn trace_shows_microseconds_rounded_from_the_records_nanoseconds() {
     assert!(up > 0 && down > 0, "rounded up {up}, down {down}");
 }
 
+/// The tracer's control operations called where the kernel may not wait (interrupts
+/// off: `nowait`) are each refused with the rule, and nothing changes.
+#[test]
+fn control_operations_where_the_kernel_may_not_wait_are_refused_and_change_nothing() {
+    let mut m = Machine::boot();
+    m.run("echo kept > trace_marker");
+    let state = |m: &mut Machine| {
+        ["ls instances", "cat buffer_size_kb", "cat events/timer/tick/filter"]
+            .map(|command| m.run(command))
+    };
+    let before = state(&mut m);
+    let out = m.run("nowait");
+    let rule = "refused: needs a context that may wait (thread context, interrupts on, not inside a writer)";
+    for tried in [
+        "create instance nowait",
+        "clear",
+        "resize to 8 KB per CPU",
+        "allocate the snapshot",
+        "set a filter on timer:tick",
+    ] {
+        let line = format!("{tried}: {rule}");
+        assert!(out.lines().any(|l| l == line), "{line}:\n{out}");
+    }
+    assert_eq!(state(&mut m), before);
+    assert!(m.run("cat snapshot").contains("Snapshot is freed"));
+    let markers = trace_lines(&m.run("cat trace"));
+    assert!(markers.iter().any(|l| l.fields == "kept"), "the trace was not cleared");
+    assert!(m.run("nowait now").contains("usage"));
+}
+
 #[test]
 fn trace_marker_writes_and_cannot_be_read() {
     let mut m = machine_with_instance();

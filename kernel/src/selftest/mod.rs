@@ -1,9 +1,11 @@
 //! Self-tests the shell runs: `stress` (the ring under real concurrency), `bench`
-//! (tracepoint costs) and fault injection (`panic irq`). They add their hooks at
-//! start-up; nothing below them knows them.
+//! (tracepoint costs), fault injection (`panic irq`) and `nowait` (control
+//! operations where the kernel may not wait). They add their hooks at start-up;
+//! nothing below them knows them.
 
 pub mod bench;
 pub mod fault;
+pub mod nowait;
 pub mod stress;
 
 /// Adds the self-tests' hooks to the timer, the test IPI and the NMI.

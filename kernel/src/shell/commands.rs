@@ -185,6 +185,15 @@ pub static COMMANDS: &[Command] = &[
         run: barrier,
     },
     Command {
+        name: "nowait",
+        usage: "",
+        help: "test aid: the tracer's control operations with interrupts off, each refused",
+        redirects: false,
+        paths: false,
+        pipes: false,
+        run: nowait,
+    },
+    Command {
         name: "latency",
         usage: "[spike MS | threshold MS | rearm | wait MS]",
         help: "the latency watchdog driver: status, provoke a late tick, re-arm, wait for a capture (a key stops the wait)",
@@ -742,6 +751,21 @@ fn barrier(
         return Err("duration must be 1 to 10000 ms".into());
     }
     barrier::selftest(ms).map_err(CommandError::from)
+}
+
+fn nowait(
+    _: &mut Shell,
+    args: &[&str],
+    _: Option<&Redirect>,
+    _out: &mut Output,
+) -> Result<(), CommandError> {
+    if !args.is_empty() {
+        return Err(CommandError::Usage);
+    }
+    for (tried, gave) in crate::selftest::nowait::run().map_err(CommandError::from)? {
+        println!("{tried}: {gave}");
+    }
+    Ok(())
 }
 
 fn latency(
