@@ -12,7 +12,7 @@ use core::fmt::Display;
 use trace::InstanceConfig;
 
 /// The name of the instance `nowait` tries to make.
-pub const NAME: &str = "nowait";
+const NAME: &str = "nowait";
 
 /// Runs each control operation on the top level (or, for the first, on the tracer)
 /// with interrupts off and returns, for each, what it tried and what it gave
