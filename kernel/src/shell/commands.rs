@@ -194,6 +194,15 @@ pub static COMMANDS: &[Command] = &[
         run: nowait,
     },
     Command {
+        name: "midpatch",
+        usage: "",
+        help: "test aid: patches selftest:midpatch's site and midpatch::callee's entry each way, every CPU running both before and after each step of the int3 protocol",
+        redirects: false,
+        paths: false,
+        pipes: false,
+        run: midpatch,
+    },
+    Command {
         name: "latency",
         usage: "[spike MS | threshold MS | rearm | wait MS]",
         help: "the latency watchdog driver: status, provoke a late tick, re-arm, wait for a capture (a key stops the wait)",
@@ -764,6 +773,26 @@ fn nowait(
     }
     for (tried, gave) in crate::selftest::nowait::run().map_err(CommandError::from)? {
         println!("{tried}: {gave}");
+    }
+    Ok(())
+}
+
+fn midpatch(
+    _: &mut Shell,
+    args: &[&str],
+    _: Option<&Redirect>,
+    _out: &mut Output,
+) -> Result<(), CommandError> {
+    if !args.is_empty() {
+        return Err(CommandError::Usage);
+    }
+    for seen in crate::selftest::midpatch::run().map_err(CommandError::from)? {
+        let [before, int3, tail, after] = seen.traps;
+        println!(
+            "{}: int3 met {before} {int3} {tail} {after} times at steps 0-3; {} wrong returns",
+            seen.patch.describe(),
+            seen.wrong
+        );
     }
     Ok(())
 }

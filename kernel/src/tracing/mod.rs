@@ -65,8 +65,8 @@ fn on_stopped(chain: &[u64]) {
 }
 
 /// The systems whose events are off by default: the (very noisy) heap events and
-/// the benchmark's and stress test's.
-const QUIET_SYSTEMS: [&str; 3] = ["kmem", "bench", "stress"];
+/// the self-tests' (`bench`, `stress`, `midpatch`).
+const QUIET_SYSTEMS: [&str; 4] = ["kmem", "bench", "stress", "selftest"];
 
 /// Enables the default events in `instance`: every event but those of
 /// [`QUIET_SYSTEMS`], system by system, so that none of those is on for a moment.
