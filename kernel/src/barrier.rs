@@ -4,7 +4,7 @@
 
 use crate::arch::{MAX_CPUS, irq, membarrier};
 use crate::{clock, println, smp};
-use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// After this long without every acknowledgement, the wait names the late CPU.
 const WARN_AFTER_NS: u64 = 2_000_000_000;
@@ -41,8 +41,6 @@ static ACTIVE: AtomicBool = AtomicBool::new(false);
 static DEADLINE_NS: AtomicU64 = AtomicU64::new(0);
 /// Barriers each CPU completed in the self-test.
 static COMPLETED: [AtomicU64; MAX_CPUS] = [const { AtomicU64::new(0) }; MAX_CPUS];
-/// CPUs that finished the self-test.
-static FINISHED: AtomicUsize = AtomicUsize::new(0);
 
 /// One CPU's part of the self-test: barriers back to back until the deadline.
 fn worker() {
@@ -53,8 +51,6 @@ fn worker() {
         completed += 1;
     }
     COMPLETED[crate::arch::percpu::index()].store(completed, Ordering::Relaxed);
-    // Release: the count above is visible to the CPU that sees this CPU finished.
-    FINISHED.fetch_add(1, Ordering::Release);
 }
 
 /// The `barrier` self-test: every CPU online runs barriers back to back for `ms`
@@ -71,19 +67,10 @@ pub fn selftest(ms: u64) -> Result<(), &'static str> {
     for count in &COMPLETED {
         count.store(0, Ordering::Relaxed);
     }
-    FINISHED.store(0, Ordering::Relaxed);
-    let start = clock::now_ns();
     // Release: the reset counts above come before any worker's count.
-    DEADLINE_NS.store(start + ms * 1_000_000, Ordering::Release);
-    // On failure the CPUs that took the work finish at the deadline, unwaited for:
-    // the run stays marked active.
-    smp::post_work(worker)?;
-    worker();
-    let give_up = start + ms * 1_000_000 + FINISH_TIMEOUT_NS;
-    while FINISHED.load(Ordering::Acquire) < cpus && clock::now_ns() < give_up {
-        core::hint::spin_loop();
-    }
-    let finished = FINISHED.load(Ordering::Acquire);
+    DEADLINE_NS.store(clock::now_ns() + ms * 1_000_000, Ordering::Release);
+    // This CPU's part ends at the deadline; the others get the timeout after it.
+    let finished = smp::run_everywhere(worker, FINISH_TIMEOUT_NS);
     println!("barrier: {cpus} CPU(s), {ms} ms, every CPU starting barriers back to back");
     let mut idle = 0;
     for (cpu, count) in COMPLETED.iter().enumerate().take(cpus) {
@@ -91,7 +78,9 @@ pub fn selftest(ms: u64) -> Result<(), &'static str> {
         idle += usize::from(count == 0);
         println!("  cpu{cpu}: {count} barriers completed");
     }
-    if finished < cpus {
+    // On failure a CPU that took the work may still finish later: the run stays
+    // marked active.
+    if finished.is_err() {
         return Err("FAILED: a CPU did not finish within 10 s of the end");
     }
     ACTIVE.store(false, Ordering::Release);

@@ -47,8 +47,9 @@ trace::event! {
     /// Fired with each `stress` event; `stress cycle N` arms and disarms it while the
     /// writers run (its sites are patched under them).
     pub CYCLED = "stress":"cycled" { seq: u64 } => "seq={seq}";
-    /// Fired by `midpatch` on every CPU before each patch of its site and after each
-    /// step of it (`patch` 0-3, `step` 0-3: `selftest::midpatch`).
+    /// Fired by `midpatch` on every CPU, in thread context and in an NMI, before each
+    /// of its four patches and after each step of it (`patch` 0-3, `step` 0-3:
+    /// `selftest::midpatch`); its site is the one the first two patch.
     pub MIDPATCH = "selftest":"midpatch" { patch: u8, step: u8 } => "patch={patch} step={step}";
     /// The shell finished a command.
     pub SHELL_DONE = "shell":"command_done" { ok: bool, duration_ns: u64 } => "ok={ok} duration={duration_ns}ns",

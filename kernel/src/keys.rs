@@ -41,12 +41,16 @@ pub fn sites() -> &'static [KeySite] {
     SITES.get().copied().unwrap_or_default()
 }
 
+/// The sites of `event`.
+pub fn sites_of(event: &'static EventDescriptor) -> Vec<&'static KeySite> {
+    sites().iter().filter(|s| core::ptr::eq(s.event, event)).collect()
+}
+
 /// Makes every site of `event` a jump to its recording path (`armed`) or the NOP,
 /// and returns once every CPU executes the new bytes. Thread context, interrupts on
 /// (the tracer calls it where its platform may wait).
 pub fn set(event: &'static EventDescriptor, armed: bool) {
-    let sites: Vec<&KeySite> = sites().iter().filter(|s| core::ptr::eq(s.event, event)).collect();
-    let patched = memory::text::patch_keys(&sites, armed, barrier::all_cpus);
+    let patched = memory::text::patch_keys(&sites_of(event), armed, barrier::all_cpus);
     // `init` refused more sites than the patcher tracks, so this does not fail.
     if let Err(reason) = patched {
         crate::println!("keys: {}:{} not patched: {reason}", event.system, event.name);

@@ -148,6 +148,8 @@ extern "C" fn ap_main(index: usize) -> ! {
                 irq::set_busy(true);
                 work();
                 irq::set_busy(false);
+                // Release: what the work wrote comes before its being counted done.
+                cpu.works_done.fetch_add(1, Ordering::Release);
             }
             None => irq::wait_for_interrupt_unless(|| cpu.work.lock().is_some()),
         }
@@ -159,6 +161,27 @@ extern "C" fn ap_main(index: usize) -> ! {
 /// (the CPUs before it have theirs posted).
 pub fn post_work(work: fn()) -> Result<(), &'static str> {
     (1..online()).try_for_each(|index| post_work_to(index, work))
+}
+
+/// Runs `work` on every CPU online: posted to each application processor (as
+/// [`post_work`]), then here; returns once each has finished it. `Err` if a CPU had
+/// work pending, or one did not finish within `timeout_ns` of this CPU's (its work
+/// may still run later). Thread context, interrupts on.
+pub fn run_everywhere(work: fn(), timeout_ns: u64) -> Result<(), &'static str> {
+    let done = |index| percpu::get(index).map_or(0, |cpu| cpu.works_done.load(Ordering::Acquire));
+    let before: Vec<(usize, u64)> = (1..online()).map(|index| (index, done(index))).collect();
+    post_work(work)?;
+    work();
+    let give_up = clock::now_ns().saturating_add(timeout_ns);
+    for &(index, was) in &before {
+        while done(index) == was {
+            if clock::now_ns() > give_up {
+                return Err("a CPU did not finish its work in time");
+            }
+            core::hint::spin_loop();
+        }
+    }
+    Ok(())
 }
 
 /// Makes application processor `index` run `work` once, as [`post_work`] does.

@@ -176,12 +176,13 @@ fn every_cpu_runs_the_new_instruction_from_the_int3_on_while_a_site_is_patched()
         let (name, rest) = line.split_once(": int3 met ").unwrap_or_else(|| panic!("{out}"));
         assert_eq!(name, patch, "{out}");
         let (counts, wrong) = rest.split_once(" times at steps 0-3; ").unwrap();
-        // While the `int3` stands (steps 1 and 2) each CPU meets it twice (thread,
-        // NMI); before the patch none does. After it a CPU may still run a block TCG translated while
-        // the `int3` stood (`arch::patch`): the handler then emulates the new bytes,
-        // which the trace below checks.
+        // While the `int3` stands (steps 1 and 2) each CPU meets it at least twice
+        // (thread, NMI). More, and some at the other steps, are a CPU running a block
+        // TCG translated while an `int3` stood, in this patch or an earlier one
+        // (`arch::patch`): the handler then emulates the site's bytes as they are, so
+        // the trace below holds either way.
         let counts: Vec<u64> = counts.split(' ').map(|c| c.parse().unwrap()).collect();
-        assert_eq!(counts[..3], [0, 2 * CPUS as u64, 2 * CPUS as u64], "{line}");
+        assert!(counts[1] >= 2 * CPUS as u64 && counts[2] >= 2 * CPUS as u64, "{line}");
         assert_eq!(wrong, "0 wrong returns", "every emulated call came back: {line}");
     }
     // Each CPU's records, in order, each step's twice (thread, then NMI): the event
@@ -222,6 +223,8 @@ fn every_cpu_runs_the_new_instruction_from_the_int3_on_while_a_site_is_patched()
     // The sites end as the instance's tracing left them, and the tracer puts them
     // back when it stops.
     assert_jumps(&sites(&mut m, "selftest:midpatch"));
+    let entry = m.run(&format!("functions {CALLEE}"));
+    assert!(entry.contains(" call e8 "), "{entry}");
     assert_eq!(m.run("rmdir instances/midpatch"), "");
     assert_nops(&sites(&mut m, "selftest:midpatch"));
     let entry = m.run(&format!("functions {CALLEE}"));

@@ -25,7 +25,7 @@ pub static CALL: Hooks<fn(), 1> = Hooks::new();
 /// Hooks of the test IPI ([`apic::TEST_VECTOR`]).
 pub static TEST: Hooks<fn(), 2> = Hooks::new();
 /// Hooks of the non-maskable interrupt, run in the order added.
-pub static NMI: Hooks<fn(), 4> = Hooks::new();
+pub static NMI: Hooks<fn(), 8> = Hooks::new();
 
 /// What the CPU told us about an exception.
 struct Exception<'a> {

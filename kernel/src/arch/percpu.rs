@@ -21,6 +21,8 @@ pub struct PerCpu {
     /// Work posted by another CPU, run by this CPU's idle loop in thread context.
     /// Never touched by interrupt handlers, so a plain spin lock is enough.
     pub work: spin::Mutex<Option<fn()>>,
+    /// Posted work this CPU has finished (only this CPU's idle loop adds to it).
+    pub works_done: AtomicU64,
     /// Interrupt, exception and NMI handlers this CPU is running (nested); only this
     /// CPU touches it (`irq::HandlerGuard`).
     pub(super) handler_depth: AtomicU32,
@@ -42,6 +44,7 @@ static CPUS: [PerCpu; MAX_CPUS] = {
             last_tick_ns: AtomicU64::new(0),
             request: AtomicU32::new(0),
             work: spin::Mutex::new(None),
+            works_done: AtomicU64::new(0),
             handler_depth: AtomicU32::new(0),
             busy: AtomicBool::new(false),
             running: AtomicU8::new(0),

@@ -13,7 +13,7 @@ use crate::events::MIDPATCH;
 use crate::memory::text::{self, ENTRY_NOP};
 use crate::{barrier, clock, keys, smp};
 use alloc::vec::Vec;
-use core::cell::RefCell;
+use core::cell::{Cell, RefCell};
 use core::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use trace::event::key::KeySite;
 
@@ -70,11 +70,12 @@ pub struct Seen {
 /// Set while a run's CPUs run the sites; a run whose CPUs did not all finish leaves
 /// it set (their late counts would corrupt the next run's).
 static ACTIVE: AtomicBool = AtomicBool::new(false);
-/// The patch and step the CPUs run the sites for.
+/// The patch the CPUs run the sites for (its index in [`Patch::ALL`]).
 static PATCH: AtomicU8 = AtomicU8::new(0);
+/// The step the CPUs run the sites at.
 static STEP: AtomicU8 = AtomicU8::new(0);
-/// CPUs that ran the sites at this step.
-static DONE: AtomicUsize = AtomicUsize::new(0);
+/// CPUs whose NMI did not come at this step.
+static NO_NMI: AtomicUsize = AtomicUsize::new(0);
 /// Calls of [`callee`] that returned a wrong value in this run.
 static WRONG: AtomicUsize = AtomicUsize::new(0);
 /// The CPUs (a bit per index) whose next NMI runs the sites.
@@ -111,25 +112,21 @@ fn fire(patch: u8, step: u8) {
 }
 
 /// One CPU's part of a step: the sites in thread context, then in an NMI this CPU
-/// sends itself. A CPU whose NMI did not come within the timeout does not count
-/// itself done.
+/// sends itself.
 fn fire_here() {
     fire(PATCH.load(Ordering::Relaxed), STEP.load(Ordering::Relaxed));
     let cpu = percpu::index();
     IN_NMI.fetch_or(1 << cpu, Ordering::Relaxed);
-    if smp::nmi(cpu).is_err() {
-        return;
-    }
     let give_up = clock::now_ns() + TIMEOUT_NS;
+    let mut sent = smp::nmi(cpu).is_ok();
     // The NMI interrupts this CPU: once it cleared the bit, it has returned.
-    while IN_NMI.load(Ordering::Relaxed) & 1 << cpu != 0 {
-        if clock::now_ns() > give_up {
-            return;
-        }
+    while sent && IN_NMI.load(Ordering::Relaxed) & 1 << cpu != 0 {
+        sent = clock::now_ns() < give_up;
         core::hint::spin_loop();
     }
-    // Release: this CPU's counts of wrong returns come before its being done.
-    DONE.fetch_add(1, Ordering::Release);
+    if !sent {
+        NO_NMI.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 /// Every CPU online runs the sites for `patch`'s `step`; returns the `int3`s they met.
@@ -137,17 +134,11 @@ fn everywhere(patch: u8, step: u8) -> Result<u64, &'static str> {
     let before = traps();
     PATCH.store(patch, Ordering::Relaxed);
     STEP.store(step, Ordering::Relaxed);
-    DONE.store(0, Ordering::Relaxed);
     // The work's posting (a lock the CPU takes it under) orders the stores above
     // before its run.
-    smp::post_work(fire_here)?;
-    fire_here();
-    let give_up = clock::now_ns() + TIMEOUT_NS;
-    while DONE.load(Ordering::Acquire) < smp::online() {
-        if clock::now_ns() > give_up {
-            return Err("a CPU did not run the sites (or take its NMI) within 10 s");
-        }
-        core::hint::spin_loop();
+    smp::run_everywhere(fire_here, TIMEOUT_NS)?;
+    if NO_NMI.swap(0, Ordering::Relaxed) > 0 {
+        return Err("a CPU's NMI did not come within 10 s");
     }
     Ok(traps() - before)
 }
@@ -158,22 +149,17 @@ fn traps() -> u64 {
     during + after
 }
 
-/// The tracepoint sites of [`MIDPATCH`].
-fn event_sites() -> Vec<&'static KeySite> {
-    let sites = keys::sites().iter();
-    sites.filter(|s| core::ptr::eq(s.event, MIDPATCH.descriptor())).collect()
-}
-
 /// Makes the four patches of [`Patch::ALL`], each with every CPU running the sites
 /// before it and after each of its `sync`s, and returns what each saw. The sites
 /// must start as an instance's tracing leaves them, [`MIDPATCH`] enabled and
-/// [`callee`] traced, and end so. Thread context, interrupts on; nothing else may
-/// patch these sites meanwhile (the shell runs one command at a time).
+/// [`callee`] traced, and end so: once a step fails, the CPUs no longer run the
+/// sites, but the patches are all made. Thread context, interrupts on; nothing else
+/// may patch these sites meanwhile (the shell runs one command at a time).
 pub fn run() -> Result<Vec<Seen>, &'static str> {
     if !crate::arch::irq::may_wait() {
         return Err("needs thread context with interrupts on");
     }
-    let sites = event_sites();
+    let sites = keys::sites_of(MIDPATCH.descriptor());
     let armed = |s: &&KeySite| text::site_bytes(s.site) == s.jump();
     if sites.is_empty() || !sites.iter().all(armed) {
         return Err("enable selftest:midpatch in an instance first");
@@ -187,13 +173,18 @@ pub fn run() -> Result<Vec<Seen>, &'static str> {
     }
     WRONG.store(0, Ordering::Relaxed);
     let mut seen = Vec::new();
+    let failed = Cell::new(None);
     for (index, patch) in Patch::ALL.into_iter().enumerate() {
         let index = index as u8;
         let steps = RefCell::new(Vec::new());
         let step = || {
             let mut steps = steps.borrow_mut();
-            let taken = everywhere(index, steps.len() as u8);
-            steps.push(taken);
+            let taken = match failed.get() {
+                None => everywhere(index, steps.len() as u8),
+                Some(why) => Err(why),
+            };
+            failed.set(failed.get().or(taken.err()));
+            steps.push(taken.unwrap_or_default());
         };
         step();
         let sync = || {
@@ -206,15 +197,24 @@ pub fn run() -> Result<Vec<Seen>, &'static str> {
                 text::patch_entries(&[(entry, patch == Patch::Retrace)], sync)
             }
         };
-        let mut traps = [0; STEPS];
-        // A step whose CPUs did not all finish returns with the run left active.
-        for (slot, taken) in traps.iter_mut().zip(steps.into_inner()) {
-            *slot = taken?;
+        // A refused patch (the sites were checked above) changed nothing, and stops
+        // the run; the run stays active only if a CPU may still run the sites.
+        if let Err(why) = patched {
+            if failed.get().is_none() {
+                ACTIVE.store(false, Ordering::Release);
+            }
+            return Err(why);
         }
-        // A refused patch changed nothing, and every CPU finished its step.
-        patched.inspect_err(|_| ACTIVE.store(false, Ordering::Release))?;
+        let mut traps = [0; STEPS];
+        traps.iter_mut().zip(steps.into_inner()).for_each(|(slot, taken)| *slot = taken);
         seen.push(Seen { patch, traps, wrong: WRONG.swap(0, Ordering::Relaxed) });
     }
-    ACTIVE.store(false, Ordering::Release);
-    Ok(seen)
+    match failed.get() {
+        // A CPU that did not finish may still run the sites: the run stays active.
+        Some(why) => Err(why),
+        None => {
+            ACTIVE.store(false, Ordering::Release);
+            Ok(seen)
+        }
+    }
 }

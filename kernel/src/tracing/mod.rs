@@ -65,7 +65,7 @@ fn on_stopped(chain: &[u64]) {
 }
 
 /// The systems whose events are off by default: the (very noisy) heap events and
-/// the self-tests' (`bench`, `stress`, `midpatch`).
+/// the self-tests' (`bench`, `stress`, and `selftest` for `midpatch`).
 const QUIET_SYSTEMS: [&str; 4] = ["kmem", "bench", "stress", "selftest"];
 
 /// Enables the default events in `instance`: every event but those of
