@@ -768,9 +768,7 @@ fn nowait(
     _: Option<&Redirect>,
     _out: &mut Output,
 ) -> Result<(), CommandError> {
-    if !args.is_empty() {
-        return Err(CommandError::Usage);
-    }
+    no_args(args)?;
     for (tried, gave) in crate::selftest::nowait::run().map_err(CommandError::from)? {
         println!("{tried}: {gave}");
     }
@@ -783,9 +781,7 @@ fn midpatch(
     _: Option<&Redirect>,
     _out: &mut Output,
 ) -> Result<(), CommandError> {
-    if !args.is_empty() {
-        return Err(CommandError::Usage);
-    }
+    no_args(args)?;
     for seen in crate::selftest::midpatch::run().map_err(CommandError::from)? {
         let [before, int3, tail, after] = seen.traps;
         println!(
