@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs whatever the project needs and this machine lacks: the pinned Rust
 # toolchain (rust-toolchain.toml) and the host packages QEMU, babeltrace2,
-# trace-cmd and protoc.
+# trace-cmd, protoc, and a C compiler with KernelShark's library.
 # Idempotent; quick when everything is present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +21,10 @@ command -v babeltrace2 >/dev/null || missing+=(babeltrace2)
 command -v trace-cmd >/dev/null || missing+=(trace-cmd)
 # And the Perfetto protobuf output with protoc --decode.
 command -v protoc >/dev/null || missing+=(protobuf-compiler)
+# And that KernelShark's library (libkshark, what KernelShark loads a file with) reads
+# the trace.dat output: a C compiler and the library to link a loader against.
+command -v cc >/dev/null || missing+=(gcc)
+[ -e /usr/lib/x86_64-linux-gnu/libkshark.so ] || missing+=(libkshark-dev)
 if [ ${#missing[@]} -gt 0 ]; then
     sudo=()
     [ "$(id -u)" -eq 0 ] || sudo=(sudo)

@@ -410,3 +410,91 @@ fn trace_cmd_reads_odd_names_formats_and_times() {
     let fields = r"v=2001 w=1002001 p=7 \u{0}\u{1}\u{7f} \u{3bb} 100%";
     assert_eq!((last.ts, last.fields.as_str()), (1 << 62, fields));
 }
+
+/// `tests/kernelshark/load.c`, compiled once against KernelShark's library
+/// (boot/setup.sh installs a C compiler and libkshark).
+fn kernelshark_loader() -> &'static Path {
+    static LOADER: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    LOADER.get_or_init(|| {
+        let source = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/kernelshark/load.c");
+        let binary = Path::new(env!("CARGO_TARGET_TMPDIR")).join("kernelshark-load");
+        let out = Command::new("cc")
+            .args(["-Wall", "-Wextra", "-Werror", "-o"])
+            .arg(&binary)
+            .args([source, "-lkshark"])
+            .output()
+            .expect("cc runs (boot/setup.sh installs it)");
+        assert!(out.status.success(), "the loader does not build: {}", text(&out.stderr));
+        binary
+    })
+}
+
+/// One entry as KernelShark loads it: CPU, time (ns), `SYSTEM/EVENT`, task.
+type Entry = (usize, u64, String, String);
+
+/// The file `path` as KernelShark loads it: each buffer's entries by buffer name
+/// (the file's own buffer's empty), in KernelShark's order.
+fn kernelshark_entries(path: &Path) -> BTreeMap<String, Vec<Entry>> {
+    let out = Command::new(kernelshark_loader()).arg(path).output().expect("the loader runs");
+    assert!(out.status.success(), "KernelShark's library refused the file: {}", text(&out.stderr));
+    let mut buffers: BTreeMap<String, Vec<Entry>> = BTreeMap::new();
+    let mut current = None;
+    for line in text(&out.stdout).lines() {
+        let fields: Vec<&str> = line.split('\t').collect();
+        match fields[..] {
+            ["buffer", name, count] => {
+                let count: usize = count.parse().unwrap();
+                current = Some(name.to_string());
+                buffers.insert(name.to_string(), Vec::with_capacity(count));
+            }
+            [cpu, ts, event, task, _info] => {
+                let buffer = buffers.get_mut(current.as_ref().expect("a buffer first")).unwrap();
+                let entry = (cpu.parse().unwrap(), ts.parse().unwrap(), event.into(), task.into());
+                buffer.push(entry);
+            }
+            _ => panic!("not a loader line: {line:?}"),
+        }
+    }
+    buffers
+}
+
+/// KernelShark opens what `--format tracedat` writes: its library (libkshark, what
+/// KernelShark loads a file with) reads the file's own buffer and, as KernelShark's
+/// streams, every buffer instance, and each holds every event of its section with
+/// its CPU, time in ns, event and task (the pid's command line; `<idle>` for pid 0,
+/// as trace-cmd shows), on a real panic's log and on one with the function tracers,
+/// the stack tracer and snapshots.
+#[test]
+fn kernelshark_loads_every_buffer_with_every_event_of_its_section() {
+    for (log, elf) in [(PANIC_LOG, None), (TRACERS_LOG, Some(TRACERS_ELF))] {
+        let file = temp_path("kernelshark.dat");
+        let path = file.to_str().unwrap();
+        let mut args = vec!["report", "--format", "tracedat", "--buffer", "all", "-o", path];
+        args.extend(elf.map(|elf| ["--elf", elf]).iter().flatten());
+        args.push(log);
+        let out = boot(&args);
+        assert!(out.status.success(), "{log}: {}", text(&out.stderr));
+        let loaded = kernelshark_entries(&file);
+        let text_log = std::fs::read_to_string(log).unwrap();
+        let sections = trace::dump::parse(&text_log).pop().expect("a dump").sections();
+        assert_eq!(loaded.len(), sections.len(), "{log}: {:?}", loaded.keys());
+        for (i, section) in sections.iter().enumerate() {
+            let name = if i == 0 { String::new() } else { boot::report::buffer_name(section) };
+            let mut expected: Vec<Entry> = section
+                .events
+                .iter()
+                .map(|e| {
+                    let task = trace::text::Task::of(e.context, e.cpu);
+                    let task = if task.pid == 0 { "<idle>".into() } else { task.to_string() };
+                    (e.cpu, e.ts, section.event_name(e.id).replacen(':', "/", 1), task)
+                })
+                .collect();
+            let mut got = loaded[&name].clone();
+            assert!(!got.is_empty(), "{log}: buffer {name:?} is empty");
+            // KernelShark's order is time's; the dump's among equal times may differ.
+            expected.sort();
+            got.sort();
+            assert_eq!(got, expected, "{log}: buffer {name:?}");
+        }
+    }
+}
