@@ -24,7 +24,7 @@ command -v protoc >/dev/null || missing+=(protobuf-compiler)
 # And that KernelShark's library (libkshark, what KernelShark loads a file with) reads
 # the trace.dat output: a C compiler and the library to link a loader against.
 command -v cc >/dev/null || missing+=(gcc)
-[ -e /usr/lib/x86_64-linux-gnu/libkshark.so ] || missing+=(libkshark-dev)
+dpkg -s libkshark-dev >/dev/null 2>&1 || missing+=(libkshark-dev)
 if [ ${#missing[@]} -gt 0 ]; then
     sudo=()
     [ "$(id -u)" -eq 0 ] || sudo=(sudo)

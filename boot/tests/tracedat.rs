@@ -7,8 +7,9 @@ mod support;
 use support::{boot, temp_path, text};
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 use trace::dump::BufferKind;
 
 /// A serial log captured from `cargo run` (4 CPUs): events enabled, a few shell
@@ -411,15 +412,16 @@ fn trace_cmd_reads_odd_names_formats_and_times() {
     assert_eq!((last.ts, last.fields.as_str()), (1 << 62, fields));
 }
 
-/// `tests/kernelshark/load.c`, compiled once against KernelShark's library
-/// (boot/setup.sh installs a C compiler and libkshark).
+/// `tests/kernelshark/load.c`, compiled once per test process against KernelShark's
+/// library (boot/setup.sh installs a C compiler and libkshark).
 fn kernelshark_loader() -> &'static Path {
-    static LOADER: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    static LOADER: OnceLock<PathBuf> = OnceLock::new();
     LOADER.get_or_init(|| {
         let source = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/kernelshark/load.c");
-        let binary = Path::new(env!("CARGO_TARGET_TMPDIR")).join("kernelshark-load");
+        let name = format!("kernelshark-load-{}", std::process::id());
+        let binary = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
         let out = Command::new("cc")
-            .args(["-Wall", "-Wextra", "-Werror", "-o"])
+            .args(["-Wall", "-Wextra", "-o"])
             .arg(&binary)
             .args([source, "-lkshark"])
             .output()
@@ -432,41 +434,53 @@ fn kernelshark_loader() -> &'static Path {
 /// One entry as KernelShark loads it: CPU, time (ns), `SYSTEM/EVENT`, task.
 type Entry = (usize, u64, String, String);
 
-/// The file `path` as KernelShark loads it: each buffer's entries by buffer name
-/// (the file's own buffer's empty), in KernelShark's order.
-fn kernelshark_entries(path: &Path) -> BTreeMap<String, Vec<Entry>> {
+/// The file `path` as KernelShark loads it: each buffer's name (the file's own
+/// buffer's empty) and entries, in the file's order of buffers and KernelShark's
+/// order of entries.
+fn kernelshark_entries(path: &Path) -> Vec<(String, Vec<Entry>)> {
     let out = Command::new(kernelshark_loader()).arg(path).output().expect("the loader runs");
     assert!(out.status.success(), "KernelShark's library refused the file: {}", text(&out.stderr));
-    let mut buffers: BTreeMap<String, Vec<Entry>> = BTreeMap::new();
-    let mut current = None;
+    let mut buffers: Vec<(String, Vec<Entry>, usize)> = Vec::new();
     for line in text(&out.stdout).lines() {
-        let fields: Vec<&str> = line.split('\t').collect();
-        match fields[..] {
+        match line.split('\t').collect::<Vec<_>>()[..] {
             ["buffer", name, count] => {
-                let count: usize = count.parse().unwrap();
-                current = Some(name.to_string());
-                buffers.insert(name.to_string(), Vec::with_capacity(count));
+                buffers.push((name.into(), Vec::new(), count.parse().unwrap()))
             }
             [cpu, ts, event, task, _info] => {
-                let buffer = buffers.get_mut(current.as_ref().expect("a buffer first")).unwrap();
-                let entry = (cpu.parse().unwrap(), ts.parse().unwrap(), event.into(), task.into());
-                buffer.push(entry);
+                let (_, entries, _) = buffers.last_mut().expect("a buffer's line first");
+                entries.push((
+                    cpu.parse().unwrap(),
+                    ts.parse().unwrap(),
+                    event.into(),
+                    task.into(),
+                ));
             }
             _ => panic!("not a loader line: {line:?}"),
         }
     }
     buffers
+        .into_iter()
+        .map(|(name, entries, count)| {
+            assert_eq!(entries.len(), count, "buffer {name:?}: the entries it announced");
+            (name, entries)
+        })
+        .collect()
 }
 
 /// KernelShark opens what `--format tracedat` writes: its library (libkshark, what
-/// KernelShark loads a file with) reads the file's own buffer and, as KernelShark's
-/// streams, every buffer instance, and each holds every event of its section with
-/// its CPU, time in ns, event and task (the pid's command line; `<idle>` for pid 0,
-/// as trace-cmd shows), on a real panic's log and on one with the function tracers,
-/// the stack tracer and snapshots.
+/// KernelShark loads a file with; its plugins aside) reads the file's own buffer
+/// and, as KernelShark's streams, every buffer instance, and each holds every event
+/// of its section, in time order, with its CPU, time in ns, event and task: `shell`
+/// for CPU 0's thread, `work/N` for CPU N's, `<idle>` for the rest (pid 0, as
+/// trace-cmd shows it). On a real panic's log, and on one with the function tracers,
+/// the stack tracer and a snapshot.
 #[test]
 fn kernelshark_loads_every_buffer_with_every_event_of_its_section() {
-    for (log, elf) in [(PANIC_LOG, None), (TRACERS_LOG, Some(TRACERS_ELF))] {
+    let logs = [
+        (PANIC_LOG, None, &["", "latency"][..]),
+        (TRACERS_LOG, Some(TRACERS_ELF), &["", "latency", "graph", "irq", "irq:snapshot", "stk"]),
+    ];
+    for (log, elf, buffers) in logs {
         let file = temp_path("kernelshark.dat");
         let path = file.to_str().unwrap();
         let mut args = vec!["report", "--format", "tracedat", "--buffer", "all", "-o", path];
@@ -475,26 +489,36 @@ fn kernelshark_loads_every_buffer_with_every_event_of_its_section() {
         let out = boot(&args);
         assert!(out.status.success(), "{log}: {}", text(&out.stderr));
         let loaded = kernelshark_entries(&file);
+        let names: Vec<&str> = loaded.iter().map(|(name, _)| name.as_str()).collect();
+        assert_eq!(names, buffers, "{log}");
         let text_log = std::fs::read_to_string(log).unwrap();
         let sections = trace::dump::parse(&text_log).pop().expect("a dump").sections();
-        assert_eq!(loaded.len(), sections.len(), "{log}: {:?}", loaded.keys());
-        for (i, section) in sections.iter().enumerate() {
-            let name = if i == 0 { String::new() } else { boot::report::buffer_name(section) };
+        assert_eq!(sections.len(), loaded.len(), "{log}");
+        let mut tasks = std::collections::BTreeSet::new();
+        for (section, (name, entries)) in sections.iter().zip(&loaded) {
+            assert!(!entries.is_empty(), "{log}: buffer {name:?} is empty");
+            assert!(entries.is_sorted_by_key(|e| e.1), "{log}: buffer {name:?} in time order");
             let mut expected: Vec<Entry> = section
                 .events
                 .iter()
                 .map(|e| {
-                    let task = trace::text::Task::of(e.context, e.cpu);
-                    let task = if task.pid == 0 { "<idle>".into() } else { task.to_string() };
+                    let task = match (e.context.activity(), e.cpu) {
+                        (trace::Activity::Task, 0) => "shell".into(),
+                        (trace::Activity::Task, cpu) => format!("work/{cpu}"),
+                        _ => "<idle>".into(),
+                    };
                     (e.cpu, e.ts, section.event_name(e.id).replacen(':', "/", 1), task)
                 })
                 .collect();
-            let mut got = loaded[&name].clone();
-            assert!(!got.is_empty(), "{log}: buffer {name:?} is empty");
-            // KernelShark's order is time's; the dump's among equal times may differ.
+            let mut got = entries.clone();
+            // Among equal times KernelShark's order may differ from the dump's.
             expected.sort();
             got.sort();
             assert_eq!(got, expected, "{log}: buffer {name:?}");
+            tasks.extend(got.into_iter().map(|(_, _, _, task)| task));
+        }
+        if elf.is_some() {
+            assert!(tasks.contains("shell"), "{log}: a task of its own: {tasks:?}");
         }
     }
 }

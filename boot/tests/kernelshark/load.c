@@ -6,8 +6,9 @@
  * `CPU<TAB>TS<TAB>SYSTEM/EVENT<TAB>TASK<TAB>INFO` (newlines in INFO as spaces).
  * Exits non-zero if the file or a buffer does not open.
  *
- * The few declarations below are libkshark.h's; that header is not included
- * because it needs json-c's headers, which Debian's libkshark-dev does not pull in.
+ * The few declarations below are libkshark.h's and libkshark-tepdata.h's; those
+ * headers are not included because they need json-c's, which Debian's
+ * libkshark-dev does not pull in.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -38,7 +39,6 @@ char *kshark_get_info(const struct kshark_entry *entry);
 char **kshark_tep_get_buffer_names(struct kshark_context *kshark_ctx, int sd,
 				   int *n_buffers);
 int kshark_tep_init_all_buffers(struct kshark_context *kshark_ctx, int sd);
-int kshark_close(struct kshark_context *kshark_ctx, int sd);
 void kshark_free(struct kshark_context *kshark_ctx);
 
 /* Prints `text`, `?` for none, with newlines and tabs as spaces. */
@@ -62,7 +62,9 @@ static int print_stream(struct kshark_context *ctx, int sd, const char *name)
 		fprintf(stderr, "buffer '%s': its entries do not load (%zd)\n", name, n);
 		return -1;
 	}
-	printf("buffer\t%s\t%zd\n", name, n);
+	fputs("buffer\t", stdout);
+	print_field(name);
+	printf("\t%zd\n", n);
 	for (ssize_t i = 0; i < n; i++) {
 		char *event = kshark_get_event_name(rows[i]);
 		char *task = kshark_get_task(rows[i]);
