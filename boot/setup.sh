@@ -24,6 +24,8 @@ command -v protoc >/dev/null || missing+=(protobuf-compiler)
 # And that KernelShark's library (libkshark, what KernelShark loads a file with) reads
 # the trace.dat output: a C compiler and the library to link a loader against.
 command -v cc >/dev/null || missing+=(gcc)
+# The fuzz targets' libFuzzer is C++ (the test command checks that they build).
+command -v c++ >/dev/null || missing+=(g++)
 dpkg -s libkshark-dev >/dev/null 2>&1 || missing+=(libkshark-dev)
 if [ ${#missing[@]} -gt 0 ]; then
     sudo=()

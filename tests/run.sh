@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what is missing, then runs every check and test: formatting, clippy on the
-# host crates and the kernel target, the documentation's links, the trace crate's unit/property/stress tests,
+# host crates, the fuzz targets and the kernel target, the documentation's links, the trace crate's unit/property/stress tests,
 # its loom models and Miri, the host tool's tests, and the QEMU end-to-end tests
 # (dev build, plus the release build's tracepoint-section and optimisation checks).
 set -euo pipefail
@@ -24,8 +24,11 @@ section "Miri on the trace crate's unit, property and stress tests: started in t
 miri_log=$(mktemp)
 CARGO_TARGET_DIR=target/miri cargo miri test -q -p trace --lib >"$miri_log" 2>&1 &
 miri=$!
-section "cargo clippy (host crates and the x86_64-unknown-none kernel)"
+section "cargo clippy (host crates, the fuzz targets and the x86_64-unknown-none kernel)"
 cargo clippy --workspace --all-targets -- -D warnings
+# The cargo-fuzz targets are not workspace members (they need the fuzzer's runtime):
+# checked here so that they keep building against the crate's API.
+cargo clippy -q --manifest-path trace/fuzz/Cargo.toml --bins -- -D warnings
 section "rustdoc: every crate's documentation, private items too, builds with its links checked"
 RUSTDOCFLAGS="-D warnings" cargo doc -q --workspace --no-deps --document-private-items
 section "loom models of the ring's protocols"

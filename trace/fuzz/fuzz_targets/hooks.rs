@@ -123,8 +123,8 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     top.set_mode(CONFIG.mode).expect("a mode");
     top.resize(CONFIG.bytes_per_cpu).expect("room");
     top.set_clock(Clock::Local).expect("a clock");
-    top.set_cpumask(u64::MAX);
-    top.set_stack_traces(false);
+    top.set_cpumask(u64::MAX).expect("thread context");
+    top.set_stack_traces(false).expect("thread context");
     top.set_printk(true);
     top.set_tracing(true);
     top.clear().expect("a top-level clear");
@@ -139,9 +139,9 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
         let instance = match selector & 0x80 {
             0 => tracer.top(),
             _ => match tracer.lookup("x") {
-                Some(x) => x,
-                None if *op == b'N' => tracer.get_or_create("x", CONFIG).expect("room for x"),
-                None => continue,
+                Ok(x) => x,
+                Err(_) if *op == b'N' => tracer.get_or_create("x", CONFIG).expect("room for x"),
+                Err(_) => continue,
             },
         };
         let text = String::from_utf8_lossy(rest);
@@ -184,7 +184,9 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
                     let _ = instance.set_clock(clock);
                 }
             }
-            b'u' => instance.set_cpumask(w),
+            b'u' => {
+                let _ = instance.set_cpumask(w);
+            }
             b'a' => {
                 let _ = instance.snapshot_alloc();
             }
@@ -201,7 +203,9 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
                 let _ = instance.clear_cpu(w as usize % (CPUS + 1));
             }
             b'T' => instance.set_tracing(on),
-            b'P' => instance.set_stack_traces(on),
+            b'P' => {
+                let _ = instance.set_stack_traces(on);
+            }
             b'p' => instance.set_printk(on),
             b'D' => {
                 let is_x = !instance.is_top_level();
@@ -218,7 +222,7 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
         check(tracer, &instance, line);
     }
     HostPlatform::set_cpu(0);
-    if tracer.lookup("x").is_some() {
+    if tracer.lookup("x").is_ok() {
         tracer.destroy_by_name("x").expect("x exists");
     }
 });
