@@ -413,20 +413,24 @@ fn trace_cmd_reads_odd_names_formats_and_times() {
 }
 
 /// `tests/kernelshark/load.c`, compiled once per test process against KernelShark's
-/// library (boot/setup.sh installs a C compiler and libkshark).
+/// library (boot/setup.sh installs a C compiler and libkshark): built under a name of
+/// the process's own, then renamed over the shared one, so runs side by side neither
+/// race nor leave copies behind.
 fn kernelshark_loader() -> &'static Path {
     static LOADER: OnceLock<PathBuf> = OnceLock::new();
     LOADER.get_or_init(|| {
         let source = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/kernelshark/load.c");
-        let name = format!("kernelshark-load-{}", std::process::id());
-        let binary = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        let built = dir.join(format!("kernelshark-load-{}", std::process::id()));
         let out = Command::new("cc")
             .args(["-Wall", "-Wextra", "-o"])
-            .arg(&binary)
+            .arg(&built)
             .args([source, "-lkshark"])
             .output()
             .expect("cc runs (boot/setup.sh installs it)");
         assert!(out.status.success(), "the loader does not build: {}", text(&out.stderr));
+        let binary = dir.join("kernelshark-load");
+        std::fs::rename(&built, &binary).expect("the loader moves into place");
         binary
     })
 }
