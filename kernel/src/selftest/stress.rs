@@ -305,7 +305,7 @@ fn toggle(
     };
     let destroyed = tracer.destroy(instance).is_ok();
     *keyed = tracer.get_or_create(&name, config).ok();
-    let fresh = keyed.as_ref().is_some_and(|i| i.function_tracer() == Kind::Nop);
+    let fresh = keyed.as_ref().is_some_and(|i| i.function_tracer() == Ok(Kind::Nop));
     top && destroyed && fresh
 }
 
@@ -337,7 +337,7 @@ fn report_functions(
     }
     let hooked = ft::hooked_calls();
     let off =
-        [other.tracer().top(), other.clone()].iter().all(|i| i.function_tracer() == Kind::Nop);
+        [other.tracer().top(), other.clone()].iter().all(|i| i.function_tracer() == Ok(Kind::Nop));
     let pass = balanced && hooked == 0 && cycled == cycles && off;
     println!(
         "functions: tracers on and off {cycled} of {cycles} times over {} functions, {hooked} \

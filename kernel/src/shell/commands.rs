@@ -541,7 +541,7 @@ fn functions(
     if let Some(tracer) = crate::tracing::tracer() {
         let named = tracer.instances().unwrap_or_default();
         for instance in core::iter::once(tracer.top()).chain(named) {
-            let current = instance.function_tracer();
+            let current = instance.function_tracer().unwrap_or(ft::Kind::Nop);
             if current != ft::Kind::Nop {
                 let name = if instance.is_top_level() { "/" } else { instance.name() };
                 let _ = write!(tracers, " {name}={}", current.name());

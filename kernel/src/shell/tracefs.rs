@@ -503,12 +503,13 @@ fn write_snapshot(
     instance: &trace::Instance<'_, KernelPlatform>,
     cpu: Option<usize>,
     layout: &Layout,
-) -> fmt::Result {
-    tracing::write_snapshot(out, instance, cpu, layout, |out| {
+) -> Result<fmt::Result, FunctionError> {
+    let tracer = instance.function_tracer()?;
+    Ok(tracing::write_snapshot(out, instance, tracer, cpu, layout, |out| {
         let state = if instance.has_snapshot() { "allocated" } else { "freed" };
         let help = if cpu.is_some() { CPU_SNAPSHOT_HELP } else { SNAPSHOT_HELP };
         write!(out, "#\n# * Snapshot is {state} *\n#\n{help}")
-    })
+    }))
 }
 
 /// The `README` file: a mini-HOWTO of this tree.
@@ -804,43 +805,31 @@ fn write_function_list(
     out: &mut dyn Write,
     instance: &trace::Instance<'_, KernelPlatform>,
     list: List,
-) -> fmt::Result {
+) -> Result<fmt::Result, FunctionError> {
     let none = match list {
         List::Filter | List::GraphFunction => ALL_FUNCTIONS,
         List::Notrace | List::GraphNotrace => "#### no functions disabled ####",
     };
-    write_names(out, |each| functions::for_each_listed(instance, list, each), none)?;
-    if list == List::Filter {
-        let mut result = Ok(());
-        functions::for_each_command(instance, |f, command| {
-            result = result.and_then(|()| writeln!(out, "{}:{command}", f.name));
-        });
-        result?;
-    }
-    Ok(())
+    let commands = match list {
+        List::Filter => functions::commands(instance)?,
+        _ => Vec::new(),
+    };
+    let names = write_names(out, &functions::listed(instance, list)?, none);
+    Ok(names.and_then(|()| {
+        commands.iter().try_for_each(|(f, command)| writeln!(out, "{}:{command}", f.name))
+    }))
 }
 
 /// What a filter file that selects every function reads.
 const ALL_FUNCTIONS: &str = "#### all functions enabled ####";
 
-/// Writes the name of each function `list` gives, a line each, or the line `none`
-/// if it gives none.
-fn write_names(
-    out: &mut dyn Write,
-    list: impl FnOnce(&mut dyn FnMut(&functions::Function)),
-    none: &str,
-) -> fmt::Result {
-    let mut any = false;
-    let mut result = Ok(());
-    list(&mut |f| {
-        any = true;
-        result = result.and_then(|()| writeln!(out, "{}", f.name));
-    });
-    result?;
-    if !any {
-        writeln!(out, "{none}")?;
+/// Writes the name of each of `functions`, a line each, or the line `none` if there
+/// are none.
+fn write_names(out: &mut dyn Write, functions: &[&functions::Function], none: &str) -> fmt::Result {
+    if functions.is_empty() {
+        return writeln!(out, "{none}");
     }
-    Ok(())
+    functions.iter().try_for_each(|f| writeln!(out, "{}", f.name))
 }
 
 /// Writes a CPU mask as Linux does: hex, as many digits as the CPUs need.
@@ -969,12 +958,13 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
             .filter(|d| on_or_soft(instance, d))
             .try_for_each(|d| writeln!(out, "{}:{}", d.system, d.name)),
         File::TracingOn => writeln!(out, "{}", u8::from(instance.tracing())),
-        File::Trace => tracing::write_trace(out, instance, None, &layout, pauses(instance)),
-        File::CpuTrace(cpu) => {
-            tracing::write_trace(out, instance, Some(cpu), &layout, pauses(instance))
+        File::Trace | File::CpuTrace(_) => {
+            let only = if let File::CpuTrace(cpu) = file { Some(cpu) } else { None };
+            let current = instance.function_tracer().map_err(FunctionError::from)?;
+            tracing::write_trace(out, instance, current, only, &layout, pauses(instance))
         }
-        File::Snapshot => write_snapshot(out, instance, None, &layout),
-        File::CpuSnapshot(cpu) => write_snapshot(out, instance, Some(cpu), &layout),
+        File::Snapshot => write_snapshot(out, instance, None, &layout)?,
+        File::CpuSnapshot(cpu) => write_snapshot(out, instance, Some(cpu), &layout)?,
         File::BufferSizeKb => {
             // Linux shows X when the CPUs' sizes differ.
             let mut sizes = cpu_kb(instance);
@@ -1014,7 +1004,9 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
             let names: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
             writeln!(out, "{}", names.join(" "))
         }
-        File::CurrentTracer => writeln!(out, "{}", instance.function_tracer().name()),
+        File::CurrentTracer => {
+            writeln!(out, "{}", instance.function_tracer().map_err(FunctionError::from)?.name())
+        }
         File::AvailableFilterFunctions => {
             functions::functions().iter().try_for_each(|f| writeln!(out, "{}", f.name))
         }
@@ -1033,12 +1025,14 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
             triggers.iter().try_for_each(|t| writeln!(out, "{}:{}\t{t}", d.system, d.name))
         }),
         File::EnabledFunctions => write_callbacks(out, tracer.enabled_functions()),
-        File::TouchedFunctions => write_callbacks(out, tracer.touched_functions()),
+        File::TouchedFunctions => {
+            write_callbacks(out, tracer.touched_functions().map_err(FunctionError::from)?)
+        }
         File::DynFtraceTotalInfo => writeln!(out, "{}", functions::functions().len()),
         File::SetFtraceFilter
         | File::SetFtraceNotrace
         | File::SetGraphFunction
-        | File::SetGraphNotrace => write_function_list(out, instance, function_list(file)),
+        | File::SetGraphNotrace => write_function_list(out, instance, function_list(file))?,
         File::MaxGraphDepth => writeln!(out, "{}", functions::max_graph_depth()),
         File::TracingThresh => writeln!(out, "{}", tracer.graph_threshold() / 1000),
         File::TracingMaxLatency => writeln!(out, "{}", instance.max_latency() / 1000),
@@ -1048,11 +1042,13 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
             trace::tracer::FunctionStat::write_table(out, &tracer.function_stats(cpu), &name)
         }
         File::StackTracerEnabled => writeln!(out, "{}", u8::from(tracer.stack_tracer())),
-        File::StackMaxSize => writeln!(out, "{}", tracer.stack_max().size),
-        File::StackTrace => tracer.stack_max().write(out, crate::symbols::table()),
-        File::StackTraceFilter => {
-            write_names(out, |each| functions::for_each_stack_filtered(each), ALL_FUNCTIONS)
+        File::StackMaxSize => {
+            writeln!(out, "{}", tracer.stack_max().map_err(FunctionError::from)?.size)
         }
+        File::StackTrace => {
+            tracer.stack_max().map_err(FunctionError::from)?.write(out, crate::symbols::table())
+        }
+        File::StackTraceFilter => write_names(out, &functions::stack_filtered()?, ALL_FUNCTIONS),
         File::SubbufSizeKb => writeln!(out, "4"),
         File::PrintkFormats => tracer
             .events()
@@ -1333,10 +1329,11 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
         File::CpuMask => Ok(instance.set_cpumask(parse_cpumask(value, tracer.cpus())?)?),
         File::CurrentTracer => match Kind::parse(value.trim()) {
             Some(kind) => {
-                let before = instance.function_tracer();
+                let before = instance.function_tracer().map_err(FunctionError::from)?;
                 let selected = instance.select_function_tracer(kind);
                 // Also when the tracer changed but its buffers could not be emptied.
-                latency_format_for(instance, before, instance.function_tracer());
+                let after = instance.function_tracer().map_err(FunctionError::from)?;
+                latency_format_for(instance, before, after);
                 Ok(selected.map_err(FunctionError::from)?)
             }
             None => Err(FsError::Rule("no such tracer (see available_tracers)")),

@@ -8,7 +8,7 @@ use core::fmt::{self, Write};
 use trace::field::Decoder;
 use trace::ring::{Buffer, RecordRef, RingStats};
 use trace::text::{self, LatencyReport, Layout, Task};
-use trace::tracer::{IRQSOFF, TraceWriter};
+use trace::tracer::{FunctionTracer, IRQSOFF, TraceWriter};
 use trace::{Instance, Tracer};
 
 /// The records in a buffer and written into it, all `cpus`' (a CPU's file heads its
@@ -25,6 +25,7 @@ fn counts(cpus: usize, stats: impl Fn(usize) -> Result<RingStats, trace::Error>)
 fn write_header(
     out: &mut dyn Write,
     instance: &Instance<'_, KernelPlatform>,
+    tracer: FunctionTracer,
     (entries, written): (u64, u64),
     layout: &Layout,
     report: Option<&IrqsoffReport>,
@@ -38,7 +39,7 @@ fn write_header(
         ended: &ended,
     });
     let header = text::Header {
-        tracer: instance.function_tracer().name(),
+        tracer: tracer.name(),
         entries,
         written,
         cpus: instance.tracer().cpus(),
@@ -100,6 +101,7 @@ fn write_records(
 pub fn write_trace(
     out: &mut dyn Write,
     instance: &Instance<'_, KernelPlatform>,
+    tracer: FunctionTracer,
     cpu: Option<usize>,
     layout: &Layout,
     pause: bool,
@@ -110,7 +112,7 @@ pub fn write_trace(
         write_records(out, instance.tracer(), live, cpu, layout, None, |out| {
             // The instance's counts: the live buffer's, and the events it refused.
             let counts = counts(live.cpus(), |c| instance.stats(c));
-            write_header(out, instance, counts, layout, None)
+            write_header(out, instance, tracer, counts, layout, None)
         })
     };
     if pause { live.with_writes_held(list) } else { list(false) }
@@ -126,6 +128,7 @@ pub fn write_trace(
 pub fn write_snapshot(
     out: &mut dyn Write,
     instance: &Instance<'_, KernelPlatform>,
+    tracer: FunctionTracer,
     cpu: Option<usize>,
     layout: &Layout,
     empty: impl FnOnce(&mut dyn Write) -> fmt::Result,
@@ -137,7 +140,7 @@ pub fn write_snapshot(
         shown.any(|c| s.stats(c).is_ok_and(|stats| stats.entries > 0))
     };
     let Some(snapshot) = recorder.snapshot().filter(held) else {
-        write!(out, "# tracer: {}\n#\n", instance.function_tracer().name())?;
+        write!(out, "# tracer: {}\n#\n", tracer.name())?;
         return empty(out);
     };
     let report = irqsoff_report(snapshot, cpu);
@@ -145,7 +148,7 @@ pub fn write_snapshot(
     let start = report.as_ref().filter(|_| latency_format).map(|r| r.ts.saturating_sub(r.ns));
     write_records(out, instance.tracer(), snapshot, cpu, layout, start, |out| {
         let counts = counts(snapshot.cpus(), |c| snapshot.stats(c));
-        write_header(out, instance, counts, layout, report.as_ref())
+        write_header(out, instance, tracer, counts, layout, report.as_ref())
     })
 }
 

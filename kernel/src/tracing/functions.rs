@@ -22,6 +22,7 @@ use super::KernelPlatform;
 use crate::arch::{MAX_CPUS, ftrace, irq, percpu, stack};
 use crate::memory::text::{self, ENTRY_NOP};
 use crate::{barrier, clock, symbols};
+use alloc::string::String;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use core::sync::atomic::{Ordering::SeqCst, compiler_fence};
@@ -235,7 +236,8 @@ pub fn with_only(site: usize, kind: Kind, body: impl FnOnce()) -> Result<(), Fun
     }
     let index = index_of(site).ok_or(FunctionError::NoMatch)?;
     let top = tracer.top();
-    let lists = List::ALL.map(|list| (list, selection(&top, list)));
+    let lists = List::ALL.map(|list| selection(&top, list).map(|bits| (list, bits)));
+    let lists: Vec<(List, Vec<bool>)> = lists.into_iter().collect::<Result<_, _>>()?;
     let mut only = alloc::vec![false; functions().len()];
     for list in List::ALL {
         top.set_function_list(list, &alloc::vec![false; only.len()])?;
@@ -254,12 +256,15 @@ pub fn with_only(site: usize, kind: Kind, body: impl FnOnce()) -> Result<(), Fun
 }
 
 /// One of `instance`'s lists, one entry per function.
-fn selection(instance: &Instance<'_, KernelPlatform>, list: List) -> Vec<bool> {
+fn selection(
+    instance: &Instance<'_, KernelPlatform>,
+    list: List,
+) -> Result<Vec<bool>, FunctionError> {
     let mut bits = alloc::vec![false; functions().len()];
-    for i in instance.function_list(list) {
+    for i in instance.function_list(list)? {
         bits[i] = true;
     }
-    bits
+    Ok(bits)
 }
 
 /// Writes `text` to one of `instance`'s lists, as ftrace does: whitespace-separated
@@ -283,7 +288,7 @@ pub fn write_list(
     append: bool,
 ) -> Result<(), FunctionError> {
     let mut new = match append {
-        true => selection(instance, list),
+        true => selection(instance, list)?,
         false => alloc::vec![false; functions().len()],
     };
     let commands = apply_globs(text, &mut new, list == List::Filter)?;
@@ -375,22 +380,22 @@ pub fn write_stack_filter(text: &str, append: bool) -> Result<(), FunctionError>
     let tracer = super::tracer().ok_or(trace::tracer::FunctionError::Unavailable)?;
     let mut new = alloc::vec![false; functions().len()];
     if append {
-        tracer.stack_filter().into_iter().for_each(|i| new[i] = true);
+        tracer.stack_filter()?.into_iter().for_each(|i| new[i] = true);
     }
     apply_globs(text, &mut new, false)?;
     Ok(tracer.set_stack_filter(&new)?)
 }
 
-/// Calls `each` with every function `stack_trace_filter` lists, in address order.
-pub fn for_each_stack_filtered(each: impl FnMut(&Function)) {
-    let Some(tracer) = super::tracer() else { return };
-    for_each_index(tracer.stack_filter(), each);
+/// The functions `stack_trace_filter` lists, in address order.
+pub fn stack_filtered() -> Result<Vec<&'static Function>, FunctionError> {
+    let Some(tracer) = super::tracer() else { return Ok(Vec::new()) };
+    Ok(at_indices(tracer.stack_filter()?))
 }
 
-/// Calls `each` with the functions at `indices`.
-fn for_each_index(indices: Vec<usize>, each: impl FnMut(&Function)) {
+/// The functions at `indices`.
+fn at_indices(indices: Vec<usize>) -> Vec<&'static Function> {
     let functions = functions();
-    indices.into_iter().filter_map(|i| functions.get(i)).for_each(each);
+    indices.into_iter().filter_map(|i| functions.get(i)).collect()
 }
 
 /// `error` with its position (a trigger's) moved `at` bytes on.
@@ -413,27 +418,22 @@ fn split_command(entry: &str) -> (&str, Option<&str>) {
     }
 }
 
-/// Calls `each` with every function command of `instance`, in address order: the
-/// function and the command as `set_ftrace_filter` lists it.
-pub fn for_each_command(
+/// Every function command of `instance`, in address order: the function and the
+/// command as `set_ftrace_filter` lists it.
+pub fn commands(
     instance: &Instance<'_, KernelPlatform>,
-    mut each: impl FnMut(&Function, &str),
-) {
+) -> Result<Vec<(&'static Function, String)>, FunctionError> {
     let functions = functions();
-    for (index, command) in instance.function_commands() {
-        if let Some(function) = functions.get(index) {
-            each(function, &command);
-        }
-    }
+    let commands = instance.function_commands()?.into_iter();
+    Ok(commands.filter_map(|(index, command)| Some((functions.get(index)?, command))).collect())
 }
 
-/// Calls `each` with every function on one of `instance`'s lists, in address order.
-pub fn for_each_listed(
+/// The functions on one of `instance`'s lists, in address order.
+pub fn listed(
     instance: &Instance<'_, KernelPlatform>,
     list: List,
-    each: impl FnMut(&Function),
-) {
-    for_each_index(instance.function_list(list), each);
+) -> Result<Vec<&'static Function>, FunctionError> {
+    Ok(at_indices(instance.function_list(list)?))
 }
 
 /// Stops recording (the panic path): sites stay patched, the hooks return at once,

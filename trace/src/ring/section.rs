@@ -137,12 +137,21 @@ impl Sections {
     /// may not (interrupts off, inside an interrupt: `Platform::may_wait`) or is
     /// inside a section itself; nothing was published yet, so nothing changed.
     pub(crate) fn grace<'a, P: Platform>(&'a self, platform: &'a P) -> Result<Grace<'a, P>, Error> {
+        self.may_wait(platform)?;
+        Ok(Grace { sections: self, platform })
+    }
+
+    /// `WouldDeadlock` unless the caller may wait for a grace period: the platform
+    /// says it may (`Platform::may_wait`) and it is not inside a section itself (a
+    /// closure the tracer runs inside one: it would wait for itself, or spin on a
+    /// lock that a control operation holds while it waits for this CPU).
+    pub(crate) fn may_wait<P: Platform>(&self, platform: &P) -> Result<(), Error> {
         let inside =
             self.cpus.get(platform.cpu()).is_some_and(|s| s.word.load(Relaxed) & DEPTH != 0);
-        if inside || !platform.may_wait() {
-            return Err(Error::WouldDeadlock);
+        match inside || !platform.may_wait() {
+            true => Err(Error::WouldDeadlock),
+            false => Ok(()),
         }
-        Ok(Grace { sections: self, platform })
     }
 
     /// Publishes nothing itself: waits for a grace period after the caller's change
@@ -153,11 +162,20 @@ impl Sections {
     }
 }
 
-/// A grace period the caller may wait for (see [`Sections::grace`]).
+/// A grace period the caller may wait for (see [`Sections::grace`]); a copy waits
+/// for another, later one (the caller's right to wait does not change).
 pub(crate) struct Grace<'a, P> {
     sections: &'a Sections,
     platform: &'a P,
 }
+
+impl<P> Clone for Grace<'_, P> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<P> Copy for Grace<'_, P> {}
 
 impl<P: Platform> Grace<'_, P> {
     /// Returns once every CPU has left every section it was in when this call

@@ -118,7 +118,7 @@ fn instances_trace_their_own_functions_and_release_them() {
 
     // The top level traces every function with `function`: each entry is a call.
     assert_eq!(tracer.enabled_functions(), []);
-    assert_eq!(tracer.touched_functions(), []);
+    assert_eq!(tracer.touched_functions().unwrap(), []);
     top.set_function_tracer(FunctionTracer::Function).unwrap();
     assert_eq!(calls(), [true; COUNT]);
     assert_eq!(tracer.enabled_functions(), [(0, 1), (1, 1), (2, 1), (3, 1)]);
@@ -156,14 +156,14 @@ fn instances_trace_their_own_functions_and_release_them() {
     assert_eq!(calls(), [true, true, false, false]);
     assert_eq!(tracer.enabled_functions(), [(0, 1), (1, 1)]);
     // Touched once, a function stays listed, with the callbacks it has now.
-    assert_eq!(tracer.touched_functions(), [(0, 1), (1, 1), (2, 0), (3, 0)]);
+    assert_eq!(tracer.touched_functions().unwrap(), [(0, 1), (1, 1), (2, 0), (3, 0)]);
     // Both instances on function 1: two callbacks on its entry.
     top.set_function_list(FunctionList::Filter, &[true, true, false, false]).unwrap();
     assert_eq!(tracer.enabled_functions(), [(0, 1), (1, 2)]);
     top.set_function_list(FunctionList::Filter, &only(0)).unwrap();
-    assert_eq!(g.function_list(FunctionList::Filter), [1]);
-    assert_eq!(top.function_tracer(), FunctionTracer::Function);
-    assert_eq!(g.function_tracer(), FunctionTracer::Graph);
+    assert_eq!(g.function_list(FunctionList::Filter).unwrap(), [1]);
+    assert_eq!(top.function_tracer().unwrap(), FunctionTracer::Function);
+    assert_eq!(g.function_tracer().unwrap(), FunctionTracer::Graph);
     let graph = entry(&tracer, 1, 0x110, 0x210, Some(3));
     assert_ne!(graph, 0, "g records the return");
     tracer.record_function_return(graph, 0x110, 3, 42);
@@ -221,8 +221,8 @@ fn instances_trace_their_own_functions_and_release_them() {
     );
     assert_eq!(top.set_function_tracer(FunctionTracer::Nop), Err(FunctionError::Patch("refused")));
     patcher.refuse.store(false, Relaxed);
-    assert_eq!(g.function_list(FunctionList::Filter), [1]);
-    assert_eq!(top.function_tracer(), FunctionTracer::Function);
+    assert_eq!(g.function_list(FunctionList::Filter).unwrap(), [1]);
+    assert_eq!(top.function_tracer().unwrap(), FunctionTracer::Function);
     assert_eq!(calls(), [true, true, false, false]);
     assert_eq!(entry(&tracer, 2, 0x120, 0x220, Some(0)), 0);
     assert_eq!(
@@ -250,8 +250,8 @@ fn instances_trace_their_own_functions_and_release_them() {
     assert_eq!(calls(), [true, false, false, false]);
     assert_eq!(entry(&tracer, 1, 0x110, 0x210, Some(0)), 0);
     let g = tracer.get_or_create("g", top_config()).unwrap();
-    assert_eq!(g.function_tracer(), FunctionTracer::Nop);
-    assert!(g.function_list(FunctionList::Filter).is_empty());
+    assert_eq!(g.function_tracer().unwrap(), FunctionTracer::Nop);
+    assert!(g.function_list(FunctionList::Filter).unwrap().is_empty());
     g.set_function_tracer(FunctionTracer::Function).unwrap();
     assert_eq!(calls(), [true; COUNT]);
     assert_eq!(entry(&tracer, 1, 0x110, 0x210, Some(0)), 0);
@@ -263,7 +263,7 @@ fn instances_trace_their_own_functions_and_release_them() {
     g.set_function_tracer(FunctionTracer::Graph).unwrap();
     g.set_function_list(FunctionList::GraphFunction, &only(2)).unwrap();
     g.set_function_list(FunctionList::GraphNotrace, &only(3)).unwrap();
-    assert_eq!(g.function_list(FunctionList::GraphFunction), [2]);
+    assert_eq!(g.function_list(FunctionList::GraphFunction).unwrap(), [2]);
     let bit = slot_bit;
     let at =
         |index, scope| tracer.record_function_entry(index, 0x100 + index as u64, 0, Some(0), scope);
@@ -316,9 +316,9 @@ fn the_stack_tracer_keeps_the_deepest_stack_of_the_functions_it_checks() {
 
     // Off: nothing is checked, and stack_trace says how to turn it on.
     check(1, 500);
-    assert_eq!(tracer.stack_max(), StackMax::default());
+    assert_eq!(tracer.stack_max().unwrap(), StackMax::default());
     let mut text = String::new();
-    tracer.stack_max().write(&mut text, None).unwrap();
+    tracer.stack_max().unwrap().write(&mut text, None).unwrap();
     assert!(text.contains("(0 entries)") && text.contains("Stack tracer disabled"), "{text}");
 
     tracer.set_stack_tracer(true).unwrap();
@@ -335,9 +335,9 @@ fn the_stack_tracer_keeps_the_deepest_stack_of_the_functions_it_checks() {
             StackEntry { ip: 0x320, depth: 380 },
         ],
     };
-    assert_eq!(tracer.stack_max(), deepest(500));
+    assert_eq!(tracer.stack_max().unwrap(), deepest(500));
     let mut text = String::new();
-    tracer.stack_max().write(&mut text, None).unwrap();
+    tracer.stack_max().unwrap().write(&mut text, None).unwrap();
     assert_eq!(
         text,
         "        Depth    Size   Location    (3 entries)\n\
@@ -349,9 +349,9 @@ fn the_stack_tracer_keeps_the_deepest_stack_of_the_functions_it_checks() {
     // Not deeper: no walk, nothing changes; off a kernel stack: nothing either.
     tracer.check_stack(2, 0x100, || Some(500), unwalked);
     tracer.check_stack(2, 0x100, || None, unwalked);
-    assert_eq!(tracer.stack_max(), deepest(500));
+    assert_eq!(tracer.stack_max().unwrap(), deepest(500));
     check(2, 620);
-    assert_eq!(tracer.stack_max(), deepest(620));
+    assert_eq!(tracer.stack_max().unwrap(), deepest(620));
 
     // A check interrupted during its walk by a deeper one (an interrupt on the same
     // CPU): the walk holds no lock, the deeper one is stored, and the interrupted
@@ -365,7 +365,7 @@ fn the_stack_tracer_keeps_the_deepest_stack_of_the_functions_it_checks() {
             chain(entries)
         },
     );
-    assert_eq!(tracer.stack_max(), deepest(1000), "the deeper, nested check is kept");
+    assert_eq!(tracer.stack_max().unwrap(), deepest(1000), "the deeper, nested check is kept");
 
     // A deeper check striking while the chain is read (an interrupt on the CPU
     // reading `stack_trace`) gives its sample up rather than wait: the reader's
@@ -381,28 +381,28 @@ fn the_stack_tracer_keeps_the_deepest_stack_of_the_functions_it_checks() {
     let mut reader = Interrupted(|| check(1, 1100), String::new());
     assert_eq!(tracer.write_stack_max_now(&mut reader, None), Ok(true));
     assert!(reader.1.contains("(3 entries)") && reader.1.contains("1000"), "{}", reader.1);
-    assert_eq!(tracer.stack_max(), deepest(1000), "the check given up stored nothing");
+    assert_eq!(tracer.stack_max().unwrap(), deepest(1000), "the check given up stored nothing");
     check(1, 1100);
-    assert_eq!(tracer.stack_max(), deepest(1100), "the next one is stored");
+    assert_eq!(tracer.stack_max().unwrap(), deepest(1100), "the next one is stored");
 
     // `stack_max_size`: set to 0, the next check stores; the chain stays until then.
     tracer.set_stack_max_size(0).unwrap();
-    assert_eq!(tracer.stack_max().size, 0);
-    assert_eq!(tracer.stack_max().entries, deepest(1100).entries);
+    assert_eq!(tracer.stack_max().unwrap().size, 0);
+    assert_eq!(tracer.stack_max().unwrap().entries, deepest(1100).entries);
     check(3, 100);
-    assert_eq!(tracer.stack_max(), deepest(100));
+    assert_eq!(tracer.stack_max().unwrap(), deepest(100));
 
     // `stack_trace_filter`: only function 2 is checked and patched; a function
     // tracer's entries stay patched beside it, and go with it.
     let only = |i: usize| (0..COUNT).map(|j| j == i).collect::<Vec<_>>();
     tracer.set_stack_filter(&only(2)).unwrap();
-    assert_eq!(tracer.stack_filter(), [2]);
+    assert_eq!(tracer.stack_filter().unwrap(), [2]);
     assert_eq!(calls(), [false, false, true, false]);
     tracer.set_stack_max_size(0).unwrap();
     check(1, 700);
-    assert_eq!(tracer.stack_max().size, 0, "function 1 is not checked");
+    assert_eq!(tracer.stack_max().unwrap().size, 0, "function 1 is not checked");
     check(2, 700);
-    assert_eq!(tracer.stack_max().size, 700);
+    assert_eq!(tracer.stack_max().unwrap().size, 700);
     let top = tracer.top();
     top.set_function_list(FunctionList::Filter, &only(0)).unwrap();
     top.set_function_tracer(FunctionTracer::Function).unwrap();
@@ -414,17 +414,17 @@ fn the_stack_tracer_keeps_the_deepest_stack_of_the_functions_it_checks() {
     assert_eq!(tracer.set_stack_tracer(false), Err(FunctionError::Patch("refused")));
     assert_eq!(tracer.set_stack_filter(&only(3)), Err(FunctionError::Patch("refused")));
     assert!(tracer.stack_tracer());
-    assert_eq!(tracer.stack_filter(), [2]);
+    assert_eq!(tracer.stack_filter().unwrap(), [2]);
     assert_eq!(calls(), [true, false, true, false]);
     check(2, 800);
-    assert_eq!(tracer.stack_max().size, 800, "function 2 is still checked");
+    assert_eq!(tracer.stack_max().unwrap().size, 800, "function 2 is still checked");
     patcher.refuse.store(false, Relaxed);
 
     // Off: only the function tracer's entry stays a call; nothing is checked.
     tracer.set_stack_tracer(false).unwrap();
     assert_eq!(calls(), [true, false, false, false]);
     check(2, 900);
-    assert_eq!(tracer.stack_max().size, 800);
+    assert_eq!(tracer.stack_max().unwrap().size, 800);
     top.set_function_tracer(FunctionTracer::Nop).unwrap();
     assert_eq!(calls(), [false; COUNT]);
 }
@@ -570,8 +570,8 @@ fn function_commands_act_when_their_functions_are_called() {
     top.set_function_command(&[1, 2], "traceoff:2").unwrap();
     assert_eq!(calls(), [false, true, true, false]);
     assert_eq!(tracer.enabled_functions(), [(1, 1), (2, 1)]);
-    assert_eq!(top.function_tracer(), FunctionTracer::Nop);
-    let listed = |i: &crate::Instance<'_, Patcher>| i.function_commands();
+    assert_eq!(top.function_tracer().unwrap(), FunctionTracer::Nop);
+    let listed = |i: &crate::Instance<'_, Patcher>| i.function_commands().unwrap();
     let both = |n: &str| vec![(1, n.to_string()), (2, n.to_string())];
     assert_eq!(listed(&top), both("traceoff:count=2"));
     let tracing = || top.recorder().live().is_recording();
@@ -686,7 +686,7 @@ fn function_commands_act_when_their_functions_are_called() {
     tracer.destroy_by_name("g").unwrap();
     assert_eq!(calls(), [false; COUNT]);
     let g = tracer.get_or_create("g", top_config()).unwrap();
-    assert!(g.function_commands().is_empty());
+    assert!(g.function_commands().unwrap().is_empty());
     call(0);
     assert!(g.recorder().live().is_recording());
 }
@@ -727,7 +727,7 @@ fn selecting_another_tracer_empties_the_buffers_and_a_refusal_keeps_them() {
         let busy = InstanceError::Buffer(crate::Error::Busy);
         let refused = g.select_function_tracer(FunctionTracer::Function);
         assert_eq!(refused, Err(FunctionError::Buffers(busy)));
-        assert_eq!(g.function_tracer(), FunctionTracer::Nop);
+        assert_eq!(g.function_tracer().unwrap(), FunctionTracer::Nop);
     }
     assert_eq!(held(&g), (1, Some(1)), "a reader: both kept");
     g.select_function_tracer(FunctionTracer::Function).unwrap();
@@ -766,7 +766,11 @@ fn a_refused_function_edit_changes_nothing() {
     let top = tracer.top();
     top.set_function_command(&[0], "traceoff").unwrap();
     let state = |i: &crate::Instance<'_, Patcher>| {
-        (i.function_list(FunctionList::Filter), i.function_commands(), i.has_snapshot())
+        (
+            i.function_list(FunctionList::Filter).unwrap(),
+            i.function_commands().unwrap(),
+            i.has_snapshot(),
+        )
     };
     let before = state(&top);
     let filter = Some((FunctionList::Filter, &[false, true, false, false][..]));
@@ -789,8 +793,8 @@ fn a_refused_function_edit_changes_nothing() {
     assert_eq!(*patcher.calls.lock().unwrap(), [true, false, false, false]);
     // Accepted, it is applied whole.
     top.edit_functions(filter, &change[..7]).unwrap();
-    assert_eq!(top.function_list(FunctionList::Filter), [1]);
-    assert_eq!(top.function_commands().len(), 9);
+    assert_eq!(top.function_list(FunctionList::Filter).unwrap(), [1]);
+    assert_eq!(top.function_commands().unwrap().len(), 9);
     assert!(top.has_snapshot());
 }
 
@@ -816,9 +820,9 @@ proptest::proptest! {
         assert!(tracer.set_functions(COUNT));
         let top = tracer.top();
         for line in &lines {
-            let (before, entries) = (top.function_commands(), patcher.calls.lock().unwrap().clone());
+            let (before, entries) = (top.function_commands().unwrap(), patcher.calls.lock().unwrap().clone());
             if top.set_function_command(&functions, line).is_err() {
-                proptest::prop_assert_eq!(top.function_commands(), before, "{}", line);
+                proptest::prop_assert_eq!(top.function_commands().unwrap(), before, "{}", line);
                 proptest::prop_assert_eq!(patcher.calls.lock().unwrap().clone(), entries);
             }
             tracer.record_function_entry(0, 1, 2, Some(0), GraphScope::default());
@@ -864,10 +868,10 @@ fn the_irqsoff_tracer_keeps_the_longest_irqs_off_region() {
     let refused = lat.set_function_tracer(FunctionTracer::Irqsoff);
     assert_eq!(refused, Err(FunctionError::Patch("refused")));
     patcher.refuse.store(false, Relaxed);
-    assert_eq!((lat.function_tracer(), lat.mode()), (FunctionTracer::Nop, Mode::Discard));
+    assert_eq!((lat.function_tracer().unwrap(), lat.mode()), (FunctionTracer::Nop, Mode::Discard));
     assert_eq!(lat.max_latency(), 700);
     lat.set_function_tracer(FunctionTracer::Irqsoff).unwrap();
-    assert_eq!(lat.function_tracer(), FunctionTracer::Irqsoff);
+    assert_eq!(lat.function_tracer().unwrap(), FunctionTracer::Irqsoff);
     assert_eq!((lat.mode(), lat.max_latency()), (Mode::Overwrite, 0), "as ftrace starts it");
     assert_eq!(lat.set_mode(Mode::Discard), Err(InstanceError::OverwriteInUse));
     assert_eq!(lat.mode(), Mode::Overwrite, "the refusal changed nothing");
@@ -882,7 +886,7 @@ fn the_irqsoff_tracer_keeps_the_longest_irqs_off_region() {
     let busy = top.set_function_tracer(FunctionTracer::Irqsoff);
     assert_eq!(busy, Err(FunctionError::IrqsoffBusy));
     assert!(!top.has_snapshot(), "the refusal allocated nothing");
-    assert_eq!(top.function_tracer(), FunctionTracer::Nop);
+    assert_eq!(top.function_tracer().unwrap(), FunctionTracer::Nop);
     let set_event = lat.set_event(Some("ftrace"), Some("irqsoff"), true);
     assert_eq!(set_event, Err(InstanceError::FunctionEvent), "its tracer enables it");
 
@@ -980,4 +984,41 @@ fn the_irqsoff_tracer_keeps_the_longest_irqs_off_region() {
     assert!(!region(0xa00, 0xa80, 1 << 30), "its destroy left no owner");
     top.set_function_tracer(FunctionTracer::Irqsoff).unwrap();
     top.set_function_tracer(FunctionTracer::Nop).unwrap();
+}
+
+/// The function tracers' getters take the lock patching holds while it waits for
+/// every CPU: from inside a section (in a closure the tracer runs there) they are
+/// refused, as the setters are, where they took the lock (a patch on another CPU,
+/// waiting for this one, then never ended).
+#[test]
+fn the_function_tracers_getters_are_refused_inside_a_section() {
+    let _shared = exclusive();
+    HostPlatform::set_cpu(0);
+    let top = InstanceConfig { bytes_per_cpu: 4096, mode: Mode::Overwrite, snapshot: false };
+    let limits = Limits { max_instances: 2, max_total_bytes: 1 << 20 };
+    let tracer = Tracer::new(Patcher::new(), 1, &[], limits, top).unwrap();
+    assert!(tracer.set_functions(COUNT));
+    let top = tracer.top();
+    top.set_function_list(FunctionList::Filter, &[true, false, false, false]).unwrap();
+    let refused = Err(FunctionError::WouldDeadlock);
+    let mut inside = Vec::new();
+    tracer.visit_instances(|_| {
+        inside = vec![
+            ("function_tracer", top.function_tracer().map(drop)),
+            ("function_list", top.function_list(FunctionList::Filter).map(drop)),
+            ("function_commands", top.function_commands().map(drop)),
+            ("touched_functions", tracer.touched_functions().map(drop)),
+            ("stack_filter", tracer.stack_filter().map(drop)),
+            ("stack_max", tracer.stack_max().map(drop)),
+            ("set_stack_max_size", tracer.set_stack_max_size(1)),
+            ("set_function_tracer", top.set_function_tracer(FunctionTracer::Function)),
+        ];
+    });
+    assert_eq!(inside.len(), 8, "the closure ran");
+    for (what, result) in inside {
+        assert_eq!(result, refused, "{what}");
+    }
+    assert_eq!(top.function_list(FunctionList::Filter).unwrap(), [0], "nothing changed");
+    assert_eq!(top.function_tracer().unwrap(), FunctionTracer::Nop);
+    assert_eq!(tracer.stack_max().unwrap().size, 0);
 }

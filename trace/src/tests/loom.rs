@@ -565,7 +565,7 @@ mod tracer {
             };
             let b = recreated_while_function_0_runs(tracer(), 1, arm, |_| {});
             assert!(b.tracing(), "a command of a destroyed instance acted on its successor");
-            assert!(b.function_commands().is_empty());
+            assert!(b.function_commands().unwrap().is_empty());
         });
     }
 

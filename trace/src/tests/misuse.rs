@@ -177,6 +177,74 @@ fn control_from_a_context_that_may_not_wait_is_refused_before_any_lock() {
     t.destroy_by_name("net").unwrap();
 }
 
+/// Inside a section (in a closure the tracer runs there, as `visit_instances`'),
+/// control operations and the registry's getters are refused before they take a
+/// lock: a control operation that holds the lock waits for this CPU's section to
+/// end, so the caller spun on it for good. `lookup` and the others took the lock;
+/// only those that wait for a grace period refused, once they held it.
+#[test]
+fn control_from_inside_a_section_is_refused_before_any_lock() {
+    let t = tracer();
+    let net = t.get_or_create("net", CONFIG).unwrap();
+    let refused = Err(InstanceError::Buffer(Error::WouldDeadlock));
+    let mut inside = Vec::new();
+    t.visit_instances(|view| {
+        if view.name != "net" {
+            return;
+        }
+        let lent = Buffer::new(Probe::default(), SMALL).unwrap();
+        inside = std::vec![
+            ("lookup", t.lookup("net").map(drop)),
+            ("get_or_create", t.get_or_create("other", CONFIG).map(drop)),
+            ("create_over", t.create_over("other", lent).map(drop)),
+            ("keep_armed", t.keep_armed(None, None).map(drop)),
+            ("destroy_by_name", t.destroy_by_name("net")),
+            ("instances", t.instances().map(drop).map_err(InstanceError::from)),
+            ("instance_names", t.instance_names().map(drop).map_err(InstanceError::from)),
+            ("memory", t.memory().map(drop).map_err(InstanceError::from)),
+            ("resize", net.resize(8192)),
+            ("set_clock", net.set_clock(crate::Clock::Counter)),
+            ("snapshot_alloc", net.snapshot_alloc()),
+            ("clear", net.clear()),
+            ("set_mode", net.set_mode(Mode::Discard)),
+            ("set_cpumask", net.set_cpumask(1)),
+        ];
+    });
+    assert_eq!(inside.len(), 14, "the closure ran for `net`");
+    for (what, result) in inside {
+        assert_eq!(result, refused, "{what}");
+    }
+    let hook_refused = Err(crate::tracer::HookError::from(Error::WouldDeadlock));
+    let mut hooks = None;
+    t.visit_instances(|_| hooks = Some(net.set_filter(&crate::tracer::MARKER, "buf == \"x\"")));
+    assert_eq!(hooks, Some(hook_refused), "set_filter");
+    assert_eq!(t.instance_names().unwrap(), ["net"], "nothing changed");
+    assert_eq!(net.bytes_per_cpu(), 4096);
+    drop(net);
+    t.destroy_by_name("net").unwrap();
+}
+
+/// Once `destroy` has begun, a grace period it waits for later cannot refuse it: a
+/// platform whose answer changes meanwhile (as when a writer that shares the
+/// caller's CPU index, without the promise, is inside at the moment of the check)
+/// left the instance half destroyed, unpublished but still registered, its name
+/// taken for good.
+#[test]
+fn a_destroy_that_began_completes() {
+    let t = tracer();
+    drop(t.get_or_create("net", CONFIG).unwrap());
+    DURING_GRACE
+        .with(|hook| *hook.borrow_mut() = Some(Box::new(|| MAY_WAIT.with(|w| w.set(false)))));
+    let destroyed = t.destroy_by_name("net");
+    DURING_GRACE.with(|hook| hook.borrow_mut().take());
+    MAY_WAIT.with(|w| w.set(true));
+    assert_eq!(destroyed, Ok(()));
+    assert_eq!(t.instance_names().unwrap(), Vec::<std::string::String>::new());
+    let again = t.get_or_create("net", CONFIG).unwrap();
+    again.write_marker("back").unwrap();
+    assert_eq!(again.stats(0).unwrap().entries, 1, "the new instance records");
+}
+
 /// A clear refused (a bad CPU, a consuming reader open) changes nothing: it paused
 /// every CPU's writes for a grace period first, and what they wrote meanwhile was
 /// neither recorded nor counted.

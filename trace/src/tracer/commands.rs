@@ -198,11 +198,7 @@ impl<P: Platform> Instance<'_, P> {
 
     /// The function tracers' state, where the caller may patch.
     fn functions_state(&self) -> Result<&Functions, HookError> {
-        let state = self.tracer.functions.get().ok_or(FunctionError::Unavailable)?;
-        match self.tracer.platform.may_wait() {
-            true => Ok(state),
-            false => Err(FunctionError::WouldDeadlock.into()),
-        }
+        Ok(self.tracer.waitable_functions()?.ok_or(FunctionError::Unavailable)?)
     }
 
     /// Parses a function command (see [`Instance::set_function_command`]).
@@ -308,12 +304,13 @@ impl<P: Platform> Instance<'_, P> {
 
     /// The instance's function commands in function order: each function's index
     /// and its command as ftrace lists it (`traceoff:count=2`,
-    /// `enable_event:irq:nmi:unlimited`), with the counts left.
-    pub fn function_commands(&self) -> Vec<(usize, String)> {
-        let Some(functions) = self.tracer.functions.get() else { return Vec::new() };
+    /// `enable_event:irq:nmi:unlimited`), with the counts left. Needs a context that
+    /// may wait (it takes the lock patching holds).
+    pub fn function_commands(&self) -> Result<Vec<(usize, String)>, FunctionError> {
+        let Some(functions) = self.tracer.waitable_functions()? else { return Ok(Vec::new()) };
         let control = functions.control.lock();
         let table = control.commands[self.state.slot].as_deref();
         let commands = table.into_iter().flatten();
-        commands.flat_map(|(index, t)| t.iter().map(|t| (*index, t.to_string()))).collect()
+        Ok(commands.flat_map(|(index, t)| t.iter().map(|t| (*index, t.to_string()))).collect())
     }
 }

@@ -164,7 +164,8 @@ pub enum FunctionError {
     WrongLength,
     /// A function index beyond the registered functions.
     NoSuchFunction,
-    /// Patching needs a context that may wait (thread context, interrupts on).
+    /// Patching, and reading what patching changes, need a context that may wait
+    /// (thread context, interrupts on, not inside a writer).
     WouldDeadlock,
     /// The platform's patcher refused, and patched nothing.
     Patch(&'static str),
@@ -186,7 +187,7 @@ impl FunctionError {
             FunctionError::WrongLength => "a list needs one entry per function",
             FunctionError::NoSuchFunction => "no such function",
             FunctionError::WouldDeadlock => {
-                "patching function entries needs a context that may wait"
+                "the function tracers need a context that may wait (thread context, interrupts on, not inside a writer)"
             }
             FunctionError::Patch(reason) => reason,
             FunctionError::IrqsoffBusy => "another instance's tracer is irqsoff (one at a time)",
@@ -497,7 +498,7 @@ impl<P: Platform> Tracer<P> {
         functions.latency.forget(slot);
         functions.stacked.fetch_and(!(1 << slot), Relaxed);
         self.release_function_commands(functions, &mut control, slot);
-        if self.platform.may_wait() {
+        if self.may_wait().is_ok() {
             let _ = self.sync_entries(functions, &mut control);
         }
     }
@@ -510,10 +511,7 @@ impl<P: Platform> Tracer<P> {
         &self,
         change: impl FnOnce(&Functions, &mut Control) -> Result<U, E>,
     ) -> Result<(), E> {
-        let functions = self.functions.get().ok_or(FunctionError::Unavailable)?;
-        if !self.platform.may_wait() {
-            return Err(FunctionError::WouldDeadlock.into());
-        }
+        let functions = self.waitable_functions()?.ok_or(FunctionError::Unavailable)?;
         let mut control = functions.control.lock();
         let undo = change(functions, &mut control)?;
         self.sync_entries(functions, &mut control)
@@ -572,19 +570,30 @@ impl<P: Platform> Tracer<P> {
 
     /// ftrace's `touched_functions`: each function whose entry has been a call at
     /// some time since boot (by index), with its callbacks now (0 once none is left).
-    pub fn touched_functions(&self) -> Vec<(usize, u32)> {
-        let Some(functions) = self.functions.get() else { return Vec::new() };
+    /// Needs a context that may wait (it takes the lock patching holds).
+    pub fn touched_functions(&self) -> Result<Vec<(usize, u32)>, FunctionError> {
+        let Some(functions) = self.waitable_functions()? else { return Ok(Vec::new()) };
         let control = functions.control.lock();
         let touched = listed(&control.touched).into_iter();
-        touched.map(|i| (i, functions.callbacks(i))).collect()
+        Ok(touched.map(|i| (i, functions.callbacks(i))).collect())
+    }
+
+    /// The function tracers' state, if functions were registered, where the caller
+    /// may take the locks patching holds while it waits for every CPU:
+    /// `WouldDeadlock` elsewhere.
+    pub(super) fn waitable_functions(&self) -> Result<Option<&Functions>, FunctionError> {
+        self.may_wait().map_err(|_| FunctionError::WouldDeadlock)?;
+        Ok(self.functions.get())
     }
 }
 
 impl<'t, P: Platform> Instance<'t, P> {
-    /// The instance's `current_tracer`.
-    pub fn function_tracer(&self) -> FunctionTracer {
-        let functions = self.tracer.functions.get();
-        functions.map_or(FunctionTracer::Nop, |f| f.control.lock().slots[self.state.slot].tracer)
+    /// The instance's `current_tracer`. Needs a context that may wait (it takes the
+    /// lock patching holds).
+    pub fn function_tracer(&self) -> Result<FunctionTracer, FunctionError> {
+        let functions = self.tracer.waitable_functions()?;
+        Ok(functions
+            .map_or(FunctionTracer::Nop, |f| f.control.lock().slots[self.state.slot].tracer))
     }
 
     /// Whether the instance records a stack trace after each `function` record
@@ -608,11 +617,12 @@ impl<'t, P: Platform> Instance<'t, P> {
         Ok(())
     }
 
-    /// The functions on one of the instance's lists (indices, in order).
-    pub fn function_list(&self, list: FunctionList) -> Vec<usize> {
-        let Some(functions) = self.tracer.functions.get() else { return Vec::new() };
+    /// The functions on one of the instance's lists (indices, in order). Needs a
+    /// context that may wait (it takes the lock patching holds).
+    pub fn function_list(&self, list: FunctionList) -> Result<Vec<usize>, FunctionError> {
+        let Some(functions) = self.tracer.waitable_functions()? else { return Ok(Vec::new()) };
         let control = functions.control.lock();
-        listed(control.slots[self.state.slot].list(list))
+        Ok(listed(control.slots[self.state.slot].list(list)))
     }
 
     /// Sets `current_tracer`: the entries the instance now traces become calls once
@@ -648,15 +658,13 @@ impl<'t, P: Platform> Instance<'t, P> {
     /// changed (`Buffers` after the change: a reader that opened meanwhile; the
     /// tracer changed, the buffers kept).
     pub fn select_function_tracer(&self, tracer: FunctionTracer) -> Result<(), FunctionError> {
-        if !self.tracer.platform.may_wait() {
-            return Err(FunctionError::WouldDeadlock);
-        }
-        if self.function_tracer() == tracer {
+        self.tracer.may_wait().map_err(|_| FunctionError::WouldDeadlock)?;
+        if self.function_tracer()? == tracer {
             return Ok(());
         }
         let buffers = |e: crate::Error| FunctionError::Buffers(e.into());
         self.state.recorder.lock().claim_all().map_err(buffers)?;
-        let leaving_irqsoff = self.function_tracer() == FunctionTracer::Irqsoff;
+        let leaving_irqsoff = self.function_tracer()? == FunctionTracer::Irqsoff;
         self.set_function_tracer(tracer)?;
         self.state.recorder.lock().clear().map_err(buffers)?;
         if leaving_irqsoff {

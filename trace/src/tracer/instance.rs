@@ -294,7 +294,7 @@ impl<'t, P: Platform> Instance<'t, P> {
         }
         let matched = matching().map(|d| d.set_enabled(self.state.slot, enable)).count();
         let platform = &self.tracer.platform;
-        if platform.may_wait() {
+        if self.tracer.may_wait().is_ok() {
             self.tracer.settle();
             self.tracer.sync_keys_now();
         } else if enable && platform.has_keys() {

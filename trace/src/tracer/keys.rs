@@ -50,14 +50,14 @@ impl<P: Platform> Tracer<P> {
     /// Whether setting `event`'s bits takes effect from the caller's context: the
     /// platform has no keys, or the event is armed, or the caller may patch.
     pub(super) fn may_enable(&self, event: &EventDescriptor) -> bool {
-        !self.platform.has_keys() || event.is_armed() || self.platform.may_wait()
+        !self.platform.has_keys() || event.is_armed() || self.may_wait().is_ok()
     }
 
     /// Arms and disarms events to match what fires them (the registry's lock
     /// serialises the calls), where the caller may wait; elsewhere it leaves that
     /// to the next control operation that may.
     pub(super) fn sync_keys(&self, registry: &Registry<P>) {
-        if !self.platform.has_keys() || !self.platform.may_wait() {
+        if !self.platform.has_keys() || self.may_wait().is_err() {
             return;
         }
         let targeted = |event: &EventDescriptor| {

@@ -546,11 +546,12 @@ impl<P: Platform> Tracer<P> {
         }
     }
 
-    /// [`Tracer::destroy`]'s work, once the instance in `slot` may go. Its first
-    /// grace period refuses a caller that may not wait before anything changes; the
-    /// later ones pass as it did.
+    /// [`Tracer::destroy`]'s work, once the instance in `slot` may go. A caller that
+    /// may not wait is refused before anything changes; the grace periods after
+    /// that cannot be refused (a writer that shares the caller's CPU index and is
+    /// inside then is waited for).
     fn remove(&self, registry: &mut Registry<P>, slot: usize) -> Result<(), crate::Error> {
-        self.sections.grace(&self.platform)?;
+        let grace = self.sections.grace(&self.platform)?;
         let hooks = registry.hooks[slot].as_deref().map_or(&[][..], |t| &t[..]);
         for (index, descriptor) in self.events.iter().enumerate() {
             if !is_function_event(descriptor) {
@@ -567,9 +568,9 @@ impl<P: Platform> Tracer<P> {
         // Each replacement waits for a grace period: no writer still holds the old
         // recorder (or name, or hooks), and none can see this slot's bit in a stale
         // mask.
-        self.slots[slot].replace(None, self.sections.grace(&self.platform)?);
-        self.names[slot].replace(None, self.sections.grace(&self.platform)?);
-        self.hooks[slot].replace(None, self.sections.grace(&self.platform)?);
+        self.slots[slot].replace(None, grace);
+        self.names[slot].replace(None, grace);
+        self.hooks[slot].replace(None, grace);
         // An `enable_event` trigger or command that ran meanwhile may have set the
         // slot's bit again; none can now, and the next instance here starts without.
         for descriptor in self.events.iter().filter(|d| !is_function_event(d)) {
@@ -613,12 +614,10 @@ impl<P: Platform> Tracer<P> {
     }
 
     /// `Buffer(WouldDeadlock)` unless the caller may wait: checked before a control
-    /// operation takes a lock that the code it interrupted may hold.
+    /// operation takes a lock that the code it interrupted, or a control operation
+    /// waiting for the caller's section to end, may hold.
     pub(crate) fn may_wait(&self) -> Result<(), crate::Error> {
-        match self.platform.may_wait() {
-            true => Ok(()),
-            false => Err(crate::Error::WouldDeadlock),
-        }
+        self.sections.may_wait(&self.platform)
     }
 
     /// Removes the instance called `name` (see [`Tracer::destroy`]).

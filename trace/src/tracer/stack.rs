@@ -205,10 +205,10 @@ impl<P: Platform> Tracer<P> {
     }
 
     /// The functions `stack_trace_filter` lists (indices, in order; none: every
-    /// function is checked).
-    pub fn stack_filter(&self) -> Vec<usize> {
-        let Some(functions) = self.functions.get() else { return Vec::new() };
-        listed(&functions.control.lock().stack_filter)
+    /// function is checked). Needs a context that may wait, as the setters.
+    pub fn stack_filter(&self) -> Result<Vec<usize>, FunctionError> {
+        let Some(functions) = self.waitable_functions()? else { return Ok(Vec::new()) };
+        Ok(listed(&functions.control.lock().stack_filter))
     }
 
     /// Replaces `stack_trace_filter` with `selected` (one entry per function; none
@@ -224,14 +224,15 @@ impl<P: Platform> Tracer<P> {
         })
     }
 
-    /// The deepest stack seen and its call chain.
-    pub fn stack_max(&self) -> StackMax {
-        let Some(stack) = self.functions.get().map(|f| &f.stack) else {
-            return StackMax::default();
+    /// The deepest stack seen and its call chain. Needs a context that may wait
+    /// (it takes the chain's lock: [`Tracer::write_stack_max_now`] does not).
+    pub fn stack_max(&self) -> Result<StackMax, FunctionError> {
+        let Some(stack) = self.waitable_functions()?.map(|f| &f.stack) else {
+            return Ok(StackMax::default());
         };
         let chain = stack.chain.lock();
         let entries = chain.entries[..chain.len].to_vec();
-        StackMax { on: stack.on.load(Relaxed), size: stack.max.load(Relaxed), entries }
+        Ok(StackMax { on: stack.on.load(Relaxed), size: stack.max.load(Relaxed), entries })
     }
 
     /// Writes `stack_trace` as [`StackMax::write`] does, from any context, without
@@ -251,9 +252,9 @@ impl<P: Platform> Tracer<P> {
 
     /// Sets `stack_max_size`: only a function entry with more of the stack in use is
     /// stored from now on (`0`: the next one checked). The chain shown stays until
-    /// then, as in ftrace.
+    /// then, as in ftrace. Needs a context that may wait.
     pub fn set_stack_max_size(&self, size: u64) -> Result<(), FunctionError> {
-        let functions = self.functions.get().ok_or(FunctionError::Unavailable)?;
+        let functions = self.waitable_functions()?.ok_or(FunctionError::Unavailable)?;
         let _chain = functions.stack.chain.lock();
         functions.stack.max.store(size, Relaxed);
         Ok(())
