@@ -1245,6 +1245,23 @@ fn trigger_count_per_event_is_bounded() {
     assert_eq!(top.triggers(&EV).len(), lines.len());
 }
 
+/// A filter written to `events/ftrace/filter` leaves `ftrace:kernel_stack` alone, as
+/// its own `filter` file refuses one: it got the filter, which marked it hooked, and
+/// then every stack the platform recorded (the panic's, of each CPU) was dropped,
+/// since the event is enabled in no instance.
+#[test]
+fn a_system_filter_leaves_the_stack_event_alone() {
+    let t = tracer(&[]);
+    let top = t.top();
+    assert!(top.set_system_filter("ftrace", "ip0 != 0").is_err(), "it fits kernel_stack only");
+    let fitted = top.set_system_filter("ftrace", "depth < 100").unwrap();
+    assert_eq!(top.filter(&STACK_TRACE), None);
+    t.record_stack(&[0x10]);
+    let events = crate::tests::util::events(top.recorder().live(), 0);
+    assert_eq!(events.iter().filter(|(id, _)| *id == STACK_TRACE.id()).count(), 1);
+    assert!(fitted > 0, "the function graph's events have a depth");
+}
+
 #[test]
 fn record_stack_records_the_frames_given_in_the_top_level_instance() {
     let t = tracer(&[]);

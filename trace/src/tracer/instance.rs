@@ -348,19 +348,16 @@ impl<'t, P: Platform> Instance<'t, P> {
         Ok(index.is_ok_and(|index| self.tracer.soft_mode(self.state.slot, index)))
     }
 
-    /// The index of `event` among the tracer's events, if it is a tracepoint of it.
+    /// The index of `event` among the tracer's events, if it is a tracepoint of it
+    /// that takes filters and triggers ([`takes_hooks`]).
     fn event_index(&self, event: &EventDescriptor) -> Result<usize, HookError> {
         self.tracer
             .index_of(event)
             .filter(|_| event.kind == DescriptorKind::Event)
             .ok_or(HookError::Instance(InstanceError::NoSuchEvent))
-            .and_then(|index| {
-                if core::ptr::eq(event, &STACK_TRACE) {
-                    // Its records are written by a trigger, past every hook.
-                    Err(HookError::Instance(InstanceError::WrittenByTracer))
-                } else {
-                    Ok(index)
-                }
+            .and_then(|index| match takes_hooks(event) {
+                true => Ok(index),
+                false => Err(HookError::Instance(InstanceError::WrittenByTracer)),
             })
     }
 
@@ -390,22 +387,21 @@ impl<'t, P: Platform> Instance<'t, P> {
     /// Sets the filter of every event of `system` whose fields it fits
     /// (`events/SYSTEM/filter`); the others keep theirs. `"0"` clears every event's
     /// filter in the system. Returns how many events got the filter. A syntax error,
-    /// or a filter no event fits, changes nothing.
+    /// or a filter no event fits, changes nothing. The events that take no filter
+    /// (`ftrace:kernel_stack`) are left out.
     pub fn set_system_filter(&self, system: &str, text: &str) -> Result<usize, HookError> {
         let events = || {
-            self.tracer
-                .events()
-                .iter()
-                .copied()
-                .filter(move |d| d.kind == DescriptorKind::Event && d.system == system)
+            let events = self.tracer.events().iter().copied();
+            events.filter(move |d| d.kind == DescriptorKind::Event && d.system == system)
         };
+        let hookable = || events().filter(|d| takes_hooks(d));
         if events().next().is_none() {
             return Err(InstanceError::NoSuchEvent.into());
         }
         let filters: Vec<(usize, Option<Arc<Filter>>)> = if text.trim() == "0" {
-            events().filter_map(|d| Some((self.tracer.index_of(d)?, None))).collect()
+            hookable().filter_map(|d| Some((self.tracer.index_of(d)?, None))).collect()
         } else {
-            Filter::compile_for_system(events(), text, self.tracer.platform.symbols())
+            Filter::compile_for_system(hookable(), text, self.tracer.platform.symbols())
                 .map_err(HookError::Filter)?
                 .into_iter()
                 .filter_map(|(d, f)| Some((self.tracer.index_of(d)?, Some(Arc::new(f)))))
@@ -1105,6 +1101,13 @@ macro_rules! __printk_args {
 /// Whether `trigger` is one of `among` (the same allocation, not an equal line).
 fn listed(trigger: &Arc<Trigger>, among: &[Arc<Trigger>]) -> bool {
     among.iter().any(|t| Arc::ptr_eq(t, trigger))
+}
+
+/// Whether `event` takes filters and triggers in an instance: not
+/// `ftrace:kernel_stack`, whose records a trigger (or the platform's
+/// `Tracer::record_stack`) writes past every hook.
+fn takes_hooks(event: &EventDescriptor) -> bool {
+    !core::ptr::eq(event, &STACK_TRACE)
 }
 
 /// Replaces the filter in a hook table entry, dropping the entry once it is empty.
