@@ -937,3 +937,61 @@ fn report_text_prints_function_graph_as_the_kernels_dump_text() {
         assert_eq!(&named, theirs, "line {i}");
     }
 }
+
+/// A stream's losses after a CPU's last record (a reader that lost events, and no
+/// record of that CPU came after) are told after the last line, and by the other
+/// formats, where they were read and then dropped; a filter that leaves out a
+/// CPU's last events tells theirs there too.
+#[test]
+fn losses_after_a_cpus_last_record_are_reported() {
+    let mut log = String::new();
+    let mut writer = DumpWriter::begin(|line: &str| {
+        log.push_str(line);
+        log.push('\n');
+    });
+    writer.header(2, None, None);
+    let descriptor: &EventDescriptor = PING.descriptor();
+    writer.descriptor_as(1, descriptor);
+    writer.instance(0, "");
+    let ping = |seq: u32| {
+        let mut buf = [0u8; 16];
+        let mut enc = trace::field::Encoder::new(&mut buf);
+        use trace::field::FieldValue;
+        seq.encode(&mut enc);
+        "h".encode(&mut enc);
+        let len = enc.bytes().len();
+        (buf, len)
+    };
+    let ((first, n), (second, m)) = (ping(1), ping(2));
+    writer.record(0, &record(0, 10, &first[..n]), Some(descriptor));
+    writer.lost(0, 1, 3);
+    writer.record(0, &record(1, 20, &second[..m]), Some(descriptor));
+    writer.lost(0, 0, 5);
+    writer.lost(0, 1, 2);
+    writer.finish();
+    let path = temp("lost-after.log", &log);
+    let out = report(&[path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(lines.len(), 5, "{stdout}");
+    assert_eq!(lines[1], "CPU:1 [LOST 3 EVENTS]");
+    assert_eq!(lines[3..], ["CPU:0 [LOST 5 EVENTS]", "CPU:1 [LOST 2 EVENTS]"], "{stdout}");
+    // A filter that leaves CPU 1's event out tells its loss with the later one's.
+    let out = report(&[path.to_str().unwrap(), "--filter", "ping: seq == 1"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let lost: Vec<&str> = stdout.lines().filter(|l| l.contains("LOST")).collect();
+    assert_eq!(lost, ["CPU:0 [LOST 5 EVENTS]", "CPU:1 [LOST 5 EVENTS]"], "{stdout}");
+    let out = report(&[path.to_str().unwrap(), "--format", "perfetto"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let counts: Vec<(u64, u64)> = json["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "lost events")
+        .map(|e| (e["tid"].as_u64().unwrap(), e["args"]["count"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(counts, [(1, 3), (0, 5), (1, 2)]);
+}

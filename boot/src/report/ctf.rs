@@ -9,8 +9,10 @@
 //! [`trace::text::Task`]), `flags` (Linux's `common_flags` bits: irqs off 0x01,
 //! hardirq 0x08, NMI 0x40) and `preempt_count` (the interrupt nesting depth). Each
 //! descriptor is one event class named
-//! `system:name`; events without a descriptor go to an extra class `unknown`
-//! (id 65536) holding the original id and the values' bytes.
+//! `system:name`; events without a descriptor, or whose payload did not decode
+//! against theirs (too short for its fields), go to an extra class `unknown` (id
+//! 65536) holding the original id and the values' bytes, so that an event takes
+//! no more room than the dump gave it.
 //!
 //! Lost events. `events_discarded` is a per-stream running count, and babeltrace2
 //! reports its increase between two packets as "discarded N events between the
@@ -22,8 +24,9 @@
 //!   the first one kept: the first event gets a packet of its own counting them,
 //!   after an empty packet at time 0 with a zero counter (reported between 0 and
 //!   the first event; babeltrace2 gives no count for a first packet's counter);
-//! - drops not explained by `lost_before` are counted in a trailing empty packet
-//!   at the CPU's last event.
+//! - drops not explained by `lost_before` (at least the losses the dump places
+//!   after the CPU's last event) are counted in a trailing empty packet at the
+//!   CPU's last event.
 //!
 //! The CPU's total is `max(overrun + dropped, sum of lost_before)`.
 
@@ -265,7 +268,7 @@ fn metadata(trace: &Section, uuid: &[u8; 16]) -> String {
         }
         m.push_str("\t};\n};\n\n");
     }
-    if trace.events.iter().any(|e| trace.descriptor(e.id).is_none()) {
+    if trace.events.iter().any(|e| class(trace, e).is_none()) {
         let _ = write!(
             m,
             "event {{\n\
@@ -300,8 +303,8 @@ fn as_bits(v: Option<&Value>) -> u64 {
 }
 
 /// Appends one event's fields in the layout the metadata declares. Values that
-/// do not match their field's kind are coerced (missing ones are zero/empty), so
-/// a malformed event still yields a readable stream.
+/// do not match their field's kind are coerced, so a malformed event still yields
+/// a readable stream.
 fn encode_fields(buf: &mut Vec<u8>, d: &DumpDescriptor, values: &[Value]) {
     for (i, f) in d.fields.iter().enumerate() {
         let v = values.get(i);
@@ -346,8 +349,14 @@ fn encode_head(buf: &mut Vec<u8>, id: u32, ev: &Event, ts: u64) {
     buf.extend_from_slice(&[origin.flags(), origin.preempt_count()]);
 }
 
+/// The event class `ev` is written in: its descriptor, unless its payload decoded
+/// to fewer values than the descriptor has fields (then `unknown`).
+fn class<'a>(trace: &'a Section, ev: &Event) -> Option<&'a DumpDescriptor> {
+    trace.descriptor(ev.id).filter(|d| ev.values.len() >= d.fields.len())
+}
+
 fn encode_event(buf: &mut Vec<u8>, trace: &Section, ev: &Event, ts: u64) {
-    match trace.descriptor(ev.id) {
+    match class(trace, ev) {
         Some(d) => {
             encode_head(buf, u32::from(ev.id), ev, ts);
             encode_fields(buf, d, &ev.values);
@@ -421,6 +430,9 @@ fn stream(trace: &Section, cpu: usize, uuid: &[u8; 16]) -> Vec<u8> {
     let reported = events.iter().map(|e| e.lost_before).fold(0u64, u64::saturating_add);
     let head = stats.overrun.saturating_sub(reported);
     let tail = stats.dropped.saturating_sub(reported.saturating_sub(stats.overrun));
+    // Losses the dump places after the last event are there whatever the statistics
+    // say (a stream may carry none).
+    let tail = tail.max(trace.lost_after.get(&cpu).copied().unwrap_or(0));
 
     let mut w = StreamWriter { out: Vec::new(), uuid, cpu, first: true };
     let mut discarded = head;
@@ -630,11 +642,28 @@ mod tests {
         let ev = |cpu, ts, id, values| task_event(cpu, ts, id, values, "");
         t.events.extend([
             ev(0, 13_000_000_000, 99, vec![Value::Bytes(vec![1, 2, 3])]),
-            // Wrong kinds, too few values, a NUL inside a string.
-            ev(0, 13_000_000_001, 1, vec![Value::Str("x".into())]),
-            ev(1, 13_000_000_002, 2, vec![Value::Signed(1), Value::Str("a\0b".into())]),
-            ev(1, 13_000_000_003, 3, vec![Value::Bytes(vec![9; 10])]),
-            ev(0, 13_000_000_004, 7, vec![Value::Unsigned(1), Value::Unsigned(2)]),
+            // Wrong kinds, a NUL inside a string.
+            ev(0, 13_000_000_001, 1, vec![Value::Str("x".into()), Value::Bool(true)]),
+            ev(
+                1,
+                13_000_000_002,
+                2,
+                vec![
+                    Value::Signed(1),
+                    Value::Str("a\0b".into()),
+                    Value::Str("y".into()),
+                    Value::Unsigned(0),
+                ],
+            ),
+            ev(
+                1,
+                13_000_000_003,
+                3,
+                vec![Value::Bytes(vec![9; 10]), Value::Bytes(vec![1]), Value::Str("z".into())],
+            ),
+            ev(0, 13_000_000_004, 7, [1, 2, 0, 0].map(Value::Unsigned).to_vec()),
+            // A payload that decoded to fewer values than its descriptor has fields.
+            ev(1, 13_000_000_007, 1, vec![Value::Unsigned(0x105)]),
             // An NMI that struck a handler with interrupts on.
             Event {
                 context: trace::Context::new(trace::Activity::Nmi { in_irq: true }, false),
@@ -687,10 +716,14 @@ mod tests {
         assert!(find("unknown:").ends_with(
             "{ event_id = 99, length = 3, data = [ [0] = 0x1, [1] = 0x2, [2] = 0x3 ] }"
         ));
-        assert!(find("[13.000000001]").ends_with("{ vector = 0, error = 0 }"));
+        assert!(find("[13.000000007]").ends_with(
+            "{ event_id = 1, length = 8, data = [ [0] = 0x5, [1] = 0x1, [2] = 0x0, [3] = 0x0, \
+             [4] = 0x0, [5] = 0x0, [6] = 0x0, [7] = 0x0 ] }"
+        ));
+        assert!(find("[13.000000001]").ends_with("{ vector = 0, error = 1 }"));
         assert!(find("[13.000000002]").ends_with(r#"{ pid = 1, comm = "ab", ok = 0, c = 0 }"#));
         assert!(find("[13.000000003]").ends_with(
-            "{ len = 2313, head = [ [0] = 0x0, [1] = 0x0, [2] = 0x0, [3] = 0x0 ], delta = 0 }"
+            "{ len = 2313, head = [ [0] = 0x1, [1] = 0x0, [2] = 0x0, [3] = 0x0 ], delta = 0 }"
         ));
         assert!(find("odd:names").ends_with(
             r#"{ pid = 1, comm = "shell", flags = 0x0, preempt_count = 0 }, { a_b_2 = 1, a_b = 2, _ = 0, struct = 0 }"#

@@ -371,6 +371,12 @@ fn buffer_events(trace: &Section, pid: usize, events: &mut Vec<Json>) {
             "args": args
         }));
     }
+    for (cpu, ts, lost) in trace.losses_after() {
+        events.push(json!({
+            "ph": "i", "s": "t", "name": "lost events", "cat": "lost", "pid": pid, "tid": cpu,
+            "ts": micros(ts), "args": {"count": lost}
+        }));
+    }
 }
 
 /// Writes the Chrome Trace Event JSON of a trace.

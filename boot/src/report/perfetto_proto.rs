@@ -202,6 +202,20 @@ impl<W: Write> Writer<W> {
         self.packet(&p)
     }
 
+    /// A `lost events` instant on `track` at `ts`, its count its argument.
+    fn lost(&mut self, ts: u64, track: u64, count: u64) -> io::Result<()> {
+        let args = [("count".to_string(), Value::Unsigned(count))];
+        let name = Some(("lost events", "lost"));
+        self.event(&TrackEvent {
+            ts,
+            track,
+            kind: event::INSTANT,
+            name,
+            args: &args,
+            frames: vec![],
+        })
+    }
+
     fn event(&mut self, e: &TrackEvent<'_>) -> io::Result<()> {
         let mut new = Message::default();
         let mut te = Message::default();
@@ -315,16 +329,7 @@ pub fn write_perfetto_proto(trace: &Section, out: &mut impl Write) -> io::Result
     for (i, ev) in trace.events.iter().enumerate() {
         let track = cpu_track(ev.cpu);
         if ev.lost_before > 0 {
-            let args = [("count".to_string(), Value::Unsigned(ev.lost_before))];
-            let name = Some(("lost events", "lost"));
-            w.event(&TrackEvent {
-                ts: ev.ts,
-                track,
-                kind: event::INSTANT,
-                name,
-                args: &args,
-                frames: vec![],
-            })?;
+            w.lost(ev.ts, track, ev.lost_before)?;
         }
         let tracks = counter_tracks.len() + span_tracks.len();
         if let Some((label, ns)) = span(trace, ev) {
@@ -430,6 +435,9 @@ pub fn write_perfetto_proto(trace: &Section, out: &mut impl Write) -> io::Result
                 frames,
             })?;
         }
+    }
+    for (cpu, ts, lost) in trace.losses_after() {
+        w.lost(ts, cpu_track(cpu), lost)?;
     }
     if let Some(p) = &trace.panic {
         let last = trace.events.iter().map(|e| e.ts).max().unwrap_or(0);

@@ -164,6 +164,7 @@ pub fn sample() -> Section {
         cpus: 2,
         descriptors: descriptors.into(),
         events,
+        lost_after: Default::default(),
         skipped: 0,
         filtered: 0,
         stats,

@@ -122,6 +122,11 @@ impl Selection {
             }
             shown
         });
+        // Those of the CPU's last events, told after its last event shown.
+        for (cpu, lost) in unreported {
+            let after = section.lost_after.entry(cpu).or_default();
+            *after = after.saturating_add(lost);
+        }
         section.filtered += (before - section.events.len()) as u64;
         Ok(())
     }

@@ -47,7 +47,8 @@ pub(crate) fn write_panic(p: &PanicReport, out: &mut impl Write) -> io::Result<(
 ///
 /// Events whose id has no descriptor are printed as `unknown_event: id=N <hex of
 /// the values>`; a lost-events count is printed before the event it precedes, in
-/// ftrace's `CPU:N [LOST M EVENTS]` form. `ftrace:funcgraph_entry` and
+/// ftrace's `CPU:N [LOST M EVENTS]` form (after the last line, for those a CPU lost
+/// after its last event). `ftrace:funcgraph_entry` and
 /// `funcgraph_exit` print as the kernel's dump text prints them ([`GraphLines`]),
 /// their functions named if `--elf` named them, addresses otherwise.
 pub fn write_text(trace: &Section, out: &mut impl Write) -> io::Result<()> {
@@ -113,6 +114,9 @@ pub fn write_text(trace: &Section, out: &mut impl Write) -> io::Result<()> {
     line.clear();
     graph.finish(&mut line, &layout).map_err(|_| io::Error::other("formatting a trace line"))?;
     out.write_all(line.as_bytes())?;
+    for (cpu, lost) in &trace.lost_after {
+        writeln!(out, "CPU:{cpu} [LOST {lost} EVENTS]")?;
+    }
     out.flush()
 }
 

@@ -7,6 +7,7 @@ use trace::dump::{BEGIN, END, encode_chunk};
 
 /// Item kinds of the dump format.
 const HEADER: u8 = 1;
+const DESCRIPTOR: u8 = 2;
 const SECTION: u8 = 3;
 const CPU_STATS: u8 = 4;
 const RECORDS: u8 = 5;
@@ -134,6 +135,25 @@ pub fn crashers() -> Vec<Crasher> {
             name: "counts of records left out that overflow when added",
             log: log(&[top(), item(SKIPPED, &[0, u64::MAX]), item(SKIPPED, &[0, 2])]),
             refused: "the count of records left out overflows",
+        },
+        Crasher {
+            name: "an event of two 64 KiB byte arrays (CTF wrote each record of it, 4 bytes \
+                   in the dump, as 128 KiB: 470 MB for one log line of them)",
+            // Id 1, an event, empty system, name and format; two unnamed fields of
+            // tag 12 (a byte array) and length 65535.
+            log: log(&[
+                item(DESCRIPTOR, &[1, 0, 0, 0, 0, 2, 0, 12, 65535, 0, 12, 65535]),
+                top(),
+                record(0),
+            ]),
+            refused: "event 1's fields take at least 131070 bytes, more than a record holds (4095)",
+        },
+        Crasher {
+            name: "two sections naming the top level's live buffer (the second's records \
+                   were left out of CTF and Perfetto without a word)",
+            log: log(&[top(), record(0), item(SECTION, &[1, 0]), item(RECORDS, &[1, 0, 9, 2, 0])]),
+            refused: "section 1 names the live buffer of \"\" as section 0 does; its records \
+                      are reported as instance \"#1\"",
         },
     ]
 }

@@ -2,7 +2,7 @@
 //! statistics, Perfetto, CTF, trace.dat) consume. [`Dump::sections`] decodes every
 //! payload once, with the dump's own descriptors.
 
-use super::read::{Dump, DumpDescriptor, DumpRecord, DumpStats, PanicReport};
+use super::read::{Dump, DumpDescriptor, DumpInstance, DumpRecord, DumpStats, PanicReport};
 use super::{BufferKind, MAX_CPUS};
 use crate::context::Context;
 use crate::event::DescriptorKind;
@@ -36,6 +36,9 @@ pub struct Section {
     /// The section's events, in the dump's order (the kernel writes them merged in
     /// time order).
     pub events: Vec<Event>,
+    /// Events each CPU lost after its last event in `events` (a stream's reader
+    /// lost them, and no record of that CPU came after), by CPU.
+    pub lost_after: BTreeMap<usize, u64>,
     /// Older records the kernel left out of the dump (`dump last N`).
     pub skipped: u64,
     /// Events of the dump a reader's filter left out of `events` (the host tool's
@@ -136,6 +139,7 @@ impl Dump {
                     cpus,
                     descriptors: Arc::clone(&descriptors),
                     events: instance.records.iter().map(|r| self.event(r, &formats)).collect(),
+                    lost_after: lost_after(instance),
                     skipped: instance.skipped,
                     filtered: 0,
                     stats,
@@ -228,6 +232,19 @@ impl Fields for Decoded<'_> {
     }
 }
 
+/// The events each CPU of `instance` lost after its last record: its lost items'
+/// total less those attached to its records.
+fn lost_after(instance: &DumpInstance) -> BTreeMap<usize, u64> {
+    let mut after = instance.lost.clone();
+    for record in &instance.records {
+        if let Some(lost) = after.get_mut(&record.cpu) {
+            *lost = lost.saturating_sub(record.lost_before);
+        }
+    }
+    after.retain(|_, lost| *lost > 0);
+    after
+}
+
 impl Section {
     /// The instance and buffer for headings: `top`, `latency (snapshot)`.
     pub fn heading(&self) -> String {
@@ -254,7 +271,17 @@ impl Section {
     pub fn cpu_ids(&self) -> Vec<usize> {
         let mut ids: BTreeSet<usize> = (0..self.cpus.min(MAX_CPUS).max(self.stats.len())).collect();
         ids.extend(self.events.iter().map(|e| e.cpu));
+        ids.extend(self.lost_after.keys());
         ids.into_iter().collect()
+    }
+
+    /// Each CPU's [`Section::lost_after`] with the time of its last event (0 if it
+    /// has none), where an output places them: `(cpu, time, lost)`.
+    pub fn losses_after(&self) -> impl Iterator<Item = (usize, u64, u64)> + '_ {
+        self.lost_after.iter().map(|(&cpu, &lost)| {
+            let last = self.events.iter().rev().find(|e| e.cpu == cpu).map_or(0, |e| e.ts);
+            (cpu, last, lost)
+        })
     }
 
     /// The stats of one CPU (zeroes if the dump has none for it).
@@ -362,7 +389,7 @@ mod tests {
     /// decode too.
     #[test]
     fn sections_share_descriptors_and_render_as_the_kernel_does() {
-        use super::super::read::{DumpField, DumpInstance};
+        use super::super::read::DumpField;
         use crate::field::FieldKind;
         let fields = [("a", FieldKind::U8), ("s", FieldKind::Str), ("b", FieldKind::U8)];
         let descriptor = DumpDescriptor {

@@ -5,7 +5,7 @@ use super::{BEGIN, BufferKind, CHUNK_BYTES, END, MAX_CPUS, MAX_SECTIONS, VERSION
 use crate::context::Context;
 use crate::event::{DescriptorKind, Timeline};
 use crate::field::{Decoder, Encoder, Field, FieldKind, Sink};
-use crate::ring::Clock;
+use crate::ring::{Clock, MAX_PAYLOAD};
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::format;
 use alloc::string::String;
@@ -481,8 +481,25 @@ fn items(
                         format!("unknown clock {code} ({})", known.join(", "))
                     })?
                 };
+                let same = |s: &DumpInstance| s.name == name && s.buffer == buffer;
+                let taken = |o: &&u64| **o != index && dump.instances.get(o).is_some_and(same);
+                let twin = named.iter().find(taken).copied();
+                let renamed = named.contains(&index)
+                    && dump.instances.get(&index).is_some_and(|s| !same(s) || s.clock != clock);
                 named.insert(index);
                 let section = dump.instances.entry(index).or_default();
+                if twin.is_some() || renamed {
+                    // Reported apart, under its number: nothing passes for the other.
+                    let what = match twin {
+                        Some(other) => format!("as section {other} does"),
+                        None => String::from("after it named another"),
+                    };
+                    let buffer = buffer.name();
+                    section.name = format!("#{index}");
+                    return Err(format!(
+                        "section {index} names the {buffer} buffer of {name:?} {what}; its records are reported as instance \"#{index}\""
+                    ));
+                }
                 section.name = name;
                 section.buffer = buffer;
                 section.clock = clock;
@@ -642,6 +659,14 @@ fn descriptor(body: &mut &[u8]) -> Result<DumpDescriptor, String> {
                 .ok_or_else(|| format!("unknown field type tag {tag}"))?,
         };
         fields.push(DumpField { name: field, kind });
+    }
+    // A record no larger than the ring takes holds them all (an output that lays
+    // fields out, CTF's, then takes no more room per record than the record had).
+    let least: usize = fields.iter().map(|f| f.kind.min_size()).sum();
+    if least > MAX_PAYLOAD {
+        return Err(format!(
+            "event {id}'s fields take at least {least} bytes, more than a record holds ({MAX_PAYLOAD})"
+        ));
     }
     // Dumps written before descriptors said it end here: an instant.
     let timeline = match body.is_empty() {
