@@ -21,6 +21,11 @@ use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed, 
 const DEFAULT_THRESHOLD_MS: u64 = 10_000;
 /// The largest threshold taken, in ms.
 const MAX_THRESHOLD_MS: u64 = 600_000;
+/// The smallest threshold taken but 0, in ms: five timer periods, so that a tick or
+/// two late (a busy host's vCPU) is not a lockup.
+const MIN_THRESHOLD_MS: u64 = 5 * 1000 / timer::HZ;
+// `set_threshold_ms`'s refusal names the bounds.
+const _: () = assert!(MIN_THRESHOLD_MS == 50 && MAX_THRESHOLD_MS == 600_000);
 /// How long past the threshold a watcher waits for the CPU it sent the NMI to to
 /// panic, in ms: one that does not took no NMI (it hangs in an NMI handler, NMIs
 /// blocked), and the watcher panics in its place.
@@ -90,11 +95,11 @@ pub fn threshold_ms() -> u64 {
     THRESHOLD_MS.load(Relaxed)
 }
 
-/// Sets the threshold in ms (0 turns the detector off). Fails beyond
-/// [`MAX_THRESHOLD_MS`], changing nothing.
+/// Sets the threshold in ms (0 turns the detector off). Fails outside
+/// [`MIN_THRESHOLD_MS`]..=[`MAX_THRESHOLD_MS`], changing nothing.
 pub fn set_threshold_ms(ms: u64) -> Result<(), &'static str> {
-    if ms > MAX_THRESHOLD_MS {
-        return Err("a threshold is at most 600000 ms");
+    if ms != 0 && !(MIN_THRESHOLD_MS..=MAX_THRESHOLD_MS).contains(&ms) {
+        return Err("a threshold is 0 (off) or 50 to 600000 ms (at least five timer ticks)");
     }
     STALLED.iter().for_each(|s| s.store(0, Relaxed));
     NMI_STALLED.store(0, Relaxed);

@@ -126,8 +126,9 @@ fn the_latency_watchdog_snapshots_the_events_around_an_anomaly() {
     // Re-armed, it watches again. With the instance's trace_printk option off, the
     // driver's printk! records nothing; the anomaly event is recorded still.
     assert!(m.run("latency rearm").contains("state: Watching"));
-    assert!(m.run("latency spike 0").contains("usage"));
-    assert!(m.run("latency wait 0").contains("usage"));
+    assert_eq!(m.run("latency spike 0"), "latency: MS is 1 to 10000\n");
+    assert_eq!(m.run("latency wait 10001"), "latency: MS is 1 to 10000\n");
+    assert!(m.run("latency wait x").contains("usage"));
     // Nothing to capture: the wait runs out and says so.
     let waited = m.run("latency wait 50");
     assert!(waited.contains("latency: not captured within 50 ms (state: Watching)"), "{waited}");

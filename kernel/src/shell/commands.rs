@@ -368,50 +368,59 @@ fn cat(
     if args.is_empty() {
         return Err(CommandError::Usage);
     }
+    // As coreutils' `cat`: a file that fails does not stop the others.
+    let mut failures = Vec::new();
     for path in args {
-        let located = tracefs::resolve(shell.cwd(), path).map_err(|e| fs_error(path, e))?;
-        let pipe = match located.node {
-            Node::File(File::TracePipe) => Some((None, false)),
-            Node::File(File::CpuTracePipe(cpu)) => Some((Some(cpu), false)),
-            Node::File(File::TracePipeRaw) => Some((None, true)),
-            Node::File(File::CpuTracePipeRaw(cpu)) => Some((Some(cpu), true)),
-            _ => None,
-        };
-        match pipe {
-            // A consuming read would empty the previous boot's trace.
-            Some(_) if located.instance.name() == crate::persist::LAST_BOOT => {
-                return Err(fs_error(path, tracefs::FsError::PreviousBoot));
-            }
-            Some((cpu, raw)) => {
-                // Streams until any key; the key is consumed (Ctrl-C shows as such).
-                let layout = tracefs::layout(&located.instance);
-                let mut interrupted = false;
-                let stop = || match serial::try_read_byte() {
-                    Some(byte) => {
-                        interrupted = byte == 0x03;
-                        true
-                    }
-                    None => false,
-                };
-                // Between records: sleep until an interrupt or a key.
-                let wait = || crate::arch::irq::wait_for_interrupt_unless(serial::input_pending);
-                let read = if raw {
-                    crate::dump::stream_raw(out, &located.instance, cpu, stop, wait)
-                } else {
-                    tracing::stream_pipe(out, &located.instance, cpu, &layout, stop, wait)
-                };
-                if interrupted {
-                    out.interrupt();
-                }
-                read.map_err(|reason| CommandError::Failed(format!("{path}: {reason}")))?;
-            }
-            None => tracefs::read(&located, out).map_err(|e| fs_error(path, e))?,
+        if let Err(CommandError::Failed(failure)) = cat_one(shell, path, out) {
+            failures.push(failure);
         }
         if out.stopped().is_some() {
             break;
         }
     }
-    Ok(())
+    failed("cat", failures)
+}
+
+/// `cat`'s work for one path.
+fn cat_one(shell: &mut Shell, path: &str, out: &mut Output) -> Result<(), CommandError> {
+    let located = tracefs::resolve(shell.cwd(), path).map_err(|e| fs_error(path, e))?;
+    let pipe = match located.node {
+        Node::File(File::TracePipe) => Some((None, false)),
+        Node::File(File::CpuTracePipe(cpu)) => Some((Some(cpu), false)),
+        Node::File(File::TracePipeRaw) => Some((None, true)),
+        Node::File(File::CpuTracePipeRaw(cpu)) => Some((Some(cpu), true)),
+        _ => None,
+    };
+    match pipe {
+        // A consuming read would empty the previous boot's trace.
+        Some(_) if located.instance.name() == crate::persist::LAST_BOOT => {
+            Err(fs_error(path, tracefs::FsError::PreviousBoot))
+        }
+        Some((cpu, raw)) => {
+            // Streams until any key; the key is consumed (Ctrl-C shows as such).
+            let layout = tracefs::layout(&located.instance);
+            let mut interrupted = false;
+            let stop = || match serial::try_read_byte() {
+                Some(byte) => {
+                    interrupted = byte == 0x03;
+                    true
+                }
+                None => false,
+            };
+            // Between records: sleep until an interrupt or a key.
+            let wait = || crate::arch::irq::wait_for_interrupt_unless(serial::input_pending);
+            let read = if raw {
+                crate::dump::stream_raw(out, &located.instance, cpu, stop, wait)
+            } else {
+                tracing::stream_pipe(out, &located.instance, cpu, &layout, stop, wait)
+            };
+            if interrupted {
+                out.interrupt();
+            }
+            read.map_err(|reason| CommandError::Failed(format!("{path}: {reason}")))
+        }
+        None => tracefs::read(&located, out).map_err(|e| fs_error(path, e)),
+    }
 }
 
 fn echo(
@@ -466,6 +475,12 @@ fn each_path(
     }
     let failures: Vec<String> =
         paths.iter().filter_map(|path| op(path).err().map(|e| format!("{path}: {e}"))).collect();
+    failed(name, failures)
+}
+
+/// The failures of a command that went on past them, each on a line of its own
+/// (`NAME: ...`), or success if there were none.
+fn failed(name: &str, failures: Vec<String>) -> Result<(), CommandError> {
     match failures.is_empty() {
         true => Ok(()),
         false => Err(CommandError::Failed(failures.join(&format!("\n{name}: ")))),
@@ -609,6 +624,17 @@ fn keys(
     Ok(())
 }
 
+/// `arg` as a number within `range`: not a number is a usage error, one outside the
+/// range is refused with `rule`, which names the range.
+fn number_in(
+    arg: &str,
+    range: core::ops::RangeInclusive<u64>,
+    rule: &'static str,
+) -> Result<u64, CommandError> {
+    let n = arg.parse().map_err(|_| CommandError::Usage)?;
+    if range.contains(&n) { Ok(n) } else { Err(rule.into()) }
+}
+
 fn stress(
     _: &mut Shell,
     args: &[&str],
@@ -625,12 +651,11 @@ fn stress(
         _ => (args, false),
     };
     let (args, cycles) = match args {
-        [rest @ .., "cycle", n] => (rest, Some(n.parse::<u32>().map_err(|_| CommandError::Usage)?)),
+        [rest @ .., "cycle", n] => {
+            (rest, Some(number_in(n, 1..=stress::MAX_CYCLES.into(), "cycles are 1 to 100000")?))
+        }
         _ => (args, None),
     };
-    if cycles.is_some_and(|n| n == 0 || n > stress::MAX_CYCLES) {
-        return Err("cycles must be 1 to 100000".into());
-    }
     let (modes, ms): (&[Mode], &str) = match args {
         [] => (BOTH, "1000"),
         [ms] if ms.parse::<u64>().is_ok() => (BOTH, ms),
@@ -645,12 +670,11 @@ fn stress(
         }
         _ => return Err(CommandError::Usage),
     };
-    let ms: u64 = ms.parse().map_err(|_| CommandError::Usage)?;
-    if ms == 0 || ms > stress::MAX_MS {
-        return Err("duration must be 1 to 10000 ms".into());
-    }
+    let ms = number_in(ms, 1..=stress::MAX_MS, "a duration is 1 to 10000 ms")?;
+    // Below `MAX_CYCLES`, a `u32`.
+    let cycles = cycles.map_or(0, |n| n as u32);
     for &mode in modes {
-        stress::run(mode, ms, cycles.unwrap_or(0), functions, panic).map_err(CommandError::from)?;
+        stress::run(mode, ms, cycles, functions, panic).map_err(CommandError::from)?;
     }
     Ok(())
 }
@@ -737,9 +761,7 @@ fn bench(
 ) -> Result<(), CommandError> {
     let iterations = match args {
         [] => 100_000,
-        [n] => {
-            n.parse().ok().filter(|n| (1..=10_000_000).contains(n)).ok_or(CommandError::Usage)?
-        }
+        [n] => number_in(n, 1..=10_000_000, "iterations are 1 to 10000000")?,
         _ => return Err(CommandError::Usage),
     };
     bench::run(iterations).map_err(CommandError::from)
@@ -753,12 +775,9 @@ fn barrier(
 ) -> Result<(), CommandError> {
     let ms = match args {
         [] => 500,
-        [ms] => ms.parse().map_err(|_| CommandError::Usage)?,
+        [ms] => number_in(ms, 1..=barrier::MAX_MS, "a duration is 1 to 10000 ms")?,
         _ => return Err(CommandError::Usage),
     };
-    if ms == 0 || ms > barrier::MAX_MS {
-        return Err("duration must be 1 to 10000 ms".into());
-    }
     barrier::selftest(ms).map_err(CommandError::from)
 }
 
@@ -800,20 +819,18 @@ fn latency(
     out: &mut Output,
 ) -> Result<(), CommandError> {
     let watchdog = watchdog::get().ok_or(CommandError::from("the watchdog is not running"))?;
-    let ms = |arg: &str| arg.parse::<u64>().ok().filter(|ms| (1..=10_000).contains(ms));
+    let ms = |arg: &str| number_in(arg, 1..=10_000, "MS is 1 to 10000");
     match args {
         [] => {}
         ["spike", arg] => {
-            let ms = ms(arg).ok_or(CommandError::Usage)?;
+            let ms = ms(arg)?;
             println!("interrupts off on cpu{} for {ms} ms", percpu::index());
             watchdog::spike(ms);
         }
-        ["threshold", arg] => {
-            watchdog.set_threshold(ms(arg).ok_or(CommandError::Usage)? * 1_000_000)
-        }
+        ["threshold", arg] => watchdog.set_threshold(ms(arg)? * 1_000_000),
         ["rearm"] => watchdog.rearm(),
         ["wait", arg] => {
-            let ms = ms(arg).ok_or(CommandError::Usage)?;
+            let ms = ms(arg)?;
             // Stopped by a key: the status, as after any other subcommand.
             match wait_for_capture(watchdog, ms, out) {
                 Waited::TimedOut => {

@@ -62,8 +62,8 @@ pub enum FsError {
     Duplicate(TriggerError),
     /// ENOSPC (no instance slot left).
     NoSpace,
-    /// EPERM (the top-level instance cannot be removed).
-    NotPermitted,
+    /// EPERM, with the rule (only `instances/NAME` is made or removed).
+    NotPermitted(&'static str),
     /// Tracing did not start at boot.
     NoTracer,
     /// EACCES: the instance holds the previous boot's trace and is read-only.
@@ -124,7 +124,7 @@ impl fmt::Display for FsError {
             FsError::Exists => "File exists",
             FsError::Duplicate(error) => return write!(f, "File exists ({error})"),
             FsError::NoSpace => "No space left on device (too many instances)",
-            FsError::NotPermitted => "Operation not permitted",
+            FsError::NotPermitted(rule) => return write!(f, "Operation not permitted ({rule})"),
             FsError::NoTracer => "tracing is not available",
             FsError::PreviousBoot => {
                 "Permission denied (last_boot holds the previous boot's trace: read-only)"
@@ -166,7 +166,7 @@ impl From<InstanceError> for FsError {
                 let (used, max) = tracing_kb();
                 FsError::MemoryLimit(used, max)
             }
-            InstanceError::TopLevel => FsError::NotPermitted,
+            InstanceError::TopLevel => FsError::NotPermitted(INSTANCES_ONLY),
             InstanceError::NotArmed => {
                 FsError::Rule("the event is not armed, and arming it needs a context that may wait")
             }
@@ -851,7 +851,7 @@ fn parse_cpumask(value: &str, cpus: usize) -> Result<u64, FsError> {
     let most_digits = if grouped { 8 } else { 16 };
     let mut mask: u64 = 0;
     for group in value.split(',') {
-        if group.is_empty() {
+        if group.is_empty() || !group.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(FsError::Rule(RULE));
         }
         let digits = group.trim_start_matches('0');
@@ -1442,6 +1442,9 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
     }
 }
 
+/// Why a `mkdir` or `rmdir` elsewhere is refused.
+const INSTANCES_ONLY: &str = "only instances/NAME is made or removed";
+
 /// `mkdir instances/NAME`.
 pub fn mkdir(cwd: &str, path: &str) -> Result<(), FsError> {
     let tracer = tracer()?;
@@ -1450,7 +1453,7 @@ pub fn mkdir(cwd: &str, path: &str) -> Result<(), FsError> {
         return Err(if resolve(cwd, path).is_ok() {
             FsError::Exists
         } else {
-            FsError::NotPermitted
+            FsError::NotPermitted(INSTANCES_ONLY)
         });
     };
     if tracer.lookup(name).is_ok() {
@@ -1488,8 +1491,9 @@ pub fn rmdir(cwd: &str, path: &str) -> Result<(), FsError> {
             EXTRAS.lock().retain(|(n, _)| n != name);
             Ok(())
         }
-        _ => {
-            Err(if resolve(cwd, path).is_ok() { FsError::NotPermitted } else { FsError::NotFound })
-        }
+        _ => Err(match resolve(cwd, path) {
+            Ok(_) => FsError::NotPermitted(INSTANCES_ONLY),
+            Err(_) => FsError::NotFound,
+        }),
     }
 }
