@@ -31,6 +31,9 @@ pub enum Error {
     /// The persistent region does not hold the saved trace given to restore (another
     /// region's, or this one's before it was written again).
     NotSaved,
+    /// The recorder was replaced by its instance (resized, its clock or snapshot
+    /// changed): take the instance's current one.
+    Replaced,
 }
 
 /// Why a write recorded nothing.
@@ -71,6 +74,9 @@ impl fmt::Display for Error {
                 "the buffer lives in reserved memory: its size is fixed, and it has no snapshot"
             }
             Error::NotSaved => "the region does not hold that saved trace (validate it again)",
+            Error::Replaced => {
+                "the instance has replaced this recorder (resized, or its clock or snapshot changed)"
+            }
         })
     }
 }

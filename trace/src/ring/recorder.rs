@@ -50,6 +50,9 @@ pub struct Recorder<P> {
     live: AtomicUsize,
     sections: Arc<Sections>,
     control: AtomicBool,
+    /// Whether its instance has replaced it (with a recorder that may share its
+    /// rings): its control operations are refused from then on.
+    replaced: AtomicBool,
 }
 
 impl<P: Platform> Recorder<P> {
@@ -86,6 +89,7 @@ impl<P: Platform> Recorder<P> {
             live: AtomicUsize::new(0),
             sections,
             control: AtomicBool::new(false),
+            replaced: AtomicBool::new(false),
         }
     }
 
@@ -271,23 +275,36 @@ impl<P: Platform> Recorder<P> {
     /// [`Recorder::lock`], waiting for the control operation that runs (a trigger's
     /// swap takes a few instructions; another thread's operation, its grace period).
     /// For a context that may wait.
-    pub(crate) fn lock_waiting(&self) -> ControlGuard<'_> {
+    pub(crate) fn lock_waiting(&self) -> Result<ControlGuard<'_>, Error> {
         loop {
             match self.lock() {
-                Ok(guard) => return guard,
-                Err(_) => crate::sync::spin(),
+                Err(Error::Busy) => crate::sync::spin(),
+                taken => return taken,
             }
         }
     }
 
     /// Holds the recorder's control operations (swaps included) off until the guard
-    /// drops: `Busy` while one runs.
+    /// drops: `Busy` while one runs, `Replaced` once its instance has replaced it.
     pub(crate) fn lock(&self) -> Result<ControlGuard<'_>, Error> {
         // Acquire/Release: control operations are serialised like a lock's sections.
         match self.control.compare_exchange(false, true, Acquire, Relaxed) {
-            Ok(_) => Ok(ControlGuard(&self.control)),
+            Ok(_) => {
+                let guard = ControlGuard(&self.control);
+                match self.replaced.load(Relaxed) {
+                    true => Err(Error::Replaced),
+                    false => Ok(guard),
+                }
+            }
             Err(_) => Err(Error::Busy),
         }
+    }
+
+    /// Marks the recorder replaced by its instance (the caller holds its lock, and
+    /// published the new one): a clear or swap through a reference kept from before
+    /// would reach rings the new recorder writes, past its writers' pause.
+    pub(crate) fn retire(&self) {
+        self.replaced.store(true, Relaxed);
     }
 
     /// Exchanges the spare and the live set: the old live set becomes the snapshot,
@@ -296,7 +313,7 @@ impl<P: Platform> Recorder<P> {
     /// that may wait for the other CPUs (`WouldDeadlock` otherwise).
     pub fn swap(&self) -> Result<(), Error> {
         let grace = self.sections.grace(self.sets[0].platform())?;
-        let _guard = self.lock_waiting();
+        let _guard = self.lock_waiting()?;
         self.exchange()?;
         grace.wait();
         Ok(())
@@ -368,7 +385,7 @@ impl<P: Platform> Recorder<P> {
     /// Empties the live set or the snapshot (all rings, or CPU `cpu`'s).
     fn clear_set(&self, snapshot: bool, cpu: Option<usize>) -> Result<(), Error> {
         let grace = self.sections.grace(self.sets[0].platform())?;
-        let _guard = self.lock_waiting();
+        let _guard = self.lock_waiting()?;
         // Chosen under the lock: no swap moves it meanwhile.
         let set = match snapshot {
             true => self.snapshot().ok_or(Error::NoSpare)?,

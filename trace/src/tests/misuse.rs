@@ -450,3 +450,27 @@ fn a_clear_inside_a_direct_write_is_refused() {
     top.write_marker("after").unwrap();
     assert_eq!(top.stats(0).unwrap().entries, 2, "writes resumed");
 }
+
+/// A recorder kept from before its instance replaced it (a resize of one CPU, whose
+/// other rings the new one shares) takes no clear or swap: its clear reset rings the
+/// new recorder's writers were writing, without pausing them.
+#[test]
+fn a_replaced_recorder_takes_no_control_operation() {
+    let t = tracer();
+    let net = t.get_or_create("net", InstanceConfig { snapshot: true, ..CONFIG }).unwrap();
+    let old = net.recorder();
+    net.write_marker("kept").unwrap();
+    net.resize_cpu(1, 8192).unwrap();
+    assert_eq!(old.clear(), Err(Error::Replaced));
+    assert_eq!(old.clear_cpu(0), Err(Error::Replaced));
+    assert_eq!(old.clear_snapshot(None), Err(Error::Replaced));
+    assert_eq!(old.swap(), Err(Error::Replaced));
+    assert_eq!(old.swap_nowait(), Err(Error::Replaced));
+    assert_eq!(net.stats(0).unwrap().entries, 1, "CPU 0's ring, which both share, kept");
+    // The current one takes them.
+    net.recorder().clear().unwrap();
+    assert_eq!(net.stats(0).unwrap().entries, 0);
+    drop(old);
+    drop(net);
+    t.destroy_by_name("net").unwrap();
+}

@@ -691,7 +691,8 @@ impl<P: Platform> Tracer<P> {
         // A trigger's swap is refused until the old recorder is unreachable: one after
         // its sets were taken for the new one would not reach it.
         let old = Arc::clone(&current);
-        let _swaps = old.lock_waiting();
+        // The current recorder: never replaced yet.
+        let _swaps = old.lock_waiting()?;
         let bytes = current.bytes_after(change)?;
         // The old recorder's rings counted as gone (those it shares with the new one
         // are in `bytes`); a reader that keeps them makes them count again, retired.
@@ -715,6 +716,7 @@ impl<P: Platform> Tracer<P> {
         if last != copied {
             new.live().set_recording(last);
         }
+        old.retire();
         *current = Arc::clone(&new);
         registry.retire(&old, Some(&new));
         registry.total_bytes += bytes;
