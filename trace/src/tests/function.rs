@@ -1022,3 +1022,39 @@ fn the_function_tracers_getters_are_refused_inside_a_section() {
     assert_eq!(top.function_tracer().unwrap(), FunctionTracer::Nop);
     assert_eq!(tracer.stack_max().unwrap().size, 0);
 }
+
+/// `irqsoff` refused (the patcher refuses, or the caller may not wait) leaves no
+/// snapshot behind: the one it allocated for its window stayed, and counted against
+/// the memory limit.
+#[test]
+fn irqsoff_refused_leaves_no_snapshot() {
+    let _shared = exclusive();
+    HostPlatform::set_cpu(0);
+    let patcher = Patcher::new();
+    let top = InstanceConfig { bytes_per_cpu: 4096, mode: Mode::Overwrite, snapshot: false };
+    let limits = Limits { max_instances: 2, max_total_bytes: 1 << 20 };
+    let tracer = Tracer::new(patcher.clone(), 1, &[], limits, top).unwrap();
+    assert!(tracer.set_functions(COUNT));
+    let top = tracer.top();
+    let memory = tracer.memory().unwrap();
+    patcher.refuse.store(true, Relaxed);
+    let refused = top.set_function_tracer(FunctionTracer::Irqsoff);
+    assert_eq!(refused, Err(FunctionError::Patch("refused")));
+    assert!(!top.has_snapshot(), "the snapshot allocated for it went again");
+    assert_eq!(tracer.memory().unwrap(), memory);
+    let mut inside = None;
+    tracer.visit_instances(|_| inside = Some(top.set_function_tracer(FunctionTracer::Irqsoff)));
+    assert_eq!(inside, Some(Err(FunctionError::WouldDeadlock)));
+    assert!(!top.has_snapshot());
+    // A snapshot the instance had stays.
+    top.snapshot_alloc().unwrap();
+    assert_eq!(
+        top.set_function_tracer(FunctionTracer::Irqsoff),
+        Err(FunctionError::Patch("refused"))
+    );
+    assert!(top.has_snapshot(), "the instance's own snapshot stays");
+    patcher.refuse.store(false, Relaxed);
+    top.set_function_tracer(FunctionTracer::Irqsoff).unwrap();
+    assert_eq!(top.function_tracer().unwrap(), FunctionTracer::Irqsoff);
+    top.set_function_tracer(FunctionTracer::Nop).unwrap();
+}

@@ -635,16 +635,25 @@ impl<'t, P: Platform> Instance<'t, P> {
         if tracer == FunctionTracer::Nop && self.tracer.functions.get().is_none() {
             return Ok(());
         }
+        let mut allocated = false;
         if tracer == FunctionTracer::Irqsoff {
             // Checked again under the lock; first here, to allocate nothing for a
             // refusal.
+            self.tracer.may_wait().map_err(|_| FunctionError::WouldDeadlock)?;
             self.check_irqsoff_owner()?;
+            allocated = !self.has_snapshot();
             self.snapshot_alloc().map_err(FunctionError::Snapshot)?;
         }
-        self.change_functions(|selection| {
+        let changed = self.change_functions(|selection| {
             selection.tracer = tracer;
             Ok(())
-        })
+        });
+        if changed.is_err() && allocated {
+            // A refusal changes nothing: the snapshot allocated for it goes again
+            // (nothing can hold it yet but a reader opened meanwhile, which keeps it).
+            let _ = self.snapshot_free();
+        }
+        changed
     }
 
     /// `current_tracer` as ftrace's file sets it: another tracer also empties the
