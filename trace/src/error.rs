@@ -5,7 +5,8 @@ use core::fmt;
 /// Why a control operation (create, resize, clear, read, swap) failed. Nothing changed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Error {
-    /// A buffer of zero bytes, or zero CPUs, was requested.
+    /// A buffer of zero bytes, or zero CPUs, was requested, or lent words (a region's
+    /// rings among them) too few for a ring (8 words, 64 bytes).
     ZeroSize,
     /// The requested size exceeds what a ring can address (2^37 bytes per CPU).
     TooBig,
@@ -23,7 +24,8 @@ pub enum Error {
     /// holds), and the caller may not: it runs in an interrupt, with interrupts off,
     /// or inside a writer on its CPU (it would wait for itself).
     WouldDeadlock,
-    /// A ring's structure is inconsistent; tracing turned itself off.
+    /// A ring's structure is inconsistent: that ring takes no more writes until it
+    /// is cleared (the others go on).
     Corrupt,
     /// The set's rings live in lent memory of a fixed size: they cannot be resized
     /// nor given a snapshot spare.
@@ -31,6 +33,8 @@ pub enum Error {
     /// The persistent region does not hold the saved trace given to restore (another
     /// region's, or this one's before it was written again).
     NotSaved,
+    /// Lent words whose count is not a power of two: a ring's length must be.
+    NotPowerOfTwo,
     /// The recorder was replaced by its instance (resized, its clock or snapshot
     /// changed): take the instance's current one.
     Replaced,
@@ -59,7 +63,7 @@ pub enum WriteError {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Error::ZeroSize => "zero-size buffer",
+            Error::ZeroSize => "buffer too small (no bytes, no CPUs, or under a ring's 64 bytes)",
             Error::TooBig => "buffer too big",
             Error::NoMemory => "out of memory",
             Error::Recording => "recording must be off",
@@ -69,11 +73,12 @@ impl fmt::Display for Error {
             Error::WouldDeadlock => {
                 "needs a context that may wait (thread context, interrupts on, not inside a writer)"
             }
-            Error::Corrupt => "ring buffer corrupt; tracing disabled",
+            Error::Corrupt => "a ring is corrupt: it takes no more writes until it is cleared",
             Error::Fixed => {
                 "the buffer lives in reserved memory: its size is fixed, and it has no snapshot"
             }
             Error::NotSaved => "the region does not hold that saved trace (validate it again)",
+            Error::NotPowerOfTwo => "a ring's words must be a power of two",
             Error::Replaced => {
                 "the instance has replaced this recorder (resized, or its clock or snapshot changed)"
             }

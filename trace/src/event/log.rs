@@ -20,7 +20,7 @@ pub static LOG_MESSAGE: EventDescriptor = EventDescriptor::new(
     DescriptorKind::Event,
 );
 
-/// The bridge: install it with `log::set_logger(&trace::log::LOGGER)`.
+/// The bridge: install it with `log::set_logger(&trace::event::log::LOGGER)`.
 pub struct Logger;
 
 /// The one logger.

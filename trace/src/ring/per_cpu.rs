@@ -295,8 +295,14 @@ impl Ring {
     /// hold is ignored: the ring starts empty.
     pub(crate) fn borrowed(data: &'static [AtomicU64]) -> Result<Ring, Error> {
         let words = data.len() as u64;
-        if !words.is_power_of_two() || !(MIN_WORDS..=MAX_WORDS).contains(&words) {
+        if words < MIN_WORDS {
+            return Err(Error::ZeroSize);
+        }
+        if words > MAX_WORDS {
             return Err(Error::TooBig);
+        }
+        if !words.is_power_of_two() {
+            return Err(Error::NotPowerOfTwo);
         }
         Ok(Ring::over(Words::Borrowed(data)))
     }

@@ -195,10 +195,13 @@ impl Saved {
 
 impl<'a> Region<'a> {
     /// A region over `words`: the header, then `slots` rings of the largest power of
-    /// two that fits. `Err(TooBig)` for more than [`MAX_SLOTS`] slots or no slot;
-    /// `Err(ZeroSize)` when the rings would be smaller than a ring's minimum.
+    /// two that fits. `Err(TooBig)` for more than [`MAX_SLOTS`] slots; `Err(ZeroSize)`
+    /// for no slot, or rings that would be smaller than a ring's minimum.
     pub fn new(words: &'a [AtomicU64], slots: usize) -> Result<Self, Error> {
-        if slots == 0 || slots > MAX_SLOTS {
+        if slots == 0 {
+            return Err(Error::ZeroSize);
+        }
+        if slots > MAX_SLOTS {
             return Err(Error::TooBig);
         }
         let per_slot = (words.len().saturating_sub(HEADER_WORDS) / slots) as u64;

@@ -1057,4 +1057,9 @@ fn irqsoff_refused_leaves_no_snapshot() {
     top.set_function_tracer(FunctionTracer::Irqsoff).unwrap();
     assert_eq!(top.function_tracer().unwrap(), FunctionTracer::Irqsoff);
     top.set_function_tracer(FunctionTracer::Nop).unwrap();
+    // A refusal of the buffers' says the buffers' reason too.
+    assert_eq!(
+        FunctionError::Snapshot(InstanceError::MemoryLimit).to_string(),
+        "irqsoff needs a snapshot buffer, which was refused (tracing memory limit reached)"
+    );
 }

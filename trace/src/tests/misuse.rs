@@ -474,3 +474,22 @@ fn a_replaced_recorder_takes_no_control_operation() {
     drop(net);
     t.destroy_by_name("net").unwrap();
 }
+
+/// Lent words that are no ring are refused with the rule they break: too few, or
+/// not a power of two (both said "buffer too big"); a region of no slot likewise.
+#[test]
+fn lent_words_that_are_no_ring_are_refused_by_rule() {
+    use core::sync::atomic::AtomicU64;
+    // Lent memory is `'static`: a static keeps it reachable, for Miri's leak check.
+    static KEPT: Mutex<Vec<&'static [AtomicU64]>> = Mutex::new(Vec::new());
+    let lent = |n: usize| -> &'static [AtomicU64] {
+        let words = Vec::leak((0..n).map(|_| AtomicU64::new(0)).collect::<Vec<_>>());
+        KEPT.lock().unwrap().push(words);
+        words
+    };
+    let over = |n| Buffer::over(Probe::default(), Mode::Overwrite, [lent(n)]).map(drop);
+    assert_eq!(over(7), Err(Error::ZeroSize));
+    assert_eq!(over(12), Err(Error::NotPowerOfTwo));
+    assert_eq!(over(16), Ok(()));
+    assert_eq!(crate::ring::persist::Region::new(lent(64), 0).map(drop), Err(Error::ZeroSize));
+}

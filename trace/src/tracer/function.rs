@@ -202,8 +202,14 @@ impl FunctionError {
 impl core::error::Error for FunctionError {}
 
 impl fmt::Display for FunctionError {
+    /// The rule, and for a refusal of the buffers' the buffers' reason.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.reason())
+        match self {
+            FunctionError::Snapshot(why) | FunctionError::Buffers(why) => {
+                write!(f, "{} ({why})", self.reason())
+            }
+            _ => f.write_str(self.reason()),
+        }
     }
 }
 
