@@ -41,13 +41,12 @@ use trace::event::format_file::{self, Origin};
 use trace::field::FieldKind;
 use trace::text::Task;
 
+use super::MAX_TS;
+
 /// Event class id of events whose id has no descriptor (above any `u16` id).
 pub const UNKNOWN_EVENT_CLASS_ID: u32 = 0x1_0000;
 /// A packet is closed once its content reaches this size.
 const PACKET_TARGET_BYTES: usize = 1 << 20;
-/// Latest timestamp written (146 years; babeltrace2 fails on times near 2^63 ns);
-/// later ones are clamped to it.
-const MAX_TS: u64 = 1 << 62;
 const MAGIC: u32 = 0xC1FC_1FC1;
 /// Packet header (magic, uuid, stream_id) + context (5 × u64, cpu_id u32).
 const PACKET_HEADER_BYTES: usize = 4 + 16 + 4 + 5 * 8 + 4;

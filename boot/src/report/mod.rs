@@ -26,6 +26,12 @@ pub use symbols::Symbols;
 pub use text::write_text;
 pub use tracedat::{buffer_name, clock_notes, write_tracedat};
 
+/// Latest timestamp an output writes (2^62 ns, 146 years); later ones are clamped
+/// to it. The readers take time as signed nanoseconds: babeltrace2 fails on times
+/// near 2^63 ns, trace-cmd misreads them, and Perfetto's trace processor drops
+/// those at or past it.
+pub const MAX_TS: u64 = 1 << 62;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -36,6 +36,8 @@ use serde_json::{Map, Value as Json, json};
 use trace::dump::{BufferKind, Event, MAX_CPUS, PanicReport, Section, Value, hex_bytes, hex_dump};
 use trace::event::Timeline;
 
+use super::MAX_TS;
+
 /// The value of field `name` of an event, if its descriptor has one.
 fn field<'a>(trace: &Section, ev: &'a Event, name: &str) -> Option<&'a Value> {
     let d = trace.descriptor(ev.id)?;
@@ -411,9 +413,9 @@ fn panic_args(p: &PanicReport) -> Json {
 /// Nanoseconds as microseconds, a double as viewers read it. The JSON writer
 /// prints the shortest decimal that reads back as the same double, which is the
 /// exact `us.nnn` value below 10^15 ns (11 days of uptime); later times may be
-/// off by a nanosecond or so.
+/// off by a nanosecond or so. Clamped at [`MAX_TS`].
 fn micros(ns: u64) -> f64 {
-    ns as f64 / 1000.0
+    ns.min(MAX_TS) as f64 / 1000.0
 }
 
 fn value_json(v: &Value) -> Json {

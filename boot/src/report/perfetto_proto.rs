@@ -25,6 +25,8 @@ use std::io::{self, Write};
 use super::perfetto::{counters, described, slice_name, slices, span};
 use trace::dump::{Event, Section, Value, hex_bytes};
 
+use super::MAX_TS;
+
 /// `Trace.packet`.
 const TRACE_PACKET: u32 = 1;
 
@@ -196,7 +198,7 @@ impl<W: Write> Writer<W> {
         te.uint(event::TRACK_UUID, track);
         te.uint(event::COUNTER_VALUE, value as u64);
         let mut p = Message::default();
-        p.uint(packet::TIMESTAMP, ts);
+        p.uint(packet::TIMESTAMP, ts.min(MAX_TS));
         p.uint(packet::TRUSTED_PACKET_SEQUENCE_ID, SEQUENCE);
         p.message(packet::TRACK_EVENT, &te);
         self.packet(&p)
@@ -250,7 +252,7 @@ impl<W: Write> Writer<W> {
             te.message(event::CALLSTACK, &callstack);
         }
         let mut p = Message::default();
-        p.uint(packet::TIMESTAMP, e.ts);
+        p.uint(packet::TIMESTAMP, e.ts.min(MAX_TS));
         p.uint(packet::TRUSTED_PACKET_SEQUENCE_ID, SEQUENCE);
         p.uint(packet::SEQUENCE_FLAGS, packet::SEQ_NEEDS_INCREMENTAL_STATE);
         if !new.0.is_empty() {
@@ -535,6 +537,33 @@ mod tests {
         expected.message(event::CALLSTACK, &callstack);
         assert_eq!(expected.0[..3], [0xba, 0x03, 16]);
         assert!(out.windows(expected.0.len()).any(|w| w == expected.0), "{out:x?}");
+    }
+
+    /// Times at or past 2^63 ns, which Perfetto's trace processor takes as negative
+    /// and drops (an event, and the panic marker placed at the last time), are
+    /// clamped to [`MAX_TS`], as the other outputs clamp them.
+    #[test]
+    fn times_are_clamped() {
+        let mut t = Section { cpus: 1, ..Section::default() };
+        t.events.push(Event {
+            context: trace::Context::TASK,
+            cpu: 0,
+            ts: u64::MAX,
+            id: 9,
+            values: vec![],
+            lost_before: 0,
+            text: String::new(),
+        });
+        let mut out = Vec::new();
+        write_perfetto_proto(&t, &mut out).unwrap();
+        let stamp = |ts: u64| {
+            let mut m = Message::default();
+            m.uint(packet::TIMESTAMP, ts);
+            m.0
+        };
+        let has = |bytes: &[u8]| out.windows(bytes.len()).any(|w| w == bytes);
+        assert!(has(&stamp(MAX_TS)), "{out:x?}");
+        assert!(!has(&stamp(u64::MAX)), "{out:x?}");
     }
 
     #[test]

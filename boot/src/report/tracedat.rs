@@ -42,7 +42,7 @@ use trace::{Clock, text};
 
 use trace::dump::{BufferKind, DumpDescriptor, Event, MAX_CPUS, Section, Value, hex_dump};
 
-use super::Symbols;
+use super::{MAX_TS, Symbols};
 
 /// Bytes of a page of CPU data.
 pub const PAGE_SIZE: usize = 4096;
@@ -60,9 +60,6 @@ const DELTA_BITS: u32 = 27;
 const MAX_TYPE_LEN: usize = 28;
 /// Type of a time-extend record.
 const TIME_EXTEND: u32 = 30;
-/// Latest timestamp written (146 years, as CTF's: trace-cmd misreads times from
-/// 2^63 ns); later ones are clamped to it.
-const MAX_TS: u64 = 1 << 62;
 /// Largest record (ftrace layout) written: with its header, a time extend and a lost
 /// count it fits an empty page. Longer texts are cut.
 const MAX_RECORD: usize = 2048;

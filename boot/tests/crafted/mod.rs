@@ -155,5 +155,37 @@ pub fn crashers() -> Vec<Crasher> {
             refused: "section 1 names the live buffer of \"\" as section 0 does; its records \
                       are reported as instance \"#1\"",
         },
+        Crasher {
+            name: "two descriptors of one id, differently (the second replaced the first \
+                   without a word)",
+            // Id 1, an event, system "s", names "a" then "b", no format, no field.
+            log: log(&[
+                item(DESCRIPTOR, &[1, 0, 1, u64::from(b's'), 1, u64::from(b'a'), 0, 0]),
+                item(DESCRIPTOR, &[1, 0, 1, u64::from(b's'), 1, u64::from(b'b'), 0, 0]),
+                top(),
+                record(0),
+            ]),
+            refused: "event 1 described again as s:b, differently; the first, s:a, is kept",
+        },
+        Crasher {
+            name: "a compact record whose fields expand past an event's 256 bytes (its \
+                   string was cut short without a word)",
+            log: log(&[
+                // Id 1: system "s", name "e", no format; a 200-byte array and a string.
+                item(
+                    DESCRIPTOR,
+                    &[1, 0, 1, u64::from(b's'), 1, u64::from(b'e'), 0, 2, 0, 12, 200, 0, 11],
+                ),
+                top(),
+                // Section 0, CPU 0, time 1000, id 1 compact: 200 zero bytes, then a
+                // string of 100 'a's.
+                item(
+                    RECORDS,
+                    &[&[0, 0, 1000, 1 << 1 | 1][..], &[0; 200], &[100], &[u64::from(b'a'); 100]]
+                        .concat(),
+                ),
+            ]),
+            refused: "record of s:e: its fields take more than an event's 256 bytes",
+        },
     ]
 }

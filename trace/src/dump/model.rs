@@ -179,7 +179,7 @@ impl Dump {
                     }
                 }
                 if let Some(format) = formats.get(&record.id) {
-                    let _ = format.render(text, &decoded, error, None);
+                    let _ = format.render(&mut Capped::new(text), &decoded, error, None);
                 }
                 values.extend(decoded.into_iter().map(Value::from));
             }
@@ -187,7 +187,13 @@ impl Dump {
                 while let Ok((_, v)) = decoder.tagged() {
                     values.push(v.into());
                 }
-                let _ = crate::event::format::render_tagged(text, &d.format, &record.payload, None);
+                let mut text = Capped::new(text);
+                let _ = crate::event::format::render_tagged(
+                    &mut text,
+                    &d.format,
+                    &record.payload,
+                    None,
+                );
             }
         }
         event
@@ -229,6 +235,50 @@ impl Fields for Decoded<'_> {
             Value::Str(s) => Some(s),
             _ => None,
         }
+    }
+}
+
+/// Most bytes of an event's text (Linux's `trace_seq`, a page, is as long): a
+/// crafted format that repeats its fields cannot make one event's text large.
+pub const MAX_EVENT_TEXT: usize = 4096;
+
+/// A writer into an event's text that keeps [`MAX_EVENT_TEXT`] bytes and, once one
+/// more is written, ends the text with `[...]` and refuses the rest.
+struct Capped<'a> {
+    text: &'a mut String,
+    cut: bool,
+}
+
+impl<'a> Capped<'a> {
+    fn new(text: &'a mut String) -> Self {
+        Capped { text, cut: false }
+    }
+}
+
+impl core::fmt::Write for Capped<'_> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        const MARK: &str = "[...]";
+        if self.cut {
+            return Err(core::fmt::Error);
+        }
+        if self.text.len() + s.len() <= MAX_EVENT_TEXT {
+            self.text.push_str(s);
+            return Ok(());
+        }
+        let limit = MAX_EVENT_TEXT - MARK.len();
+        let mut keep = limit.saturating_sub(self.text.len()).min(s.len());
+        while !s.is_char_boundary(keep) {
+            keep -= 1;
+        }
+        self.text.push_str(&s[..keep]);
+        let mut end = self.text.len().min(limit);
+        while !self.text.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.text.truncate(end);
+        self.text.push_str(MARK);
+        self.cut = true;
+        Err(core::fmt::Error)
     }
 }
 
@@ -370,6 +420,50 @@ mod tests {
         assert_eq!(format_ts(0), "0.000000000");
         assert_eq!(format_ts(12_000_345_678), "12.000345678");
         assert_eq!(format_ts(u64::MAX), "18446744073.709551615");
+    }
+
+    /// An event's text keeps at most [`MAX_EVENT_TEXT`] bytes, cut at a character
+    /// and marked: a crafted format repeating a field made each 4-byte record of a
+    /// dump hundreds of times its size in text.
+    #[test]
+    fn an_events_text_is_capped() {
+        use super::super::read::{DumpField, DumpInstance};
+        use crate::field::FieldKind;
+        let text_of = |format: String, payload: Vec<u8>| {
+            let descriptor = DumpDescriptor {
+                id: 1,
+                kind: DescriptorKind::Event,
+                system: "s".into(),
+                name: "e".into(),
+                format,
+                fields: alloc::vec![DumpField { name: "s".into(), kind: FieldKind::Str }],
+                timeline: crate::event::Timeline::Instant,
+            };
+            let record = DumpRecord {
+                cpu: 0,
+                ts: 0,
+                id: 1,
+                context: Context::TASK,
+                lost_before: 0,
+                payload,
+            };
+            let mut dump = Dump { cpus: Some(1), ..Dump::default() };
+            dump.descriptors.insert(1, descriptor);
+            let instance = DumpInstance { records: alloc::vec![record], ..DumpInstance::default() };
+            dump.instances.insert(0, instance);
+            dump.sections()[0].events[0].text.clone()
+        };
+        // 2-byte characters: 1000 placeholders of 10 bytes each.
+        let lambdas = "λ".repeat(5);
+        let mut payload = (lambdas.len() as u16).to_le_bytes().to_vec();
+        payload.extend(lambdas.as_bytes());
+        let text = text_of("{s}".repeat(1000), payload.clone());
+        assert!(text.len() <= MAX_EVENT_TEXT && text.len() > MAX_EVENT_TEXT - 8, "{}", text.len());
+        assert!(text.ends_with("λ[...]"), "cut at a character: {}", &text[text.len() - 12..]);
+        // What fits is whole; undecodable payloads are capped alike.
+        assert_eq!(text_of("{s}".repeat(3), payload), lambdas.repeat(3));
+        let short = text_of("{s}".repeat(1000), Vec::new());
+        assert!(short.len() <= MAX_EVENT_TEXT && short.ends_with("[...]"));
     }
 
     #[test]

@@ -352,12 +352,13 @@ fn finish(mut dump: Dump, mut chunks: Vec<Chunk>, ended: Option<(usize, Option<u
     let mut pending = Pending::new();
     for pass in [Pass::Definitions, Pass::Rest] {
         for (line, seq, bytes) in &chunks {
-            if let Err(what) = items(&mut dump, &mut named, &mut pending, bytes, pass) {
-                dump.problems.push(Problem {
-                    line: *line,
-                    chunk: Some(*seq),
-                    what: format!("chunk {seq}: {what}"),
-                });
+            // What an item breaks that leaves the rest of the chunk readable, then
+            // what stopped the chunk, if anything.
+            let mut noted = Vec::new();
+            let stopped = items(&mut dump, &mut named, &mut pending, &mut noted, bytes, pass);
+            for what in noted.into_iter().chain(stopped.err()) {
+                let (line, chunk, what) = (*line, Some(*seq), format!("chunk {seq}: {what}"));
+                dump.problems.push(Problem { line, chunk, what });
             }
         }
     }
@@ -438,6 +439,7 @@ fn items(
     dump: &mut Dump,
     named: &mut BTreeSet<u64>,
     pending: &mut Pending,
+    noted: &mut Vec<String>,
     mut chunk: &[u8],
     pass: Pass,
 ) -> Result<(), String> {
@@ -452,7 +454,17 @@ fn items(
         match (pass, kind) {
             (Pass::Definitions, kind::DESCRIPTOR) => {
                 let d = descriptor(&mut body)?;
-                dump.descriptors.insert(d.id, d);
+                match dump.descriptors.get(&d.id) {
+                    // A stream describes its events again at its end.
+                    Some(first) if *first == d => {}
+                    Some(first) => noted.push(format!(
+                        "event {} described again as {}:{}, differently; the first, {}:{}, is kept",
+                        d.id, d.system, d.name, first.system, first.name
+                    )),
+                    None => {
+                        dump.descriptors.insert(d.id, d);
+                    }
+                }
             }
             (Pass::Definitions, kind::HEADER) => header(dump, &mut body)?,
             (Pass::Definitions, _) => {}
@@ -496,13 +508,14 @@ fn items(
                     };
                     let buffer = buffer.name();
                     section.name = format!("#{index}");
-                    return Err(format!(
+                    noted.push(format!(
                         "section {index} names the {buffer} buffer of {name:?} {what}; its records are reported as instance \"#{index}\""
                     ));
+                } else {
+                    section.name = name;
+                    section.buffer = buffer;
+                    section.clock = clock;
                 }
-                section.name = name;
-                section.buffer = buffer;
-                section.clock = clock;
             }
             (Pass::Rest, kind::CPU_STATS) => {
                 let index = instance(&mut body)?;
@@ -740,6 +753,12 @@ fn records(
     Ok(())
 }
 
+/// The refusal of a compact record of `d` that expands past an event's payload.
+fn too_long(d: &DumpDescriptor) -> String {
+    let max = crate::event::MAX_EVENT_PAYLOAD;
+    format!("record of {}:{}: its fields take more than an event's {max} bytes", d.system, d.name)
+}
+
 /// Turns a compact payload back into the record format.
 fn expand(d: &DumpDescriptor, body: &mut &[u8]) -> Result<Vec<u8>, String> {
     let mut buf = [0u8; crate::event::MAX_EVENT_PAYLOAD];
@@ -777,8 +796,18 @@ fn expand(d: &DumpDescriptor, body: &mut &[u8]) -> Result<Vec<u8>, String> {
                 out.put(&body[..n]);
                 *body = &body[n..];
             }
-            FieldKind::Str => out.put_str(&string(body)?),
+            FieldKind::Str => {
+                let s = string(body)?;
+                // A string is cut to what fits: one that does not fit is refused here.
+                if s.len() + 2 > out.room() {
+                    return Err(too_long(d));
+                }
+                out.put_str(&s);
+            }
         }
+    }
+    if out.was_cut() {
+        return Err(too_long(d));
     }
     let payload = out.bytes().to_vec();
     // A payload that does not decode with its own descriptor is damaged.
