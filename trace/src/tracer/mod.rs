@@ -505,8 +505,10 @@ impl<P: Platform> Tracer<P> {
     ) -> Result<Instance<'_, P>, InstanceError> {
         let buffer =
             Config { cpus: self.cpus, bytes_per_cpu: config.bytes_per_cpu, mode: config.mode };
-        let ring_bytes = crate::ring::per_cpu::words_for(config.bytes_per_cpu)? as usize * 8;
-        let wanted = ring_bytes * self.cpus * (1 + usize::from(config.snapshot));
+        let words = crate::ring::per_cpu::words_for(config.bytes_per_cpu)?;
+        let ring_bytes = usize::try_from(words * 8).map_err(|_| crate::Error::TooBig)?;
+        let sets = 1 + usize::from(config.snapshot);
+        let wanted = ring_bytes.saturating_mul(self.cpus).saturating_mul(sets);
         if registry.in_use().saturating_add(wanted) > self.limits.max_total_bytes {
             return Err(InstanceError::MemoryLimit);
         }
