@@ -2,13 +2,13 @@
 //! crafted dumps whose checksums are valid but whose contents are absurd.
 
 mod support;
-use support::{record, report, temp, temp_path, text};
+use support::{log_writer, record, report, temp, temp_path, text};
 
 mod crafted;
 
 use std::path::Path;
 use std::process::Command;
-use trace::dump::{DumpWriter, PanicHeader};
+use trace::dump::PanicHeader;
 use trace::{event::EventDescriptor, ring::RingStats};
 
 trace::event! {
@@ -20,10 +20,7 @@ trace::event! {
 fn log() -> String {
     let descriptor: &EventDescriptor = PING.descriptor();
     let mut out = String::from("SeaBIOS noise\nkernel: hello\n");
-    let mut writer = DumpWriter::begin(|line: &str| {
-        out.push_str(line);
-        out.push('\n');
-    });
+    let mut writer = log_writer(&mut out);
     writer.header(
         2,
         Some(PanicHeader {
@@ -229,10 +226,7 @@ fn a_dump_of_the_last_records_says_how_many_it_left_out() {
     // The buffer holds 2 + 1 entries of 7 written; the dump lists the last 2.
     let descriptor: &EventDescriptor = PING.descriptor();
     let mut log = String::new();
-    let mut writer = DumpWriter::begin(|line: &str| {
-        log.push_str(line);
-        log.push('\n');
-    });
+    let mut writer = log_writer(&mut log);
     writer.header(2, None, None);
     writer.descriptor_as(1, descriptor);
     writer.instance(0, "");
@@ -264,10 +258,7 @@ fn a_dump_of_the_last_records_says_how_many_it_left_out() {
 fn a_dump_without_instances_or_their_names_gets_a_sentence() {
     // The first chunk (header, instance name, first records) lost: records remain.
     let mut log = String::new();
-    let mut writer = DumpWriter::begin(|line: &str| {
-        log.push_str(line);
-        log.push('\n');
-    });
+    let mut writer = log_writer(&mut log);
     writer.header(1, None, None);
     writer.instance(0, "");
     for ts in 0..200 {
@@ -383,10 +374,7 @@ fn kernel_functions() -> Vec<(String, u64, u64)> {
 fn stack_log(ips: &[u64], symbols: Option<u64>) -> String {
     use trace::field::FieldValue;
     let mut out = String::new();
-    let mut writer = DumpWriter::begin(|line: &str| {
-        out.push_str(line);
-        out.push('\n');
-    });
+    let mut writer = log_writer(&mut out);
     writer.header(1, None, symbols);
     writer.descriptor_as(1, &trace::tracer::STACK_TRACE);
     writer.instance(0, "");
@@ -945,10 +933,7 @@ fn report_text_prints_function_graph_as_the_kernels_dump_text() {
 #[test]
 fn losses_after_a_cpus_last_record_are_reported() {
     let mut log = String::new();
-    let mut writer = DumpWriter::begin(|line: &str| {
-        log.push_str(line);
-        log.push('\n');
-    });
+    let mut writer = log_writer(&mut log);
     writer.header(2, None, None);
     let descriptor: &EventDescriptor = PING.descriptor();
     writer.descriptor_as(1, descriptor);

@@ -5,7 +5,7 @@
 //! interned id is defined before use, and the slices and instants are the JSON's.
 
 mod support;
-use support::{boot, temp_path, text};
+use support::{boot, log_writer, temp_path, text};
 
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
@@ -249,13 +249,9 @@ trace::event! {
 /// closes after it; the protobuf's ends come in that order, each at its slice's end.
 #[test]
 fn interleaved_keyed_pairs_nest() {
-    use trace::dump::DumpWriter;
     use trace::event::EventDescriptor;
     let mut log = String::new();
-    let mut writer = DumpWriter::begin(|line: &str| {
-        log.push_str(line);
-        log.push('\n');
-    });
+    let mut writer = log_writer(&mut log);
     writer.header(1, None, None);
     let (begin, end): (&EventDescriptor, &EventDescriptor) =
         (OP_BEGIN.descriptor(), OP_END.descriptor());

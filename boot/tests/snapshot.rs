@@ -2,10 +2,10 @@
 //! dumps written before the format had snapshots.
 
 mod support;
-use support::{record, report, temp, temp_path, text};
+use support::{log_writer, record, report, temp, temp_path, text};
 
 use std::path::PathBuf;
-use trace::dump::{BufferKind, DumpWriter, PanicHeader};
+use trace::dump::{BufferKind, PanicHeader};
 use trace::{event::EventDescriptor, ring::RingStats};
 
 trace::event! {
@@ -23,10 +23,7 @@ const OOPS: PanicHeader<'static> =
 fn log() -> String {
     let descriptor: &EventDescriptor = PING.descriptor();
     let mut out = String::from("kernel: noise\n");
-    let mut writer = DumpWriter::begin(|line: &str| {
-        out.push_str(line);
-        out.push('\n');
-    });
+    let mut writer = log_writer(&mut out);
     writer.header(2, Some(OOPS), None);
     writer.descriptor_as(1, descriptor);
     writer.instance(0, "");
@@ -62,10 +59,7 @@ fn ping(seq: u32) -> Vec<u8> {
 fn stream() -> String {
     let descriptor: &EventDescriptor = PING.descriptor();
     let mut out = String::new();
-    let mut writer = DumpWriter::begin(|line: &str| {
-        out.push_str(line);
-        out.push('\n');
-    });
+    let mut writer = log_writer(&mut out);
     writer.header(2, None, None);
     writer.descriptor_as(1, descriptor);
     writer.instance(0, "");
@@ -287,10 +281,7 @@ fn the_other_formats_convert_the_last_dump_with_what_was_asked() {
 fn a_dump_of_a_snapshot_alone_needs_buffer_snapshot() {
     let descriptor: &EventDescriptor = PING.descriptor();
     let mut dump = String::new();
-    let mut writer = DumpWriter::begin(|line: &str| {
-        dump.push_str(line);
-        dump.push('\n');
-    });
+    let mut writer = log_writer(&mut dump);
     writer.header(2, Some(OOPS), None);
     writer.descriptor_as(1, descriptor);
     writer.section(0, "a", BufferKind::Snapshot, trace::Clock::Local);

@@ -4,7 +4,7 @@
 //! CPU, timestamp and fields as our own report does.
 
 mod support;
-use support::{boot, temp_path, text};
+use support::{boot, log_writer, temp_path, text};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -371,12 +371,8 @@ static ODD: trace::event::EventDescriptor = trace::event::EventDescriptor::new(
 /// ns clamped to it (as CTF's), each CPU's records in time order on few pages.
 #[test]
 fn trace_cmd_reads_odd_names_formats_and_times() {
-    use trace::dump::DumpWriter;
     let mut log = String::new();
-    let mut writer = DumpWriter::begin(|line: &str| {
-        log.push_str(line);
-        log.push('\n');
-    });
+    let mut writer = log_writer(&mut log);
     writer.header(1, None, None);
     writer.descriptor_as(1, &ODD);
     writer.instance(0, "");

@@ -86,3 +86,12 @@ pub fn temp(name: &str, contents: impl AsRef<[u8]>) -> Temp {
 pub fn record(cpu: usize, ts: u64, payload: &[u8]) -> RecordRef<'_> {
     RecordRef { cpu, ts, id: 1, context: Context::TASK, lost: 0, payload }
 }
+
+/// A dump writer whose lines go to `log`, each ended by a newline, as a serial log
+/// holds them.
+pub fn log_writer(log: &mut String) -> trace::dump::DumpWriter<impl FnMut(&str) + '_> {
+    trace::dump::DumpWriter::begin(move |line: &str| {
+        log.push_str(line);
+        log.push('\n');
+    })
+}
