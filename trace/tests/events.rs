@@ -236,6 +236,18 @@ fn printk_cuts_a_long_string_and_keeps_the_arguments_after_it() {
     assert_eq!(rendered(&tracer, &instance), [expected]);
     instance.set_printk(false);
     assert_eq!(trace::printk!(instance, "dropped {}", 1u32), 0, "nothing recorded");
+    // A descriptor the caller made, not a linked `printk!` site, records nothing
+    // (it was recorded as event 0, which readers named `unknown_event`).
+    instance.set_printk(true);
+    static MINE: EventDescriptor = EventDescriptor::new(
+        "ftrace",
+        "bprint",
+        "mine {}",
+        &[],
+        trace::event::DescriptorKind::Printk,
+    );
+    assert_eq!(instance.printk(&MINE, |e| trace::field::Sink::put_str(e, "x")), 0);
+    assert_eq!(rendered(&tracer, &instance).len(), 1, "only the first line");
 }
 
 #[test]

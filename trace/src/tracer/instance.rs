@@ -978,14 +978,17 @@ impl<'t, P: Platform> Instance<'t, P> {
     }
 
     /// Records a `printk!` call site's arguments (use the macro); nothing while the
-    /// instance refuses them ([`Instance::set_printk`]). Returns the payload's bytes
-    /// recorded: 0 if nothing was.
+    /// instance refuses them ([`Instance::set_printk`]), nor for a site that is not
+    /// one of the tracer's `printk!` sites (a descriptor of its own a caller made,
+    /// which readers could not name). Returns the payload's bytes recorded: 0 if
+    /// nothing was.
     pub fn printk(
         &self,
         site: &'static EventDescriptor,
         encode: impl FnOnce(&mut Encoder<'_>),
     ) -> usize {
-        if !self.printk_enabled() {
+        let known = site.kind == DescriptorKind::Printk && self.tracer.index_of(site).is_some();
+        if !known || !self.printk_enabled() {
             return 0;
         }
         let mut buf = [0u8; crate::event::MAX_EVENT_PAYLOAD];
