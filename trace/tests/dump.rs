@@ -634,3 +634,34 @@ fn descriptors_carry_their_timeline_through_a_dump() {
     assert_eq!(d.descriptors[&5].timeline, span);
     assert_eq!(OPEN.descriptor().timeline, Timeline::Begin { label: "io", key: Some("fd") });
 }
+
+/// A section naming a buffer another section names is reported and kept apart,
+/// under its number, with its own buffer and clock (its records were read as the
+/// other's, or vanished from the formats that convert one buffer).
+#[test]
+fn a_section_naming_another_sections_buffer_is_kept_apart_as_it_is() {
+    use trace::Clock;
+    let mut out = String::new();
+    let mut writer = DumpWriter::begin(|line: &str| {
+        out.push_str(line);
+        out.push('\n');
+    });
+    writer.header(1, None, None);
+    writer.section(0, "net", dump::BufferKind::Snapshot, Clock::Local);
+    writer.section(1, "net", dump::BufferKind::Snapshot, Clock::Counter);
+    writer.record(1, &record(0, 5, &[]), None);
+    writer.finish();
+    let d = &dump::parse(&out)[0];
+    let what: Vec<&str> = d.problems.iter().map(|p| p.what.as_str()).collect();
+    assert_eq!(
+        what,
+        ["chunk 0: section 1 names the snapshot buffer of \"net\" as section 0 does; its \
+          records are reported as instance \"#1\""]
+    );
+    let twin = &d.instances[&1];
+    assert_eq!(
+        (twin.name.as_str(), twin.buffer, twin.clock),
+        ("#1", dump::BufferKind::Snapshot, Clock::Counter)
+    );
+    assert_eq!(twin.records.len(), 1);
+}

@@ -24,11 +24,11 @@
 //!   the first one kept: the first event gets a packet of its own counting them,
 //!   after an empty packet at time 0 with a zero counter (reported between 0 and
 //!   the first event; babeltrace2 gives no count for a first packet's counter);
-//! - drops not explained by `lost_before` (at least the losses the dump places
-//!   after the CPU's last event) are counted in a trailing empty packet at the
-//!   CPU's last event.
+//! - the losses the dump places after the CPU's last event, and drops no loss the
+//!   dump places explains, are counted in a trailing empty packet at the CPU's last
+//!   event.
 //!
-//! The CPU's total is `max(overrun + dropped, sum of lost_before)`.
+//! The CPU's total is `max(overrun + dropped, the losses the dump places)`.
 
 use std::fmt::Write as _;
 use std::fs;
@@ -426,12 +426,13 @@ impl StreamWriter<'_> {
 fn stream(trace: &Section, cpu: usize, uuid: &[u8; 16]) -> Vec<u8> {
     let stats = trace.cpu_stats(cpu);
     let events: Vec<&Event> = trace.events.iter().filter(|e| e.cpu == cpu).collect();
+    // The losses the dump places: before events, and after the CPU's last one.
+    let after = trace.lost_after.get(&cpu).copied().unwrap_or(0);
     let reported = events.iter().map(|e| e.lost_before).fold(0u64, u64::saturating_add);
-    let head = stats.overrun.saturating_sub(reported);
-    let tail = stats.dropped.saturating_sub(reported.saturating_sub(stats.overrun));
-    // Losses the dump places after the last event are there whatever the statistics
-    // say (a stream may carry none).
-    let tail = tail.max(trace.lost_after.get(&cpu).copied().unwrap_or(0));
+    let placed = reported.saturating_add(after);
+    let head = stats.overrun.saturating_sub(placed);
+    let tail =
+        after.saturating_add(stats.dropped.saturating_sub(placed.saturating_sub(stats.overrun)));
 
     let mut w = StreamWriter { out: Vec::new(), uuid, cpu, first: true };
     let mut discarded = head;
@@ -595,6 +596,28 @@ mod tests {
                 ("stream_1".to_string(), 4, "1.500000000".to_string(), "1.500000000".to_string()),
             ]
         );
+    }
+
+    /// Losses the dump places after a CPU's last event are counted there, once: of
+    /// CPU 0's 5 overruns, 3 come after its last event and the other 2 before its
+    /// first (they were counted at both ends, 8 in all); CPU 1's 4 drops after its
+    /// last event are those the dump places there.
+    #[test]
+    fn losses_after_the_last_event_are_counted_there_once() {
+        let dir = TempDir::new("after");
+        let mut trace = sample();
+        trace.lost_after.insert(0, 3);
+        trace.lost_after.insert(1, 4);
+        write_ctf(&trace, &dir.0).unwrap();
+        let out = babeltrace2(&["--clock-seconds", "--no-delta"], &dir.0);
+        let stderr = text(&out.stderr);
+        assert!(out.status.success(), "babeltrace2 failed: {stderr}");
+        let notices = discarded_notices(&stderr);
+        let count = |stream: &str| -> Vec<u64> {
+            notices.iter().filter(|n| n.0 == stream).map(|n| n.1).collect()
+        };
+        assert_eq!(count("stream_0"), [2, 3], "{notices:?}");
+        assert_eq!(count("stream_1"), [17, 4], "{notices:?}");
     }
 
     #[test]

@@ -60,6 +60,11 @@ pub fn summarize(trace: &Section) -> Summary {
             }
         })
         .collect();
+    for (&cpu, &lost) in &trace.lost_after {
+        if let Ok(i) = cpus.binary_search(&cpu) {
+            per_cpu[i].lost_reported = per_cpu[i].lost_reported.saturating_add(lost);
+        }
+    }
     let mut span: Option<(u64, u64)> = None;
     for ev in &trace.events {
         *types.entry(trace.event_name(ev.id)).or_default() += 1;
@@ -142,9 +147,8 @@ pub fn write_stat(trace: &Section, out: &mut impl Write) -> io::Result<()> {
     write_table(out, &rows)?;
     writeln!(
         out,
-        "  (LOST(reported): losses the reader reported between records, the \
-         [LOST N EVENTS] lines;\n   the other columns are the ring's own counters \
-         from the dump)"
+        "  (LOST(reported): losses the reader reported, the [LOST N EVENTS] lines;\n   \
+         the other columns are the ring's own counters from the dump)"
     )?;
 
     // In seconds, or in counts for a clock that is not in ns (`counter`).
@@ -235,6 +239,13 @@ mod tests {
             }
         );
         assert_eq!(s.span, Some((1_000_000_500, 12_345_678_901)));
+        // Losses after a CPU's last record are the reader's too, as is a CPU that
+        // has only those.
+        let mut t = sample();
+        t.lost_after.extend([(1, 4), (2, 6)]);
+        let s = summarize(&t);
+        let lost: Vec<(usize, u64)> = s.per_cpu.iter().map(|c| (c.cpu, c.lost_reported)).collect();
+        assert_eq!(lost, [(0, 0), (1, 21), (2, 6)]);
     }
 
     #[test]

@@ -371,8 +371,10 @@ fn cat(
     // As coreutils' `cat`: a file that fails does not stop the others.
     let mut failures = Vec::new();
     for path in args {
-        if let Err(CommandError::Failed(failure)) = cat_one(shell, path, out) {
-            failures.push(failure);
+        match cat_one(shell, path, out) {
+            Ok(()) => {}
+            Err(CommandError::Failed(failure)) => failures.push(failure),
+            Err(usage) => return Err(usage),
         }
         if out.stopped().is_some() {
             break;

@@ -212,9 +212,14 @@ impl From<FunctionError> for FsError {
             FunctionError::NoMatch => {
                 FsError::Rule("a glob matches no function (see available_filter_functions)")
             }
+            // The buffers' own refusal, with its errno: ENOMEM for the snapshot
+            // `irqsoff` needs, EBUSY for a reader holding what a tracer empties.
             FunctionError::Tracer(
-                error @ (TracerFunctionError::IrqsoffBusy | TracerFunctionError::Buffers(_)),
-            ) => FsError::Busy(error.reason()),
+                TracerFunctionError::Snapshot(error) | TracerFunctionError::Buffers(error),
+            ) => FsError::from(error),
+            FunctionError::Tracer(error @ TracerFunctionError::IrqsoffBusy) => {
+                FsError::Busy(error.reason())
+            }
             FunctionError::Tracer(error) => FsError::Rule(error.reason()),
             FunctionError::Busy => FsError::Busy("a function tracer is in use"),
             FunctionError::CommandElsewhere => {

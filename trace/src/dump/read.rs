@@ -506,16 +506,16 @@ fn items(
                         Some(other) => format!("as section {other} does"),
                         None => String::from("after it named another"),
                     };
-                    let buffer = buffer.name();
+                    let kind = buffer.name();
                     section.name = format!("#{index}");
                     noted.push(format!(
-                        "section {index} names the {buffer} buffer of {name:?} {what}; its records are reported as instance \"#{index}\""
+                        "section {index} names the {kind} buffer of {name:?} {what}; its records are reported as instance \"#{index}\""
                     ));
                 } else {
                     section.name = name;
-                    section.buffer = buffer;
-                    section.clock = clock;
                 }
+                section.buffer = buffer;
+                section.clock = clock;
             }
             (Pass::Rest, kind::CPU_STATS) => {
                 let index = instance(&mut body)?;

@@ -290,9 +290,10 @@ impl Ring {
         Ok(Ring::over(Words::Owned(data.into_boxed_slice())))
     }
 
-    /// A ring over lent words; their length must be a power of two of at least
-    /// [`MIN_WORDS`] and at most [`MAX_WORDS`] (`Err(TooBig)` otherwise). What the words
-    /// hold is ignored: the ring starts empty.
+    /// A ring over lent words; their length must be a power of two
+    /// (`Err(NotPowerOfTwo)`) of at least [`MIN_WORDS`] (`Err(ZeroSize)`) and at most
+    /// [`MAX_WORDS`] (`Err(TooBig)`). What the words hold is ignored: the ring starts
+    /// empty.
     pub(crate) fn borrowed(data: &'static [AtomicU64]) -> Result<Ring, Error> {
         let words = data.len() as u64;
         if words < MIN_WORDS {

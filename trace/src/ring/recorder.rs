@@ -310,7 +310,8 @@ impl<P: Platform> Recorder<P> {
     /// Exchanges the spare and the live set: the old live set becomes the snapshot,
     /// frozen when this returns. The new live set takes over the old one's recording
     /// switch and mode. Writers on other CPUs keep going throughout. Needs a context
-    /// that may wait for the other CPUs (`WouldDeadlock` otherwise).
+    /// that may wait for the other CPUs (`WouldDeadlock` otherwise); `Replaced` once
+    /// the recorder's instance has replaced it.
     pub fn swap(&self) -> Result<(), Error> {
         let grace = self.sections.grace(self.sets[0].platform())?;
         let _guard = self.lock_waiting()?;
@@ -324,7 +325,8 @@ impl<P: Platform> Recorder<P> {
     /// finish their records there, so the snapshot settles within one grace period
     /// (the time those writes take); what reads it meanwhile sees those records
     /// appear, as any reader of a live ring does. `Busy` while another control
-    /// operation runs, `NoSpare` without a snapshot buffer; nothing changed then.
+    /// operation runs, `NoSpare` without a snapshot buffer, `Replaced` once the
+    /// recorder's instance has replaced it; nothing changed then.
     pub fn swap_nowait(&self) -> Result<(), Error> {
         let _guard = self.lock()?;
         self.exchange()
@@ -359,7 +361,8 @@ impl<P: Platform> Recorder<P> {
     /// Empties the live set and zeroes its counters, recording on or off: writes
     /// are paused for a grace period, the rings reset, then writes resume. Events
     /// that arrive meanwhile are ignored, as while recording is off. `Busy` while a
-    /// consuming reader is open.
+    /// consuming reader is open, `Replaced` once the recorder's instance has
+    /// replaced it (the same for the other clears).
     pub fn clear(&self) -> Result<(), Error> {
         self.clear_set(false, None)
     }

@@ -647,8 +647,7 @@ impl<'t, P: Platform> Instance<'t, P> {
             // refusal.
             self.tracer.may_wait().map_err(|_| FunctionError::WouldDeadlock)?;
             self.check_irqsoff_owner()?;
-            allocated = !self.has_snapshot();
-            self.snapshot_alloc().map_err(FunctionError::Snapshot)?;
+            allocated = self.snapshot_added().map_err(FunctionError::Snapshot)?;
         }
         let changed = self.change_functions(|selection| {
             selection.tracer = tracer;

@@ -773,7 +773,7 @@ impl<'t, P: Platform> Instance<'t, P> {
         if self.sized_already(0..self.tracer.cpus, bytes_per_cpu) {
             return Ok(());
         }
-        self.tracer.replace_recorder(&self.state, Change::Resize(bytes_per_cpu))
+        self.tracer.replace_recorder(&self.state, Change::Resize(bytes_per_cpu)).map(drop)
     }
 
     /// Resizes CPU `cpu`'s ring (and its snapshot ring, if any) to `bytes`, keeping
@@ -784,7 +784,7 @@ impl<'t, P: Platform> Instance<'t, P> {
         if self.sized_already(cpu..cpu.saturating_add(1), bytes) {
             return Ok(());
         }
-        self.tracer.replace_recorder(&self.state, Change::ResizeCpu { cpu, bytes })
+        self.tracer.replace_recorder(&self.state, Change::ResizeCpu { cpu, bytes }).map(drop)
     }
 
     /// Whether the rings of `cpus` have the size `bytes` asks for (false for a size
@@ -805,7 +805,7 @@ impl<'t, P: Platform> Instance<'t, P> {
         if self.clock() == clock {
             return Ok(());
         }
-        self.tracer.replace_recorder(&self.state, Change::Clock(clock))
+        self.tracer.replace_recorder(&self.state, Change::Clock(clock)).map(drop)
     }
 
     /// Where the instance's timestamps come from. From any context.
@@ -841,10 +841,12 @@ impl<'t, P: Platform> Instance<'t, P> {
 
     /// Allocates the snapshot buffer if there is none.
     pub fn snapshot_alloc(&self) -> Result<(), InstanceError> {
-        self.tracer.may_wait()?;
-        if self.has_snapshot() {
-            return Ok(());
-        }
+        self.snapshot_added().map(drop)
+    }
+
+    /// [`Instance::snapshot_alloc`], saying whether it allocated the snapshot (false:
+    /// the instance had one).
+    pub(crate) fn snapshot_added(&self) -> Result<bool, InstanceError> {
         self.tracer.replace_recorder(&self.state, Change::AddSpare)
     }
 
@@ -896,7 +898,7 @@ impl<'t, P: Platform> Instance<'t, P> {
             return Ok(());
         }
         self.check_snapshot_free()?;
-        self.tracer.replace_recorder(&self.state, Change::DropSpare)
+        self.tracer.replace_recorder(&self.state, Change::DropSpare).map(drop)
     }
 
     /// Empties the live buffer and zeroes its statistics, recording on or off.

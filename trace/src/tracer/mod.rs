@@ -681,15 +681,20 @@ impl<P: Platform> Tracer<P> {
     /// Replaces an instance's recorder with the one `change` makes of it, within the
     /// memory limit, which is checked before anything is allocated. The slot switches
     /// to the new recorder, and the old one is dropped only after a grace period,
-    /// when no writer can still be in it.
+    /// when no writer can still be in it. Returns whether it replaced it: a spare
+    /// added to a recorder that has one (found under the instance's lock) changes
+    /// nothing.
     pub(crate) fn replace_recorder(
         &self,
         state: &InstanceState<P>,
         change: Change,
-    ) -> Result<(), InstanceError> {
+    ) -> Result<bool, InstanceError> {
         self.may_wait()?;
         let mut registry = self.registry.lock();
         let mut current = state.recorder.lock();
+        if change == Change::AddSpare && current.snapshot().is_some() {
+            return Ok(false);
+        }
         // A trigger's swap is refused until the old recorder is unreachable: one after
         // its sets were taken for the new one would not reach it.
         let old = Arc::clone(&current);
@@ -722,7 +727,7 @@ impl<P: Platform> Tracer<P> {
         *current = Arc::clone(&new);
         registry.retire(&old, Some(&new));
         registry.total_bytes += bytes;
-        Ok(())
+        Ok(true)
     }
 
     /// Records the return addresses `frames` (innermost first; the first
