@@ -370,7 +370,9 @@ impl<P: Platform> Buffer<P> {
     }
 
     /// The consuming reader of CPU `cpu`'s ring (`per_cpu/cpuN/trace_pipe`); `Busy`
-    /// if it already has one.
+    /// if it already has one. Dropping it frees the ring for the next; one forgotten
+    /// (`mem::forget`) keeps it, as a leaked `trace_pipe` descriptor keeps Linux's:
+    /// clears and other consumers are refused until the ring is replaced (a resize).
     pub fn consumer(&self, cpu: usize) -> Result<Consumer<'_>, Error> {
         Consumer::new(self.ring(cpu)?, cpu)
     }
