@@ -203,6 +203,12 @@ impl From<InstanceError> for FsError {
     }
 }
 
+impl From<TracerFunctionError> for FsError {
+    fn from(error: TracerFunctionError) -> Self {
+        FunctionError::from(error).into()
+    }
+}
+
 impl From<FunctionError> for FsError {
     fn from(error: FunctionError) -> Self {
         match error {
@@ -921,9 +927,7 @@ fn set_option(
         TraceOption::Annotate => display(|e, on| e.layout.annotate = on),
         TraceOption::ContextInfo => display(|e, on| e.layout.context_info = on),
         TraceOption::CopyTraceMarker => display(|e, on| e.copy_markers = Some(on)),
-        TraceOption::FuncStackTrace => {
-            instance.set_function_stack_trace(on).map_err(FunctionError::from)?
-        }
+        TraceOption::FuncStackTrace => instance.set_function_stack_trace(on)?,
         TraceOption::GraphAbstime => display(|e, on| e.layout.graph_abstime = on),
         TraceOption::GraphCpu => display(|e, on| e.layout.graph_cpu = on),
         TraceOption::GraphDuration => display(|e, on| e.layout.graph_duration = on),
@@ -965,7 +969,7 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
         File::TracingOn => writeln!(out, "{}", u8::from(instance.tracing())),
         File::Trace | File::CpuTrace(_) => {
             let only = if let File::CpuTrace(cpu) = file { Some(cpu) } else { None };
-            let current = instance.function_tracer().map_err(FunctionError::from)?;
+            let current = instance.function_tracer()?;
             tracing::write_trace(out, instance, current, only, &layout, pauses(instance))
         }
         File::Snapshot => write_snapshot(out, instance, None, &layout)?,
@@ -1010,7 +1014,7 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
             writeln!(out, "{}", names.join(" "))
         }
         File::CurrentTracer => {
-            writeln!(out, "{}", instance.function_tracer().map_err(FunctionError::from)?.name())
+            writeln!(out, "{}", instance.function_tracer()?.name())
         }
         File::AvailableFilterFunctions => {
             functions::functions().iter().try_for_each(|f| writeln!(out, "{}", f.name))
@@ -1030,9 +1034,7 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
             triggers.iter().try_for_each(|t| writeln!(out, "{}:{}\t{t}", d.system, d.name))
         }),
         File::EnabledFunctions => write_callbacks(out, tracer.enabled_functions()),
-        File::TouchedFunctions => {
-            write_callbacks(out, tracer.touched_functions().map_err(FunctionError::from)?)
-        }
+        File::TouchedFunctions => write_callbacks(out, tracer.touched_functions()?),
         File::DynFtraceTotalInfo => writeln!(out, "{}", functions::functions().len()),
         File::SetFtraceFilter
         | File::SetFtraceNotrace
@@ -1048,11 +1050,9 @@ pub fn read(located: &Located, out: &mut dyn Write) -> Result<(), FsError> {
         }
         File::StackTracerEnabled => writeln!(out, "{}", u8::from(tracer.stack_tracer())),
         File::StackMaxSize => {
-            writeln!(out, "{}", tracer.stack_max().map_err(FunctionError::from)?.size)
+            writeln!(out, "{}", tracer.stack_max()?.size)
         }
-        File::StackTrace => {
-            tracer.stack_max().map_err(FunctionError::from)?.write(out, crate::symbols::table())
-        }
+        File::StackTrace => tracer.stack_max()?.write(out, crate::symbols::table()),
         File::StackTraceFilter => write_names(out, &functions::stack_filtered()?, ALL_FUNCTIONS),
         File::SubbufSizeKb => writeln!(out, "4"),
         File::PrintkFormats => tracer
@@ -1334,12 +1334,12 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
         File::CpuMask => Ok(instance.set_cpumask(parse_cpumask(value, tracer.cpus())?)?),
         File::CurrentTracer => match Kind::parse(value.trim()) {
             Some(kind) => {
-                let before = instance.function_tracer().map_err(FunctionError::from)?;
+                let before = instance.function_tracer()?;
                 let selected = instance.select_function_tracer(kind);
                 // Also when the tracer changed but its buffers could not be emptied.
-                let after = instance.function_tracer().map_err(FunctionError::from)?;
+                let after = instance.function_tracer()?;
                 latency_format_for(instance, before, after);
-                Ok(selected.map_err(FunctionError::from)?)
+                Ok(selected?)
             }
             None => Err(FsError::Rule("no such tracer (see available_tracers)")),
         },
@@ -1361,25 +1361,23 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
             const RULE: &str = "a decimal number of microseconds (0: off)";
             let us: u64 = value.trim().parse().map_err(|_| FsError::Rule(RULE))?;
             let ns = us.checked_mul(1000).ok_or(FsError::Rule("the threshold is too large"))?;
-            Ok(tracer.set_graph_threshold(ns).map_err(FunctionError::from)?)
+            Ok(tracer.set_graph_threshold(ns)?)
         }
         File::TracingMaxLatency => {
             const RULE: &str = "a decimal number of microseconds";
             let us: u64 = value.trim().parse().map_err(|_| FsError::Rule(RULE))?;
             let ns = us.checked_mul(1000).ok_or(FsError::Rule("the latency is too large"))?;
-            Ok(instance.set_max_latency(ns).map_err(FunctionError::from)?)
+            Ok(instance.set_max_latency(ns)?)
         }
-        File::StackTracerEnabled => {
-            Ok(tracer.set_stack_tracer(switch(value)?).map_err(FunctionError::from)?)
-        }
+        File::StackTracerEnabled => Ok(tracer.set_stack_tracer(switch(value)?)?),
         File::FunctionProfileEnabled => {
             let on = any_number(value, "0 turns the profiler off, any other number on")?;
-            Ok(tracer.set_function_profile(on).map_err(FunctionError::from)?)
+            Ok(tracer.set_function_profile(on)?)
         }
         File::StackMaxSize => {
             let size =
                 value.trim().parse().map_err(|_| FsError::Rule("a decimal number of bytes"))?;
-            Ok(tracer.set_stack_max_size(size).map_err(FunctionError::from)?)
+            Ok(tracer.set_stack_max_size(size)?)
         }
         File::StackTraceFilter => Ok(functions::write_stack_filter(value, append)?),
         File::SubbufSizeKb => match value.trim() {

@@ -641,14 +641,16 @@ impl<'t, P: Platform> Instance<'t, P> {
         if tracer == FunctionTracer::Nop && self.tracer.functions.get().is_none() {
             return Ok(());
         }
-        let mut allocated = false;
-        if tracer == FunctionTracer::Irqsoff {
-            // Checked again under the lock; first here, to allocate nothing for a
-            // refusal.
-            self.tracer.may_wait().map_err(|_| FunctionError::WouldDeadlock)?;
-            self.check_irqsoff_owner()?;
-            allocated = self.snapshot_added().map_err(FunctionError::Snapshot)?;
-        }
+        let allocated = match tracer {
+            FunctionTracer::Irqsoff => {
+                // Checked again under the lock; first here, to allocate nothing for a
+                // refusal.
+                self.tracer.may_wait().map_err(|_| FunctionError::WouldDeadlock)?;
+                self.check_irqsoff_owner()?;
+                self.snapshot_added().map_err(FunctionError::Snapshot)?
+            }
+            _ => false,
+        };
         let changed = self.change_functions(|selection| {
             selection.tracer = tracer;
             Ok(())
