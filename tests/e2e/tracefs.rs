@@ -294,8 +294,14 @@ fn control_operations_where_the_kernel_may_not_wait_are_refused_and_change_nothi
     let mut m = Machine::boot();
     m.run("echo kept > trace_marker");
     let state = |m: &mut Machine| {
-        ["ls instances", "cat buffer_size_kb", "cat events/timer/tick/filter"]
-            .map(|command| m.run(command))
+        [
+            "ls instances",
+            "cat buffer_size_kb",
+            "cat events/timer/tick/filter",
+            "cat current_tracer",
+            "cat stack_max_size",
+        ]
+        .map(|command| m.run(command))
     };
     let before = state(&mut m);
     let out = m.run("nowait");
@@ -308,6 +314,17 @@ fn control_operations_where_the_kernel_may_not_wait_are_refused_and_change_nothi
         "set a filter on timer:tick",
     ] {
         let line = format!("{tried}: {rule}");
+        assert!(out.lines().any(|l| l == line), "{line}:\n{out}");
+    }
+    let functions = "refused: the function tracers need a context that may wait (thread context, interrupts on, not inside a writer)";
+    for tried in [
+        "read current_tracer",
+        "set current_tracer to function",
+        "read set_ftrace_filter",
+        "read stack_max_size",
+        "set stack_max_size to 0",
+    ] {
+        let line = format!("{tried}: {functions}");
         assert!(out.lines().any(|l| l == line), "{line}:\n{out}");
     }
     assert_eq!(state(&mut m), before);

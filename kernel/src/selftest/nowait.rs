@@ -10,11 +10,13 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::Display;
 use trace::InstanceConfig;
+use trace::tracer::{FunctionList, FunctionTracer};
 
 /// The name of the instance `nowait` tries to make.
 const NAME: &str = "nowait";
 
-/// Runs each control operation on the top level (or, for the first, on the tracer)
+/// Runs each control operation on the top level (or, for the first and the stack
+/// tracer's, on the tracer)
 /// with interrupts off and returns, for each, what it tried and what it gave
 /// (`refused: ERROR`, or `done`, which would be a bug).
 pub fn run() -> Result<Vec<(&'static str, String)>, &'static str> {
@@ -36,5 +38,10 @@ pub fn run() -> Result<Vec<(&'static str, String)>, &'static str> {
         ("resize to 8 KB per CPU", told(top.resize(8 << 10))),
         ("allocate the snapshot", told(top.snapshot_alloc())),
         ("set a filter on timer:tick", told(top.set_filter(TIMER_TICK.descriptor(), "tick == 1"))),
+        ("read current_tracer", told(top.function_tracer().map(drop))),
+        ("set current_tracer to function", told(top.set_function_tracer(FunctionTracer::Function))),
+        ("read set_ftrace_filter", told(top.function_list(FunctionList::Filter).map(drop))),
+        ("read stack_max_size", told(tracer.stack_max().map(drop))),
+        ("set stack_max_size to 0", told(tracer.set_stack_max_size(0))),
     ]))
 }
