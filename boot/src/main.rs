@@ -760,10 +760,16 @@ fn write_converted(
     let write_error = |e| options.write_error(e);
     match (options.format, &options.output) {
         (Format::Ctf, Some(dir)) => {
+            let shown = "CTF shows each at the time before it";
+            report::backwards_notes(&traces[..1], shown)
+                .iter()
+                .for_each(|n| eprintln!("report: {n}"));
             report::write_ctf(&traces[0], dir).map_err(|e| format!("{}: {e}", dir.display()))
         }
         (Format::Tracedat, _) => {
             report::clock_notes(&traces).iter().for_each(|note| eprintln!("report: {note}"));
+            let shown = "trace.dat puts each CPU's records in time order";
+            report::backwards_notes(&traces, shown).iter().for_each(|n| eprintln!("report: {n}"));
             report::write_tracedat(&traces, symbols, out).map_err(write_error)
         }
         (Format::PerfettoProto, _) => {

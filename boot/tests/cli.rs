@@ -18,6 +18,11 @@ trace::event! {
 
 /// A log: boot noise, a panic dump of three `net:ping` records, more noise.
 fn log() -> String {
+    log_of([(0, 1, "alpha", 1_000), (1, 2, "beta", 2_000), (0, 3, "gamma", 3_000)])
+}
+
+/// [`log`] with its three records (CPU, `seq`, `host`, time) in their place.
+fn log_of(records: [(usize, u32, &str, u64); 3]) -> String {
     let descriptor: &EventDescriptor = PING.descriptor();
     let mut out = String::from("SeaBIOS noise\nkernel: hello\n");
     let mut writer = log_writer(&mut out);
@@ -40,13 +45,13 @@ fn log() -> String {
         1,
         &RingStats { written: 5, entries: 1, overrun: 4, ..RingStats::default() },
     );
-    for (cpu, seq, host) in [(0usize, 1u32, "alpha"), (1, 2, "beta"), (0, 3, "gamma")] {
+    for (cpu, seq, host, ts) in records {
         let mut buf = [0u8; 64];
         let mut enc = trace::field::Encoder::new(&mut buf);
         use trace::field::FieldValue;
         seq.encode(&mut enc);
         host.encode(&mut enc);
-        writer.record(0, &record(cpu, 1_000 * u64::from(seq), enc.bytes()), Some(descriptor));
+        writer.record(0, &record(cpu, ts, enc.bytes()), Some(descriptor));
     }
     writer.finish();
     out.push_str("after the dump\n");
@@ -99,6 +104,47 @@ fn report_writes_perfetto_json_and_ctf() {
     let unknown = report(&[log.to_str().unwrap(), "--format", "perfetto", "--instance", "nosuch"]);
     assert_eq!(unknown.status.code(), Some(2));
     assert!(text(&unknown.stderr).contains("no instance \"nosuch\""), "{}", text(&unknown.stderr));
+}
+
+/// A CPU's time going backwards (which no ring writes) is said where CTF and
+/// trace.dat cannot show it as it is; text shows the times as they are.
+#[test]
+fn time_going_backwards_on_a_cpu_is_reported() {
+    let backwards = temp(
+        "backwards.log",
+        log_of([(0, 1, "alpha", 5_000), (1, 2, "beta", 2_000), (0, 3, "gamma", 3_000)]),
+    );
+    let dir = temp_path("backwards.ctf");
+    let ctf =
+        report(&[backwards.to_str().unwrap(), "--format", "ctf", "-o", dir.to_str().unwrap()]);
+    assert!(ctf.status.success(), "{}", text(&ctf.stderr));
+    assert_eq!(
+        text(&ctf.stderr),
+        "report: buffer top, CPU 0: 1 record(s) earlier than the one before (the first: \
+         3000 ns after 5000 ns); CTF shows each at the time before it\n"
+    );
+    let dat = temp_path("backwards.dat");
+    let out =
+        report(&[backwards.to_str().unwrap(), "--format", "tracedat", "-o", dat.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains(
+            "CPU 0: 1 record(s) earlier than the one before (the first: \
+             3000 ns after 5000 ns); trace.dat puts each CPU's records in time order"
+        ),
+        "{}",
+        text(&out.stderr)
+    );
+    let plain = report(&[backwards.to_str().unwrap()]);
+    assert!(plain.status.success() && plain.stderr.is_empty(), "{}", text(&plain.stderr));
+    // In order (equal times are), no note.
+    let ordered = temp(
+        "ordered.log",
+        log_of([(0, 1, "alpha", 1_000), (1, 2, "beta", 2_000), (0, 3, "gamma", 1_000)]),
+    );
+    let dir = temp_path("ordered.ctf");
+    let ctf = report(&[ordered.to_str().unwrap(), "--format", "ctf", "-o", dir.to_str().unwrap()]);
+    assert!(ctf.status.success() && ctf.stderr.is_empty(), "{}", text(&ctf.stderr));
 }
 
 #[test]

@@ -26,11 +26,44 @@ pub use symbols::Symbols;
 pub use text::write_text;
 pub use tracedat::{buffer_name, clock_notes, write_tracedat};
 
+use std::collections::BTreeMap;
+use trace::dump::Section;
+
 /// Latest timestamp an output writes (2^62 ns, 146 years); later ones are clamped
 /// to it. The readers take time as signed nanoseconds: babeltrace2 fails on times
 /// near 2^63 ns, trace-cmd misreads them, and Perfetto's trace processor drops
 /// those at or past it.
 pub const MAX_TS: u64 = 1 << 62;
+
+/// Notes on the records of `traces` that are earlier than the record before them on
+/// their CPU, in the dump's order: a ring's times only grow, so a dump that says
+/// otherwise was made by hand or damaged, and the writer named by `shown` cannot
+/// show those times as they are (`shown` says what it does instead).
+pub fn backwards_notes(traces: &[Section], shown: &str) -> Vec<String> {
+    let mut notes = Vec::new();
+    for trace in traces {
+        // Per CPU: the previous record's time, and the backward steps seen.
+        let mut cpus: BTreeMap<usize, (u64, u64, Option<(u64, u64)>)> = BTreeMap::new();
+        for ev in &trace.events {
+            let (last, count, first) = cpus.entry(ev.cpu).or_insert((0, 0, None));
+            if ev.ts < *last {
+                *count += 1;
+                first.get_or_insert((*last, ev.ts));
+            }
+            *last = ev.ts;
+        }
+        for (cpu, (_, count, first)) in cpus {
+            if let Some((before, after)) = first {
+                notes.push(format!(
+                    "buffer {}, CPU {cpu}: {count} record(s) earlier than the one before \
+                     (the first: {after} ns after {before} ns); {shown}",
+                    buffer_name(trace)
+                ));
+            }
+        }
+    }
+    notes
+}
 
 #[cfg(test)]
 mod tests {
