@@ -40,24 +40,32 @@ pub const MAX_TS: u64 = 1 << 62;
 /// otherwise was made by hand or damaged, and the writer named by `shown` cannot
 /// show those times as they are (`shown` says what it does instead).
 pub fn backwards_notes(traces: &[Section], shown: &str) -> Vec<String> {
+    /// A CPU's records so far: the last one's time, the backward steps, the first
+    /// step (the time before it, its time).
+    #[derive(Default)]
+    struct Steps {
+        last: u64,
+        count: u64,
+        first: Option<(u64, u64)>,
+    }
     let mut notes = Vec::new();
     for trace in traces {
-        // Per CPU: the previous record's time, and the backward steps seen.
-        let mut cpus: BTreeMap<usize, (u64, u64, Option<(u64, u64)>)> = BTreeMap::new();
+        let mut cpus: BTreeMap<usize, Steps> = BTreeMap::new();
         for ev in &trace.events {
-            let (last, count, first) = cpus.entry(ev.cpu).or_insert((0, 0, None));
-            if ev.ts < *last {
-                *count += 1;
-                first.get_or_insert((*last, ev.ts));
+            let cpu = cpus.entry(ev.cpu).or_default();
+            if ev.ts < cpu.last {
+                cpu.count += 1;
+                cpu.first.get_or_insert((cpu.last, ev.ts));
             }
-            *last = ev.ts;
+            cpu.last = ev.ts;
         }
-        for (cpu, (_, count, first)) in cpus {
-            if let Some((before, after)) = first {
+        for (cpu, steps) in cpus {
+            if let Some((before, after)) = steps.first {
                 notes.push(format!(
-                    "buffer {}, CPU {cpu}: {count} record(s) earlier than the one before \
+                    "buffer {}, CPU {cpu}: {} record(s) earlier than the one before \
                      (the first: {after} ns after {before} ns); {shown}",
-                    buffer_name(trace)
+                    buffer_name(trace),
+                    steps.count
                 ));
             }
         }
