@@ -80,6 +80,13 @@ pub fn start_application_processors(apic_ids: &[u32], low_page: x86_64::PhysAddr
             return 0;
         }
     };
+    if ids.len() >= arch::MAX_CPUS {
+        crate::println!(
+            "smp: {} CPUs found; this kernel runs at most {} and leaves the others off",
+            ids.len() + 1,
+            arch::MAX_CPUS
+        );
+    }
     let mut started = 0;
     for apic_id in ids.into_iter().take(arch::MAX_CPUS - 1) {
         let index = online();

@@ -48,6 +48,25 @@ fn every_cpu_reports_in_with_1_2_and_4_cpus() {
     }
 }
 
+/// A machine with more CPUs than the kernel runs: the boot says so, the tracer and
+/// the persistent region cover the CPUs that run, and `boot_map` records.
+#[test]
+fn cpus_beyond_the_kernels_sixteen_are_left_off_and_said() {
+    let mut machine = boot_with_cpus(17);
+    let banner = machine.transcript();
+    for line in [
+        "smp: 17 CPUs found; this kernel runs at most 16 and leaves the others off",
+        "16 of 17 CPU(s) online",
+        "instances/boot_map records this boot",
+    ] {
+        assert!(banner.contains(line), "{line}:\n{banner}");
+    }
+    assert!(banner.lines().any(|l| l.starts_with("trace: ") && l.ends_with(" events, 16 CPU(s)")));
+    assert!(machine.run("ls instances").contains("boot_map/"));
+    let listing = machine.run("cpus");
+    assert_eq!(listing.lines().filter(|l| l.starts_with("cpu")).count(), 16, "{listing}");
+}
+
 #[test]
 fn every_cpu_takes_its_own_timer_interrupts() {
     let mut machine = boot_with_cpus(4);
