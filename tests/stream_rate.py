@@ -4,7 +4,7 @@
 
 Usage: IMAGE=path/to/the/bios.img python3 tests/stream_rate.py (the image
 `cargo build -p boot` made, under target/; needs qemu-system-x86_64)."""
-import os, re, subprocess, sys, time, select
+import os, re, subprocess, sys, tempfile, time, select
 
 
 def boot():
@@ -74,10 +74,11 @@ def main():
     q.stdin.write(b"q")
     q.stdin.flush()
     rest, _ = read_until(q, prompt)
-    with open("/tmp/stream_rate.log", "w") as f:
+    with tempfile.NamedTemporaryFile("w", suffix=".log") as f:
         f.write(text + rest)
-    report = subprocess.run(["cargo", "run", "-q", "-p", "boot", "--", "report", "--stat",
-                             "/tmp/stream_rate.log"], capture_output=True, text=True)
+        f.flush()
+        report = subprocess.run(["cargo", "run", "-q", "-p", "boot", "--", "report", "--stat",
+                                 f.name], capture_output=True, text=True)
     counts = re.findall(r"^\s+\S+:\S+\s+(\d+)$", report.stdout, re.M)
     events = sum(map(int, counts))
     print(f"cat trace_pipe_raw: {events} events in {elapsed:.2f} s = {events / elapsed:.0f} events/s")

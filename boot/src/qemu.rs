@@ -29,7 +29,7 @@ pub struct Config {
     /// and only what the guest touches takes disk space. A path in UTF-8, as QEMU's
     /// option syntax takes it.
     pub memory_file: Option<String>,
-    /// Use KVM instead of TCG (TCG is the default: KVM is nested on these machines).
+    /// Use KVM instead of TCG (TCG is the default: nested KVM boots slowly).
     pub kvm: bool,
     /// TCG only: virtual time advances one nanosecond per guest instruction (QEMU's
     /// `-icount shift=0`), so the guest's TSC and timers count instructions and a run

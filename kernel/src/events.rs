@@ -3,6 +3,10 @@
 //! `trace_events` linker section. Interrupt handlers and shell commands are slices
 //! on a timeline (`begin`/`end`), timer ticks a counter.
 
+/// The systems whose events are off by default: the (very noisy) heap events and
+/// the self-tests' (`bench`, `stress`, and `selftest` for `midpatch`).
+pub const QUIET_SYSTEMS: [&str; 4] = ["kmem", "bench", "stress", "selftest"];
+
 trace::event! {
     /// A device or IPI interrupt handler starts; `irq` is its vector (the field
     /// Linux's event has, which trace-cmd's `--profile` reads).

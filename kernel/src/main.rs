@@ -1,7 +1,9 @@
 //! A small x86_64 kernel that uses the `trace` flight recorder for real: interrupts,
 //! timer, SMP, serial console shell. `unsafe` lives in `arch` (the hardware) and
 //! `memory` (page tables, physical memory, the heap allocator and the ACPI mapping
-//! handler); every other module denies it.
+//! handler); every other module denies it. The `trace` crate's macros (`event!`,
+//! `emit!`, `linked_events!`, `linked_keys!`) expand to that crate's `unsafe` (the
+//! linker-section walks, the patchable site's `asm goto`), argued in its DESIGN.md.
 #![no_std]
 #![no_main]
 #![feature(abi_x86_interrupt)]

@@ -4,13 +4,19 @@
 use crate::clock;
 use crate::timer::{self, Tick};
 use crate::tracing::KernelPlatform;
-use latency_watchdog::Watchdog;
+use latency_watchdog::{Events, Watchdog};
 use spin::Once;
 
 /// A tick later than this many timer periods is an anomaly.
 const THRESHOLD_PERIODS: u64 = 5;
 /// Ticks recorded after an anomaly before the snapshot.
 const WINDOW_TICKS: u64 = 20;
+/// The kernel's events the driver records: ticks and interrupts all the time, the
+/// console, the shell and the cross-CPU calls in the window after an anomaly.
+const EVENTS: Events = Events {
+    baseline: &[("timer", "tick"), ("irq", "*")],
+    window: &[("serial", "*"), ("shell", "*"), ("smp", "*")],
+};
 
 static WATCHDOG: Once<Watchdog<KernelPlatform>> = Once::new();
 
@@ -19,7 +25,7 @@ static WATCHDOG: Once<Watchdog<KernelPlatform>> = Once::new();
 pub fn init() -> Result<(), trace::InstanceError> {
     let tracer = crate::tracing::tracer().ok_or(trace::InstanceError::NotFound)?;
     let threshold = THRESHOLD_PERIODS * 1_000_000_000 / timer::HZ;
-    let watchdog = Watchdog::probe(tracer, threshold, WINDOW_TICKS)?;
+    let watchdog = Watchdog::probe(tracer, threshold, WINDOW_TICKS, EVENTS)?;
     WATCHDOG.call_once(|| watchdog);
     if timer::TICK.add(on_tick).is_err() {
         crate::println!("latency watchdog: no room for its hook; it will not run");

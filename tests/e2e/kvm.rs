@@ -5,8 +5,8 @@ use boot::qemu::Config;
 use e2e::{Machine, trace_lines};
 use std::time::Duration;
 
-/// Time allowed to reach the prompt: 12 s to 45 s on the development VMs (whose KVM
-/// is itself virtualised: 42 s on an idle one), most of it in the BIOS and the
+/// Time allowed to reach the prompt: 12 s to 45 s on a virtual machine whose KVM
+/// is itself virtualised (42 s on an idle one), most of it in the BIOS and the
 /// bootloader's real-mode stages; several times that under load. (It was 2.5 min
 /// while the bootloader mapped 4 GiB of physical memory, an entry at a time, each
 /// write a trap there.)

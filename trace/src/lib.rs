@@ -58,7 +58,9 @@
 //! ```
 // `no_std` on bare metal; on a host the crate also offers `HostPlatform` (std).
 #![cfg_attr(any(target_os = "none", target_os = "uefi"), no_std)]
-// Safe Rust but for one module, `tracer::rcu` (see there and DESIGN.md for why).
+// Safe Rust but for one module, `tracer::rcu`, the declaration of
+// `CpuPromise::new`, and what the event and key macros expand to in the calling
+// crate (the linker-section walks, `link_section`, `asm goto`): DESIGN.md says why.
 #![deny(unsafe_code)]
 
 extern crate alloc;

@@ -5,9 +5,9 @@
 //! off and takes a snapshot, so the records around the anomaly are kept while the
 //! live buffer goes on.
 //!
-//! The driver depends only on `trace`; the kernel calls [`Watchdog::on_tick`] from
-//! its timer interrupt, which does it all: the snapshot too, into the buffer the
-//! probe allocated, without waiting.
+//! The driver depends only on `trace`: the kernel names the events it records
+//! ([`Events`]) and calls [`Watchdog::on_tick`] from its timer interrupt, which does
+//! it all: the snapshot too, into the buffer the probe allocated, without waiting.
 #![no_std]
 
 use core::sync::atomic::{AtomicU8, AtomicU64, Ordering::Relaxed};
@@ -23,10 +23,18 @@ trace::event! {
 
 /// The name of the driver's instance.
 pub const INSTANCE: &str = "latency";
-/// Events recorded all the time (the flight recorder before an anomaly).
-const BASELINE: &[(&str, &str)] = &[("timer", "tick"), ("irq", "*"), ("latency", "*")];
-/// Events added for the window after an anomaly.
-const WINDOW: &[(&str, &str)] = &[("serial", "*"), ("shell", "*"), ("smp", "*")];
+/// The kernel's events the driver records, each as (system, event), `"*"` for every
+/// event of the system. The driver's own (`latency:*`) are always in the baseline.
+#[derive(Clone, Copy, Debug)]
+pub struct Events {
+    /// Recorded all the time (the flight recorder before an anomaly).
+    pub baseline: &'static [(&'static str, &'static str)],
+    /// Added for the window after an anomaly.
+    pub window: &'static [(&'static str, &'static str)],
+}
+
+/// The driver's own events.
+const OWN: &[(&str, &str)] = &[("latency", "*")];
 
 const WATCHING: u8 = 0;
 const CAPTURING: u8 = 1;
@@ -57,6 +65,7 @@ pub struct Watchdog<P: Platform> {
     state: AtomicU8,
     threshold_ns: AtomicU64,
     window_ticks: u64,
+    events: Events,
     ticks_left: AtomicU64,
     anomalies: AtomicU64,
     anomaly_tick: AtomicU64,
@@ -65,11 +74,13 @@ pub struct Watchdog<P: Platform> {
 
 impl<P: Platform> Watchdog<P> {
     /// Probes the driver (thread context): creates (or takes over) its instance with a
-    /// snapshot buffer, and starts recording the baseline events there.
+    /// snapshot buffer, and starts recording the baseline events there. An event of
+    /// `events` the tracer does not have is left out.
     pub fn probe(
         tracer: &'static Tracer<P>,
         threshold_ns: u64,
         window_ticks: u64,
+        events: Events,
     ) -> Result<Self, InstanceError> {
         let config =
             InstanceConfig { bytes_per_cpu: 64 * 1024, mode: Mode::Overwrite, snapshot: true };
@@ -82,24 +93,32 @@ impl<P: Platform> Watchdog<P> {
             state: AtomicU8::new(WATCHING),
             threshold_ns: AtomicU64::new(threshold_ns),
             window_ticks,
+            events,
             ticks_left: AtomicU64::new(0),
             anomalies: AtomicU64::new(0),
             anomaly_tick: AtomicU64::new(0),
             worst_ns: AtomicU64::new(0),
         };
-        watchdog.enable(BASELINE, true);
+        watchdog.enable_baseline();
         // The window's events are enabled from the timer interrupt, where their
         // tracepoints cannot be patched: they stay armed.
-        for (system, event) in WINDOW {
+        for (system, event) in events.window {
             let _ = tracer.keep_armed(Some(system), Some(event));
         }
         Ok(watchdog)
     }
 
-    fn enable(&self, events: &[(&str, &str)], on: bool) {
+    /// The driver's own events and the kernel's baseline on.
+    fn enable_baseline(&self) {
+        self.enable(OWN);
+        self.enable(self.events.baseline);
+    }
+
+    /// Turns `events` on in the driver's instance.
+    fn enable(&self, events: &[(&str, &str)]) {
         for (system, event) in events {
             // An event the kernel does not have is simply not recorded.
-            let _ = self.instance.set_event(Some(system), Some(event), on);
+            let _ = self.instance.set_event(Some(system), Some(event), true);
         }
     }
 
@@ -120,7 +139,7 @@ impl<P: Platform> Watchdog<P> {
                     self.anomalies.fetch_add(1, Relaxed);
                     self.anomaly_tick.store(tick, Relaxed);
                     self.worst_ns.fetch_max(interval_ns, Relaxed);
-                    self.enable(WINDOW, true);
+                    self.enable(self.events.window);
                     self.ticks_left.store(self.window_ticks, Relaxed);
                     self.state.store(CAPTURING, Relaxed);
                 }
@@ -164,7 +183,7 @@ impl<P: Platform> Watchdog<P> {
     /// (thread context): baseline events back on.
     pub fn rearm(&self) {
         if matches!(self.state.load(Relaxed), CAPTURED_STATE | NO_SNAPSHOT) {
-            self.enable(BASELINE, true);
+            self.enable_baseline();
             self.state.store(WATCHING, Relaxed);
         }
     }

@@ -8,6 +8,7 @@ pub use files::{consume, stream_pipe, write_cpu_stats, write_snapshot, write_tra
 
 use crate::arch::irq::{self, Running};
 use crate::arch::{membarrier, percpu, trace_platform};
+use crate::events::QUIET_SYSTEMS;
 use crate::{barrier, clock};
 use spin::Once;
 use trace::{Activity, Context, Instance, InstanceConfig, Limits, Mode, Tracer, TracerError};
@@ -63,10 +64,6 @@ fn on_stopped(chain: &[u64]) {
         tracer.seal_cpu();
     }
 }
-
-/// The systems whose events are off by default: the (very noisy) heap events and
-/// the self-tests' (`bench`, `stress`, and `selftest` for `midpatch`).
-const QUIET_SYSTEMS: [&str; 4] = ["kmem", "bench", "stress", "selftest"];
 
 /// Enables the default events in `instance`: every event but those of
 /// [`QUIET_SYSTEMS`], system by system, so that none of those is on for a moment.

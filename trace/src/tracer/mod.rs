@@ -25,7 +25,8 @@ mod keys;
 mod latency;
 mod lines;
 mod profile;
-// The one module of the crate with `unsafe` (its `allow` is inside; see DESIGN.md).
+// The one module of the crate with `unsafe` code of its own (its `allow` is inside;
+// the macros' expansions are the calling crate's; see DESIGN.md).
 mod rcu;
 mod stack;
 pub(crate) mod trigger;

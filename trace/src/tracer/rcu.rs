@@ -1,4 +1,5 @@
-//! The crate's one module of `unsafe` code: a pointer that writers read inside their
+//! The crate's one module of `unsafe` code of its own (the event and key macros'
+//! expansions, and `CpuPromise::new`'s contract, are listed in DESIGN.md): a pointer that writers read inside their
 //! section and control operations replace, freeing the old value only after a grace
 //! period (read-copy-update). Its argument rests on the grace period, and so on the
 //! section: on the platform's `CpuPromise` where it gives one (see
