@@ -95,11 +95,18 @@ fn save() -> Result<(), &'static str> {
 /// Warm reboot: stops the other CPUs, saves `boot_map`, resets the machine keeping
 /// its memory.
 pub fn reboot() -> ! {
+    stop_save_reset(|| {})
+}
+
+/// Stops the other CPUs, saves `boot_map` (saying so if it cannot), runs `then`,
+/// and resets the machine keeping its memory.
+fn stop_save_reset(then: impl FnOnce()) -> ! {
     x86_64::instructions::interrupts::disable();
     smp::stop_other_cpus();
     if let Err(error) = save() {
         crate::emergency_println!("reboot: trace not saved: {error}");
     }
+    then();
     crate::emergency_println!("reboot: resetting");
     arch::reset()
 }
@@ -131,12 +138,10 @@ pub fn scribble_and_reboot(cpu: usize) -> Result<core::convert::Infallible, &'st
     let region = REGION.get().ok_or("no persistent region")?;
     let ring = region.ring(cpu).filter(|_| cpu < smp::online()).ok_or("no such CPU")?;
     BOOT_MAP_RECORDER.get().ok_or("no instances/boot_map")?;
-    x86_64::instructions::interrupts::disable();
-    smp::stop_other_cpus();
-    save()?;
-    for word in ring {
-        word.store(0xdead_beef_dead_beef, Relaxed);
-    }
-    crate::emergency_println!("scribble: cpu{cpu}'s saved ring overwritten; resetting");
-    arch::reset()
+    stop_save_reset(|| {
+        for word in ring {
+            word.store(0xdead_beef_dead_beef, Relaxed);
+        }
+        crate::emergency_println!("scribble: cpu{cpu}'s saved ring overwritten");
+    })
 }
