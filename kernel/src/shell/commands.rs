@@ -395,9 +395,7 @@ fn cat_one(shell: &mut Shell, path: &str, out: &mut Output) -> Result<(), Comman
     };
     match pipe {
         // A consuming read would empty the previous boot's trace.
-        Some(_) if located.instance.name() == crate::persist::LAST_BOOT => {
-            Err(fs_error(path, tracefs::FsError::PreviousBoot))
-        }
+        Some(_) if let Err(error) = tracefs::may_change(&located) => Err(fs_error(path, error)),
         Some((cpu, raw)) => {
             // Streams until any key; the key is consumed (Ctrl-C shows as such).
             let layout = tracefs::layout(&located.instance);

@@ -1209,13 +1209,20 @@ pub fn write(located: &Located, value: &str, append: bool) -> Result<(), FsError
     result
 }
 
+/// Refuses what would change `located`'s instance (a write, a consuming read) where
+/// it is the previous boot's trace, `last_boot`, which is read-only.
+pub fn may_change(located: &Located) -> Result<(), FsError> {
+    match located.instance.name() {
+        crate::persist::LAST_BOOT => Err(FsError::PreviousBoot),
+        _ => Ok(()),
+    }
+}
+
 fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsError> {
     let Node::File(file) = located.node else { return Err(FsError::IsDir) };
     let tracer = tracer()?;
     let instance = &located.instance;
-    if instance.name() == crate::persist::LAST_BOOT {
-        return Err(FsError::PreviousBoot);
-    }
+    may_change(located)?;
     match file {
         File::SetEvent => {
             if !append {
