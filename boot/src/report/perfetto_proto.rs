@@ -65,9 +65,11 @@ mod event {
     pub const TRACK_UUID: u32 = 11;
     pub const COUNTER_VALUE: u32 = 30;
     pub const CALLSTACK: u32 = 55;
-    /// `TrackEvent.Callstack.frames`, and `Frame.function_name`.
+    /// `TrackEvent.Callstack.frames`.
     pub const FRAMES: u32 = 1;
+    /// `Frame.function_name`.
     pub const FUNCTION_NAME: u32 = 1;
+    /// `TrackEvent.Type` values, for the `TYPE` field.
     pub const SLICE_BEGIN: u64 = 1;
     pub const SLICE_END: u64 = 2;
     pub const INSTANT: u64 = 3;

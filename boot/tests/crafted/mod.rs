@@ -1,7 +1,7 @@
 //! Dumps crafted byte by byte, with valid checksums, whose contents are absurd:
 //! each once crashed the report tool (or made it take seconds and gigabytes).
 //! Shared by the test binaries, each of which uses part of it.
-#![allow(dead_code)]
+#![allow(dead_code, reason = "each test binary uses part of it")]
 
 use trace::dump::{BEGIN, END, encode_chunk};
 
