@@ -305,26 +305,23 @@ fn control_operations_where_the_kernel_may_not_wait_are_refused_and_change_nothi
     };
     let before = state(&mut m);
     let out = m.run("nowait");
-    let rule = "refused: needs a context that may wait (thread context, interrupts on, not inside a writer)";
-    for tried in [
-        "create instance nowait",
-        "clear",
-        "resize to 8 KB per CPU",
-        "allocate the snapshot",
-        "set a filter on timer:tick",
-    ] {
-        let line = format!("{tried}: {rule}");
-        assert!(out.lines().any(|l| l == line), "{line}:\n{out}");
-    }
-    let functions = "refused: the function tracers need a context that may wait (thread context, interrupts on, not inside a writer)";
-    for tried in [
-        "read current_tracer",
-        "set current_tracer to function",
-        "read set_ftrace_filter",
-        "read stack_max_size",
-        "set stack_max_size to 0",
-    ] {
-        let line = format!("{tried}: {functions}");
+    let context = "a context that may wait (thread context, interrupts on, not inside a writer)";
+    let rule = format!("needs {context}");
+    let tracers = format!("the function tracers need {context}");
+    let refused = [
+        ("create instance nowait", &rule),
+        ("clear", &rule),
+        ("resize to 8 KB per CPU", &rule),
+        ("allocate the snapshot", &rule),
+        ("set a filter on timer:tick", &rule),
+        ("read current_tracer", &tracers),
+        ("set current_tracer to function", &tracers),
+        ("read set_ftrace_filter", &tracers),
+        ("read stack_max_size", &tracers),
+        ("set stack_max_size to 0", &tracers),
+    ];
+    for (tried, why) in refused {
+        let line = format!("{tried}: refused: {why}");
         assert!(out.lines().any(|l| l == line), "{line}:\n{out}");
     }
     assert_eq!(state(&mut m), before);
