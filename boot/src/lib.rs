@@ -1,8 +1,10 @@
 //! Host side of the flight recorder: the disk image, the QEMU command line, and how
-//! QEMU's exit status maps to the kernel's verdict. Shared by the `boot` runner and
-//! the end-to-end tests, so both boot the kernel the same way.
+//! QEMU's exit status maps to the kernel's verdict (shared by the `boot` runner and
+//! the end-to-end tests, so both boot the kernel the same way); the serial log's
+//! reader, the dumps' outputs and the kernel ELF's symbols, for `report`.
 
 pub mod elf;
+pub mod log;
 pub mod qemu;
 pub mod report;
 
