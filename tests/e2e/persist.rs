@@ -65,6 +65,11 @@ fn a_marker_survives_a_reboot_in_last_boot_on_every_cpu() {
     assert!(refused.contains("last_boot holds the previous boot's trace: read-only"), "{refused}");
     let refused = m.run("echo hi > instances/last_boot/trace_marker");
     assert!(refused.contains("read-only"), "{refused}");
+    // Nor is it cleared, whole or by CPU, or swapped into a snapshot.
+    for file in ["trace", "per_cpu/cpu0/trace", "snapshot"] {
+        let refused = m.run(&format!("echo 1 > instances/last_boot/{file}"));
+        assert!(refused.contains("read-only"), "{file}: {refused}");
+    }
     // A consuming read would empty it: the pipes refuse, and every record stays.
     for pipe in ["trace_pipe", "trace_pipe_raw", "per_cpu/cpu0/trace_pipe"] {
         let refused = m.run(&format!("cat instances/last_boot/{pipe}"));
@@ -75,12 +80,26 @@ fn a_marker_survives_a_reboot_in_last_boot_on_every_cpu() {
     let now = m.run("cat instances/boot_map/trace");
     assert!(!now.contains("hello-before-reboot"));
     assert!(!trace_lines(&now).is_empty(), "boot_map records the new boot");
-    let refused = m.run("echo 1024 > instances/boot_map/buffer_size_kb");
-    assert!(refused.contains("persistent region"), "{refused}");
+    // Its rings are the region's: they take no other size, clock or snapshot.
+    for write in [
+        "echo 1024 > instances/boot_map/buffer_size_kb",
+        "echo 64 > instances/boot_map/per_cpu/cpu1/buffer_size_kb",
+        "echo global > instances/boot_map/trace_clock",
+        "echo 1 > instances/boot_map/snapshot",
+    ] {
+        let refused = m.run(write);
+        assert!(refused.contains("persistent region"), "{write}: {refused}");
+    }
+    assert!(m.run("cat instances/boot_map/trace_clock").contains("[local]"));
     assert!(m.run("rmdir instances/boot_map").contains("persistent region"));
     // The dump includes last_boot.
     let dump = m.run("dump instance last_boot");
     assert!(dump.contains("hello-before-reboot"), "{dump}");
+    // Removing it lets the previous boot's trace go; this boot's recording goes on.
+    assert_eq!(m.run("rmdir instances/last_boot"), "");
+    assert!(!m.run("ls instances").contains("last_boot"));
+    m.run("echo after-last-boot > instances/boot_map/trace_marker");
+    assert!(m.run("cat instances/boot_map/trace").contains("after-last-boot"));
 }
 
 #[test]
