@@ -132,21 +132,27 @@ fn filters_keep_only_matching_records_and_refuse_bad_text() {
         m.run(&format!("echo 0 > {tick}/enable"));
         m.run(&format!("echo 0 > {tick}/filter"));
 
-        // A glob on a string field.
+        // On a string field: a glob, `||` of equalities, `!=` with `&&`.
         let command = format!("{root}events/shell/command");
-        m.run(&format!("echo 'line ~ \"echo [j-l]*\"' > {command}/filter"));
-        assert_eq!(cat(&mut m, &format!("{command}/filter")), "line ~ \"echo [j-l]*\"");
         m.run(&format!("echo 1 > {command}/enable"));
-        m.run(&format!("echo > {root}trace"));
-        m.run("echo kept");
-        m.run("echo dropped");
-        m.run("echo left");
-        let commands: Vec<String> = trace_lines(&m.run(&format!("cat {root}trace")))
-            .into_iter()
-            .filter(|l| l.event == "command")
-            .map(|l| l.fields)
-            .collect();
-        assert_eq!(commands, ["echo kept", "echo left"], "{root}");
+        for text in [
+            "line ~ \"echo [j-l]*\"",
+            "line == \"echo kept\" || line == \"echo left\"",
+            "line != \"echo dropped\" && line ~ \"echo [a-z]*\"",
+        ] {
+            m.run(&format!("echo '{text}' > {command}/filter"));
+            assert_eq!(cat(&mut m, &format!("{command}/filter")), text);
+            m.run(&format!("echo > {root}trace"));
+            m.run("echo kept");
+            m.run("echo dropped");
+            m.run("echo left");
+            let commands: Vec<String> = trace_lines(&m.run(&format!("cat {root}trace")))
+                .into_iter()
+                .filter(|l| l.event == "command")
+                .map(|l| l.fields)
+                .collect();
+            assert_eq!(commands, ["echo kept", "echo left"], "{root}{text}");
+        }
         m.run(&format!("echo 0 > {command}/filter"));
     }
     let listing = m.run("ls events/irq/irq_handler_entry");
@@ -642,6 +648,20 @@ fn inject_records_an_event_by_hand_through_its_filter_and_triggers() {
         m.run(&format!("echo 1 > {root}tracing_on"));
         m.run(&format!("echo '!bench:event' >> {root}set_event"));
     }
+    // A string field takes a word or a quoted text; events set_event does not take
+    // are refused.
+    let inject = "events/shell/command/inject";
+    m.run("echo 1 > events/shell/command/enable");
+    assert_eq!(m.run(&format!("echo 'line=\"a b\"' > {inject}")), "");
+    let commands = trace_lines(&m.run("cat trace"));
+    assert!(commands.iter().any(|l| l.event == "command" && l.fields == "a b"));
+    for (line, file, error) in [
+        ("line=\"open", inject, "parse error at 5: a quoted value has no closing \""),
+        ("buf=x", "events/ftrace/print/inject", "only tracepoints that set_event takes"),
+    ] {
+        let out = m.run(&format!("echo '{line}' > {file}"));
+        assert!(out.contains(&format!("Invalid argument ({error}")), "{line}: {out}");
+    }
 }
 
 /// The first `kernel_stack` event of a trace's text: its depth and its ` => `
@@ -995,6 +1015,24 @@ fn hist_triggers_count_by_key_from_any_context() {
             assert_eq!((lo % 1_000_000, hi), (0, lo + 999_999), "{root}{key}");
         }
         m.run(&format!("echo '!hist:keys=interval_ns.buckets=1000000' > {tick}/trigger"));
+        // The same intervals by power of two (10 ms: 2^23 to 2^24), and vectors in
+        // hex.
+        m.run(&format!("echo 'hist:keys=interval_ns.log2' > {tick}/trigger"));
+        let ticks = (0..300)
+            .map(|_| hist(&mut m, &format!("{tick}/hist")).0)
+            .find(|entries| !entries.is_empty())
+            .unwrap_or_else(|| panic!("{root}: no tick"));
+        for (key, _) in &ticks {
+            let power = key.strip_prefix("interval_ns: ~ 2^").and_then(|p| p.parse::<u32>().ok());
+            assert!(power.is_some_and(|p| (20..=30).contains(&p)), "{root}{key}");
+        }
+        m.run(&format!("echo '!hist:keys=interval_ns.log2' > {tick}/trigger"));
+        m.run(&format!("echo 'hist:keys=irq.hex' > {entry}/trigger"));
+        let hexed = (0..300)
+            .map(|_| hist(&mut m, &format!("{entry}/hist")).0)
+            .find(|entries| entries.iter().any(|(k, _)| k == "irq: 30"));
+        assert!(hexed.is_some(), "{root}: vector 48 as 30");
+        m.run(&format!("echo '!hist:keys=irq.hex' > {entry}/trigger"));
 
         // The caller's stack as the key: where `shell:command` is emitted from,
         // named from the kernel's symbols.
