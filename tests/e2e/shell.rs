@@ -77,6 +77,40 @@ fn unknown_command_is_an_error_and_the_shell_goes_on() {
     assert!(usage.contains("usage: poweroff"), "extra arguments are refused: {usage}");
 }
 
+/// Arguments a command does not take are refused with its usage or the rule, and
+/// the shell goes on where it was.
+#[test]
+fn bad_arguments_get_the_usage_or_the_rule() {
+    const FAULT_USAGE: &str = "fault: usage: fault page [ADDR] | gp | ud | de | bp | stack [CPU]";
+    let mut machine = Machine::boot();
+    machine.run("cd events");
+    for (line, said) in [
+        ("help x", "help: usage: help (no arguments)"),
+        ("pwd x", "pwd: usage: pwd (no arguments)"),
+        ("uptime x", "uptime: usage: uptime (no arguments)"),
+        ("cpus x", "cpus: usage: cpus (no arguments)"),
+        ("reboot x", "reboot: usage: reboot (no arguments)"),
+        ("cd a b", "cd: usage: cd [PATH]"),
+        ("mkdir", "mkdir: usage: mkdir instances/NAME..."),
+        ("rmdir", "rmdir: usage: rmdir instances/NAME..."),
+        ("functions a b", "functions: usage: functions [GLOB]"),
+        ("keys timer", "keys: usage: keys [SYSTEM:EVENT]"),
+        ("panic_reboot 2", "panic_reboot: usage: panic_reboot [0 | 1]"),
+        ("scribble x", "scribble: usage: scribble CPU"),
+        ("scribble 9", "scribble: no such CPU"),
+        ("fault zz", FAULT_USAGE),
+        ("fault page zz", FAULT_USAGE),
+        ("fault page 0x8000000000000000", "fault: address is not canonical"),
+        ("fault stack 9", "fault: no such CPU"),
+        ("ls | wc", "wc: usage: wc -l"),
+        ("echo x > a > b", "syntax error: more than one redirection"),
+    ] {
+        assert_eq!(machine.run(line).trim_end(), said, "{line}");
+    }
+    assert_eq!(machine.run("pwd"), "/events\n");
+    assert_eq!(machine.run("panic_reboot"), "0\n");
+}
+
 #[test]
 fn double_quotes_escape_dollars_as_a_posix_shell() {
     // As Linux's scripts write a histogram's variable in double quotes: `\$` is `$`.

@@ -129,6 +129,9 @@ impl Shell {
         }
         match result {
             Ok(()) => {}
+            Err(CommandError::Usage) if command.usage.is_empty() => {
+                println!("{name}: usage: {} (no arguments)", command.name)
+            }
             Err(CommandError::Usage) => {
                 println!("{name}: usage: {} {}", command.name, command.usage)
             }
