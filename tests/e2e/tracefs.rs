@@ -383,6 +383,17 @@ fn trace_marker_writes_and_cannot_be_read() {
     assert_eq!(m.run("echo > trace_marker"), "");
     let trace = m.run("cat trace");
     assert!(trace.lines().any(|l| l.ends_with(": tracing_mark_write: ")), "{trace}");
+    // Appending to `trace` (whole or a CPU's) or `error_log` empties nothing, as
+    // Linux's (O_APPEND); writing does.
+    m.run("echo kept-on-append > trace_marker");
+    m.run("echo 'bad == 1' > events/timer/tick/filter");
+    for file in ["trace", "per_cpu/cpu0/trace", "error_log"] {
+        assert_eq!(m.run(&format!("echo >> {file}")), "", "{file}");
+    }
+    assert!(m.run("cat trace").contains("kept-on-append"));
+    assert!(m.run("cat error_log").contains("Command: bad == 1"));
+    m.run("echo > error_log");
+    assert_eq!(m.run("cat error_log"), "");
 }
 
 #[test]
@@ -634,13 +645,16 @@ fn trace_clock_chooses_local_global_counter_or_tsc_and_a_change_empties_the_buff
         let (first, last) = (stamps[0], *stamps.last().unwrap());
         assert!(!cycles.is_empty() && cycles.iter().all(|l| l.ts > last), "{cycles:?}");
         assert!(first < 1_000_000, "the counter counts records, not time: {first}");
-        // uptime: the timer's ticks since boot (100 a second), a count; mono: ns.
+        // uptime: the timer's ticks since boot (100 a second), a count; mono, boot,
+        // perf and mono_raw: ns since boot.
         let since_boot = |m: &mut Machine| {
             let up = m.run("uptime");
             let secs = up.split_whitespace().find_map(|w| w.parse::<f64>().ok());
             secs.unwrap_or_else(|| panic!("{up}"))
         };
-        for (name, scale) in [("uptime", 100.0), ("mono", 1e9), ("boot", 1e9)] {
+        let since_boot_clocks =
+            [("uptime", 100.0), ("mono", 1e9), ("boot", 1e9), ("perf", 1e9), ("mono_raw", 1e9)];
+        for (name, scale) in since_boot_clocks {
             assert_eq!(m.run(&format!("echo {name} > {clock}")), "");
             let before = since_boot(&mut m);
             let mut lines = Vec::new();
