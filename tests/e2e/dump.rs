@@ -399,8 +399,13 @@ fn the_live_dump_command_takes_options() {
         );
     }
     assert_eq!(m.run("dump on-panic"), setting);
+    // Two instances named: their sections only.
+    m.run("dump instance top instance latency both");
     let dumps = m.dumps();
-    assert_eq!(dumps.len(), 2);
+    assert_eq!(dumps.len(), 3);
+    let two: Vec<String> = dumps[2].sections().into_iter().map(|s| s.instance).collect();
+    assert!(two.iter().all(|i| i == "top" || i == "latency"), "{two:?}");
+    assert!(two.contains(&"top".into()) && two.contains(&"latency".into()), "{two:?}");
     assert!(dumps.iter().all(|d| d.problems.is_empty() && d.panic.is_none()));
     let full = dumps[0].sections();
     assert!(full.iter().any(|t| t.instance == "latency"), "every instance by default");
@@ -414,6 +419,12 @@ fn the_live_dump_command_takes_options() {
     assert_eq!(small[0].events.len(), 4, "the last 4 records");
     assert!(small[0].events.iter().all(|e| e.cpu == 0), "only the dumping CPU");
     assert!(dumps[1].instances.values().next().unwrap().skipped > 0);
+    // `all`, `last all` and `both` set back what orig_cpu and last 10 change.
+    m.run("dump on-panic orig_cpu last 10");
+    assert_eq!(
+        m.run("dump on-panic all last all both"),
+        "on panic: cpus all, last all records, instances all, buffers both\n"
+    );
     assert!(
         m.run("dump on-panic orig_cpu last 10")
             .contains("on panic: cpus orig_cpu, last 10 records")

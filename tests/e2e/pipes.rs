@@ -157,6 +157,21 @@ fn trace_pipe_ends_when_recording_goes_off_after_it_read() {
     assert_eq!(m.run("cat instances/p/tracing_on"), "0\n");
 }
 
+/// A CPU's `trace_pipe` consumes that CPU's records only.
+#[test]
+fn a_cpus_trace_pipe_consumes_that_cpus_records_only() {
+    let mut m = Machine::boot();
+    assert_eq!(m.run("echo 0 > tracing_on"), "");
+    let others: Vec<u64> = [0, 2, 3].iter().map(|&cpu| m.cpu_stat("", cpu, "entries:")).collect();
+    assert!(m.cpu_stat("", 1, "entries:") > 0);
+    let piped = m.run("cat per_cpu/cpu1/trace_pipe");
+    let lines = trace_lines(&piped);
+    assert!(!lines.is_empty() && lines.iter().all(|l| l.cpu == 1), "{piped}");
+    assert_eq!(m.cpu_stat("", 1, "entries:"), 0);
+    let after: Vec<u64> = [0, 2, 3].iter().map(|&cpu| m.cpu_stat("", cpu, "entries:")).collect();
+    assert_eq!(after, others, "the other CPUs' records stay");
+}
+
 /// Fills every CPU's ring of the top-level instance and of instance t1 with stress
 /// events (tens of thousands of lines to print); returns the top level's entries.
 fn backlog(m: &mut Machine) -> u64 {

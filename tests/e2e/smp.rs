@@ -499,5 +499,10 @@ fn backtrace_shows_every_other_cpus_call_chain_by_nmi() {
     assert!(frames[0].starts_with("kernel::smp::on_call_interrupt+"), "{out}");
     assert!(frames.iter().any(|f| f.starts_with("kernel::smp::ap_main+")), "{out}");
     assert!(m.run("backtrace x").contains("usage"));
+    // A CPU that takes no NMI (spinning in one) gives no answer, and is named.
+    assert_eq!(m.run("lockup spin nmi 3"), "cpu3: spinning in an NMI handler, NMIs blocked\n");
+    let out = m.run("backtrace");
+    assert!(out.contains("cpu 3: no answer\n"), "{out}");
+    assert!(out.ends_with("2 of 3 other CPU(s) answered\n"), "{out}");
     assert_eq!(m.run_to_exit("poweroff"), Outcome::Success);
 }
