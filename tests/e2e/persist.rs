@@ -102,6 +102,16 @@ fn a_marker_survives_a_reboot_in_last_boot_on_every_cpu() {
     assert!(m.run("cat instances/boot_map/trace").contains("after-last-boot"));
 }
 
+/// `panic_reboot 0` takes the reboot back: a panic then ends the machine.
+#[test]
+fn panic_reboot_off_again_lets_a_panic_end_the_machine() {
+    let mut m = rebooting();
+    assert_eq!(m.run("panic_reboot 1"), "1\n");
+    assert_eq!(m.run("panic_reboot 0"), "0\n");
+    assert_eq!(m.run_to_exit("panic"), Outcome::KernelFailure);
+    assert!(!m.transcript().contains("panic: trace saved"));
+}
+
 #[test]
 fn a_panic_with_panic_reboot_leaves_its_events_in_last_boot() {
     let mut m = rebooting();
