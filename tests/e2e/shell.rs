@@ -229,6 +229,14 @@ fn history_recalls_lines_and_tab_completes_commands_and_paths() {
         out.lines().last().is_some_and(|l| l.trim().parse::<u16>().is_ok()),
         "events/timer/tick/id:\n{out}"
     );
+    // A second Tab lists the candidates when they share no more, then the line
+    // again; a Tab before the line's end rings the bell.
+    machine.send(b"cat trace_p\t\t");
+    machine.wait_for("trace_pipe  trace_pipe_raw  \r\ntracefs:/# cat trace_pipe", STEP_TIMEOUT);
+    machine.send(b"\x1b[D\t");
+    machine.wait_for("\x07", STEP_TIMEOUT);
+    machine.send(b"\x15uptime\r");
+    assert!(machine.wait_for_prompt(STEP_TIMEOUT).contains("timer ticks"));
 }
 
 #[test]
