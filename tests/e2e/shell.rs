@@ -109,6 +109,9 @@ fn bad_arguments_get_the_usage_or_the_rule() {
     }
     assert_eq!(machine.run("pwd"), "/events\n");
     assert_eq!(machine.run("panic_reboot"), "0\n");
+    // `cd` alone goes back to the top.
+    assert_eq!(machine.run("cd"), "");
+    assert_eq!(machine.run("pwd"), "/\n");
 }
 
 #[test]
