@@ -22,7 +22,7 @@ pub enum GraphCall {
 pub struct GraphLine<'a> {
     /// The CPU that made the call.
     pub cpu: usize,
-    /// When: the entry's timestamp (a leaf's too), or the return's ([`Line::ts`]).
+    /// When: the entry's timestamp (a leaf's too), or the return's ([`super::Line::ts`]).
     pub ts: u64,
     /// What the CPU was running.
     pub context: Context,
