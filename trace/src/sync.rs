@@ -100,6 +100,8 @@ pub(crate) enum Point {
     Reserved,
     /// The payload and the event's header are written; the record is not counted.
     Filled,
+    /// The outermost writer has loaded the head it will publish, and has not left.
+    Publishing,
     /// The outermost writer has published the commit position and left.
     Committed,
     /// Between the load and the store of a single-writer counter.

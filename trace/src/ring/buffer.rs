@@ -10,7 +10,7 @@ use crate::ring::per_cpu::{MIN_MAX_PAYLOAD, RecordWriter, Refusal, Ring, words_f
 use crate::ring::reader::{Consumer, Cursor, Merged, ReadScratch, RecordRef, RingIter};
 use crate::ring::record::{MAX_EVENT_ID, Mode, Tag};
 use crate::ring::stats::RingStats;
-use crate::sync::{AtomicBool, AtomicU8, AtomicU64, Ordering::*};
+use crate::sync::{AtomicBool, AtomicU8, AtomicU64, Ordering::*, fence};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
@@ -291,7 +291,17 @@ impl<P: Platform> Buffer<P> {
             return Err(self.refuse_id(cpu));
         }
         let tag = Tag { id, ctx: self.platform.context() };
-        self.write_event(cpu, tag, len, limit, fill)
+        // A writer outside any section: once inside the ring it looks at the state
+        // again, so that a clear, which pauses the set and then waits for `nest` to
+        // fall, either sees it inside or is seen (the barrier pair, as a section's).
+        let open = || {
+            match P::PROMISE {
+                Some(_) => self.platform.light_barrier(),
+                None => fence(SeqCst),
+            }
+            self.state.load(Acquire) == RECORDING
+        };
+        self.write_event(cpu, tag, len, limit, open, fill)
     }
 
     /// A write of a reserved id: ignored while recording is off, refused otherwise.
@@ -313,6 +323,7 @@ impl<P: Platform> Buffer<P> {
         tag: Tag,
         len: usize,
         limit: usize,
+        open: impl Fn() -> bool,
         fill: impl FnOnce(&mut RecordWriter<'_>),
     ) -> Result<(), WriteError> {
         debug_assert!(tag.id <= MAX_EVENT_ID);
@@ -329,7 +340,7 @@ impl<P: Platform> Buffer<P> {
         if len > MIN_MAX_PAYLOAD && len > ring.max_payload() {
             return Err(self.refuse(cpu, Refusal::TooLarge));
         }
-        ring.write_with(|| self.mode(), &self.platform, tag, len, limit, fill)
+        ring.write_with(|| self.mode(), open, &self.platform, tag, len, limit, fill)
     }
 
     /// Refuses a write that found no section to enter on CPU `cpu`: a CPU beyond the

@@ -430,10 +430,13 @@ impl Ring {
     /// the ring's clock its readings ([`Clock`]), `limit` the room a [`RecordWriter`]
     /// reports at its start (at least `len`: the limit the payload was measured under,
     /// so strings are cut the same way). Bytes `fill` leaves unwritten are zero.
+    /// `open` is asked once the writer is inside the ring (`nest` raised): `false`
+    /// leaves it, nothing written (`WriteError::Off`).
     #[inline]
     pub(crate) fn write_with<P: Platform>(
         &self,
         mode: impl Fn() -> Mode,
+        open: impl Fn() -> bool,
         platform: &P,
         tag: Tag,
         len: usize,
@@ -442,7 +445,7 @@ impl Ring {
     ) -> Result<(), WriteError> {
         // Read before the reservation's atomics, so it is read once.
         let data = &*self.data;
-        let (depth, at_hdr, hdr) = self.reserve(mode, platform, tag, len)?;
+        let (depth, at_hdr, hdr) = self.reserve(mode, open, platform, tag, len)?;
         let alone = one_at_a_time::<P>();
         // If `fill` unwinds (host builds), the reservation stays padding rather than
         // leaving the ring's nesting depth raised.
@@ -494,6 +497,7 @@ impl Ring {
     pub(crate) fn reserve<P: Platform>(
         &self,
         mode: impl Fn() -> Mode,
+        open: impl Fn() -> bool,
         platform: &P,
         tag: Tag,
         len: usize,
@@ -519,6 +523,10 @@ impl Ring {
         }
         signal_fence();
         preempt_point(Point::Entered);
+        if !open() {
+            self.leave(depth, alone);
+            return Err(WriteError::Off);
+        }
         if w.corrupt.load(Relaxed) {
             self.leave(depth, alone);
             self.refuse(Refusal::Corrupt);
@@ -594,6 +602,7 @@ impl Ring {
         }
         loop {
             let h = w.head.load(Relaxed);
+            preempt_point(Point::Publishing);
             // Release: pairs with the readers' Acquire load of `commit`; the records
             // below `h` (all stored by this CPU, in program order before this) are
             // complete when a reader sees `h`.

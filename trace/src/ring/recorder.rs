@@ -269,7 +269,9 @@ impl<P: Platform> Recorder<P> {
         fill: impl FnOnce(&mut RecordWriter<'_>),
     ) -> Result<usize, WriteError> {
         let set = self.live_index();
-        self.sets[set].write_event(cpu, tag, len, limit, fill).map(|()| set)
+        // Inside a section, which a clear's grace period waits for: nothing to
+        // look at again.
+        self.sets[set].write_event(cpu, tag, len, limit, || true, fill).map(|()| set)
     }
 
     /// [`Recorder::lock`], waiting for the control operation that runs (a trigger's

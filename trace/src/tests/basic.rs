@@ -356,12 +356,13 @@ fn the_dumps_merge_skips_a_record_overwritten_after_it_read_its_header() {
 }
 
 /// Every point of the outer writer where an interrupt can land.
-const POINTS: [Point; 6] = [
+const POINTS: [Point; 7] = [
     Point::Entered,
     Point::Reserving,
     Point::Claimed,
     Point::Reserved,
     Point::Filled,
+    Point::Publishing,
     Point::Committed,
 ];
 

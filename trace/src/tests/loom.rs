@@ -143,7 +143,9 @@ fn loom_writer_vs_consumer() {
 
 #[test]
 fn loom_nested_writer_vs_outer_writer_with_reader() {
-    for at in [Point::Reserving, Point::Reserved, Point::Filled, Point::Committed] {
+    for at in
+        [Point::Reserving, Point::Reserved, Point::Filled, Point::Publishing, Point::Committed]
+    {
         model(4, move || {
             hook::clear();
             let b = Arc::new(small(Mode::Overwrite));
@@ -421,6 +423,32 @@ fn loom_clear_vs_writer_with_nested_writer() {
     });
 }
 
+/// A clear while a writer that enters no section (`Buffer::write` on the recorder's
+/// live buffer, as a kernel's own ring user would) writes: the clear waits for it to
+/// leave its ring (`writing`, an Acquire load of `nest` pairing with the writer's
+/// Release store) and then sees its record and counts, so it wipes both or neither.
+#[test]
+fn loom_clear_vs_raw_writer() {
+    model(3, || {
+        let cfg = Config { cpus: 2, bytes_per_cpu: 64, mode: Mode::Overwrite };
+        let r = Arc::new(Recorder::new(LoomPlatform, cfg, false).unwrap());
+        let w = {
+            let r = r.clone();
+            loom::thread::spawn(move || {
+                CPU.with(|c| c.set(0));
+                let _ = r.live().write(1, &1u64.to_le_bytes());
+            })
+        };
+        CPU.with(|c| c.set(1));
+        r.clear().unwrap();
+        w.join().unwrap();
+        let s = r.live().stats(0).unwrap();
+        assert!(s.balanced(), "{s:?}");
+        let (ids, _) = drain(r.live());
+        assert_eq!(ids.len() as u64, s.written, "{ids:?} {s:?}");
+    });
+}
+
 mod tracer {
     use super::*;
     use crate::{InstanceConfig, Limits, Tracer, event::DescriptorKind};
@@ -665,6 +693,49 @@ mod tracer {
             assert_eq!(snap.stats(0).unwrap().written, frozen.written, "written after the swap");
             let live = a.stats(0).unwrap();
             assert_eq!(live.written + frozen.written, 2);
+        });
+    }
+
+    /// A histogram cleared (`hist:...:clear`) while a writer adds its event's hit:
+    /// the clear pauses the histogram and waits for a grace period before it empties
+    /// the table, so the table ends empty or holding the hit under its key, never a
+    /// key half-written or an entry the count leaves out.
+    #[test]
+    fn loom_hist_clear_vs_writer() {
+        let _serial = one_at_a_time();
+        use crate::{field::Field, field::FieldKind};
+        static EVH: crate::event::EventDescriptor = crate::event::EventDescriptor::new(
+            "h",
+            "e",
+            "n={n}",
+            &[Field { name: "n", kind: FieldKind::U32 }],
+            DescriptorKind::Event,
+        );
+        model(2, || {
+            hook::clear();
+            let limits = Limits { max_instances: 3, max_total_bytes: 1 << 20 };
+            let cfg = InstanceConfig { bytes_per_cpu: 64, mode: Mode::Overwrite, snapshot: false };
+            let t = Tracer::new(LoomPlatform, 2, &[&EVH], limits, cfg).unwrap();
+            let t: &'static Tracer<LoomPlatform> = std::boxed::Box::leak(std::boxed::Box::new(t));
+            let a = t.get_or_create("a", cfg).unwrap();
+            a.set_event(Some("h"), None, true).unwrap();
+            a.set_trigger(&EVH, "hist:keys=n:size=2").unwrap();
+            drop(a);
+            let w = writer_in_section(move || {
+                crate::event::dispatch::Dispatch::record(t, &EVH, 4, &&7u32.to_le_bytes()[..]);
+            });
+            let a = t.lookup("a").unwrap();
+            a.set_trigger(&EVH, "hist:keys=n:size=2:clear").unwrap();
+            w.join().unwrap();
+            let mut text = std::string::String::new();
+            a.write_hists(&EVH, None, &mut text).unwrap();
+            let entries: Vec<&str> = text.lines().filter(|l| l.starts_with('{')).collect();
+            let whole = |l: &&str| {
+                l.split_whitespace().collect::<Vec<_>>() == ["{", "n:", "7", "}", "hitcount:", "1"]
+            };
+            assert!(entries.iter().all(whole), "{text}");
+            let counted = text.lines().find_map(|l| l.trim().strip_prefix("Entries:"));
+            assert_eq!(counted.map(str::trim), Some(entries.len().to_string().as_str()), "{text}");
         });
     }
 

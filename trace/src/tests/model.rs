@@ -30,8 +30,14 @@ enum Op {
     TimeJump,
 }
 
-const AT: [Point; 5] =
-    [Point::Entered, Point::Reserving, Point::Reserved, Point::Filled, Point::Committed];
+const AT: [Point; 6] = [
+    Point::Entered,
+    Point::Reserving,
+    Point::Reserved,
+    Point::Filled,
+    Point::Publishing,
+    Point::Committed,
+];
 const SIZES: [usize; 4] = [64, 128, 256, 512];
 
 fn op() -> impl Strategy<Value = Op> {
@@ -294,6 +300,13 @@ fn run(size: usize, overwrite: bool, ops: Vec<Op>) -> Result<(), TestCaseError> 
                             inner_writes(&mut m);
                         }
                         (ok, ok)
+                    }
+                    // The outer is still inside (a dropped write leaves too): the
+                    // interrupt's writes nest, and the outer publishes them.
+                    Point::Publishing => {
+                        let ok = m.write(outer, Some((id, po)));
+                        inner_writes(&mut m);
+                        (ok, true)
                     }
                     _ => {
                         let ok = m.write(outer, Some((id, po)));

@@ -35,6 +35,25 @@ fn reclaim_walk_raced_by_a_nested_reclaim_walks_again() {
     assert_eq!(ids.last(), Some(&51));
 }
 
+/// An interrupt that reserves after the outermost writer loaded the head it
+/// publishes, before it left, finds it still inside and leaves its record to it: the
+/// outer writer must load the head again and publish that record too. (Without the
+/// re-check it stays unpublished until the next write on the CPU.)
+#[test]
+fn an_interrupt_between_the_publish_and_the_leave_is_published() {
+    for mode in [Mode::Overwrite, Mode::Discard] {
+        let b = Rc::new(buffer(1, 1024, mode));
+        let bb = b.clone();
+        hook::once(Point::Publishing, move || bb.write(90, &[1; 16]).unwrap());
+        b.write(1, &[0; 16]).unwrap();
+        hook::clear();
+        let ids: Vec<u16> = consume(&b, 0).iter().map(|e| e.0).collect();
+        assert_eq!(ids, [1, 90], "{mode:?}");
+        let s = b.stats(0).unwrap();
+        assert!(s.balanced(), "{mode:?}: {s:?}");
+    }
+}
+
 /// `lost()` (what `trace_pipe` reports) covers every kind of loss: drops for depth
 /// and refused writes too.
 #[test]

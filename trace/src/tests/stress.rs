@@ -47,14 +47,21 @@ fn counted(r: Result<(), WriteError>) -> u64 {
 /// that cycles through the write path. Returns the events attempted (all counted).
 fn writer(write: WriteFn, cpu: usize) -> u64 {
     HostPlatform::set_cpu(cpu);
-    const AT: [Point; 5] =
-        [Point::Entered, Point::Reserving, Point::Reserved, Point::Filled, Point::Committed];
+    const AT: [Point; 6] = [
+        Point::Entered,
+        Point::Reserving,
+        Point::Reserved,
+        Point::Filled,
+        Point::Publishing,
+        Point::Committed,
+    ];
     let mut attempts = 0;
     let mut seq = 0u64;
     for i in 0..PER_WRITER {
         let nested = Rc::new(Cell::new(0u64));
         if i % 8 == 0 {
-            let (w, n, at) = (write.clone(), nested.clone(), AT[(i / 8 % 5) as usize]);
+            let (w, n, at) =
+                (write.clone(), nested.clone(), AT[(i / 8 % AT.len() as u64) as usize]);
             let p = payload(cpu, seq + 1);
             hook::set(move |point| {
                 if point == at && n.get() == 0 {

@@ -60,7 +60,12 @@ const STRING_KEY_WORDS: usize = 4;
 /// Bytes of a string a key keeps (the rest is cut off; shorter ones are zero-padded).
 pub const STRING_KEY_BYTES: usize = 8 * STRING_KEY_WORDS;
 /// Fewest entries a histogram keeps (`size`).
+#[cfg(not(loom))]
 pub const MIN_SIZE: usize = 128;
+/// Fewest entries a histogram keeps (`size`): under loom, 2, so that a model can
+/// clear a histogram in a few steps.
+#[cfg(loom)]
+pub const MIN_SIZE: usize = 2;
 /// Most entries a histogram keeps (`size`).
 pub const MAX_SIZE: usize = 16384;
 /// Entries kept without `size`.
