@@ -340,7 +340,7 @@ impl<P: Platform> Buffer<P> {
         if len > MIN_MAX_PAYLOAD && len > ring.max_payload() {
             return Err(self.refuse(cpu, Refusal::TooLarge));
         }
-        ring.write_with(|| self.mode(), open, &self.platform, tag, len, limit, fill)
+        ring.write_with((|| self.mode(), open), &self.platform, tag, len, limit, fill)
     }
 
     /// Refuses a write that found no section to enter on CPU `cpu`: a CPU beyond the

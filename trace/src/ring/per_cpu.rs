@@ -425,18 +425,17 @@ impl Ring {
     // (one writer at a time without the platform's promise).
     // ----------------------------------------------------------------------------
 
-    /// Writes one event of `len` payload bytes, which `fill` writes in place. `mode`
-    /// gives the set's mode, read only if the write must make room; `platform` gives
+    /// Writes one event of `len` payload bytes, which `fill` writes in place. `set`
+    /// is (`mode`, `open`): `mode` gives the set's mode, read only if the write must
+    /// make room; `open` is asked once the writer is inside the ring (`nest` raised):
+    /// `false` leaves it, nothing written (`WriteError::Off`). `platform` gives
     /// the ring's clock its readings ([`Clock`]), `limit` the room a [`RecordWriter`]
     /// reports at its start (at least `len`: the limit the payload was measured under,
     /// so strings are cut the same way). Bytes `fill` leaves unwritten are zero.
-    /// `open` is asked once the writer is inside the ring (`nest` raised): `false`
-    /// leaves it, nothing written (`WriteError::Off`).
     #[inline]
     pub(crate) fn write_with<P: Platform>(
         &self,
-        mode: impl Fn() -> Mode,
-        open: impl Fn() -> bool,
+        (mode, open): (impl Fn() -> Mode, impl Fn() -> bool),
         platform: &P,
         tag: Tag,
         len: usize,
