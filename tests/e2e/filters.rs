@@ -1015,8 +1015,9 @@ fn hist_triggers_count_by_key_from_any_context() {
             assert_eq!((lo % 1_000_000, hi), (0, lo + 999_999), "{root}{key}");
         }
         m.run(&format!("echo '!hist:keys=interval_ns.buckets=1000000' > {tick}/trigger"));
-        // The same intervals by power of two (10 ms: 2^23 to 2^24), and vectors in
-        // hex.
+        // The same intervals by power of two (10 ms reads 2^23 or 2^24; a loaded host
+        // stretches some far past it, so only the form and a wide range are checked),
+        // and vectors in hex.
         m.run(&format!("echo 'hist:keys=interval_ns.log2' > {tick}/trigger"));
         let ticks = (0..300)
             .map(|_| hist(&mut m, &format!("{tick}/hist")).0)

@@ -163,7 +163,8 @@ impl<P: Platform> Buffer<P> {
     }
 
     /// Turns recording on or off (ftrace's `tracing_on`). Writes while off are ignored
-    /// and not counted; a writer already past the check finishes its record.
+    /// and not counted; a writer already inside its ring (or, the tracer's, its section)
+    /// finishes its record.
     pub fn set_recording(&self, on: bool) {
         if on {
             self.state.fetch_or(RECORDING, Relaxed);
@@ -272,11 +273,25 @@ impl<P: Platform> Buffer<P> {
         len: usize,
         fill: impl FnOnce(&mut RecordWriter<'_>),
     ) -> Result<(), WriteError> {
-        self.write_on(self.platform.cpu(), id, len, len, fill)
+        self.write_on(self.platform.cpu(), id, len, len, || self.still_recording(), fill)
+    }
+
+    /// A writer outside any section, once inside its ring (`nest` raised), looks at
+    /// the state again: a clear pauses the set, then waits for `nest` to fall, so
+    /// either it sees this writer inside or the writer sees the pause (the barrier
+    /// pair, as a section's entry).
+    #[inline(always)]
+    fn still_recording(&self) -> bool {
+        match P::PROMISE {
+            Some(_) => self.platform.light_barrier(),
+            None => fence(SeqCst),
+        }
+        self.state.load(Acquire) == RECORDING
     }
 
     /// [`Buffer::write_with`] on CPU `cpu` (the caller's, read once per event), with
-    /// strings in the payload measured under `limit`. Refused writes are counted as
+    /// strings in the payload measured under `limit`; `open` is asked once the writer
+    /// is inside the ring (see [`Ring::write_with`]). Refused writes are counted as
     /// dropped, with their reason.
     #[inline(always)]
     pub(crate) fn write_on(
@@ -285,22 +300,13 @@ impl<P: Platform> Buffer<P> {
         id: u16,
         len: usize,
         limit: usize,
+        open: impl Fn() -> bool,
         fill: impl FnOnce(&mut RecordWriter<'_>),
     ) -> Result<(), WriteError> {
         if id > MAX_EVENT_ID {
             return Err(self.refuse_id(cpu));
         }
         let tag = Tag { id, ctx: self.platform.context() };
-        // A writer outside any section: once inside the ring it looks at the state
-        // again, so that a clear, which pauses the set and then waits for `nest` to
-        // fall, either sees it inside or is seen (the barrier pair, as a section's).
-        let open = || {
-            match P::PROMISE {
-                Some(_) => self.platform.light_barrier(),
-                None => fence(SeqCst),
-            }
-            self.state.load(Acquire) == RECORDING
-        };
         self.write_event(cpu, tag, len, limit, open, fill)
     }
 

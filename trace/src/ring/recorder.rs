@@ -252,7 +252,8 @@ impl<P: Platform> Recorder<P> {
         let Some(_section) = self.sections.enter(platform, cpu) else {
             return Err(self.live().refuse_outside_section(cpu));
         };
-        self.live().write_on(cpu, id, len, len, fill)
+        // Inside a section, which a clear's grace period waits for.
+        self.live().write_on(cpu, id, len, len, || true, fill)
     }
 
     /// Writes an event tagged by the tracer (see [`Buffer::write_event`]) into the

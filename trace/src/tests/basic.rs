@@ -397,7 +397,8 @@ fn with_interrupt(
 
 #[test]
 fn nested_writer_at_every_point_finishes_first_and_both_are_kept() {
-    for k in 0..8 {
+    // Until a write passes no more points (every one of them struck once).
+    for k in 0.. {
         let b = Rc::new(buffer(1, 4096, Mode::Overwrite));
         b.write(1, b"before").unwrap();
         let at = with_interrupt(&b, k, vec![(3, b"irq".to_vec())], || {
@@ -441,8 +442,9 @@ fn nested_writer_in_full_ring_counts_commit_overrun() {
 
 #[test]
 fn interrupt_during_reclaim_and_commit_keeps_accounting_exact() {
-    // A small full ring: every write reclaims; interrupts at each point also write.
-    for k in 0..12 {
+    // A small full ring: every write reclaims; interrupts at each point also write,
+    // until a write passes no more points.
+    for k in 0.. {
         let b = Rc::new(buffer(1, 256, Mode::Overwrite));
         for i in 0..40 {
             b.write(i, &[0; 16]).unwrap();

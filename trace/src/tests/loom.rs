@@ -429,9 +429,20 @@ fn loom_clear_vs_writer_with_nested_writer() {
 /// Release store) and then sees its record and counts, so it wipes both or neither.
 #[test]
 fn loom_clear_vs_raw_writer() {
-    model(3, || {
+    clear_vs_raw_writer(LoomPlatform);
+}
+
+/// [`loom_clear_vs_raw_writer`] on a platform without the promise: the writer's
+/// barrier is a full fence, and its ring takes one writer at a time.
+#[test]
+fn loom_clear_vs_raw_writer_unpromised() {
+    clear_vs_raw_writer(Unpromised);
+}
+
+fn clear_vs_raw_writer<P: Platform + Copy + Send + Sync + 'static>(platform: P) {
+    model(3, move || {
         let cfg = Config { cpus: 2, bytes_per_cpu: 64, mode: Mode::Overwrite };
-        let r = Arc::new(Recorder::new(LoomPlatform, cfg, false).unwrap());
+        let r = Arc::new(Recorder::new(platform, cfg, false).unwrap());
         let w = {
             let r = r.clone();
             loom::thread::spawn(move || {
@@ -696,10 +707,10 @@ mod tracer {
         });
     }
 
-    /// A histogram cleared (`hist:...:clear`) while a writer adds its event's hit:
-    /// the clear pauses the histogram and waits for a grace period before it empties
-    /// the table, so the table ends empty or holding the hit under its key, never a
-    /// key half-written or an entry the count leaves out.
+    /// A histogram cleared (`hist:...:clear`) while a writer inside its section adds
+    /// its event's hit: the clear pauses the histogram and waits for a grace period,
+    /// which waits for that writer, before it empties the table, so the table ends
+    /// empty: never a key half-written, or kept with its hits zeroed.
     #[test]
     fn loom_hist_clear_vs_writer() {
         let _serial = one_at_a_time();
@@ -729,13 +740,9 @@ mod tracer {
             w.join().unwrap();
             let mut text = std::string::String::new();
             a.write_hists(&EVH, None, &mut text).unwrap();
-            let entries: Vec<&str> = text.lines().filter(|l| l.starts_with('{')).collect();
-            let whole = |l: &&str| {
-                l.split_whitespace().collect::<Vec<_>>() == ["{", "n:", "7", "}", "hitcount:", "1"]
-            };
-            assert!(entries.iter().all(whole), "{text}");
+            assert!(!text.lines().any(|l| l.starts_with('{')), "{text}");
             let counted = text.lines().find_map(|l| l.trim().strip_prefix("Entries:"));
-            assert_eq!(counted.map(str::trim), Some(entries.len().to_string().as_str()), "{text}");
+            assert_eq!(counted.map(str::trim), Some("0"), "{text}");
         });
     }
 

@@ -290,7 +290,8 @@ fn run(size: usize, overwrite: bool, ops: Vec<Op>) -> Result<(), TestCaseError> 
                             m.c.written += 1;
                             m.c.dropped += 1;
                             m.c.commit_overrun += m.overwrite as u64;
-                            // The drop path still passes the Committed point only.
+                            // The drop path still passes the Publishing and
+                            // Committed points only.
                             (false, false)
                         }
                     }

@@ -54,6 +54,25 @@ fn an_interrupt_between_the_publish_and_the_leave_is_published() {
     }
 }
 
+/// A write outside any section that finds recording off once inside its ring
+/// leaves without writing, and publishes the record an interrupt wrote meanwhile.
+#[test]
+fn a_write_refused_inside_its_ring_publishes_an_interrupts_record() {
+    let b = Rc::new(buffer(1, 1024, Mode::Overwrite));
+    let bb = b.clone();
+    hook::once(Point::Entered, move || {
+        bb.write(90, &[1; 16]).unwrap();
+        bb.set_recording(false);
+    });
+    assert_eq!(b.write(1, &[0; 16]), Err(WriteError::Off));
+    hook::clear();
+    let ids: Vec<u16> = consume(&b, 0).iter().map(|e| e.0).collect();
+    assert_eq!(ids, [90]);
+    let s = b.stats(0).unwrap();
+    assert_eq!((s.written, s.read), (1, 1));
+    assert!(s.balanced(), "{s:?}");
+}
+
 /// `lost()` (what `trace_pipe` reports) covers every kind of loss: drops for depth
 /// and refused writes too.
 #[test]

@@ -60,12 +60,10 @@ const STRING_KEY_WORDS: usize = 4;
 /// Bytes of a string a key keeps (the rest is cut off; shorter ones are zero-padded).
 pub const STRING_KEY_BYTES: usize = 8 * STRING_KEY_WORDS;
 /// Fewest entries a histogram keeps (`size`).
-#[cfg(not(loom))]
 pub const MIN_SIZE: usize = 128;
-/// Fewest entries a histogram keeps (`size`): under loom, 2, so that a model can
-/// clear a histogram in a few steps.
-#[cfg(loom)]
-pub const MIN_SIZE: usize = 2;
+/// The least `size` a `hist` line takes: [`MIN_SIZE`], and 2 under loom, so that a
+/// model can clear a histogram in a few steps.
+const LEAST_SIZE: usize = if cfg!(loom) { 2 } else { MIN_SIZE };
 /// Most entries a histogram keeps (`size`).
 pub const MAX_SIZE: usize = 16384;
 /// Entries kept without `size`.
@@ -448,7 +446,7 @@ impl Hist {
                         .parse::<usize>()
                         .ok()
                         .and_then(usize::checked_next_power_of_two)
-                        .filter(|n| (MIN_SIZE..=MAX_SIZE).contains(n))
+                        .filter(|n| (LEAST_SIZE..=MAX_SIZE).contains(n))
                         .ok_or((value_at, HistReason::BadSize))?;
                     size = Some(n);
                 }
