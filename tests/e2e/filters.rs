@@ -786,6 +786,13 @@ fn report_elf_names_the_frames_the_kernel_names() {
     assert_eq!(stack_frames(&host), stack_frames(&kernel), "host:\n{host}\nkernel:\n{kernel}");
 }
 
+/// The first entries the `hist` file at `path` shows, read again (a bounded number
+/// of times: each read is a command, during which events come) until it has some.
+fn first_entries(m: &mut Machine, path: &str) -> Vec<(String, u64)> {
+    let entries = (0..300).map(|_| hist(m, path).0).find(|entries| !entries.is_empty());
+    entries.unwrap_or_else(|| panic!("{path}: no entry"))
+}
+
 /// A `hist` file's entries, as (key text, hitcount), and its totals (hits, entries,
 /// dropped).
 fn hist(m: &mut Machine, path: &str) -> (Vec<(String, u64)>, [u64; 3]) {
@@ -1004,10 +1011,7 @@ fn hist_triggers_count_by_key_from_any_context() {
         // Tick intervals in buckets of 1 ms (the timer runs at 100 Hz: about 10 ms).
         let tick = format!("{root}events/timer/tick");
         m.run(&format!("echo 'hist:keys=interval_ns.buckets=1000000' > {tick}/trigger"));
-        let ticks = (0..300)
-            .map(|_| hist(&mut m, &format!("{tick}/hist")).0)
-            .find(|entries| !entries.is_empty())
-            .unwrap_or_else(|| panic!("{root}: no tick"));
+        let ticks = first_entries(&mut m, &format!("{tick}/hist"));
         for (key, _) in &ticks {
             let range = key.strip_prefix("interval_ns: ~ ").unwrap_or_else(|| panic!("{key}"));
             let (lo, hi) = range.split_once('-').unwrap();
@@ -1019,10 +1023,7 @@ fn hist_triggers_count_by_key_from_any_context() {
         // stretches some far past it, so only the form and a wide range are checked),
         // and vectors in hex.
         m.run(&format!("echo 'hist:keys=interval_ns.log2' > {tick}/trigger"));
-        let ticks = (0..300)
-            .map(|_| hist(&mut m, &format!("{tick}/hist")).0)
-            .find(|entries| !entries.is_empty())
-            .unwrap_or_else(|| panic!("{root}: no tick"));
+        let ticks = first_entries(&mut m, &format!("{tick}/hist"));
         for (key, _) in &ticks {
             let power = key.strip_prefix("interval_ns: ~ 2^").and_then(|p| p.parse::<u32>().ok());
             assert!(power.is_some_and(|p| (20..=30).contains(&p)), "{root}{key}");

@@ -804,41 +804,30 @@ fn function_commands_act_when_their_function_is_called() {
 
     // cpudump: the call prints the dump a panic would, of its CPU's records; every
     // instance stops recording; the host tool reads the dump. Not an event trigger.
-    m.run("echo before-dump > trace_marker");
-    assert_eq!(m.run(&format!("echo '{pwd}:cpudump:1' >> set_ftrace_filter")), "");
-    let out = m.run("pwd");
-    assert!(out.contains("# trace dump: 4 CPU(s), records of CPU(s) 0..0"), "{out}");
-    for root in ["", "instances/c/"] {
-        assert_eq!(m.run(&format!("cat {root}tracing_on")), "0\n", "{root}");
-        m.run(&format!("echo 1 > {root}tracing_on"));
-    }
-    let dumps = m.dumps();
-    let [dump] = &dumps[..] else { panic!("{} dumps", dumps.len()) };
-    assert!(dump.problems.is_empty() && dump.panic.is_none(), "{:?}", dump.problems);
-    let sections = dump.sections();
-    let top = sections.iter().find(|s| s.instance == "top").expect("the top level");
-    assert!(top.events.iter().any(|e| e.text == "before-dump"));
-    assert!(sections.iter().flat_map(|s| &s.events).all(|e| e.cpu == 0));
-    assert!(m.run("cat set_ftrace_filter").contains(&format!("{pwd}:cpudump:count=0")));
-    assert_eq!(m.run(&format!("echo '!{pwd}:cpudump' >> set_ftrace_filter")), "");
     // dump: the same, of every CPU's records.
-    m.run("echo before-full-dump > trace_marker");
-    assert_eq!(m.run(&format!("echo '{pwd}:dump:1' >> set_ftrace_filter")), "");
-    let out = m.run("pwd");
-    assert!(out.contains("# trace dump: 4 CPU(s), records of CPU(s) 0..3"), "{out}");
-    for root in ["", "instances/c/"] {
-        assert_eq!(m.run(&format!("cat {root}tracing_on")), "0\n", "{root}");
-        m.run(&format!("echo 1 > {root}tracing_on"));
+    for (n, (command, cpus)) in [("cpudump", "0..0"), ("dump", "0..3")].into_iter().enumerate() {
+        let marker = format!("before-{command}");
+        m.run(&format!("echo {marker} > trace_marker"));
+        assert_eq!(m.run(&format!("echo '{pwd}:{command}:1' >> set_ftrace_filter")), "");
+        let out = m.run("pwd");
+        let header = format!("# trace dump: 4 CPU(s), records of CPU(s) {cpus}");
+        assert!(out.contains(&header), "{out}");
+        for root in ["", "instances/c/"] {
+            assert_eq!(m.run(&format!("cat {root}tracing_on")), "0\n", "{root}");
+            m.run(&format!("echo 1 > {root}tracing_on"));
+        }
+        let dumps = m.dumps();
+        assert_eq!(dumps.len(), n + 1);
+        let dump = &dumps[n];
+        assert!(dump.problems.is_empty() && dump.panic.is_none(), "{:?}", dump.problems);
+        let sections = dump.sections();
+        let top = sections.iter().find(|s| s.instance == "top").expect("the top level");
+        assert!(top.events.iter().any(|e| e.text == marker));
+        let elsewhere = sections.iter().flat_map(|s| &s.events).any(|e| e.cpu != 0);
+        assert_eq!(elsewhere, command == "dump", "{command}: other CPUs' records");
+        assert!(m.run("cat set_ftrace_filter").contains(&format!("{pwd}:{command}:count=0")));
+        assert_eq!(m.run(&format!("echo '!{pwd}:{command}' >> set_ftrace_filter")), "");
     }
-    let dumps = m.dumps();
-    let [_, dump] = &dumps[..] else { panic!("{} dumps", dumps.len()) };
-    assert!(dump.problems.is_empty() && dump.panic.is_none(), "{:?}", dump.problems);
-    let sections = dump.sections();
-    let top = sections.iter().find(|s| s.instance == "top").expect("the top level");
-    assert!(top.events.iter().any(|e| e.text == "before-full-dump"));
-    assert!(top.events.iter().any(|e| e.cpu != 0), "only CPU 0's records");
-    assert!(m.run("cat set_ftrace_filter").contains(&format!("{pwd}:dump:count=0")));
-    assert_eq!(m.run(&format!("echo '!{pwd}:dump' >> set_ftrace_filter")), "");
     let error = m.run("echo dump > events/irq/irq_handler_entry/trigger");
     assert!(error.contains("parse error at 0: unknown command"), "{error}");
 

@@ -714,27 +714,14 @@ mod tracer {
     #[test]
     fn loom_hist_clear_vs_writer() {
         let _serial = one_at_a_time();
-        use crate::{field::Field, field::FieldKind};
-        static EVH: crate::event::EventDescriptor = crate::event::EventDescriptor::new(
-            "h",
-            "e",
-            "n={n}",
-            &[Field { name: "n", kind: FieldKind::U32 }],
-            DescriptorKind::Event,
-        );
+        static EVH: crate::event::EventDescriptor = event_with_n("h");
         model(2, || {
             hook::clear();
-            let limits = Limits { max_instances: 3, max_total_bytes: 1 << 20 };
-            let cfg = InstanceConfig { bytes_per_cpu: 64, mode: Mode::Overwrite, snapshot: false };
-            let t = Tracer::new(LoomPlatform, 2, &[&EVH], limits, cfg).unwrap();
-            let t: &'static Tracer<LoomPlatform> = std::boxed::Box::leak(std::boxed::Box::new(t));
-            let a = t.get_or_create("a", cfg).unwrap();
-            a.set_event(Some("h"), None, true).unwrap();
+            let t = tracer_recording(&EVH);
+            let a = t.lookup("a").unwrap();
             a.set_trigger(&EVH, "hist:keys=n:size=2").unwrap();
             drop(a);
-            let w = writer_in_section(move || {
-                crate::event::dispatch::Dispatch::record(t, &EVH, 4, &&7u32.to_le_bytes()[..]);
-            });
+            let w = writer_in_section(move || record_n(t, &EVH, 7));
             let a = t.lookup("a").unwrap();
             a.set_trigger(&EVH, "hist:keys=n:size=2:clear").unwrap();
             w.join().unwrap();
@@ -752,27 +739,14 @@ mod tracer {
     #[test]
     fn loom_filter_replaced_vs_writer() {
         let _serial = one_at_a_time();
-        use crate::{field::Field, field::FieldKind};
-        static EVF: crate::event::EventDescriptor = crate::event::EventDescriptor::new(
-            "f",
-            "e",
-            "n={n}",
-            &[Field { name: "n", kind: FieldKind::U32 }],
-            DescriptorKind::Event,
-        );
+        static EVF: crate::event::EventDescriptor = event_with_n("f");
         model(3, || {
             hook::clear();
-            let limits = Limits { max_instances: 3, max_total_bytes: 1 << 20 };
-            let cfg = InstanceConfig { bytes_per_cpu: 64, mode: Mode::Overwrite, snapshot: false };
-            let t = Tracer::new(LoomPlatform, 2, &[&EVF], limits, cfg).unwrap();
-            let t: &'static Tracer<LoomPlatform> = std::boxed::Box::leak(std::boxed::Box::new(t));
-            let a = t.get_or_create("a", cfg).unwrap();
-            a.set_event(Some("f"), None, true).unwrap();
+            let t = tracer_recording(&EVF);
+            let a = t.lookup("a").unwrap();
             a.set_filter(&EVF, "n == 1").unwrap();
             drop(a);
-            let w = writer_in_section(move || {
-                crate::event::dispatch::Dispatch::record(t, &EVF, 4, &&2u32.to_le_bytes()[..]);
-            });
+            let w = writer_in_section(move || record_n(t, &EVF, 2));
             let a = t.lookup("a").unwrap();
             a.set_filter(&EVF, "n == 2").unwrap();
             w.join().unwrap();
@@ -780,10 +754,45 @@ mod tracer {
             assert!(before <= 1, "{before}");
             // After `set_filter` returned, the new filter applies.
             CPU.with(|c| c.set(0));
-            crate::event::dispatch::Dispatch::record(t, &EVF, 4, &&2u32.to_le_bytes()[..]);
+            record_n(t, &EVF, 2);
             assert_eq!(a.stats(0).unwrap().written, before + 1);
             assert_eq!(a.filter(&EVF).as_deref(), Some("n == 2"));
         });
+    }
+
+    /// An event with one `u32` field, `n`, for [`tracer_recording`] (one per model:
+    /// a descriptor's masks are statics that outlive a model, so a model whose
+    /// descriptor another model changed explores other executions).
+    const fn event_with_n(system: &'static str) -> crate::event::EventDescriptor {
+        crate::event::EventDescriptor::new(
+            system,
+            "e",
+            "n={n}",
+            &[crate::field::Field { name: "n", kind: crate::field::FieldKind::U32 }],
+            DescriptorKind::Event,
+        )
+    }
+
+    /// A tracer of `event` alone, whose instance "a" records it.
+    fn tracer_recording(
+        event: &'static crate::event::EventDescriptor,
+    ) -> &'static Tracer<LoomPlatform> {
+        let limits = Limits { max_instances: 3, max_total_bytes: 1 << 20 };
+        let cfg = InstanceConfig { bytes_per_cpu: 64, mode: Mode::Overwrite, snapshot: false };
+        let t = Tracer::new(LoomPlatform, 2, &[event], limits, cfg).unwrap();
+        let t: &'static Tracer<LoomPlatform> = std::boxed::Box::leak(std::boxed::Box::new(t));
+        t.get_or_create("a", cfg).unwrap().set_event(Some(event.system), None, true).unwrap();
+        t
+    }
+
+    /// Records `event` (an [`event_with_n`]) with `n` on the caller's CPU, as its
+    /// tracepoint would.
+    fn record_n(
+        t: &'static Tracer<LoomPlatform>,
+        event: &'static crate::event::EventDescriptor,
+        n: u32,
+    ) {
+        crate::event::dispatch::Dispatch::record(t, event, 4, &&n.to_le_bytes()[..]);
     }
 }
 

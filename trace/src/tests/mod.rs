@@ -47,6 +47,17 @@ pub(crate) mod util {
     use crate::event::EventDescriptor;
     use crate::event::format_file::Origin;
     use crate::sync::{Point, hook};
+
+    /// The points of a write where the property and stress tests strike it with a
+    /// nested write (every point a plain write passes, but the counters' `Bump`).
+    pub(crate) const STRUCK_AT: [Point; 6] = [
+        Point::Entered,
+        Point::Reserving,
+        Point::Reserved,
+        Point::Filled,
+        Point::Publishing,
+        Point::Committed,
+    ];
     use crate::{Context, CpuPromise, HostPlatform, Mode, Platform, ring::Buffer, ring::Config};
     use core::cell::{Cell, RefCell};
     use std::boxed::Box;

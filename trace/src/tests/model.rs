@@ -3,7 +3,7 @@
 //! both modes, checked after every step against a simple model: a `VecDeque` of
 //! records with word positions, and the same counters.
 
-use super::util::{Probe, buffer};
+use super::util::{Probe, STRUCK_AT, buffer};
 use crate::ring::per_cpu::slack_for;
 use crate::ring::record::record_words;
 use crate::sync::{Point, hook};
@@ -30,14 +30,7 @@ enum Op {
     TimeJump,
 }
 
-const AT: [Point; 6] = [
-    Point::Entered,
-    Point::Reserving,
-    Point::Reserved,
-    Point::Filled,
-    Point::Publishing,
-    Point::Committed,
-];
+const AT: [Point; 6] = STRUCK_AT;
 const SIZES: [usize; 4] = [64, 128, 256, 512];
 
 fn op() -> impl Strategy<Value = Op> {

@@ -4,7 +4,7 @@
 //! concurrent non-consuming iterator; then the accounting is checked exactly. A second
 //! test does the same through a `Recorder` while another thread keeps swapping.
 
-use super::util::Probe;
+use super::util::{Probe, STRUCK_AT};
 use crate::sync::{Point, hook};
 use crate::{HostPlatform, Mode, ring::Buffer, ring::Config, ring::Recorder, ring::WriteError};
 use std::cell::Cell;
@@ -47,14 +47,7 @@ fn counted(r: Result<(), WriteError>) -> u64 {
 /// that cycles through the write path. Returns the events attempted (all counted).
 fn writer(write: WriteFn, cpu: usize) -> u64 {
     HostPlatform::set_cpu(cpu);
-    const AT: [Point; 6] = [
-        Point::Entered,
-        Point::Reserving,
-        Point::Reserved,
-        Point::Filled,
-        Point::Publishing,
-        Point::Committed,
-    ];
+    const AT: [Point; 6] = STRUCK_AT;
     let mut attempts = 0;
     let mut seq = 0u64;
     for i in 0..PER_WRITER {
