@@ -127,9 +127,10 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     selftest::init().expect("the timer, the test IPI and the NMI take the self-tests' hooks");
     lockup::init().expect("the timer and the NMI take the lockup detector's hooks");
     // The tracer starts before the other CPUs and with interrupts off, for every CPU
-    // the firmware lists that the kernel runs: the default events' sites are patched while no other code
-    // can run them (no CPU meets an `int3`; see `arch::patch`). A site that is not
-    // the NOP `emit!` wrote means a broken build: no event could be armed.
+    // the firmware lists that the kernel runs: the default events' sites are patched
+    // while no other code can run them (no CPU meets an `int3`; see `arch::patch`). A
+    // site that is not the NOP `emit!` wrote means a broken build: no event could be
+    // armed.
     let sites = keys::init().unwrap_or_else(|reason| panic!("static keys: {reason}"));
     println!("keys: {sites} tracepoint sites, each a 5-byte NOP until its event is armed");
     let tracer = tracing::init(machine.cpus.len().min(arch::MAX_CPUS));

@@ -60,16 +60,22 @@ fn write(sample: &Sample, panic: Option<(usize, &str, &str)>) -> String {
     write_panic(sample, panic)
 }
 
+/// A dump writer whose lines go into `out`, each ended with a newline, as a serial
+/// log holds them.
+fn log_writer(out: &mut String) -> DumpWriter<impl FnMut(&str) + '_> {
+    DumpWriter::begin(move |line: &str| {
+        out.push_str(line);
+        out.push('\n');
+    })
+}
+
 /// [`write`] with a panic that may have a nested one.
 fn write_panic(sample: &Sample, panic: Option<PanicHeader<'_>>) -> String {
     let [numbers_d, text_d] = descriptors();
     // Ids as a tracer would give them, without needing one: fixed for this test.
     let ids = [(1u16, numbers_d), (2u16, text_d)];
     let mut out = String::from("boot noise before the dump\n");
-    let mut writer = DumpWriter::begin(|line: &str| {
-        out.push_str(line);
-        out.push('\n');
-    });
+    let mut writer = log_writer(&mut out);
     writer.header(2, panic, Some(SYMBOLS));
     for (id, d) in ids {
         writer.descriptor_as(id, d);
@@ -309,10 +315,7 @@ fn chunk_numbers_at_the_limits_are_damage_not_overflow() {
 fn a_dump_carries_a_snapshot_section_beside_the_live_one_with_its_own_stats() {
     let [numbers_d, _] = descriptors();
     let mut out = String::new();
-    let mut writer = DumpWriter::begin(|line: &str| {
-        out.push_str(line);
-        out.push('\n');
-    });
+    let mut writer = log_writer(&mut out);
     writer.header(2, None, None);
     writer.descriptor_as(1, numbers_d);
     writer.instance(0, "latency");
@@ -605,10 +608,7 @@ trace::event! {
 fn descriptors_carry_their_timeline_through_a_dump() {
     use trace::event::Timeline;
     let mut out = String::new();
-    let mut writer = DumpWriter::begin(|line: &str| {
-        out.push_str(line);
-        out.push('\n');
-    });
+    let mut writer = log_writer(&mut out);
     writer.header(1, None, None);
     for (id, event) in [
         (1, OPEN.descriptor()),
@@ -642,10 +642,7 @@ fn descriptors_carry_their_timeline_through_a_dump() {
 fn a_section_naming_another_sections_buffer_is_kept_apart_as_it_is() {
     use trace::Clock;
     let mut out = String::new();
-    let mut writer = DumpWriter::begin(|line: &str| {
-        out.push_str(line);
-        out.push('\n');
-    });
+    let mut writer = log_writer(&mut out);
     writer.header(1, None, None);
     writer.section(0, "net", dump::BufferKind::Snapshot, Clock::Local);
     writer.section(1, "net", dump::BufferKind::Snapshot, Clock::Counter);
