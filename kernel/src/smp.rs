@@ -13,6 +13,9 @@ use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 const AP_STACK_SIZE: usize = 128 * 1024;
 /// How long a starting CPU has to report in.
 const START_TIMEOUT_NS: u64 = 1_000_000_000;
+/// How long another CPU has to answer an NMI (stop, backtrace, spin), as Linux's
+/// stop waits: a host may not run a virtual CPU for tens of milliseconds.
+const ANSWER_NS: u64 = 1_000_000_000;
 
 /// CPUs running, the boot CPU included.
 static ONLINE: AtomicUsize = AtomicUsize::new(1);
@@ -246,16 +249,17 @@ fn on_call_interrupt() {
 }
 
 /// Hangs CPU `index` with interrupts off, for good ([`Request::Spin`]), and waits
-/// (up to 100 ms) until it spins. Fails if there is no such CPU, it has a request
+/// (up to [`ANSWER_NS`]) until it spins. Fails if there is no such CPU, it has a request
 /// pending, or it does not start.
 pub fn spin(index: usize) -> Result<(), &'static str> {
     call(index, Request::Spin)?;
-    spinning(index, "the CPU did not start spinning within 100 ms")
+    spinning(index, "the CPU did not start spinning within 1 s")
 }
 
-/// Waits (up to 100 ms) until CPU `index` says it spins; `Err(late)` if it does not.
+/// Waits (up to [`ANSWER_NS`]) until CPU `index` says it spins; `Err(late)` if it
+/// does not.
 fn spinning(index: usize, late: &'static str) -> Result<(), &'static str> {
-    let deadline = clock::now_ns() + 100_000_000;
+    let deadline = clock::now_ns() + ANSWER_NS;
     while !SPINNING[index].load(Ordering::SeqCst) {
         if clock::now_ns() > deadline {
             return Err(late);
@@ -268,7 +272,7 @@ fn spinning(index: usize, late: &'static str) -> Result<(), &'static str> {
 /// Hangs CPU `index` (not this one) in an NMI handler: NMIs stay blocked there, so
 /// not even an NMI gets it out (a test aid for the hard lockup detector), for good
 /// or, with `panic_when_stopped`, until another CPU's panic stops the others, when
-/// it panics too (a test aid for two panics at once). Waits (up to 100 ms) until it
+/// it panics too (a test aid for two panics at once). Waits (up to [`ANSWER_NS`]) until it
 /// spins; fails if there is no such CPU or it does not start.
 pub fn spin_in_nmi(index: usize, panic_when_stopped: bool) -> Result<(), &'static str> {
     if index == percpu::index() {
@@ -280,7 +284,7 @@ pub fn spin_in_nmi(index: usize, panic_when_stopped: bool) -> Result<(), &'stati
     nmi(index).inspect_err(|_| flag.store(false, Ordering::SeqCst))?;
     // Once the NMI is sent it spins there, whenever it takes it: a CPU slow to
     // say so is spinning all the same.
-    spinning(index, "the NMI was sent, but the CPU did not say it spins within 100 ms")
+    spinning(index, "the NMI was sent, but the CPU did not say it spins within 1 s")
 }
 
 /// Sends an NMI to CPU `index`. Fails if there is no such CPU.
@@ -315,7 +319,7 @@ pub fn backtrace(cpu: usize) -> impl Iterator<Item = u64> {
 }
 
 /// Asks every other CPU for its call chain by NMI, as Linux's `sysrq-l` does, and
-/// waits (up to 100 ms) for them: each keeps it ([`backtrace`]) and goes on.
+/// waits (up to [`ANSWER_NS`]) for them: each keeps it ([`backtrace`]) and goes on.
 /// Returns how many answered.
 pub fn request_backtraces() -> usize {
     let this = percpu::index();
@@ -326,7 +330,7 @@ pub fn request_backtraces() -> usize {
         WANTED[cpu].store(true, Ordering::SeqCst);
         let _ = nmi(cpu);
     }
-    let deadline = clock::now_ns() + 100_000_000;
+    let deadline = clock::now_ns() + ANSWER_NS;
     let pending = || others.iter().filter(|&&cpu| WANTED[cpu].load(Ordering::SeqCst)).count();
     while pending() > 0 && clock::now_ns() < deadline {
         core::hint::spin_loop();
@@ -334,7 +338,7 @@ pub fn request_backtraces() -> usize {
     others.len() - pending()
 }
 
-/// Stops every other CPU with an NMI and waits (up to 100 ms) until they have,
+/// Stops every other CPU with an NMI and waits (up to [`ANSWER_NS`]) until they have,
 /// each keeping its call chain ([`backtrace`]). Returns how many stopped. For the
 /// panic path.
 pub fn stop_other_cpus() -> usize {
@@ -350,7 +354,7 @@ pub fn stop_other_cpus() -> usize {
         return 0;
     }
     apic::send_ipi(Destination::AllButSelf, Ipi::Nmi);
-    let deadline = clock::now_ns() + 100_000_000;
+    let deadline = clock::now_ns() + ANSWER_NS;
     while STOPPED.load(Ordering::Acquire) < others && clock::now_ns() < deadline {
         core::hint::spin_loop();
     }

@@ -465,6 +465,8 @@ fn captured() -> Machine {
     let mut m = Machine::boot();
     // A threshold well above scheduling noise on a busy host, and a spike above it.
     m.run("latency threshold 200");
+    // Armed again: a host stall since boot may have exceeded the boot's threshold.
+    assert!(m.run("latency rearm").contains("state: Watching"));
     m.run("latency spike 300");
     // The window records serial and shell events: the wait types nothing while it
     // lasts, so no keystroke of the test's can push the anomaly out of the ring.

@@ -1438,8 +1438,14 @@ fn irqsoff_keeps_the_longest_irqs_off_region_in_the_snapshot() {
     assert_eq!(m.run(&format!("echo stacktrace > {stacktrace}")), "");
     m.run(&format!("echo 0 > {max_latency}"));
     m.run("latency spike 30");
+    // Recording off keeps the window: as ftrace's tracer stops with `tracing_on`, no
+    // region is reported meanwhile, so a longer one (a host stall that keeps the
+    // console's interrupts off while the snapshot prints) cannot replace it.
+    m.run("echo 0 > instances/lat/tracing_on");
     m.run(&format!("echo '!stacktrace' > {stacktrace}"));
     let max: u64 = m.run(&format!("cat {max_latency}")).trim().parse().unwrap();
+    m.run("latency spike 40");
+    assert_eq!(m.run(&format!("cat {max_latency}")), format!("{max}\n"), "not while off");
     assert_eq!(m.run("cat tracing_max_latency"), "7\n", "the top level's is its own");
     assert!((30_000..1_000_000).contains(&max), "{max}");
     // Headed as Linux's latency trace is; the lines timed from the region's start,
@@ -1491,10 +1497,13 @@ fn irqsoff_keeps_the_longest_irqs_off_region_in_the_snapshot() {
     // can stretch a 15 ms spike past the 30 ms one, so the bar is set far above both.)
     m.run("echo 10000 > tracing_thresh");
     assert_eq!(m.run(&format!("echo 100000000 > {max_latency}")), "");
+    m.run("echo 1 > instances/lat/tracing_on");
     m.run("latency spike 15");
+    m.run("echo 0 > instances/lat/tracing_on");
     let thresh: u64 = m.run(&format!("cat {max_latency}")).trim().parse().unwrap();
     assert!((15_000..1_000_000).contains(&thresh), "{thresh} (max {max})");
     m.run("echo 0 > tracing_thresh");
+    m.run("echo 1 > instances/lat/tracing_on");
 
     // Interrupt handlers run with interrupts off: with `tracing_thresh` at 1 µs every
     // region is reported, among them the serial interrupt's, which each key typed
@@ -1548,6 +1557,7 @@ fn irqsoff_keeps_the_longest_irqs_off_region_in_the_snapshot() {
     // The crash day: the window survives a panic in the dump, which the host names.
     assert_eq!(m.run("echo irqsoff > instances/lat/current_tracer"), "");
     m.run("latency spike 30");
+    m.run("echo 0 > instances/lat/tracing_on");
     assert_eq!(m.run_to_exit("panic"), boot::qemu::Outcome::KernelFailure);
     let dumps = m.dumps();
     let dump = dumps.last().expect("the panic dump");

@@ -834,8 +834,8 @@ proptest::proptest! {
 /// `tracing_max_latency` at 0 and overwrite mode (discard refused; its mode back
 /// after); a region longer than its `tracing_max_latency` is recorded and swapped
 /// into the snapshot, a shorter one is not; with `tracing_thresh`, every region at
-/// least that long is; a region inside an open one (an exception's) times nothing
-/// of its own.
+/// least that long is; none while recording is off; a region inside an open one
+/// (an exception's) times nothing of its own.
 #[test]
 fn the_irqsoff_tracer_keeps_the_longest_irqs_off_region() {
     use crate::tracer::IRQSOFF;
@@ -956,6 +956,13 @@ fn the_irqsoff_tracer_keeps_the_longest_irqs_off_region() {
     lat.set_max_latency(5000).unwrap();
     assert!(region(0x600, 0x680, 4000));
     assert_eq!(lat.max_latency(), 5000);
+    // Recording off (`tracing_on` 0): nothing is reported, however long.
+    lat.set_tracing(false);
+    assert!(region(0x650, 0x6a0, 9000));
+    assert_eq!((lat.max_latency(), snapshot()), (5000, Some(vec![1000, 0x400, 0x480])));
+    lat.set_tracing(true);
+    assert!(region(0x650, 0x6a0, 9000));
+    assert_eq!((lat.max_latency(), snapshot()), (9000, Some(vec![9000, 0x650, 0x6a0])));
     // `tracing_thresh`: every region at least that long, the last one's latency kept.
     tracer.set_graph_threshold(300).unwrap();
     assert!(region(0x700, 0x780, 300) && region(0x800, 0x880, 299));

@@ -5,7 +5,9 @@
 //! second is timed; one longer than that instance's `tracing_max_latency` (or, with
 //! `tracing_thresh` set, one at least that long) is reported: recorded in the
 //! instance as an `ftrace:irqsoff` event, and the instance's live buffer swapped
-//! into its snapshot, which then holds the window that led to it. The instance
+//! into its snapshot, which then holds the window that led to it. As ftrace's
+//! tracer stops while `tracing_on` is 0, nothing is reported while the instance's
+//! recording is off: its maximum and snapshot stay as they were. The instance
 //! records the functions called inside a timed region (`ftrace:function`, through
 //! the function tracer's entries and lists), as ftrace's `function-trace` option
 //! does. As in ftrace, selecting the tracer starts the instance's
@@ -21,6 +23,7 @@
 
 use super::function::FunctionError;
 use super::instance::Instance;
+use super::trigger::Target;
 use super::{MAX_INSTANCES, Tracer};
 use crate::event::{DescriptorKind, EventDescriptor, Timeline};
 use crate::field::{Field, FieldKind};
@@ -187,6 +190,12 @@ impl<P: Platform> Tracer<P> {
         // Again under the lock: another CPU may have reported a longer one.
         let Some(slot) = latency.owner() else { return };
         if !latency.reports(took, functions.threshold.load(Relaxed), slot) {
+            return;
+        }
+        // As ftrace's tracer stops with `tracing_on`: nothing reported while off.
+        let mut tracing = false;
+        self.for_each_target(false, || 1 << slot, |target| tracing = target.tracing());
+        if !tracing {
             return;
         }
         latency.max[slot].store(took, Relaxed);
