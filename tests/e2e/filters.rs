@@ -551,6 +551,24 @@ fn markers_are_always_recorded_and_take_filters_and_triggers() {
         m.run(&format!("echo '!snapshot' > {print}/trigger"));
         m.run(&format!("echo 0 > {root}snapshot"));
         m.run(&format!("echo 1 > {root}tracing_on"));
+        // Counted, its count is spent as ftrace's: it stops recording once, and
+        // recording turned on again stays on.
+        m.run(&format!("echo > {root}trace"));
+        assert_eq!(m.run(&format!("echo snapshot:1 > {print}/trigger")), "");
+        m.run(&format!("echo 0 > {root}snapshot"));
+        m.run(&format!("echo 'hello >13<' > {root}trace_marker"));
+        assert_eq!(cat(&mut m, &format!("{root}tracing_on")), "0", "{root}");
+        assert_eq!(cat(&mut m, &format!("{print}/trigger")), "snapshot:count=0", "{root}");
+        m.run(&format!("echo 1 > {root}tracing_on"));
+        m.run(&format!("echo 'hello >14<' > {root}trace_marker"));
+        assert_eq!(cat(&mut m, &format!("{root}tracing_on")), "1", "{root}");
+        let stopped =
+            ["hello >13<", "*** SNAPSHOT NOT ALLOCATED ***", "*** stopping trace here!   ***"];
+        let mut expected = stopped.map(String::from).to_vec();
+        expected.push("hello >14<".to_string());
+        assert_eq!(markers(&mut m, &format!("{root}trace")), expected, "{root}");
+        m.run(&format!("echo '!snapshot:1' > {print}/trigger"));
+        m.run(&format!("echo 0 > {root}snapshot"));
     }
 }
 

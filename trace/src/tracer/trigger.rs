@@ -624,12 +624,14 @@ impl Trigger {
                 match target.snapshot() {
                     Ok(()) => {}
                     // As ftrace: the window the snapshot was to keep stays in the
-                    // live buffer, marked, and nothing overwrites it.
+                    // live buffer, marked, and nothing overwrites it. The count
+                    // stays taken, as ftrace's, so a counted trigger stops
+                    // recording that many times, not at every event after.
                     Err(crate::Error::NoSpare) => {
                         target.note("*** SNAPSHOT NOT ALLOCATED ***");
                         target.note("*** stopping trace here!   ***");
                         target.set_tracing(false);
-                        self.not_acted();
+                        self.refused.fetch_add(1, Relaxed);
                     }
                     Err(_) => {
                         target.note("*** SNAPSHOT BUSY: another snapshot operation runs ***");
