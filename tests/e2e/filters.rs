@@ -69,6 +69,20 @@ fn filters_keep_only_matching_records_and_refuse_bad_text() {
         assert!(log.contains(&format!("  Command: {bad}{caret}")), "{root}: {log}");
         assert!(log.contains("] event filter parse error: error: Invalid argument"), "{log}");
 
+        // A long list (60 predicates, 880 bytes): the last one keeps the keys typed.
+        let list: Vec<String> = (100..159).chain([49]).map(|v| format!("irq == {v}")).collect();
+        let list = list.join(" || ");
+        assert_eq!(m.run(&format!("echo '{list}' > {filter}")), "", "{root}");
+        assert_eq!(cat(&mut m, &filter), list);
+        m.run(&format!("echo > {root}trace"));
+        m.run("echo typed");
+        let entries = irq_entries(&mut m, root);
+        assert!(!entries.is_empty() && entries.iter().all(|f| f == "irq=49"), "{entries:?}");
+        // 129 is one too many, whatever the length.
+        let out = m.run(&format!("echo '{}' > {filter}", ["irq&1"; 129].join("||")));
+        assert!(out.contains("parse error at 896: too many predicates (at most 128)"), "{out}");
+        assert_eq!(cat(&mut m, &filter), list, "{root}: the refused filter changed it");
+
         // `0` clears it.
         m.run(&format!("echo 0 > {filter}"));
         assert_eq!(cat(&mut m, &filter), "none");

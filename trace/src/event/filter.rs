@@ -47,10 +47,13 @@ use core::ops::Range;
 
 /// Longest filter text, in bytes.
 pub const MAX_FILTER_LEN: usize = 1024;
-/// Most predicates in one filter.
-pub const MAX_PREDICATES: usize = 32;
+/// Most predicates in one filter: more than a [`MAX_FILTER_LEN`] text of usual
+/// predicates holds (a list of 40 pids or 70 IRQs fits).
+pub const MAX_PREDICATES: usize = 128;
 /// Deepest nesting of `(` and `!`.
 const MAX_NESTING: usize = 16;
+// The refusals name the bounds.
+const _: () = assert!(MAX_PREDICATES == 128 && MAX_NESTING == 16);
 
 /// Why a filter was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,8 +105,8 @@ impl fmt::Display for FilterReason {
         f.write_str(match self {
             FilterReason::Empty => "empty filter",
             FilterReason::TooLong => "filter too long",
-            FilterReason::TooManyPredicates => "too many predicates",
-            FilterReason::TooDeep => "parentheses nested too deep",
+            FilterReason::TooManyPredicates => "too many predicates (at most 128)",
+            FilterReason::TooDeep => "parentheses or '!' nested too deep (at most 16)",
             FilterReason::ExpectedField => "field name expected",
             FilterReason::UnknownField => "field not found",
             FilterReason::UnfilterableField => "byte-array fields cannot be filtered",

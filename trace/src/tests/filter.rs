@@ -261,10 +261,13 @@ fn filter_errors_name_the_position_and_reason() {
 fn filter_limits_are_errors() {
     let long = "a == 1 || ".repeat(MAX_FILTER_LEN / 10) + "a == 1";
     assert_eq!(refused(&long).reason, FilterReason::TooLong);
-    let many = ["a == 1"; MAX_PREDICATES + 1].join(" || ");
+    let many = ["a==1"; MAX_PREDICATES + 1].join("||");
+    assert!(many.len() <= MAX_FILTER_LEN);
     assert_eq!(refused(&many).reason, FilterReason::TooManyPredicates);
-    let fine = ["a == 1"; MAX_PREDICATES].join(" || ");
-    assert!(Filter::compile(FIELDS, &fine).is_ok());
+    // The most there may be: the last one decides.
+    let fine = ["a==1"; MAX_PREDICATES - 1].join("&&") + "&&b==3";
+    let fine = Filter::compile(FIELDS, &fine).unwrap();
+    assert!(judge(&fine, 1, 3, "", 0) && !judge(&fine, 1, 4, "", 0));
     let deep = "(".repeat(100) + "a == 1" + &")".repeat(100);
     assert_eq!(refused(&deep).reason, FilterReason::TooDeep);
     assert_eq!(refused(&"!".repeat(100)).reason, FilterReason::TooDeep);
