@@ -333,10 +333,20 @@ fn record(options: &Record) -> Result<bool, String> {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot run qemu-system-x86_64: {e} (run boot/setup.sh)"))?;
-    let result = stream(options, &file, &mut child);
+    // The serial log: the one asked for, or a temporary one, removed however the
+    // stream ends.
+    let log = options.run.serial_log.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("record-{}.serial", std::process::id()))
+    });
+    let result = stream(options, &file, &mut child, &log);
     let _ = child.kill();
     let _ = child.wait();
-    let log = result?;
+    if let Err(e) = result {
+        if options.run.serial_log.is_none() {
+            let _ = std::fs::remove_file(&log);
+        }
+        return Err(e);
+    }
     let report_options = Report {
         log: log.clone(),
         stat: false,
@@ -356,13 +366,13 @@ fn record(options: &Record) -> Result<bool, String> {
 }
 
 /// Drives the kernel's shell over the serial pipe of `child`: setup commands, then
-/// `cat FILE` for the duration; returns the path of the serial log holding the
-/// stream.
+/// `cat FILE` for the duration, the serial line written to `log_path`.
 fn stream(
     options: &Record,
     file: &str,
     child: &mut std::process::Child,
-) -> Result<PathBuf, String> {
+    log_path: &Path,
+) -> Result<(), String> {
     use std::io::Read;
     let mut stdin = child.stdin.take().ok_or("QEMU's serial input is not a pipe")?;
     let mut stdout = child.stdout.take().ok_or("QEMU's serial output is not a pipe")?;
@@ -375,11 +385,8 @@ fn stream(
             }
         }
     });
-    let log_path = options.run.serial_log.clone().unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("record-{}.serial", std::process::id()))
-    });
     let log_error = |e: std::io::Error| format!("{}: {e}", log_path.display());
-    let mut log = BufWriter::new(std::fs::File::create(&log_path).map_err(log_error)?);
+    let mut log = BufWriter::new(std::fs::File::create(log_path).map_err(log_error)?);
     let mut text = String::new();
     // Reads the serial line (into the log) until `done` accepts the text read since
     // the last call, which it returns; `None` when `limit` passed first.
@@ -451,8 +458,7 @@ fn stream(
     send("poweroff\r")?;
     // QEMU exits when the kernel is off: the line closes.
     let _ = until("power off", step, &|_| false);
-    log.flush().map_err(log_error)?;
-    Ok(log_path)
+    log.flush().map_err(log_error)
 }
 
 fn boot(run: &Run) -> ExitCode {
@@ -635,6 +641,21 @@ fn convert(
                 return Ok(());
             }
         };
+        if let Err(e) = elf_fits(options, symbols, &shown) {
+            // One dump of several from another kernel is left out, and said so (in
+            // text, the report is then partial: exit 1).
+            if total == 1 {
+                return Err(e);
+            }
+            eprintln!("report: {e}");
+            let what = "was written by another kernel than the ELF's";
+            if text {
+                clean = false;
+                writeln!(out, "{heading} {what}: left out").map_err(|e| options.write_error(e))?;
+            }
+            lacking = Some(format!("the dump at line {} {what}", dump.line));
+            return Ok(());
+        }
         found = true;
         if !text {
             last = Some((seen, shown));
@@ -686,21 +707,13 @@ struct Shown {
 }
 
 impl Shown {
-    /// Its sections ready to write: `options.elf` checked against the dump's kernel
-    /// (as `symbols`), their events those `selection` keeps, their stacks symbolised
-    /// with `names` if given.
+    /// Its sections ready to write (the ELF checked already, [`elf_fits`]): their
+    /// events those `selection` keeps, their stacks symbolised with `names` if given.
     fn ready(
         self,
-        options: &Report,
-        symbols: Option<&report::Symbols>,
         names: Option<&report::Symbols>,
         selection: &report::Selection,
     ) -> Result<Vec<trace::dump::Section>, String> {
-        if let (Some(symbols), Some(elf)) = (symbols, &options.elf) {
-            symbols.check(self.fingerprint).map_err(|e| {
-                format!("{}:{}: {}: {e}", options.log.display(), self.line, elf.display())
-            })?;
-        }
         let mut traces = self.traces;
         // Filters judge the values as recorded, before stack addresses become names.
         for trace in &mut traces {
@@ -713,6 +726,19 @@ impl Shown {
     }
 }
 
+/// Whether `options.elf` (as `symbols`) is the kernel that wrote the dump `shown`:
+/// the error names the log's line and the ELF.
+fn elf_fits(
+    options: &Report,
+    symbols: Option<&report::Symbols>,
+    shown: &Shown,
+) -> Result<(), String> {
+    let (Some(symbols), Some(elf)) = (symbols, &options.elf) else { return Ok(()) };
+    symbols
+        .check(shown.fingerprint)
+        .map_err(|e| format!("{}:{}: {}: {e}", options.log.display(), shown.line, elf.display()))
+}
+
 /// Writes one dump's report as text to `out`: its sections' events, statistics
 /// (`--stat`) or histograms (`--hist`).
 fn write_text(
@@ -723,7 +749,7 @@ fn write_text(
     out: &mut impl Write,
 ) -> Result<(), String> {
     if options.hist.is_empty() {
-        for trace in shown.ready(options, symbols, symbols, selection)? {
+        for trace in shown.ready(symbols, selection)? {
             if options.stat {
                 report::write_stat(&trace, out).map_err(|e| options.write_error(e))?;
             } else {
@@ -735,7 +761,7 @@ fn write_text(
     // Histograms read the values as recorded; `.sym` keys are named when they are
     // written.
     let table = symbols.and_then(report::Symbols::table);
-    for trace in shown.ready(options, symbols, None, selection)? {
+    for trace in shown.ready(None, selection)? {
         let hists = trace::histograms::Histograms::new(&trace, &options.hist, table.as_ref())?;
         hists.add(&trace);
         let mut text = format!("# instance: {}\n", trace.heading());
@@ -757,7 +783,7 @@ fn write_converted(
     // trace.dat keeps the addresses, and carries the symbols for trace-cmd to name
     // them.
     let names = if options.format == Format::Tracedat { None } else { symbols };
-    let traces = shown.ready(options, symbols, names, selection)?;
+    let traces = shown.ready(names, selection)?;
     let write_error = |e| options.write_error(e);
     match (options.format, &options.output) {
         (Format::Ctf, Some(dir)) => {

@@ -568,7 +568,9 @@ fn the_elf_of_another_kernel_is_refused_and_nothing_is_written() {
     );
     assert_eq!(written, None, "nothing is written");
     // Of a log with two dumps, perfetto converts the last alone: only its kernel
-    // counts. Text reports both.
+    // counts. Text reports the dump the ELF names and leaves the other out, said on
+    // both outputs (exit 1, the report partial); the other formats convert the last
+    // dump the ELF names, and say why a later one is not it.
     let both = stack_log(&[ip], Some(other)) + &stack_log(&[ip], Some(kernel.fingerprint()));
     let log = temp("two-kernels.log", both);
     let log = log.to_str().unwrap();
@@ -577,7 +579,30 @@ fn the_elf_of_another_kernel_is_refused_and_nothing_is_written() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let _ = std::fs::remove_file(&output);
     let out = report(&[log, "--elf"]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("the ELF is not the kernel that wrote this dump"), "{stderr}");
+    let left_out = "# dump 1 of 2 (line 1) was written by another kernel than the ELF's: left out
+";
+    assert!(stdout.starts_with(left_out), "{stdout}");
+    assert!(stdout.contains(&format!(" => {}", kernel.frame(ip))), "{stdout}");
+    let later = stack_log(&[ip], Some(kernel.fingerprint())) + &stack_log(&[ip], Some(other));
+    let log = temp("two-kernels-later.log", later);
+    let out = report(&[log.to_str().unwrap(), "--elf", "--format", "perfetto", "-o", json]);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("the ELF is not the kernel that wrote this dump"), "{stderr}");
+    assert!(stderr.contains("converting dump 1 (line 1), the last that has"), "{stderr}");
+    let converted = std::fs::read_to_string(&output).unwrap_or_default();
+    assert!(converted.contains(&kernel.frame(ip)), "the first dump, the ELF's: {converted}");
+    let _ = std::fs::remove_file(&output);
+    // None the ELF's: an error, nothing written.
+    let neither = stack_log(&[ip], Some(other)) + &stack_log(&[ip], Some(other));
+    let log = temp("two-other-kernels.log", neither);
+    let out = report(&[log.to_str().unwrap(), "--elf", "-o", json]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("none of the 2 dumps has it"), "{}", text(&out.stderr));
+    assert!(std::fs::read(&output).is_err(), "nothing is written");
 }
 
 #[test]

@@ -16,6 +16,12 @@ fn record(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_boot")).arg("record").args(args).output().unwrap()
 }
 
+/// [`record`] with `dir` as its temporary directory.
+fn record_in(dir: &std::path::Path, args: &[&str]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_boot"));
+    command.arg("record").args(args).env("TMPDIR", dir).output().unwrap()
+}
+
 #[test]
 fn record_streams_ticks_and_reports_them_as_report_does_from_its_serial_log() {
     let dir = scratch("ticks");
@@ -49,7 +55,7 @@ fn record_refuses_what_the_kernel_refuses_with_its_message() {
     let dir = scratch("refused");
     let out = dir.join("out.txt");
     let out = out.to_str().unwrap();
-    let run = record(&["-o", out, "--cpu", "99", "--duration", "1"]);
+    let run = record_in(&dir, &["-o", out, "--cpu", "99", "--duration", "1"]);
     assert_eq!(run.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(
@@ -57,7 +63,7 @@ fn record_refuses_what_the_kernel_refuses_with_its_message() {
             && stderr.contains("No such file or directory"),
         "{stderr}"
     );
-    let run = record(&["-o", out, "--setup", "echo nope > set_event", "--duration", "1"]);
+    let run = record_in(&dir, &["-o", out, "--setup", "echo nope > set_event", "--duration", "1"]);
     assert_eq!(run.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(stderr.contains("the setup command \"echo nope > set_event\" said: "), "{stderr}");
@@ -65,4 +71,7 @@ fn record_refuses_what_the_kernel_refuses_with_its_message() {
     assert_eq!(run.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&run.stderr).contains("--duration says how long"));
     assert!(!dir.join("out.txt").exists(), "no output written");
+    // Nor is the temporary serial log left behind.
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(left.is_empty(), "{left:?}");
 }
