@@ -293,7 +293,7 @@ fn a_dump_of_the_last_records_says_how_many_it_left_out() {
             "# instance: top",
             "# cpus=2",
             "# entries-in-buffer/entries-written: 2/7",
-            "# (the dump leaves out 1 of the 3 entries in the buffer; its `last N` cap skipped 1)",
+            "# (the dump leaves out 1 older records by its `last N` cap)",
         ],
         "{stdout}"
     );

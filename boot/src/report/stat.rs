@@ -89,8 +89,8 @@ pub fn write_stat(trace: &Section, out: &mut impl Write) -> io::Result<()> {
     let s = summarize(trace);
     writeln!(out, "# instance: {}", trace.heading())?;
     writeln!(out, "# cpus={}", trace.cpus)?;
-    if trace.skipped > 0 {
-        writeln!(out, "# the dump leaves out {} older records by its `last N` cap", trace.skipped)?;
+    if let Some(note) = super::text::left_out(trace) {
+        writeln!(out, "# {note}")?;
     }
     if trace.filtered > 0 {
         writeln!(out, "# the filter leaves out {} of the dump's events", trace.filtered)?;
@@ -278,7 +278,7 @@ mod tests {
     }
 
     #[test]
-    fn records_the_cap_left_out_are_shown() {
+    fn records_the_cap_or_damage_left_out_are_shown() {
         let mut t = sample();
         let stat = |t: &Section| {
             let mut out = Vec::new();
@@ -288,6 +288,17 @@ mod tests {
         assert!(!stat(&t).contains("leaves out"));
         t.skipped = 7;
         assert!(stat(&t).contains("# the dump leaves out 7 older records by its `last N` cap"));
+        // Entries the stats count beyond those held and those the cap skipped were in
+        // chunks lost: 16 entries, 5 events held, 7 skipped, so 4 lost.
+        let entries: u64 = t.stats.iter().map(|s| s.entries).sum();
+        t.stats[0].entries += 16 - entries;
+        let note = "# the dump leaves out 11 of the 16 entries in the buffer: 7 by its `last N` \
+                    cap, 4 missing from the chunks read (a damaged or cut dump)\n";
+        assert!(stat(&t).contains(note), "{}", stat(&t));
+        t.skipped = 0;
+        let note = "# the dump leaves out 11 of the 16 entries in the buffer, missing from the \
+                    chunks read (a damaged or cut dump)\n";
+        assert!(stat(&t).contains(note), "{}", stat(&t));
     }
 
     #[test]
