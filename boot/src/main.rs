@@ -576,8 +576,9 @@ fn report(options: &Report) -> Result<bool, String> {
             // A file is written beside its name and renamed into place once complete:
             // a report that fails leaves no file behind and an older one as it was.
             let partial = partial(path);
-            let file = std::fs::File::create(&partial)
-                .map_err(|e| format!("{}: {e}", partial.display()))?;
+            // Named as asked: the `.partial` file is the tool's own.
+            let file =
+                std::fs::File::create(&partial).map_err(|e| format!("{}: {e}", path.display()))?;
             let result = convert(
                 options,
                 &input,

@@ -171,6 +171,13 @@ fn damaged_and_missing_dumps_get_clear_errors() {
     let out = report(&["/nonexistent/serial.log"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("/nonexistent/serial.log"));
+    // An output in no directory is named as given, not as the file written first.
+    let good = temp("good.log", log());
+    let out = report(&[good.to_str().unwrap(), "-o", "/nonexistent/x.txt"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let named = stderr.contains("/nonexistent/x.txt: No such file");
+    assert!(named && !stderr.contains("partial"), "{stderr}");
 }
 
 /// Every output `report` writes, as arguments (the CTF directory is `dir`, the
