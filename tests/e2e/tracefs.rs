@@ -529,6 +529,9 @@ fn buffer_size_kb_resizes_within_limits() {
                 "{bad:?}"
             );
         }
+        // Past what a number holds: too large, not malformed.
+        let err = m.run(&format!("echo 18446744073709551616 > {file}"));
+        assert!(err.contains("Invalid argument (the size is too large)"), "{err}");
         // The error names the limit and what is in use.
         let err = m.run(&format!("echo 99999999 > {file}"));
         assert!(

@@ -594,10 +594,14 @@ fn set_event_entry(entry: &str) -> (bool, Selectors<'_>) {
 /// Parses a size in KB for a ring: a positive number.
 fn size_kb(value: &str) -> Result<usize, FsError> {
     const RULE: &str = "a size in KB, at least 1";
-    let kb: usize = value.trim().parse().map_err(|_| FsError::Rule(RULE))?;
+    const TOO_LARGE: FsError = FsError::Rule("the size is too large");
+    let kb: usize = value.trim().parse().map_err(|e: core::num::ParseIntError| match e.kind() {
+        core::num::IntErrorKind::PosOverflow => TOO_LARGE,
+        _ => FsError::Rule(RULE),
+    })?;
     match kb {
         0 => Err(FsError::Rule(RULE)),
-        kb => kb.checked_mul(1024).ok_or(FsError::Rule("the size is too large")),
+        kb => kb.checked_mul(1024).ok_or(TOO_LARGE),
     }
 }
 
