@@ -26,6 +26,12 @@ fn pipes_filter_the_output_and_head_stops_the_read() {
     // The short forms coreutils take.
     assert_eq!(m.run("cat available_events | head -4 | tail -1"), joined(&lines[3..4]));
     assert_eq!(m.run("cat available_events | head -n2"), joined(&lines[..2]));
+    // `tail -n +N`: from line N on, as coreutils (a header skipped; `+0` as `+1`).
+    assert_eq!(m.run("cat available_events | tail -n +3"), joined(&lines[2..]));
+    assert_eq!(m.run("cat available_events | tail -n +1 | wc -l"), format!("{}\n", lines.len()));
+    assert_eq!(m.run("cat available_events | tail -n +0 | head -n 1"), joined(&lines[..1]));
+    let past = format!("cat available_events | tail -n +{}", lines.len() + 1);
+    assert_eq!(m.run(&past), "");
     // Patterns: anchors, `.`, classes and `*` as in grep's basic expressions.
     let matching = |keep: &dyn Fn(&str) -> bool| {
         joined(&lines.iter().copied().filter(|l| keep(l)).collect::<Vec<_>>())
@@ -99,7 +105,8 @@ fn pipes_filter_the_output_and_head_stops_the_read() {
             .contains("sort: not a pipe command (pipes take head, tail, grep, wc -l)")
     );
     assert!(m.run("cat trace | head -n x").contains("head: invalid number of lines: 'x'"));
-    assert!(m.run("cat trace | tail -n").contains("tail: usage: tail [-n N | -N]"));
+    assert!(m.run("cat trace | tail -n").contains("tail: usage: tail [-n N | -N | -n +N]"));
+    assert!(m.run("cat trace | tail -n +x").contains("tail: invalid number of lines: 'x'"));
     assert!(m.run("cat trace | head 3").contains("head: usage: head [-n N | -N]"));
     assert!(m.run("cat trace | tail -n 99999").contains("tail: at most 10000 lines"));
     assert!(m.run("cat trace |").contains("syntax error: empty command after '|'"));

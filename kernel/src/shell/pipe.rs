@@ -1,5 +1,5 @@
 //! A command's output on its way to the console: through the filters of a pipeline
-//! (`| head [-n N | -N]`, `| tail [-n N | -N]`, `| grep [-v] [-c] [-e PATTERN]...
+//! (`| head [-n N | -N]`, `| tail [-n N | -N | -n +N]`, `| grep [-v] [-c] [-e PATTERN]...
 //! [PATTERN]`, `| wc -l`; `grep` takes basic regular expressions without groups,
 //! [`shell_core::pattern`]), line by line as it is written, and stopped by Ctrl-C
 //! between any two lines.
@@ -25,6 +25,8 @@ enum Stage {
     Head { left: usize },
     /// Keeps the last `keep` lines; passes them on at the end.
     Tail { keep: usize, lines: VecDeque<String> },
+    /// Drops `skip` more lines, then passes every line (`tail -n +N`).
+    From { skip: usize },
     /// Passes lines holding a match of one of `patterns` (or, `invert`, those
     /// without); with `count`, counts them instead and passes the count on at the end.
     Grep { patterns: Vec<Pattern>, invert: bool, count: Option<u64> },
@@ -39,7 +41,10 @@ impl Stage {
         let count = |n: &str| -> Result<usize, String> {
             n.parse().map_err(|_| alloc::format!("{}: invalid number of lines: '{n}'", words[0]))
         };
-        let usage = |name: &str| alloc::format!("{name}: usage: {name} [-n N | -N]");
+        let usage = |name: &str| match name {
+            "tail" => "tail: usage: tail [-n N | -N | -n +N]".to_string(),
+            _ => alloc::format!("{name}: usage: {name} [-n N | -N]"),
+        };
         match words.as_slice() {
             [name @ ("head" | "tail"), args @ ..] => {
                 // `-n N`, `-nN` or `-N`, as coreutils take them.
@@ -54,6 +59,11 @@ impl Stage {
                     ),
                     _ => return Err(usage(name)),
                 };
+                // `tail -n +N`, as coreutils: from line N on (`+0` as `+1`).
+                if let Some(from) = n.filter(|_| *name == "tail").and_then(|n| n.strip_prefix('+'))
+                {
+                    return Ok(Stage::From { skip: count(from)?.saturating_sub(1) });
+                }
                 let lines = n.map_or(Ok(DEFAULT_LINES), count)?;
                 match *name {
                     "head" => Ok(Stage::Head { left: lines }),
@@ -186,6 +196,12 @@ impl Output {
                         lines.push_back(line.into());
                     }
                     deliver = false;
+                }
+                Stage::From { skip } => {
+                    if *skip > 0 {
+                        *skip -= 1;
+                        deliver = false;
+                    }
                 }
                 Stage::Grep { patterns, invert, count } => {
                     deliver = patterns.iter().any(|p| p.matches(line)) != *invert;

@@ -136,6 +136,6 @@ tracing mini-HOWTO:
 \t\t\t  > replaces the set, >> adds to it)
 
  Commands besides the files: help lists them (dump, stress, bench, ...).
- Output of cat, ls, echo, ... can be piped: | head [-n N | -N], | tail [-n N | -N],
+ Output of cat, ls, echo, ... can be piped: | head [-n N | -N], | tail [-n N | -N | -n +N],
  | grep [-v] [-c] [-e PATTERN]... [PATTERN] (^ $ . * [...]), | wc -l. Ctrl-C stops a long read.
 ";
