@@ -387,7 +387,21 @@ fn the_live_dump_command_takes_options() {
             "dump: unknown option \"sideways\" (accepted: all or orig_cpu; live, snapshot or both; last N; instance NAME)"
         )
     );
-    assert!(m.run("dump last 0").contains("usage"));
+    for last in ["0", "-1", "x"] {
+        let out = m.run(&format!("dump last {last}"));
+        assert!(out.contains("dump: last takes N, 1 or more, or all"), "{last}: {out}");
+    }
+    assert!(m.run("dump last").contains("usage"));
+    // Two words of one choice that differ are refused, for a panic too, which then
+    // keeps its setting; the same word twice is the word.
+    let setting = m.run("dump on-panic");
+    let out = m.run("dump live snapshot");
+    assert!(out.contains("dump: \"live\" and \"snapshot\": choose one of live, snapshot or both"));
+    let out = m.run("dump on-panic all orig_cpu");
+    assert!(out.contains("dump: \"all\" and \"orig_cpu\": choose one of all or orig_cpu"), "{out}");
+    assert_eq!(m.run("dump on-panic"), setting);
+    assert!(m.run("dump on-panic snapshot snapshot").contains("buffers snapshot"));
+    m.run("dump on-panic both");
     // An instance that does not exist is refused, live or for a panic, and the
     // panic setting stays as it was.
     let setting = m.run("dump on-panic");

@@ -680,17 +680,31 @@ fn stress(
 }
 
 /// Parses dump options over `base`: `all`/`orig_cpu`, `live`/`snapshot`/`both`,
-/// `last N`, `instance NAME`. An unknown word is refused, naming the options.
-fn dump_options(mut args: &[&str], base: DumpConfig) -> Result<DumpConfig, CommandError> {
+/// `last N`, `instance NAME`. An unknown word is refused, naming the options, and so
+/// are two different words of one choice (`live snapshot`).
+fn dump_options<'a>(mut args: &[&'a str], base: DumpConfig) -> Result<DumpConfig, CommandError> {
     let mut config = base;
     let mut names: Vec<String> = Vec::new();
+    // The words given for each choice, to refuse a second that differs.
+    let (mut buffers_given, mut cpus_given) = (None, None);
+    let contradicts = |given: &mut Option<&'a str>, word: &'a str, choice| match *given {
+        Some(first) if first != word => {
+            Err(CommandError::Failed(format!("{first:?} and {word:?}: choose one of {choice}")))
+        }
+        _ => {
+            *given = Some(word);
+            Ok(())
+        }
+    };
     while let Some((&word, rest)) = args.split_first() {
         args = rest;
         if let Some(buffers) = Buffers::from_name(word) {
+            contradicts(&mut buffers_given, word, "live, snapshot or both")?;
             config.buffers = buffers;
             continue;
         }
         if let Some(cpus) = Cpus::from_name(word) {
+            contradicts(&mut cpus_given, word, "all or orig_cpu")?;
             config.cpus = cpus;
             continue;
         }
@@ -699,9 +713,10 @@ fn dump_options(mut args: &[&str], base: DumpConfig) -> Result<DumpConfig, Comma
                 let (&value, rest) = args.split_first().ok_or(CommandError::Usage)?;
                 args = rest;
                 if word == "last" {
+                    let rule = || CommandError::Failed("last takes N, 1 or more, or all".into());
                     config.last = match value {
                         "all" => None,
-                        n => Some(n.parse().ok().filter(|&n| n > 0).ok_or(CommandError::Usage)?),
+                        n => Some(n.parse().ok().filter(|&n| n > 0).ok_or_else(rule)?),
                     };
                 } else {
                     // An instance that does not exist would leave the dump empty.
