@@ -97,11 +97,11 @@ fn bad_arguments_get_the_usage_or_the_rule() {
         ("keys timer", "keys: usage: keys [SYSTEM:EVENT]"),
         ("panic_reboot 2", "panic_reboot: usage: panic_reboot [0 | 1]"),
         ("scribble x", "scribble: usage: scribble CPU"),
-        ("scribble 9", "scribble: no such CPU"),
+        ("scribble 9", "scribble: no such CPU: the CPUs are 0 to 3"),
         ("fault zz", FAULT_USAGE),
         ("fault page zz", FAULT_USAGE),
         ("fault page 0x8000000000000000", "fault: address is not canonical"),
-        ("fault stack 9", "fault: no such CPU"),
+        ("fault stack 9", "fault: no such CPU: the CPUs are 0 to 3"),
         ("ls | wc", "wc: usage: wc -l"),
         ("echo x > a > b", "syntax error: more than one redirection"),
     ] {

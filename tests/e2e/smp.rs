@@ -130,7 +130,7 @@ fn an_application_processors_stack_overflow_is_a_double_fault_on_its_own_stack()
 #[test]
 fn a_panic_request_to_a_missing_cpu_is_refused() {
     let mut machine = boot_with_cpus(2);
-    assert_eq!(machine.run("panic 7").trim(), "panic: no such CPU");
+    assert_eq!(machine.run("panic 7").trim(), "panic: no such CPU: the CPUs are 0 to 1");
     let usage =
         "panic: usage: panic [CPU | both CPU | irq | console | heap | nested | dump [CHUNKS]]";
     assert_eq!(machine.run("panic two").trim(), usage);
@@ -139,7 +139,7 @@ fn a_panic_request_to_a_missing_cpu_is_refused() {
         assert_eq!(machine.run(line).trim(), usage, "{line}");
     }
     // `both` needs another CPU that exists.
-    assert_eq!(machine.run("panic both 7").trim(), "panic: no such CPU");
+    assert_eq!(machine.run("panic both 7").trim(), "panic: no such CPU: the CPUs are 0 to 1");
     assert_eq!(machine.run_to_exit("poweroff"), Outcome::Success);
 }
 
@@ -292,6 +292,9 @@ fn a_cpu_hung_with_interrupts_off_is_stopped_by_nmi_and_its_trace_dumped() {
         assert!(status.contains("\ncpu1 watches cpu2: no timer interrupt for "), "{status}");
         for bad in ["lockup threshold 600001", "lockup threshold x", "lockup spin 9", "lockup up"] {
             assert!(!m.run(bad).is_empty(), "{bad} is refused");
+        }
+        for cpu in ["lockup spin 9", "lockup spin nmi 4"] {
+            assert_eq!(m.run(cpu), "lockup: no such CPU: the CPUs are 0 to 3\n", "{cpu}");
         }
         assert_eq!(
             m.run("lockup threshold 49"),

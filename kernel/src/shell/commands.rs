@@ -918,6 +918,17 @@ fn wait_for_capture(
     }
 }
 
+/// A CPU a command names: a number below the CPUs running, or the error naming them.
+fn cpu_arg(word: &str) -> Result<usize, CommandError> {
+    let cpu: usize = word.parse().map_err(|_| CommandError::Usage)?;
+    match smp::online() {
+        online if cpu < online => Ok(cpu),
+        online => {
+            Err(CommandError::Failed(format!("no such CPU: the CPUs are 0 to {}", online - 1)))
+        }
+    }
+}
+
 fn lockup(
     _: &mut Shell,
     args: &[&str],
@@ -939,7 +950,7 @@ fn lockup(
             lockup::spin()
         }
         ["spin", "nmi", cpu] => {
-            let cpu = cpu.parse().map_err(|_| CommandError::Usage)?;
+            let cpu = cpu_arg(cpu)?;
             smp::spin_in_nmi(cpu, false).map_err(CommandError::from)?;
             println!("cpu{cpu}: spinning in an NMI handler, NMIs blocked");
             return Ok(());
@@ -951,7 +962,7 @@ fn lockup(
         ["spin", cpu @ ..] if cpu.len() <= 1 => {
             let here = percpu::index();
             let cpu = match cpu {
-                [cpu] => cpu.parse().map_err(|_| CommandError::Usage)?,
+                [cpu] => cpu_arg(cpu)?,
                 _ => here,
             };
             if cpu != here {
@@ -1062,8 +1073,7 @@ fn scribble(
     _out: &mut Output,
 ) -> Result<(), CommandError> {
     let [cpu] = args else { return Err(CommandError::Usage) };
-    let cpu = cpu.parse().map_err(|_| CommandError::Usage)?;
-    match persist::scribble_and_reboot(cpu)? {}
+    match persist::scribble_and_reboot(cpu_arg(cpu)?)? {}
 }
 
 fn panic(
@@ -1091,12 +1101,12 @@ fn panic(
         ["heap"] => memory::heap::panic_holding_lock(),
         ["nested"] => panic!("{}", PanicsWhenShown),
         ["both", cpu] => {
-            let cpu: usize = cpu.parse().map_err(|_| CommandError::Usage)?;
+            let cpu = cpu_arg(cpu)?;
             smp::spin_in_nmi(cpu, true).map_err(CommandError::from)?;
             panic!("deliberate panic from the shell, beside cpu{cpu}'s")
         }
         [cpu] => {
-            let cpu = cpu.parse().map_err(|_| CommandError::Usage)?;
+            let cpu = cpu_arg(cpu)?;
             if cpu == percpu::index() {
                 panic!("deliberate panic from the shell");
             }
@@ -1149,12 +1159,9 @@ fn fault(
         }
         ["stack"] => overflow_this_stack(),
         ["stack", cpu] => {
-            let cpu = cpu.parse().map_err(|_| CommandError::Usage)?;
+            let cpu = cpu_arg(cpu)?;
             if cpu == percpu::index() {
                 return overflow_this_stack();
-            }
-            if cpu >= smp::online() {
-                return Err(CommandError::from("no such CPU"));
             }
             // Said before the work is posted: that CPU's panic report must not be
             // cut by this line.
