@@ -333,32 +333,27 @@ fn record(options: &Record) -> Result<bool, String> {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot run qemu-system-x86_64: {e} (run boot/setup.sh)"))?;
-    // The serial log: the one asked for, or a temporary one, removed however the
-    // stream ends.
+    // The serial log: the one asked for, or a temporary one, removed once the run
+    // has reported or failed.
     let log = options.run.serial_log.clone().unwrap_or_else(|| {
         std::env::temp_dir().join(format!("record-{}.serial", std::process::id()))
     });
-    let result = stream(options, &file, &mut child, &log);
+    let streamed = stream(options, &file, &mut child, &log);
     let _ = child.kill();
     let _ = child.wait();
-    if let Err(e) = result {
-        if options.run.serial_log.is_none() {
-            let _ = std::fs::remove_file(&log);
-        }
-        return Err(e);
-    }
-    let report_options = Report {
-        log: log.clone(),
-        stat: false,
-        format: options.format,
-        output: Some(options.output.clone()),
-        instance: options.instance.clone().or_else(|| Some("top".into())),
-        buffer: None,
-        elf: None,
-        filter: Vec::new(),
-        hist: Vec::new(),
-    };
-    let reported = report(&report_options);
+    let reported = streamed.and_then(|()| {
+        report(&Report {
+            log: log.clone(),
+            stat: false,
+            format: options.format,
+            output: Some(options.output.clone()),
+            instance: options.instance.clone().or_else(|| Some("top".into())),
+            buffer: None,
+            elf: None,
+            filter: Vec::new(),
+            hist: Vec::new(),
+        })
+    });
     if options.run.serial_log.is_none() {
         let _ = std::fs::remove_file(&log);
     }
@@ -576,9 +571,10 @@ fn report(options: &Report) -> Result<bool, String> {
             // A file is written beside its name and renamed into place once complete:
             // a report that fails leaves no file behind and an older one as it was.
             let partial = partial(path);
-            // Named as asked: the `.partial` file is the tool's own.
-            let file =
-                std::fs::File::create(&partial).map_err(|e| format!("{}: {e}", path.display()))?;
+            // Named as asked, then the `.partial` file, which the tool makes first.
+            let file = std::fs::File::create(&partial).map_err(|e| {
+                format!("{}: {e} (made first as {})", path.display(), partial.display())
+            })?;
             let result = convert(
                 options,
                 &input,

@@ -13,8 +13,10 @@ use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 const AP_STACK_SIZE: usize = 128 * 1024;
 /// How long a starting CPU has to report in.
 const START_TIMEOUT_NS: u64 = 1_000_000_000;
-/// How long another CPU has to answer an NMI (stop, backtrace, spin), as Linux's
-/// stop waits: a host may not run a virtual CPU for tens of milliseconds.
+/// How long another CPU has to answer an NMI (stop, backtrace, spin): a host may not
+/// run a virtual CPU for tens of milliseconds. (Linux's x86 stop waits 1 s for its
+/// IPI, then 10 ms for the NMI it sends those that did not stop.) A CPU that cannot
+/// take the NMI (one held in an NMI handler) costs that second.
 const ANSWER_NS: u64 = 1_000_000_000;
 
 /// CPUs running, the boot CPU included.

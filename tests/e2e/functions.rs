@@ -1500,8 +1500,10 @@ fn irqsoff_keeps_the_longest_irqs_off_region_in_the_snapshot() {
     m.run("echo 1 > instances/lat/tracing_on");
     m.run("latency spike 15");
     m.run("echo 0 > instances/lat/tracing_on");
+    // At least the threshold (the spike's report, or a later region of 10 ms or
+    // more before recording went off), far below the bar.
     let thresh: u64 = m.run(&format!("cat {max_latency}")).trim().parse().unwrap();
-    assert!((15_000..1_000_000).contains(&thresh), "{thresh} (max {max})");
+    assert!((10_000..1_000_000).contains(&thresh), "{thresh} (max {max})");
     m.run("echo 0 > tracing_thresh");
     m.run("echo 1 > instances/lat/tracing_on");
 

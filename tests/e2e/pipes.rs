@@ -106,7 +106,10 @@ fn pipes_filter_the_output_and_head_stops_the_read() {
     );
     assert!(m.run("cat trace | head -n x").contains("head: invalid number of lines: 'x'"));
     assert!(m.run("cat trace | tail -n").contains("tail: usage: tail [-n N | -N | -n +N]"));
-    assert!(m.run("cat trace | tail -n +x").contains("tail: invalid number of lines: 'x'"));
+    for bad in ["+x", "++5", "+"] {
+        let out = m.run(&format!("cat trace | tail -n {bad}"));
+        assert!(out.contains(&format!("tail: invalid number of lines: '{bad}'")), "{out}");
+    }
     assert!(m.run("cat trace | head 3").contains("head: usage: head [-n N | -N]"));
     assert!(m.run("cat trace | tail -n 99999").contains("tail: at most 10000 lines"));
     assert!(m.run("cat trace |").contains("syntax error: empty command after '|'"));

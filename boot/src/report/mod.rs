@@ -35,6 +35,29 @@ use trace::dump::Section;
 /// those at or past it.
 pub const MAX_TS: u64 = 1 << 62;
 
+/// What a section leaves out of its buffer, if anything: the older records the
+/// kernel's `last N` cap skipped, and the entries its stats count that it does not
+/// hold (lost with damaged or cut chunks or, in a stream, left unread at its end).
+pub fn left_out(trace: &Section) -> Option<String> {
+    let entries = trace.stats.iter().fold(0u64, |e, s| e.saturating_add(s.entries));
+    let held = (trace.events.len() as u64).saturating_add(trace.filtered);
+    let (capped, absent) =
+        (trace.skipped, entries.saturating_sub(held).saturating_sub(trace.skipped));
+    let cap = |n| format!("the dump leaves out {n} older records by its `last N` cap");
+    let not_held = |l| {
+        format!(
+            "{l} of the {entries} entries in the buffer are not in it: lost with damaged or \
+             cut chunks or, in a stream, left unread at its end"
+        )
+    };
+    match (capped, absent) {
+        (0, 0) => None,
+        (n, 0) => Some(cap(n)),
+        (0, l) => Some(not_held(l)),
+        (n, l) => Some(format!("{}, and {}", cap(n), not_held(l))),
+    }
+}
+
 /// Notes on the records of `traces` that are earlier than the record before them on
 /// their CPU, in the dump's order: a ring's times only grow, so a dump that says
 /// otherwise was made by hand or damaged, and the writer named by `shown` cannot

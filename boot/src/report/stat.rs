@@ -89,7 +89,7 @@ pub fn write_stat(trace: &Section, out: &mut impl Write) -> io::Result<()> {
     let s = summarize(trace);
     writeln!(out, "# instance: {}", trace.heading())?;
     writeln!(out, "# cpus={}", trace.cpus)?;
-    if let Some(note) = super::text::left_out(trace) {
+    if let Some(note) = super::left_out(trace) {
         writeln!(out, "# {note}")?;
     }
     if trace.filtered > 0 {
@@ -292,13 +292,15 @@ mod tests {
         // chunks lost: 16 entries, 5 events held, 7 skipped, so 4 lost.
         let entries: u64 = t.stats.iter().map(|s| s.entries).sum();
         t.stats[0].entries += 16 - entries;
-        let note = "# the dump leaves out 11 of the 16 entries in the buffer: 7 by its `last N` \
-                    cap, 4 missing from the chunks read (a damaged or cut dump)\n";
-        assert!(stat(&t).contains(note), "{}", stat(&t));
+        let why = "lost with damaged or cut chunks or, in a stream, left unread at its end";
+        let note = format!(
+            "# the dump leaves out 7 older records by its `last N` cap, and 4 of the 16 entries \
+             in the buffer are not in it: {why}\n"
+        );
+        assert!(stat(&t).contains(&note), "{}", stat(&t));
         t.skipped = 0;
-        let note = "# the dump leaves out 11 of the 16 entries in the buffer, missing from the \
-                    chunks read (a damaged or cut dump)\n";
-        assert!(stat(&t).contains(note), "{}", stat(&t));
+        let note = format!("# 11 of the 16 entries in the buffer are not in it: {why}\n");
+        assert!(stat(&t).contains(&note), "{}", stat(&t));
     }
 
     #[test]

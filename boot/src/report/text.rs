@@ -26,29 +26,6 @@ use trace::event::EventDescriptor;
 use trace::text::{self, GraphLines, GraphRecord, Line, UnreadWrites};
 use trace::tracer::{FUNCGRAPH_ENTRY, FUNCGRAPH_EXIT};
 
-/// What a section's dump leaves out of the buffer, if anything: the older records
-/// the kernel's `last N` cap skipped, and the entries its stats count that are in
-/// none of the chunks read (lost with damaged chunks, or a cut dump).
-pub(super) fn left_out(trace: &Section) -> Option<String> {
-    let entries = trace.stats.iter().fold(0u64, |e, s| e.saturating_add(s.entries));
-    let held = (trace.events.len() as u64).saturating_add(trace.filtered);
-    let lost = entries.saturating_sub(held).saturating_sub(trace.skipped);
-    let capped = trace.skipped;
-    let missing = "missing from the chunks read (a damaged or cut dump)";
-    match (capped, lost) {
-        (0, 0) => None,
-        (n, 0) => Some(format!("the dump leaves out {n} older records by its `last N` cap")),
-        (0, l) => Some(format!(
-            "the dump leaves out {l} of the {entries} entries in the buffer, {missing}"
-        )),
-        (n, l) => Some(format!(
-            "the dump leaves out {} of the {entries} entries in the buffer: {n} by its `last N` \
-             cap, {l} {missing}",
-            n.saturating_add(l)
-        )),
-    }
-}
-
 /// Writes the `#` lines of a panic: where it happened and its message, a panic
 /// while the kernel reported it, if one did, and another CPU's panic meanwhile, if
 /// one came (multi-line messages stay in `#` lines).
@@ -87,7 +64,7 @@ pub fn write_text(trace: &Section, out: &mut impl Write) -> io::Result<()> {
         let (stopped, unreadable, unpublished) = (s.stopped, s.unreadable, s.unpublished);
         write!(out, "{}", UnreadWrites { cpu, stopped, unreadable, unpublished })?;
     }
-    if let Some(note) = left_out(trace) {
+    if let Some(note) = super::left_out(trace) {
         writeln!(out, "# ({note})")?;
     }
     // What the dump holds: those listed and those a filter left out.
@@ -269,11 +246,8 @@ mod tests {
         assert_eq!(lines.len(), 7, "{text}");
         // The counts cover the two events listed; the sample's stats say 5 entries.
         assert_eq!(lines[2], "# entries-in-buffer/entries-written: 2/33");
-        let missing = "missing from the chunks read (a damaged or cut dump)";
-        assert_eq!(
-            lines[3],
-            format!("# (the dump leaves out 3 of the 5 entries in the buffer, {missing})")
-        );
+        let why = "lost with damaged or cut chunks or, in a stream, left unread at its end";
+        assert_eq!(lines[3], format!("# (3 of the 5 entries in the buffer are not in it: {why})"));
         assert_eq!(
             lines[4],
             "          <idle>-0       [001] .....     0.000000003: unknown_event: id=99 01 02 ff"

@@ -923,6 +923,7 @@ fn cpu_arg(word: &str) -> Result<usize, CommandError> {
     let cpu: usize = word.parse().map_err(|_| CommandError::Usage)?;
     match smp::online() {
         online if cpu < online => Ok(cpu),
+        1 => Err(CommandError::Failed("no such CPU: the only CPU is 0".into())),
         online => {
             Err(CommandError::Failed(format!("no such CPU: the CPUs are 0 to {}", online - 1)))
         }

@@ -59,9 +59,13 @@ impl Stage {
                     ),
                     _ => return Err(usage(name)),
                 };
-                // `tail -n +N`, as coreutils: from line N on (`+0` as `+1`).
-                if let Some(from) = n.filter(|_| *name == "tail").and_then(|n| n.strip_prefix('+'))
-                {
+                // `tail -n +N`, as coreutils: from line N on (`+0` as `+1`); N digits
+                // alone (a number's own `+` is not taken twice).
+                if let Some(plus) = n.filter(|n| *name == "tail" && n.starts_with('+')) {
+                    let from = &plus[1..];
+                    if from.is_empty() || !from.bytes().all(|b| b.is_ascii_digit()) {
+                        return Err(alloc::format!("tail: invalid number of lines: '{plus}'"));
+                    }
                     return Ok(Stage::From { skip: count(from)?.saturating_sub(1) });
                 }
                 let lines = n.map_or(Ok(DEFAULT_LINES), count)?;

@@ -908,10 +908,12 @@ fn the_irqsoff_tracer_keeps_the_longest_irqs_off_region() {
     // Longer: the new window replaces the old one.
     assert!(region(0x300, 0x380, 900));
     assert_eq!((lat.max_latency(), snapshot()), (900, Some(vec![900, 0x300, 0x380])));
-    // A `snapshot` trigger leaves the window alone and says so, in ftrace's words.
+    // A `snapshot` trigger leaves the window alone and says so, in ftrace's words,
+    // and spends its count as ftrace's: counted, it says so once.
     let marker = &crate::tracer::MARKER;
-    lat.set_trigger(marker, "snapshot").unwrap();
+    lat.set_trigger(marker, "snapshot:1").unwrap();
     lat.write_marker("x").unwrap();
+    lat.write_marker("y").unwrap();
     assert_eq!(snapshot(), Some(vec![900, 0x300, 0x380]));
     let mut live = recorder.live().iter(0).unwrap();
     let mut notes = Vec::new();
@@ -920,8 +922,9 @@ fn the_irqsoff_tracer_keeps_the_longest_irqs_off_region() {
             notes.push(String::from_utf8_lossy(&record.payload[2..]).into_owned());
         }
     }
-    let active = ["x", "*** LATENCY TRACER ACTIVE ***", "*** Can not use snapshot (sorry) ***"];
-    assert_eq!(notes, active);
+    let active = ["*** LATENCY TRACER ACTIVE ***", "*** Can not use snapshot (sorry) ***"];
+    assert_eq!(notes, [&["x"], &active[..], &["y"]].concat());
+    assert_eq!(lat.triggers(marker), ["snapshot:count=0"]);
     lat.set_trigger(marker, "!snapshot").unwrap();
 
     // Functions called inside a timed region are recorded, those outside are not.

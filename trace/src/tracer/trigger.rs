@@ -615,10 +615,11 @@ impl Trigger {
                     return;
                 }
                 if target.snapshot_kept() {
-                    // ftrace's words, where a latency tracer holds the snapshot.
+                    // ftrace's words, where a latency tracer holds the snapshot; the
+                    // count stays taken, as ftrace's.
                     target.note("*** LATENCY TRACER ACTIVE ***");
                     target.note("*** Can not use snapshot (sorry) ***");
-                    self.not_acted();
+                    self.count_refusal(false);
                     return;
                 }
                 match target.snapshot() {
@@ -631,11 +632,11 @@ impl Trigger {
                         target.note("*** SNAPSHOT NOT ALLOCATED ***");
                         target.note("*** stopping trace here!   ***");
                         target.set_tracing(false);
-                        self.refused.fetch_add(1, Relaxed);
+                        self.count_refusal(false);
                     }
                     Err(_) => {
                         target.note("*** SNAPSHOT BUSY: another snapshot operation runs ***");
-                        self.not_acted();
+                        self.count_refusal(true);
                     }
                 }
             }
@@ -651,7 +652,7 @@ impl Trigger {
             }
             Action::Dump { this_cpu } => {
                 if self.take() && !target.dump(this_cpu) {
-                    self.not_acted();
+                    self.count_refusal(true);
                 }
             }
         }
@@ -673,10 +674,12 @@ impl Trigger {
         }
     }
 
-    /// Counts a refusal in the event's context and gives the count back.
-    fn not_acted(&self) {
+    /// Counts a refusal in the event's context; `give_back` returns the count taken
+    /// (the refusal passes: a later event may act), as ftrace does not when the
+    /// snapshot buffer is missing or a latency tracer holds it.
+    fn count_refusal(&self, give_back: bool) {
         self.refused.fetch_add(1, Relaxed);
-        if self.count.load(Relaxed) != UNLIMITED {
+        if give_back && self.count.load(Relaxed) != UNLIMITED {
             self.count.fetch_add(1, Relaxed);
         }
     }
