@@ -18,6 +18,8 @@ const START_TIMEOUT_NS: u64 = 1_000_000_000;
 /// IPI, then 10 ms for the NMI it sends those that did not stop.) A CPU that cannot
 /// take the NMI (one held in an NMI handler) costs that second.
 const ANSWER_NS: u64 = 1_000_000_000;
+// The spin aids' errors name it.
+const _: () = assert!(ANSWER_NS == 1_000_000_000);
 
 /// CPUs running, the boot CPU included.
 static ONLINE: AtomicUsize = AtomicUsize::new(1);

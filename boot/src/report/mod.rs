@@ -38,7 +38,7 @@ pub const MAX_TS: u64 = 1 << 62;
 /// What a section leaves out of its buffer, if anything: the older records the
 /// kernel's `last N` cap skipped, and the entries its stats count that it does not
 /// hold (lost with damaged or cut chunks or, in a stream, left unread at its end).
-pub fn left_out(trace: &Section) -> Option<String> {
+pub(crate) fn left_out(trace: &Section) -> Option<String> {
     let entries = trace.stats.iter().fold(0u64, |e, s| e.saturating_add(s.entries));
     let held = (trace.events.len() as u64).saturating_add(trace.filtered);
     let (capped, absent) =

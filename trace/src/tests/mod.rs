@@ -47,6 +47,12 @@ pub(crate) mod util {
     use crate::event::EventDescriptor;
     use crate::event::format_file::Origin;
     use crate::sync::{Point, hook};
+    use crate::{Context, CpuPromise, HostPlatform, Mode, Platform, ring::Buffer, ring::Config};
+    use core::cell::{Cell, RefCell};
+    use std::boxed::Box;
+    use std::rc::Rc;
+    use std::sync::{Arc, Mutex};
+    use std::vec::Vec;
 
     /// The points of a write where the property and stress tests strike it with a
     /// nested write (every point a plain write passes, but the counters' `Bump`).
@@ -58,12 +64,6 @@ pub(crate) mod util {
         Point::Publishing,
         Point::Committed,
     ];
-    use crate::{Context, CpuPromise, HostPlatform, Mode, Platform, ring::Buffer, ring::Config};
-    use core::cell::{Cell, RefCell};
-    use std::boxed::Box;
-    use std::rc::Rc;
-    use std::sync::{Arc, Mutex};
-    use std::vec::Vec;
 
     /// The `set_key` calls a [`Probe`] saw: event name, armed.
     pub(crate) type KeyLog = Mutex<Vec<(&'static str, bool)>>;

@@ -30,13 +30,12 @@ enum Op {
     TimeJump,
 }
 
-const AT: [Point; 6] = STRUCK_AT;
 const SIZES: [usize; 4] = [64, 128, 256, 512];
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         8 => (0usize..=40).prop_map(Op::Write),
-        3 => (0..AT.len(), 0usize..=40, prop::collection::vec(0usize..=24, 1..3))
+        3 => (0..STRUCK_AT.len(), 0usize..=40, prop::collection::vec(0usize..=24, 1..3))
             .prop_map(|(at, outer, inner)| Op::Nested { at, outer, inner }),
         1 => (0usize..=40).prop_map(Op::Abandon),
         3 => (0usize..6).prop_map(Op::Consume),
@@ -238,7 +237,7 @@ fn run(size: usize, overwrite: bool, ops: Vec<Op>) -> Result<(), TestCaseError> 
                 m.publish();
             }
             Op::Nested { at, outer, inner } => {
-                let at = AT[at];
+                let at = STRUCK_AT[at];
                 let po = payload(&mut seq, outer);
                 let inner: Vec<_> = inner
                     .into_iter()

@@ -47,14 +47,16 @@ fn counted(r: Result<(), WriteError>) -> u64 {
 /// that cycles through the write path. Returns the events attempted (all counted).
 fn writer(write: WriteFn, cpu: usize) -> u64 {
     HostPlatform::set_cpu(cpu);
-    const AT: [Point; 6] = STRUCK_AT;
     let mut attempts = 0;
     let mut seq = 0u64;
     for i in 0..PER_WRITER {
         let nested = Rc::new(Cell::new(0u64));
         if i % 8 == 0 {
-            let (w, n, at) =
-                (write.clone(), nested.clone(), AT[(i / 8 % AT.len() as u64) as usize]);
+            let (w, n, at) = (
+                write.clone(),
+                nested.clone(),
+                STRUCK_AT[(i / 8 % STRUCK_AT.len() as u64) as usize],
+            );
             let p = payload(cpu, seq + 1);
             hook::set(move |point| {
                 if point == at && n.get() == 0 {
