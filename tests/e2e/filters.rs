@@ -1102,6 +1102,11 @@ fn hist_triggers_count_by_key_from_any_context() {
         assert_eq!(hist(&mut m, &format!("{print}/hist")), (vec![], [0, 0, 0]), "{root}");
         let out = m.run(&format!("echo '{spec}' >> {print}/trigger"));
         assert!(out.contains(": File exists (") && out.contains("already"), "{root}: {out}");
+        // Logged where ftrace logs it: under the histogram's event.
+        let log = m.run(&format!("cat {root}error_log"));
+        let logged = "] hist:ftrace:print: error: File exists (parse error at 0: the event \
+                      has this trigger already";
+        assert!(log.contains(logged), "{root}: {log}");
         m.run(&format!("echo '!{spec}' >> {print}/trigger"));
         // Without the histogram, `cont` and `clear` are refused, as Linux's.
         for op in ["cont", "clear"] {

@@ -94,6 +94,11 @@ fn a_site_is_a_nop_while_its_event_is_off_and_a_jump_while_any_instance_fires_it
     let command = sites(&mut machine, "shell:command");
     assert_jumps(&command);
     assert!(machine.run("cat trace").contains(" command: keys shell:command"), "armed, it records");
+    // A pattern that fits no event is refused, naming it; one that fits is listed.
+    let typo = machine.run("keys irq:nosuch");
+    assert!(typo.contains("no event matches irq:nosuch (SYSTEM:EVENT"), "{typo}");
+    assert!(!typo.contains(" sites, "), "nothing is listed: {typo}");
+    assert!(machine.run("keys stress:cycle*").contains("stress:cycled nop"));
 }
 
 #[test]

@@ -589,6 +589,13 @@ fn keys(
         [] => (None, None),
         [event] => {
             let (system, name) = event.split_once(':').ok_or(CommandError::Usage)?;
+            // A pattern no event fits is a typo, not an event without sites.
+            let events = crate::tracing::tracer().map_or(&[][..], |t| t.events());
+            if !events.iter().any(|e| e.matches(Some(system), Some(name))) {
+                return Err(CommandError::Failed(format!(
+                    "no event matches {event} (SYSTEM:EVENT, each may be a glob)"
+                )));
+            }
             (Some(system), Some(name))
         }
         _ => return Err(CommandError::Usage),

@@ -210,7 +210,7 @@ pub enum TriggerReason {
     Filter(FilterReason),
     /// The event has this trigger already (see [`Trigger::same_as`]: `traceon` or
     /// `traceoff`, one of `enable_event`/`disable_event` and one of
-    /// `enable_hist`/`disable_hist` per target).
+    /// `enable_hist`/`disable_hist` per target, one `hist` per definition).
     Exists,
     /// The event has no such trigger to remove.
     NotFound,
@@ -266,7 +266,8 @@ impl fmt::Display for TriggerError {
             }
             TriggerReason::Exists => {
                 "the event has this trigger already (traceon and traceoff: one of the two; \
-                 enable_event and disable_event, enable_hist and disable_hist: one per target)"
+                 enable_event and disable_event, enable_hist and disable_hist: one per target; \
+                 hist: one per name, keys, values, sort, variables and filter)"
             }
             TriggerReason::NotFound => "no such trigger on the event",
             TriggerReason::TooMany => "too many triggers on the event",

@@ -143,6 +143,12 @@ pub fn log_error(located: &Located, value: &str, error: FsError) {
         {
             format!("hist:{}:{}", event.system, event.name)
         }
+        // A histogram the event has already: refused by the `hist` command, as ftrace's.
+        (Node::File(File::EventTrigger(event)), FsError::Duplicate(_))
+            if value.trim_start().starts_with("hist") =>
+        {
+            format!("hist:{}:{}", event.system, event.name)
+        }
         _ => String::from(file),
     };
     let _ = write!(
