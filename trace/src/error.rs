@@ -38,6 +38,9 @@ pub enum Error {
     /// The recorder was replaced by its instance (resized, its clock or snapshot
     /// changed): take the instance's current one.
     Replaced,
+    /// Lent words that overlap words another ring is built over: two rings over the
+    /// same words would write over each other's records, uncounted.
+    Lent,
 }
 
 /// Why a write recorded nothing.
@@ -82,6 +85,7 @@ impl fmt::Display for Error {
             Error::Replaced => {
                 "the instance has replaced this recorder (resized, or its clock or snapshot changed)"
             }
+            Error::Lent => "those words are lent to another ring already (a ring's are its own)",
         })
     }
 }

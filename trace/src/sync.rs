@@ -4,12 +4,12 @@
 
 #[cfg(all(loom, test))]
 pub(crate) use loom::sync::atomic::{
-    AtomicBool, AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering, fence,
+    AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
 };
 
 #[cfg(not(all(loom, test)))]
 pub(crate) use core::sync::atomic::{
-    AtomicBool, AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering, fence,
+    AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
 };
 
 /// Orders this CPU's accesses against an interrupt handler that runs on the same CPU

@@ -220,6 +220,10 @@ fn restore_refuses_a_saved_trace_of_another_region() {
     // Its own region, as validated: restored whole.
     let buffer = a.restore(&saved, HostPlatform).unwrap();
     assert_eq!(merged_count(&buffer), 50);
+    // While the set lives its words back no other ring.
+    let again = Buffer::over(HostPlatform, Mode::Overwrite, a.rings(1));
+    assert_eq!(again.err(), Some(trace::Error::Lent));
+    drop(set);
     // Written again since: refused.
     let set = Buffer::over(HostPlatform, Mode::Overwrite, a.rings(1)).unwrap();
     set.write(7, &51u32.to_le_bytes()).unwrap();
@@ -721,10 +725,15 @@ fn cpus_and_cpumasks_beyond_the_tracer() {
     let tracer = tracer();
     let i = tracer.get_or_create("cpus", SMALL).unwrap();
     i.set_event(Some("misuse"), Some("ping"), true).unwrap();
-    i.set_cpumask(u64::MAX << CPUS).unwrap();
+    // Bits for CPUs the tracer does not have are refused; the mask stays.
+    let absent = Err(trace::InstanceError::Buffer(trace::Error::BadCpu));
+    assert_eq!(i.set_cpumask(u64::MAX << CPUS), absent);
+    assert_eq!(i.set_cpumask(u64::MAX), absent);
+    assert_eq!(i.cpumask(), u64::MAX, "every CPU, as made");
+    i.set_cpumask(0).unwrap();
     trace::emit!(PING, 1);
     assert_eq!(merged_count(i.recorder().live()), 0, "no CPU of the tracer is in the mask");
-    i.set_cpumask(u64::MAX).unwrap();
+    i.set_cpumask((1 << CPUS) - 1).unwrap();
     for cpu in [CPUS, 63, 64, 1000, usize::MAX] {
         HostPlatform::set_cpu(cpu);
         no_panic("emit on a bad CPU", || {

@@ -304,6 +304,7 @@ fn boot(tracer: &'static Tracer<HostPlatform>, words: &'static [AtomicU64], mark
     }
     region.forget();
     let boot_map = tracer.create_over("boot_map", Buffer::over(platform, Mode::Overwrite, region.rings(cpus))?)?;
+    assert_eq!(Buffer::over(platform, Mode::Overwrite, region.rings(cpus)).err(), Some(trace::Error::Lent));  // lent words back one ring at a time
     markers.iter().try_for_each(|m| boot_map.write_marker(m))?;
     boot_map.set_event(Some("net"), Some("link_up"), true)?;
     trace::emit!(LINK_UP, 9u8, 40u32, "boot");

@@ -10,7 +10,7 @@ use crate::ring::per_cpu::{MIN_MAX_PAYLOAD, RecordWriter, Refusal, Ring, words_f
 use crate::ring::reader::{Consumer, Cursor, Merged, ReadScratch, RecordRef, RingIter};
 use crate::ring::record::{MAX_EVENT_ID, Mode, Tag};
 use crate::ring::stats::RingStats;
-use crate::sync::{AtomicBool, AtomicU8, AtomicU64, Ordering::*, fence};
+use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering::*, fence};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
@@ -26,12 +26,20 @@ pub struct Config {
 }
 
 /// `Buffer::state` bit: recording is on (`tracing_on`).
-const RECORDING: u8 = 1;
+const RECORDING: u32 = 1;
 /// `Buffer::state` bit: a control operation is resetting the set; writes are ignored.
-const PAUSED: u8 = 2;
+const PAUSED: u32 = 2;
 /// `Buffer::state`, above [`PAUSED`]: how many [`Hold`]s keep writes off, in steps of
-/// this (at most 63).
-const HOLD: u8 = 4;
+/// this (at most 63, [`HOLDS`]).
+const HOLD: u32 = 4;
+/// `Buffer::state`: the bits of the [`HOLD`] count.
+const HOLDS: u32 = 0xfc;
+/// `Buffer::state`: the bits a writer looks at; it records only when they read
+/// exactly [`RECORDING`].
+const WRITES: u32 = RECORDING | PAUSED | HOLDS;
+/// `Buffer::state`, above [`WRITES`]: how many times [`Buffer::release_holds`] ran, in
+/// steps of this (wrapping), so that a hold taken before knows it was counted out.
+const RELEASE: u32 = 0x100;
 
 /// A set of per-CPU rings: one instance's buffer.
 ///
@@ -43,9 +51,9 @@ pub struct Buffer<P> {
     /// One ring per CPU. Shared, so that resizing one CPU's ring builds a new set
     /// that keeps the other CPUs' rings and what they hold.
     rings: Vec<Arc<Ring>>,
-    /// [`RECORDING`], [`PAUSED`] and the [`HOLD`] count: a writer records only when it
-    /// reads exactly `RECORDING`, one load.
-    state: AtomicU8,
+    /// [`RECORDING`], [`PAUSED`], the [`HOLD`] count and the [`RELEASE`] count: a
+    /// writer records only when its [`WRITES`] bits read exactly `RECORDING`, one load.
+    state: AtomicU32,
     overwrite: AtomicBool,
 }
 
@@ -62,7 +70,7 @@ impl<P: Platform> Buffer<P> {
         Ok(Buffer {
             platform,
             rings,
-            state: AtomicU8::new(RECORDING),
+            state: AtomicU32::new(RECORDING),
             overwrite: AtomicBool::new(config.mode == Mode::Overwrite),
         })
     }
@@ -95,7 +103,7 @@ impl<P: Platform> Buffer<P> {
         Ok(Buffer {
             platform,
             rings,
-            state: AtomicU8::new(RECORDING),
+            state: AtomicU32::new(RECORDING),
             overwrite: AtomicBool::new(mode == Mode::Overwrite),
         })
     }
@@ -115,7 +123,7 @@ impl<P: Platform> Buffer<P> {
         Buffer {
             platform,
             rings: Vec::new(),
-            state: AtomicU8::new(0),
+            state: AtomicU32::new(0),
             overwrite: AtomicBool::new(true),
         }
     }
@@ -194,12 +202,19 @@ impl<P: Platform> Buffer<P> {
     /// Lets writes in again, whatever holds are out (see
     /// [`Buffer::with_writes_held`]): for a panic, whose own records (where each CPU
     /// was) must reach the set although a reader it stopped, or interrupted, holds
-    /// writes off and will never return to let them in. A hold dropped afterwards
-    /// counts out nothing. A reset in progress stays paused: its rings may be half
-    /// reset.
+    /// writes off and will never return to let them in. A hold taken before and
+    /// dropped afterwards counts out nothing (a hold taken since stays). A reset in
+    /// progress stays paused: its rings may be half reset.
     pub fn release_holds(&self) {
         // Release: as `set_paused`'s, for a writer that sees the holds gone.
-        self.state.fetch_and(RECORDING | PAUSED, Release);
+        let mut state = self.state.load(Relaxed);
+        loop {
+            let released = state & (RECORDING | PAUSED) | (state & !WRITES).wrapping_add(RELEASE);
+            match self.state.compare_exchange_weak(state, released, Release, Relaxed) {
+                Ok(_) => return,
+                Err(now) => state = now,
+            }
+        }
     }
 
     /// Seals CPU `cpu`'s ring for a panic ([`Tracer::seal_cpu`](crate::Tracer::seal_cpu)):
@@ -218,12 +233,14 @@ impl<P: Platform> Buffer<P> {
 
     /// Counts a hold into the state, if there is room for one (see
     /// [`Buffer::with_writes_held`]); dropping it counts it out.
-    fn hold(&self) -> Option<Hold<'_, P>> {
+    pub(crate) fn hold(&self) -> Option<Hold<'_, P>> {
         let mut state = self.state.load(Relaxed);
         loop {
-            let held = state.checked_add(HOLD)?;
-            match self.state.compare_exchange_weak(state, held, Relaxed, Relaxed) {
-                Ok(_) => return Some(Hold { buffer: self }),
+            if state & HOLDS == HOLDS {
+                return None;
+            }
+            match self.state.compare_exchange_weak(state, state + HOLD, Relaxed, Relaxed) {
+                Ok(_) => return Some(Hold { buffer: self, releases: state & !WRITES }),
                 Err(now) => state = now,
             }
         }
@@ -286,7 +303,7 @@ impl<P: Platform> Buffer<P> {
             Some(_) => self.platform.light_barrier(),
             None => fence(SeqCst),
         }
-        self.state.load(Acquire) == RECORDING
+        self.state.load(Acquire) & WRITES == RECORDING
     }
 
     /// [`Buffer::write_with`] on CPU `cpu` (the caller's, read once per event), with
@@ -313,7 +330,7 @@ impl<P: Platform> Buffer<P> {
     /// A write of a reserved id: ignored while recording is off, refused otherwise.
     #[cold]
     fn refuse_id(&self, cpu: usize) -> WriteError {
-        if self.state.load(Relaxed) != RECORDING {
+        if self.state.load(Relaxed) & WRITES != RECORDING {
             return WriteError::Off;
         }
         self.refuse(cpu, Refusal::ReservedId)
@@ -336,7 +353,7 @@ impl<P: Platform> Buffer<P> {
         // Acquire: pairs with the Release in `set_paused` (loom found this: a writer
         // that saw writes resumed but not the reset before it could publish into the
         // ring as it was, and have its counts zeroed). A plain load on x86.
-        if self.state.load(Acquire) != RECORDING {
+        if self.state.load(Acquire) & WRITES != RECORDING {
             return Err(WriteError::Off);
         }
         let Some(ring) = self.rings.get(cpu) else {
@@ -389,7 +406,8 @@ impl<P: Platform> Buffer<P> {
     /// The consuming reader of CPU `cpu`'s ring (`per_cpu/cpuN/trace_pipe`); `Busy`
     /// if it already has one. Dropping it frees the ring for the next; one forgotten
     /// (`mem::forget`) keeps it, as a leaked `trace_pipe` descriptor keeps Linux's:
-    /// clears and other consumers are refused until the ring is replaced (a resize).
+    /// clears and other consumers are refused until the ring is replaced (a resize
+    /// to another size, or a change of clock: each makes new rings).
     pub fn consumer(&self, cpu: usize) -> Result<Consumer<'_>, Error> {
         Consumer::new(self.ring(cpu)?, cpu)
     }
@@ -527,7 +545,7 @@ impl<P: Platform> Buffer<P> {
         Ok(Buffer {
             platform: self.platform.clone(),
             rings,
-            state: AtomicU8::new(self.state.load(Relaxed) & RECORDING),
+            state: AtomicU32::new(self.state.load(Relaxed) & RECORDING),
             overwrite: AtomicBool::new(self.mode() == Mode::Overwrite),
         })
     }
@@ -535,18 +553,22 @@ impl<P: Platform> Buffer<P> {
 
 /// Writes into a set kept off (see [`Buffer::with_writes_held`]); dropping it lets
 /// them in again, even if the reader unwinds (host builds).
-struct Hold<'a, P> {
+pub(crate) struct Hold<'a, P> {
     buffer: &'a Buffer<P>,
+    /// The [`RELEASE`] count when it was taken: once it moved on, `release_holds`
+    /// counted this hold out.
+    releases: u32,
 }
 
 impl<P> Drop for Hold<'_, P> {
     fn drop(&mut self) {
         // Release: as `set_paused`'s, for a writer that sees the hold gone. None to
-        // count out once `release_holds` let writes in.
+        // count out once `release_holds` let writes in (the same word: a release
+        // between the load and the exchange fails the exchange).
         let state = &self.buffer.state;
         let mut now = state.load(Relaxed);
-        while let Some(left) = now.checked_sub(HOLD) {
-            match state.compare_exchange_weak(now, left, Release, Relaxed) {
+        while now & !WRITES == self.releases && now & HOLDS != 0 {
+            match state.compare_exchange_weak(now, now - HOLD, Release, Relaxed) {
                 Ok(_) => return,
                 Err(seen) => now = seen,
             }

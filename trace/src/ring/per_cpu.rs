@@ -36,6 +36,7 @@ use crate::sync::{
 };
 use alloc::boxed::Box;
 use alloc::vec::Vec;
+use core::ops::Range;
 
 /// The longest walk from a ring's tail that dates the words a panic's seal reads
 /// (2^20 words: 8 MiB); beyond it, the seal trusts none of them.
@@ -268,6 +269,36 @@ pub(crate) enum Words {
     Borrowed(&'static [AtomicU64]),
 }
 
+/// The lent words rings are built over now, as address ranges: lent words back one
+/// ring at a time (see [`Error::Lent`]). Taken by control operations only, which
+/// build and drop rings (never an interrupt handler).
+static LENT: spin::Mutex<Vec<Range<usize>>> = spin::Mutex::new(Vec::new());
+
+impl Words {
+    /// Words lent for a ring: refused with `Lent` if any of them backs another.
+    fn lend(words: &'static [AtomicU64]) -> Result<Words, Error> {
+        let range = words.as_ptr_range();
+        let range = range.start as usize..range.end as usize;
+        let mut lent = LENT.lock();
+        if lent.iter().any(|l| l.start < range.end && range.start < l.end) {
+            return Err(Error::Lent);
+        }
+        lent.try_reserve(1).map_err(|_| Error::NoMemory)?;
+        lent.push(range);
+        Ok(Words::Borrowed(words))
+    }
+}
+
+impl Drop for Words {
+    /// Lent words are free to back another ring once this one is gone.
+    fn drop(&mut self) {
+        if let Words::Borrowed(words) = self {
+            let start = words.as_ptr() as usize;
+            LENT.lock().retain(|l| l.start != start);
+        }
+    }
+}
+
 impl core::ops::Deref for Words {
     type Target = [AtomicU64];
 
@@ -292,8 +323,8 @@ impl Ring {
 
     /// A ring over lent words; their length must be a power of two
     /// (`Err(NotPowerOfTwo)`) of at least [`MIN_WORDS`] (`Err(ZeroSize)`) and at most
-    /// [`MAX_WORDS`] (`Err(TooBig)`). What the words hold is ignored: the ring starts
-    /// empty.
+    /// [`MAX_WORDS`] (`Err(TooBig)`), none backing another ring (`Err(Lent)`). What
+    /// the words hold is ignored: the ring starts empty.
     pub(crate) fn borrowed(data: &'static [AtomicU64]) -> Result<Ring, Error> {
         let words = data.len() as u64;
         if words < MIN_WORDS {
@@ -305,7 +336,7 @@ impl Ring {
         if !words.is_power_of_two() {
             return Err(Error::NotPowerOfTwo);
         }
-        Ok(Ring::over(Words::Borrowed(data)))
+        Ok(Ring::over(Words::lend(data)?))
     }
 
     fn over(data: Words) -> Ring {

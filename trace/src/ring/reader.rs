@@ -17,7 +17,9 @@ use core::ops::Range;
 pub struct RecordRef<'a> {
     /// CPU whose ring held the event.
     pub cpu: usize,
-    /// Timestamp (ns, the platform's clock).
+    /// Timestamp, in the unit of the set's [`Clock`](crate::Clock): ns for the
+    /// platform's clock and its kinds, a count for `counter` and `uptime`, cycles for
+    /// `x86-tsc`.
     pub ts: u64,
     /// Event id.
     pub id: u16,

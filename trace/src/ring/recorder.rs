@@ -311,8 +311,11 @@ impl<P: Platform> Recorder<P> {
     }
 
     /// Exchanges the spare and the live set: the old live set becomes the snapshot,
-    /// frozen when this returns. The new live set takes over the old one's recording
-    /// switch and mode. Writers on other CPUs keep going throughout. Needs a context
+    /// frozen to the recorder's writers ([`Recorder::write`] and the tracer's, which
+    /// enter a section) when this returns; a write through a set reference taken
+    /// before ([`Recorder::live`], then [`Buffer::write`]) still goes to that set. The
+    /// new live set takes over the old one's recording switch and mode. Writers on
+    /// other CPUs keep going throughout. Needs a context
     /// that may wait for the other CPUs (`WouldDeadlock` otherwise); `Replaced` once
     /// the recorder's instance has replaced it.
     pub fn swap(&self) -> Result<(), Error> {

@@ -619,8 +619,8 @@ fn a_hold_keeps_writes_out_while_its_closure_runs() {
 }
 
 /// A panic lets writes in whatever holds are out (the readers holding them never
-/// return); a hold dropped afterwards counts out nothing, the switch stays as it
-/// was, and holds taken later work as before.
+/// return); a hold taken before and dropped afterwards counts out nothing, the
+/// switch stays as it was, and holds taken later work as before.
 #[test]
 fn released_holds_let_writes_in_and_count_out_nothing_when_dropped() {
     HostPlatform::set_cpu(0);
@@ -647,6 +647,16 @@ fn released_holds_let_writes_in_and_count_out_nothing_when_dropped() {
     r.live().set_recording(false);
     r.live().with_writes_held(|_| r.live().release_holds());
     assert_eq!(r.write(8, b"h"), Err(WriteError::Off));
+    // A hold taken before the release and dropped after a later one was taken (two
+    // readers, not nested) leaves the later one in place.
+    r.live().set_recording(true);
+    let before = r.live().hold().unwrap();
+    r.live().release_holds();
+    let since = r.live().hold().unwrap();
+    drop(before);
+    assert_eq!(r.write(9, b"i"), Err(WriteError::Off), "the hold taken since stays");
+    drop(since);
+    r.write(10, b"j").unwrap();
 }
 
 #[test]

@@ -150,6 +150,8 @@ fn control_from_a_context_that_may_not_wait_is_refused_before_any_lock() {
     let marker = &crate::tracer::MARKER;
     let hook_refused = Err(crate::tracer::HookError::from(Error::WouldDeadlock));
     assert_eq!(net.set_filter(marker, "buf == \"x\""), hook_refused, "set_filter");
+    // Refused before the text is compiled (it allocates): a bad one too.
+    assert_eq!(net.set_system_filter("ftrace", "buf =="), hook_refused.map(|()| 0), "system");
     assert_eq!(net.set_trigger(marker, "traceoff"), hook_refused, "set_trigger");
     assert_eq!(net.event_soft_mode(marker), Err(Error::WouldDeadlock), "event_soft_mode");
     for (what, result) in [
@@ -492,4 +494,16 @@ fn lent_words_that_are_no_ring_are_refused_by_rule() {
     assert_eq!(over(12), Err(Error::NotPowerOfTwo));
     assert_eq!(over(16), Ok(()));
     assert_eq!(crate::ring::persist::Region::new(lent(64), 0).map(drop), Err(Error::ZeroSize));
+    // Words back one ring at a time: the same slice twice, or overlapping slices, in
+    // one set or in two, are refused while the first ring lives.
+    let words = lent(32);
+    let set = |rings: &[&'static [AtomicU64]]| {
+        Buffer::over(Probe::default(), Mode::Overwrite, rings.iter().copied())
+    };
+    assert_eq!(set(&[words, words]).err(), Some(Error::Lent));
+    assert_eq!(set(&[&words[..16], &words[8..24]]).err(), Some(Error::Lent));
+    let halves = set(&[&words[..16], &words[16..]]).unwrap();
+    assert_eq!(set(&[&words[16..24]]).err(), Some(Error::Lent), "another set");
+    drop(halves);
+    assert!(set(&[words]).is_ok(), "free again once the set is gone");
 }

@@ -363,6 +363,9 @@ fn one_cpus_ring_is_resized_or_cleared_alone() {
     assert_eq!((s1.entries, s1.written), (1, 1), "CPU 1 is masked: not recorded, not counted");
     assert_eq!(top.stats(0).unwrap().entries, 1);
     assert_eq!(top.cpumask(), 1);
+    let absent = Err(crate::InstanceError::Buffer(crate::Error::BadCpu));
+    assert_eq!(top.set_cpumask(0b101), absent, "a bit for CPU 2, which does not exist");
+    assert_eq!(top.cpumask(), 1, "refused: unchanged");
     assert!(top.resize_cpu(2, 4096).is_err(), "no CPU 2");
     assert!(top.clear_cpu(2).is_err());
     // The size a ring has already (asked as it is, or as a size it rounds to) keeps

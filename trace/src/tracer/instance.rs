@@ -388,8 +388,11 @@ impl<'t, P: Platform> Instance<'t, P> {
     /// (`events/SYSTEM/filter`); the others keep theirs. `"0"` clears every event's
     /// filter in the system. Returns how many events got the filter. A syntax error,
     /// or a filter no event fits, changes nothing. The events that take no filter
-    /// (`ftrace:kernel_stack`) are left out.
+    /// (`ftrace:kernel_stack`) are left out. Needs a context that may wait, as
+    /// [`Instance::set_filter`].
     pub fn set_system_filter(&self, system: &str, text: &str) -> Result<usize, HookError> {
+        // Before the filter is compiled (it allocates).
+        self.tracer.may_wait()?;
         let events = || {
             let events = self.tracer.events().iter().copied();
             events.filter(move |d| d.kind == DescriptorKind::Event && d.system == system)
@@ -821,10 +824,15 @@ impl<'t, P: Platform> Instance<'t, P> {
 
     /// Records events of the CPUs in `mask` only (bit `c` for CPU `c`;
     /// `tracing_cpumask`): the others' events are neither recorded nor counted, as
-    /// with recording off. CPUs from 64 on always record. Needs a context that may
-    /// wait (it takes the registry's lock): `Buffer(WouldDeadlock)` elsewhere.
+    /// with recording off. CPUs from 64 on always record. A bit for a CPU the tracer
+    /// does not have is refused (`Buffer(BadCpu)`). Needs a context that may wait (it
+    /// takes the registry's lock): `Buffer(WouldDeadlock)` elsewhere.
     pub fn set_cpumask(&self, mask: u64) -> Result<(), InstanceError> {
         self.tracer.may_wait()?;
+        let cpus = self.tracer.cpus();
+        if cpus < 64 && mask >> cpus != 0 {
+            return Err(Error::BadCpu.into());
+        }
         self.tracer.set_cpumask(self.state.slot, mask);
         Ok(())
     }

@@ -328,13 +328,16 @@ fn write_cpumask(out: &mut dyn Write, mask: u64, cpus: usize) -> fmt::Result {
     writeln!(out, "{mask:0digits$x}")
 }
 
+/// A `tracing_cpumask` with bits for CPUs that do not exist.
+const ABSENT: FsError = FsError::Rule("the mask has bits for CPUs that do not exist");
+
 /// Parses a hex CPU mask, in 32-bit groups between commas as Linux writes and reads
 /// them beyond 32 CPUs (`1,00000002`: CPUs 1 and 32), or one group of up to 64
-/// bits; bits only for existing CPUs.
-fn parse_cpumask(value: &str, cpus: usize) -> Result<u64, FsError> {
+/// bits (a mask wider than 64 bits is [`ABSENT`]; the instance refuses bits for
+/// CPUs it does not have).
+fn parse_cpumask(value: &str) -> Result<u64, FsError> {
     const RULE: &str =
         "a hex mask with a bit per CPU, e.g. 3 for CPUs 0 and 1 (8 digits between commas)";
-    const ABSENT: FsError = FsError::Rule("the mask has bits for CPUs that do not exist");
     let value = value.trim();
     let grouped = value.contains(',');
     let most_digits = if grouped { 8 } else { 16 };
@@ -353,9 +356,6 @@ fn parse_cpumask(value: &str, cpus: usize) -> Result<u64, FsError> {
             digits => u64::from_str_radix(digits, 16).map_err(|_| FsError::Rule(RULE))?,
         };
         mask = if grouped { mask << 32 | bits } else { bits };
-    }
-    if cpus < 64 && mask >> cpus != 0 {
-        return Err(ABSENT);
     }
     Ok(mask)
 }
@@ -755,7 +755,10 @@ fn write_file(located: &Located, value: &str, append: bool) -> Result<(), FsErro
                 on,
             )
         }
-        File::CpuMask => Ok(instance.set_cpumask(parse_cpumask(value, tracer.cpus())?)?),
+        File::CpuMask => instance.set_cpumask(parse_cpumask(value)?).map_err(|e| match e {
+            InstanceError::Buffer(trace::Error::BadCpu) => ABSENT,
+            e => e.into(),
+        }),
         File::CurrentTracer => match Kind::parse(value.trim()) {
             Some(kind) => {
                 let before = instance.function_tracer()?;
