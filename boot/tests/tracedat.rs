@@ -57,6 +57,17 @@ fn parse_line(line: &str) -> Option<Line> {
     })
 }
 
+/// The name trace.dat gives event `d`: its own, but `NAME_` for an interrupt event
+/// without Linux's `irq` field (this older kernel's carry `vector`), which trace-cmd's
+/// profiler would stop at.
+fn written_name(d: &trace::dump::DumpDescriptor) -> String {
+    let irq = d.system == "irq" && d.name.starts_with("irq_handler_");
+    match irq && !d.fields().iter().any(|f| f.name == "irq") {
+        true => format!("{}_", d.name),
+        false => d.name.clone(),
+    }
+}
+
 #[test]
 fn trace_cmd_reads_every_event_of_a_real_panic_with_its_fields() {
     let log = std::fs::read_to_string(PANIC_LOG).unwrap();
@@ -89,7 +100,7 @@ fn trace_cmd_reads_every_event_of_a_real_panic_with_its_fields() {
             "print" => format!("tracing_mark_write: {}", ev.text),
             _ => ev.text.clone(),
         };
-        let expected = Line { cpu: ev.cpu, ts: ev.ts, name: d.name.clone(), fields };
+        let expected = Line { cpu: ev.cpu, ts: ev.ts, name: written_name(d), fields };
         assert_eq!(*line, expected);
         names.insert(trace.event_name(ev.id));
     }
@@ -210,6 +221,22 @@ fn trace_cmd_shows_function_graph_calls_with_durations_and_names() {
         .map(|e| name_of(&symbols, e[0]).unwrap_or_else(|| format!("{:x}", e[0])))
         .collect();
     assert_eq!(called, names, "{report}");
+}
+
+/// trace-cmd's profiler reads each buffer: an event of a name whose fields it reads,
+/// but without them (this older kernel's `irq_handler_entry` carries `vector`, not
+/// Linux's `irq`), is written under another name, where the profiler stopped at it.
+#[test]
+fn trace_cmd_profiles_events_that_lack_the_fields_it_reads() {
+    let (top, _) = tracers_report("top", &["--profile"]);
+    let listed = |profile: &str, event: &str| {
+        profile.lines().any(|l| l.trim_start().starts_with(&format!("Event: {event}")))
+    };
+    assert!(listed(&top, "irq_handler_entry_:0x30 ("), "{top}");
+    // The function graph's calls, timed from entry to exit.
+    let (graph, _) = tracers_report("graph", &["--profile"]);
+    let timed = graph.lines().filter(|l| l.contains("Event: func: ") && l.contains(" Total: "));
+    assert!(timed.count() >= 5, "{graph}");
 }
 
 /// trace-cmd names the function tracer's calls and callers from the kallsyms
@@ -507,7 +534,8 @@ fn kernelshark_loads_every_buffer_with_every_event_of_its_section() {
                         (trace::Activity::Task, cpu) => format!("work/{cpu}"),
                         _ => "<idle>".into(),
                     };
-                    (e.cpu, e.ts, section.event_name(e.id).replacen(':', "/", 1), task)
+                    let d = section.descriptor(e.id).expect("a real dump's events are described");
+                    (e.cpu, e.ts, format!("{}/{}", d.system, written_name(d)), task)
                 })
                 .collect();
             let mut got = entries.clone();

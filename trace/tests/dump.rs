@@ -1,7 +1,7 @@
 //! The dump format: round trip, damage, and never panicking on any input.
 
 use proptest::prelude::*;
-use trace::dump::{self, DumpWriter, OtherPanic, OtherPanicReport, PanicHeader};
+use trace::dump::{self, DumpWriter, OtherPanic, OtherPanicReport, PanicHeader, Value};
 use trace::{Context, event::EventDescriptor, ring::RecordRef, ring::RingStats};
 
 trace::event! {
@@ -155,6 +155,18 @@ fn a_dump_round_trips_through_text() {
     assert_eq!(got, sample.records);
     assert!(instance.records.iter().all(|r| r.context == context_of(r.ts)));
     assert!(instance.records.iter().any(|r| r.context.bits() == 0b1101));
+}
+
+/// A record whose id the dump does not describe keeps its payload, for the readers'
+/// hex dumps (`unknown_event: id=N 01 02 ...`).
+#[test]
+fn an_undescribed_record_keeps_its_payload() {
+    let sample = Sample { records: vec![(0, 5, 3, vec![1, 2, 0xff]), (1, 6, 3, vec![])] };
+    let log = write(&sample, None);
+    let section = dump::parse(&log).pop().unwrap().sections().pop().unwrap();
+    let values: Vec<&[Value]> = section.events.iter().map(|e| &e.values[..]).collect();
+    assert_eq!(values, [&[Value::Bytes(vec![1, 2, 0xff])][..], &[Value::Bytes(vec![])][..]]);
+    assert_eq!(dump::hex_dump(&section.events[0].values), "01 02 ff");
 }
 
 #[test]

@@ -151,8 +151,10 @@ fn too_many_cpus(cpu: usize) -> io::Error {
 /// `<CANT FIND FIELD ...>`.
 type Claimed = (&'static str, &'static str, &'static [&'static str], Option<&'static str>);
 
-/// The events trace-cmd 3.1 and its plugins print their own way ([`Claimed`]).
-const CLAIMED: [Claimed; 13] = [
+/// The events trace-cmd 3.1 and its plugins print their own way, or whose fields its
+/// `report --profile` reads (it stops at an event of the name without them)
+/// ([`Claimed`]).
+const CLAIMED: [Claimed; 20] = [
     ("ftrace", "bprint", &["ip", "fmt", "buf"], Some("printk")),
     ("ftrace", "kernel_stack", &["size", "caller"], Some("stacktrace")),
     ("ftrace", "function", &["ip", "parent_ip"], None),
@@ -171,6 +173,13 @@ const CLAIMED: [Claimed; 13] = [
     ("sched", "sched_wakeup", &["comm", "pid", "prio"], None),
     ("sched", "sched_wakeup_new", &["comm", "pid", "prio"], None),
     ("tlb", "tlb_flush", &["pages", "reason"], None),
+    ("irq", "irq_handler_entry", &["irq"], None),
+    ("irq", "irq_handler_exit", &["irq"], None),
+    ("irq", "softirq_entry", &["vec"], None),
+    ("irq", "softirq_exit", &["vec"], None),
+    ("irq", "softirq_raise", &["vec"], None),
+    ("raw_syscalls", "sys_enter", &["id"], None),
+    ("raw_syscalls", "sys_exit", &["id"], None),
 ];
 
 /// The name an event (of `system`, as a C name) whose format file declares `fields`

@@ -150,8 +150,9 @@ impl Dump {
     }
 
     /// `record` decoded with its descriptor: its values and its text, rendered with
-    /// the descriptor's format as `formats` holds it (no values and no text without
-    /// a descriptor; the text says `<...>` where it does not decode).
+    /// the descriptor's format as `formats` holds it (the text says `<...>` where it
+    /// does not decode). Without a descriptor: its payload as one bytes value, for a
+    /// hex dump, and no text.
     fn event(&self, record: &DumpRecord, formats: &BTreeMap<u16, Compiled<'_>>) -> Event {
         let mut event = Event {
             cpu: record.cpu,
@@ -162,7 +163,10 @@ impl Dump {
             lost_before: record.lost_before,
             text: String::new(),
         };
-        let Some(d) = self.descriptors.get(&record.id) else { return event };
+        let Some(d) = self.descriptors.get(&record.id) else {
+            event.values.push(Value::Bytes(record.payload.clone()));
+            return event;
+        };
         let mut decoder = Decoder::new(&record.payload);
         let (values, text) = (&mut event.values, &mut event.text);
         match d.kind {
