@@ -478,9 +478,7 @@ fn babeltrace2_reads_the_ctf_output_and_perfetto_json_parses() {
 fn captured() -> Machine {
     let mut m = Machine::boot();
     // A threshold well above scheduling noise on a busy host, and a spike above it.
-    m.run("latency threshold 200");
-    // Armed again: a host stall since boot may have exceeded the boot's threshold.
-    assert!(m.run("latency rearm").contains("state: Watching"));
+    m.watch_latency(200);
     m.run("latency spike 300");
     // The window records serial and shell events: the wait types nothing while it
     // lasts, so no keystroke of the test's can push the anomaly out of the ring.

@@ -1528,6 +1528,20 @@ fn irqsoff_keeps_the_longest_irqs_off_region_in_the_snapshot() {
     let windows = m.run("cat instances/lat/snapshot") + &m.run("cat instances/lat/trace");
     let profile = m.run("cat instances/lat/events/ftrace/irqsoff/hist");
     m.run(&format!("echo '!{hist}' > {trigger}"));
+    // A counted `snapshot` trigger cannot take the tracer's snapshot: each time it
+    // fires it says so in the live buffer, in ftrace's words, and spends its count,
+    // so `snapshot:1` says it once, not at every event after. (No region is
+    // reported meanwhile, under the bar: no swap moves the lines.)
+    let print = "instances/lat/events/ftrace/print/trigger";
+    assert_eq!(m.run(&format!("echo 'snapshot:1' > {print}")), "");
+    for _ in 0..3 {
+        m.run("echo x > instances/lat/trace_marker");
+    }
+    assert_eq!(m.run(&format!("cat {print}")), "snapshot:count=0\n");
+    let live = m.run("cat instances/lat/trace");
+    assert_eq!(live.matches("*** LATENCY TRACER ACTIVE ***").count(), 1, "{live}");
+    assert_eq!(live.matches("*** Can not use snapshot (sorry) ***").count(), 1, "{live}");
+    m.run(&format!("echo '!snapshot:1' > {print}"));
     let rows: Vec<&str> = profile.lines().filter(|l| l.starts_with("{ start: ")).collect();
     let spike_row = rows.iter().find(|r| r.contains("] kernel::watchdog::spike+0x"));
     let spike_ns = spike_row.and_then(|r| r.split("latency_ns:").nth(1)?.trim().parse().ok());

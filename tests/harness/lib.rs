@@ -310,6 +310,23 @@ impl Machine {
         self.run_within(line, STEP_TIMEOUT)
     }
 
+    /// Sets the latency watchdog's threshold to `ms` and has it watch again: a host
+    /// stall since boot may have exceeded the boot's threshold and started a capture,
+    /// which only ends after its window of ticks, so one in progress is waited for
+    /// first. Returns the status once it watches.
+    pub fn watch_latency(&mut self, ms: u64) -> String {
+        let set = self.run(&format!("latency threshold {ms}"));
+        assert!(set.contains(&format!("threshold: {}000000 ns", ms)), "{set}");
+        for _ in 0..3 {
+            let status = self.run("latency rearm");
+            if status.contains("state: Watching") {
+                return status;
+            }
+            self.run("latency wait 10000");
+        }
+        panic!("the watchdog does not watch again: {}", self.run("latency"));
+    }
+
     /// [`Machine::run`] allowing `timeout` for the echo and for the prompt (a guest
     /// slower than TCG's, such as one under nested KVM).
     pub fn run_within(&mut self, line: &str, timeout: Duration) -> String {

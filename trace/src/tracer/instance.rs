@@ -722,7 +722,8 @@ impl<'t, P: Platform> Instance<'t, P> {
     /// Turns recording on or off (`tracing_on`). Events are not recorded nor counted
     /// while off. From a context that may wait, no writer records into the instance
     /// once it returned off.
-    /// From any context, NMIs included: it takes no lock.
+    /// From any context, NMIs included: it takes no lock (but the instance's, where
+    /// the platform reports a CPU beyond the tracer's).
     pub fn set_tracing(&self, on: bool) {
         self.tracer.with_published(&self.state, |recorder| recorder.live().set_recording(on));
         self.tracer.settle();
