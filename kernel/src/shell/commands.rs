@@ -589,9 +589,12 @@ fn keys(
         [] => (None, None),
         [event] => {
             let (system, name) = event.split_once(':').ok_or(CommandError::Usage)?;
-            // A pattern no event fits is a typo, not an event without sites.
-            let events = crate::tracing::tracer().map_or(&[][..], |t| t.events());
-            if !events.iter().any(|e| e.matches(Some(system), Some(name))) {
+            // A pattern no event fits is a typo, not an event without sites (the
+            // tracer's events; without a tracer, the sites are listed as they are).
+            let fits = |t: &trace::Tracer<_>| {
+                t.events().iter().any(|e| e.matches(Some(system), Some(name)))
+            };
+            if !crate::tracing::tracer().is_none_or(fits) {
                 return Err(CommandError::Failed(format!(
                     "no event matches {event} (SYSTEM:EVENT, each may be a glob)"
                 )));

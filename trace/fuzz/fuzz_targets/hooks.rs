@@ -123,7 +123,7 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     top.set_mode(CONFIG.mode).expect("a mode");
     top.resize(CONFIG.bytes_per_cpu).expect("room");
     top.set_clock(Clock::Local).expect("a clock");
-    top.set_cpumask(u64::MAX).expect("thread context");
+    top.set_cpumask((1 << CPUS) - 1).expect("thread context");
     top.set_stack_traces(false).expect("thread context");
     top.set_printk(true);
     top.set_tracing(true);

@@ -78,6 +78,9 @@ impl<P: Platform> Buffer<P> {
     /// A set over lent per-CPU words, one slice per CPU (each a power of two of at
     /// least 64 bytes), recording on. What the words hold is ignored: the rings start
     /// empty. The set cannot be resized nor get a snapshot spare ([`Error::Fixed`]).
+    /// Lent words back one ring at a time: words that overlap another's, in this set
+    /// or another that lives, are refused ([`Error::Lent`]), as is a ring beyond the
+    /// 1024 over lent words at once (`NoMemory`).
     pub fn over(
         platform: P,
         mode: Mode,

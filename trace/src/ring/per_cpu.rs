@@ -36,7 +36,6 @@ use crate::sync::{
 };
 use alloc::boxed::Box;
 use alloc::vec::Vec;
-use core::ops::Range;
 
 /// The longest walk from a ring's tail that dates the words a panic's seal reads
 /// (2^20 words: 8 MiB); beyond it, the seal trusts none of them.
@@ -265,36 +264,64 @@ pub(crate) fn words_for(bytes: usize) -> Result<u64, Error> {
 pub(crate) enum Words {
     /// Allocated by the ring.
     Owned(Box<[AtomicU64]>),
-    /// Lent by the caller.
-    Borrowed(&'static [AtomicU64]),
+    /// Lent by the caller, and the slot of [`LENT`] that records them.
+    Borrowed(&'static [AtomicU64], usize),
 }
 
-/// The lent words rings are built over now, as address ranges: lent words back one
-/// ring at a time (see [`Error::Lent`]). Taken by control operations only, which
-/// build and drop rings (never an interrupt handler).
-static LENT: spin::Mutex<Vec<Range<usize>>> = spin::Mutex::new(Vec::new());
+/// Most rings over lent words at once (see [`LENT`]).
+const MAX_LENT: usize = 1024;
+
+/// Lent words a ring is built over: the address of the first (0: a free slot) and
+/// their length in bytes. Plain `core` atomics, outside the loom models.
+struct LentSlot {
+    start: core::sync::atomic::AtomicUsize,
+    bytes: core::sync::atomic::AtomicUsize,
+}
+
+/// The lent words rings are built over now: lent words back one ring at a time
+/// (see [`Error::Lent`]). A lender (a control operation, in thread context) fills a
+/// free slot under [`LENDING`]; a ring's drop frees its slot with one store, so
+/// from any context (the last reference to a set may go in an interrupt handler).
+static LENT: [LentSlot; MAX_LENT] = [const {
+    LentSlot {
+        start: core::sync::atomic::AtomicUsize::new(0),
+        bytes: core::sync::atomic::AtomicUsize::new(0),
+    }
+}; MAX_LENT];
+
+/// Lenders one at a time, so that two cannot both find the same words free.
+static LENDING: spin::Mutex<()> = spin::Mutex::new(());
 
 impl Words {
-    /// Words lent for a ring: refused with `Lent` if any of them backs another.
+    /// Words lent for a ring: refused with `Lent` if any of them backs another, and
+    /// with `NoMemory` if [`MAX_LENT`] rings are over lent words already.
     fn lend(words: &'static [AtomicU64]) -> Result<Words, Error> {
+        use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
         let range = words.as_ptr_range();
-        let range = range.start as usize..range.end as usize;
-        let mut lent = LENT.lock();
-        if lent.iter().any(|l| l.start < range.end && range.start < l.end) {
-            return Err(Error::Lent);
+        let (start, end) = (range.start.addr(), range.end.addr());
+        let _lending = LENDING.lock();
+        let mut free = None;
+        for (index, slot) in LENT.iter().enumerate() {
+            // Acquire: the slot's length, stored before its start, is its own.
+            let lent = slot.start.load(Acquire);
+            if lent == 0 {
+                free = free.or(Some(index));
+            } else if lent < end && start < lent + slot.bytes.load(Relaxed) {
+                return Err(Error::Lent);
+            }
         }
-        lent.try_reserve(1).map_err(|_| Error::NoMemory)?;
-        lent.push(range);
-        Ok(Words::Borrowed(words))
+        let index = free.ok_or(Error::NoMemory)?;
+        LENT[index].bytes.store(end - start, Relaxed);
+        LENT[index].start.store(start, Release);
+        Ok(Words::Borrowed(words, index))
     }
 }
 
 impl Drop for Words {
     /// Lent words are free to back another ring once this one is gone.
     fn drop(&mut self) {
-        if let Words::Borrowed(words) = self {
-            let start = words.as_ptr() as usize;
-            LENT.lock().retain(|l| l.start != start);
+        if let Words::Borrowed(_, index) = self {
+            LENT[*index].start.store(0, core::sync::atomic::Ordering::Release);
         }
     }
 }
@@ -306,7 +333,7 @@ impl core::ops::Deref for Words {
     fn deref(&self) -> &[AtomicU64] {
         match self {
             Words::Owned(words) => words,
-            Words::Borrowed(words) => words,
+            Words::Borrowed(words, _) => words,
         }
     }
 }
@@ -383,7 +410,7 @@ impl Ring {
 
     /// Whether the ring's words are lent (see [`Ring::borrowed`]).
     pub(crate) fn is_borrowed(&self) -> bool {
-        matches!(self.data, Words::Borrowed(_))
+        matches!(self.data, Words::Borrowed(..))
     }
 
     /// The ring's data words (slot `p & mask` holds position `p`).

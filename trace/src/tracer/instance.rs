@@ -838,9 +838,12 @@ impl<'t, P: Platform> Instance<'t, P> {
         Ok(())
     }
 
-    /// The CPUs whose events the instance records.
+    /// The CPUs whose events the instance records (bits of the tracer's CPUs only,
+    /// so that it can be written back).
     pub fn cpumask(&self) -> u64 {
-        self.tracer.cpumask(self.state.slot)
+        let cpus = self.tracer.cpus();
+        let all = if cpus < 64 { (1 << cpus) - 1 } else { u64::MAX };
+        self.tracer.cpumask(self.state.slot) & all
     }
 
     /// Bytes of CPU `cpu`'s ring.

@@ -324,7 +324,6 @@ fn write_names(out: &mut dyn Write, functions: &[&functions::Function], none: &s
 /// Writes a CPU mask as Linux does: hex, as many digits as the CPUs need.
 fn write_cpumask(out: &mut dyn Write, mask: u64, cpus: usize) -> fmt::Result {
     let digits = cpus.div_ceil(4).max(1);
-    let mask = if cpus < 64 { mask & ((1 << cpus) - 1) } else { mask };
     writeln!(out, "{mask:0digits$x}")
 }
 

@@ -127,6 +127,16 @@ pub(super) fn pauses(instance: &Instance<'_, KernelPlatform>) -> bool {
     read_extras(instance, |extras| extras.pause_on_trace)
 }
 
+/// Whether `error` refused `value`, a trigger line, in the `hist` command: its parse,
+/// or a histogram the event has already.
+fn hist_refused(error: &FsError, value: &str) -> bool {
+    match error {
+        FsError::Parse(HookError::Trigger(e)) => matches!(e.reason, TriggerReason::Hist(_)),
+        FsError::Duplicate(_) => value.trim_start().starts_with("hist"),
+        _ => false,
+    }
+}
+
 /// Adds a failed write to `instance`'s `error_log`, in Linux's layout.
 pub fn log_error(located: &Located, value: &str, error: FsError) {
     let file = located.path.rsplit('/').next().unwrap_or("");
@@ -138,15 +148,8 @@ pub fn log_error(located: &Located, value: &str, error: FsError) {
         (Node::File(File::EventFilter(_) | File::SystemFilter(_)), FsError::Parse(_)) => {
             String::from("event filter parse error")
         }
-        (Node::File(File::EventTrigger(event)), FsError::Parse(HookError::Trigger(e)))
-            if matches!(e.reason, TriggerReason::Hist(_)) =>
-        {
-            format!("hist:{}:{}", event.system, event.name)
-        }
-        // A histogram the event has already: refused by the `hist` command, as ftrace's.
-        (Node::File(File::EventTrigger(event)), FsError::Duplicate(_))
-            if value.trim_start().starts_with("hist") =>
-        {
+        // A `hist` line refused, or one the event has already, as ftrace logs them.
+        (Node::File(File::EventTrigger(event)), error) if hist_refused(error, value) => {
             format!("hist:{}:{}", event.system, event.name)
         }
         _ => String::from(file),
