@@ -26,7 +26,9 @@
 //! reads there, is written under another (`CLAIMED`); each event's system and name is
 //! its own (`name_uniquely`).
 //! Lost events start a new page flagged with the
-//! count, which trace-cmd reports as `[N EVENTS DROPPED]`.
+//! count, which trace-cmd reports as `[N EVENTS DROPPED]`; past `EXACT_LOSSES`
+//! such pages on a CPU, a loss where the open page is less than a quarter full joins
+//! that page's mark instead (a dump of many losses would take a page per record).
 //!
 //! `ftrace:funcgraph_exit`, `ftrace:kernel_stack` and `ftrace:print` are written in
 //! Linux's layout, which trace-cmd's function graph and stack displays and its
@@ -323,6 +325,12 @@ fn format_file(id: u16, declared: &Declared<'_>) -> String {
     text
 }
 
+/// Pages a CPU may open to mark a loss where its open page is less than a quarter
+/// full. Past them such a loss joins the open page's mark (shown before that page's
+/// first record, at most a quarter page early; Linux's own marks are per page), so
+/// that a dump of many losses cannot make the file a page per record.
+const EXACT_LOSSES: u32 = 64;
+
 /// One CPU's pages being filled.
 #[derive(Default)]
 struct Pages {
@@ -335,6 +343,8 @@ struct Pages {
     lost: u64,
     /// Timestamp the next delta is taken from.
     last_ts: u64,
+    /// Pages opened for a loss where the open page was less than a quarter full.
+    early: u32,
 }
 
 impl Pages {
@@ -372,7 +382,14 @@ impl Pages {
     fn push(&mut self, ts: u64, lost_before: u64, record: &[u8]) {
         let len = record.len().next_multiple_of(4);
         let body = if len <= 4 * MAX_TYPE_LEN { 4 + len } else { 8 + len };
-        if self.open.is_none() || lost_before > 0 {
+        let sparse = self.used < PAGE_DATA / 4;
+        if self.open.is_none() {
+            self.open(ts, lost_before);
+        } else if lost_before > 0 && sparse && self.early >= EXACT_LOSSES {
+            // Room for the count: the page is less than a quarter full.
+            self.lost = self.lost.saturating_add(lost_before);
+        } else if lost_before > 0 {
+            self.early += u32::from(sparse);
             self.open(ts, lost_before);
         }
         let mut delta = ts - self.last_ts;
@@ -755,6 +772,32 @@ mod tests {
         assert_eq!(fields(lines[604]), "a=1 b=2");
         // Two CPUs of 300-odd 20-byte records: more than one page each.
         assert!(size >= 5 * PAGE_SIZE, "{size}");
+    }
+
+    /// A loss before every record: the first [`EXACT_LOSSES`] each open a page, the
+    /// rest join the open page's mark, so the file stays a few pages; trace-cmd
+    /// reports every record and every lost event.
+    #[test]
+    fn a_loss_before_every_record_does_not_take_a_page_each() {
+        let mut t = trace();
+        t.events.retain(|e| e.id == 3);
+        for e in &mut t.events {
+            e.cpu = 0;
+            e.lost_before = 2;
+        }
+        let records = t.events.len();
+        let (report, size) = trace_cmd(std::slice::from_ref(&t));
+        let dropped: u64 = report
+            .lines()
+            .filter_map(|l| l.strip_prefix("CPU:0 [")?.strip_suffix(" EVENTS DROPPED]"))
+            .map(|n| n.parse::<u64>().unwrap())
+            .sum();
+        assert_eq!(dropped, 2 * records as u64, "{report}");
+        let shown = report.lines().filter(|l| l.contains(": event:")).count();
+        assert_eq!(shown, records, "{report}");
+        // 601 records of 24 bytes: 64 exact pages, then about one per quarter page
+        // (a page each would be 601 pages).
+        assert!(size < 100 * PAGE_SIZE, "{size} bytes for {records} records");
     }
 
     /// Writes `traces` as trace.dat and runs `trace-cmd report -t` on it: what it

@@ -874,10 +874,11 @@ fn trigger_traceoff_stops_recording_after_the_event() {
     top.set_tracing(true);
     fire(t, &EV, 3);
     assert!(top.tracing(), "the count ran out");
-    // Duplicates, unknown removals and bad lines are refused and change nothing.
+    // Duplicates and bad lines are refused and change nothing; removing a trigger
+    // the event does not have succeeds and changes nothing, as ftrace's.
     let exists = top.set_trigger(&EV, "traceoff").unwrap_err();
     assert_eq!(exists, HookError::Trigger(TriggerError { pos: 0, reason: TriggerReason::Exists }));
-    assert!(top.set_trigger(&EV, "!snapshot").is_err());
+    assert_eq!(top.set_trigger(&EV, "!snapshot"), Ok(()));
     assert!(top.set_trigger(&EV, "traceon:zz").is_err());
     assert_eq!(top.triggers(&EV), ["traceoff:count=0 if n == 3"]);
     top.set_trigger(&EV, "!traceoff").unwrap();
@@ -1109,6 +1110,26 @@ fn hist_cont_and_clear_need_the_histogram_and_pause_makes_one() {
     top.set_trigger(&EV, "hist:keys=n:size=128:cont").unwrap();
     assert_eq!(top.triggers(&EV), [paused.replace("paused", "active")]);
     top.set_trigger(&EV, "hist:keys=n:size=128:clear").unwrap();
+}
+
+/// Linux's selftests reset an event's triggers by writing `!` and each listed line
+/// with `>`: the first write's truncation removes every histogram, and the later
+/// lines, whose histograms are gone, are taken as ftrace takes them.
+#[test]
+fn the_selftests_reset_of_two_histograms_succeeds() {
+    static EV: EventDescriptor =
+        EventDescriptor::new("zt15", "ev", "n={n}", N_FIELDS, DescriptorKind::Event);
+    let t = tracer(&[&EV]);
+    let top = t.top();
+    top.set_trigger(&EV, "hist:keys=n:size=128").unwrap();
+    top.set_trigger(&EV, "hist:keys=common_pid:size=128").unwrap();
+    let listed = top.triggers(&EV);
+    assert_eq!(listed.len(), 2);
+    for line in &listed {
+        let line = format!("!{}", line.split('[').next().unwrap_or_default());
+        assert_eq!(top.set_trigger_truncating(&EV, &line), Ok(()), "{line}");
+    }
+    assert!(top.triggers(&EV).is_empty());
 }
 
 /// A line written with `>` (ftrace opens the file truncated) first removes the
@@ -1426,21 +1447,22 @@ mod writes {
     }
 
     /// The change in the trigger list a taken line makes: +1, -1, or 0 (a `hist`
-    /// line's `pause`, `cont` or `clear` on a histogram the event has).
+    /// line's `pause`, `cont` or `clear` on a histogram the event has, or a removal of
+    /// a trigger it does not have, which ftrace takes and ignores).
     fn change(line: &str, before: &[String]) -> i64 {
+        // Each listed trigger as its removal line names it.
+        let has = |t: &Trigger| {
+            before.iter().any(|b| {
+                matches!(
+                    Trigger::parse(&removal(b), FIELDS, |_, _| Some(&B), None),
+                    Ok(TriggerCommand::Remove(o)) if o.same_as(t)
+                )
+            })
+        };
         match Trigger::parse(line, FIELDS, |_, _| Some(&B), None) {
             Ok(TriggerCommand::Add(_)) => 1,
-            Ok(TriggerCommand::Remove(_)) => -1,
-            Ok(TriggerCommand::Hist(t, _)) => {
-                let existing = before.iter().any(|b| {
-                    let line = b.rsplit_once(' ').map_or(b.as_str(), |(l, _)| l);
-                    matches!(
-                        Trigger::parse(line, FIELDS, |_, _| Some(&B), None),
-                        Ok(TriggerCommand::Add(o)) if o.same_as(&t)
-                    )
-                });
-                i64::from(!existing)
-            }
+            Ok(TriggerCommand::Remove(t)) => -i64::from(has(&t)),
+            Ok(TriggerCommand::Hist(t, _)) => i64::from(!has(&t)),
             Err(e) => panic!("{line:?} was taken but does not parse: {e}"),
         }
     }

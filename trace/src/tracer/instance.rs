@@ -562,20 +562,17 @@ impl<'t, P: Platform> Instance<'t, P> {
         }
     }
 
-    /// Removes the trigger of the event at `index` that is the same as `trigger`, and
-    /// those of `doomed` (a truncating write's), in one change.
+    /// Removes the trigger of the event at `index` that is the same as `trigger`, if
+    /// it has one (as ftrace's, removing one it does not have succeeds), and those of
+    /// `doomed` (a truncating write's), in one change.
     fn remove_trigger(
         &self,
         index: usize,
         trigger: &Trigger,
         doomed: &[Arc<Trigger>],
     ) -> Result<(), HookError> {
-        let trigger_error = |reason| HookError::Trigger(TriggerError { pos: 0, reason });
         self.tracer.edit_hooks(self.state.slot, |table| {
             let mut hooks = table[index].as_deref().cloned().unwrap_or_default();
-            if !hooks.triggers.iter().any(|t| t.same_as(trigger)) {
-                return Err(trigger_error(TriggerReason::NotFound));
-            }
             hooks.triggers.retain(|t| !t.same_as(trigger) && !listed(t, doomed));
             table[index] = Some(Arc::new(hooks)).filter(|h| !h.is_empty());
             Ok(())

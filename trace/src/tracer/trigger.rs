@@ -212,7 +212,7 @@ pub enum TriggerReason {
     /// `traceoff`, one of `enable_event`/`disable_event` and one of
     /// `enable_hist`/`disable_hist` per target, one `hist` per definition).
     Exists,
-    /// The event has no such trigger to remove.
+    /// The event has no histogram for `:cont` or `:clear` to act on.
     NotFound,
     /// The event has [`MAX_TRIGGERS`] triggers already.
     TooMany,
