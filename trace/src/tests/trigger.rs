@@ -1450,16 +1450,20 @@ mod writes {
     /// line's `pause`, `cont` or `clear` on a histogram the event has, or a removal of
     /// a trigger it does not have, which ftrace takes and ignores).
     fn change(line: &str, before: &[String]) -> i64 {
+        // A target resolved as the instance resolves it: by its name.
+        let event = |system: &str, name: &str| {
+            EVENTS.into_iter().find(|e| (e.system, e.name) == (system, name))
+        };
         // Each listed trigger as its removal line names it.
         let has = |t: &Trigger| {
             before.iter().any(|b| {
                 matches!(
-                    Trigger::parse(&removal(b), FIELDS, |_, _| Some(&B), None),
+                    Trigger::parse(&removal(b), FIELDS, event, None),
                     Ok(TriggerCommand::Remove(o)) if o.same_as(t)
                 )
             })
         };
-        match Trigger::parse(line, FIELDS, |_, _| Some(&B), None) {
+        match Trigger::parse(line, FIELDS, event, None) {
             Ok(TriggerCommand::Add(_)) => 1,
             Ok(TriggerCommand::Remove(t)) => -i64::from(has(&t)),
             Ok(TriggerCommand::Hist(t, _)) => i64::from(!has(&t)),
