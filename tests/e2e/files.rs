@@ -24,6 +24,13 @@ fn readme_tracers_subbuf_size_and_printk_formats() {
         let name = entry.trim_end_matches('/');
         assert!(readme.contains(name), "README does not mention {name}:\n{readme}");
     }
+    // The lines Linux's ftrace selftests look for before testing a feature.
+    for feature in [
+        "accepts: func_full_name or glob-matching-pattern",
+        "<var1>=<field|var_ref|numeric_literal>",
+    ] {
+        assert!(readme.contains(feature), "README does not say {feature:?}:\n{readme}");
+    }
     assert!(m.run("echo x > README").contains("Permission denied (read-only file)"));
     let formats = m.run("cat printk_formats");
     assert!(

@@ -28,6 +28,7 @@ tracing mini-HOWTO:
   set_ftrace_filter\t- echo function name (globs) in here to only trace these
 \t\t\t  functions ('>' sets, '>>' adds, '!glob' removes;
 \t\t\t  'glob:mod:crate' keeps to one crate's functions)
+\t     accepts: func_full_name or glob-matching-pattern
 \t\t\t  Commands: <function>:<command>[:count], acting when the function
 \t\t\t  is called, whatever the tracer: traceon, traceoff, snapshot,
 \t\t\t  stacktrace, enable_event:<system>:<event>,
@@ -118,7 +119,8 @@ tracing mini-HOWTO:
 \t\t\t           disable_hist:<system>:<event>,
 \t\t\t           hist:keys=<field>[,...][:vals=<field>][:sort=<field>]
 \t\t\t                [:size=N][:name=<name>][:pause|:cont|:clear]
-\t\t\t                [:<var>=<expr>[,...]] (vals=$<var> sums one)
+\t\t\t                [:<var1>=<field|var_ref|numeric_literal>[,<var2>=...]]
+\t\t\t                (a variable may be an expr; vals=$<var> sums one)
 \t\t\t                [:onmax|onchange($<var>).save(<field>,...)]
 \t\t\t                [:onmax|onchange($<var>).snapshot()]
 \t\t\t  expr: <operand>[+-*/<operand>], operand: a field,
