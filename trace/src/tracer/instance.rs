@@ -827,8 +827,7 @@ impl<'t, P: Platform> Instance<'t, P> {
     /// takes the registry's lock): `Buffer(WouldDeadlock)` elsewhere.
     pub fn set_cpumask(&self, mask: u64) -> Result<(), InstanceError> {
         self.tracer.may_wait()?;
-        let cpus = self.tracer.cpus();
-        if cpus < 64 && mask >> cpus != 0 {
+        if mask & !self.all_cpus() != 0 {
             return Err(Error::BadCpu.into());
         }
         self.tracer.set_cpumask(self.state.slot, mask);
@@ -838,9 +837,13 @@ impl<'t, P: Platform> Instance<'t, P> {
     /// The CPUs whose events the instance records (bits of the tracer's CPUs only,
     /// so that it can be written back).
     pub fn cpumask(&self) -> u64 {
+        self.tracer.cpumask(self.state.slot) & self.all_cpus()
+    }
+
+    /// The mask of every CPU the tracer has (all 64 bits from 64 CPUs on).
+    fn all_cpus(&self) -> u64 {
         let cpus = self.tracer.cpus();
-        let all = if cpus < 64 { (1 << cpus) - 1 } else { u64::MAX };
-        self.tracer.cpumask(self.state.slot) & all
+        if cpus < 64 { (1 << cpus) - 1 } else { u64::MAX }
     }
 
     /// Bytes of CPU `cpu`'s ring.
