@@ -430,6 +430,7 @@ mod tests {
     /// and marked: a crafted format repeating a field made each 4-byte record of a
     /// dump hundreds of times its size in text.
     #[test]
+    #[cfg_attr(miri, ignore = "single-threaded safe code, run natively (18 s under Miri)")]
     fn an_events_text_is_capped() {
         use super::super::read::{DumpField, DumpInstance};
         use crate::field::FieldKind;

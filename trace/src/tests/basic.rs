@@ -269,6 +269,7 @@ fn records_fill_in_place_and_abandon_cleanly() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "single-threaded safe code, run natively (6 s under Miri)")]
 fn merge_orders_all_cpus_by_timestamp() {
     let b = buffer(3, 4096, Mode::Overwrite);
     // Interleave CPUs with a shared, increasing clock.
@@ -396,6 +397,7 @@ fn with_interrupt(
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "single-threaded safe code, run natively (12 s under Miri)")]
 fn nested_writer_at_every_point_finishes_first_and_both_are_kept() {
     // Until a write passes no more points (every one of them struck once).
     for k in 0.. {
@@ -441,6 +443,7 @@ fn nested_writer_in_full_ring_counts_commit_overrun() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "single-threaded safe code, run natively (15 s under Miri)")]
 fn interrupt_during_reclaim_and_commit_keeps_accounting_exact() {
     // A small full ring: every write reclaims; interrupts at each point also write,
     // until a write passes no more points.
@@ -732,6 +735,7 @@ fn corruption_turns_the_ring_off_and_says_so() {
 /// panic stopped there) says what that write holds: the statistics count it as
 /// written, and neither it nor what follows it can be read.
 #[test]
+#[cfg_attr(miri, ignore = "single-threaded safe code, run natively (9 s under Miri)")]
 fn a_dump_inside_a_write_says_what_the_write_holds() {
     let t = super::trigger::tracer(&[]);
     t.top().write_marker("before").unwrap();

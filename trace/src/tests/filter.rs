@@ -258,6 +258,7 @@ fn filter_errors_name_the_position_and_reason() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "single-threaded safe code, run natively (9 s under Miri)")]
 fn filter_limits_are_errors() {
     let long = "a == 1 || ".repeat(MAX_FILTER_LEN / 10) + "a == 1";
     assert_eq!(refused(&long).reason, FilterReason::TooLong);

@@ -100,6 +100,7 @@ fn entry(tracer: &Tracer<Patcher>, index: usize, ip: u64, parent: u64, depth: Op
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "single-threaded safe code, run natively (16 s under Miri)")]
 fn instances_trace_their_own_functions_and_release_them() {
     let _shared = exclusive();
     HostPlatform::set_cpu(0);
@@ -542,6 +543,7 @@ fn top_config() -> InstanceConfig {
 /// actions when the function is called, a count per function, read-back, removal,
 /// refusals that change nothing, and a destroyed instance's commands gone.
 #[test]
+#[cfg_attr(miri, ignore = "single-threaded safe code, run natively (8 s under Miri)")]
 fn function_commands_act_when_their_functions_are_called() {
     static TARGET: crate::event::EventDescriptor = crate::event::EventDescriptor::new(
         "sys",
@@ -837,6 +839,7 @@ proptest::proptest! {
 /// least that long is; none while recording is off; a region inside an open one
 /// (an exception's) times nothing of its own.
 #[test]
+#[cfg_attr(miri, ignore = "single-threaded safe code, run natively (14 s under Miri)")]
 fn the_irqsoff_tracer_keeps_the_longest_irqs_off_region() {
     use crate::tracer::IRQSOFF;
     let _shared = exclusive();

@@ -66,6 +66,7 @@ fn hist_table_counts_every_hit_exactly_from_many_threads() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "single-threaded safe code, run natively (5 s under Miri)")]
 fn hist_table_full_drops_and_counts_what_it_cannot_keep() {
     let table = table(128, 1, 1);
     hammer(&table, 4, ADDS, 300);

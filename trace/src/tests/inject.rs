@@ -124,6 +124,7 @@ proptest! {
     /// Any subset of the fields, in any order, any spacing and number style: the
     /// payload is the tracepoint's, with the fields not given zero or empty.
     #[test]
+    #[cfg_attr(miri, ignore = "single-threaded safe code, run natively (17 s under Miri)")]
     fn a_line_encodes_as_the_tracepoint_would(
         given in values(),
         shown in proptest::collection::vec(any::<bool>(), 12),
@@ -201,6 +202,7 @@ fn refusals_name_the_position_and_the_reason() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "single-threaded safe code, run natively (6 s under Miri)")]
 fn an_injected_event_is_recorded_in_its_instance_through_its_filter_and_triggers() {
     static EV: EventDescriptor = EventDescriptor::new(
         "zi1",

@@ -110,6 +110,7 @@ fn a_saved_trace_validates_and_restores_what_was_written() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "single-threaded safe code, run natively (14 s under Miri)")]
 fn the_region_records_again_after_a_restore() {
     let words = leaked_region();
     write_and_save(words, &mut Rng(9), 50);

@@ -405,6 +405,7 @@ fn a_snapshot_allocated_after_one_cpus_resize_keeps_each_cpus_size() {
 /// reading of another CPU where `local` follows each CPU's own clock; `counter`
 /// orders the records of every CPU exactly; `x86-tsc` is the platform's cycles.
 #[test]
+#[cfg_attr(miri, ignore = "single-threaded safe code, run natively (19 s under Miri)")]
 fn clocks_stamp_records_as_they_say_and_a_change_empties_the_buffers() {
     use crate::Clock;
     let t = two_cpus(Mode::Discard, true);

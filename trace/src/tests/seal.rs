@@ -136,6 +136,7 @@ fn a_ring_goes_on_after_a_seal() {
 /// instance's ring of this CPU, the dump's text says what it left out, and its block
 /// carries the figures for `report` (whose text says the same).
 #[test]
+#[cfg_attr(miri, ignore = "single-threaded safe code, run natively (18 s under Miri)")]
 fn the_dump_says_what_the_tracers_seal_left_out() {
     let t = super::trigger::tracer(&[]);
     t.top().write_marker("before").unwrap();
@@ -363,6 +364,7 @@ proptest! {
     /// and in order, and never marks the ring corrupt; it keeps the interrupt's
     /// records unless it says it left words out.
     #[test]
+    #[cfg_attr(miri, ignore = "single-threaded safe code, run natively (9 s under Miri)")]
     fn a_seal_publishes_only_records_written(
         earlier in prop::collection::vec(0usize..48, 0..80),
         fill in prop::collection::vec(any::<u8>(), 1..64),

@@ -379,6 +379,7 @@ fn trigger_counts_are_exact_across_threads() {
 /// refused; removing one keeps the table for the others; another instance's name
 /// is another table.
 #[test]
+#[cfg_attr(miri, ignore = "single-threaded safe code, run natively (8 s under Miri)")]
 fn named_histograms_share_one_table_across_events() {
     const WIDE: &[Field<'static>] = &[Field { name: "n", kind: FieldKind::U64 }];
     static A: EventDescriptor =
@@ -464,6 +465,7 @@ fn named_histograms_share_one_table_across_events() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "single-threaded safe code, run natively (15 s under Miri)")]
 fn hist_variables_measure_between_two_events_and_read_once() {
     static START: EventDescriptor =
         EventDescriptor::new("zt12", "start", "n={n}", N_FIELDS, DescriptorKind::Event);
@@ -583,6 +585,7 @@ fn hist_variables_measure_between_two_events_and_read_once() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "single-threaded safe code, run natively (8 s under Miri)")]
 fn hist_actions_keep_the_largest_with_its_fields_and_snapshot_it() {
     static START: EventDescriptor =
         EventDescriptor::new("zt13", "start", "n={n}", N_FIELDS, DescriptorKind::Event);
@@ -729,6 +732,7 @@ pub(super) fn recorded(buffer: &crate::ring::Buffer<Probe>, id: u16) -> Vec<u32>
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "single-threaded safe code, run natively (6 s under Miri)")]
 fn filter_in_an_instance_records_only_what_passes() {
     static EV: EventDescriptor =
         EventDescriptor::new("zf1", "ev", "n={n}", N_FIELDS, DescriptorKind::Event);
@@ -821,6 +825,7 @@ fn filter_for_a_system_sets_the_events_it_fits() {
 /// its triggers would record there (a stack trace); its triggers run on every CPU,
 /// as ftrace's do.
 #[test]
+#[cfg_attr(miri, ignore = "single-threaded safe code, run natively (8 s under Miri)")]
 fn an_instances_cpumask_keeps_other_cpus_records_out_but_not_its_triggers() {
     static EV: EventDescriptor =
         EventDescriptor::new("zc1", "ev", "n={n}", N_FIELDS, DescriptorKind::Event);
@@ -887,6 +892,7 @@ fn trigger_traceoff_stops_recording_after_the_event() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "single-threaded safe code, run natively (5 s under Miri)")]
 fn trigger_on_a_disabled_event_fires_without_recording_it() {
     static EV: EventDescriptor =
         EventDescriptor::new("zt2", "ev", "n={n}", N_FIELDS, DescriptorKind::Event);
@@ -934,6 +940,7 @@ fn trigger_on_a_disabled_event_fires_without_recording_it() {
 /// condition, or the event has a trigger that has one), and otherwise acts for the
 /// next event: ftrace judged the record by the state before it ran.
 #[test]
+#[cfg_attr(miri, ignore = "single-threaded safe code, run natively (6 s under Miri)")]
 fn a_trigger_toggling_its_own_event_decides_the_record_that_fired_it() {
     static EV: EventDescriptor =
         EventDescriptor::new("zt9", "ev", "n={n}", N_FIELDS, DescriptorKind::Event);
@@ -974,6 +981,7 @@ fn a_trigger_toggling_its_own_event_decides_the_record_that_fired_it() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "single-threaded safe code, run natively (7 s under Miri)")]
 fn trigger_snapshot_keeps_the_window_up_to_the_event() {
     static EV: EventDescriptor =
         EventDescriptor::new("zt3", "ev", "n={n}", N_FIELDS, DescriptorKind::Event);
@@ -1051,6 +1059,7 @@ fn a_refused_marker_runs_no_trigger() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "single-threaded safe code, run natively (6 s under Miri)")]
 fn the_stacktrace_option_records_a_stack_after_each_tracepoint_its_instance_records() {
     static EV: EventDescriptor =
         EventDescriptor::new("zt9", "ev", "n={n}", N_FIELDS, DescriptorKind::Event);
@@ -1137,6 +1146,7 @@ fn the_selftests_reset_of_two_histograms_succeeds() {
 /// other triggers stay, a refused line removes nothing, a blank line only removes,
 /// and a histogram whose variable another reads keeps them all.
 #[test]
+#[cfg_attr(miri, ignore = "single-threaded safe code, run natively (6 s under Miri)")]
 fn a_truncating_trigger_write_replaces_the_events_histograms() {
     static EV: EventDescriptor =
         EventDescriptor::new("zt13", "ev", "n={n}", N_FIELDS, DescriptorKind::Event);
@@ -1594,6 +1604,7 @@ fn hist_reference_and_removal_of_its_definer_race_to_one_outcome() {
 /// CPU's trigger, here a simulated interrupt once the record is committed), the
 /// event is already in the snapshot and the trigger does not swap it out again.
 #[test]
+#[cfg_attr(miri, ignore = "single-threaded safe code, run natively (6 s under Miri)")]
 fn a_snapshot_trigger_keeps_its_event_when_another_swap_comes_between() {
     static EV: EventDescriptor =
         EventDescriptor::new("zsw", "ev", "n={n}", N_FIELDS, DescriptorKind::Event);
@@ -1623,6 +1634,7 @@ fn a_snapshot_trigger_keeps_its_event_when_another_swap_comes_between() {
 /// starts the new live buffer. One trigger that needs the record (a condition,
 /// here) makes them all act after it, and the snapshot then holds the event.
 #[test]
+#[cfg_attr(miri, ignore = "single-threaded safe code, run natively (8 s under Miri)")]
 fn triggers_that_need_no_record_act_before_it() {
     static EV: EventDescriptor =
         EventDescriptor::new("zpre", "ev", "n={n}", N_FIELDS, DescriptorKind::Event);
@@ -1656,6 +1668,7 @@ fn triggers_that_need_no_record_act_before_it() {
 /// added after a conditional `snapshot` (so listed first) records its stack after
 /// the swap, into the new live buffer, and the snapshot holds the event alone.
 #[test]
+#[cfg_attr(miri, ignore = "single-threaded safe code, run natively (5 s under Miri)")]
 fn post_triggers_act_after_the_others_whatever_the_order() {
     static EV: EventDescriptor =
         EventDescriptor::new("zpost", "ev", "n={n}", N_FIELDS, DescriptorKind::Event);
@@ -1676,6 +1689,7 @@ fn post_triggers_act_after_the_others_whatever_the_order() {
 /// One event, two instances: the one whose triggers need no record acts before
 /// the event is recorded, the other after, in the same firing.
 #[test]
+#[cfg_attr(miri, ignore = "single-threaded safe code, run natively (9 s under Miri)")]
 fn an_event_fires_early_in_one_instance_and_late_in_another() {
     static EV: EventDescriptor =
         EventDescriptor::new("zmix", "ev", "n={n}", N_FIELDS, DescriptorKind::Event);
