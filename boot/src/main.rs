@@ -653,15 +653,29 @@ fn convert(
             lacking = Some(format!("the dump at line {} {what}", dump.line));
             return Ok(());
         }
+        let line = shown.line;
+        // What `--filter` and `--hist` ask of the dump's events, before any of it is
+        // written: a dump they do not fit (one of several) is left out, as above.
+        let ready = match Ready::new(options, symbols, selection, shown) {
+            Ok(ready) => ready,
+            Err(e) if total == 1 => return Err(e),
+            Err(e) => {
+                if text {
+                    writeln!(out, "{heading}: {e}").map_err(|e| options.write_error(e))?;
+                }
+                lacking = Some(format!("the dump at line {line}: {e}"));
+                return Ok(());
+            }
+        };
         found = true;
         if !text {
-            last = Some((seen, shown));
+            last = Some((seen, line, ready));
             return Ok(());
         }
         if total > 1 {
             writeln!(out, "{heading}").map_err(|e| options.write_error(e))?;
         }
-        write_text(options, symbols, selection, shown, out)
+        write_text(options, symbols, ready, out)
     };
     input.for_each_line(|line| reader.line(line).map_or(Ok(()), &mut each))?;
     if let Some(dump) = reader.finish() {
@@ -673,20 +687,16 @@ fn convert(
             _ => format!("none of the {total} dumps has it: {what}"),
         });
     }
-    if let Some((number, shown)) = last {
+    if let Some((number, line, ready)) = last {
         if total > 1 && number == total {
-            eprintln!(
-                "report: {total} dumps in the log; converting the last (line {})",
-                shown.line
-            );
+            eprintln!("report: {total} dumps in the log; converting the last (line {line})");
         } else if total > 1 {
             eprintln!(
-                "report: {total} dumps in the log; converting dump {number} (line {}), the last \
-                 that has what was asked",
-                shown.line
+                "report: {total} dumps in the log; converting dump {number} (line {line}), the \
+                 last that has what was asked"
             );
         }
-        write_converted(options, symbols, selection, shown, out)?;
+        write_converted(options, symbols, ready.traces, out)?;
     }
     out.flush().map_err(|e| options.write_error(e))?;
     Ok(clean)
@@ -703,23 +713,46 @@ struct Shown {
     traces: Vec<trace::dump::Section>,
 }
 
-impl Shown {
-    /// Its sections ready to write (the ELF checked already, [`elf_fits`]): their
-    /// events those `selection` keeps, their stacks symbolised with `names` if given.
-    fn ready(
-        self,
-        names: Option<&report::Symbols>,
+/// One dump's sections as a report writes them: their events those `--filter` keeps,
+/// stacks symbolised where the output names them, and the `--hist` tables of each.
+struct Ready {
+    /// The sections.
+    traces: Vec<trace::dump::Section>,
+    /// Per section, its histograms (`--hist`; none without it).
+    hists: Vec<trace::histograms::Histograms>,
+}
+
+impl Ready {
+    /// Readies the sections of `shown` (the ELF checked already, [`elf_fits`]); an
+    /// error: a `--filter` or `--hist` spec that does not fit the dump's events.
+    fn new(
+        options: &Report,
+        symbols: Option<&report::Symbols>,
         selection: &report::Selection,
-    ) -> Result<Vec<trace::dump::Section>, String> {
-        let mut traces = self.traces;
+        shown: Shown,
+    ) -> Result<Ready, String> {
+        let mut traces = shown.traces;
         // Filters judge the values as recorded, before stack addresses become names.
         for trace in &mut traces {
-            selection.apply(trace, names)?;
+            selection.apply(trace, symbols)?;
         }
-        if let Some(names) = names {
+        // Histograms read the values as recorded, `.sym` keys named as they are
+        // written; trace.dat keeps the addresses, and carries the symbols for
+        // trace-cmd to name them.
+        let table = symbols.and_then(report::Symbols::table);
+        let hists = match options.hist.is_empty() {
+            true => Vec::new(),
+            false => traces
+                .iter()
+                .map(|t| trace::histograms::Histograms::new(t, &options.hist, table.as_ref()))
+                .collect::<Result<_, _>>()?,
+        };
+        if let Some(names) =
+            symbols.filter(|_| hists.is_empty() && options.format != Format::Tracedat)
+        {
             traces.iter_mut().for_each(|t| names.symbolize(t));
         }
-        Ok(traces)
+        Ok(Ready { traces, hists })
     }
 }
 
@@ -741,26 +774,22 @@ fn elf_fits(
 fn write_text(
     options: &Report,
     symbols: Option<&report::Symbols>,
-    selection: &report::Selection,
-    shown: Shown,
+    ready: Ready,
     out: &mut impl Write,
 ) -> Result<(), String> {
     if options.hist.is_empty() {
-        for trace in shown.ready(symbols, selection)? {
+        for trace in &ready.traces {
             if options.stat {
-                report::write_stat(&trace, out).map_err(|e| options.write_error(e))?;
+                report::write_stat(trace, out).map_err(|e| options.write_error(e))?;
             } else {
-                report::write_text(&trace, out).map_err(|e| options.write_error(e))?;
+                report::write_text(trace, out).map_err(|e| options.write_error(e))?;
             }
         }
         return Ok(());
     }
-    // Histograms read the values as recorded; `.sym` keys are named when they are
-    // written.
     let table = symbols.and_then(report::Symbols::table);
-    for trace in shown.ready(None, selection)? {
-        let hists = trace::histograms::Histograms::new(&trace, &options.hist, table.as_ref())?;
-        hists.add(&trace);
+    for (trace, hists) in ready.traces.iter().zip(&ready.hists) {
+        hists.add(trace);
         let mut text = format!("# instance: {}\n", trace.heading());
         hists.write(table.as_ref(), &mut text).map_err(|_| "formatting a histogram")?;
         writeln!(out, "{text}").map_err(|e| options.write_error(e))?;
@@ -773,14 +802,9 @@ fn write_text(
 fn write_converted(
     options: &Report,
     symbols: Option<&report::Symbols>,
-    selection: &report::Selection,
-    shown: Shown,
+    traces: Vec<trace::dump::Section>,
     out: &mut impl Write,
 ) -> Result<(), String> {
-    // trace.dat keeps the addresses, and carries the symbols for trace-cmd to name
-    // them.
-    let names = if options.format == Format::Tracedat { None } else { symbols };
-    let traces = shown.ready(names, selection)?;
     let write_error = |e| options.write_error(e);
     match (options.format, &options.output) {
         (Format::Ctf, Some(dir)) => {

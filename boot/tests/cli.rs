@@ -862,6 +862,70 @@ fn report_filter_keeps_the_events_named_whose_filter_passes() {
     assert!(text(&out.stderr).contains("no function of that name"), "{}", text(&out.stderr));
 }
 
+/// Of a log with several dumps, one whose events a `--filter` or `--hist` spec does
+/// not fit is left out, said so before anything of it is written, as a dump without
+/// the instance asked; it is an error only when no dump fits.
+#[test]
+fn report_filter_and_hist_leave_out_a_dump_they_do_not_fit() {
+    let data = |name: &str| {
+        std::fs::read_to_string(format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR")))
+            .unwrap()
+    };
+    // The first dump's kernel has no `ftrace:irqsoff` event; the second's recorded some.
+    let (older, tracers) = (data("panic-shell.log"), data("panic-tracers.log"));
+    let log = temp("filter-two-kernels.log", older.clone() + &tracers);
+    let log = log.to_str().unwrap();
+    let second = older.lines().count()
+        + 1
+        + tracers.lines().position(|l| l.contains(trace::dump::BEGIN)).unwrap();
+    let first = 1 + older.lines().position(|l| l.contains(trace::dump::BEGIN)).unwrap();
+    for (option, spec, error) in [
+        ("--filter", "ftrace/irqsoff", "no event of the dump is named so"),
+        ("--hist", "ftrace/irqsoff:hist:keys=CPU", "no event of the dump is named ftrace/irqsoff"),
+    ] {
+        let out = report(&[log, option, spec]);
+        let stdout = text(&out.stdout);
+        assert!(out.status.success(), "{spec}: {}", text(&out.stderr));
+        let left_out = format!(
+            "# dump 1 of 2 (line {first}): {option} '{spec}': {error}\n# dump 2 of 2 (line {second})\n"
+        );
+        assert!(stdout.starts_with(&left_out), "{spec}: {stdout}");
+        assert!(
+            stdout.contains(if option == "--hist" { "hist:keys=CPU" } else { " irqsoff: " }),
+            "{spec}: {stdout}"
+        );
+    }
+    // The other formats convert the last dump it fits (its instance `irq`'s snapshot
+    // holds the records).
+    let json = temp_path("filter-two-kernels.json");
+    let reversed = temp("filter-two-kernels-reversed.log", tracers + &older);
+    let out = report(&[
+        reversed.to_str().unwrap(),
+        "--instance",
+        "irq",
+        "--filter",
+        "ftrace/irqsoff",
+        "--format",
+        "perfetto",
+        "-o",
+        json.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("converting dump 1 (line"), "{}", text(&out.stderr));
+    let converted = std::fs::read_to_string(&json).unwrap();
+    assert!(converted.contains("\"event\":\"ftrace:irqsoff\""), "{converted}");
+    std::fs::remove_file(&json).unwrap();
+    // Fitting none of them: an error naming the last, nothing written.
+    let file = temp_path("filter-two-kernels.txt");
+    let out = report(&[log, "--filter", "lockup/hard_lockup", "-o", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(std::fs::read(&file).is_err(), "nothing is written");
+    let error = format!(
+        "none of the 2 dumps has it: the dump at line {second}: --filter 'lockup/hard_lockup': no event of the dump is named so"
+    );
+    assert!(text(&out.stderr).contains(&error), "{}", text(&out.stderr));
+}
+
 #[test]
 fn report_filter_keeps_the_stack_traces_of_the_events_it_shows() {
     // Instance `stk`: `timer:tick` with a `stacktrace:4` trigger, each stack recorded
