@@ -857,6 +857,16 @@ fn report_filter_keeps_the_events_named_whose_filter_passes() {
     let kept = events(&report(&[tracers, "--instance", "top", "--elf", elf, "--filter", &spec]));
     assert!(!kept.is_empty());
     assert!(kept.iter().all(|l| call(l) == Some(name)), "{kept:?}");
+    // So do histograms and trace.dat (which keeps the addresses).
+    let named = [tracers, "--instance", "top", "--elf", elf, "--filter", &spec];
+    let hist = report(&[&named[..], &["--hist", "ftrace/function:hist:keys=CPU"]].concat());
+    let hits = format!("Totals:\n    Hits: {}\n", kept.len());
+    assert!(text(&hist.stdout).contains(&hits), "{}", text(&hist.stderr));
+    let dat = temp_path("function-filter.dat");
+    let out =
+        report(&[&named[..], &["--format", "tracedat", "-o", dat.to_str().unwrap()]].concat());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    std::fs::remove_file(&dat).unwrap();
     let out = report(&[tracers, "--instance", "top", "--filter", &spec]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("no function of that name"), "{}", text(&out.stderr));
