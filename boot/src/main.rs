@@ -22,6 +22,9 @@ struct Cli {
     command: Option<Command>,
     #[command(flatten)]
     run: Run,
+    /// Kill QEMU after SECONDS (exit code 3).
+    #[arg(long, value_name = "SECONDS")]
+    timeout: Option<u64>,
 }
 
 /// What `--help` adds after the options of the runner.
@@ -98,9 +101,6 @@ struct Run {
     /// boot's trace; without it a reset ends QEMU (exit code 4).
     #[arg(long)]
     reboot: bool,
-    /// Kill QEMU after SECONDS (exit code 3).
-    #[arg(long, value_name = "SECONDS")]
-    timeout: Option<u64>,
 }
 
 impl Run {
@@ -173,14 +173,18 @@ struct Record {
     /// 'echo 1 > events/enable'.
     #[arg(long, value_name = "COMMAND")]
     setup: Vec<String>,
-    /// How long to stream, in seconds.
-    #[arg(long, value_name = "SECONDS", default_value_t = 10)]
+    /// How long to stream, in seconds (at most a day).
+    #[arg(long, value_name = "SECONDS", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(..=MAX_DURATION))]
     duration: u64,
     /// How to boot (its --serial-log keeps the run's serial log, which `report`
     /// reads again).
     #[command(flatten)]
     run: Run,
 }
+
+/// The longest `record --duration`, in seconds: a day.
+const MAX_DURATION: u64 = 24 * 60 * 60;
 
 /// `report` options.
 #[derive(Parser, Debug)]
@@ -284,7 +288,7 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
-        None => boot(&cli.run),
+        None => boot(&cli.run, cli.timeout),
     }
 }
 
@@ -315,32 +319,32 @@ fn log_taken() -> Option<String> {
 
 /// Runs `record`: boots, streams, reports; `Ok(false)` when the stream was damaged.
 fn record(options: &Record) -> Result<bool, String> {
-    if options.run.timeout.is_some() {
-        return Err("--timeout does not apply to record: --duration says how long".into());
-    }
     let mut file = String::new();
-    if let Some(name) = &options.instance {
+    // `top` names the top-level instance, as in `report`.
+    if let Some(name) = options.instance.as_deref().filter(|&name| name != "top") {
         file += &format!("instances/{name}/");
     }
     if let Some(cpu) = options.cpu {
         file += &format!("per_cpu/cpu{cpu}/");
     }
     file += "trace_pipe_raw";
-    let config = options.run.config(Serial::Pipe);
-    let mut child = config
-        .command(boot::BIOS_IMAGE)
+    writable(options.format, &options.output)?;
+    let mut command = options.run.config(Serial::Pipe).command(boot::BIOS_IMAGE);
+    boot::qemu::end_with_this_thread(&mut command);
+    let child = command
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot run qemu-system-x86_64: {e} (run boot/setup.sh)"))?;
+    // Killed however the run ends (an error, a panic).
+    let mut child = Killed(child);
     // The serial log: the one asked for, or a temporary one, removed once the run
     // has reported or failed.
     let log = options.run.serial_log.clone().unwrap_or_else(|| {
         std::env::temp_dir().join(format!("record-{}.serial", std::process::id()))
     });
-    let streamed = stream(options, &file, &mut child, &log);
-    let _ = child.kill();
-    let _ = child.wait();
+    let streamed = stream(options, &file, &mut child.0, &log);
+    drop(child);
     let reported = streamed.and_then(|()| {
         report(&Report {
             log: log.clone(),
@@ -358,6 +362,36 @@ fn record(options: &Record) -> Result<bool, String> {
         let _ = std::fs::remove_file(&log);
     }
     reported
+}
+
+/// A child process killed and waited for when dropped.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Refuses, before a recording, an output `record` could not write once it is done:
+/// a file (made first as its `.partial`, as `report` writes it) that cannot be
+/// created, or a directory (CTF) whose parent is not one.
+fn writable(format: Format, output: &Path) -> Result<(), String> {
+    if format == Format::Ctf {
+        let parent = output.parent().filter(|p| !p.as_os_str().is_empty());
+        return match parent.is_none_or(Path::is_dir) {
+            true => Ok(()),
+            false => Err(format!("-o {}: its parent is not a directory", output.display())),
+        };
+    }
+    let partial = partial(output);
+    if partial.exists() {
+        return Ok(());
+    }
+    std::fs::File::create(&partial)
+        .and_then(|_| std::fs::remove_file(&partial))
+        .map_err(|e| format!("{}: {e} (made first as {})", output.display(), partial.display()))
 }
 
 /// Drives the kernel's shell over the serial pipe of `child`: setup commands, then
@@ -456,9 +490,9 @@ fn stream(
     log.flush().map_err(log_error)
 }
 
-fn boot(run: &Run) -> ExitCode {
+fn boot(run: &Run, timeout: Option<u64>) -> ExitCode {
     let config = run.config(Serial::Terminal { log: run.serial_log.clone() });
-    let outcome = match run_qemu(&config, run.timeout.map(Duration::from_secs)) {
+    let outcome = match run_qemu(&config, timeout.map(Duration::from_secs)) {
         Ok(outcome) => outcome,
         Err(error) => {
             eprintln!(

@@ -35,6 +35,9 @@ fn record_streams_ticks_and_reports_them_as_report_does_from_its_serial_log() {
         "2",
         "--serial-log",
         log.to_str().unwrap(),
+        // The top-level instance, named as `report` names it.
+        "--instance",
+        "top",
     ]);
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert_eq!(run.status.code(), Some(0), "{stderr}");
@@ -67,11 +70,75 @@ fn record_refuses_what_the_kernel_refuses_with_its_message() {
     assert_eq!(run.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(stderr.contains("the setup command \"echo nope > set_event\" said: "), "{stderr}");
-    let run = record(&["-o", out, "--timeout", "5"]);
+    // Usage errors, before QEMU starts: `--timeout` is the runner's (`--duration` says
+    // how long), a duration is at most a day, and an output that cannot be written is
+    // refused before the recording it would lose (no serial log is begun).
+    let log = dir.join("serial.log");
+    let log = log.to_str().unwrap();
+    for (args, error) in [
+        (&["--timeout", "5"][..], "unexpected argument '--timeout'"),
+        (&["--duration", "86401"][..], "86401 is not in 0..=86400"),
+        (&["--duration", "18446744073709551615"][..], "is not in 0..=86400"),
+    ] {
+        let run = record_in(&dir, &[&["-o", out, "--serial-log", log][..], args].concat());
+        assert_eq!(run.status.code(), Some(2), "{args:?}");
+        assert!(String::from_utf8_lossy(&run.stderr).contains(error), "{args:?}");
+    }
+    let missing = dir.join("no-such-dir").join("out.txt");
+    let run = record_in(&dir, &["-o", missing.to_str().unwrap(), "--serial-log", log]);
     assert_eq!(run.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&run.stderr).contains("--duration says how long"));
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    let refused = stderr.contains("out.txt: No such file or directory");
+    assert!(refused && stderr.contains("(made first as "), "{stderr}");
+    assert!(!std::path::Path::new(log).exists(), "refused before the recording began");
+    let run = record_in(&dir, &["-o", missing.to_str().unwrap(), "--format", "ctf"]);
+    assert_eq!(run.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(stderr.contains("out.txt: its parent is not a directory"), "{stderr}");
     assert!(!dir.join("out.txt").exists(), "no output written");
     // Nor is the temporary serial log left behind.
     let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert!(left.is_empty(), "{left:?}");
+}
+
+/// A `record` killed outright (no chance to clean up) takes its QEMU with it.
+#[test]
+fn a_killed_record_leaves_no_qemu_behind() {
+    let dir = scratch("killed");
+    let out = dir.join("out.txt");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_boot"));
+    command.args(["record", "-o", out.to_str().unwrap(), "--duration", "600"]);
+    let mut run = command.env("TMPDIR", &*dir).spawn().unwrap();
+    let children = format!("/proc/{0}/task/{0}/children", run.id());
+    let is_qemu = |pid: &str| {
+        std::fs::read(format!("/proc/{pid}/cmdline"))
+            .is_ok_and(|c| String::from_utf8_lossy(&c).starts_with("qemu-system-x86_64"))
+    };
+    // Its child, once it runs QEMU (waited for, for up to a minute).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let qemu = loop {
+        let listed = std::fs::read_to_string(&children).unwrap_or_default();
+        if let Some(pid) = listed.split_whitespace().find(|pid| is_qemu(pid)) {
+            break pid.to_string();
+        }
+        assert!(std::time::Instant::now() < deadline, "record started no QEMU");
+        // Polled, as nothing tells this process when its grandchild runs.
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    run.kill().unwrap();
+    run.wait().unwrap();
+    // Gone, or a zombie its new parent has yet to reap: it runs no more.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let running = || {
+        std::fs::read_to_string(format!("/proc/{qemu}/stat")).is_ok_and(|stat| {
+            stat.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z'))
+        })
+    };
+    while running() {
+        if std::time::Instant::now() > deadline {
+            let _ = Command::new("kill").args(["-9", &qemu]).status();
+            panic!("QEMU {qemu} still runs 30 s after its record was killed");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
 }
