@@ -872,6 +872,48 @@ fn report_filter_keeps_the_events_named_whose_filter_passes() {
     assert!(text(&out.stderr).contains("no function of that name"), "{}", text(&out.stderr));
 }
 
+/// A stream's statistics come again at its end: their entries are then what its
+/// reader left unread, and text and `--stat` say so (its events are what it read). A
+/// dump's stats come once: entries it does not hold were lost with damaged chunks.
+#[test]
+fn a_stream_says_what_its_reader_left_unread() {
+    let log_with = |end: Option<RingStats>| {
+        let descriptor: &EventDescriptor = PING.descriptor();
+        let mut log = String::new();
+        let mut writer = log_writer(&mut log);
+        writer.header(1, None, None);
+        writer.descriptor_as(1, descriptor);
+        writer.instance(0, "");
+        writer.cpu_stats(0, 0, &RingStats { written: 10, entries: 10, ..RingStats::default() });
+        for seq in 0..2u32 {
+            let mut buf = [0u8; 64];
+            let mut enc = trace::field::Encoder::new(&mut buf);
+            use trace::field::FieldValue;
+            seq.encode(&mut enc);
+            "host".encode(&mut enc);
+            writer.record(0, &record(0, 1_000 + u64::from(seq), enc.bytes()), Some(descriptor));
+        }
+        if let Some(end) = end {
+            writer.cpu_stats(0, 0, &end);
+        }
+        writer.finish();
+        log
+    };
+    let end = RingStats { written: 12, entries: 4, read: 8, ..RingStats::default() };
+    let stream = temp("stream-unread.log", log_with(Some(end)));
+    let note = "4 entries were left unread in the buffer at the stream's end";
+    for args in [&[][..], &["--stat"][..]] {
+        let out = report(&[&[stream.to_str().unwrap()][..], args].concat());
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert!(text(&out.stdout).contains(note), "{args:?}: {}", text(&out.stdout));
+    }
+    let dump = temp("dump-damaged.log", log_with(None));
+    let out = report(&[dump.to_str().unwrap()]);
+    let lost =
+        "# (8 of the 10 entries in the buffer are not in it: lost with damaged or cut chunks)";
+    assert!(text(&out.stdout).contains(lost), "{}", text(&out.stdout));
+}
+
 /// Of a log with several dumps, one whose events a `--filter` or `--hist` spec does
 /// not fit is left out, said so before anything of it is written, as a dump without
 /// the instance asked; it is an error only when no dump fits.

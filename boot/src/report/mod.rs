@@ -36,10 +36,16 @@ use trace::dump::Section;
 pub const MAX_TS: u64 = 1 << 62;
 
 /// What a section leaves out of its buffer, if anything: the older records the
-/// kernel's `last N` cap skipped, and the entries its stats count that it does not
-/// hold (lost with damaged or cut chunks or, in a stream, left unread at its end).
+/// kernel's `last N` cap skipped, the entries its stats count that it does not hold
+/// (lost with damaged or cut chunks), and in a stream, those its reader left unread
+/// at its end (the entries of its final stats: it holds what it read).
 pub(crate) fn left_out(trace: &Section) -> Option<String> {
     let entries = trace.stats.iter().fold(0u64, |e, s| e.saturating_add(s.entries));
+    if trace.streamed {
+        return (entries > 0).then(|| {
+            format!("{entries} entries were left unread in the buffer at the stream's end")
+        });
+    }
     let held = (trace.events.len() as u64).saturating_add(trace.filtered);
     let (capped, absent) =
         (trace.skipped, entries.saturating_sub(held).saturating_sub(trace.skipped));
@@ -47,7 +53,7 @@ pub(crate) fn left_out(trace: &Section) -> Option<String> {
     let not_held = |l| {
         format!(
             "{l} of the {entries} entries in the buffer are not in it: lost with damaged or \
-             cut chunks or, in a stream, left unread at its end"
+             cut chunks"
         )
     };
     match (capped, absent) {

@@ -175,5 +175,6 @@ pub fn sample() -> Section {
             nested: None,
             other: None,
         }),
+        streamed: false,
     }
 }

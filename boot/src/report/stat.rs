@@ -292,7 +292,7 @@ mod tests {
         // chunks lost: 16 entries, 5 events held, 7 skipped, so 4 lost.
         let entries: u64 = t.stats.iter().map(|s| s.entries).sum();
         t.stats[0].entries += 16 - entries;
-        let why = "lost with damaged or cut chunks or, in a stream, left unread at its end";
+        let why = "lost with damaged or cut chunks";
         let note = format!(
             "# the dump leaves out 7 older records by its `last N` cap, and 4 of the 16 entries \
              in the buffer are not in it: {why}\n"

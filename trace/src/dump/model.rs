@@ -48,6 +48,9 @@ pub struct Section {
     pub stats: Vec<DumpStats>,
     /// The panic that produced the dump; `None` for a live `dump` or a stream.
     pub panic: Option<PanicReport>,
+    /// A stream's section (`trace_pipe_raw`): `stats` are those at its end, so their
+    /// entries are what its reader left unread, and `events` are what it took.
+    pub streamed: bool,
 }
 
 /// One decoded record.
@@ -144,6 +147,7 @@ impl Dump {
                     filtered: 0,
                     stats,
                     panic: self.panic.clone(),
+                    streamed: instance.streamed,
                 }
             })
             .collect()

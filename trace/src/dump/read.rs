@@ -149,6 +149,9 @@ pub struct DumpInstance {
     /// Events lost per CPU (overwritten before a consuming reader got them): the
     /// lost items of a stream, summed.
     pub lost: BTreeMap<usize, u64>,
+    /// Whether its statistics came again at its end, as a stream's do: `stats` are
+    /// then those at the end, and `records` are what its reader took.
+    pub streamed: bool,
 }
 
 /// Something wrong with a dump, and where.
@@ -538,7 +541,8 @@ fn items(
                     unreadable: v[7],
                     unpublished: v[8],
                 };
-                dump.instances.entry(index).or_default().stats.insert(cpu, stats);
+                let section = dump.instances.entry(index).or_default();
+                section.streamed |= section.stats.insert(cpu, stats).is_some();
             }
             (Pass::Rest, kind::RECORDS) => records(dump, pending, &mut body, true)?,
             (Pass::Rest, kind::RECORDS_WITHOUT_CONTEXT) => {
