@@ -177,6 +177,10 @@ struct Record {
     #[arg(long, value_name = "SECONDS", default_value_t = 10,
           value_parser = clap::value_parser!(u64).range(..=MAX_DURATION))]
     duration: u64,
+    /// Name code addresses (stack frames, the function tracers' records) after the
+    /// functions of the kernel it boots, as `report --elf` does.
+    #[arg(long)]
+    elf: bool,
     /// How to boot (its --serial-log keeps the run's serial log, which `report`
     /// reads again).
     #[command(flatten)]
@@ -345,6 +349,12 @@ fn record(options: &Record) -> Result<bool, String> {
     });
     let streamed = stream(options, &file, &mut child.0, &log);
     drop(child);
+    // What the kernel wrote says why it did not answer: kept, and named.
+    let keep = matches!(streamed, Err(Failure::Silent(_))) && options.run.serial_log.is_none();
+    let streamed = streamed.map_err(|failure| match failure {
+        Failure::Silent(e) if keep => format!("{e} (the serial log is kept: {})", log.display()),
+        Failure::Silent(e) | Failure::Refused(e) => e,
+    });
     let reported = streamed.and_then(|()| {
         report(&Report {
             log: log.clone(),
@@ -353,15 +363,36 @@ fn record(options: &Record) -> Result<bool, String> {
             output: Some(options.output.clone()),
             instance: options.instance.clone().or_else(|| Some("top".into())),
             buffer: None,
-            elf: None,
+            elf: options.elf.then(|| PathBuf::from(boot::KERNEL_ELF)),
             filter: Vec::new(),
             hist: Vec::new(),
         })
     });
-    if options.run.serial_log.is_none() {
+    if options.run.serial_log.is_none() && !keep {
         let _ = std::fs::remove_file(&log);
     }
     reported
+}
+
+/// Why a recording stopped early.
+enum Failure {
+    /// The kernel refused a command or the file to stream, with its message.
+    Refused(String),
+    /// The kernel did not answer (no prompt, QEMU exited) or the run could not go on
+    /// (a pipe or the log failed).
+    Silent(String),
+}
+
+impl From<String> for Failure {
+    fn from(what: String) -> Failure {
+        Failure::Silent(what)
+    }
+}
+
+impl From<&str> for Failure {
+    fn from(what: &str) -> Failure {
+        Failure::Silent(what.into())
+    }
 }
 
 /// A child process killed and waited for when dropped.
@@ -401,7 +432,7 @@ fn stream(
     file: &str,
     child: &mut std::process::Child,
     log_path: &Path,
-) -> Result<(), String> {
+) -> Result<(), Failure> {
     use std::io::Read;
     let mut stdin = child.stdin.take().ok_or("QEMU's serial input is not a pipe")?;
     let mut stdout = child.stdout.take().ok_or("QEMU's serial output is not a pipe")?;
@@ -466,7 +497,8 @@ fn stream(
         let printed = output.split_once('\n').map_or("", |(_, rest)| rest);
         let printed = printed.rsplit_once('\n').map_or("", |(shown, _)| shown);
         if !printed.trim().is_empty() {
-            return Err(format!("the setup command {command:?} said: {}", printed.trim()));
+            let said = format!("the setup command {command:?} said: {}", printed.trim());
+            return Err(Failure::Refused(said));
         }
     }
     send(&format!("cat {file}\r"))?;
@@ -476,7 +508,7 @@ fn stream(
     )?;
     if !begun.contains(trace::dump::BEGIN) {
         let said = begun.lines().nth(1).unwrap_or("nothing");
-        return Err(format!("the kernel did not stream {file}: {said}"));
+        return Err(Failure::Refused(format!("the kernel did not stream {file}: {said}")));
     }
     until("the end of the duration", Duration::from_secs(options.duration), &|_| false)?;
     send("q")?;
@@ -487,7 +519,7 @@ fn stream(
     send("poweroff\r")?;
     // QEMU exits when the kernel is off: the line closes.
     let _ = until("power off", step, &|_| false);
-    log.flush().map_err(log_error)
+    Ok(log.flush().map_err(log_error)?)
 }
 
 fn boot(run: &Run, timeout: Option<u64>) -> ExitCode {

@@ -142,3 +142,44 @@ fn a_killed_record_leaves_no_qemu_behind() {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
+
+/// `--elf` names the function tracer's addresses after the kernel `record` booted.
+#[test]
+fn record_elf_names_functions() {
+    let dir = scratch("elf");
+    let out = dir.join("functions.txt");
+    let run = record(&[
+        "-o",
+        out.to_str().unwrap(),
+        "--setup",
+        "echo 'kernel::serial::*' > set_ftrace_filter",
+        "--setup",
+        "echo function > current_tracer",
+        "--duration",
+        "1",
+        "--elf",
+    ]);
+    assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
+    let text = std::fs::read_to_string(&out).unwrap();
+    // The shell polls the serial line while it streams.
+    let calls: Vec<&str> = text.lines().filter(|l| l.contains(" <-")).collect();
+    assert!(!calls.is_empty(), "{text}");
+    assert!(calls.iter().all(|l| l.contains(": kernel::serial::")), "{calls:?}");
+}
+
+/// A kernel that stops answering fails the run, and its serial log, which says why,
+/// is kept and named (a refusal, which the kernel's message explains, leaves none).
+#[test]
+fn a_kernel_that_stops_answering_leaves_its_serial_log() {
+    let dir = scratch("silent");
+    let out = dir.join("out.txt");
+    let run = record_in(&dir, &["-o", out.to_str().unwrap(), "--setup", "poweroff"]);
+    assert_eq!(run.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    let kept = stderr.split_once("(the serial log is kept: ").map(|(_, rest)| rest);
+    let kept = kept.and_then(|rest| rest.trim_end().strip_suffix(')')).expect(&stderr);
+    assert!(stderr.contains("QEMU exited while waiting for prompt"), "{stderr}");
+    let log = std::fs::read_to_string(kept).unwrap();
+    assert!(log.contains("poweroff"), "{log}");
+    assert!(!out.exists(), "no output written");
+}
