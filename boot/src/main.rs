@@ -333,6 +333,10 @@ fn record(options: &Record) -> Result<bool, String> {
     }
     file += "trace_pipe_raw";
     writable(options.format, &options.output)?;
+    // The ELF is read once the recording is done: a missing one is refused first.
+    if options.elf {
+        report::Symbols::read(Path::new(boot::KERNEL_ELF))?;
+    }
     let mut command = options.run.config(Serial::Pipe).command(boot::BIOS_IMAGE);
     boot::qemu::end_with_this_thread(&mut command);
     let child = command
@@ -349,11 +353,10 @@ fn record(options: &Record) -> Result<bool, String> {
     });
     let streamed = stream(options, &file, &mut child.0, &log);
     drop(child);
-    // What the kernel wrote says why it did not answer: kept, and named.
-    let keep = matches!(streamed, Err(Failure::Silent(_))) && options.run.serial_log.is_none();
+    // Each error with whether the serial log says more.
     let streamed = streamed.map_err(|failure| match failure {
-        Failure::Silent(e) if keep => format!("{e} (the serial log is kept: {})", log.display()),
-        Failure::Silent(e) | Failure::Refused(e) => e,
+        Failure::Silent(e) => (e, true),
+        Failure::Refused(e) => (e, false),
     });
     let reported = streamed.and_then(|()| {
         report(&Report {
@@ -367,11 +370,21 @@ fn record(options: &Record) -> Result<bool, String> {
             filter: Vec::new(),
             hist: Vec::new(),
         })
+        .map_err(|e| (e, true))
     });
-    if options.run.serial_log.is_none() && !keep {
-        let _ = std::fs::remove_file(&log);
+    // A temporary log is kept when it says what went wrong: the kernel stopped
+    // answering, or the report of a whole recording failed.
+    match reported {
+        Err((e, true)) if options.run.serial_log.is_none() && log.exists() => {
+            Err(format!("{e} (the serial log is kept: {})", log.display()))
+        }
+        reported => {
+            if options.run.serial_log.is_none() {
+                let _ = std::fs::remove_file(&log);
+            }
+            reported.map_err(|(e, _)| e)
+        }
     }
-    reported
 }
 
 /// Why a recording stopped early.
@@ -379,7 +392,7 @@ enum Failure {
     /// The kernel refused a command or the file to stream, with its message.
     Refused(String),
     /// The kernel did not answer (no prompt, QEMU exited) or the run could not go on
-    /// (a pipe or the log failed).
+    /// (a pipe or the log failed): its serial log, if any, says more.
     Silent(String),
 }
 
@@ -406,15 +419,26 @@ impl Drop for Killed {
 }
 
 /// Refuses, before a recording, an output `record` could not write once it is done:
-/// a file (made first as its `.partial`, as `report` writes it) that cannot be
-/// created, or a directory (CTF) whose parent is not one.
+/// a file (made first as its `.partial`, as `report` writes a regular file) that
+/// cannot be created, a directory given for a file, anything else (a device, a
+/// pipe, a link: written in place) that cannot be opened for writing, or a directory
+/// (CTF) whose parent is not one.
 fn writable(format: Format, output: &Path) -> Result<(), String> {
+    let refused = |why: &dyn std::fmt::Display| format!("-o {}: {why}", output.display());
     if format == Format::Ctf {
         let parent = output.parent().filter(|p| !p.as_os_str().is_empty());
         return match parent.is_none_or(Path::is_dir) {
             true => Ok(()),
-            false => Err(format!("-o {}: its parent is not a directory", output.display())),
+            false => Err(refused(&"its parent is not a directory")),
         };
+    }
+    match std::fs::symlink_metadata(output) {
+        Ok(m) if m.is_dir() => return Err(refused(&"a directory, where a file is written")),
+        Ok(m) if !m.is_file() => {
+            let opened = std::fs::OpenOptions::new().write(true).open(output);
+            return opened.map(drop).map_err(|e| refused(&e));
+        }
+        _ => {}
     }
     let partial = partial(output);
     if partial.exists() {
@@ -814,7 +838,7 @@ impl Ready {
                 .collect::<Result<_, _>>()?,
         };
         if let Some(names) =
-            symbols.filter(|_| hists.is_empty() && options.format != Format::Tracedat)
+            symbols.filter(|_| options.hist.is_empty() && options.format != Format::Tracedat)
         {
             traces.iter_mut().for_each(|t| names.symbolize(t));
         }

@@ -163,20 +163,24 @@ impl Outcome {
 
 /// Has the process `command` starts get SIGKILL when the thread that starts it ends,
 /// however it ends (a signal that kills this tool included), so that no QEMU
-/// outlives a `record` run. Linux's `PR_SET_PDEATHSIG`; the thread must outlive the
-/// child.
+/// outlives a `record` run. Linux's `PR_SET_PDEATHSIG` (the tool runs on Linux); the
+/// thread must outlive the child.
 pub fn end_with_this_thread(command: &mut Command) {
     use std::os::unix::process::CommandExt;
-    // SAFETY: the closure runs in the child between fork and exec, where only
-    // async-signal-safe calls are allowed: it makes one system call, `prctl`, which
-    // is, and touches no memory of the parent (no allocation, no lock).
+    let parent = std::process::id();
+    // SAFETY: the closure runs in the child between fork and exec, where only what
+    // takes no lock and allocates nothing is safe: it makes two raw system calls
+    // (`prctl`, `getppid`), reads `errno` and builds an `io::Error` from its number,
+    // none of which allocates or locks.
     unsafe {
-        command.pre_exec(|| {
-            // A parent killed between the fork and this call goes unnoticed: a window
-            // of microseconds, against a run of seconds.
-            match libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) {
-                0 => Ok(()),
-                _ => Err(std::io::Error::last_os_error()),
+        command.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // A parent gone before the call above: the signal will never come.
+            match libc::getppid() as u32 == parent {
+                true => Ok(()),
+                false => Err(std::io::Error::from_raw_os_error(libc::ESRCH)),
             }
         });
     }

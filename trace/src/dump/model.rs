@@ -48,8 +48,9 @@ pub struct Section {
     pub stats: Vec<DumpStats>,
     /// The panic that produced the dump; `None` for a live `dump` or a stream.
     pub panic: Option<PanicReport>,
-    /// A stream's section (`trace_pipe_raw`): `stats` are those at its end, so their
-    /// entries are what its reader left unread, and `events` are what it took.
+    /// Its statistics came twice, as a whole stream's (`trace_pipe_raw`) do: `stats`
+    /// are those at its end, so their entries are what its reader left unread, and
+    /// `events` are what it took. (A stream cut before its end reads as a dump.)
     pub streamed: bool,
 }
 
