@@ -353,11 +353,6 @@ fn record(options: &Record) -> Result<bool, String> {
     });
     let streamed = stream(options, &file, &mut child.0, &log);
     drop(child);
-    // Each error with whether the serial log says more.
-    let streamed = streamed.map_err(|failure| match failure {
-        Failure::Silent(e) => (e, true),
-        Failure::Refused(e) => (e, false),
-    });
     let reported = streamed.and_then(|()| {
         report(&Report {
             log: log.clone(),
@@ -370,41 +365,41 @@ fn record(options: &Record) -> Result<bool, String> {
             filter: Vec::new(),
             hist: Vec::new(),
         })
-        .map_err(|e| (e, true))
+        .map_err(Failure::Logged)
     });
-    // A temporary log is kept when it says what went wrong: the kernel stopped
-    // answering, or the report of a whole recording failed.
+    // A temporary log is kept when it says what went wrong.
     match reported {
-        Err((e, true)) if options.run.serial_log.is_none() && log.exists() => {
+        Err(Failure::Logged(e)) if options.run.serial_log.is_none() && log.exists() => {
             Err(format!("{e} (the serial log is kept: {})", log.display()))
         }
         reported => {
             if options.run.serial_log.is_none() {
                 let _ = std::fs::remove_file(&log);
             }
-            reported.map_err(|(e, _)| e)
+            reported.map_err(|(Failure::Refused(e) | Failure::Logged(e))| e)
         }
     }
 }
 
-/// Why a recording stopped early.
+/// Why a recording failed.
 enum Failure {
     /// The kernel refused a command or the file to stream, with its message.
     Refused(String),
-    /// The kernel did not answer (no prompt, QEMU exited) or the run could not go on
-    /// (a pipe or the log failed): its serial log, if any, says more.
-    Silent(String),
+    /// Where the serial log, if any, says more: the kernel did not answer (no prompt,
+    /// QEMU exited), the run could not go on (a pipe or the log failed), or the
+    /// report of the whole recording failed.
+    Logged(String),
 }
 
 impl From<String> for Failure {
     fn from(what: String) -> Failure {
-        Failure::Silent(what)
+        Failure::Logged(what)
     }
 }
 
 impl From<&str> for Failure {
     fn from(what: &str) -> Failure {
-        Failure::Silent(what.into())
+        Failure::Logged(what.into())
     }
 }
 
@@ -829,13 +824,13 @@ impl Ready {
         // Histograms read the values as recorded, `.sym` keys named as they are
         // written; trace.dat keeps the addresses, and carries the symbols for
         // trace-cmd to name them.
-        let table = symbols.and_then(report::Symbols::table);
         let hists = match options.hist.is_empty() {
             true => Vec::new(),
-            false => traces
-                .iter()
-                .map(|t| trace::histograms::Histograms::new(t, &options.hist, table.as_ref()))
-                .collect::<Result<_, _>>()?,
+            false => {
+                let table = symbols.and_then(report::Symbols::table);
+                let new = |t| trace::histograms::Histograms::new(t, &options.hist, table.as_ref());
+                traces.iter().map(new).collect::<Result<_, _>>()?
+            }
         };
         if let Some(names) =
             symbols.filter(|_| options.hist.is_empty() && options.format != Format::Tracedat)
