@@ -980,6 +980,33 @@ fn hist_variables_time_each_interrupt_handler() {
         let folded = "hist:keys=irq:vals=hitcount:c=8:sort=hitcount";
         assert!(cat(&mut m, &format!("{entry}/trigger")).starts_with(folded), "{root}");
         assert_eq!(m.run(&format!("echo '!hist:keys=irq:c=8' > {entry}/trigger")), "");
+        // As ftrace's selftest of expressions has them: `*` and `/` first, each
+        // operator from the left, and errors where its caret is.
+        for (expr, value) in [("16-8-4-2", 2), ("4+3*2-2", 8), ("4*3/2*2", 12)] {
+            assert_eq!(m.run(&format!("echo 'hist:keys=irq:x={expr}' > {entry}/trigger")), "");
+            let set = format!("hist:keys=irq:vals=hitcount:x={value}:sort=hitcount");
+            assert!(cat(&mut m, &format!("{entry}/trigger")).starts_with(&set), "{root}{expr}");
+            m.run(&format!("echo '!hist:keys=irq:x={value}' > {entry}/trigger"));
+        }
+        let dynamic = "hist:keys=irq:vals=$x:x=-(irq*2+1)";
+        assert_eq!(m.run(&format!("echo '{dynamic}' > {entry}/trigger")), "");
+        let shown = "hist:keys=irq:vals=hitcount,$x:x=-(irq*2+1):sort=hitcount";
+        assert!(cat(&mut m, &format!("{entry}/trigger")).starts_with(shown), "{root}");
+        m.run(&format!("echo '!{dynamic}' > {entry}/trigger"));
+        for (expr, at, rule) in [
+            ("32+10*3/20-4", "10*3", "at most 3 operators in an expression"),
+            ("1+2+3+4+5", "1+2", "at most 3 operators in an expression"),
+            ("-(1)+2", "1)", "a unary minus is -(EXPR), the whole expression"),
+            ("3/0", "0", "division by zero"),
+        ] {
+            let line = format!("hist:keys=irq:x={expr}");
+            assert!(m.run(&format!("echo '{line}' > {entry}/trigger")).contains(rule), "{expr}");
+            let log = m.run(&format!("cat {root}error_log"));
+            let pos = line.len() - expr.len() + expr.find(at).unwrap();
+            let caret = format!("  Command: {line}\n{}^", " ".repeat(pos + 11));
+            assert!(log.contains(&caret), "{root}{expr}: {log}");
+        }
+        assert!(!m.run(&format!("cat {entry}/trigger")).contains("hist:"), "{root}");
     }
 }
 

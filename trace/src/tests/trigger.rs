@@ -559,7 +559,7 @@ fn hist_variables_measure_between_two_events_and_read_once() {
         ("hist:keys=n:x=common_timestamp-$nope", 31, HistReason::UnknownVariable),
         ("hist:keys=common_stacktrace:x=$ts0", 30, HistReason::IncompatibleKeys),
         ("hist:keys=n:vals=$y:x=n", 17, HistReason::ValueVariable),
-        ("hist:keys=n:x=n+n+n", 17, HistReason::BadExpression),
+        ("hist:keys=n:x=n+n+n+n+n", 14, HistReason::TooManyOperators),
         ("hist:keys=n:x=n/0", 16, HistReason::DivisionByZero),
         ("hist:keys=n:x=n.hex", 16, HistReason::BadModifier),
         ("hist:keys=n:x=nope", 14, HistReason::UnknownField),
@@ -582,6 +582,69 @@ fn hist_variables_measure_between_two_events_and_read_once() {
     assert_eq!(defined, (12, hist(HistReason::VariableDefined)));
     assert!(top.triggers(&OTHER).is_empty());
     top.set_trigger(&END, "hist:keys=n:x=common_timestamp-$ts0").unwrap();
+}
+
+/// Expressions as ftrace parses them (its selftest `trigger-hist-expressions.tc`):
+/// `*` and `/` first, each operator from the left, at most three, a unary minus
+/// only as the whole expression; numbers are computed when the line is set.
+#[test]
+fn hist_expressions_apply_precedence_from_the_left() {
+    static EVENT: EventDescriptor =
+        EventDescriptor::new("zt16", "calc", "n={n}", N_FIELDS, DescriptorKind::Event);
+    let t = tracer(&[&EVENT]);
+    let top = t.top();
+    let shown = |expr: &str| {
+        top.set_trigger(&EVENT, &format!("hist:keys=n:x={expr}:size=128")).unwrap();
+        let line = top.triggers(&EVENT).remove(0);
+        top.set_trigger(&EVENT, &format!("!{}", line.strip_suffix(" [active]").unwrap())).unwrap();
+        line.split(":x=").nth(1).and_then(|rest| rest.split(':').next()).unwrap().to_string()
+    };
+    for (expr, value) in [
+        ("123", "123"),
+        ("16-8-4-2", "2"),
+        ("64/8/4/2", "1"),
+        ("16-8+4+2", "14"),
+        ("4*3/2*2", "12"),
+        ("4+3*2-2", "8"),
+        ("4+6/2-2", "5"),
+    ] {
+        assert_eq!(shown(expr), value, "{expr}");
+    }
+    // Fields are computed per event, and read back as written.
+    for expr in ["n*3-n/2", "n-2*n+1", "-(n+1)", "-(n*n/2)", "n/2*n"] {
+        assert_eq!(shown(expr), expr);
+    }
+    let line = "hist:keys=n:vals=$x,$y,$z:x=n*3-n/2,y=n-2*n+1,z=-(n+1):size=128";
+    top.set_trigger(&EVENT, line).unwrap();
+    fire(t, &EVENT, 4);
+    let mut text = String::new();
+    top.write_hists(&EVENT, None, &mut text).unwrap();
+    let row = "{ n:          4 } hitcount:          1  x:         10  y: 18446744073709551613  \
+               z: 18446744073709551611";
+    assert!(text.contains(row), "{text}");
+    top.set_trigger(&EVENT, &format!("!{line}")).unwrap();
+
+    // Refused where ftrace puts its caret.
+    let refused = |expr: &str| match top.set_trigger(&EVENT, &format!("hist:keys=n:x={expr}")) {
+        Err(HookError::Trigger(e)) => (e.pos - "hist:keys=n:x=".len(), e.reason),
+        other => panic!("{expr}: {other:?}"),
+    };
+    let hist = TriggerReason::Hist;
+    for (expr, pos, reason) in [
+        ("32+10*3/20-4", 3, HistReason::TooManyOperators),
+        ("1+2+3+4+5", 0, HistReason::TooManyOperators),
+        ("-(n+n)+n+n", 2, HistReason::UnaryMinus),
+        ("-(1)+2", 2, HistReason::UnaryMinus),
+        ("n*-(n)", 2, HistReason::BadExpression),
+        ("-n", 1, HistReason::BadExpression),
+        ("-(n", 3, HistReason::BadExpression),
+        ("3/0", 2, HistReason::DivisionByZero),
+        ("n/0*5", 2, HistReason::DivisionByZero),
+        ("n+", 2, HistReason::BadExpression),
+    ] {
+        assert_eq!(refused(expr), (pos, hist(reason)), "{expr}");
+    }
+    assert!(top.triggers(&EVENT).is_empty());
 }
 
 #[test]

@@ -38,8 +38,8 @@ pub use function::{
     GraphScope, is_function_event,
 };
 pub use hist::{
-    Hist, HistOp, HistReason, MAX_HIST_BYTES, MAX_HIST_NAME, MAX_KEYS, MAX_REFS, MAX_SAVED,
-    MAX_SIZE, MAX_VALS, MAX_VARS, MIN_SIZE, STRING_KEY_BYTES,
+    Hist, HistOp, HistReason, MAX_HIST_BYTES, MAX_HIST_NAME, MAX_KEYS, MAX_OPERATORS, MAX_REFS,
+    MAX_SAVED, MAX_SIZE, MAX_VALS, MAX_VARS, MIN_SIZE, STRING_KEY_BYTES,
 };
 pub use instance::{DestroyError, HookError, Instance, InstanceConfig, InstanceError, MAX_NAME};
 pub use latency::IRQSOFF;

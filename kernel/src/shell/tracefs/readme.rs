@@ -123,8 +123,10 @@ tracing mini-HOWTO:
 \t\t\t                (a variable may be an expr; vals=$<var> sums one)
 \t\t\t                [:onmax|onchange($<var>).save(<field>,...)]
 \t\t\t                [:onmax|onchange($<var>).snapshot()]
-\t\t\t  expr: <operand>[+-*/<operand>], operand: a field,
-\t\t\t        common_timestamp[.usecs], $<var> or a number
+\t\t\t  expr: <operand>[+-*/<operand>...] (3 operators at most,
+\t\t\t        * / first, from the left) or -(<expr>);
+\t\t\t        operand: a field, common_timestamp[.usecs], $<var>
+\t\t\t        or a number
 \t\t\t  To remove a trigger: echo '!<trigger>' > trigger
       hist\t\t- The event's histograms (hist triggers), sorted
       inject\t\t- Records the event as if it fired, its fields written

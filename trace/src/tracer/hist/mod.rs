@@ -41,7 +41,7 @@ pub(crate) mod table;
 mod var;
 pub use table::MAX_HIST_BYTES;
 use table::{Entry, Table};
-pub use var::{MAX_REFS, MAX_SAVED, MAX_VARS};
+pub use var::{MAX_OPERATORS, MAX_REFS, MAX_SAVED, MAX_VARS};
 use var::{Outcome, Vars};
 
 /// Most key fields.
@@ -118,9 +118,13 @@ pub enum HistReason {
     BadVariable,
     /// More than [`MAX_VARS`] variables, or more than [`MAX_REFS`] references.
     TooManyVars,
-    /// An expression that is not one operand or two joined by `+ - * /`, or an
+    /// An expression that is not operands joined by `+ - * /` nor `-(EXPR)`, or an
     /// operand that is none of a field, `common_timestamp`, `$NAME` and a number.
     BadExpression,
+    /// More than [`MAX_OPERATORS`] operators in an expression.
+    TooManyOperators,
+    /// A unary minus that is not the whole expression, `-(EXPR)`.
+    UnaryMinus,
     /// A division by the constant zero.
     DivisionByZero,
     /// `$NAME` that no histogram of the instance defines.
@@ -206,9 +210,11 @@ impl fmt::Display for HistReason {
             }
             HistReason::TooManyVars => "at most 4 variables and 4 references to others",
             HistReason::BadExpression => {
-                "an expression is an operand (an integer field, common_timestamp[.usecs], \
-                 $VAR or a number) or two joined by one of + - * /"
+                "an expression is operands (an integer field, common_timestamp[.usecs], \
+                 $VAR or a number) joined by + - * /, or -(EXPR)"
             }
+            HistReason::TooManyOperators => "at most 3 operators in an expression",
+            HistReason::UnaryMinus => "a unary minus is -(EXPR), the whole expression",
             HistReason::DivisionByZero => "division by zero",
             HistReason::UnknownVariable => "no histogram of this instance defines the variable",
             HistReason::AmbiguousVariable => {

@@ -9,14 +9,17 @@
 //! hist:keys=irq:lat=common_timestamp.usecs-$ts0:vals=$lat (irq_handler_exit)
 //! ```
 //!
-//! An expression is an operand or two joined by one of `+ - * /`; an operand is an
-//! integer field, `common_timestamp` (the instance's clock when the event fired, ns;
+//! An expression is operands joined by `+ - * /`, at most [`MAX_OPERATORS`] of
+//! them, `*` and `/` before `+` and `-`, each from the left (`16-8-4-2` is 2), or
+//! `-(EXPR)`, a unary minus, which is the whole expression; an operand is an integer
+//! field, `common_timestamp` (the instance's clock when the event fired, ns;
 //! `.usecs`: µs), `$NAME` (a variable defined before it in the same histogram, or
-//! one of another histogram of the instance) or a decimal number. Arithmetic wraps
-//! on 64 bits; a division by zero gives `-1` (all bits set), as ftrace's. A
-//! reference to another histogram's variable in a two-operand expression reads it
-//! once: the read leaves it unset, so that one start pairs with one end. An event
-//! whose references find no entry of its key, or an unset variable, is not added.
+//! one of another histogram of the instance) or a decimal number. Numbers joined
+//! are one, computed when the trigger is set. Arithmetic wraps on 64 bits; a
+//! division by zero gives `-1` (all bits set), as ftrace's. A reference to another
+//! histogram's variable in an expression with an operator reads it once: the read
+//! leaves it unset, so that one start pairs with one end. An event whose references
+//! find no entry of its key, or an unset variable, is not added.
 //!
 //! Actions (ftrace's `handler.action` pairs, 2.2.3) act on an added event:
 //! `onmax($NAME)` when the variable exceeds the entry's largest so far,
@@ -31,6 +34,8 @@ use crate::event::format_file::Origin;
 use crate::field::{Field, FieldKind};
 use crate::sync::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use alloc::boxed::Box;
+use alloc::format;
+use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt;
@@ -39,6 +44,11 @@ use core::fmt;
 pub const MAX_VARS: usize = 4;
 /// Most references a histogram makes to other histograms' variables.
 pub const MAX_REFS: usize = 4;
+/// Most operators in an expression (ftrace's "subexpressions"), the unary minus
+/// among them.
+pub const MAX_OPERATORS: usize = 3;
+/// Most operands of an expression, each an entry of its evaluation's stack.
+const MAX_OPERANDS: usize = MAX_OPERATORS + 1;
 /// Most fields one `save()` keeps.
 pub const MAX_SAVED: usize = 4;
 /// Words an entry keeps for its actions: a `save()`'s tracked value and fields, and
@@ -104,12 +114,46 @@ impl Op {
     }
 }
 
+/// One step of an expression, which is kept in postfix order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Step {
+    /// Push the operand's value.
+    Operand(Operand),
+    /// Replace the two values on top by the operator's result.
+    Binary(Op),
+    /// Negate the value on top (`-(EXPR)`).
+    Negate,
+}
+
+/// The values an expression's evaluation holds.
+#[derive(Default)]
+struct Stack {
+    values: [u64; MAX_OPERANDS],
+    depth: usize,
+}
+
+impl Stack {
+    /// Pushes `value`; `None` when full.
+    fn push(&mut self, value: u64) -> Option<()> {
+        *self.values.get_mut(self.depth)? = value;
+        self.depth += 1;
+        Some(())
+    }
+
+    /// Pops the value on top; `None` when empty.
+    fn pop(&mut self) -> Option<u64> {
+        self.depth = self.depth.checked_sub(1)?;
+        self.values.get(self.depth).copied()
+    }
+}
+
 /// A variable: its name and how its value is computed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Var {
     name: Box<str>,
-    lhs: Operand,
-    rhs: Option<(Op, Operand)>,
+    /// The expression in postfix order: at most [`MAX_OPERANDS`] operands, each
+    /// operator after its operands.
+    steps: Box<[Step]>,
 }
 
 /// A reference to a variable of another histogram of the instance, bound when the
@@ -119,7 +163,7 @@ pub(super) struct Ref {
     name: Box<str>,
     /// Where it is written in the trigger line (for errors when it is bound).
     at: usize,
-    /// Read once (in a two-operand expression): the read unsets it.
+    /// Read once (in an expression with an operator): the read unsets it.
     once: bool,
     /// The defining histogram's table and the variable's index in it.
     bound: Option<(Arc<super::Shared>, usize)>,
@@ -209,10 +253,8 @@ impl Vars {
             }
             let expr_at = item_at + name.len() + 1;
             let var = parse_expr(name, expr, expr_at, fields, &defs, &mut refs)?;
-            self.timestamp |= [Some(&var.lhs), var.rhs.as_ref().map(|(_, o)| o)]
-                .into_iter()
-                .flatten()
-                .any(|o| matches!(o, Operand::Timestamp { .. }));
+            self.timestamp |=
+                var.steps.iter().any(|s| matches!(s, Step::Operand(Operand::Timestamp { .. })));
             defs.push(var);
         }
         self.defs = defs.into();
@@ -282,22 +324,29 @@ impl Vars {
             }
         }
         for i in 0..self.defs.len() {
-            let var = &self.defs[i];
-            let value = |operand: &Operand| match operand {
-                Operand::Field(_, field) => field.int(fields, origin),
-                Operand::Timestamp { usecs } => Some(if *usecs { now / 1000 } else { now }),
-                Operand::Own(j) => out.get(*j).copied(),
-                Operand::Ref(j) => refs.get(*j).copied(),
-                Operand::Const(c) => Some(*c),
-            };
-            let Some(lhs) = value(&var.lhs) else { return Outcome::Incomplete };
-            out[i] = match &var.rhs {
-                None => lhs,
-                Some((op, rhs)) => match value(rhs) {
-                    Some(rhs) => op.apply(lhs, rhs),
-                    None => return Outcome::Incomplete,
-                },
-            };
+            // The parser keeps every operator after its operands and the stack
+            // within its size; a step that finds otherwise leaves the event out.
+            let mut stack = Stack::default();
+            for step in &self.defs[i].steps {
+                let value = match step {
+                    Step::Operand(Operand::Field(_, field)) => field.int(fields, origin),
+                    Step::Operand(Operand::Timestamp { usecs }) => {
+                        Some(if *usecs { now / 1000 } else { now })
+                    }
+                    Step::Operand(Operand::Own(j)) => out.get(*j).copied(),
+                    Step::Operand(Operand::Ref(j)) => refs.get(*j).copied(),
+                    Step::Operand(Operand::Const(c)) => Some(*c),
+                    Step::Binary(op) => {
+                        let (b, a) = (stack.pop(), stack.pop());
+                        a.zip(b).map(|(a, b)| op.apply(a, b))
+                    }
+                    Step::Negate => stack.pop().map(u64::wrapping_neg),
+                };
+                if value.and_then(|v| stack.push(v)).is_none() {
+                    return Outcome::Incomplete;
+                }
+            }
+            out[i] = stack.pop().unwrap_or_default();
         }
         Outcome::Matched
     }
@@ -468,8 +517,8 @@ impl Vars {
     }
 }
 
-/// Parses variable `name`'s expression `expr` (at byte `at`): `defs` are the
-/// variables defined before it; references to others are added to `refs`.
+/// Parses variable `name`'s expression `expr` (at byte `at`) as ftrace does: `defs`
+/// are the variables defined before it; references to others are added to `refs`.
 fn parse_expr(
     name: &str,
     expr: &str,
@@ -478,37 +527,92 @@ fn parse_expr(
     defs: &[Var],
     refs: &mut Vec<Ref>,
 ) -> Result<Var, HistError> {
-    // The operator: the first of `+ - * /` after the first character (a field or
-    // a variable's name holds none of them).
-    let split = expr
-        .char_indices()
-        .skip(1)
-        .find_map(|(i, c)| Op::ALL.iter().find(|(symbol, _)| *symbol == c).map(|(_, op)| (i, *op)));
-    let (lhs_text, rhs) = match split {
-        Some((i, op)) => (&expr[..i], Some((op, &expr[i + 1..], at + i + 1))),
-        None => (expr, None),
-    };
-    let once = rhs.is_some();
-    let lhs = operand(lhs_text, at, fields, defs, refs, once)?;
-    let rhs = match rhs {
-        None => None,
-        Some((op, text, text_at)) => {
-            // One operator only: the next is refused where it stands.
-            if let Some(i) = text.find(|c| Op::ALL.iter().any(|(symbol, _)| *symbol == c)) {
-                return Err((text_at + i, HistReason::BadExpression));
-            }
-            let operand = operand(text, text_at, fields, defs, refs, once)?;
-            if op == Op::Div && operand == Operand::Const(0) {
-                return Err((text_at, HistReason::DivisionByZero));
-            }
-            Some((op, operand))
-        }
-    };
-    // Two numbers are one, as ftrace computes them when the trigger is set.
-    if let (Operand::Const(a), Some((op, Operand::Const(b)))) = (&lhs, &rhs) {
-        return Ok(Var { name: name.into(), lhs: Operand::Const(op.apply(*a, *b)), rhs: None });
+    let once = root(expr).is_some();
+    let mut parser = Parser { fields, defs, refs, once, operators: 0, steps: Vec::new() };
+    parser.expr(expr, at)?;
+    Ok(Var { name: name.into(), steps: parser.steps.into() })
+}
+
+/// The operator an expression splits at.
+enum Root {
+    /// A unary minus, the expression's first character.
+    Negate,
+    /// A binary operator at this byte.
+    Binary(usize, Op),
+}
+
+/// Where `expr` splits, as ftrace chooses: at the last `+` or `-`, else at the last
+/// `*` or `/`, so that each applies from the left, `*` and `/` first; a last `-`
+/// that is also the first character is a unary minus. `None`: an operand.
+fn root(expr: &str) -> Option<Root> {
+    if expr.rfind('-') == Some(0) {
+        return Some(Root::Negate);
     }
-    Ok(Var { name: name.into(), lhs, rhs })
+    let last = |ops: &[Op]| {
+        ops.iter().filter_map(|&op| Some((expr.rfind(op.symbol())?, op))).max_by_key(|&(i, _)| i)
+    };
+    let (i, op) = last(&[Op::Add, Op::Sub]).or_else(|| last(&[Op::Mul, Op::Div]))?;
+    Some(Root::Binary(i, op))
+}
+
+/// An expression being parsed into postfix steps.
+struct Parser<'a, 'f> {
+    fields: &'a [Field<'f>],
+    defs: &'a [Var],
+    refs: &'a mut Vec<Ref>,
+    /// Whether references read once: the expression has an operator.
+    once: bool,
+    /// The operators met so far.
+    operators: usize,
+    steps: Vec<Step>,
+}
+
+impl Parser<'_, '_> {
+    /// Parses `text`, at byte `at`, onto the steps: an operand, `-(EXPR)`, or two
+    /// expressions and the operator between them, numbers joined computed at once.
+    fn expr(&mut self, text: &str, at: usize) -> Result<(), HistError> {
+        if self.operators > MAX_OPERATORS {
+            return Err((at, HistReason::TooManyOperators));
+        }
+        match root(text) {
+            None => {
+                let (fields, defs) = (self.fields, self.defs);
+                let operand = operand(text, at, fields, defs, self.refs, self.once)?;
+                self.steps.push(Step::Operand(operand));
+            }
+            Some(Root::Negate) => {
+                self.operators += 1;
+                let inner =
+                    text[1..].strip_prefix('(').ok_or((at + 1, HistReason::BadExpression))?;
+                let close = inner.rfind(')').ok_or((at + text.len(), HistReason::BadExpression))?;
+                // The parentheses hold the rest: nothing follows them.
+                if close + 1 < inner.len() {
+                    return Err((at + 2, HistReason::UnaryMinus));
+                }
+                self.expr(&inner[..close], at + 2)?;
+                self.steps.push(Step::Negate);
+            }
+            Some(Root::Binary(i, op)) => {
+                self.operators += 1;
+                let start = self.steps.len();
+                self.expr(&text[..i], at)?;
+                let middle = self.steps.len();
+                self.expr(&text[i + 1..], at + i + 1)?;
+                match (&self.steps[start..middle], &self.steps[middle..]) {
+                    (_, [Step::Operand(Operand::Const(0))]) if op == Op::Div => {
+                        return Err((at + i + 1, HistReason::DivisionByZero));
+                    }
+                    ([Step::Operand(Operand::Const(a))], [Step::Operand(Operand::Const(b))]) => {
+                        let folded = Operand::Const(op.apply(*a, *b));
+                        self.steps.truncate(start);
+                        self.steps.push(Step::Operand(folded));
+                    }
+                    _ => self.steps.push(Step::Binary(op)),
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Parses one operand at byte `at`.
@@ -577,18 +681,26 @@ impl Vars {
     /// Writes the definitions as they read back, as Linux's trigger line has them:
     /// `:NAME=EXPR,NAME=EXPR` (nothing without any).
     pub(super) fn write(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let operand = |f: &mut fmt::Formatter<'_>, o: &Operand| match o {
-            Operand::Own(i) => write!(f, "${}", self.defs[*i].name),
-            Operand::Ref(i) => write!(f, "${}", self.refs[*i].name),
-            other => write!(f, "{other}"),
-        };
         for (i, var) in self.defs.iter().enumerate() {
             write!(f, "{}{}=", if i > 0 { "," } else { ":" }, var.name)?;
-            operand(f, &var.lhs)?;
-            if let Some((op, rhs)) = &var.rhs {
-                write!(f, "{}", op.symbol())?;
-                operand(f, rhs)?;
+            // Infix again, as written: the parser splits where no parentheses are
+            // needed to read it back the same.
+            let mut stack: Vec<String> = Vec::new();
+            for step in &var.steps {
+                let text = match step {
+                    Step::Operand(Operand::Own(i)) => format!("${}", self.defs[*i].name),
+                    Step::Operand(Operand::Ref(i)) => format!("${}", self.refs[*i].name),
+                    Step::Operand(other) => format!("{other}"),
+                    Step::Binary(op) => {
+                        let (b, a) =
+                            (stack.pop().unwrap_or_default(), stack.pop().unwrap_or_default());
+                        format!("{a}{}{b}", op.symbol())
+                    }
+                    Step::Negate => format!("-({})", stack.pop().unwrap_or_default()),
+                };
+                stack.push(text);
             }
+            f.write_str(&stack.concat())?;
         }
         Ok(())
     }
