@@ -156,6 +156,12 @@ pub fn crashers() -> Vec<Crasher> {
                       are reported as instance \"#1\"",
         },
         Crasher {
+            name: "a field type tag of 257 (cut to 8 bits, it was taken as a u8)",
+            // Id 1, an event, empty system, name and format; one unnamed field.
+            log: log(&[item(DESCRIPTOR, &[1, 0, 0, 0, 0, 1, 0, 257]), top(), record(0)]),
+            refused: "unknown field type tag 257",
+        },
+        Crasher {
             name: "two descriptors of one id, differently (the second replaced the first \
                    without a word)",
             // Id 1, an event, system "s", names "a" then "b", no format, no field.

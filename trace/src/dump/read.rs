@@ -672,7 +672,9 @@ fn descriptor(body: &mut &[u8]) -> Result<DumpDescriptor, String> {
             12 => FieldKind::Bytes(
                 u16::try_from(varint(body)?).map_err(|_| String::from("byte array too long"))?,
             ),
-            tag => FieldKind::from_tag(tag as u8)
+            tag => u8::try_from(tag)
+                .ok()
+                .and_then(FieldKind::from_tag)
                 .ok_or_else(|| format!("unknown field type tag {tag}"))?,
         };
         fields.push(DumpField { name: field, kind });
