@@ -896,6 +896,29 @@ mod tests {
         assert_eq!(lines.len(), cases.len());
     }
 
+    /// A format that ends in a backslash: libtraceevent reads `\\"` as an escaped
+    /// quote (trace-cmd printed each record of such an event `[FAILED TO PARSE]`),
+    /// so that last backslash is written as `\u{5c}`; one inside stays as it is.
+    #[test]
+    fn a_format_ending_in_a_backslash_still_parses() {
+        let mut t = Section { cpus: 1, ..Section::default() };
+        let cases: [(&str, &[(&str, FieldKind)], &str); 3] = [
+            ("x={x} \\", &[("x", FieldKind::U8)], "x=7 \\u{5c}"),
+            ("a\\b {x}", &[("x", FieldKind::U8)], "a\\b 7"),
+            ("\\", &[], "\\u{5c}"),
+        ];
+        for (id, &(format, fields, _)) in (1..).zip(&cases) {
+            let d = descriptor(id, "demo", &format!("e{id}"), format, fields);
+            std::sync::Arc::make_mut(&mut t.descriptors).insert(id, d);
+            let values = vec![Value::Unsigned(7); fields.len()];
+            t.events.push(task_event(0, u64::from(id) * 1000, id, values, ""));
+        }
+        let lines = report(&[t]);
+        let shown: Vec<&str> =
+            lines.iter().map(|l| l.splitn(3, ": ").nth(2).unwrap_or_default().trim()).collect();
+        assert_eq!(shown, cases.map(|c| c.2));
+    }
+
     /// A buffer on another clock than the first's is named, with both clocks.
     #[test]
     fn buffers_on_another_clock_are_noted() {

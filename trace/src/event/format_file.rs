@@ -201,14 +201,15 @@ pub fn write_format(
     if format.is_empty() || crate::event::format::validate(format, fields).is_err() {
         for (i, field) in fields.iter().enumerate() {
             let sep = if i == 0 { "" } else { " " };
-            write!(out, "{sep}{}=", escaped(field.name))?;
+            write!(out, "{sep}{}=", escaped(field.name, false))?;
             args.push(conversion(out, arg(i), Spec::Plain)?);
         }
     } else {
         let mut next = 0;
-        for piece in pieces(format).flatten() {
+        let mut pieces = pieces(format).flatten().peekable();
+        while let Some(piece) = pieces.next() {
             match piece {
-                Piece::Text(text) => write!(out, "{}", escaped(text))?,
+                Piece::Text(text) => write!(out, "{}", escaped(text, pieces.peek().is_none()))?,
                 Piece::Hole(name, spec) => {
                     let field = if name.is_empty() {
                         next += 1;
@@ -508,15 +509,19 @@ pub fn unique_c_names<'a>(names: impl Iterator<Item = &'a str>, taken: &[&str]) 
 /// Text of a format string as a C string literal's contents, `%` doubled, and
 /// printable ASCII only: other characters (control characters, NUL, non-ASCII),
 /// which libtraceevent does not parse, as the text `\u{HEX}` (its backslash
-/// escaped, so that trace-cmd prints it so).
-fn escaped(text: &str) -> impl fmt::Display + '_ {
-    struct Escaped<'a>(&'a str);
+/// escaped, so that trace-cmd prints it so). With `closing` (the literal's quote
+/// follows), a last backslash is written so too: libtraceevent reads `\\"` as a
+/// backslash and a quote that does not close the literal.
+fn escaped(text: &str, closing: bool) -> impl fmt::Display + '_ {
+    struct Escaped<'a>(&'a str, bool);
     impl fmt::Display for Escaped<'_> {
         fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            for c in self.0.chars() {
+            let mut chars = self.0.chars().peekable();
+            while let Some(c) = chars.next() {
                 match c {
                     '%' => f.write_str("%%")?,
                     '"' => f.write_str("\\\"")?,
+                    '\\' if self.1 && chars.peek().is_none() => f.write_str("\\\\u{5c}")?,
                     '\\' => f.write_str("\\\\")?,
                     '\n' => f.write_str("\\n")?,
                     '\t' => f.write_str("\\t")?,
@@ -527,7 +532,7 @@ fn escaped(text: &str) -> impl fmt::Display + '_ {
             Ok(())
         }
     }
-    Escaped(text)
+    Escaped(text, closing)
 }
 
 /// Why values cannot be written in an event's ftrace layout.
