@@ -156,7 +156,7 @@ type Claimed = (&'static str, &'static str, &'static [&'static str], Option<&'st
 /// The events trace-cmd 3.1 and its plugins print their own way, or whose fields its
 /// `report --profile` reads (it stops at an event of the name without them)
 /// ([`Claimed`]).
-const CLAIMED: [Claimed; 20] = [
+const CLAIMED: [Claimed; 21] = [
     ("ftrace", "bprint", &["ip", "fmt", "buf"], Some("printk")),
     ("ftrace", "kernel_stack", &["size", "caller"], Some("stacktrace")),
     ("ftrace", "function", &["ip", "parent_ip"], None),
@@ -164,6 +164,7 @@ const CLAIMED: [Claimed; 20] = [
     ("ftrace", "funcgraph_entry", &["func", "depth"], None),
     ("ftrace", "funcgraph_exit", &["func", "depth", "calltime", "rettime"], None),
     ("ftrace", "print", &["ip", "buf"], None),
+    ("ftrace", "raw_data", &["id", "buf"], None),
     ("timer", "hrtimer_expire_entry", &["hrtimer", "function"], None),
     ("timer", "hrtimer_start", &["hrtimer", "function", "expires", "softexpires"], None),
     (
@@ -917,6 +918,33 @@ mod tests {
         let shown: Vec<&str> =
             lines.iter().map(|l| l.splitn(3, ": ").nth(2).unwrap_or_default().trim()).collect();
         assert_eq!(shown, cases.map(|c| c.2));
+    }
+
+    /// A raw marker leaves in Linux's layout, its id then its bytes (and the
+    /// record's padding, as Linux's), which trace-cmd prints its own way (it printed
+    /// our layout's string offset and text as the data); one without an id goes
+    /// under another name (trace-cmd printed `<CANT FIND FIELD id>`).
+    #[test]
+    fn raw_markers_leave_in_linux_layout() {
+        let mut t = Section { cpus: 1, ..Section::default() };
+        let raw = [("id", FieldKind::U32), ("buf", FieldKind::Str)];
+        for (id, fields) in [(1, &raw[..]), (2, &raw[1..])] {
+            let d = descriptor(id, "ftrace", "raw_data", "# {id:x} buf:{buf}", fields);
+            std::sync::Arc::make_mut(&mut t.descriptors).insert(id, d);
+        }
+        let marker = |id, values| task_event(0, u64::from(id) * 1000, id, values, "");
+        let data = || Value::Str(" 41 42 43".into());
+        t.events.push(marker(1, vec![Value::Unsigned(0x1234), data()]));
+        t.events.push(marker(2, vec![data()]));
+        let lines = report(&[t]);
+        let shown: Vec<&str> = lines.iter().map(|l| l.splitn(2, ": ").nth(1).unwrap()).collect();
+        let shown: Vec<String> =
+            shown.iter().map(|l| l.split_whitespace().collect::<Vec<_>>().join(" ")).collect();
+        assert_eq!(
+            shown,
+            ["raw_data: # 1234 41 42 43 00", "raw_data_: buf= 41 42 43"],
+            "{lines:?}"
+        );
     }
 
     /// A buffer on another clock than the first's is named, with both clocks.

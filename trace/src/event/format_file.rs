@@ -38,13 +38,15 @@
 //! `__data_loc char[] msg` field holding the rendered text ([`write_text_format`],
 //! [`encode_text_record`]).
 //!
-//! Three of the tracer's events leave in Linux's own layout rather than their
+//! Four of the tracer's events leave in Linux's own layout rather than their
 //! fields', so that the tools' displays of them read them ([`Linux`]):
 //! `ftrace:funcgraph_exit` (Linux's `calltime` and `rettime` from the record's time
 //! and its `duration`), `ftrace:kernel_stack` (`int size` and
 //! `unsigned long caller[8]`) and `ftrace:print` (`unsigned long ip`, then the text
 //! to the record's end, printed as `%ps: %s`: the ip is [`MARK_WRITE_IP`], which a
-//! trace.dat's kallsyms names [`crate::text::MARK_WRITE`]). [`write_event_format`]
+//! trace.dat's kallsyms names [`crate::text::MARK_WRITE`]), and `ftrace:raw_data`
+//! (`unsigned int id`, then the data's bytes to the record's end).
+//! [`write_event_format`]
 //! writes every event's format file accordingly.
 
 use crate::context::{Activity, Context};
@@ -167,6 +169,7 @@ pub fn field_names(system: &str, name: &str, fields: &[Field<'_>]) -> Vec<String
         Some(Linux::GraphExit) => &["func", "depth", "overrun", "calltime", "rettime"],
         Some(Linux::Stack(_)) => &["size", "caller"],
         Some(Linux::Print) => &["ip", "buf"],
+        Some(Linux::RawData) => &["id", "buf"],
         None => {
             let common = COMMON_FIELDS.map(|(_, name, ..)| name);
             return unique_c_names(fields.iter().map(|f| f.name), &common);
@@ -251,6 +254,10 @@ pub enum Linux {
     /// `ftrace:print` (`trace_marker`), recorded as `buf`: Linux's `ip`
     /// ([`MARK_WRITE_IP`]) and `char buf[]`, the text and a NUL to the record's end.
     Print,
+    /// `ftrace:raw_data` (`trace_marker_raw`), recorded as `id` and `buf`, the data
+    /// as text (` HH` a byte): Linux's `unsigned int id` and `unsigned char buf[]`,
+    /// the data's bytes to the record's end.
+    RawData,
 }
 
 /// The `ip` of a marker's record in Linux's layout ([`Linux::Print`]): where a
@@ -288,6 +295,11 @@ impl Linux {
             ("ftrace", "print", _) if names(&["buf"]) && kinds(&[FieldKind::Str]) => {
                 Some(Linux::Print)
             }
+            ("ftrace", "raw_data", _)
+                if names(&["id", "buf"]) && kinds(&[FieldKind::U32, FieldKind::Str]) =>
+            {
+                Some(Linux::RawData)
+            }
             _ => None,
         }
     }
@@ -312,6 +324,7 @@ impl Linux {
                 .chain(CALLERS[..frames].iter().map(|&name| Field { name, kind: U64 }))
                 .collect(),
             Linux::Print => [Field { name: "ip", kind: U64 }].to_vec(),
+            Linux::RawData => [Field { name: "id", kind: U32 }].to_vec(),
         }
     }
 
@@ -322,6 +335,12 @@ impl Linux {
         match self {
             Linux::Print => match values {
                 [Value::Str(_)] => Some([Value::Unsigned(MARK_WRITE_IP)].to_vec()),
+                _ => None,
+            },
+            Linux::RawData => match values {
+                [id @ Value::Unsigned(_), Value::Str(data)] if raw_data(data).is_some() => {
+                    Some([*id].to_vec())
+                }
                 _ => None,
             },
             Linux::GraphExit => {
@@ -363,12 +382,32 @@ impl Linux {
     ) -> Result<(), LayoutError> {
         let linux = self.values(values, ts).ok_or(LayoutError::Type)?;
         encode_record(id, origin, &self.fields(), &linux, out)?;
-        if let (Linux::Print, [Value::Str(text)]) = (self, values) {
-            out.extend_from_slice(text.as_bytes());
-            out.push(0);
+        match (self, values) {
+            (Linux::Print, [Value::Str(text)]) => {
+                out.extend_from_slice(text.as_bytes());
+                out.push(0);
+            }
+            (Linux::RawData, [_, Value::Str(data)]) => {
+                out.extend(raw_data(data).into_iter().flatten())
+            }
+            _ => {}
         }
         Ok(())
     }
+}
+
+/// The bytes a raw marker's `buf` text holds, ` HH` each; `None` if it is not so.
+fn raw_data(text: &str) -> Option<impl Iterator<Item = u8> + '_> {
+    let bytes = text.as_bytes();
+    let triples = bytes.chunks(3);
+    let byte = |triple: &[u8]| match *triple {
+        [b' ', high, low] => {
+            let digit = |d: u8| char::from(d).to_digit(16);
+            Some((digit(high)? << 4 | digit(low)?) as u8)
+        }
+        _ => None,
+    };
+    triples.clone().all(|t| byte(t).is_some()).then(|| triples.filter_map(byte))
 }
 
 /// Writes an event's `format` file as its records leave the tracer: in Linux's
@@ -384,6 +423,7 @@ pub fn write_event_format(
     match Linux::of(system, name, fields) {
         Some(Linux::Stack(frames)) => write_stack_format(out, name, id, frames),
         Some(Linux::Print) => write_print_format(out, name, id),
+        Some(Linux::RawData) => write_raw_data_format(out, name, id),
         Some(linux @ Linux::GraphExit) => {
             let format = "func={func:#x} depth={depth} calltime={calltime} rettime={rettime}";
             write_format(out, name, id, &linux.fields(), format)
@@ -413,6 +453,16 @@ fn write_print_format(out: &mut dyn Write, name: &str, id: u16) -> fmt::Result {
     write_field(out, "unsigned long", "ip", None, Slot { offset: COMMON_SIZE, size: 8 }, false)?;
     write_field(out, "char", "buf[]", None, Slot { offset: COMMON_SIZE + 8, size: 0 }, true)?;
     writeln!(out, "\nprint fmt: \"%ps: %s\", (void *)REC->ip, REC->buf")
+}
+
+/// Writes Linux's `raw_data` format file: `unsigned int id` at offset 8, the data
+/// as `unsigned char buf[]` from 12 to the record's end, and Linux's `print fmt`.
+fn write_raw_data_format(out: &mut dyn Write, name: &str, id: u16) -> fmt::Result {
+    write_head(out, name, id)?;
+    write_field(out, "unsigned int", "id", None, Slot { offset: COMMON_SIZE, size: 4 }, false)?;
+    let buf = Slot { offset: COMMON_SIZE + 4, size: 0 };
+    write_field(out, "unsigned char", "buf[]", None, buf, false)?;
+    writeln!(out, "\nprint fmt: \"id:%04x %08x\", REC->id, (int)REC->buf[0]")
 }
 
 /// Writes the `format` file of a text event (one string field, [`TEXT_FIELD`]).
