@@ -900,7 +900,8 @@ fn write_converted(
             report::write_ctf(&traces[0], dir).map_err(|e| format!("{}: {e}", dir.display()))
         }
         (Format::Tracedat, _) => {
-            report::clock_notes(&traces).iter().for_each(|note| eprintln!("report: {note}"));
+            let notes = report::clock_notes(&traces).into_iter().chain(report::loss_notes(&traces));
+            notes.for_each(|note| eprintln!("report: {note}"));
             let shown = "trace.dat puts each CPU's records in time order";
             report::backwards_notes(&traces, shown).iter().for_each(|n| eprintln!("report: {n}"));
             report::write_tracedat(&traces, symbols, out).map_err(write_error)

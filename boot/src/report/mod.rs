@@ -24,7 +24,7 @@ pub use select::Selection;
 pub use stat::{CpuSummary, Summary, summarize, write_stat};
 pub use symbols::Symbols;
 pub use text::write_text;
-pub use tracedat::{buffer_name, clock_notes, write_tracedat};
+pub use tracedat::{buffer_name, clock_notes, loss_notes, write_tracedat};
 
 use std::collections::BTreeMap;
 use trace::dump::Section;

@@ -56,6 +56,8 @@ const PAGE_DATA: usize = PAGE_SIZE - PAGE_HEADER;
 const MISSING_EVENTS: u64 = 1 << 31;
 /// Commit flag: the lost count is stored after the page's data.
 const MISSING_STORED: u64 = 1 << 30;
+/// The largest lost count a page's mark shows: trace-cmd reads it as a C `int`.
+const MAX_MARK: u64 = i32::MAX as u64;
 /// Bits of a record header's time delta.
 const DELTA_BITS: u32 = 27;
 /// Largest type/length value that is itself the data length in words.
@@ -355,7 +357,7 @@ impl Pages {
         if self.lost > 0 {
             commit |= MISSING_EVENTS | MISSING_STORED;
             let at = page + PAGE_HEADER + self.used;
-            self.bytes[at..at + 8].copy_from_slice(&self.lost.to_le_bytes());
+            self.bytes[at..at + 8].copy_from_slice(&self.lost.min(MAX_MARK).to_le_bytes());
         }
         self.bytes[page + 8..page + 16].copy_from_slice(&commit.to_le_bytes());
     }
@@ -386,9 +388,13 @@ impl Pages {
         let sparse = self.used < PAGE_DATA / 4;
         if self.open.is_none() {
             self.open(ts, lost_before);
-        } else if lost_before > 0 && sparse && self.early >= EXACT_LOSSES {
+        } else if lost_before > 0
+            && sparse
+            && self.early >= EXACT_LOSSES
+            && self.lost.saturating_add(lost_before) <= MAX_MARK
+        {
             // Room for the count: the page is less than a quarter full.
-            self.lost = self.lost.saturating_add(lost_before);
+            self.lost += lost_before;
         } else if lost_before > 0 {
             self.early += u32::from(sparse);
             self.open(ts, lost_before);
@@ -458,6 +464,37 @@ pub fn buffer_name(trace: &Section) -> String {
         BufferKind::Live => trace.instance.clone(),
         BufferKind::Snapshot => format!("{}:snapshot", trace.instance),
     }
+}
+
+/// What trace.dat cannot show of `traces`' losses, a line for each CPU of a buffer
+/// that has such: the events lost after its last record (a page's mark is shown
+/// with the record after it), and losses above [`MAX_MARK`], which a mark shows
+/// as that.
+pub fn loss_notes(traces: &[Section]) -> Vec<String> {
+    let mut notes = Vec::new();
+    for trace in traces {
+        let name = buffer_name(trace);
+        for (cpu, lost) in trace.lost_after.iter().filter(|(_, lost)| **lost > 0) {
+            notes.push(format!(
+                "trace.dat has no place for the {lost} events CPU {cpu} of buffer {name} lost \
+                 after its last record: trace-cmd does not show them"
+            ));
+        }
+        let mut large: BTreeMap<usize, (u64, u64)> = BTreeMap::new();
+        for ev in trace.events.iter().filter(|ev| ev.lost_before > MAX_MARK) {
+            let (marks, lost) = large.entry(ev.cpu).or_default();
+            *marks += 1;
+            *lost = lost.saturating_add(ev.lost_before);
+        }
+        for (cpu, (marks, lost)) in large {
+            let (losses, are) = if marks == 1 { ("loss", "is") } else { ("losses", "are each") };
+            notes.push(format!(
+                "trace-cmd reads at most {MAX_MARK} lost events a page: {marks} {losses} of CPU \
+                 {cpu} of buffer {name}, {lost} events in all, {are} shown as that"
+            ));
+        }
+    }
+    notes
 }
 
 /// Each CPU's pages of a section's records, `cpus` of them: each CPU's records in
@@ -946,6 +983,32 @@ mod tests {
             shown,
             ["raw_data: # 1234 41 42 43 00", "raw_data_: buf= 41 42 43"],
             "{lines:?}"
+        );
+    }
+
+    /// A loss above what trace-cmd reads (a C `int`) is marked as the most it
+    /// reads, not cut to its low bits (2^33 + 4 showed as 4), and said so; so are
+    /// losses after a CPU's last record, which trace.dat has no place for.
+    #[test]
+    fn losses_trace_dat_cannot_show_are_noted() {
+        let mut t = Section { cpus: 2, instance: "top".into(), ..Section::default() };
+        let d = descriptor(1, "demo", "e", "a={a}", &[("a", FieldKind::U8)]);
+        std::sync::Arc::make_mut(&mut t.descriptors).insert(1, d);
+        let mut huge = task_event(0, 1000, 1, vec![Value::Unsigned(1)], "a=1");
+        huge.lost_before = (1 << 33) + 4;
+        t.events.push(huge);
+        t.lost_after.insert(1, 5);
+        let lines = report(std::slice::from_ref(&t));
+        assert_eq!(lines[0], "CPU:0 [2147483647 EVENTS DROPPED]", "{lines:?}");
+        let notes = loss_notes(&[t]);
+        assert_eq!(
+            notes,
+            [
+                "trace.dat has no place for the 5 events CPU 1 of buffer top lost after its \
+                 last record: trace-cmd does not show them",
+                "trace-cmd reads at most 2147483647 lost events a page: 1 loss of CPU 0 of \
+                 buffer top, 8589934596 events in all, is shown as that"
+            ]
         );
     }
 
