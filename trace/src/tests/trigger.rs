@@ -584,6 +584,23 @@ fn hist_variables_measure_between_two_events_and_read_once() {
     top.set_trigger(&END, "hist:keys=n:x=common_timestamp-$ts0").unwrap();
 }
 
+/// `hitcount.hex` shows the count in hex, as Linux's (it was refused, though the
+/// other values took `.hex`).
+#[test]
+fn hitcount_shows_in_hex() {
+    static EVENT: EventDescriptor =
+        EventDescriptor::new("zt17", "count", "n={n}", N_FIELDS, DescriptorKind::Event);
+    let t = tracer(&[&EVENT]);
+    let top = t.top();
+    top.set_trigger(&EVENT, "hist:keys=n:vals=hitcount.hex:size=128").unwrap();
+    let shown = "hist:keys=n:vals=hitcount.hex:sort=hitcount:size=128 [active]";
+    assert_eq!(top.triggers(&EVENT), [shown]);
+    (0..26).for_each(|_| fire(t, &EVENT, 1));
+    let mut text = String::new();
+    top.write_hists(&EVENT, None, &mut text).unwrap();
+    assert!(text.contains("{ n:          1 } hitcount:         1a\n"), "{text}");
+}
+
 /// Expressions as ftrace parses them (its selftest `trigger-hist-expressions.tc`):
 /// `*` and `/` first, each operator from the left, at most three, a unary minus
 /// only as the whole expression; numbers are computed when the line is set.

@@ -381,7 +381,7 @@ pub struct Hist {
     /// Whether the key is the caller's stack: [`STACK_WORDS`] return addresses.
     stack: bool,
     vals: Box<[Column]>,
-    /// How `hitcount` is shown (plain, `.percent` or `.graph`).
+    /// How `hitcount` is shown (plain, `.hex`, `.percent` or `.graph`).
     hitcount: Modifier,
     sort: Box<[Sort]>,
     /// The event's field kinds, to read fields after a string.
@@ -1056,6 +1056,7 @@ fn columns(
         if !keys && name == "hitcount" {
             hitcount = match modifier {
                 None => Modifier::Plain,
+                Some(("hex", _)) => Modifier::Hex,
                 Some(("percent", _)) => Modifier::Percent,
                 Some(("graph", _)) => Modifier::Graph,
                 Some((_, mod_at)) => return Err((mod_at, HistReason::BadModifier)),
