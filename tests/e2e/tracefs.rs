@@ -1127,8 +1127,10 @@ fn ls_cd_pwd_and_file_system_errors() {
 fn instances_are_made_and_removed_with_mkdir_and_rmdir() {
     let mut m = machine_with_instance();
     assert!(m.run("mkdir instances/t1").contains("File exists"));
-    let rule = "Invalid argument (instance names are 1 to 32 characters of A-Z a-z 0-9 _ - ., not . or ..)";
+    let rule = "Invalid argument (instance names are 1 to 32 characters of A-Z a-z 0-9 _ - ., not \
+                . or .., nor top, which names the top level in reports)";
     assert!(m.run("mkdir instances/bad!name").contains(rule));
+    assert!(m.run("mkdir instances/top").contains(rule));
     assert!(m.run("mkdir trace").contains("File exists"));
     let eperm = "Operation not permitted (only instances/NAME is made or removed)";
     assert!(m.run("mkdir elsewhere").contains(eperm));

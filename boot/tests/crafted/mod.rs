@@ -156,6 +156,19 @@ pub fn crashers() -> Vec<Crasher> {
                       are reported as instance \"#1\"",
         },
         Crasher {
+            name: "an instance named top beside the top level (reports merged the two, and \
+                   CTF converted the instance for the top level)",
+            // Section 1: the live buffer of "top"; a record in each.
+            log: log(&[
+                top(),
+                record(0),
+                item(SECTION, &[1, 3, u64::from(b't'), u64::from(b'o'), u64::from(b'p')]),
+                item(RECORDS, &[1, 0, 9, 2, 0]),
+            ]),
+            refused: "section 1 names the live buffer of \"top\" (the top level's name in \
+                      reports); its records are reported as instance \"#1\"",
+        },
+        Crasher {
             name: "a field type tag of 257 (cut to 8 bits, it was taken as a u8)",
             // Id 1, an event, empty system, name and format; one unnamed field.
             log: log(&[item(DESCRIPTOR, &[1, 0, 0, 0, 0, 1, 0, 257]), top(), record(0)]),

@@ -503,10 +503,14 @@ fn items(
                     && dump.instances.get(&index).is_some_and(|s| !same(s) || s.clock != clock);
                 named.insert(index);
                 let section = dump.instances.entry(index).or_default();
-                if twin.is_some() || renamed {
+                // `top` is the top level's name in reports (no kernel names an
+                // instance so).
+                let top = name == "top";
+                if twin.is_some() || renamed || top {
                     // Reported apart, under its number: nothing passes for the other.
                     let what = match twin {
                         Some(other) => format!("as section {other} does"),
+                        None if top => String::from("(the top level's name in reports)"),
                         None => String::from("after it named another"),
                     };
                     let kind = buffer.name();

@@ -54,7 +54,8 @@ impl Default for InstanceConfig {
 /// Why an instance operation failed. Nothing changed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum InstanceError {
-    /// Names are 1 to 32 characters of `A-Z a-z 0-9 _ - .`, not `.` or `..`.
+    /// Names are 1 to 32 characters of `A-Z a-z 0-9 _ - .`, not `.`, `..` or `top`
+    /// (the top level's name in reports).
     InvalidName,
     /// No instance has that name.
     NotFound,
@@ -174,11 +175,11 @@ impl fmt::Display for HookError {
     }
 }
 
-/// Checks an instance name.
+/// Checks an instance name: `top` is the top level's in dumps' reports and in
+/// `record`, where an instance of that name could not be told from it.
 pub(crate) fn valid_name(name: &str) -> bool {
     (1..=MAX_NAME).contains(&name.len())
-        && name != "."
-        && name != ".."
+        && !matches!(name, "." | ".." | "top")
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
 }
 

@@ -78,7 +78,7 @@ impl fmt::Display for FsError {
                 return write!(
                     f,
                     "Invalid argument (instance names are 1 to {} characters of A-Z a-z 0-9 _ - ., \
-                     not . or ..)",
+                     not . or .., nor top, which names the top level in reports)",
                     trace::tracer::MAX_NAME
                 );
             }
