@@ -141,10 +141,28 @@ fn tsdl_string(s: &str) -> String {
 /// TSDL field names of a descriptor: `_` + its unique C name
 /// ([`format_file::unique_c_names`], as trace.dat's but for the common fields' names,
 /// which CTF keeps in a context of their own; babeltrace2 strips the leading `_`,
-/// which also keeps names clear of TSDL keywords).
+/// which also keeps names clear of TSDL keywords). babeltrace2 refuses the whole
+/// trace when a name, stripped or not, is another's stripped (`_a` beside `a`, as
+/// `__a` and `_a`): a C name that is one with `_` before it, or without, takes
+/// `_2`, `_3`, ... after it.
 fn field_names(d: &DumpDescriptor) -> Vec<String> {
     let names = format_file::unique_c_names(d.fields.iter().map(|f| f.name.as_str()), &[]);
-    names.into_iter().map(|name| format!("_{name}")).collect()
+    // Every name kept, and each with `_` before it.
+    let mut taken = std::collections::BTreeSet::new();
+    let mut out = Vec::with_capacity(names.len());
+    for base in names {
+        let mut name = base.clone();
+        let mut n = 2u64;
+        while taken.contains(&name) || taken.contains(&format!("_{name}")) {
+            name = format!("{base}_{n}");
+            n += 1;
+        }
+        let written = format!("_{name}");
+        taken.insert(name);
+        taken.insert(written.clone());
+        out.push(written);
+    }
+    out
 }
 
 fn tsdl_type(kind: FieldKind) -> &'static str {
@@ -652,7 +670,7 @@ mod tests {
             system: "odd".into(),
             name: "names".into(),
             format: String::new(),
-            fields: ["a-b", "a_b", "", "struct"]
+            fields: ["a-b", "a_b", "", "struct", "_a", "a", "__"]
                 .iter()
                 .map(|n| DumpField { name: n.to_string(), kind: FieldKind::U8 })
                 .collect(),
@@ -683,7 +701,7 @@ mod tests {
                 3,
                 vec![Value::Bytes(vec![9; 10]), Value::Bytes(vec![1]), Value::Str("z".into())],
             ),
-            ev(0, 13_000_000_004, 7, [1, 2, 0, 0].map(Value::Unsigned).to_vec()),
+            ev(0, 13_000_000_004, 7, [1, 2, 0, 0, 5, 6, 7].map(Value::Unsigned).to_vec()),
             // A payload that decoded to fewer values than its descriptor has fields.
             ev(1, 13_000_000_007, 1, vec![Value::Unsigned(0x105)]),
             // An NMI that struck a handler with interrupts on.
@@ -748,7 +766,7 @@ mod tests {
             "{ len = 2313, head = [ [0] = 0x1, [1] = 0x0, [2] = 0x0, [3] = 0x0 ], delta = 0 }"
         ));
         assert!(find("odd:names").ends_with(
-            r#"{ pid = 1, comm = "shell", flags = 0x0, preempt_count = 0 }, { a_b_2 = 1, a_b = 2, _ = 0, struct = 0 }"#
+            r#"{ pid = 1, comm = "shell", flags = 0x0, preempt_count = 0 }, { a_b_2 = 1, a_b = 2, _ = 0, struct = 0, _a = 5, a_2 = 6, ___2 = 7 }"#
         ));
         assert!(find("{ cpu_id = 2 }").contains(r#"{ pid = 0, comm = "<nmi>", flags = 0x48, "#));
         assert!(find("{ cpu_id = 3 }").contains("irq:irq_handler_exit"));
