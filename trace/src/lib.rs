@@ -71,6 +71,7 @@ mod error;
 pub mod event;
 pub mod field;
 pub mod histograms;
+pub mod name;
 mod platform;
 pub mod ring;
 pub mod symtab;

@@ -165,8 +165,22 @@ pub fn crashers() -> Vec<Crasher> {
                 item(SECTION, &[1, 3, u64::from(b't'), u64::from(b'o'), u64::from(b'p')]),
                 item(RECORDS, &[1, 0, 9, 2, 0]),
             ]),
-            refused: "section 1 names the live buffer of \"top\" (the top level's name in \
-                      reports); its records are reported as instance \"#1\"",
+            refused: "section 1 names the live buffer of \"top\" (instance names are 1 to 32 \
+                      characters of A-Z a-z 0-9 _ - ., not . or .., nor top, which names the top \
+                      level in reports); its records are reported as instance \"#1\"",
+        },
+        Crasher {
+            name: "an instance named x:snapshot beside x's snapshot (trace.dat gave both \
+                   one buffer name)",
+            // Section 1: the live buffer of "x:snapshot"; section 2: x's snapshot.
+            log: log(&[
+                top(),
+                item(SECTION, &[1, 10, 120, 58, 115, 110, 97, 112, 115, 104, 111, 116]),
+                item(RECORDS, &[1, 0, 9, 2, 0]),
+                item(SECTION, &[2, 1, 120, 1]),
+                item(RECORDS, &[2, 0, 9, 2, 0]),
+            ]),
+            refused: "section 1 names the live buffer of \"x:snapshot\" (instance names are",
         },
         Crasher {
             name: "a field type tag of 257 (cut to 8 bits, it was taken as a u8)",

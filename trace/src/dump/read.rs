@@ -503,14 +503,14 @@ fn items(
                     && dump.instances.get(&index).is_some_and(|s| !same(s) || s.clock != clock);
                 named.insert(index);
                 let section = dump.instances.entry(index).or_default();
-                // `top` is the top level's name in reports (no kernel names an
-                // instance so).
-                let top = name == "top";
-                if twin.is_some() || renamed || top {
+                // A name the kernel gives no instance (`top` names the top level in
+                // reports; a `:` would pass for a buffer's name in trace.dat).
+                let foreign = !name.is_empty() && !crate::name::valid(&name);
+                if twin.is_some() || renamed || foreign {
                     // Reported apart, under its number: nothing passes for the other.
                     let what = match twin {
                         Some(other) => format!("as section {other} does"),
-                        None if top => String::from("(the top level's name in reports)"),
+                        None if foreign => format!("({})", crate::name::RULE),
                         None => String::from("after it named another"),
                     };
                     let kind = buffer.name();

@@ -31,9 +31,6 @@ use alloc::vec::Vec;
 use core::fmt;
 use core::sync::atomic::{Ordering::SeqCst, fence};
 
-/// Longest instance name.
-pub const MAX_NAME: usize = 32;
-
 /// How to create an instance.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct InstanceConfig {
@@ -173,14 +170,6 @@ impl fmt::Display for HookError {
             HookError::Function(e) => e.fmt(f),
         }
     }
-}
-
-/// Checks an instance name: `top` is the top level's in dumps' reports and in
-/// `record`, where an instance of that name could not be told from it.
-pub(crate) fn valid_name(name: &str) -> bool {
-    (1..=MAX_NAME).contains(&name.len())
-        && !matches!(name, "." | ".." | "top")
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
 }
 
 /// The state of one instance, shared by the tracer and the references to it.

@@ -31,6 +31,7 @@ mod rcu;
 mod stack;
 pub(crate) mod trigger;
 
+pub use crate::name::MAX_NAME;
 pub use commands::{FunctionCommand, FunctionEditError};
 pub use dump::DumpSelection;
 pub use function::{
@@ -41,7 +42,7 @@ pub use hist::{
     Hist, HistOp, HistReason, MAX_HIST_BYTES, MAX_HIST_NAME, MAX_KEYS, MAX_OPERATORS, MAX_REFS,
     MAX_SAVED, MAX_SIZE, MAX_VALS, MAX_VARS, MIN_SIZE, STRING_KEY_BYTES,
 };
-pub use instance::{DestroyError, HookError, Instance, InstanceConfig, InstanceError, MAX_NAME};
+pub use instance::{DestroyError, HookError, Instance, InstanceConfig, InstanceError};
 pub use latency::IRQSOFF;
 pub use lines::{TraceWriter, write_record};
 pub use profile::FunctionStat;
@@ -64,7 +65,7 @@ use crate::ring::reader::ReadScratch;
 use crate::ring::record::Tag;
 use crate::ring::recorder::{Change, Recorder};
 use crate::ring::section::{Held, Sections};
-use crate::tracer::instance::{InstanceState, valid_name};
+use crate::tracer::instance::InstanceState;
 use crate::tracer::rcu::RcuCell;
 use crate::tracer::trigger::Target;
 use alloc::string::String;
@@ -484,7 +485,7 @@ impl<P: Platform> Tracer<P> {
         name: &str,
         config: InstanceConfig,
     ) -> Result<Instance<'_, P>, InstanceError> {
-        if !valid_name(name) {
+        if !crate::name::valid(name) {
             return Err(InstanceError::InvalidName);
         }
         self.may_wait()?;
@@ -636,7 +637,7 @@ impl<P: Platform> Tracer<P> {
         name: &str,
         live: Buffer<P>,
     ) -> Result<Instance<'_, P>, InstanceError> {
-        if !valid_name(name) {
+        if !crate::name::valid(name) {
             return Err(InstanceError::InvalidName);
         }
         if live.cpus() != self.cpus {

@@ -77,9 +77,8 @@ impl fmt::Display for FsError {
             FsError::InvalidName => {
                 return write!(
                     f,
-                    "Invalid argument (instance names are 1 to {} characters of A-Z a-z 0-9 _ - ., \
-                     not . or .., nor top, which names the top level in reports)",
-                    trace::tracer::MAX_NAME
+                    "Invalid argument ({})",
+                    trace::name::RULE
                 );
             }
             FsError::ReservedName => {
