@@ -13,7 +13,7 @@ pub(crate) fn valid(name: &str) -> bool {
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
 }
 
-/// The rule [`valid`] checks, for errors.
+/// The rule an instance name is held to, for errors.
 pub const RULE: &str = "instance names are 1 to 32 characters of A-Z a-z 0-9 _ - ., not . or .., \
                         nor top, which names the top level in reports";
 
