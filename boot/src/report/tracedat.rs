@@ -468,7 +468,7 @@ pub fn buffer_name(trace: &Section) -> String {
 
 /// What trace.dat cannot show of `traces`' losses, a line for each CPU of a buffer
 /// that has such: the events lost after its last record (a page's mark is shown
-/// with the record after it), and losses above [`MAX_MARK`], which a mark shows
+/// with the record after it), and losses above what a mark holds (a C `int`), which it shows
 /// as that.
 pub fn loss_notes(traces: &[Section]) -> Vec<String> {
     let mut notes = Vec::new();
