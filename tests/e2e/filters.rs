@@ -1143,8 +1143,9 @@ fn hist_triggers_count_by_key_from_any_context() {
         }
         assert!(!cat(&mut m, &format!("{print}/trigger")).contains("hist:"), "{root}");
 
-        // `.percent` and `.graph` show each entry's share and a bar.
-        let spec = "hist:keys=buf:vals=hitcount.percent:sort=hitcount.descending";
+        // `.percent` and `.graph` show each entry's share and a bar, beside the
+        // count but with `nohitcount`.
+        let spec = "hist:keys=buf:vals=hitcount.percent:sort=hitcount.descending:nohitcount";
         m.run(&format!("echo '{spec}' > {print}/trigger"));
         for text in ["one", "three", "three", "three"] {
             m.run(&format!("echo {text} > {root}trace_marker"));
@@ -1152,7 +1153,7 @@ fn hist_triggers_count_by_key_from_any_context() {
         let text = m.run(&format!("cat {print}/hist"));
         let shares: Vec<&str> =
             text.lines().filter_map(|l| l.split_once("} ")).map(|l| l.1).collect();
-        assert_eq!(shares, ["hitcount (%):  75.00", "hitcount (%):  25.00"], "{root}{text}");
+        assert_eq!(shares, [" hitcount (%):  75.00", " hitcount (%):  25.00"], "{root}{text}");
         m.run(&format!("echo '!{spec}' >> {print}/trigger"));
         let spec = "hist:keys=buf:vals=hitcount.graph:sort=hitcount.descending";
         m.run(&format!("echo '{spec}' > {print}/trigger"));
@@ -1161,8 +1162,9 @@ fn hist_triggers_count_by_key_from_any_context() {
         }
         let text = m.run(&format!("cat {print}/hist"));
         let bars: Vec<&str> =
-            text.lines().filter_map(|l| l.split_once("hitcount: ")).map(|l| l.1).collect();
-        assert_eq!(bars, ["#".repeat(20), format!("{:<20}", "#".repeat(5))], "{root}{text}");
+            text.lines().filter_map(|l| l.split_once("} ")).map(|l| l.1).collect();
+        let bar = |counted, n| format!("hitcount: {counted:>10}  hitcount: {:<20}", "#".repeat(n));
+        assert_eq!(bars, [bar(4, 20), bar(1, 5)], "{root}{text}");
         m.run(&format!("echo '!{spec}' >> {print}/trigger"));
 
         // `enable_hist` and `disable_hist`: each shell command continues, then

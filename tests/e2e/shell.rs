@@ -493,6 +493,8 @@ const TRIGGERS: &[&str] = &[
     "'hist:keys=cpu:x=cpu/0'",
     "'hist:keys=cpu:x=cpu*3-cpu/2+1'",
     "'hist:keys=cpu:x=-(cpu+1)'",
+    "'hist:keys=cpu:vals=hitcount.graph:NOHC'",
+    "'hist:keys=cpu:nohitcount'",
     "'hist:keys=cpu:x=1+2+3+4+5'",
     "'hist:keys=cpu:v=cpu:onchange($v).save(cpu):onmax($v).snapshot()'",
     "'traceoff:1'",

@@ -198,6 +198,8 @@ mod lines {
         "vals=hitcount.percent,d.graph",
         "vals=hitcount.graph,n.percent,d.hex",
         "vals=hitcount.hex",
+        "nohitcount",
+        "NOHC",
         "keys=n.percent",
         "sort=n",
         "sort=hitcount.descending",

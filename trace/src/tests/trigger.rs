@@ -584,21 +584,48 @@ fn hist_variables_measure_between_two_events_and_read_once() {
     top.set_trigger(&END, "hist:keys=n:x=common_timestamp-$ts0").unwrap();
 }
 
-/// `hitcount.hex` shows the count in hex, as Linux's (it was refused, though the
-/// other values took `.hex`).
+/// `hitcount` with a modifier is a value beside the count, which `nohitcount`
+/// (`NOHC`) hides, as Linux's (`hitcount.hex` was refused); `nohitcount` needs a
+/// value to show instead.
 #[test]
-fn hitcount_shows_in_hex() {
+fn hitcount_with_a_modifier_is_a_value_and_nohitcount_hides_the_count() {
     static EVENT: EventDescriptor =
         EventDescriptor::new("zt17", "count", "n={n}", N_FIELDS, DescriptorKind::Event);
     let t = tracer(&[&EVENT]);
     let top = t.top();
-    top.set_trigger(&EVENT, "hist:keys=n:vals=hitcount.hex:size=128").unwrap();
-    let shown = "hist:keys=n:vals=hitcount.hex:sort=hitcount:size=128 [active]";
+    let hist = || {
+        let mut text = String::new();
+        top.write_hists(&EVENT, None, &mut text).unwrap();
+        text
+    };
+    let hex = "hist:keys=n:vals=hitcount.hex:size=128";
+    top.set_trigger(&EVENT, hex).unwrap();
+    let shown = "hist:keys=n:vals=hitcount,hitcount.hex:sort=hitcount:size=128 [active]";
     assert_eq!(top.triggers(&EVENT), [shown]);
     (0..26).for_each(|_| fire(t, &EVENT, 1));
-    let mut text = String::new();
-    top.write_hists(&EVENT, None, &mut text).unwrap();
-    assert!(text.contains("{ n:          1 } hitcount:         1a\n"), "{text}");
+    let text = hist();
+    assert!(
+        text.contains("{ n:          1 } hitcount:         26  hitcount:         1a\n"),
+        "{text}"
+    );
+    top.set_trigger(&EVENT, &format!("!{hex}")).unwrap();
+
+    let shares = "hist:keys=n:vals=hitcount.percent:NOHC:size=128";
+    top.set_trigger(&EVENT, shares).unwrap();
+    let shown = "hist:keys=n:vals=hitcount.percent:sort=hitcount:size=128:nohitcount [active]";
+    assert_eq!(top.triggers(&EVENT), [shown]);
+    [1, 1, 1, 2].into_iter().for_each(|n| fire(t, &EVENT, n));
+    let text = hist();
+    assert!(text.contains("{ n:          1 }  hitcount (%):  75.00\n"), "{text}");
+    top.set_trigger(&EVENT, "!hist:keys=n:vals=hitcount.percent:size=128:nohitcount").unwrap();
+    assert!(top.triggers(&EVENT).is_empty());
+
+    match top.set_trigger(&EVENT, "hist:keys=n:nohitcount") {
+        Err(HookError::Trigger(e)) => {
+            assert_eq!((e.pos, e.reason), (0, TriggerReason::Hist(HistReason::NothingShown)));
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 /// Expressions as ftrace parses them (its selftest `trigger-hist-expressions.tc`):

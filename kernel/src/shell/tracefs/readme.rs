@@ -119,6 +119,7 @@ tracing mini-HOWTO:
 \t\t\t           disable_hist:<system>:<event>,
 \t\t\t           hist:keys=<field>[,...][:vals=<field>][:sort=<field>]
 \t\t\t                [:size=N][:name=<name>][:pause|:cont|:clear]
+\t\t\t                [:nohitcount]
 \t\t\t                [:<var1>=<field|var_ref|numeric_literal>[,<var2>=...]]
 \t\t\t                (a variable may be an expr; vals=$<var> sums one)
 \t\t\t                [:onmax|onchange($<var>).save(<field>,...)]

@@ -14,9 +14,10 @@
 //! or, alone, `common_stacktrace` (`stacktrace`): the caller's return addresses, as
 //! the platform's unwinder gives them.
 //! Values are up to [`MAX_VALS`] integer fields, summed; `hitcount` counts the events
-//! and is always kept. A value (`hitcount` too) is shown as it is, in hex (`.hex`),
-//! as its share of the entries' total (`.percent`) or as a bar scaled to the
-//! largest entry's (`.graph`). `sort` takes at most two of `hitcount`, a key or a value, each
+//! and is always kept, and shown first but with `nohitcount` (`NOHC`), which needs
+//! another value. A value is shown as it is, in hex (`.hex`), as its share of the
+//! entries' total (`.percent`) or as a bar scaled to the largest entry's (`.graph`);
+//! `hitcount` with a modifier is such a value, beside the count as it is. `sort` takes at most two of `hitcount`, a key or a value, each
 //! `.ascending` (the default) or `.descending`. `size` is the most entries kept, a
 //! power of two from [`MIN_SIZE`] to [`MAX_SIZE`] (default 2048).
 //!
@@ -75,7 +76,7 @@ pub enum HistReason {
     /// No `keys=`.
     MissingKeys,
     /// An attribute that is none of `keys`, `vals`, `sort`, `size`, `name`, `pause`,
-    /// `cont`, `clear`, and no variable (`NAME=EXPR`).
+    /// `cont`, `clear`, `nohitcount`, and no variable (`NAME=EXPR`).
     UnknownAttribute,
     /// An attribute given twice.
     Repeated,
@@ -153,6 +154,8 @@ pub enum HistReason {
     /// `common_stacktrace` beside other keys, or with a modifier: it is the only key
     /// when used.
     StackKeyAlone,
+    /// `nohitcount` without a value to show instead of the count.
+    NothingShown,
 }
 
 /// Refuses `common_stacktrace` (or `stacktrace`, where the event has no field of
@@ -177,12 +180,13 @@ impl fmt::Display for HistReason {
             HistReason::MissingKeys => "hist needs keys=FIELD[,FIELD...]",
             HistReason::UnknownAttribute => {
                 "unknown hist attribute (keys, vals, sort, size, name, pause, cont, clear, \
-                 or a variable NAME=EXPR)"
+                 nohitcount, or a variable NAME=EXPR)"
             }
             HistReason::Repeated => "attribute given twice",
             HistReason::EmptyAssignment => "empty assignment",
             HistReason::UnknownField => "no such field",
             HistReason::StackKeyAlone => "common_stacktrace is the only key when used",
+            HistReason::NothingShown => "nohitcount needs a value besides hitcount",
             HistReason::BytesField => "a byte-array field cannot be a key or a value",
             HistReason::StringValue => "values must be integer fields",
             HistReason::TooManyKeys => "at most 3 keys",
@@ -303,6 +307,8 @@ enum Source {
     Field(FieldRef),
     /// A variable the histogram defines, by index (`vals=$NAME`).
     Var(usize),
+    /// The event itself, counted (`vals=hitcount.MOD`, beside the plain count).
+    Hitcount,
 }
 
 impl Source {
@@ -381,8 +387,8 @@ pub struct Hist {
     /// Whether the key is the caller's stack: [`STACK_WORDS`] return addresses.
     stack: bool,
     vals: Box<[Column]>,
-    /// How `hitcount` is shown (plain, `.hex`, `.percent` or `.graph`).
-    hitcount: Modifier,
+    /// `nohitcount`: the plain count is not shown (another value is).
+    nohitcount: bool,
     sort: Box<[Sort]>,
     /// The event's field kinds, to read fields after a string.
     kinds: Box<[FieldKind]>,
@@ -407,6 +413,7 @@ impl Hist {
         let mut size = None;
         let mut hist_name = None;
         let mut op = None;
+        let mut nohitcount = false;
         let mut vars = Vars::default();
         let mut actions = Vec::new();
         let mut pos = at;
@@ -435,7 +442,7 @@ impl Hist {
                 ("keys" | "key", Some(value)) => {
                     repeated(keys.is_some())?;
                     stack_key_alone(value, value_at, fields)?;
-                    keys = Some(columns(value, value_at, fields, true, &Vars::default())?.0);
+                    keys = Some(columns(value, value_at, fields, true, &Vars::default())?);
                 }
                 ("vals" | "values" | "val", Some(value)) => {
                     repeated(vals.is_some())?;
@@ -466,6 +473,7 @@ impl Hist {
                 ("pause", None) => op = Some(HistOp::Pause),
                 ("cont" | "continue", None) => op = Some(HistOp::Continue),
                 ("clear", None) => op = Some(HistOp::Clear),
+                ("nohitcount" | "NOHC", None) => nohitcount = true,
                 (_, Some(_)) => vars.parse(attr, attr_at, fields)?,
                 // After the variables, which an action may name wherever they are.
                 (_, None) if attr.contains('(') => actions.push((attr, attr_at)),
@@ -474,10 +482,13 @@ impl Hist {
         }
         let keys = keys.ok_or((at, HistReason::MissingKeys))?;
         // Values after the variables, which `vals=$NAME` may name wherever they are.
-        let (vals, hitcount) = match vals {
+        let vals = match vals {
             Some((text, value_at)) => columns(text, value_at, fields, false, &vars)?,
-            None => (Vec::new(), Modifier::Plain),
+            None => Vec::new(),
         };
+        if nohitcount && vals.is_empty() {
+            return Err((at, HistReason::NothingShown));
+        }
         for (attr, attr_at) in actions {
             vars.parse_action(attr, attr_at, fields)?;
         }
@@ -494,7 +505,7 @@ impl Hist {
             stack,
             keys: keys.into(),
             vals: vals.into(),
-            hitcount,
+            nohitcount,
             sort,
             kinds: fields.iter().map(|f| f.kind).collect(),
             vars,
@@ -517,7 +528,7 @@ impl Hist {
     pub fn same_as(&self, other: &Hist) -> bool {
         (self.name == other.name)
             && (self.keys == other.keys && self.stack == other.stack)
-            && (self.vals == other.vals && self.hitcount == other.hitcount)
+            && (self.vals == other.vals && self.nohitcount == other.nohitcount)
             && self.sort == other.sort
             && self.vars.same_as(&other.vars)
     }
@@ -537,7 +548,7 @@ impl Hist {
         };
         let compatible = (self.name == named.name && self.stack == named.stack)
             && columns(&self.keys, &named.keys)
-            && (columns(&self.vals, &named.vals) && self.hitcount == named.hitcount)
+            && (columns(&self.vals, &named.vals) && self.nohitcount == named.nohitcount)
             && self.vars.same_as(&named.vars);
         if !compatible {
             return Err(HistReason::IncompatibleName);
@@ -668,11 +679,13 @@ impl Hist {
             complete &= column.key_into(fields, origin, key);
         }
         for (column, out) in self.vals.iter().zip(vals.iter_mut()) {
-            if let Source::Field(field) = &column.field {
-                match field.int(fields, origin) {
+            match &column.field {
+                Source::Field(field) => match field.int(fields, origin) {
                     Some(v) => *out = v,
                     None => complete = false,
-                }
+                },
+                Source::Hitcount => *out = 1,
+                Source::Var(_) => {}
             }
         }
         if !complete {
@@ -781,7 +794,9 @@ impl Hist {
             out.write_str("{ ")?;
             self.write_keys(&entry.key, symbols, out)?;
             out.write_str(" }")?;
-            write_val("hitcount", self.hitcount, false, entry.vals[0], stats[0], out)?;
+            if !self.nohitcount {
+                write_val("hitcount", Modifier::Plain, false, entry.vals[0], stats[0], out)?;
+            }
             for (i, val) in self.vals.iter().enumerate() {
                 out.write_char(' ')?;
                 let (sum, stat) = (entry.vals[1 + i], stats[1 + i]);
@@ -1033,17 +1048,17 @@ fn log2_bucket(v: u64) -> u64 {
 }
 
 /// Parses a comma-separated list of keys (`keys`) or values, each `FIELD[.MOD]`
-/// (a value may be `$NAME`, one of `vars`); with the values, how `hitcount` is
-/// shown.
+/// (a value may be `$NAME`, one of `vars`, or `hitcount` with a modifier; the first
+/// plain `hitcount` is the count, always kept).
 fn columns(
     list: &str,
     at: usize,
     fields: &[Field<'_>],
     keys: bool,
     vars: &Vars,
-) -> Result<(Vec<Column>, Modifier), HistError> {
+) -> Result<Vec<Column>, HistError> {
     let mut columns: Vec<Column> = Vec::new();
-    let mut hitcount = Modifier::Plain;
+    let mut counted = false;
     let mut words = 0;
     let mut pos = at;
     for item in list.split(',') {
@@ -1053,14 +1068,8 @@ fn columns(
             Some((name, modifier)) => (name, Some((modifier, item_at + name.len() + 1))),
             None => (item, None),
         };
-        if !keys && name == "hitcount" {
-            hitcount = match modifier {
-                None => Modifier::Plain,
-                Some(("hex", _)) => Modifier::Hex,
-                Some(("percent", _)) => Modifier::Percent,
-                Some(("graph", _)) => Modifier::Graph,
-                Some((_, mod_at)) => return Err((mod_at, HistReason::BadModifier)),
-            };
+        if !keys && item == "hitcount" && !counted {
+            counted = true;
             continue;
         }
         let (field, kind, name) = match name.strip_prefix('$') {
@@ -1069,6 +1078,7 @@ fn columns(
                 let own = vars.own(var).ok_or((item_at, HistReason::ValueVariable))?;
                 (Source::Var(own), FieldKind::U64, var)
             }
+            None if !keys && name == "hitcount" => (Source::Hitcount, FieldKind::U64, name),
             _ => {
                 let (field, kind) =
                     FieldRef::resolve(fields, name).ok_or((item_at, HistReason::UnknownField))?;
@@ -1107,7 +1117,7 @@ fn columns(
         }
         columns.push(column);
     }
-    Ok((columns, hitcount))
+    Ok(columns)
 }
 
 /// Parses `sort=`'s list (the attribute starts at `attr_at`).
@@ -1166,10 +1176,14 @@ impl fmt::Display for Hist {
         for (i, key) in self.keys.iter().enumerate() {
             write!(f, "{}{}{}", if i > 0 { "," } else { "" }, key.name, key.modifier)?;
         }
-        write!(f, ":vals=hitcount{}", self.hitcount)?;
-        for val in &self.vals {
+        f.write_str(":vals=")?;
+        if !self.nohitcount {
+            f.write_str("hitcount")?;
+        }
+        for (i, val) in self.vals.iter().enumerate() {
+            let comma = if i > 0 || !self.nohitcount { "," } else { "" };
             let dollar = if let Source::Var(_) = val.field { "$" } else { "" };
-            write!(f, ",{dollar}{}{}", val.name, val.modifier)?;
+            write!(f, "{comma}{dollar}{}{}", val.name, val.modifier)?;
         }
         self.vars.write(f)?;
         f.write_str(":sort=")?;
@@ -1183,6 +1197,9 @@ impl fmt::Display for Hist {
             write!(f, "{}{name}{order}", if i > 0 { "," } else { "" })?;
         }
         write!(f, ":size={}", self.shared.table.max)?;
+        if self.nohitcount {
+            f.write_str(":nohitcount")?;
+        }
         self.vars.write_actions(f)
     }
 }
