@@ -322,7 +322,7 @@ impl Common {
     /// Where the common field named `name` is, and its kind.
     fn named(name: &str) -> Option<(Location, FieldKind)> {
         let (common, kind) = match name {
-            "COMM" | "comm" => return Some((Location::Comm, FieldKind::Str)),
+            "COMM" | "comm" | "common_comm" => return Some((Location::Comm, FieldKind::Str)),
             "CPU" | "cpu" | "common_cpu" => (Common::Cpu, FieldKind::I32),
             "common_pid" => (Common::Pid, FieldKind::I32),
             "common_flags" => (Common::Flags, FieldKind::U8),

@@ -197,6 +197,7 @@ fn filter_sees_where_the_event_was_written() {
         ("comm == shell", work2, false),
         ("COMM ~ \"work/*\"", work2, true),
         ("comm == \"work/2\"", work2, true),
+        ("common_comm == \"work/2\"", work2, true),
         ("comm != \"<irq>\"", irq, false),
         ("common_pid == 1", shell, true),
         ("common_pid == 3", work2, true),
