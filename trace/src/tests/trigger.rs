@@ -632,6 +632,7 @@ fn hitcount_with_a_modifier_is_a_value_and_nohitcount_hides_the_count() {
 /// `*` and `/` first, each operator from the left, at most three, a unary minus
 /// only as the whole expression; numbers are computed when the line is set.
 #[test]
+#[cfg_attr(miri, ignore = "single-threaded safe code, run natively (17 s under Miri)")]
 fn hist_expressions_apply_precedence_from_the_left() {
     static EVENT: EventDescriptor =
         EventDescriptor::new("zt16", "calc", "n={n}", N_FIELDS, DescriptorKind::Event);
