@@ -875,7 +875,7 @@ fn write_text(
     let table = symbols.and_then(report::Symbols::table);
     for (trace, hists) in ready.traces.iter().zip(&ready.hists) {
         hists.add(trace);
-        let mut text = format!("# instance: {}\n", trace.heading());
+        let mut text = format!("# instance: {}\n", trace::text::Controls(&trace.heading()));
         hists.write(table.as_ref(), &mut text).map_err(|_| "formatting a histogram")?;
         writeln!(out, "{text}").map_err(|e| options.write_error(e))?;
     }

@@ -92,13 +92,13 @@ fn trace_cmd_reads_every_event_of_a_real_panic_with_its_fields() {
 
     let lines: Vec<Line> = report.lines().filter_map(parse_line).collect();
     assert_eq!(lines.len(), our_events, "trace-cmd lists as many events as our report:\n{report}");
-    let mut names = std::collections::BTreeSet::new();
+    let (mut names, texts) = (std::collections::BTreeSet::new(), trace.texts());
     for (line, ev) in lines.iter().zip(&trace.events) {
         let d = trace.descriptor(ev.id).expect("every event of a real dump has a descriptor");
         // A marker prints as a Linux one does: `print: tracing_mark_write: TEXT`.
         let fields = match d.name.as_str() {
-            "print" => format!("tracing_mark_write: {}", ev.text),
-            _ => ev.text.clone(),
+            "print" => format!("tracing_mark_write: {}", texts.text(ev)),
+            _ => texts.text(ev),
         };
         let expected = Line { cpu: ev.cpu, ts: ev.ts, name: written_name(d), fields };
         assert_eq!(*line, expected);

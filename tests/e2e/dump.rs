@@ -49,11 +49,12 @@ fn a_panic_dump_holds_the_last_events_in_order_and_agrees_with_its_stats() {
     assert!(panic.location.starts_with("kernel/src/shell/commands.rs:"), "{}", panic.location);
     assert_eq!(dump.cpus, Some(4));
     let trace = top(&dump);
-    let markers: Vec<&str> = trace
+    let texts = trace.texts();
+    let markers: Vec<String> = trace
         .events
         .iter()
         .filter(|e| trace.event_name(e.id) == "ftrace:print")
-        .map(|e| e.text.as_str())
+        .map(|e| texts.text(e))
         .collect();
     assert_eq!(markers, ["marker-1", "marker-2", "marker-3", "marker-4", "marker-5"]);
     // The last event of the boot CPU before the panic: the panic command itself.
@@ -63,7 +64,7 @@ fn a_panic_dump_holds_the_last_events_in_order_and_agrees_with_its_stats() {
         .rev()
         .find(|e| e.cpu == 0 && trace.event_name(e.id) == "shell:command")
         .unwrap();
-    assert_eq!(last.text, "panic");
+    assert_eq!(texts.text(last), "panic");
     assert!(trace.events.windows(2).all(|w| w[0].ts <= w[1].ts), "merged in time order");
     // Counts agree with the stats in the dump.
     for cpu in 0..4 {
@@ -122,7 +123,8 @@ fn panics_in_an_interrupt_holding_the_console_nested_and_on_stack_overflow_dump(
         let panic = dump.panic.as_ref().unwrap_or_else(|| panic!("{command}: no panic report"));
         assert!(panic.message.contains(message), "{command}: {}", panic.message);
         let trace = top(&dump);
-        let markers = trace.events.iter().filter(|e| e.text.starts_with("marker-")).count();
+        let texts = trace.texts();
+        let markers = trace.events.iter().filter(|e| texts.text(e).starts_with("marker-")).count();
         assert_eq!(markers, 5, "{command}: the markers are in the dump");
     }
 }
@@ -143,7 +145,7 @@ fn a_panic_holding_the_heap_lock_dumps_the_instances_named_for_it() {
     let sections = dump.sections();
     let names: Vec<&str> = sections.iter().map(|s| s.instance.as_str()).collect();
     assert_eq!(names, ["kept"], "the named instance alone");
-    assert!(sections[0].events.iter().any(|e| e.text == "named"));
+    assert!(sections[0].events.iter().any(|e| sections[0].texts().text(e) == "named"));
 }
 
 /// A CPU that panics while another's panic is under way is stopped, and its panic is
@@ -273,11 +275,13 @@ fn a_dump_cut_short_by_a_panic_reads_up_to_the_cut() {
     let n = trace.events.len();
     assert!(n > 0 && n < live.events.len(), "{n} of {} records", live.events.len());
     let newest = live.events.iter().map(|e| e.ts).max();
+    let (texts, live_texts) = (trace.texts(), live.texts());
     for e in &trace.events {
+        let text = texts.text(e);
         let shown = live
             .events
             .iter()
-            .any(|l| (l.cpu, l.ts, l.id, &l.text) == (e.cpu, e.ts, e.id, &e.text));
+            .any(|l| (l.cpu, l.ts, l.id, live_texts.text(l)) == (e.cpu, e.ts, e.id, text.clone()));
         assert!(shown || newest.is_some_and(|t| e.ts > t), "not a recorded event: {e:?}");
     }
     let mut text = Vec::new();
@@ -325,7 +329,8 @@ fn a_stack_overflows_call_trace_goes_on_into_the_overflowed_stack() {
         .iter()
         .rfind(|e| e.cpu == 0 && top.descriptor(e.id).is_some_and(|d| d.name == "kernel_stack"));
     let stack = stack.unwrap_or_else(|| panic!("the faulting CPU's stack"));
-    let recorded: Vec<&str> = stack.text.lines().skip(1).map(|l| &l[4..]).collect();
+    let text = top.texts().text(stack);
+    let recorded: Vec<&str> = text.lines().skip(1).map(|l| &l[4..]).collect();
     assert_eq!(recorded[..], interrupted[..8], "{stack:?}");
 }
 
@@ -427,7 +432,7 @@ fn the_live_dump_command_takes_options() {
     assert_eq!(counted("written"), block.stats.iter().map(|s| s.written).collect::<Vec<_>>());
     assert_eq!(counted("entries"), block.stats.iter().map(|s| s.entries).collect::<Vec<_>>());
     assert_eq!(records, block.events.len(), "the text's records are the block's");
-    assert!(top(&dumps[0]).events.iter().any(|e| e.text == "live-3"));
+    assert!(block.events.iter().any(|e| block.texts().text(e) == "live-3"));
     let small = dumps[1].sections();
     assert_eq!(small.len(), 1, "only the top-level instance");
     assert_eq!(small[0].events.len(), 4, "the last 4 records");
@@ -641,7 +646,7 @@ fn a_panic_on_a_cpu_stopped_in_the_middle_of_a_write_still_dumps_what_it_recorde
     let tail = &cpu0[cpu0.len().saturating_sub(3)..];
     assert_eq!(tail, ["nmi", "kernel_stack", "ipi_send"], "cpu0's last events");
     let stack = top.events.iter().rfind(|e| e.cpu == 0 && name(e) == "kernel_stack");
-    let stack = stack.map(|e| e.text.clone()).unwrap_or_default();
+    let stack = stack.map(|e| top.texts().text(e)).unwrap_or_default();
     assert!(stack.contains("kernel::lockup::spin+"), "{stack}");
     assert!(!cpu0.contains(&"hard_lockup"), "the stopped write's record stays out");
     // The host tool says what the kernel's text says.
@@ -721,7 +726,7 @@ fn a_panic_during_a_live_dump_still_records_where_each_cpu_was() {
         let last = top.events.iter().rfind(|e| {
             e.cpu == cpu && top.descriptor(e.id).is_some_and(|d| d.name == "kernel_stack")
         });
-        last.map(|e| e.text.clone()).unwrap_or_default()
+        last.map(|e| top.texts().text(e)).unwrap_or_default()
     };
     assert!(stack(2).contains("kernel::smp::on_call_interrupt+"), "{}", stack(2));
     let printed: Vec<&str> = stopped
@@ -750,7 +755,7 @@ fn the_nmi_that_stops_the_other_cpus_is_recorded_as_sent_to_every_other_cpu() {
         .iter()
         .rfind(|e| e.cpu == 2 && trace.descriptor(e.id).is_some_and(|d| d.name == "ipi_send"));
     let sent = sent.unwrap_or_else(|| panic!("the panicking CPU's NMI"));
-    assert_eq!(sent.text, "target_apic=4294967295 kind=nmi", "{sent:?}");
+    assert_eq!(trace.texts().text(sent), "target_apic=4294967295 kind=nmi", "{sent:?}");
     let stacks = trace.events.iter().filter(|e| {
         e.ts > sent.ts && trace.descriptor(e.id).is_some_and(|d| d.name == "kernel_stack")
     });

@@ -822,7 +822,7 @@ fn function_commands_act_when_their_function_is_called() {
         assert!(dump.problems.is_empty() && dump.panic.is_none(), "{:?}", dump.problems);
         let sections = dump.sections();
         let top = sections.iter().find(|s| s.instance == "top").expect("the top level");
-        assert!(top.events.iter().any(|e| e.text == marker));
+        assert!(top.events.iter().any(|e| top.texts().text(e) == marker));
         let elsewhere = sections.iter().flat_map(|s| &s.events).any(|e| e.cpu != 0);
         assert_eq!(elsewhere, command == "dump", "{command}: other CPUs' records");
         assert!(m.run("cat set_ftrace_filter").contains(&format!("{pwd}:{command}:count=0")));

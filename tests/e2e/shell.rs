@@ -286,8 +286,8 @@ fn a_string_longer_than_an_event_holds_is_recorded_cut_to_its_room() {
     m.run("dump instance long");
     let dump = m.dumps().pop().expect("the dump");
     let section = dump.sections().into_iter().find(|s| s.instance == "long").unwrap();
-    let texts: Vec<&str> = section.events.iter().map(|e| e.text.as_str()).collect();
-    assert!(texts.contains(&&long[..254]), "{texts:?}");
+    let texts: Vec<String> = section.events.iter().map(|e| section.texts().text(e)).collect();
+    assert!(texts.iter().any(|t| t == &long[..254]), "{texts:?}");
 }
 
 #[test]
@@ -372,9 +372,9 @@ fn page_fault_is_reported_with_vector_and_address() {
         .iter()
         .rev()
         .find(|e| top.descriptor(e.id).is_some_and(|d| d.name == "page_fault"));
-    let fault = fault.expect("the page fault's event");
-    assert!(fault.text.starts_with("address=0xdeadbeef000 "), "{}", fault.text);
-    assert!(fault.text.ends_with(&format!(" ip={rip}")), "{} vs {rip}", fault.text);
+    let fault = top.texts().text(fault.expect("the page fault's event"));
+    assert!(fault.starts_with("address=0xdeadbeef000 "), "{fault}");
+    assert!(fault.ends_with(&format!(" ip={rip}")), "{fault} vs {rip}");
     // And the CPU recorded the chain from there, as the panic printed it.
     let stack = top
         .events
@@ -382,7 +382,8 @@ fn page_fault_is_reported_with_vector_and_address() {
         .rev()
         .find(|e| e.cpu == 0 && top.descriptor(e.id).is_some_and(|d| d.name == "kernel_stack"));
     let stack = stack.expect("the faulting CPU's stack");
-    let recorded: Vec<&str> = stack.text.lines().skip(1).map(|l| &l[4..]).collect();
+    let text = top.texts().text(stack);
+    let recorded: Vec<&str> = text.lines().skip(1).map(|l| &l[4..]).collect();
     assert_eq!(recorded[..], frames[handler + 1..(handler + 9).min(frames.len())], "{stack:?}");
 }
 

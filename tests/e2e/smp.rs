@@ -106,8 +106,9 @@ fn a_panic_on_an_application_processor_stops_every_other_cpu() {
         assert!(chain.iter().any(|f| f.starts_with(caller)), "cpu {cpu}: {chain:#?}");
         // The CPU recorded the same chain as its last event: a stack trace in the dump.
         let last = top.events.iter().rfind(|e| e.cpu == cpu).expect("the CPU's events");
-        let recorded: Vec<&str> = last.text.lines().skip(1).map(|l| &l[4..]).collect();
-        assert!(last.text.starts_with("depth="), "cpu {cpu}: {last:?}");
+        let text = top.texts().text(last);
+        let recorded: Vec<&str> = text.lines().skip(1).map(|l| &l[4..]).collect();
+        assert!(text.starts_with("depth="), "cpu {cpu}: {last:?}");
         assert_eq!(recorded, chain[..chain.len().min(8)], "cpu {cpu}");
     }
     assert!(!transcript.contains("NMI backtrace for cpu 2:"), "the panicking CPU's is its own");
@@ -344,7 +345,8 @@ fn a_cpu_hung_with_interrupts_off_is_stopped_by_nmi_and_its_trace_dumped() {
         let watcher = (cpu + 3) % 4;
         assert_eq!(found.cpu, watcher, "{command}: recorded by the CPU watching it");
         let trace::dump::Value::Unsigned(stalled) = found.values[1] else { panic!() };
-        assert!(found.text.starts_with(&format!("cpu={cpu} stalled=")) && stalled >= 500);
+        let text = top.texts().text(found);
+        assert!(text.starts_with(&format!("cpu={cpu} stalled=")) && stalled >= 500);
         // The hung CPU recorded where it was stuck (`--elf` names it).
         let mut symbolized = top.clone();
         symbols.symbolize(&mut symbolized);
@@ -352,8 +354,9 @@ fn a_cpu_hung_with_interrupts_off_is_stopped_by_nmi_and_its_trace_dumped() {
             e.cpu == cpu && symbolized.descriptor(e.id).is_some_and(|d| d.name == "kernel_stack")
         };
         let last = symbolized.events.iter().rfind(stack).expect("the hung CPU's stack");
-        let frames: Vec<&str> = last.text.lines().skip(1).map(|l| &l[4..]).collect();
-        assert!(last.text.starts_with("depth=") && frames.first() == Some(&rip), "{last:?}");
+        let text = symbolized.texts().text(last);
+        let frames: Vec<&str> = text.lines().skip(1).map(|l| &l[4..]).collect();
+        assert!(text.starts_with("depth=") && frames.first() == Some(&rip), "{last:?}");
         assert!(frames.iter().any(|f| f.starts_with(caller)), "{command}: {frames:?}");
         // The hung CPU's last tick is long before the report (the threshold counts
         // the watcher's ticks, which a loaded host can bunch up: half of it here).
@@ -437,7 +440,7 @@ fn every_cpu_hung_at_once_is_caught_by_the_periodic_nmi() {
         let found: Vec<_> = top.events.iter().filter(|e| named(e, "hard_lockup")).collect();
         let [found] = found[..] else { panic!("one hard_lockup event: {found:?}") };
         assert_eq!(found.cpu, 0, "{command}: recorded by the CPU the NMI goes to");
-        assert!(found.text.starts_with("cpu=0 stalled="), "{found:?}");
+        assert!(top.texts().text(found).starts_with("cpu=0 stalled="), "{found:?}");
         // No CPU took a timer interrupt for at least two half periods of the NMI (a
         // check counts once at most every 250 ms), whatever the host's pace.
         for cpu in 0..cpus as usize {

@@ -174,7 +174,7 @@ mod tests {
             context: Context::TASK,
             values: vec![Value::Unsigned(vector)],
             lost_before: 0,
-            text: String::new(),
+            error: crate::field::DecodeError::Truncated,
         };
         section.events = vec![
             event(0, 1000, 1, 48),

@@ -201,12 +201,7 @@ impl<'a> SymbolTable<'a> {
     /// event: `depth=N`, then a ` => frame` line for each of the first `depth` return
     /// addresses of `frames` (see [`SymbolTable::write_frame`]).
     pub fn write_stack(&self, out: &mut dyn Write, depth: usize, frames: &[u64]) -> fmt::Result {
-        write!(out, "depth={depth}")?;
-        for &ret in frames.iter().take(depth) {
-            out.write_str("\n => ")?;
-            self.write_frame(out, ret)?;
-        }
-        Ok(())
+        write_stack_lines(out, depth, frames, |out, &ret| self.write_frame(out, ret))
     }
 
     /// A fingerprint of the table: FNV-1a (64-bit) over its entries and names. Two
@@ -230,6 +225,24 @@ impl<'a> SymbolTable<'a> {
             (e.start, e.end, self.name(e.name))
         })
     }
+}
+
+/// Writes a stack in the layout of an `ftrace:kernel_stack` event in the `trace`
+/// file: `depth=N`, then a ` => frame` line for each of the first `depth` of
+/// `frames`, each written by `frame` (a return address named, or a name already
+/// looked up).
+pub fn write_stack_lines<T>(
+    out: &mut dyn Write,
+    depth: usize,
+    frames: &[T],
+    frame: impl Fn(&mut dyn Write, &T) -> fmt::Result,
+) -> fmt::Result {
+    write!(out, "depth={depth}")?;
+    for each in frames.iter().take(depth) {
+        out.write_str("\n => ")?;
+        frame(out, each)?;
+    }
+    Ok(())
 }
 
 /// Encodes `functions` (start, end exclusive, name) as a table. They are sorted by

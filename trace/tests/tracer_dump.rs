@@ -29,7 +29,7 @@ fn sections(out: &str) -> Vec<(String, BufferKind, Vec<String>)> {
     let dumps = dump::parse(out);
     assert_eq!(dumps.len(), 1, "{out}");
     assert!(dumps[0].problems.is_empty(), "{:?}", dumps[0].problems);
-    let texts = |s: &dump::Section| s.events.iter().map(|e| e.text.clone()).collect();
+    let texts = |s: &dump::Section| s.events.iter().map(|e| s.texts().text(e)).collect();
     dumps[0].sections().iter().map(|s| (s.instance.clone(), s.buffer, texts(s))).collect()
 }
 

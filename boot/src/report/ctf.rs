@@ -679,7 +679,7 @@ mod tests {
         std::sync::Arc::make_mut(&mut t.descriptors).insert(7, odd);
         // A descriptor whose own id disagrees with its key: the key wins.
         std::sync::Arc::make_mut(&mut t.descriptors).get_mut(&4).unwrap().id = 1;
-        let ev = |cpu, ts, id, values| task_event(cpu, ts, id, values, "");
+        let ev = |cpu, ts, id, values| task_event(cpu, ts, id, values);
         t.events.extend([
             ev(0, 13_000_000_000, 99, vec![Value::Bytes(vec![1, 2, 3])]),
             // Wrong kinds, a NUL inside a string.

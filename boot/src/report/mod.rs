@@ -119,7 +119,7 @@ mod tests {
             id,
             values,
             lost_before,
-            text: String::new(),
+            error: trace::field::DecodeError::Truncated,
         };
         let mut odd = sample::sample();
         odd.stats = vec![DumpStats {

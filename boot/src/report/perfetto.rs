@@ -33,7 +33,9 @@ use std::io::{self, Write};
 
 use serde_json::{Map, Value as Json, json};
 
-use trace::dump::{BufferKind, Event, MAX_CPUS, PanicReport, Section, Value, hex_bytes, hex_dump};
+use trace::dump::{
+    BufferKind, Event, MAX_CPUS, PanicReport, Section, Texts, Value, hex_bytes, hex_dump,
+};
 use trace::event::Timeline;
 
 use super::MAX_TS;
@@ -217,13 +219,14 @@ pub(super) fn described(trace: &Section, ev: &Event) -> (String, String, Vec<(St
 }
 
 /// The name of the slice that the event `begin` begins: its label and its text
-/// (`irq irq=48`, `command ls`).
-pub(super) fn slice_name(trace: &Section, begin: &Event) -> String {
+/// (`irq irq=48`, `command ls`), rendered by `texts` (the trace's).
+pub(super) fn slice_name(trace: &Section, texts: &Texts<'_>, begin: &Event) -> String {
     let label = match trace.descriptor(begin.id).map(|d| &d.timeline) {
         Some(Timeline::Begin { label, .. }) => label.as_str(),
         _ => "",
     };
-    if begin.text.is_empty() { label.to_string() } else { format!("{label} {}", begin.text) }
+    let text = texts.text(begin);
+    if text.is_empty() { label.to_string() } else { format!("{label} {text}") }
 }
 
 /// An event's name, category and args as JSON.
@@ -320,6 +323,7 @@ fn buffer_events(trace: &Section, pid: usize, events: &mut Vec<Json>) {
         thread(events, span_tid(label, cpu), format!("cpu{cpu} {label}"), cpu);
     }
     let paired = slices(trace);
+    let texts = trace.texts();
     let ends: std::collections::BTreeSet<usize> = paired.values().map(|s| s.end).collect();
     for (i, ev) in trace.events.iter().enumerate() {
         let ts = micros(ev.ts);
@@ -354,7 +358,7 @@ fn buffer_events(trace: &Section, pid: usize, events: &mut Vec<Json>) {
         let (name, cat, mut args) = described_json(trace, ev);
         if let Some(&Slice { end, until, .. }) = paired.get(&i) {
             let end = &trace.events[end];
-            let slice = slice_name(trace, ev);
+            let slice = slice_name(trace, &texts, ev);
             let (end_name, _, end_args) = described_json(trace, end);
             for (key, value) in end_args {
                 let key = if args.contains_key(&key) { format!("end_{key}") } else { key };
@@ -557,7 +561,13 @@ mod tests {
                 id,
                 system: system.into(),
                 name: name.into(),
-                format: String::new(),
+                format: (fields.iter())
+                    .map(|&(field, _)| match field {
+                        "line" => "{line}".to_string(),
+                        field => format!("{field}={{{field}}}"),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" "),
                 fields: fields
                     .iter()
                     .map(|&(name, kind)| DumpField { name: name.into(), kind })
@@ -591,18 +601,18 @@ mod tests {
         let ev = task_event;
         let v = |n| vec![Value::Unsigned(n)];
         t.events = vec![
-            ev(0, 1_000, 3, vec![Value::Str("ls".into())], "ls"),
-            ev(0, 2_000, 1, v(32), "vector=32"),
-            ev(1, 2_500, 2, v(48), "vector=48"), // an exit whose entry is not in the dump
-            ev(0, 3_000, 1, v(48), "vector=48"), // nested: a second vector
-            ev(0, 3_500, 5, vec![], ""),
-            ev(0, 4_000, 2, v(48), "vector=48"),
-            ev(0, 5_000, 2, v(32), "vector=32"),
-            ev(0, 9_000, 4, vec![Value::Bool(true), Value::Unsigned(8_000)], "ok=true"),
-            ev(1, 9_500, 1, v(33), "vector=33"), // an entry still open at the end
-            ev(1, 9_600, 3, vec![Value::Str("x".into())], "x"),
+            ev(0, 1_000, 3, vec![Value::Str("ls".into())]),
+            ev(0, 2_000, 1, v(32)),
+            ev(1, 2_500, 2, v(48)), // an exit whose entry is not in the dump
+            ev(0, 3_000, 1, v(48)), // nested: a second vector
+            ev(0, 3_500, 5, vec![]),
+            ev(0, 4_000, 2, v(48)),
+            ev(0, 5_000, 2, v(32)),
+            ev(0, 9_000, 4, vec![Value::Bool(true), Value::Unsigned(8_000)]),
+            ev(1, 9_500, 1, v(33)), // an entry still open at the end
+            ev(1, 9_600, 3, vec![Value::Str("x".into())]),
         ];
-        let mut lost = ev(1, 9_700, 4, vec![Value::Bool(false), Value::Unsigned(1)], "ok=false");
+        let mut lost = ev(1, 9_700, 4, vec![Value::Bool(false), Value::Unsigned(1)]);
         lost.lost_before = 3; // the command's end may be another's: not paired
         t.events.push(lost);
         let doc = parsed(&t);
@@ -655,26 +665,28 @@ mod tests {
             (10, "funcgraph_entry", &["func", "depth"][..], begin),
             (11, "funcgraph_exit", &["func", "depth", "duration"][..], end),
         ] {
-            let fields = fields
+            let fields: Vec<DumpField> = fields
                 .iter()
                 .map(|&name| DumpField { name: name.into(), kind: trace::field::FieldKind::U64 })
                 .collect();
-            let (system, name, format) = ("ftrace".into(), name.into(), String::new());
+            let format = fields.iter().map(|f| format!("{0}={{{0}}}", f.name));
+            let format = format.collect::<Vec<_>>().join(" ").replace("{func}", "{func:#x}");
+            let (system, name) = ("ftrace".into(), name.into());
             let kind = trace::event::DescriptorKind::Event;
             std::sync::Arc::make_mut(&mut t.descriptors)
                 .insert(id, DumpDescriptor { id, kind, system, name, format, fields, timeline });
         }
         let v = |values: &[u64]| values.iter().map(|&n| Value::Unsigned(n)).collect();
-        let irq = |ts, id| task_event(0, ts, id, v(&[32, 0]), "vector=32");
+        let irq = |ts, id| task_event(0, ts, id, v(&[32, 0]));
         t.events = vec![
-            task_event(0, 1_000, 10, v(&[1, 0]), "func=0x1 depth=0"),
-            task_event(0, 2_000, 10, v(&[2, 1]), "func=0x2 depth=1"),
-            task_event(0, 2_600, 11, v(&[2, 1, 400]), "func=0x2 depth=1 duration=400"),
+            task_event(0, 1_000, 10, v(&[1, 0])),
+            task_event(0, 2_000, 10, v(&[2, 1])),
+            task_event(0, 2_600, 11, v(&[2, 1, 400])),
             irq(4_000, 1),
             Event { values: v(&[32]), ..irq(4_900, 4) },
-            task_event(0, 5_200, 11, v(&[1, 0, 3_800]), "func=0x1 depth=0 duration=3800"),
-            task_event(0, 6_000, 11, v(&[3, 0, 500]), "func=0x3 depth=0 duration=500"),
-            task_event(0, 7_000, 10, v(&[4, 0]), "func=0x4 depth=0"),
+            task_event(0, 5_200, 11, v(&[1, 0, 3_800])),
+            task_event(0, 6_000, 11, v(&[3, 0, 500])),
+            task_event(0, 7_000, 10, v(&[4, 0])),
         ];
         std::sync::Arc::make_mut(&mut t.descriptors).get_mut(&4).unwrap().fields =
             t.descriptors[&1].fields[..1].to_vec();
@@ -685,7 +697,7 @@ mod tests {
             [
                 (0, "call func=0x1 depth=0".to_string(), 1.0, 3.9),
                 (0, "call func=0x2 depth=1".to_string(), 2.0, 0.4),
-                (0, "irq vector=32".to_string(), 4.0, 0.9),
+                (0, "irq vector=32 error=0x0".to_string(), 4.0, 0.9),
             ]
         );
         let instants: Vec<&str> =
@@ -747,7 +759,7 @@ mod tests {
             id: 99,
             values: vec![Value::Bytes(vec![1, 2])],
             lost_before: 0,
-            text: String::new(),
+            error: trace::field::DecodeError::Truncated,
         });
         // More values than the descriptor has fields.
         t.events.push(Event {
@@ -757,7 +769,7 @@ mod tests {
             id: 4,
             values: vec![Value::Unsigned(5)],
             lost_before: 0,
-            text: String::new(),
+            error: trace::field::DecodeError::Truncated,
         });
         let doc = parsed(&t);
         let instants = with_ph(&doc, "i");

@@ -322,6 +322,7 @@ pub fn write_perfetto_proto(trace: &Section, out: &mut impl Write) -> io::Result
     let mut span_tracks: HashMap<(usize, String), u64> = HashMap::new();
     let first_counter = cpu_track(trace.cpu_ids().last().copied().unwrap_or(0)).saturating_add(1);
     let paired = slices(trace);
+    let texts = trace.texts();
     let ends: HashSet<usize> = paired.values().map(|s| s.end).collect();
     // Event index -> the begins of the slices that close there, innermost first.
     let mut closes: HashMap<usize, Vec<usize>> = HashMap::new();
@@ -417,7 +418,7 @@ pub fn write_perfetto_proto(trace: &Section, out: &mut impl Write) -> io::Result
         } else if paired.contains_key(&i) {
             let keys = args.iter().map(|a| a.0.clone()).collect();
             begun.insert(i, (name, keys));
-            let slice = slice_name(trace, ev);
+            let slice = slice_name(trace, &texts, ev);
             let name = Some((slice.as_str(), cat.as_str()));
             w.event(&TrackEvent {
                 ts: ev.ts,
@@ -522,7 +523,7 @@ mod tests {
             id: 7,
             values,
             lost_before: 0,
-            text: String::new(),
+            error: trace::field::DecodeError::Truncated,
         });
         let mut out = Vec::new();
         write_perfetto_proto(&t, &mut out).unwrap();
@@ -554,7 +555,7 @@ mod tests {
             id: 9,
             values: vec![],
             lost_before: 0,
-            text: String::new(),
+            error: trace::field::DecodeError::Truncated,
         });
         let mut out = Vec::new();
         write_perfetto_proto(&t, &mut out).unwrap();

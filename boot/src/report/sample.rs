@@ -6,7 +6,7 @@ use trace::dump::{
     BufferKind, DumpDescriptor, DumpField, DumpStats, Event, PanicReport, Section, Value,
 };
 use trace::event::{DescriptorKind, Timeline};
-use trace::field::FieldKind;
+use trace::field::{DecodeError, FieldKind};
 use trace::{Activity, Context};
 
 fn field(name: &str, kind: FieldKind) -> DumpField {
@@ -39,13 +39,16 @@ fn descriptor(
 }
 
 /// An event written by a thread, with no loss before it.
-pub(crate) fn task_event(cpu: usize, ts: u64, id: u16, values: Vec<Value>, text: &str) -> Event {
-    Event { context: Context::TASK, cpu, ts, id, values, lost_before: 0, text: text.into() }
+pub(crate) fn task_event(cpu: usize, ts: u64, id: u16, values: Vec<Value>) -> Event {
+    Event { context: Context::TASK, cpu, ts, id, values, lost_before: 0, error: TRUNCATED }
 }
 
-fn event(cpu: usize, ts: u64, id: u16, values: Vec<Value>, lost_before: u64, text: &str) -> Event {
-    Event { context: context(cpu, id), cpu, ts, id, values, lost_before, text: text.into() }
+fn event(cpu: usize, ts: u64, id: u16, values: Vec<Value>, lost_before: u64) -> Event {
+    Event { context: context(cpu, id), cpu, ts, id, values, lost_before, error: TRUNCATED }
 }
+
+/// What the sample's fields past their values print (they all decode).
+const TRUNCATED: DecodeError = DecodeError::Truncated;
 
 /// The sample's contexts: interrupt events in a handler, the rest in CPU 0's thread
 /// (the shell) or CPU 1's idle loop.
@@ -72,14 +75,14 @@ pub fn sample() -> Section {
             1,
             "irq",
             "irq_handler_entry",
-            "vector=%u error=%#x",
+            "vector={vector} error={error:#x}",
             vec![field("vector", FieldKind::U8), field("error", FieldKind::U64)],
         ),
         descriptor(
             2,
             "demo",
             "message",
-            "pid=%d comm=%s ok=%d c=%c",
+            "pid={pid} comm={comm} ok={ok} c={c}",
             vec![
                 field("pid", FieldKind::I32),
                 field("comm", FieldKind::Str),
@@ -91,7 +94,7 @@ pub fn sample() -> Section {
             3,
             "net",
             "packet",
-            "len=%u head=%*phC delta=%lld",
+            "len={len} head={head} delta={delta}",
             vec![
                 field("len", FieldKind::U16),
                 field("head", FieldKind::Bytes(4)),
@@ -103,14 +106,7 @@ pub fn sample() -> Section {
         descriptors.insert(d.id, d);
     }
     let events = vec![
-        event(
-            0,
-            1_000_000_500,
-            1,
-            vec![Value::Unsigned(48), Value::Unsigned(2)],
-            0,
-            "vector=48 error=0x2",
-        ),
+        event(0, 1_000_000_500, 1, vec![Value::Unsigned(48), Value::Unsigned(2)], 0),
         event(
             1,
             1_000_000_500,
@@ -122,7 +118,6 @@ pub fn sample() -> Section {
                 Value::Char('λ'),
             ],
             0,
-            "pid=-7 comm=init \"x\" ok=true c=λ",
         ),
         event(
             1,
@@ -134,17 +129,9 @@ pub fn sample() -> Section {
                 Value::Signed(-42),
             ],
             17,
-            "len=1500 head=de:ad:be:ef delta=-42",
         ),
-        event(
-            0,
-            2_000_000_000,
-            1,
-            vec![Value::Unsigned(32), Value::Unsigned(0)],
-            0,
-            "vector=32 error=0x0",
-        ),
-        event(0, 12_345_678_901, 4, vec![], 0, ""),
+        event(0, 2_000_000_000, 1, vec![Value::Unsigned(32), Value::Unsigned(0)], 0),
+        event(0, 12_345_678_901, 4, vec![], 0),
     ];
     let stats = vec![
         DumpStats { written: 10, entries: 3, overrun: 5, read: 2, ..DumpStats::default() },

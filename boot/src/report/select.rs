@@ -154,7 +154,7 @@ mod tests {
     fn a_loss_before_an_event_left_out_is_told_with_the_cpus_next_event_shown() {
         let mut section = sample();
         // CPU 1: `net:packet` (17 lost before it), then an interrupt.
-        section.events.push(task_event(1, 3_000_000_000, 1, vec![Value::Unsigned(49)], ""));
+        section.events.push(task_event(1, 3_000_000_000, 1, vec![Value::Unsigned(49)]));
         apply(&["irq/irq_handler_entry"], &mut section).unwrap();
         let shown: Vec<(usize, u16, u64)> =
             section.events.iter().map(|e| (e.cpu, e.id, e.lost_before)).collect();

@@ -87,7 +87,7 @@ pub fn summarize(trace: &Section) -> Summary {
 pub fn write_stat(trace: &Section, out: &mut impl Write) -> io::Result<()> {
     let out = &mut io::BufWriter::new(out);
     let s = summarize(trace);
-    writeln!(out, "# instance: {}", trace.heading())?;
+    writeln!(out, "# instance: {}", trace::text::Controls(&trace.heading()))?;
     writeln!(out, "# cpus={}", trace.cpus)?;
     if let Some(note) = super::left_out(trace) {
         writeln!(out, "# {note}")?;
@@ -313,7 +313,7 @@ mod tests {
             id: 77,
             values: vec![Value::Bytes(vec![9])],
             lost_before: 1,
-            text: String::new(),
+            error: trace::field::DecodeError::Truncated,
         });
         let s = summarize(&t);
         assert_eq!(s.total, 6);

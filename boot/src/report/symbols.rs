@@ -120,9 +120,8 @@ impl Symbols {
     /// their address fields become function names (a caller's looked up one byte
     /// earlier), and their text reads as the kernel's `trace` file shows them
     /// (`function <-caller`).
-    fn symbolize_functions(&self, trace: &mut Section) {
+    fn symbolize_functions(&self, table: &SymbolTable<'_>, trace: &mut Section) {
         use trace::tracer::{FUNCGRAPH_ENTRY, FUNCGRAPH_EXIT, FUNCTION};
-        let Some(table) = self.table() else { return };
         let ours = [&FUNCTION, &FUNCGRAPH_ENTRY, &FUNCGRAPH_EXIT];
         let ids: Vec<(u16, bool)> = trace
             .descriptors
@@ -130,7 +129,7 @@ impl Symbols {
             .filter(|d| ours.iter().any(|o| o.system == d.system && o.name == d.name))
             .map(|d| (d.id, d.name == FUNCTION.name))
             .collect();
-        for &(id, _) in &ids {
+        for &(id, function) in &ids {
             let Some(d) = Arc::make_mut(&mut trace.descriptors).get_mut(&id) else { continue };
             for f in d
                 .fields
@@ -140,6 +139,10 @@ impl Symbols {
                 f.kind = FieldKind::Str;
                 d.format =
                     d.format.replace(&format!("{{{}:#x}}", f.name), &format!("{{{}}}", f.name));
+            }
+            // Its two names, whatever its fields are called.
+            if function {
+                d.format = "{} <-{}".into();
             }
         }
         let name = |addr: u64| table.lookup(addr).map_or(format!("{addr:#x}"), |(n, _)| n.into());
@@ -151,13 +154,10 @@ impl Symbols {
             });
             let (first, second) = (addrs.next().unwrap_or(0), addrs.next().unwrap_or(0));
             if function {
-                let (ip, parent) = (name(first), name(second.saturating_sub(1)));
-                ev.text = format!("{ip} <-{parent}");
-                ev.values = vec![Value::Str(ip), Value::Str(parent)];
+                ev.values =
+                    vec![Value::Str(name(first)), Value::Str(name(second.saturating_sub(1)))];
             } else if let Some(v) = ev.values.first_mut() {
-                let func = name(first);
-                ev.text = ev.text.replacen(&format!("func={first:#x}"), &format!("func={func}"), 1);
-                *v = Value::Str(func);
+                *v = Value::Str(name(first));
             }
         }
     }
@@ -166,8 +166,7 @@ impl Symbols {
     /// with `:sym`, as `ftrace:irqsoff` does `start` and `end`, and the arguments a
     /// printk call site's format prints so) with symbols: each becomes a string,
     /// `function+0xoffset`, and the text reads as the kernel's `trace` file shows it.
-    fn symbolize_addresses(&self, trace: &mut Section) {
-        let Some(table) = self.table() else { return };
+    fn symbolize_addresses(&self, table: &SymbolTable<'_>, trace: &mut Section) {
         // Per event (printk call sites aside: their arguments carry their own types):
         // the fields its format prints with `:sym`, which become strings.
         let mut events: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
@@ -210,23 +209,18 @@ impl Symbols {
                     *value = Value::Str(place);
                 }
             }
-            let fields = if printk { argument_fields(&ev.values) } else { d.fields() };
-            let values: Vec<trace::field::Value<'_>> =
-                ev.values.iter().map(Value::borrowed).collect();
-            let mut text = String::new();
-            let format = trace::event::format::Compiled::new(&d.format, &fields);
-            let _ = format.render(&mut text, &values, trace::field::DecodeError::Truncated, None);
-            ev.text = text;
         }
     }
 
     /// Rewrites the `ftrace:kernel_stack` and the function tracer's events of
     /// `trace` with symbols: a stack's `ipN` fields become strings
     /// (`function+0xoffset`, empty past `depth`), and its text lists the frames as
-    /// ftrace does, one ` => frame` line each.
+    /// ftrace does, one ` => frame` line each ([`trace::dump::Texts`]). Without a
+    /// table (an ELF without functions) the section is left as it is.
     pub fn symbolize(&self, trace: &mut Section) {
-        self.symbolize_functions(trace);
-        self.symbolize_addresses(trace);
+        let Some(table) = self.table() else { return };
+        self.symbolize_functions(&table, trace);
+        self.symbolize_addresses(&table, trace);
         let stack = &trace::tracer::STACK_TRACE;
         let ids = trace.ids_of(stack.system, stack.name);
         for id in &ids {
@@ -238,27 +232,19 @@ impl Symbols {
             }
             d.format = format;
         }
-        let Some(table) = self.table() else { return };
         for ev in trace.events.iter_mut().filter(|e| ids.contains(&e.id)) {
             let depth = match ev.values.first() {
                 Some(Value::Unsigned(d)) => usize::try_from(*d).unwrap_or(usize::MAX),
                 _ => 0,
             };
-            let frames: Vec<u64> = ev
-                .values
-                .iter()
-                .skip(1)
-                .map(|v| match v {
-                    Value::Unsigned(ip) => *ip,
-                    _ => 0,
-                })
-                .collect();
-            ev.text.clear();
-            let _ = table.write_stack(&mut ev.text, depth, &frames);
             for (i, v) in ev.values.iter_mut().skip(1).enumerate() {
                 let mut frame = String::new();
                 if i < depth {
-                    let _ = table.write_frame(&mut frame, frames[i]);
+                    let ip = match v {
+                        Value::Unsigned(ip) => *ip,
+                        _ => 0,
+                    };
+                    let _ = table.write_frame(&mut frame, ip);
                 }
                 *v = Value::Str(frame);
             }
@@ -320,14 +306,14 @@ mod tests {
             timeline: Timeline::Instant,
         };
         let field = |name: &str, kind| DumpField { name: name.into(), kind };
-        let event = |id, values: Vec<Value>, text: &str| Event {
+        let event = |id, values: Vec<Value>| Event {
             cpu: 0,
             ts: 1,
             id,
             context: Context::TASK,
             values,
             lost_before: 0,
-            text: text.into(),
+            error: trace::field::DecodeError::Truncated,
         };
         let mut section = Section::default();
         let fields = vec![field("n", FieldKind::U64), field("ip", FieldKind::U64)];
@@ -336,12 +322,12 @@ mod tests {
         let d = descriptor(2, DescriptorKind::Printk, "{} at {:sym} {:#x}", Vec::new());
         Arc::make_mut(&mut section.descriptors).insert(2, d);
         section.events = vec![
-            event(1, vec![Value::Unsigned(0x104), Value::Unsigned(0x104)], "n=260 at 0x104"),
-            event(1, vec![Value::Unsigned(1), Value::Unsigned(0x200)], "n=1 at 0x200"),
-            event(2, vec![Value::Signed(-1), Value::Unsigned(0x11f), Value::Unsigned(0x104)], ""),
+            event(1, vec![Value::Unsigned(0x104), Value::Unsigned(0x104)]),
+            event(1, vec![Value::Unsigned(1), Value::Unsigned(0x200)]),
+            event(2, vec![Value::Signed(-1), Value::Unsigned(0x11f), Value::Unsigned(0x104)]),
         ];
         s.symbolize(&mut section);
-        let texts: Vec<&str> = section.events.iter().map(|e| e.text.as_str()).collect();
+        let texts: Vec<String> = section.events.iter().map(|e| section.texts().text(e)).collect();
         assert_eq!(texts, ["n=260 at a+0x4", "n=1 at 0x200", "-1 at a+0x1f 0x104"]);
         assert_eq!(section.events[0].values[1], Value::Str("a+0x4".into()));
         assert_eq!(section.descriptors[&1].fields[1].kind, FieldKind::Str);

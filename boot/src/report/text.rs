@@ -18,12 +18,13 @@
 //!  0) # 1178.832 us |  } /* kernel::shell::commands::dump */
 //! ```
 
+use std::borrow::Cow;
 use std::fmt;
 use std::io::{self, Write};
 
 use trace::dump::{Event, PanicReport, Section, Value, hex_dump};
 use trace::event::EventDescriptor;
-use trace::text::{self, GraphLines, GraphRecord, Line, UnreadWrites};
+use trace::text::{self, Controls, GraphLines, GraphRecord, Line, UnreadWrites};
 use trace::tracer::{FUNCGRAPH_ENTRY, FUNCGRAPH_EXIT};
 
 /// Writes the `#` lines of a panic: where it happened and its message, a panic
@@ -53,7 +54,7 @@ pub(crate) fn write_panic(p: &PanicReport, out: &mut impl Write) -> io::Result<(
 /// their functions named if `--elf` named them, addresses otherwise.
 pub fn write_text(trace: &Section, out: &mut impl Write) -> io::Result<()> {
     let out = &mut io::BufWriter::new(out);
-    writeln!(out, "# instance: {}", trace.heading())?;
+    writeln!(out, "# instance: {}", Controls(&trace.heading()))?;
     writeln!(out, "# cpus={}", trace.cpus)?;
     // The counts cover the events listed: a dump that holds only the last N
     // records (or lost some with a damaged chunk) says how many it left out.
@@ -78,6 +79,7 @@ pub fn write_text(trace: &Section, out: &mut impl Write) -> io::Result<()> {
     let mut line = String::new();
     let layout = text::Layout { clock: trace.clock, nanoseconds: true, ..text::Layout::DEFAULT };
     let mut graph = GraphLines::new();
+    let (texts, mut text) = (trace.texts().escaping_controls(), String::new());
     for ev in &trace.events {
         line.clear();
         let call = trace.descriptor(ev.id).and_then(|d| graph_record(&d.system, &d.name, ev));
@@ -85,7 +87,10 @@ pub fn write_text(trace: &Section, out: &mut impl Write) -> io::Result<()> {
             Ok(true) => Ok(()),
             Ok(false) => match call {
                 Some(call) => graph.write(&mut line, &layout, call),
-                None => write_event(&mut line, trace, ev, &layout),
+                None => {
+                    texts.render(ev, &mut text);
+                    write_event(&mut line, trace, ev, &text, &layout)
+                }
             },
             Err(e) => Err(e),
         };
@@ -101,25 +106,33 @@ pub fn write_text(trace: &Section, out: &mut impl Write) -> io::Result<()> {
     out.flush()
 }
 
-/// Writes `ev`, an event of `trace`, as its trace line.
+/// Writes `ev`, an event of `trace`, as its trace line, its text `text` (rendered
+/// with its control characters escaped); its name's control characters are escaped
+/// too ([`Controls`]).
 fn write_event(
     out: &mut dyn fmt::Write,
     trace: &Section,
     ev: &Event,
+    text: &str,
     layout: &text::Layout,
 ) -> fmt::Result {
     let descriptor = trace.descriptor(ev.id);
     let (system, name) = descriptor.map_or(("", ""), |d| (d.system.as_str(), d.name.as_str()));
+    let name = descriptor.map_or(Some("unknown_event"), |_| text::event_name(system, name));
+    let name = name.map(|name| match name.contains(char::is_control) {
+        true => Cow::Owned(Controls(name).to_string()),
+        false => Cow::Borrowed(name),
+    });
     let line = Line {
         cpu: ev.cpu,
         ts: ev.ts,
         context: ev.context,
-        name: descriptor.map_or(Some("unknown_event"), |_| text::event_name(system, name)),
+        name: name.as_deref(),
         lost: ev.lost_before,
         delay: None,
     };
     let body = |out: &mut dyn fmt::Write| match descriptor {
-        Some(_) => out.write_str(&ev.text),
+        Some(_) => out.write_str(text),
         None => {
             write!(out, "id={}", ev.id)?;
             let hex = hex_dump(&ev.values);
@@ -204,7 +217,7 @@ mod tests {
         assert_eq!(lines[6], "CPU:1 [LOST 17 EVENTS]");
         assert_eq!(
             lines[7],
-            "          <idle>-0       [001] .....     1.500000000: packet: len=1500 head=de:ad:be:ef delta=-42"
+            "          <idle>-0       [001] .....     1.500000000: packet: len=1500 head=deadbeef delta=-42"
         );
         assert_eq!(
             lines[8],
@@ -229,7 +242,7 @@ mod tests {
                 id: 99,
                 values: vec![Value::Bytes(vec![1, 2, 0xff])],
                 lost_before: 0,
-                text: String::new(),
+                error: trace::field::DecodeError::Truncated,
             },
             Event {
                 context: trace::Context::TASK,
@@ -238,7 +251,7 @@ mod tests {
                 id: 98,
                 values: vec![],
                 lost_before: 2,
-                text: String::new(),
+                error: trace::field::DecodeError::Truncated,
             },
         ];
         let text = render(&t);

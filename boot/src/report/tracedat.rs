@@ -42,7 +42,7 @@ use std::io::{self, Write};
 use trace::event::format_file::{self, LayoutError, Linux};
 use trace::{Clock, text};
 
-use trace::dump::{BufferKind, DumpDescriptor, Event, MAX_CPUS, Section, Value, hex_dump};
+use trace::dump::{BufferKind, DumpDescriptor, Event, MAX_CPUS, Section, Texts, Value, hex_dump};
 
 use super::{MAX_TS, Symbols};
 
@@ -226,10 +226,10 @@ fn origin(ev: &Event) -> format_file::Origin {
     format_file::Origin { context: ev.context, cpu: ev.cpu }
 }
 
-/// The text our report prints for an event (after its name).
-fn event_text(d: Option<&DumpDescriptor>, ev: &Event) -> String {
+/// The text our report prints for an event (after its name), rendered by `texts`.
+fn event_text(d: Option<&DumpDescriptor>, texts: &Texts<'_>, ev: &Event) -> String {
     match d {
-        Some(_) => ev.text.clone(),
+        Some(_) => texts.text(ev),
         None => hex_dump(&ev.values),
     }
 }
@@ -503,6 +503,7 @@ pub fn loss_notes(traces: &[Section]) -> Vec<String> {
 fn pages_of(trace: &Section, declared: &BTreeMap<u16, Declared<'_>>, cpus: usize) -> Vec<Pages> {
     let mut pages: Vec<Pages> = (0..cpus).map(|_| Pages::default()).collect();
     let mut record = Vec::new();
+    let texts = trace.texts();
     let mut events: Vec<&Event> = trace.events.iter().collect();
     events.sort_by_key(|ev| (ev.cpu, ev.ts.min(MAX_TS)));
     for ev in events {
@@ -511,7 +512,7 @@ fn pages_of(trace: &Section, declared: &BTreeMap<u16, Declared<'_>>, cpus: usize
         match entry.shape {
             Shape::Fields if entry.encode(ev, &mut record).is_ok() => {}
             _ => {
-                let text = event_text(entry.descriptor, ev);
+                let text = event_text(entry.descriptor, &texts, ev);
                 let mut end = text.len().min(MAX_RECORD - 16);
                 while !text.is_char_boundary(end) {
                     end -= 1;
@@ -741,7 +742,10 @@ mod tests {
                     ("at", FieldKind::U64),
                 ],
             ),
-            descriptor(2, "ftrace", "bprint", "tick {} late by {}", &[]),
+            DumpDescriptor {
+                kind: trace::event::DescriptorKind::Printk,
+                ..descriptor(2, "ftrace", "bprint", "tick {} late by {}", &[])
+            },
             descriptor(3, "bench", "event", "", &[("a", FieldKind::U64), ("b", FieldKind::I8)]),
         ] {
             std::sync::Arc::make_mut(&mut t.descriptors).insert(d.id, d);
@@ -756,33 +760,19 @@ mod tests {
             Value::Signed(-42),
             Value::Unsigned(0xffff_8000_0000_1000),
         ];
-        t.events.push(task_event(
-            0,
-            1_000,
-            1,
-            kinds,
-            "pid=-7 comm=init \"x\" 100% ok=true c=λ len=5dc head=deadbeef delta=-42 at=0xffff800000001000",
-        ));
-        t.events.push(task_event(
-            1,
-            2_000,
-            2,
-            vec![Value::Unsigned(3), Value::Unsigned(9)],
-            "tick 3 late by 9",
-        ));
-        t.events.push(task_event(1, 3_000, 77, vec![Value::Bytes(vec![1, 2])], ""));
+        t.events.push(task_event(0, 1_000, 1, kinds));
+        t.events.push(task_event(1, 2_000, 2, vec![Value::Unsigned(3), Value::Unsigned(9)]));
+        t.events.push(task_event(1, 3_000, 77, vec![Value::Bytes(vec![1, 2])]));
         for i in 0..600u64 {
             t.events.push(task_event(
                 i as usize % 2,
                 10_000 + i,
                 3,
                 vec![Value::Unsigned(i), Value::Signed(-1)],
-                &format!("a={i} b=-1"),
             ));
         }
         // Ten seconds later: a time extend.
-        let mut late =
-            task_event(0, 10_000_010_000, 3, vec![Value::Unsigned(1), Value::Signed(2)], "a=1 b=2");
+        let mut late = task_event(0, 10_000_010_000, 3, vec![Value::Unsigned(1), Value::Signed(2)]);
         late.lost_before = 17;
         t.events.push(late);
         t.stats = vec![DumpStats { entries: 302, ..DumpStats::default() }; 2];
@@ -798,7 +788,7 @@ mod tests {
         assert_eq!(lines.len(), t.events.len() + 1, "every event and the drop:\n{report}");
         let fields = |line: &str| line.splitn(3, ": ").nth(2).unwrap_or("").trim().to_string();
         assert!(lines[0].contains("[000]     0.000001000: kinds:"), "{}", lines[0]);
-        assert_eq!(fields(lines[0]), t.events[0].text, "{head}");
+        assert_eq!(fields(lines[0]), t.texts().text(&t.events[0]), "{head}");
         assert!(lines[1].contains("[001]     0.000002000: printk:"), "{}", lines[1]);
         assert_eq!(fields(lines[1]), "tick 3 late by 9");
         assert!(lines[2].contains("id_77:"), "{}", lines[2]);
@@ -891,7 +881,7 @@ mod tests {
         }
         for id in [1, 2, 3, 4, 5, 6, 7, 8] {
             let values = vec![Value::Unsigned(u64::from(id))];
-            t.events.push(task_event(0, u64::from(id) * 1000, id, values, &format!("a={id}")));
+            t.events.push(task_event(0, u64::from(id) * 1000, id, values));
         }
         let names: Vec<String> = report(&[t])
             .iter()
@@ -924,7 +914,7 @@ mod tests {
             let d = descriptor(id, system, name, &format.join(" "), &fields);
             std::sync::Arc::make_mut(&mut t.descriptors).insert(id, d);
             let values = vec![Value::Unsigned(5); names.len()];
-            t.events.push(task_event(0, u64::from(id) * 1000, id, values, &text(names).join(" ")));
+            t.events.push(task_event(0, u64::from(id) * 1000, id, values));
         }
         let lines = report(&[t]);
         for (line, &(_, _, names, written)) in lines.iter().zip(&cases) {
@@ -951,7 +941,7 @@ mod tests {
             let d = descriptor(id, "demo", &format!("e{id}"), format, fields);
             std::sync::Arc::make_mut(&mut t.descriptors).insert(id, d);
             let values = vec![Value::Unsigned(7); fields.len()];
-            t.events.push(task_event(0, u64::from(id) * 1000, id, values, ""));
+            t.events.push(task_event(0, u64::from(id) * 1000, id, values));
         }
         let lines = report(&[t]);
         let shown: Vec<&str> =
@@ -971,7 +961,7 @@ mod tests {
             let d = descriptor(id, "ftrace", "raw_data", "# {id:x} buf:{buf}", fields);
             std::sync::Arc::make_mut(&mut t.descriptors).insert(id, d);
         }
-        let marker = |id, values| task_event(0, u64::from(id) * 1000, id, values, "");
+        let marker = |id, values| task_event(0, u64::from(id) * 1000, id, values);
         let data = || Value::Str(" 41 42 43".into());
         t.events.push(marker(1, vec![Value::Unsigned(0x1234), data()]));
         t.events.push(marker(2, vec![data()]));
@@ -994,7 +984,7 @@ mod tests {
         let mut t = Section { cpus: 2, instance: "top".into(), ..Section::default() };
         let d = descriptor(1, "demo", "e", "a={a}", &[("a", FieldKind::U8)]);
         std::sync::Arc::make_mut(&mut t.descriptors).insert(1, d);
-        let mut huge = task_event(0, 1000, 1, vec![Value::Unsigned(1)], "a=1");
+        let mut huge = task_event(0, 1000, 1, vec![Value::Unsigned(1)]);
         huge.lost_before = (1 << 33) + 4;
         t.events.push(huge);
         t.lost_after.insert(1, 5);

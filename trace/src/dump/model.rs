@@ -70,8 +70,12 @@ pub struct Event {
     /// Events of this CPU a consuming reader lost just before this one (see
     /// [`DumpRecord::lost_before`]).
     pub lost_before: u64,
-    /// The fields rendered with the descriptor's format string.
-    pub text: String,
+    /// Why the payload stopped decoding after `values`: what the format's
+    /// placeholders past them print ([`DecodeError::Truncated`] where the payload
+    /// ended, as it does after a printk call site's last argument). The event's
+    /// text is rendered from its values when an output writes it ([`Texts`]), not
+    /// kept: a crafted format makes a few bytes of payload kilobytes of text.
+    pub error: DecodeError,
 }
 
 /// A decoded field value, owning its bytes (an output may rewrite it: stack
@@ -108,11 +112,6 @@ impl From<field::Value<'_>> for Value {
 impl Dump {
     /// Every section of the dump, decoded, in the dump's order.
     pub fn sections(&self) -> Vec<Section> {
-        let formats: BTreeMap<u16, Compiled<'_>> = self
-            .descriptors
-            .iter()
-            .map(|(&id, d)| (id, Compiled::new(&d.format, &d.fields())))
-            .collect();
         let descriptors = Arc::new(self.descriptors.clone());
         self.instances
             .values()
@@ -142,7 +141,7 @@ impl Dump {
                     clock: instance.clock,
                     cpus,
                     descriptors: Arc::clone(&descriptors),
-                    events: instance.records.iter().map(|r| self.event(r, &formats)).collect(),
+                    events: instance.records.iter().map(|r| self.event(r)).collect(),
                     lost_after: lost_after(instance),
                     skipped: instance.skipped,
                     filtered: 0,
@@ -154,11 +153,10 @@ impl Dump {
             .collect()
     }
 
-    /// `record` decoded with its descriptor: its values and its text, rendered with
-    /// the descriptor's format as `formats` holds it (the text says `<...>` where it
-    /// does not decode). Without a descriptor: its payload as one bytes value, for a
-    /// hex dump, and no text.
-    fn event(&self, record: &DumpRecord, formats: &BTreeMap<u16, Compiled<'_>>) -> Event {
+    /// `record` decoded with its descriptor: its values, as far as its payload
+    /// decodes, and why they stop there. Without a descriptor: its payload as one
+    /// bytes value, for a hex dump.
+    fn event(&self, record: &DumpRecord) -> Event {
         let mut event = Event {
             cpu: record.cpu,
             ts: record.ts,
@@ -166,43 +164,25 @@ impl Dump {
             context: record.context,
             values: Vec::new(),
             lost_before: record.lost_before,
-            text: String::new(),
+            error: DecodeError::Truncated,
         };
         let Some(d) = self.descriptors.get(&record.id) else {
             event.values.push(Value::Bytes(record.payload.clone()));
             return event;
         };
         let mut decoder = Decoder::new(&record.payload);
-        let (values, text) = (&mut event.values, &mut event.text);
-        match d.kind {
-            DescriptorKind::Event => {
-                let mut decoded = Vec::with_capacity(d.fields.len());
-                let mut error = DecodeError::Truncated;
-                for f in &d.fields {
-                    match decoder.value(f.kind) {
-                        Ok(v) => decoded.push(v),
-                        Err(e) => {
-                            error = e;
-                            break;
-                        }
-                    }
+        let mut fields = d.fields.iter();
+        let mut next = || match d.kind {
+            DescriptorKind::Event => fields.next().map(|f| decoder.value(f.kind)),
+            DescriptorKind::Printk => Some(decoder.tagged().map(|(_, v)| v)),
+        };
+        while let Some(decoded) = next() {
+            match decoded {
+                Ok(v) => event.values.push(v.into()),
+                Err(e) => {
+                    event.error = e;
+                    break;
                 }
-                if let Some(format) = formats.get(&record.id) {
-                    let _ = format.render(&mut Capped::new(text), &decoded, error, None);
-                }
-                values.extend(decoded.into_iter().map(Value::from));
-            }
-            DescriptorKind::Printk => {
-                while let Ok((_, v)) = decoder.tagged() {
-                    values.push(v.into());
-                }
-                let mut text = Capped::new(text);
-                let _ = crate::event::format::render_tagged(
-                    &mut text,
-                    &d.format,
-                    &record.payload,
-                    None,
-                );
             }
         }
         event
@@ -288,6 +268,109 @@ impl core::fmt::Write for Capped<'_> {
         self.text.push_str(MARK);
         self.cut = true;
         Err(core::fmt::Error)
+    }
+}
+
+/// Renders the text of a section's events when an output writes it: their values
+/// with their descriptor's format (a printk call site's arguments with its
+/// format), as the kernel's `trace` file shows them; an `ftrace:kernel_stack`
+/// whose frames were named (strings, as `report --elf` makes them) lists them one
+/// ` => frame` line each, as ftrace does. Each event format is compiled once.
+pub struct Texts<'a> {
+    /// The section's descriptors.
+    descriptors: &'a BTreeMap<u16, DumpDescriptor>,
+    /// The formats of its event descriptors (not printk call sites), compiled.
+    formats: BTreeMap<u16, Compiled<'a>>,
+    /// The ids of its `ftrace:kernel_stack` descriptors whose frames are names:
+    /// fields after the first (the depth) strings, as `report --elf` makes them.
+    stacks: BTreeSet<u16>,
+    /// Whether what comes from the dump is written with its control characters
+    /// escaped ([`crate::text::Controls`]).
+    escape: bool,
+}
+
+impl Section {
+    /// The renderer of this section's events' text ([`Texts`]).
+    pub fn texts(&self) -> Texts<'_> {
+        let stack = &crate::tracer::STACK_TRACE;
+        Texts {
+            descriptors: &self.descriptors,
+            formats: self
+                .descriptors
+                .iter()
+                .filter(|(_, d)| d.kind == DescriptorKind::Event)
+                .map(|(&id, d)| (id, Compiled::new(&d.format, &d.fields())))
+                .collect(),
+            stacks: (self.ids_of(stack.system, stack.name).into_iter())
+                .filter(|id| {
+                    let frames = self.descriptors[id].fields.iter().skip(1);
+                    frames.map(|f| f.kind).all(|kind| kind == field::FieldKind::Str)
+                })
+                .collect(),
+            escape: false,
+        }
+    }
+}
+
+impl Texts<'_> {
+    /// The same renderer, writing the dump's strings and format text with their
+    /// control characters escaped ([`crate::text::Controls`]), as a line of text
+    /// shows them; the layout's own line breaks (a named stack's) stay.
+    pub fn escaping_controls(self) -> Self {
+        Texts { escape: true, ..self }
+    }
+
+    /// Replaces `text` with `event`'s text: at most [`MAX_EVENT_TEXT`] bytes (a
+    /// longer one is cut at a character and ends with `[...]`), empty for an event
+    /// without a descriptor.
+    pub fn render(&self, event: &Event, text: &mut String) {
+        text.clear();
+        let _ = self.write(event, &mut Capped::new(text));
+    }
+
+    /// `event`'s text, as [`Texts::render`] writes it.
+    pub fn text(&self, event: &Event) -> String {
+        let mut text = String::new();
+        self.render(event, &mut text);
+        text
+    }
+
+    /// Writes `event`'s text to `out`.
+    fn write(&self, event: &Event, out: &mut dyn core::fmt::Write) -> core::fmt::Result {
+        let Some(d) = self.descriptors.get(&event.id) else { return Ok(()) };
+        if let Some((depth, frames)) = self.named_stack(event) {
+            let frame = |out: &mut dyn core::fmt::Write, name: &&str| match self.escape {
+                true => write!(out, "{}", crate::text::Controls(name)),
+                false => out.write_str(name),
+            };
+            return crate::symtab::write_stack_lines(out, depth, &frames, frame);
+        }
+        let mut escaped = crate::text::EscapeControls(&mut *out);
+        let out: &mut dyn core::fmt::Write = if self.escape { &mut escaped } else { out };
+        let values: Vec<field::Value<'_>> = event.values.iter().map(Value::borrowed).collect();
+        match (d.kind, self.formats.get(&event.id)) {
+            (DescriptorKind::Event, Some(format)) => format.render(out, &values, event.error, None),
+            (DescriptorKind::Event, None) => Ok(()),
+            (DescriptorKind::Printk, _) => {
+                crate::event::format::render_arguments(out, &d.format, &values, event.error, None)
+            }
+        }
+    }
+
+    /// The depth and frames of `event` if it is an `ftrace:kernel_stack` whose
+    /// frames are names and its values decoded: its first the depth, every other a
+    /// string.
+    fn named_stack<'e>(&self, event: &'e Event) -> Option<(usize, Vec<&'e str>)> {
+        if !self.stacks.contains(&event.id) {
+            return None;
+        }
+        let (Value::Unsigned(depth), frames) = event.values.split_first()? else { return None };
+        let names = frames.iter().map(|v| match v {
+            Value::Str(name) => Some(name.as_str()),
+            _ => None,
+        });
+        let names: Option<Vec<&str>> = names.collect();
+        Some((usize::try_from(*depth).unwrap_or(usize::MAX), names?))
     }
 }
 
@@ -461,7 +544,8 @@ mod tests {
             dump.descriptors.insert(1, descriptor);
             let instance = DumpInstance { records: alloc::vec![record], ..DumpInstance::default() };
             dump.instances.insert(0, instance);
-            dump.sections()[0].events[0].text.clone()
+            let section = &dump.sections()[0];
+            section.texts().text(&section.events[0])
         };
         // 2-byte characters: 1000 placeholders of 10 bytes each.
         let lambdas = "λ".repeat(5);
@@ -525,14 +609,15 @@ mod tests {
         dump.instances.insert(1, instance);
         let sections = dump.sections();
         assert!(Arc::ptr_eq(&sections[0].descriptors, &sections[1].descriptors));
+        let texts = sections[1].texts();
         for (event, payload) in sections[1].events.iter().zip(payloads) {
             let mut text = String::new();
             let fields = descriptor.fields();
             crate::event::format::render(&mut text, &descriptor.format, &fields, payload, None)
                 .unwrap();
-            assert_eq!(event.text, text);
+            assert_eq!(texts.text(event), text);
         }
-        assert_eq!(sections[0].events[0].text, "9 hi 0x7 7 <no field c>");
+        assert_eq!(sections[0].texts().text(&sections[0].events[0]), "9 hi 0x7 7 <no field c>");
     }
 
     #[test]
@@ -548,7 +633,7 @@ mod tests {
             id: 0,
             values: Vec::new(),
             lost_before: 0,
-            text: String::new(),
+            error: DecodeError::Truncated,
         });
         assert_eq!(t.cpu_ids(), [0, 1, 2, 5000]);
         t.cpus = usize::MAX;

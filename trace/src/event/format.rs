@@ -355,11 +355,36 @@ pub fn render_tagged(
     symbols: Option<&SymbolTable<'_>>,
 ) -> fmt::Result {
     let mut decoder = Decoder::new(payload);
+    write_arguments(out, format, &mut || decoder.tagged().map(|(_, value)| value), symbols)
+}
+
+/// Renders a printk call site's arguments as [`render_tagged`] renders its payload,
+/// from `values`, its arguments decoded in order until the first that did not,
+/// which failed with `error` (the placeholders from it on print it).
+pub fn render_arguments(
+    out: &mut dyn Write,
+    format: &str,
+    values: &[Value<'_>],
+    error: DecodeError,
+    symbols: Option<&SymbolTable<'_>>,
+) -> fmt::Result {
+    let mut values = values.iter();
+    write_arguments(out, format, &mut || values.next().copied().ok_or(error), symbols)
+}
+
+/// Writes `format` with each placeholder, in order, taking the argument `next`
+/// gives; stops at a malformed placeholder.
+fn write_arguments<'v>(
+    out: &mut dyn Write,
+    format: &str,
+    next: &mut dyn FnMut() -> Result<Value<'v>, DecodeError>,
+    symbols: Option<&SymbolTable<'_>>,
+) -> fmt::Result {
     for piece in pieces(format) {
         match piece {
             Some(Piece::Text(text)) => out.write_str(text)?,
-            Some(Piece::Hole(_, spec)) => match decoder.tagged() {
-                Ok((_, value)) => write_value(out, value, spec, symbols)?,
+            Some(Piece::Hole(_, spec)) => match next() {
+                Ok(value) => write_value(out, value, spec, symbols)?,
                 Err(error) => write!(out, "<{error}>")?,
             },
             None => return out.write_str("<malformed format>"),

@@ -73,7 +73,7 @@ fn judge_at(filter: &Filter, origin: Origin, a: u32, b: i16, s: &str, c: u64) ->
         context: origin.context,
         values,
         lost_before: 0,
-        text: String::new(),
+        error: crate::field::DecodeError::Truncated,
     };
     assert_eq!(verdict, event.passes(filter), "{at}, decoded");
     verdict

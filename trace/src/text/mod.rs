@@ -30,6 +30,37 @@ use crate::context::{Activity, Context};
 use crate::ring::Clock;
 use core::fmt::{self, Write};
 
+/// A string from a dump as a line of text shows it: its control characters (C0,
+/// DEL and C1, [`char::is_control`]) as the escape `\u{HEX}` ([`char::escape_unicode`],
+/// the form the trace.dat writer gives the characters libtraceevent does not parse),
+/// the rest as it is, so that none of it ends the line, forges another or drives a
+/// terminal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Controls<'a>(pub &'a str);
+
+impl fmt::Display for Controls<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut rest = self.0;
+        while let Some(at) = rest.find(char::is_control) {
+            f.write_str(&rest[..at])?;
+            let c = rest[at..].chars().next().unwrap_or_default();
+            write!(f, "{}", c.escape_unicode())?;
+            rest = &rest[at + c.len_utf8()..];
+        }
+        f.write_str(rest)
+    }
+}
+
+/// A writer that passes what it is given on to its own with control characters
+/// escaped as [`Controls`] shows them.
+pub struct EscapeControls<W>(pub W);
+
+impl<W: Write> Write for EscapeControls<W> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        write!(self.0, "{}", Controls(s))
+    }
+}
+
 /// What a dump's text says under a CPU's statistics about writes it could not read
 /// ([`crate::ring::RingStats`]'s `stopped`, `unreadable` and `unpublished`): a line
 /// each for those that are not zero. The kernel's dump and `report` print the same.
