@@ -241,26 +241,20 @@ pub fn perfetto_json(trace: &Section) -> Json {
 }
 
 /// Builds one document of several buffers of an instance (its live buffer and its
-/// snapshot): each is its own process, pid its position, named `kernel` for the live
-/// buffer and `kernel (snapshot)` for the snapshot, so the viewer shows them apart.
-/// `otherData` holds the first's statistics as `cpu_stats` and every buffer's under
-/// `buffers` (with what a panic's seal left out: `stopped`, `unreadable`, and
-/// `unpublished`).
+/// snapshot), as [`write_perfetto_of`] writes it: each is its own process, pid its
+/// position, named `kernel` for the live buffer and `kernel (snapshot)` for the
+/// snapshot, so the viewer shows them apart. `otherData` holds the first's
+/// statistics as `cpu_stats` and every buffer's under `buffers` (with what a
+/// panic's seal left out: `stopped`, `unreadable`, and `unpublished`).
 pub fn perfetto_json_of(traces: &[Section]) -> Json {
-    let mut events = Vec::new();
-    for (pid, trace) in traces.iter().enumerate() {
-        buffer_events(trace, pid, &mut events);
-    }
-    // One panic marker: every buffer of a dump carries the same panic.
-    if let Some(trace) = traces.iter().find(|t| t.panic.is_some())
-        && let Some(p) = &trace.panic
-    {
-        let last = traces.iter().flat_map(|t| &t.events).map(|e| e.ts).max().unwrap_or(0);
-        events.push(json!({
-            "ph": "i", "s": "g", "name": "panic", "cat": "panic", "pid": 0, "tid": p.cpu,
-            "ts": micros(last), "args": panic_args(p)
-        }));
-    }
+    let mut written = Vec::new();
+    write_perfetto_of(traces, &mut written).expect("writing to memory");
+    serde_json::from_slice(&written).expect("the written document reads back")
+}
+
+/// The document's `otherData`: the instance, the CPU count and the buffers'
+/// statistics (see [`perfetto_json_of`]).
+fn other_data(traces: &[Section]) -> Json {
     let stats = |trace: &Section| -> Vec<Json> {
         trace
             .stats
@@ -279,38 +273,37 @@ pub fn perfetto_json_of(traces: &[Section]) -> Json {
         traces.iter().map(|t| json!({"buffer": t.buffer.name(), "cpu_stats": stats(t)})).collect();
     let first = traces.first();
     json!({
-        "traceEvents": events,
-        "displayTimeUnit": "ns",
-        "otherData": {
-            "instance": first.map_or("top", |t| t.instance.as_str()),
-            "cpus": traces.iter().map(|t| t.cpus).max().unwrap_or(0),
-            "cpu_stats": first.map(stats).unwrap_or_default(),
-            "buffers": buffers
-        }
+        "instance": first.map_or("top", |t| t.instance.as_str()),
+        "cpus": traces.iter().map(|t| t.cpus).max().unwrap_or(0),
+        "cpu_stats": first.map(stats).unwrap_or_default(),
+        "buffers": buffers
     })
 }
 
-/// Appends the events of one buffer as process `pid`.
-fn buffer_events(trace: &Section, pid: usize, events: &mut Vec<Json>) {
+/// Writes the events of one buffer as process `pid`, each through `emit`.
+fn buffer_events(
+    trace: &Section,
+    pid: usize,
+    emit: &mut dyn FnMut(Json) -> io::Result<()>,
+) -> io::Result<()> {
     let cpus = trace.cpu_ids();
-    events.reserve(trace.events.len() + 2 * cpus.len() + 1);
     let process = match trace.buffer {
         BufferKind::Live => "kernel",
         BufferKind::Snapshot => "kernel (snapshot)",
     };
-    events.push(json!({
+    emit(json!({
         "ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": process}
-    }));
-    let thread = |events: &mut Vec<Json>, tid: usize, name: String, cpu: usize| {
-        events.push(json!({
+    }))?;
+    let thread = |emit: &mut dyn FnMut(Json) -> io::Result<()>, tid: usize, name: String, cpu| {
+        emit(json!({
             "ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}
-        }));
-        events.push(json!({
+        }))?;
+        emit(json!({
             "ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid, "args": {"sort_index": cpu}
-        }));
+        }))
     };
     for cpu in cpus {
-        thread(events, cpu, format!("cpu{cpu}"), cpu);
+        thread(emit, cpu, format!("cpu{cpu}"), cpu)?;
     }
     // A span's track: a thread of its own per label and CPU, after the CPUs'.
     let labels: HashMap<&str, usize> =
@@ -320,7 +313,7 @@ fn buffer_events(trace: &Section, pid: usize, events: &mut Vec<Json>) {
     let tracks: std::collections::BTreeSet<(&str, usize)> =
         trace.events.iter().filter_map(|ev| Some((span(trace, ev)?.0, ev.cpu))).collect();
     for &(label, cpu) in &tracks {
-        thread(events, span_tid(label, cpu), format!("cpu{cpu} {label}"), cpu);
+        thread(emit, span_tid(label, cpu), format!("cpu{cpu} {label}"), cpu)?;
     }
     let paired = slices(trace);
     let texts = trace.texts();
@@ -328,10 +321,10 @@ fn buffer_events(trace: &Section, pid: usize, events: &mut Vec<Json>) {
     for (i, ev) in trace.events.iter().enumerate() {
         let ts = micros(ev.ts);
         if ev.lost_before > 0 {
-            events.push(json!({
+            emit(json!({
                 "ph": "i", "s": "t", "name": "lost events", "cat": "lost", "pid": pid, "tid": ev.cpu,
                 "ts": ts, "args": {"count": ev.lost_before}
-            }));
+            }))?;
         }
         if ends.contains(&i) {
             continue;
@@ -339,20 +332,20 @@ fn buffer_events(trace: &Section, pid: usize, events: &mut Vec<Json>) {
         if let Some((label, ns)) = span(trace, ev) {
             let (name, cat, mut args) = described_json(trace, ev);
             args.insert("event".into(), json!(name));
-            events.push(json!({
+            emit(json!({
                 "ph": "X", "name": label, "cat": cat, "pid": pid, "tid": span_tid(label, ev.cpu),
                 "ts": micros(ev.ts - ns), "dur": micros(ns), "args": args
-            }));
+            }))?;
             continue;
         }
         if let Some(values) = counters(trace, ev) {
             // One counter per CPU: Chrome's counters are keyed by process and name.
             let name = trace.descriptor(ev.id).map_or_else(String::new, |d| d.full_name());
             let args: Map<String, Json> = values.into_iter().map(|(k, v)| (k, json!(v))).collect();
-            events.push(json!({
+            emit(json!({
                 "ph": "C", "name": format!("{name} cpu{}", ev.cpu), "pid": pid, "tid": ev.cpu,
                 "ts": ts, "args": args
-            }));
+            }))?;
             continue;
         }
         let (name, cat, mut args) = described_json(trace, ev);
@@ -366,23 +359,24 @@ fn buffer_events(trace: &Section, pid: usize, events: &mut Vec<Json>) {
             }
             args.insert("begin".into(), json!(name));
             args.insert("end".into(), json!(end_name));
-            events.push(json!({
+            emit(json!({
                 "ph": "X", "name": slice, "cat": cat, "pid": pid, "tid": ev.cpu, "ts": ts,
                 "dur": micros(until.saturating_sub(ev.ts)), "args": args
-            }));
+            }))?;
             continue;
         }
-        events.push(json!({
+        emit(json!({
             "ph": "i", "s": "t", "name": name, "cat": cat, "pid": pid, "tid": ev.cpu, "ts": ts,
             "args": args
-        }));
+        }))?;
     }
     for (cpu, ts, lost) in trace.losses_after() {
-        events.push(json!({
+        emit(json!({
             "ph": "i", "s": "t", "name": "lost events", "cat": "lost", "pid": pid, "tid": cpu,
             "ts": micros(ts), "args": {"count": lost}
-        }));
+        }))?;
     }
+    Ok(())
 }
 
 /// Writes the Chrome Trace Event JSON of a trace.
@@ -390,11 +384,36 @@ pub fn write_perfetto(trace: &Section, out: &mut impl Write) -> io::Result<()> {
     write_perfetto_of(std::slice::from_ref(trace), out)
 }
 
-/// Writes the Chrome Trace Event JSON of several buffers (see [`perfetto_json_of`]).
+/// Writes the Chrome Trace Event JSON of several buffers (see [`perfetto_json_of`]),
+/// an event at a time: what it holds at once is a buffer's pairing of slices, not
+/// the document. Its keys are in the order a whole document's would be written
+/// (sorted), `traceEvents` last.
 pub fn write_perfetto_of(traces: &[Section], out: &mut impl Write) -> io::Result<()> {
     let mut out = io::BufWriter::new(out);
-    serde_json::to_writer(&mut out, &perfetto_json_of(traces))?;
-    writeln!(out)?;
+    out.write_all(br#"{"displayTimeUnit":"ns","otherData":"#)?;
+    serde_json::to_writer(&mut out, &other_data(traces))?;
+    out.write_all(br#","traceEvents":["#)?;
+    let mut first = true;
+    let mut emit = |event: Json| -> io::Result<()> {
+        if !std::mem::take(&mut first) {
+            out.write_all(b",")?;
+        }
+        serde_json::to_writer(&mut out, &event).map_err(io::Error::from)
+    };
+    for (pid, trace) in traces.iter().enumerate() {
+        buffer_events(trace, pid, &mut emit)?;
+    }
+    // One panic marker: every buffer of a dump carries the same panic.
+    if let Some(trace) = traces.iter().find(|t| t.panic.is_some())
+        && let Some(p) = &trace.panic
+    {
+        let last = traces.iter().flat_map(|t| &t.events).map(|e| e.ts).max().unwrap_or(0);
+        emit(json!({
+            "ph": "i", "s": "g", "name": "panic", "cat": "panic", "pid": 0, "tid": p.cpu,
+            "ts": micros(last), "args": panic_args(p)
+        }))?;
+    }
+    out.write_all(b"]}\n")?;
     out.flush()
 }
 
