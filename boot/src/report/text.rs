@@ -272,6 +272,29 @@ mod tests {
         );
     }
 
+    /// A dump's strings cannot forge a line or drive the terminal: control
+    /// characters in an event's text, its name and the instance's name print as
+    /// `\u{..}`.
+    #[test]
+    fn control_characters_from_the_dump_are_escaped() {
+        let mut t = sample();
+        t.panic = None;
+        t.instance = "evil\ninstance".into();
+        std::sync::Arc::make_mut(&mut t.descriptors).get_mut(&2).unwrap().name = "mess\rage".into();
+        t.events.truncate(2);
+        t.events[1].values[1] = Value::Str("x\n  forged-0 [000] .....\r\x1b[2J".into());
+        let text = render(&t);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "# instance: evil\\u{a}instance");
+        assert_eq!(lines.len(), 6, "{text}");
+        assert_eq!(
+            lines[5],
+            "          <idle>-0       [001] .....     1.000000500: mess\\u{d}age: pid=-7 \
+             comm=x\\u{a}  forged-0 [000] .....\\u{d}\\u{1b}[2J ok=true c=λ"
+        );
+        assert!(!text.contains(['\r', '\x1b']), "{text:?}");
+    }
+
     #[test]
     fn multi_line_panic_message_stays_in_the_header() {
         let mut t = sample();

@@ -67,7 +67,7 @@ mod read;
 mod write;
 
 pub(crate) use model::Decoded;
-pub use model::{Event, Section, Texts, Value, format_ts, hex_bytes, hex_dump};
+pub use model::{Event, MAX_EVENT_TEXT, Section, Texts, Value, format_ts, hex_bytes, hex_dump};
 pub use read::{
     Dump, DumpDescriptor, DumpField, DumpInstance, DumpRecord, DumpStats, NestedPanic,
     OtherPanicReport, PanicReport, Problem, Reader, decode_chunk, parse,
