@@ -2,6 +2,7 @@
 //! crafted dumps whose checksums are valid but whose contents are absurd.
 
 mod support;
+use support::{MEMORY_PER_INPUT_BYTE, SLACK, report_peak};
 use support::{log_writer, record, report, temp, temp_path, text};
 
 mod crafted;
@@ -1172,4 +1173,67 @@ fn losses_after_a_cpus_last_record_are_reported() {
         .map(|e| (e["tid"].as_u64().unwrap(), e["args"]["count"].as_u64().unwrap()))
         .collect();
     assert_eq!(counts, [(1, 3), (0, 5), (1, 2)]);
+}
+
+/// A log of one dump of `records` records with empty payloads, of an event whose
+/// format prints its one field 100 times: each record, about 5 bytes of the log,
+/// renders as 3.4 KB of text (`<payload too short for its fields>` each time).
+fn amplifying_log(records: usize) -> String {
+    use trace::event::DescriptorKind;
+    use trace::field::{Field, FieldKind};
+    let format: &'static str = "{a}".repeat(100).leak();
+    const FIELDS: &[Field<'static>] = &[Field { name: "a", kind: FieldKind::U64 }];
+    let descriptor = EventDescriptor::new("s", "e", format, FIELDS, DescriptorKind::Event);
+    let mut log = String::new();
+    let mut writer = log_writer(&mut log);
+    writer.header(1, None, None);
+    writer.descriptor_as(1, &descriptor);
+    writer.instance(0, "");
+    for _ in 0..records {
+        writer.record(0, &record(0, 1_000, &[]), None);
+    }
+    writer.finish();
+    log
+}
+
+/// A report's peak memory grows with its log by at most a constant times the log
+/// ([`MEMORY_PER_INPUT_BYTE`], as the fuzz test allows), in the formats below: a
+/// 1 MB log of records whose text is kilobytes each took 800 MB (`--stat`, text)
+/// and 1.2 GB (perfetto) when the decoded events kept their text.
+#[test]
+fn a_reports_memory_stays_proportional_to_its_log() {
+    let log = amplifying_log(190_000);
+    assert!((900_000..1_200_000).contains(&log.len()), "{}", log.len());
+    let (big, small) =
+        (temp("amplifying.log", &log), temp("amplifying-small.log", amplifying_log(10)));
+    let allowed = MEMORY_PER_INPUT_BYTE * log.len() as u64 + SLACK;
+    let formats: [&[&str]; 5] = [
+        &["-o", "/dev/null"],
+        &["--stat"],
+        &["--format", "perfetto", "-o"],
+        &["--format", "perfetto-proto", "-o"],
+        &["--format", "ctf", "-o"],
+    ];
+    for format in formats {
+        let peak = |log: &Path| {
+            // A fresh output each run (CTF writes a directory).
+            let out = temp_path("amplifying.out");
+            let mut args: Vec<&std::ffi::OsStr> = vec![log.as_os_str()];
+            args.extend(format.iter().map(std::ffi::OsStr::new));
+            if format.last() == Some(&"-o") {
+                args.push(out.as_os_str());
+            }
+            let (ok, peak) = report_peak(&args);
+            assert!(ok, "report {format:?} failed");
+            peak
+        };
+        let growth = peak(&big).saturating_sub(peak(&small));
+        assert!(
+            growth <= allowed,
+            "report {format:?}: peak memory grew by {} MiB on a {} byte log (at most {} MiB)",
+            growth >> 20,
+            log.len(),
+            allowed >> 20
+        );
+    }
 }

@@ -15,6 +15,8 @@
 //! `report-fuzz-current.log` before running it, so the last one is left behind.
 
 mod crafted;
+mod support;
+use support::{MEMORY_PER_INPUT_BYTE, SLACK};
 
 use boot::report::Symbols;
 use std::io::{self, Write};
@@ -22,11 +24,6 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use trace::dump::{BEGIN, Dump, END, Reader, Section, decode_chunk, encode_chunk};
-
-/// Peak memory an execution may add: this many times its input, plus [`SLACK`].
-const MEMORY_PER_INPUT_BYTE: u64 = 64;
-/// Fixed allowance on top of [`MEMORY_PER_INPUT_BYTE`] (allocator and output buffers).
-const SLACK: u64 = 64 << 20;
 
 /// Numbers that sit on limits: varint widths, integer widths, CPU and instance
 /// bounds, and the values that once crashed the tool.

@@ -1,5 +1,6 @@
 //! Helpers the host tool's test binaries share: running `boot`, temporary files
-//! named after the test binary, and records to write into dumps.
+//! named after the test binary, records to write into dumps, and the memory a
+//! report may take.
 #![allow(dead_code, reason = "each test binary uses part of it")]
 
 use std::ffi::OsStr;
@@ -94,4 +95,35 @@ pub fn log_writer(log: &mut String) -> trace::dump::DumpWriter<impl FnMut(&str) 
         log.push_str(line);
         log.push('\n');
     })
+}
+
+/// Peak memory a report may add: this many times its log, plus [`SLACK`] (the rule:
+/// nothing reachable from the input allocates without bound).
+pub const MEMORY_PER_INPUT_BYTE: u64 = 64;
+/// Fixed allowance on top of [`MEMORY_PER_INPUT_BYTE`] (allocator and output buffers).
+pub const SLACK: u64 = 64 << 20;
+
+/// `boot report ARGS` run to completion, its output discarded: whether it
+/// succeeded, and its peak resident memory in bytes (the child's own high-water
+/// mark, its `VmHWM`, as `wait4` reports it in `ru_maxrss`).
+#[allow(clippy::zombie_processes, reason = "`wait4` reaps the child")]
+pub fn report_peak(args: &[&OsStr]) -> (bool, u64) {
+    use std::process::Stdio;
+    let child = Command::new(env!("CARGO_BIN_EXE_boot"))
+        .arg("report")
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the boot binary runs");
+    let pid = libc::pid_t::try_from(child.id()).expect("a pid");
+    let mut status = 0;
+    // SAFETY: `rusage` is plain data, all zeroes a valid value.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `pid` is this process's child, not yet waited for (`child` is not
+    // waited on after this); `status` and `usage` are valid for writes.
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(waited, pid, "wait4: {}", std::io::Error::last_os_error());
+    let kib = u64::try_from(usage.ru_maxrss).expect("a size");
+    (libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, kib * 1024)
 }
