@@ -615,7 +615,8 @@ fn hist_triggers_count_by_key_and_read_as_ftrace_shows_them() {
     h.set_trigger(TICK.descriptor(), "!hist:keys=count.sym,late_ns.sym-offset:sort=count").unwrap();
 
     // `.percent` shows a value as its share of the entries' total, `.graph` as a bar
-    // scaled to the largest entry's (`hitcount` too), as Linux since 6.1.
+    // scaled to the largest entry's (`hitcount` too, a value beside the count), as
+    // Linux since 6.1.
     let line = "hist:keys=count:vals=hitcount.percent,late_ns.graph:sort=hitcount,count";
     h.set_trigger(TICK.descriptor(), line).unwrap();
     for (count, late) in [(1, 40), (2, 10), (2, 10), (3, 0)] {
@@ -623,13 +624,20 @@ fn hist_triggers_count_by_key_and_read_as_ftrace_shows_them() {
     }
     let text = hists(&h, TICK.descriptor());
     let fifth = text.rsplit("\n\n\n# event histogram").next().unwrap();
-    assert!(fifth.contains(&format!("{line}:size=2048 [active]")), "{fifth}");
+    let shown = "hist:keys=count:vals=hitcount,hitcount.percent,late_ns.graph:\
+                 sort=hitcount,count:size=2048 [active]";
+    assert!(fifth.contains(shown), "{fifth}");
+    let entry = |count, hits, share, bar: &str| {
+        format!(
+            "{{ count: {count:>10} }} hitcount: {hits:>10}  hitcount (%): {share}  late_ns: {bar:<20}"
+        )
+    };
     assert_eq!(
         hist_entries(fifth),
         [
-            "{ count:          1 } hitcount (%):  25.00  late_ns: ####################",
-            "{ count:          3 } hitcount (%):  25.00  late_ns:                     ",
-            "{ count:          2 } hitcount (%):  50.00  late_ns: ##########          ",
+            entry(1, 1, " 25.00", &"#".repeat(20)),
+            entry(3, 1, " 25.00", ""),
+            entry(2, 2, " 50.00", &"#".repeat(10)),
         ]
     );
     let refused = h.set_trigger(TICK.descriptor(), "hist:keys=count.percent").unwrap_err();
@@ -715,7 +723,8 @@ fn hist_errors_name_the_position_and_nothing_changes() {
         ("hist:keys=h.hex", 12, BadModifier),
         ("hist:keys=c:size=64", 17, BadSize),
         ("hist:keys=c:size=lots", 17, BadSize),
-        ("hist:keys=c:nohitcount", 12, UnknownAttribute),
+        ("hist:keys=c:junk", 12, UnknownAttribute),
+        ("hist:keys=c:nohitcount", 0, NothingShown),
         ("hist:keys=c:name=a.b", 17, BadName),
         ("hist:keys=c:name=", 12, EmptyAssignment),
         ("hist:keys=c:keys=d", 12, Repeated),
