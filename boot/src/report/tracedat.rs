@@ -334,12 +334,14 @@ fn format_file(id: u16, declared: &Declared<'_>) -> String {
 /// that a dump of many losses cannot make the file a page per record.
 const EXACT_LOSSES: u32 = 64;
 
-/// One CPU's pages being filled.
+/// One CPU's pages being filled: the open page in memory, each written out once
+/// full (memory holds a page, not the CPU's data).
 #[derive(Default)]
 struct Pages {
-    bytes: Vec<u8>,
-    /// Where the open page starts, if one is open.
-    open: Option<usize>,
+    /// The open page, [`PAGE_SIZE`] bytes while one is open.
+    page: Vec<u8>,
+    /// Whether a page is open.
+    open: bool,
     /// Record bytes on the open page.
     used: usize,
     /// Events lost before the open page.
@@ -348,46 +350,60 @@ struct Pages {
     last_ts: u64,
     /// Pages opened for a loss where the open page was less than a quarter full.
     early: u32,
+    /// Bytes of pages written out.
+    written: u64,
 }
 
 impl Pages {
-    fn close(&mut self) {
-        let Some(page) = self.open.take() else { return };
+    /// Completes the open page, if any, and writes it to `out`.
+    fn close(&mut self, out: &mut dyn Write) -> io::Result<()> {
+        if !std::mem::take(&mut self.open) {
+            return Ok(());
+        }
         let mut commit = self.used as u64;
         if self.lost > 0 {
             commit |= MISSING_EVENTS | MISSING_STORED;
-            let at = page + PAGE_HEADER + self.used;
-            self.bytes[at..at + 8].copy_from_slice(&self.lost.min(MAX_MARK).to_le_bytes());
+            let at = PAGE_HEADER + self.used;
+            self.page[at..at + 8].copy_from_slice(&self.lost.min(MAX_MARK).to_le_bytes());
         }
-        self.bytes[page + 8..page + 16].copy_from_slice(&commit.to_le_bytes());
+        self.page[8..16].copy_from_slice(&commit.to_le_bytes());
+        out.write_all(&self.page)?;
+        self.written += PAGE_SIZE as u64;
+        Ok(())
     }
 
-    fn open(&mut self, ts: u64, lost: u64) {
-        self.close();
-        let page = self.bytes.len();
-        self.bytes.resize(page + PAGE_SIZE, 0);
-        self.bytes[page..page + 8].copy_from_slice(&ts.to_le_bytes());
-        self.open = Some(page);
+    fn open(&mut self, out: &mut dyn Write, ts: u64, lost: u64) -> io::Result<()> {
+        self.close(out)?;
+        self.page.clear();
+        self.page.resize(PAGE_SIZE, 0);
+        self.page[..8].copy_from_slice(&ts.to_le_bytes());
+        self.open = true;
         self.used = 0;
         self.lost = lost;
         self.last_ts = ts;
+        Ok(())
     }
 
     fn put(&mut self, bytes: &[u8]) {
-        let page = self.open.unwrap_or_default();
-        let at = page + PAGE_HEADER + self.used;
-        self.bytes[at..at + bytes.len()].copy_from_slice(bytes);
+        let at = PAGE_HEADER + self.used;
+        self.page[at..at + bytes.len()].copy_from_slice(bytes);
         self.used += bytes.len();
     }
 
     /// Appends a record (ftrace layout, at most [`MAX_RECORD`] bytes) at `ts`, not
-    /// before the last one's.
-    fn push(&mut self, ts: u64, lost_before: u64, record: &[u8]) {
+    /// before the last one's; a page it fills is written to `out`.
+    fn push(
+        &mut self,
+        out: &mut dyn Write,
+        ts: u64,
+        lost_before: u64,
+        record: &[u8],
+    ) -> io::Result<()> {
         let len = record.len().next_multiple_of(4);
         let body = if len <= 4 * MAX_TYPE_LEN { 4 + len } else { 8 + len };
         let sparse = self.used < PAGE_DATA / 4;
-        if self.open.is_none() {
-            self.open(ts, lost_before);
+        if !self.open {
+            self.open(out, ts, lost_before)?;
         } else if lost_before > 0
             && sparse
             && self.early >= EXACT_LOSSES
@@ -397,13 +413,13 @@ impl Pages {
             self.lost += lost_before;
         } else if lost_before > 0 {
             self.early += u32::from(sparse);
-            self.open(ts, lost_before);
+            self.open(out, ts, lost_before)?;
         }
         let mut delta = ts - self.last_ts;
         let extend = if delta >> DELTA_BITS == 0 { 0 } else { 8 };
         let reserve = if self.lost > 0 { 8 } else { 0 };
         if self.used + extend + body + reserve > PAGE_DATA || delta >> (DELTA_BITS + 32) != 0 {
-            self.open(ts, 0);
+            self.open(out, ts, 0)?;
             delta = 0;
         }
         if delta >> DELTA_BITS != 0 {
@@ -422,6 +438,7 @@ impl Pages {
         self.put(record);
         self.put(&[0; 3][..len - record.len()]);
         self.last_ts = ts;
+        Ok(())
     }
 }
 
@@ -497,17 +514,32 @@ pub fn loss_notes(traces: &[Section]) -> Vec<String> {
     notes
 }
 
-/// Each CPU's pages of a section's records, `cpus` of them: each CPU's records in
-/// time order (a stable sort: the dump's order among equal times), as a page's
-/// deltas only go forward, their times clamped at [`MAX_TS`].
-fn pages_of(trace: &Section, declared: &BTreeMap<u16, Declared<'_>>, cpus: usize) -> Vec<Pages> {
-    let mut pages: Vec<Pages> = (0..cpus).map(|_| Pages::default()).collect();
+/// Writes each CPU's pages of a section's records to `out`, CPU after CPU, `cpus`
+/// of them, and returns each CPU's bytes: each CPU's records in time order (a
+/// stable sort: the dump's order among equal times), as a page's deltas only go
+/// forward, their times clamped at [`MAX_TS`]. The same every time it is called:
+/// a first call to [`io::sink`] sizes the data the file's CPU tables locate.
+fn write_pages(
+    trace: &Section,
+    declared: &BTreeMap<u16, Declared<'_>>,
+    cpus: usize,
+    out: &mut dyn Write,
+) -> io::Result<Vec<u64>> {
+    let mut sizes = vec![0; cpus];
     let mut record = Vec::new();
     let texts = trace.texts();
     let mut events: Vec<&Event> = trace.events.iter().collect();
     events.sort_by_key(|ev| (ev.cpu, ev.ts.min(MAX_TS)));
+    let mut pages = Pages::default();
+    let mut cpu = None;
     for ev in events {
         let Some(entry) = declared.get(&ev.id) else { continue };
+        if cpu != Some(ev.cpu)
+            && let Some(done) = cpu.replace(ev.cpu)
+        {
+            pages.close(out)?;
+            sizes[done] = std::mem::take(&mut pages).written;
+        }
         record.clear();
         match entry.shape {
             Shape::Fields if entry.encode(ev, &mut record).is_ok() => {}
@@ -520,12 +552,13 @@ fn pages_of(trace: &Section, declared: &BTreeMap<u16, Declared<'_>>, cpus: usize
                 format_file::encode_text_record(ev.id, origin(ev), &text[..end], &mut record);
             }
         }
-        pages[ev.cpu].push(ev.ts.min(MAX_TS), ev.lost_before, &record);
+        pages.push(out, ev.ts.min(MAX_TS), ev.lost_before, &record)?;
     }
-    for cpu in &mut pages {
-        cpu.close();
+    if let Some(done) = cpu {
+        pages.close(out)?;
+        sizes[done] = pages.written;
     }
-    pages
+    Ok(sizes)
 }
 
 /// Option kinds of the header (trace-cmd's `TRACECMD_OPTION_*`).
@@ -556,11 +589,11 @@ fn put_cpu_stats(out: &mut Vec<u8>, trace: &Section) {
 
 /// Appends the `flyrecord` CPU table of data `pages` starting at file offset `at`;
 /// returns the offset past their data.
-fn put_cpu_table(out: &mut Vec<u8>, pages: &[Pages], mut at: u64) -> u64 {
-    for cpu in pages {
+fn put_cpu_table(out: &mut Vec<u8>, sizes: &[u64], mut at: u64) -> u64 {
+    for &size in sizes {
         put_u64(out, at);
-        put_u64(out, cpu.bytes.len() as u64);
-        at += cpu.bytes.len() as u64;
+        put_u64(out, size);
+        at += size;
     }
     at
 }
@@ -582,7 +615,10 @@ pub fn write_tracedat(
     let declared = declarations(traces);
     let cpu_ids = traces.iter().flat_map(Section::cpu_ids);
     let cpus = cpu_ids.filter(|&c| c < MAX_CPUS).max().map_or(1, |c| c + 1);
-    let buffers: Vec<Vec<Pages>> = traces.iter().map(|t| pages_of(t, &declared, cpus)).collect();
+    // Each buffer's data is laid out twice: sized first, for the CPU tables before
+    // it, then written (memory holds a page at a time, not the file's data).
+    let sized = traces.iter().map(|t| write_pages(t, &declared, cpus, &mut io::sink()));
+    let buffers: Vec<Vec<u64>> = sized.collect::<io::Result<_>>()?;
 
     let mut head = Vec::new();
     head.extend_from_slice(b"\x17\x08\x44tracing6\0");
@@ -679,14 +715,13 @@ pub fn write_tracedat(
 
     let mut out = io::BufWriter::new(out);
     out.write_all(&head)?;
-    for cpu in main {
-        out.write_all(&cpu.bytes)?;
+    let mut traces = traces.iter();
+    if let Some(first) = traces.next() {
+        write_pages(first, &declared, cpus, &mut out)?;
     }
-    for (block, pages) in blocks.iter().zip(buffers.iter().skip(1)) {
+    for (block, trace) in blocks.iter().zip(traces) {
         out.write_all(block)?;
-        for cpu in pages {
-            out.write_all(&cpu.bytes)?;
-        }
+        write_pages(trace, &declared, cpus, &mut out)?;
     }
     out.flush()
 }
