@@ -29,19 +29,36 @@ use trace::tracer::{FUNCGRAPH_ENTRY, FUNCGRAPH_EXIT};
 
 /// Writes the `#` lines of a panic: where it happened and its message, a panic
 /// while the kernel reported it, if one did, and another CPU's panic meanwhile, if
-/// one came (multi-line messages stay in `#` lines).
+/// one came (multi-line messages stay in `#` lines; other control characters are
+/// escaped, as [`Controls`] shows them).
 pub(crate) fn write_panic(p: &PanicReport, out: &mut impl Write) -> io::Result<()> {
-    let msg = p.message.replace('\n', "\n#   ");
-    writeln!(out, "# panic on cpu {} at {}: {}", p.cpu, p.location, msg)?;
+    let (at, msg) = (Controls(&p.location), HeaderText(&p.message));
+    writeln!(out, "# panic on cpu {} at {at}: {msg}", p.cpu)?;
     if let Some(nested) = &p.nested {
-        let msg = nested.message.replace('\n', "\n#   ");
-        writeln!(out, "# nested panic while reporting it, at {}: {}", nested.location, msg)?;
+        let (at, msg) = (Controls(&nested.location), HeaderText(&nested.message));
+        writeln!(out, "# nested panic while reporting it, at {at}: {msg}")?;
     }
     if let Some(other) = &p.other {
-        let msg = other.message.replace('\n', "\n#   ");
-        writeln!(out, "# panic on cpu {} too, at {}: {}", other.cpu, other.location, msg)?;
+        let (at, msg) = (Controls(&other.location), HeaderText(&other.message));
+        writeln!(out, "# panic on cpu {} too, at {at}: {msg}", other.cpu)?;
     }
     Ok(())
+}
+
+/// A message in the `#` header: each of its lines escaped as [`Controls`] shows
+/// it, the lines after the first continued as `#   `.
+struct HeaderText<'a>(&'a str);
+
+impl fmt::Display for HeaderText<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, line) in self.0.split('\n').enumerate() {
+            if i > 0 {
+                f.write_str("\n#   ")?;
+            }
+            write!(f, "{}", Controls(line))?;
+        }
+        Ok(())
+    }
 }
 
 /// Writes the trace as `trace-cmd report`-style text.
@@ -303,6 +320,32 @@ mod tests {
         let text = render(&t);
         assert!(text.lines().all(|l| l.starts_with('#')), "{text}");
         assert!(text.contains("# panic on cpu 1 at kernel/src/main.rs:42:5: first\n#   second\n"));
+    }
+
+    /// A panic's message and location cannot forge a line or drive the terminal
+    /// either: a carriage return or an escape prints as `\u{..}`, a new line
+    /// continues the header.
+    #[test]
+    fn a_panics_control_characters_are_escaped() {
+        let mut t = sample();
+        t.events.clear();
+        let p = t.panic.as_mut().unwrap();
+        p.message = "one\r\x1b[2Jtwo\nthree\x07".into();
+        p.location = "src/\x1b[31mmain.rs:1:1".into();
+        p.other = Some(trace::dump::OtherPanicReport {
+            cpu: 0,
+            message: "\x1b]0;title\x07".into(),
+            location: "src/\rnet.rs:3:1".into(),
+        });
+        let text = render(&t);
+        assert!(!text.contains(['\r', '\x1b', '\x07']), "{text:?}");
+        assert!(text.lines().all(|l| l.starts_with('#')), "{text}");
+        assert!(text.contains(
+            "# panic on cpu 1 at src/\\u{1b}[31mmain.rs:1:1: one\\u{d}\\u{1b}[2Jtwo\n#   three\\u{7}\n"
+        ), "{text}");
+        assert!(
+            text.contains("# panic on cpu 0 too, at src/\\u{d}net.rs:3:1: \\u{1b}]0;title\\u{7}\n")
+        );
     }
 
     #[test]
