@@ -903,6 +903,10 @@ fn hist_variables_time_each_interrupt_handler() {
         let end = "hist:keys=irq,CPU:vals=$lat:lat=common_timestamp-$ts0:sort=irq:\
                    onmax($lat).save(common_pid):onmax($lat).snapshot()";
         assert_eq!(m.run(&format!("echo '{start}' > {entry}/trigger")), "", "{root}");
+        // Time in µs less the start's, in ns: refused, as ftrace's.
+        let mixed = "hist:keys=irq,CPU:lat=common_timestamp.usecs-$ts0";
+        let said = m.run(&format!("echo '{mixed}' > {exit}/trigger"));
+        assert!(said.contains("operands count time in different units"), "{root}{said}");
         assert_eq!(m.run(&format!("echo '{end}' > {exit}/trigger")), "", "{root}");
         let shown = "hist:keys=irq,CPU:vals=hitcount,$lat:lat=common_timestamp-$ts0:\
                      sort=irq:size=2048:onmax($lat).save(common_pid):onmax($lat).snapshot() \
@@ -1006,6 +1010,13 @@ fn hist_variables_time_each_interrupt_handler() {
             let caret = format!("  Command: {line}\n{}^", " ".repeat(pos + 11));
             assert!(log.contains(&caret), "{root}{expr}: {log}");
         }
+        // Time in µs against a number, which is not: at the line's start, as ftrace's.
+        let line = "hist:keys=irq:x=common_timestamp.usecs-1";
+        let said = m.run(&format!("echo '{line}' > {entry}/trigger"));
+        assert!(said.contains("operands count time in different units"), "{root}{said}");
+        let log = m.run(&format!("cat {root}error_log"));
+        let caret = format!("  Command: {line}\n{}^", " ".repeat(11));
+        assert!(log.contains(&caret), "{root}: {log}");
         assert!(!m.run(&format!("cat {entry}/trigger")).contains("hist:"), "{root}");
     }
 }

@@ -93,8 +93,8 @@ impl Histograms {
                 let definer =
                     definer.hist().ok_or_else(|| refused(String::from("no histogram")))?;
                 reader
-                    .bind_var(&name, definer)
-                    .map_err(|reason| refused(format!("at {at}: {reason}")))?;
+                    .bind_var(&name, at, definer)
+                    .map_err(|(at, reason)| refused(format!("at {at}: {reason}")))?;
             }
         }
         Ok(Histograms { hists })

@@ -557,6 +557,13 @@ fn hist_variables_measure_between_two_events_and_read_once() {
     let hist = |reason| TriggerReason::Hist(reason);
     for (line, pos, reason) in [
         ("hist:keys=n:x=common_timestamp-$nope", 31, HistReason::UnknownVariable),
+        // Time in µs against time in ns or a plain number, at the line's start as
+        // ftrace has it: when set, and when a reference binds.
+        ("hist:keys=n:x=common_timestamp.usecs-$ts0", 0, HistReason::TimestampMismatch),
+        ("hist:keys=n:x=common_timestamp.usecs*2", 0, HistReason::TimestampMismatch),
+        ("hist:keys=n:x=n+common_timestamp.usecs", 0, HistReason::TimestampMismatch),
+        ("hist:keys=n:u=common_timestamp.usecs,x=$u-n", 0, HistReason::TimestampMismatch),
+        ("hist:keys=n:x=-(common_timestamp.usecs/2)", 0, HistReason::TimestampMismatch),
         ("hist:keys=common_stacktrace:x=$ts0", 30, HistReason::IncompatibleKeys),
         ("hist:keys=n:vals=$y:x=n", 17, HistReason::ValueVariable),
         ("hist:keys=n:x=n+n+n+n+n", 14, HistReason::TooManyOperators),
@@ -582,6 +589,14 @@ fn hist_variables_measure_between_two_events_and_read_once() {
     assert_eq!(defined, (12, hist(HistReason::VariableDefined)));
     assert!(top.triggers(&OTHER).is_empty());
     top.set_trigger(&END, "hist:keys=n:x=common_timestamp-$ts0").unwrap();
+    // Alike units are taken; an expression is in the unit its first operand is
+    // written in, a variable read counting as not in µs (ftrace's rule).
+    let alike = "hist:keys=n:u=common_timestamp.usecs,d=common_timestamp.usecs-$u,e=$d-$u,\
+                 f=$u-common_timestamp.usecs+1";
+    top.set_trigger(&OTHER, alike).unwrap();
+    let mixed =
+        refused(&OTHER, "hist:keys=n:u=common_timestamp.usecs,d=common_timestamp.usecs-$u+1");
+    assert_eq!(mixed, (0, hist(HistReason::TimestampMismatch)));
 }
 
 /// `hitcount` with a modifier is a value beside the count, which `nohitcount`

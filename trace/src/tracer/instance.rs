@@ -633,14 +633,14 @@ impl<'t, P: Platform> Instance<'t, P> {
             return Ok(());
         }
         let hists = self.hists(except);
+        let error = |(pos, reason)| {
+            let reason = TriggerReason::Hist(reason);
+            HookError::Trigger(TriggerError { pos, reason })
+        };
         for (name, pos) in unbound {
-            let error = |reason| {
-                let reason = TriggerReason::Hist(reason);
-                HookError::Trigger(TriggerError { pos, reason })
-            };
             let all = hists.iter().filter_map(|t| t.hist()).enumerate();
-            let (_, definer) = Hist::definer(all, &name).map_err(error)?;
-            trigger.bind_var(&name, definer).map_err(error)?;
+            let (_, definer) = Hist::definer(all, &name).map_err(|reason| error((pos, reason)))?;
+            trigger.bind_var(&name, pos, definer).map_err(error)?;
         }
         Ok(())
     }

@@ -37,7 +37,7 @@ use crate::event::format_file::Origin;
 use crate::event::{DescriptorKind, EventDescriptor};
 use crate::field::{Field, FieldKind, Sink};
 use crate::symtab::SymbolTable;
-use crate::tracer::hist::{Hist, HistHost, HistOp, HistReason};
+use crate::tracer::hist::{Hist, HistError, HistHost, HistOp, HistReason};
 use crate::tracer::is_settable;
 use alloc::boxed::Box;
 use core::fmt;
@@ -515,10 +515,15 @@ impl Trigger {
         self.hist.as_deref()
     }
 
-    /// Binds a `hist` trigger's references to variable `name` (not set yet) to
-    /// `definer`'s (see [`Hist::bind_var`]).
-    pub(crate) fn bind_var(&mut self, name: &str, definer: &Hist) -> Result<(), HistReason> {
-        self.hist.as_mut().map_or(Ok(()), |hist| hist.bind_var(name, definer))
+    /// Binds a `hist` trigger's references to variable `name` (not set yet, the
+    /// first written at byte `at`) to `definer`'s (see [`Hist::bind_var`]).
+    pub(crate) fn bind_var(
+        &mut self,
+        name: &str,
+        at: usize,
+        definer: &Hist,
+    ) -> Result<(), HistError> {
+        self.hist.as_mut().map_or(Ok(()), |hist| hist.bind_var(name, at, definer))
     }
 
     /// Makes a `hist` trigger's histogram (not set yet) share the table of `named`,

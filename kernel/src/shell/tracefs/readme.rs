@@ -127,7 +127,8 @@ tracing mini-HOWTO:
 \t\t\t  expr: <operand>[+-*/<operand>...] (3 operators at most,
 \t\t\t        * / first, from the left) or -(<expr>);
 \t\t\t        operand: a field, common_timestamp[.usecs], $<var>
-\t\t\t        or a number
+\t\t\t        or a number; an operator's two operands are both
+\t\t\t        in .usecs (or a variable holding it) or neither
 \t\t\t  To remove a trigger: echo '!<trigger>' > trigger
       hist\t\t- The event's histograms (hist triggers), sorted
       inject\t\t- Records the event as if it fired, its fields written

@@ -128,6 +128,9 @@ pub enum HistReason {
     UnaryMinus,
     /// A division by the constant zero.
     DivisionByZero,
+    /// An operator whose operands count time in different units: one in µs
+    /// (`common_timestamp.usecs`, or a variable that holds it), the other not.
+    TimestampMismatch,
     /// `$NAME` that no histogram of the instance defines.
     UnknownVariable,
     /// `$NAME` that more than one histogram defines (of the host tool's specs: in
@@ -220,6 +223,9 @@ impl fmt::Display for HistReason {
             HistReason::TooManyOperators => "at most 3 operators in an expression",
             HistReason::UnaryMinus => "a unary minus is -(EXPR), the whole expression",
             HistReason::DivisionByZero => "division by zero",
+            HistReason::TimestampMismatch => {
+                "an operator's operands count time in different units (one in .usecs)"
+            }
             HistReason::UnknownVariable => "no histogram of this instance defines the variable",
             HistReason::AmbiguousVariable => {
                 "more than one histogram of this instance defines the variable"
@@ -744,19 +750,25 @@ impl Hist {
         }
     }
 
-    /// Binds this histogram's references to `name` (not set yet) to `definer`'s
-    /// variable: refused unless `definer`'s entries are keyed as this histogram's
-    /// (as many keys, strings in the same places), since its entry is found by this
-    /// histogram's key.
-    pub(crate) fn bind_var(&mut self, name: &str, definer: &Hist) -> Result<(), HistReason> {
-        let index = definer.vars.own(name).ok_or(HistReason::UnknownVariable)?;
+    /// Binds this histogram's references to `name` (not set yet, the first written
+    /// at byte `at`) to `definer`'s variable: refused, at `at`, unless `definer`'s
+    /// entries are keyed as this histogram's (as many keys, strings in the same
+    /// places), since its entry is found by this histogram's key; refused, at the
+    /// line's start as ftrace has it, unless its unit of time suits the expressions
+    /// that read it ([`HistReason::TimestampMismatch`]).
+    pub(crate) fn bind_var(
+        &mut self,
+        name: &str,
+        at: usize,
+        definer: &Hist,
+    ) -> Result<(), HistError> {
+        let index = definer.vars.own(name).ok_or((at, HistReason::UnknownVariable))?;
         let alike = |a: &Column, b: &Column| (a.string, a.at) == (b.string, b.at);
         let keyed = !self.stack && !definer.stack && self.keys.len() == definer.keys.len();
         if !keyed || !self.keys.iter().zip(&definer.keys[..]).all(|(a, b)| alike(a, b)) {
-            return Err(HistReason::IncompatibleKeys);
+            return Err((at, HistReason::IncompatibleKeys));
         }
-        self.vars.bind(name, &definer.shared, index);
-        Ok(())
+        self.vars.bind(name, &definer.vars, &definer.shared, index).map_err(|reason| (0, reason))
     }
 
     /// Whether this histogram reads a variable of `other`.

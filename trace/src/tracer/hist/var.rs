@@ -15,7 +15,12 @@
 //! field, `common_timestamp` (the instance's clock when the event fired, ns;
 //! `.usecs`: µs), `$NAME` (a variable defined before it in the same histogram, or
 //! one of another histogram of the instance) or a decimal number. Numbers joined
-//! are one, computed when the trigger is set. Arithmetic wraps on 64 bits; a
+//! are one, computed when the trigger is set. The two operands of an operator
+//! count time alike, as ftrace checks: both in µs or neither. `common_timestamp.usecs`
+//! is in µs; a field, a number and `common_timestamp` are not; `$NAME` is as its
+//! variable is; an expression is as its first operand is, a `$NAME` there counting
+//! as not (ftrace's rule, so `$ts0-common_timestamp.usecs` is not in µs, though
+//! `$ts0` holds µs). Arithmetic wraps on 64 bits; a
 //! division by zero gives `-1` (all bits set), as ftrace's. A reference to another
 //! histogram's variable in an expression with an operator reads it once: the read
 //! leaves it unset, so that one start pairs with one end. An event whose references
@@ -154,6 +159,8 @@ pub(super) struct Var {
     /// The expression in postfix order: at most [`MAX_OPERANDS`] operands, each
     /// operator after its operands.
     steps: Box<[Step]>,
+    /// Whether it is in µs (see [`units`]).
+    usecs: bool,
 }
 
 /// A reference to a variable of another histogram of the instance, bound when the
@@ -167,6 +174,8 @@ pub(super) struct Ref {
     once: bool,
     /// The defining histogram's table and the variable's index in it.
     bound: Option<(Arc<super::Shared>, usize)>,
+    /// Whether the variable is in µs (see [`units`]); known once bound.
+    usecs: Option<bool>,
 }
 
 /// What decides when an action acts.
@@ -282,11 +291,22 @@ impl Vars {
         self.refs.iter().filter(|r| r.bound.is_none()).map(|r| (&*r.name, r.at))
     }
 
-    /// Binds the references named `name` to variable `index` of the table `shared`.
-    pub(super) fn bind(&mut self, name: &str, shared: &Arc<super::Shared>, index: usize) {
+    /// Binds the references named `name` to variable `index` of `definer`, whose
+    /// table is `shared`: refused if an operator then has operands in different
+    /// units of time ([`units`]).
+    pub(super) fn bind(
+        &mut self,
+        name: &str,
+        definer: &Vars,
+        shared: &Arc<super::Shared>,
+        index: usize,
+    ) -> Result<(), HistReason> {
+        let usecs = definer.defs.get(index).map(|d| d.usecs);
         for r in self.refs.iter_mut().filter(|r| &*r.name == name) {
             r.bound = Some((Arc::clone(shared), index));
+            r.usecs = usecs;
         }
+        self.defs.iter().try_for_each(|d| units(&d.steps, &self.defs, &self.refs).map(drop))
     }
 
     /// Whether a reference reads a variable of the table `shared`.
@@ -530,7 +550,56 @@ fn parse_expr(
     let once = root(expr).is_some();
     let mut parser = Parser { fields, defs, refs, once, operators: 0, steps: Vec::new() };
     parser.expr(expr, at)?;
-    Ok(Var { name: name.into(), steps: parser.steps.into() })
+    // ftrace places this error at the line's start.
+    let steps = parser.steps;
+    let usecs = units(&steps, defs, refs).map_err(|reason| (0, reason))?;
+    Ok(Var { name: name.into(), steps: steps.into(), usecs })
+}
+
+/// What a part of an expression says of its unit of time, as ftrace checks it.
+#[derive(Clone, Copy)]
+struct Unit {
+    /// In µs as the first operand of a larger expression makes it: a variable
+    /// read is not.
+    written: bool,
+    /// In µs as an operand, where the operands are compared: a variable read is
+    /// as its variable is; `None`: another histogram's, not bound yet.
+    read: Option<bool>,
+}
+
+/// Whether the expression `steps` is in µs, after checking, as ftrace does, that
+/// each operator's operands count time alike: both in µs (`common_timestamp.usecs`,
+/// or a variable that holds it) or neither; references not bound yet are checked
+/// when they are. `defs` are the variables it may read of its own histogram,
+/// `refs` those of others.
+fn units(steps: &[Step], defs: &[Var], refs: &[Ref]) -> Result<bool, HistReason> {
+    let mut stack: Vec<Unit> = Vec::with_capacity(MAX_OPERANDS);
+    let of = |written: bool| Unit { written, read: Some(written) };
+    for step in steps {
+        let unit = match step {
+            Step::Operand(Operand::Timestamp { usecs }) => of(*usecs),
+            Step::Operand(Operand::Field(..) | Operand::Const(_)) => of(false),
+            Step::Operand(Operand::Own(i)) => {
+                Unit { written: false, read: defs.get(*i).map(|d| d.usecs) }
+            }
+            Step::Operand(Operand::Ref(i)) => {
+                Unit { written: false, read: refs.get(*i).and_then(|r| r.usecs) }
+            }
+            Step::Negate => of(stack.pop().ok_or(HistReason::BadExpression)?.written),
+            Step::Binary(_) => {
+                let b = stack.pop().ok_or(HistReason::BadExpression)?;
+                let a = stack.pop().ok_or(HistReason::BadExpression)?;
+                if let (Some(x), Some(y)) = (a.read, b.read)
+                    && x != y
+                {
+                    return Err(HistReason::TimestampMismatch);
+                }
+                of(a.written)
+            }
+        };
+        stack.push(unit);
+    }
+    Ok(stack.pop().is_some_and(|u| u.written))
 }
 
 /// The operator an expression splits at.
@@ -642,7 +711,7 @@ fn operand(
         if refs.len() == MAX_REFS {
             return Err((at, HistReason::TooManyVars));
         }
-        refs.push(Ref { name: name.into(), at, once, bound: None });
+        refs.push(Ref { name: name.into(), at, once, bound: None, usecs: None });
         return Ok(Operand::Ref(refs.len() - 1));
     }
     if text.bytes().all(|b| b.is_ascii_digit()) {
