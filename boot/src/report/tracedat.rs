@@ -587,8 +587,8 @@ fn put_cpu_stats(out: &mut Vec<u8>, trace: &Section) {
     }
 }
 
-/// Appends the `flyrecord` CPU table of data `pages` starting at file offset `at`;
-/// returns the offset past their data.
+/// Appends the `flyrecord` CPU table: each CPU's data, of `sizes` bytes, laid out
+/// one after another from file offset `at`; returns the offset past their data.
 fn put_cpu_table(out: &mut Vec<u8>, sizes: &[u64], mut at: u64) -> u64 {
     for &size in sizes {
         put_u64(out, at);

@@ -645,7 +645,8 @@ fn hitcount_with_a_modifier_is_a_value_and_nohitcount_hides_the_count() {
 
 /// Expressions as ftrace parses them (its selftest `trigger-hist-expressions.tc`):
 /// `*` and `/` first, each operator from the left, at most three, a unary minus
-/// only as the whole expression; numbers are computed when the line is set.
+/// only at the start (split off by a later `-`); numbers are computed when the line
+/// is set.
 #[test]
 #[cfg_attr(miri, ignore = "single-threaded safe code, run natively (17 s under Miri)")]
 fn hist_expressions_apply_precedence_from_the_left() {
@@ -671,7 +672,7 @@ fn hist_expressions_apply_precedence_from_the_left() {
         assert_eq!(shown(expr), value, "{expr}");
     }
     // Fields are computed per event, and read back as written.
-    for expr in ["n*3-n/2", "n-2*n+1", "-(n+1)", "-(n*n/2)", "n/2*n"] {
+    for expr in ["n*3-n/2", "n-2*n+1", "-(n+1)", "-(n*n/2)", "n/2*n", "-(n)-1", "-(n)-n*2"] {
         assert_eq!(shown(expr), expr);
     }
     let line = "hist:keys=n:vals=$x,$y,$z:x=n*3-n/2,y=n-2*n+1,z=-(n+1):size=128";
@@ -695,6 +696,8 @@ fn hist_expressions_apply_precedence_from_the_left() {
         ("1+2+3+4+5", 0, HistReason::TooManyOperators),
         ("-(n+n)+n+n", 2, HistReason::UnaryMinus),
         ("-(1)+2", 2, HistReason::UnaryMinus),
+        ("-(n)*2-1", 2, HistReason::UnaryMinus),
+        ("-(n)-n-n-n", 0, HistReason::TooManyOperators),
         ("n*-(n)", 2, HistReason::BadExpression),
         ("-n", 1, HistReason::BadExpression),
         ("-(n", 3, HistReason::BadExpression),

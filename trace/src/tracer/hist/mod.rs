@@ -124,7 +124,8 @@ pub enum HistReason {
     BadExpression,
     /// More than [`MAX_OPERATORS`] operators in an expression.
     TooManyOperators,
-    /// A unary minus that is not the whole expression, `-(EXPR)`.
+    /// A unary minus, `-(EXPR)`, in a sub-expression: anything but an operand of a
+    /// later `-` after its `)` (`-(n)+1`, `-(n)*2-1`).
     UnaryMinus,
     /// A division by the constant zero.
     DivisionByZero,
@@ -221,7 +222,9 @@ impl fmt::Display for HistReason {
                  $VAR or a number) joined by + - * /, or -(EXPR)"
             }
             HistReason::TooManyOperators => "at most 3 operators in an expression",
-            HistReason::UnaryMinus => "a unary minus is -(EXPR), the whole expression",
+            HistReason::UnaryMinus => {
+                "unary minus not supported in sub-expressions (-(EXPR) starts the expression)"
+            }
             HistReason::DivisionByZero => "division by zero",
             HistReason::TimestampMismatch => {
                 "an operator's operands count time in different units (one in .usecs)"

@@ -11,7 +11,9 @@
 //!
 //! An expression is operands joined by `+ - * /`, at most [`MAX_OPERATORS`] of
 //! them, `*` and `/` before `+` and `-`, each from the left (`16-8-4-2` is 2), or
-//! `-(EXPR)`, a unary minus, which is the whole expression; an operand is an integer
+//! `-(EXPR)`, a unary minus, which starts the expression (an expression splits at
+//! its last `-` unless that is its first character: `-(n)-1` is `(-(n))-1`, and
+//! `-(n)+1` is refused); an operand is an integer
 //! field, `common_timestamp` (the instance's clock when the event fired, ns;
 //! `.usecs`: µs), `$NAME` (a variable defined before it in the same histogram, or
 //! one of another histogram of the instance) or a decimal number. Numbers joined
@@ -650,11 +652,15 @@ impl Parser<'_, '_> {
                 self.steps.push(Step::Operand(operand));
             }
             Some(Root::Negate) => {
+                // Counted, and refused, at the minus, as ftrace does.
                 self.operators += 1;
+                if self.operators > MAX_OPERATORS {
+                    return Err((at, HistReason::TooManyOperators));
+                }
                 let inner =
                     text[1..].strip_prefix('(').ok_or((at + 1, HistReason::BadExpression))?;
                 let close = inner.rfind(')').ok_or((at + text.len(), HistReason::BadExpression))?;
-                // The parentheses hold the rest: nothing follows them.
+                // The parentheses hold the rest of this part: nothing follows them.
                 if close + 1 < inner.len() {
                     return Err((at + 2, HistReason::UnaryMinus));
                 }
