@@ -244,5 +244,40 @@ mod tests {
             ["entry:hist:keys=CPU:t=vector:size=128", "exit:hist:keys=vector,CPU:x=$t:size=128"];
         let keyed = text(&keyed);
         assert!(keyed.unwrap_err().contains("the variable's histogram has other keys"));
+        // Time in µs less time in ns: at the line's start, when the reference binds.
+        let units = [
+            "entry:hist:keys=vector:t=common_timestamp:size=128",
+            "exit:hist:keys=vector:x=common_timestamp.usecs-$t:size=128",
+        ];
+        let units = text(&units).unwrap_err();
+        assert!(units.contains("at 0: an operator's operands count time in different units"));
+    }
+
+    /// A dump's string in a key cannot forge a line of the report: its control
+    /// characters print as `\u{..}`.
+    #[test]
+    fn a_string_keys_control_characters_are_escaped() {
+        let mut section = section();
+        let fields = vec![DumpField { name: "who".into(), kind: FieldKind::Str }];
+        let (system, name, format) = ("x".into(), "named".into(), "who=%s".into());
+        let (kind, timeline) = (DescriptorKind::Event, Timeline::Instant);
+        let d = DumpDescriptor { id: 3, kind, system, name, format, fields, timeline };
+        alloc::sync::Arc::make_mut(&mut section.descriptors).insert(3, d);
+        section.events.push(Event {
+            cpu: 0,
+            ts: 5000,
+            id: 3,
+            context: Context::TASK,
+            values: vec![Value::Str("a\n{ who: x } hitcount: 9\x1b[2J".into())],
+            lost_before: 0,
+            error: crate::field::DecodeError::Truncated,
+        });
+        let specs = ["named:hist:keys=who:size=128".to_string()];
+        let hists = Histograms::new(&section, &specs, None).unwrap();
+        hists.add(&section);
+        let mut out = String::new();
+        hists.write(None, &mut out).unwrap();
+        assert!(out.contains("{ who: a\\u{a}{ who: x } hitcount: 9\\u{1b}[2J "), "{out}");
+        assert!(!out.contains('\x1b') && !out.contains("\n{ who: x"), "{out}");
     }
 }

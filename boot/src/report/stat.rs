@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use trace::dump::{Section, format_ts};
+use trace::text::Controls;
 
 /// Counts of one CPU.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -87,7 +88,7 @@ pub fn summarize(trace: &Section) -> Summary {
 pub fn write_stat(trace: &Section, out: &mut impl Write) -> io::Result<()> {
     let out = &mut io::BufWriter::new(out);
     let s = summarize(trace);
-    writeln!(out, "# instance: {}", trace::text::Controls(&trace.heading()))?;
+    writeln!(out, "# instance: {}", Controls(&trace.heading()))?;
     writeln!(out, "# cpus={}", trace.cpus)?;
     if let Some(note) = super::left_out(trace) {
         writeln!(out, "# {note}")?;
@@ -101,7 +102,8 @@ pub fn write_stat(trace: &Section, out: &mut impl Write) -> io::Result<()> {
 
     writeln!(out, "\nEvents by type:")?;
     let mut rows = vec![row(["EVENT", "COUNT"])];
-    rows.extend(s.by_type.iter().map(|(name, n)| vec![name.clone(), n.to_string()]));
+    let by_type = s.by_type.iter();
+    rows.extend(by_type.map(|(name, n)| vec![Controls(name).to_string(), n.to_string()]));
     rows.push(vec!["total".into(), s.total.to_string()]);
     write_table(out, &rows)?;
 
@@ -246,6 +248,20 @@ mod tests {
         let s = summarize(&t);
         let lost: Vec<(usize, u64)> = s.per_cpu.iter().map(|c| (c.cpu, c.lost_reported)).collect();
         assert_eq!(lost, [(0, 0), (1, 21), (2, 6)]);
+    }
+
+    /// An event's name from the dump cannot forge a row: its control characters
+    /// print as `\u{..}`.
+    #[test]
+    fn an_event_names_control_characters_are_escaped() {
+        let mut t = sample();
+        let descriptors = std::sync::Arc::make_mut(&mut t.descriptors);
+        descriptors.values_mut().for_each(|d| d.name = format!("{}\ntotal 99\x1b", d.name));
+        let mut out = Vec::new();
+        write_stat(&t, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(!text.contains('\x1b') && !text.contains("\ntotal 99"), "{text}");
+        assert!(text.contains("  irq:irq_handler_entry\\u{a}total 99\\u{1b}      2\n"), "{text}");
     }
 
     #[test]

@@ -190,7 +190,7 @@ struct Func<'a>(&'a Value);
 impl fmt::Display for Func<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.0 {
-            Value::Str(name) => f.write_str(name),
+            Value::Str(name) => write!(f, "{}", Controls(name)),
             Value::Unsigned(addr) => write!(f, "{addr:#x}"),
             other => write!(f, "{other:?}"),
         }
@@ -310,6 +310,49 @@ mod tests {
              comm=x\\u{a}  forged-0 [000] .....\\u{d}\\u{1b}[2J ok=true c=λ"
         );
         assert!(!text.contains(['\r', '\x1b']), "{text:?}");
+    }
+
+    /// A function name `--elf` gave a `function_graph` record (which a crafted
+    /// dump can give too, as a string) prints escaped as well.
+    #[test]
+    fn a_graph_records_function_name_is_escaped() {
+        use trace::dump::{DumpDescriptor, DumpField};
+        use trace::field::FieldKind;
+        let mut t = sample();
+        t.panic = None;
+        for (id, d, fields) in [
+            (10, &FUNCGRAPH_ENTRY, &["func", "depth"][..]),
+            (11, &FUNCGRAPH_EXIT, &["func", "depth", "duration"][..]),
+        ] {
+            let kind = |name| if name == "func" { FieldKind::Str } else { FieldKind::U64 };
+            let fields =
+                fields.iter().map(|&name| DumpField { name: name.into(), kind: kind(name) });
+            let descriptor = DumpDescriptor {
+                id,
+                kind: d.kind,
+                system: d.system.into(),
+                name: d.name.into(),
+                format: String::new(),
+                fields: fields.collect(),
+                timeline: trace::event::Timeline::Instant,
+            };
+            std::sync::Arc::make_mut(&mut t.descriptors).insert(id, descriptor);
+        }
+        let func = || Value::Str("f\n  forged-0 [000] .....\x1b[2J\tg".into());
+        t.events = vec![
+            crate::report::sample::task_event(0, 10, 10, vec![func(), Value::Unsigned(0)]),
+            crate::report::sample::task_event(
+                0,
+                20,
+                11,
+                vec![func(), Value::Unsigned(0), Value::Unsigned(10)],
+            ),
+        ];
+        let text = render(&t);
+        assert!(!text.contains(['\x1b']), "{text:?}");
+        let calls: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        assert_eq!(calls.len(), 1, "{text}");
+        assert!(calls[0].ends_with("f\\u{a}  forged-0 [000] .....\\u{1b}[2J\tg();"), "{text}");
     }
 
     #[test]

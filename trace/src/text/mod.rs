@@ -31,17 +31,17 @@ use crate::ring::Clock;
 use core::fmt::{self, Write};
 
 /// A string from a dump as a line of text shows it: its control characters (C0,
-/// DEL and C1, [`char::is_control`]) as the escape `\u{HEX}` ([`char::escape_unicode`],
-/// the form the trace.dat writer gives the characters libtraceevent does not parse),
-/// the rest as it is, so that none of it ends the line, forges another or drives a
-/// terminal.
+/// DEL and C1, [`char::is_control`]) but the tab as the escape `\u{HEX}`
+/// ([`char::escape_unicode`], the form the trace.dat writer gives the characters
+/// libtraceevent does not parse), the rest as it is, so that none of it ends the
+/// line, forges another or drives a terminal.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Controls<'a>(pub &'a str);
 
 impl fmt::Display for Controls<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut rest = self.0;
-        while let Some(at) = rest.find(char::is_control) {
+        while let Some(at) = rest.find(|c: char| c.is_control() && c != '\t') {
             f.write_str(&rest[..at])?;
             let c = rest[at..].chars().next().unwrap_or_default();
             write!(f, "{}", c.escape_unicode())?;

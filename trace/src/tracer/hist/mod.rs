@@ -32,7 +32,7 @@ use crate::event::format_file::Origin;
 use crate::field::{Field, FieldKind};
 use crate::symtab::SymbolTable;
 use crate::sync::{AtomicBool, Ordering::Relaxed};
-use crate::text::StackText;
+use crate::text::{Controls, StackText};
 use alloc::boxed::Box;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -974,6 +974,8 @@ impl Column {
                 Ok(text) => text,
                 Err(e) => core::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or_default(),
             };
+            // Control characters escaped, so that a key cannot forge a line.
+            let text = alloc::string::ToString::to_string(&Controls(text));
             return write!(out, "{name}: {text:<50}");
         }
         let v = key[self.at];
