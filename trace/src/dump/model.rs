@@ -292,7 +292,6 @@ pub struct Texts<'a> {
 impl Section {
     /// The renderer of this section's events' text ([`Texts`]).
     pub fn texts(&self) -> Texts<'_> {
-        let stack = &crate::tracer::STACK_TRACE;
         Texts {
             descriptors: &self.descriptors,
             formats: self
@@ -301,7 +300,8 @@ impl Section {
                 .filter(|(_, d)| d.kind == DescriptorKind::Event)
                 .map(|(&id, d)| (id, Compiled::new(&d.format, &d.fields())))
                 .collect(),
-            stacks: (self.ids_of(stack.system, stack.name).into_iter())
+            // The events of `stacktrace` triggers (as the format files know them).
+            stacks: (self.ids_of("ftrace", "kernel_stack").into_iter())
                 .filter(|id| {
                     let frames = self.descriptors[id].fields.iter().skip(1);
                     frames.map(|f| f.kind).all(|kind| kind == field::FieldKind::Str)
