@@ -1050,7 +1050,8 @@ fn report_hist_builds_the_kernels_histograms_from_a_dumps_records() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let hists = text(&out.stdout);
     assert!(hists.starts_with("# instance: top\n# event histogram\n"), "{hists}");
-    let row = |(vector, cpu): &(u64, usize)| format!("{{ vector: {vector:>10}, CPU: {cpu:>10} }}");
+    let row =
+        |(vector, cpu): &(u64, usize)| format!("{{ vector: {vector:>10}, common_cpu: {cpu:>10} }}");
     for (key, n) in &starts {
         assert!(hists.contains(&format!("{} hitcount: {n:>10}\n", row(key))), "{key:?}: {hists}");
     }

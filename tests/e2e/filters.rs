@@ -863,7 +863,7 @@ fn named_histograms_share_one_table_across_events() {
         m.run(&format!("echo '{line}' > {command}/trigger"));
         m.run(&format!("echo '{line}' > {print}/trigger"));
         let read_back =
-            "hist:name=by_task:keys=COMM:vals=hitcount:sort=hitcount:size=2048 [active]";
+            "hist:name=by_task:keys=common_comm:vals=hitcount:sort=hitcount:size=2048 [active]";
         assert_eq!(cat(&mut m, &format!("{print}/trigger")), read_back, "{root}");
         // A command line fires shell:command: one hit for each line since the first
         // trigger (the second trigger's, the `cat`); a marker write fires
@@ -872,9 +872,9 @@ fn named_histograms_share_one_table_across_events() {
             m.run(&format!("echo marked > {root}trace_marker"));
         }
         let (entries, [hits, ..]) = hist(&mut m, &format!("{command}/hist"));
-        assert_eq!((entries, hits), (vec![("COMM: shell".to_string(), 7)], 7), "{root}");
+        assert_eq!((entries, hits), (vec![("common_comm: shell".to_string(), 7)], 7), "{root}");
         let (entries, _) = hist(&mut m, &format!("{print}/hist"));
-        assert_eq!(entries, [("COMM: shell".to_string(), 8)], "{root}: the same table");
+        assert_eq!(entries, [("common_comm: shell".to_string(), 8)], "{root}: the same table");
         let out = m.run(&format!("echo 'hist:name=by_task:keys=CPU' > {print}/trigger"));
         assert!(out.contains("a histogram of that name has other keys or values"), "{root}: {out}");
         let out = m.run(&format!("echo 'hist:name=by-task:keys=COMM' > {print}/trigger"));
@@ -908,14 +908,14 @@ fn hist_variables_time_each_interrupt_handler() {
         let said = m.run(&format!("echo '{mixed}' > {exit}/trigger"));
         assert!(said.contains("operands count time in different units"), "{root}{said}");
         assert_eq!(m.run(&format!("echo '{end}' > {exit}/trigger")), "", "{root}");
-        let shown = "hist:keys=irq,CPU:vals=hitcount,$lat:lat=common_timestamp-$ts0:\
+        let shown = "hist:keys=irq,common_cpu:vals=hitcount,$lat:lat=common_timestamp-$ts0:\
                      sort=irq:size=2048:onmax($lat).save(common_pid):onmax($lat).snapshot() \
                      [active]";
         assert_eq!(cat(&mut m, &format!("{exit}/trigger")), shown, "{root}");
         // Polled: ticks come at the timer's pace.
         let timed = (0..300)
             .map(|_| m.run(&format!("cat {exit}/hist")))
-            .find(|text| text.contains("{ irq:         48, CPU:"))
+            .find(|text| text.contains("{ irq:         48, common_cpu:"))
             .unwrap_or_else(|| panic!("{root}: no timer interrupt timed"));
         let (starts, _) = hist(&mut m, &format!("{entry}/hist"));
         let mut rows = 0;
@@ -955,7 +955,7 @@ fn hist_variables_time_each_interrupt_handler() {
         assert!(!root.is_empty() || snapshot.contains(": irq_handler_exit: irq="), "{snapshot}");
         let out = m.run(&format!("echo '!{start}' > {entry}/trigger"));
         assert!(out.contains("another histogram reads a variable of this one"), "{root}{out}");
-        let kept = "hist:keys=irq,CPU:vals=hitcount:ts0=common_timestamp:sort=hitcount";
+        let kept = "hist:keys=irq,common_cpu:vals=hitcount:ts0=common_timestamp:sort=hitcount";
         assert!(cat(&mut m, &format!("{entry}/trigger")).starts_with(kept), "{root}");
         // A second definition of ts0, on another event or with `>` on its own (the
         // first stays while it is read), is refused where it is written.
@@ -1066,11 +1066,11 @@ fn hist_triggers_count_by_key_from_any_context() {
         assert!(ticked, "{root}");
         assert_eq!(
             cat(&mut m, &format!("{entry}/trigger")),
-            "hist:keys=irq,CPU:vals=hitcount:sort=irq:size=2048 [active]"
+            "hist:keys=irq,common_cpu:vals=hitcount:sort=irq:size=2048 [active]"
         );
         let (entries, [hits, count, dropped]) = hist(&mut m, &format!("{entry}/hist"));
         // Keys typed raise vector 49 on CPU 0; every CPU's timer raises 48.
-        assert!(entries.iter().any(|(k, _)| k == "irq: 49, CPU: 0"), "{root}{entries:?}");
+        assert!(entries.iter().any(|(k, _)| k == "irq: 49, common_cpu: 0"), "{root}{entries:?}");
         let irqs: Vec<&str> = entries.iter().filter_map(|(k, _)| k.split(',').next()).collect();
         assert!(irqs.is_sorted(), "{root}: sorted on irq: {irqs:?}");
         assert_eq!(count as usize, entries.len());

@@ -489,6 +489,7 @@ const TRIGGERS: &[&str] = &[
     "'!hist:keys=cpu'",
     "'hist:keys=common_stacktrace:vals=hitcount:size=128'",
     "'hist:keys=cpu:t0=common_timestamp'",
+    "'hist:keys=cpu:vals=$lat:lat=common_timestamp-$t0'",
     "'hist:keys=cpu:vals=$lat:lat=common_timestamp.usecs-$t0'",
     "'!hist:keys=cpu:t0=common_timestamp'",
     "'hist:keys=cpu:x=cpu/0'",

@@ -246,7 +246,7 @@ fn a_histogram_counts_every_stress_event_from_every_context() {
     let mut counted = std::collections::HashMap::new();
     for line in hist.lines().filter(|l| l.starts_with("{ ")) {
         let words: Vec<&str> = line.split([' ', ',', '{', '}']).filter(|w| !w.is_empty()).collect();
-        // source: S CPU: C hitcount: N
+        // source: S common_cpu: C hitcount: N
         let (source, cpu, hits) = (words[1], words[3], words[5]);
         counted
             .insert((source.parse::<u8>().unwrap(), cpu.to_string()), hits.parse::<u64>().unwrap());

@@ -210,15 +210,17 @@ mod tests {
         .unwrap();
         let exits = out.split("\n\n\n").nth(1).unwrap_or_else(|| panic!("{out}"));
         for row in [
-            "{ vector:         48, CPU:          0 } hitcount:          1  lat:       2000\n\
+            "{ vector:         48, common_cpu:          0 } hitcount:          1  lat:       2000\n\
              \tmax:       2000  CPU:          0\n",
-            "{ vector:         48, CPU:          1 } hitcount:          1  lat:        100\n",
-            "{ vector:         49, CPU:          0 } hitcount:          1  lat:        200\n",
+            "{ vector:         48, common_cpu:          1 } hitcount:          1  lat:        100\n",
+            "{ vector:         49, common_cpu:          0 } hitcount:          1  lat:        200\n",
         ] {
             assert!(exits.contains(row), "{row}\n{exits}");
         }
         assert!(exits.contains("Hits: 3\n    Entries: 3\n"), "{exits}");
-        assert!(out.contains("{ vector:         48, CPU:          0 } hitcount:          1\n"));
+        assert!(
+            out.contains("{ vector:         48, common_cpu:          0 } hitcount:          1\n")
+        );
     }
 
     #[test]

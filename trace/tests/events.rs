@@ -670,15 +670,25 @@ fn hist_triggers_count_by_key_and_read_as_ftrace_shows_them() {
     everything(2, 7, "a string longer than a key keeps: cut");
     everything(3, -10, "alpha");
     let text = hists(&h, EVERYTHING.descriptor());
-    assert!(text.contains(":sort=d:size=256 [active]"), "{text}");
-    let alpha =
-        format!("{{ h: {:<50}, CPU:          0 }} hitcount:          2  d:        -15", "alpha");
+    // The CPU reads back, and shows, as Linux's: `common_cpu`, however written.
+    let line = "hist:keys=h,common_cpu:vals=hitcount,d:sort=d:size=256 [active]";
+    assert!(text.contains(line), "{text}");
+    let alpha = format!(
+        "{{ h: {:<50}, common_cpu:          0 }} hitcount:          2  d:        -15",
+        "alpha"
+    );
     let long = format!(
-        "{{ h: {:<50}, CPU:          0 }} hitcount:          1  d:          7",
+        "{{ h: {:<50}, common_cpu:          0 }} hitcount:          1  d:          7",
         "a string longer than a key keeps"
     );
     assert_eq!(hist_entries(&text), [alpha.as_str(), long.as_str()]);
     h.clear_triggers(EVERYTHING.descriptor()).unwrap();
+    // Sorted by any of its spellings; removed by the line as written.
+    h.set_trigger(EVERYTHING.descriptor(), "hist:keys=cpu,COMM:sort=CPU").unwrap();
+    let line = "hist:keys=common_cpu,common_comm:vals=hitcount:sort=common_cpu:size=2048 [active]";
+    assert_eq!(h.triggers(EVERYTHING.descriptor()), [line]);
+    h.set_trigger(EVERYTHING.descriptor(), "!hist:keys=CPU,comm:sort=common_cpu").unwrap();
+    assert!(h.triggers(EVERYTHING.descriptor()).is_empty());
 
     // Sorted on a string key: as the bytes compare ("ab" before "b", "b" before "ba").
     h.set_trigger(EVERYTHING.descriptor(), "hist:keys=h:sort=h.descending").unwrap();

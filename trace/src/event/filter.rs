@@ -222,6 +222,17 @@ pub(crate) struct FieldRef {
 }
 
 impl FieldRef {
+    /// The name a histogram shows the field by where ftrace's differs from how it
+    /// was written: `common_cpu` for the CPU (`CPU`, `cpu`), `common_comm` for the
+    /// task column's name (`COMM`, `comm`); `None`: as written.
+    pub(crate) fn hist_name(&self) -> Option<&'static str> {
+        match self.location {
+            Location::Common(Common::Cpu) => Some("common_cpu"),
+            Location::Comm => Some("common_comm"),
+            _ => None,
+        }
+    }
+
     /// The field named `name` among an event's `fields` (the event's own first, as
     /// in Linux, then the common fields every event has), and its kind.
     pub(crate) fn resolve(fields: &[Field<'_>], name: &str) -> Option<(FieldRef, FieldKind)> {

@@ -503,7 +503,7 @@ impl Hist {
         }
         let sort = match sort_text {
             None => [Sort { by: SortBy::Hitcount, descending: false }].into(),
-            Some((text, attr_at)) => sorts(text, attr_at, &keys, &vals)?,
+            Some((text, attr_at)) => sorts(text, attr_at, fields, &keys, &vals)?,
         };
         let stack = keys.is_empty();
         let key_words = if stack { STACK_WORDS } else { keys.iter().map(Column::words).sum() };
@@ -1099,7 +1099,7 @@ fn columns(
             _ => {
                 let (field, kind) =
                     FieldRef::resolve(fields, name).ok_or((item_at, HistReason::UnknownField))?;
-                (Source::Field(field), kind, name)
+                (Source::Field(field), kind, field.hist_name().unwrap_or(name))
             }
         };
         let string = kind == FieldKind::Str;
@@ -1137,10 +1137,13 @@ fn columns(
     Ok(columns)
 }
 
-/// Parses `sort=`'s list (the attribute starts at `attr_at`).
+/// Parses `sort=`'s list (the attribute starts at `attr_at`): a column is named as
+/// the histogram shows it, or as any spelling of its field (`CPU` for
+/// `common_cpu`).
 fn sorts(
     list: &str,
     attr_at: usize,
+    fields: &[Field<'_>],
     keys: &[Column],
     vals: &[Column],
 ) -> Result<Box<[Sort]>, HistError> {
@@ -1164,6 +1167,8 @@ fn sorts(
             Some(("descending", _)) => true,
             Some((_, order_at)) => return Err((order_at, HistReason::InvalidSortModifier)),
         };
+        let shown = FieldRef::resolve(fields, name).and_then(|(field, _)| field.hist_name());
+        let name = shown.unwrap_or(name);
         let by = if name == "hitcount" {
             SortBy::Hitcount
         } else if let Some(i) = keys.iter().position(|k| &*k.name == name) {
