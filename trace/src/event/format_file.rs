@@ -984,7 +984,7 @@ mod tests {
 
     #[test]
     fn markers_leave_in_linux_layout_printed_after_their_ip() {
-        use crate::tracer::MARKER;
+        use crate::event::marker::MARKER;
         assert_eq!(Linux::of(MARKER.system, MARKER.name, MARKER.fields), Some(Linux::Print));
         let mut text = String::new();
         write_event_format(&mut text, "ftrace", "print", 5, MARKER.fields, MARKER.format).unwrap();

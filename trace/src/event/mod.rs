@@ -11,8 +11,10 @@
 //! Inside: `dispatch` hands each emitted record to the installed tracer, `filter`
 //! compiles and evaluates ftrace's event filters on an event's fields, [`format`](mod@format)
 //! renders a record with its descriptor's format string, [`format_file`] writes
-//! tracefs's `format` files, [`log`] bridges the `log` crate, and [`glob`](fn@glob)
-//! matches the names and strings of event selections, filters and function filters.
+//! tracefs's `format` files, [`log`] bridges the `log` crate, `marker` holds the
+//! `ftrace:print` and `ftrace:raw_data` descriptors the markers write, and
+//! [`glob`](fn@glob) matches the names and strings of event selections, filters and
+//! function filters.
 
 pub(crate) mod dispatch;
 pub(crate) mod filter;
@@ -22,6 +24,7 @@ mod glob;
 pub mod inject;
 pub mod key;
 pub mod log;
+pub(crate) mod marker;
 
 pub use filter::{Filter, FilterError, FilterReason, MAX_FILTER_LEN, MAX_PREDICATES};
 pub use glob::glob;
@@ -619,7 +622,7 @@ macro_rules! timeline {
 /// [`linked_events!`](crate::linked_events) puts in the caller's `trace_events`
 /// section, so that the section and its bounds exist before any `event!` does.
 #[doc(hidden)]
-pub static SECTION_ANCHOR: &EventDescriptor = &crate::tracer::MARKER;
+pub static SECTION_ANCHOR: &EventDescriptor = &marker::MARKER;
 
 /// The descriptors the linker collected in the `trace_events` section of the
 /// calling binary: every [`event!`](macro@crate::event) and [`printk!`](crate::printk) of

@@ -913,7 +913,7 @@ fn the_irqsoff_tracer_keeps_the_longest_irqs_off_region() {
     assert_eq!((lat.max_latency(), snapshot()), (900, Some(vec![900, 0x300, 0x380])));
     // A `snapshot` trigger leaves the window alone and says so, in ftrace's words,
     // and spends its count as ftrace's: counted, it says so once.
-    let marker = &crate::tracer::MARKER;
+    let marker = &crate::event::marker::MARKER;
     lat.set_trigger(marker, "snapshot:1").unwrap();
     lat.write_marker("x").unwrap();
     lat.write_marker("y").unwrap();

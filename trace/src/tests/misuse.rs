@@ -147,7 +147,7 @@ fn control_from_a_context_that_may_not_wait_is_refused_before_any_lock() {
     assert_eq!(t.instances().map(|_| ()), Err(Error::WouldDeadlock), "instances");
     assert_eq!(t.instance_names().map(|_| ()), Err(Error::WouldDeadlock), "instance_names");
     assert_eq!(t.memory().map(|_| ()), Err(Error::WouldDeadlock), "memory");
-    let marker = &crate::tracer::MARKER;
+    let marker = &crate::event::marker::MARKER;
     let hook_refused = Err(crate::tracer::HookError::from(Error::WouldDeadlock));
     assert_eq!(net.set_filter(marker, "buf == \"x\""), hook_refused, "set_filter");
     // Refused before the text is compiled (it allocates): a bad one too.
@@ -218,7 +218,9 @@ fn control_from_inside_a_section_is_refused_before_any_lock() {
     }
     let hook_refused = Err(crate::tracer::HookError::from(Error::WouldDeadlock));
     let mut hooks = None;
-    t.visit_instances(|_| hooks = Some(net.set_filter(&crate::tracer::MARKER, "buf == \"x\"")));
+    t.visit_instances(|_| {
+        hooks = Some(net.set_filter(&crate::event::marker::MARKER, "buf == \"x\""))
+    });
     assert_eq!(hooks, Some(hook_refused), "set_filter");
     assert_eq!(t.instance_names().unwrap(), ["net"], "nothing changed");
     assert_eq!(net.bytes_per_cpu(), 4096);

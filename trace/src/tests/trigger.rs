@@ -27,7 +27,7 @@ fn lookup(system: &str, name: &str) -> Option<&'static EventDescriptor> {
         EventDescriptor::new("sys", "target", "", &[], DescriptorKind::Event);
     match (system, name) {
         ("sys", "target") => Some(&TARGET),
-        ("ftrace", "print") => Some(&crate::tracer::MARKER),
+        ("ftrace", "print") => Some(&crate::event::marker::MARKER),
         _ => None,
     }
 }
@@ -1175,7 +1175,7 @@ fn trigger_stacktrace_records_a_stack_event() {
 fn a_refused_marker_runs_no_trigger() {
     let t = tracer(&[]);
     let top = t.top();
-    top.set_trigger(&crate::tracer::MARKER, "traceon").unwrap();
+    top.set_trigger(&crate::event::marker::MARKER, "traceon").unwrap();
     top.set_tracing(false);
     assert_eq!(top.write_marker("refused"), Err(crate::ring::WriteError::NotTaken));
     assert!(!top.tracing(), "the refused marker's traceon ran");
@@ -1216,7 +1216,7 @@ fn the_stacktrace_option_records_a_stack_after_each_tracepoint_its_instance_reco
         let events = crate::tests::util::events(i.recorder().live(), 0);
         events.iter().map(|(id, _)| *id).collect()
     };
-    let (ev, st, m) = (EV.id(), STACK_TRACE.id(), crate::tracer::MARKER.id());
+    let (ev, st, m) = (EV.id(), STACK_TRACE.id(), crate::event::marker::MARKER.id());
     assert_eq!(ids(&top), [ev, st, m, ev, st, ev, st, ev, st, st, ev]);
     assert_eq!(ids(&other), [ev; 6], "the option is the instance's");
     assert_eq!(recorded(top.recorder().live(), ev), [1, 3, 4, 5, 6]);

@@ -947,7 +947,11 @@ impl<'t, P: Platform> Instance<'t, P> {
             let mut buf = [0u8; crate::event::MAX_EVENT_PAYLOAD];
             let mut encoder = Encoder::new(&mut buf);
             encoder.put_str(chunk);
-            if !self.tracer.write_to(self.state.slot, &crate::tracer::MARKER, encoder.bytes()) {
+            if !self.tracer.write_to(
+                self.state.slot,
+                &crate::event::marker::MARKER,
+                encoder.bytes(),
+            ) {
                 return Err(WriteError::NotTaken);
             }
             rest = tail;
@@ -975,7 +979,11 @@ impl<'t, P: Platform> Instance<'t, P> {
         let mut encoder = Encoder::new(&mut buf);
         crate::field::FieldValue::encode(&id, &mut encoder);
         encoder.put_str(hex);
-        match self.tracer.write_to(self.state.slot, &crate::tracer::RAW_MARKER, encoder.bytes()) {
+        match self.tracer.write_to(
+            self.state.slot,
+            &crate::event::marker::RAW_MARKER,
+            encoder.bytes(),
+        ) {
             true => Ok(()),
             false => Err(WriteError::NotTaken),
         }

@@ -56,8 +56,9 @@ use trigger::{STACK_PAYLOAD, put_stack};
 use crate::event::dispatch::{Body, Dispatch, Inline, Payload, Spill, Words};
 use crate::event::filter::Filter;
 use crate::event::format_file::Origin;
+use crate::event::marker::{MARKER, RAW_MARKER};
 use crate::event::{DescriptorKind, EventDescriptor, MAX_EVENT_PAYLOAD};
-use crate::field::{Encoder, Field, FieldKind, Sink};
+use crate::field::{Encoder, Sink};
 use crate::platform::Platform;
 use crate::ring::buffer::{Buffer, Config};
 use crate::ring::per_cpu::{RecordWriter, Ring};
@@ -78,25 +79,6 @@ use spin::Mutex;
 pub const MAX_INSTANCES: usize = 64;
 /// Slot of the top-level instance.
 pub(crate) const TOP_SLOT: usize = 0;
-
-/// The `ftrace:print` event that `trace_marker` writes.
-pub(crate) static MARKER: EventDescriptor = EventDescriptor::new(
-    "ftrace",
-    "print",
-    "{buf}",
-    &[Field { name: "buf", kind: FieldKind::Str }],
-    DescriptorKind::Event,
-);
-
-/// The `ftrace:raw_data` event that `trace_marker_raw` writes: the data's 4-byte id,
-/// and its bytes as hex text (as Linux prints raw markers).
-pub(crate) static RAW_MARKER: EventDescriptor = EventDescriptor::new(
-    "ftrace",
-    "raw_data",
-    "# {id:x} buf:{buf}",
-    &[Field { name: "id", kind: FieldKind::U32 }, Field { name: "buf", kind: FieldKind::Str }],
-    DescriptorKind::Event,
-);
 
 /// Most bytes of data a raw marker takes after its id (each is kept as 3 characters
 /// of hex text, within an event's payload).
