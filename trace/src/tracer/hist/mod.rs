@@ -531,13 +531,14 @@ impl Hist {
         Arc::get_mut(&mut self.shared).is_none_or(|shared| shared.table.allocate())
     }
 
-    /// Whether `other` has the same name, keys, values (as shown) and sort (the
-    /// filter aside; the size too, as in ftrace: `!hist:keys=x` removes a histogram
-    /// set with `size=`).
+    /// Whether `other` has the same name, keys, values and sort (the filter aside),
+    /// as ftrace matches histograms: what only changes how it is shown or sized does
+    /// not count, so `!hist:keys=x` removes a histogram set with `size=` or
+    /// `nohitcount`, and setting one that differs only so is refused as a duplicate.
     pub fn same_as(&self, other: &Hist) -> bool {
         (self.name == other.name)
             && (self.keys == other.keys && self.stack == other.stack)
-            && (self.vals == other.vals && self.nohitcount == other.nohitcount)
+            && self.vals == other.vals
             && self.sort == other.sort
             && self.vars.same_as(&other.vars)
     }
