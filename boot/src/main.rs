@@ -278,7 +278,7 @@ fn main() -> ExitCode {
         error.exit()
     });
     match cli.command {
-        Some(Command::Report(options)) => match report(&options) {
+        Some(Command::Report(options)) => match report(&options, None) {
             Ok(clean) => ExitCode::from(if clean { 0 } else { 1 }),
             Err(error) => {
                 eprintln!("report: {error}");
@@ -333,10 +333,9 @@ fn record(options: &Record) -> Result<bool, String> {
     }
     file += "trace_pipe_raw";
     writable(options.format, &options.output)?;
-    // The ELF is read once the recording is done: a missing one is refused first.
-    if options.elf {
-        report::Symbols::read(Path::new(boot::KERNEL_ELF))?;
-    }
+    // The ELF is read before the kernel boots: a missing one is refused first.
+    let symbols = options.elf.then(|| report::Symbols::read(Path::new(boot::KERNEL_ELF)));
+    let symbols = symbols.transpose()?;
     let mut command = options.run.config(Serial::Pipe).command(boot::BIOS_IMAGE);
     boot::qemu::end_with_this_thread(&mut command);
     let child = command
@@ -354,7 +353,7 @@ fn record(options: &Record) -> Result<bool, String> {
     let streamed = stream(options, &file, &mut child.0, &log);
     drop(child);
     let reported = streamed.and_then(|()| {
-        report(&Report {
+        let options = Report {
             log: log.clone(),
             stat: false,
             format: options.format,
@@ -364,8 +363,8 @@ fn record(options: &Record) -> Result<bool, String> {
             elf: options.elf.then(|| PathBuf::from(boot::KERNEL_ELF)),
             filter: Vec::new(),
             hist: Vec::new(),
-        })
-        .map_err(Failure::Logged)
+        };
+        report(&options, symbols).map_err(Failure::Logged)
     });
     // A temporary log is kept when it says what went wrong.
     match reported {
@@ -579,7 +578,9 @@ fn run_qemu(config: &Config, timeout: Option<Duration>) -> std::io::Result<Outco
 /// once to count the dumps, once to decode them one after the other, so memory
 /// holds one dump (converting, also the sections kept of the last that has what was
 /// asked), not the log; a log that is not a regular file is held ([`Log`]).
-fn report(options: &Report) -> Result<bool, String> {
+/// `symbols` are `--elf`'s, when the caller has read them already (`record` does,
+/// to refuse a bad ELF before it boots).
+fn report(options: &Report, symbols: Option<report::Symbols>) -> Result<bool, String> {
     if !options.hist.is_empty() && (options.stat || options.format != Format::Text) {
         return Err("--hist prints histograms as text; it goes with neither --stat nor \
                     another --format"
@@ -607,8 +608,12 @@ fn report(options: &Report) -> Result<bool, String> {
         }
         _ => {}
     }
-    let symbols = options.elf.as_deref().map(report::Symbols::read).transpose();
-    let symbols = symbols.map_err(|e| format!("--elf {e}"))?;
+    let symbols = match (symbols, options.elf.as_deref()) {
+        (Some(symbols), _) => Some(symbols),
+        (None, elf) => {
+            elf.map(report::Symbols::read).transpose().map_err(|e| format!("--elf {e}"))?
+        }
+    };
     for (name, input) in [("LOG", Some(&options.log)), ("the --elf file", options.elf.as_ref())] {
         let Some((output, input)) = options.output.as_ref().zip(input) else { continue };
         if same_file(output, input) {
