@@ -74,6 +74,13 @@ fn set_event_replaces_appends_negates_and_refuses_bad_input() {
         assert_eq!(m.run(&format!("echo '*:*' > {file}")), "");
         let all = m.run(&format!("cat {file}"));
         assert_eq!(all, m.run(&format!("cat {root}available_events")), "*:* enables every event");
+        // A lone `!` names no event (Linux: EINVAL), where `!:` names every one.
+        let err = m.run(&format!("echo '!' >> {file}"));
+        assert!(err.contains("Invalid argument (no event matches an entry"), "{err}");
+        assert_eq!(m.run(&format!("cat {file}")), all, "a refused `!` changes nothing");
+        assert_eq!(m.run(&format!("echo '!:' >> {file}")), "");
+        assert_eq!(m.run(&format!("cat {file}")), "");
+        assert_eq!(m.run(&format!("echo '*:*' > {file}")), "");
         assert_eq!(m.run(&format!("echo > {file}")), "");
         assert_eq!(m.run(&format!("cat {file}")), "");
         assert_eq!(m.run(&format!("cat {root}events/enable")).trim(), "0");

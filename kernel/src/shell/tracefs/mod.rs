@@ -571,10 +571,10 @@ fn any_pattern(pattern: Option<&str>) -> Option<&str> {
 /// The (system, event) patterns of one `set_event` entry.
 type Selectors<'a> = Vec<(Option<&'a str>, Option<&'a str>)>;
 
-/// One `set_event` entry, `[!]SYSTEM:EVENT` or `[!]NAME` (`*` or empty: any): whether
-/// it enables, and the (system, event) patterns it selects. As in Linux, a `NAME`
-/// without `:` selects the events of that name and the events of the system of that
-/// name.
+/// One `set_event` entry, `[!]SYSTEM:EVENT` or `[!]NAME` (a `*` or empty SYSTEM or
+/// EVENT: any): whether it enables, and the (system, event) patterns it selects. As
+/// in Linux, a `NAME` without `:` selects the events of that name and the events of
+/// the system of that name, and an empty one (a lone `!`) selects none.
 fn set_event_entry(entry: &str) -> (bool, Selectors<'_>) {
     let (enable, spec) = match entry.strip_prefix('!') {
         Some(spec) => (false, spec),
@@ -582,6 +582,7 @@ fn set_event_entry(entry: &str) -> (bool, Selectors<'_>) {
     };
     let selectors = match spec.split_once(':') {
         Some((system, event)) => alloc::vec![(any_pattern(Some(system)), any_pattern(Some(event)))],
+        None if spec.is_empty() => Vec::new(),
         None => match any_pattern(Some(spec)) {
             None => alloc::vec![(None, None)],
             name => alloc::vec![(None, name), (name, None)],
